@@ -1,0 +1,311 @@
+"""The scaling policy: a YAML file that lists the targets and how to scale each.
+
+Loaded with :func:`load_policy`; invalid files raise :class:`PolicyError` whose message names
+the file, the field path, the value and what was expected. See README "Policy file reference".
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Self
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from scaler.core.signals import SignalName
+
+_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+_DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
+_LABEL_NAME = r"^[a-zA-Z_][a-zA-Z0-9_]*$"
+
+# Plural resource names of the kinds people scale; anything else must name its plural.
+KNOWN_PLURALS: dict[str, str] = {
+    "Deployment": "deployments",
+    "StatefulSet": "statefulsets",
+    "ReplicaSet": "replicasets",
+    "LeaderWorkerSet": "leaderworkersets",
+    "Rollout": "rollouts",
+}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class WorkloadRef(_Strict):
+    """The scaled workload: any object with a ``scale`` subresource."""
+
+    api_version: str = Field(alias="apiVersion", pattern=r"^([a-z0-9.-]+/)?v[0-9]+[a-z0-9]*$")
+    kind: str = Field(pattern=r"^[A-Z][A-Za-z0-9]*$")
+    namespace: str = Field(pattern=_DNS_LABEL, max_length=63)
+    name: str = Field(pattern=_DNS_SUBDOMAIN, max_length=253)
+    plural: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9]+$",
+        description="Resource plural; defaults from the kind for well-known kinds.",
+    )
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @property
+    def group(self) -> str:
+        """API group ('' for the core group)."""
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def version(self) -> str:
+        """API version without the group."""
+        return self.api_version.rpartition("/")[2]
+
+    @property
+    def resource(self) -> str:
+        """Plural resource name used in API paths."""
+        if self.plural:
+            return self.plural
+        return KNOWN_PLURALS[self.kind]
+
+    @model_validator(mode="after")
+    def _plural_known(self) -> Self:
+        if self.plural is None and self.kind not in KNOWN_PLURALS:
+            raise ValueError(
+                f"kind {self.kind!r} is not one of {sorted(KNOWN_PLURALS)}; "
+                "set 'plural' to its resource name (for example 'inferencepools')"
+            )
+        return self
+
+    def key(self) -> str:
+        """Stable identifier used in logs, metrics and JSON: ``namespace/kind/name``."""
+        return f"{self.namespace}/{self.kind}/{self.name}"
+
+
+class QueueDepthSignal(_Strict):
+    """Queue depth: ``vllm:num_requests_waiting`` summed over engines and pods.
+
+    HPA AverageValue semantics: desired = ceil(total waiting / ``target_per_replica``).
+    """
+
+    enabled: bool = True
+    target_per_replica: float = Field(default=10.0, gt=0, description="waiting requests per replica")
+
+
+class KvCacheSignal(_Strict):
+    """KV-cache usage as a 0-1 ratio (not a percent), averaged over ready pods.
+
+    HPA Utilization semantics: desired = ceil(sum of pod ratios / ``target_ratio``).
+    """
+
+    enabled: bool = True
+    target_ratio: float = Field(default=0.8, gt=0, le=1, description="0-1 ratio, not a percent")
+
+
+class TtftSignal(_Strict):
+    """TTFT quantile over the target's pods, in seconds.
+
+    HPA Object/Value semantics: desired = ceil(ready replicas x value / ``target_seconds``).
+    """
+
+    enabled: bool = True
+    target_seconds: float = Field(default=2.0, gt=0)
+    quantile: float = Field(default=0.95, gt=0, lt=1)
+
+
+class Signals(_Strict):
+    """Per-signal targets. Each signal can be switched off with ``enabled: false``."""
+
+    queue_depth: QueueDepthSignal = QueueDepthSignal()
+    kv_cache_usage: KvCacheSignal = KvCacheSignal()
+    ttft_p95: TtftSignal = TtftSignal()
+
+    def enabled(self) -> tuple[SignalName, ...]:
+        """Names of the enabled signals, in a fixed order."""
+        out: list[SignalName] = []
+        if self.queue_depth.enabled:
+            out.append(SignalName.QUEUE_DEPTH)
+        if self.kv_cache_usage.enabled:
+            out.append(SignalName.KV_CACHE_USAGE)
+        if self.ttft_p95.enabled:
+            out.append(SignalName.TTFT_P95)
+        return tuple(out)
+
+    def target_of(self, name: SignalName) -> float:
+        """The configured target of a signal, in its own unit."""
+        if name is SignalName.QUEUE_DEPTH:
+            return self.queue_depth.target_per_replica
+        if name is SignalName.KV_CACHE_USAGE:
+            return self.kv_cache_usage.target_ratio
+        return self.ttft_p95.target_seconds
+
+
+class Tolerance(_Strict):
+    """Hysteresis band around a ratio of 1 (HPA's tolerance, split by direction).
+
+    Scale up only when value/target > 1 + ``scale_up``; down only when < 1 - ``scale_down``.
+    """
+
+    scale_up: float = Field(default=0.1, ge=0, lt=1)
+    scale_down: float = Field(default=0.1, ge=0, lt=1)
+
+
+class ScalingRules(_Strict):
+    """One direction's stabilization window and step limit (HPA ``behavior`` semantics).
+
+    Within ``period_seconds`` the replicas may move by at most the larger of
+    ``max_replicas_per_period`` and ``max_percent_per_period`` percent of the count at the
+    start of the period.
+    """
+
+    stabilization_window_seconds: float = Field(ge=0, le=3600)
+    max_replicas_per_period: int = Field(ge=1)
+    max_percent_per_period: float = Field(default=0, ge=0, le=1000)
+    period_seconds: float = Field(default=60, gt=0, le=1800)
+
+
+def _default_up() -> ScalingRules:
+    return ScalingRules(
+        stabilization_window_seconds=0,
+        max_replicas_per_period=4,
+        max_percent_per_period=100,
+        period_seconds=60,
+    )
+
+
+def _default_down() -> ScalingRules:
+    return ScalingRules(
+        stabilization_window_seconds=300,
+        max_replicas_per_period=1,
+        max_percent_per_period=0,
+        period_seconds=60,
+    )
+
+
+class TargetPolicy(_Strict):
+    """How one target is scaled."""
+
+    workload: WorkloadRef
+    prometheus_matchers: dict[
+        Annotated[str, Field(pattern=_LABEL_NAME)], str
+    ] | None = Field(
+        default=None,
+        description=(
+            "Label matchers (exact values) that pick this target's vLLM series. Default: "
+            "namespace=<workload namespace> and pod matching the workload's pod names."
+        ),
+    )
+    min_replicas: int = Field(default=1, ge=0)
+    max_replicas: int = Field(default=10, ge=1)
+    signals: Signals = Signals()
+    tolerance: Tolerance = Tolerance()
+    scale_up: ScalingRules = Field(default_factory=_default_up)
+    scale_down: ScalingRules = Field(default_factory=_default_down)
+    model_load_timeout_seconds: float = Field(default=600, gt=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        if self.max_replicas < self.min_replicas:
+            raise ValueError(
+                f"max_replicas ({self.max_replicas}) must be >= min_replicas ({self.min_replicas})"
+            )
+        if not self.signals.enabled():
+            raise ValueError("at least one signal must be enabled")
+        return self
+
+    @property
+    def key(self) -> str:
+        """Stable identifier ``namespace/kind/name``."""
+        return self.workload.key()
+
+    def pod_name_regex(self) -> str:
+        """Regex (RE2, anchored by PromQL) of the pod names the workload's controller creates."""
+        name = re.escape(self.workload.name)
+        if self.workload.kind == "Deployment":
+            return f"{name}-[a-z0-9]+-[a-z0-9]+"
+        if self.workload.kind == "StatefulSet":
+            return f"{name}-[0-9]+"
+        return f"{name}-.+"
+
+    def matchers(self) -> dict[str, str]:
+        """Exact-match label matchers; ``pod`` is a regex matcher (see :meth:`promql_selector`)."""
+        if self.prometheus_matchers is not None:
+            return dict(self.prometheus_matchers)
+        return {"namespace": self.workload.namespace}
+
+    def promql_selector(self) -> str:
+        """The label selector body, e.g. ``namespace="llm",pod=~"vllm-[a-z0-9]+-[a-z0-9]+"``."""
+        parts = [f'{k}="{_escape(v)}"' for k, v in sorted(self.matchers().items())]
+        if self.prometheus_matchers is None:
+            parts.append(f'pod=~"{_escape(self.pod_name_regex())}"')
+        return ",".join(parts)
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
+class Policy(_Strict):
+    """The whole policy file."""
+
+    rate_window_seconds: float = Field(
+        default=60,
+        ge=4,
+        description="Window of rate() in the TTFT queries; at least 4 scrape intervals.",
+    )
+    targets: list[TargetPolicy] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique(self) -> Self:
+        seen: set[str] = set()
+        for t in self.targets:
+            if t.key in seen:
+                raise ValueError(f"target {t.key} is listed twice")
+            seen.add(t.key)
+        return self
+
+
+class PolicyError(ValueError):
+    """A policy file could not be read or is invalid. The message names file, field and value."""
+
+
+def _loc(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def parse_policy(data: Any, *, source: str = "<policy>") -> Policy:
+    """Validate an already-parsed YAML/JSON document as a :class:`Policy`.
+
+    Raises:
+        PolicyError: listing every invalid field as ``source: field.path: value 'x': expected``.
+    """
+    try:
+        return Policy.model_validate(data)
+    except ValidationError as err:
+        lines = []
+        for e in err.errors():
+            value = e.get("input")
+            shown = repr(value) if not isinstance(value, dict | list) else type(value).__name__
+            lines.append(f"{source}: {_loc(tuple(e['loc']))}: value {shown}: {e['msg']}")
+        raise PolicyError("invalid policy\n  " + "\n  ".join(lines)) from None
+
+
+def load_policy(path: Path) -> Policy:
+    """Read and validate a YAML policy file.
+
+    Raises:
+        PolicyError: the file is missing, not YAML, or invalid (message names file and field).
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise PolicyError(f"{path}: cannot read policy file: {err.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise PolicyError(f"{path}: not valid YAML: {err}") from None
+    if not isinstance(data, dict):
+        raise PolicyError(f"{path}: expected a mapping with 'targets', got {type(data).__name__}")
+    return parse_policy(data, source=str(path))
+
+

@@ -1,0 +1,125 @@
+"""What the controller observed of one target in one cycle (Kubernetes side + signals)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from scaler.core.signals import SignalName, SignalReading
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaCounts:
+    """Replica counts of one target, read from its ``scale`` subresource and its pods.
+
+    Attributes:
+        current: ``spec.replicas`` of the scale subresource: the replicas asked for. This,
+            never a count of Prometheus series, is the current replica count.
+        status: ``status.replicas`` of the scale subresource.
+        ready: live pods (no deletionTimestamp) whose Ready condition is True.
+        starting: live pods not ready and younger than the model load timeout: capacity
+            already asked for that is still loading its model.
+        stuck: live pods not ready and older than the model load timeout (for example
+            Pending for lack of GPUs); reported, and never a reason to add more replicas.
+        terminating: pods with a deletionTimestamp (draining in-flight requests).
+    """
+
+    current: int
+    status: int
+    ready: int
+    starting: int = 0
+    stuck: int = 0
+    terminating: int = 0
+
+    @property
+    def live(self) -> int:
+        """Pods that exist and are not terminating."""
+        return self.ready + self.starting + self.stuck
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """Everything the decision core needs to know about one target this cycle.
+
+    ``signals`` holds a reading for every *enabled* signal of the target's policy.
+    """
+
+    replicas: ReplicaCounts
+    signals: Mapping[SignalName, SignalReading] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PodInfo:
+    """One pod of a target as the Kubernetes API lists it.
+
+    Attributes:
+        name: pod name.
+        ready: the Ready condition is True.
+        terminating: ``metadata.deletionTimestamp`` is set.
+        age_seconds: seconds since ``metadata.creationTimestamp``.
+        phase: ``status.phase`` (Pending, Running, ...).
+    """
+
+    name: str
+    ready: bool
+    terminating: bool
+    age_seconds: float
+    phase: str = "Running"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadSnapshot:
+    """The Kubernetes side of one target: its ``scale`` subresource and its pods.
+
+    Attributes:
+        namespace: the target's namespace.
+        spec_replicas: ``spec.replicas`` of the scale subresource (current replicas).
+        status_replicas: ``status.replicas`` of the scale subresource.
+        selector: ``status.selector`` of the scale subresource (a label selector string).
+        resource_version: ``metadata.resourceVersion`` of the scale subresource.
+        pods: the pods the selector picks.
+    """
+
+    namespace: str
+    spec_replicas: int
+    status_replicas: int
+    selector: str
+    resource_version: str
+    pods: tuple[PodInfo, ...] = ()
+
+    @property
+    def ready_pod_names(self) -> frozenset[str]:
+        """Names of live (not terminating) ready pods: the only pods whose series count."""
+        return frozenset(p.name for p in self.pods if p.ready and not p.terminating)
+
+    @property
+    def live_pod_names(self) -> frozenset[str]:
+        """Names of pods that are not terminating."""
+        return frozenset(p.name for p in self.pods if not p.terminating)
+
+    def counts(self, model_load_timeout_seconds: float) -> ReplicaCounts:
+        """Classify the pods into ready / starting / stuck / terminating.
+
+        A live pod that is not ready counts as *starting* while it is younger than the
+        model load timeout, and as *stuck* after that.
+        """
+        ready = starting = stuck = terminating = 0
+        for p in self.pods:
+            if p.terminating:
+                terminating += 1
+            elif p.ready:
+                ready += 1
+            elif p.age_seconds < model_load_timeout_seconds:
+                starting += 1
+            else:
+                stuck += 1
+        # Pods the workload controller has not created yet are starting too.
+        starting += max(0, self.spec_replicas - (ready + starting + stuck))
+        return ReplicaCounts(
+            current=self.spec_replicas,
+            status=self.status_replicas,
+            ready=ready,
+            starting=starting,
+            stuck=stuck,
+            terminating=terminating,
+        )

@@ -1,0 +1,109 @@
+"""Signal readings: what the Prometheus source hands to the decision core.
+
+A reading is the source's verdict on one signal of one target for one control cycle:
+a value plus a status that says whether the value may be trusted. The decision core
+never sees raw Prometheus answers, only these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class SignalName(StrEnum):
+    """The signals vllm-scaler scales on.
+
+    - ``queue_depth``: requests waiting in vLLM's scheduler
+      (``vllm:num_requests_waiting``, summed over engines per pod). Per-pod signal.
+    - ``kv_cache_usage``: KV-cache usage as a 0-1 ratio (``vllm:kv_cache_usage_perc``,
+      ``vllm:gpu_cache_usage_perc`` before vLLM 0.9.2; max over engines per pod). Per-pod signal.
+    - ``ttft_p95``: time to first token, 95th percentile, seconds
+      (``histogram_quantile`` over ``vllm:time_to_first_token_seconds_bucket``). Target-level signal.
+    """
+
+    QUEUE_DEPTH = "queue_depth"
+    KV_CACHE_USAGE = "kv_cache_usage"
+    TTFT_P95 = "ttft_p95"
+
+    @property
+    def per_pod(self) -> bool:
+        """True for signals read per pod and summed over the target's ready pods."""
+        return self is not SignalName.TTFT_P95
+
+
+class SignalStatus(StrEnum):
+    """Outcome of reading one signal for one target.
+
+    Usable statuses:
+
+    - ``ok``: a finite value from every ready pod (per-pod signals) or for the target.
+    - ``idle``: no traffic (TTFT quantile is NaN because the request rate is 0): valid,
+      and it asks for no capacity.
+    - ``partial``: per-pod signal with some ready pods missing series. Usable to scale up
+      (missing pods count as zero load, HPA's rule); blocks scale-down.
+
+    Unusable statuses (the signal is invalid this cycle; never read as zero):
+
+    - ``empty``: the query answered success with no series for this target.
+    - ``absent``: no series for this signal although other vLLM series prove the pods are
+      scraped (a configuration problem such as a renamed metric, not an outage).
+    - ``nan`` / ``inf``: a non-finite value (TTFT NaN while requests flow is ``nan``).
+    - ``negative``: a value below zero where none can be.
+    - ``query_error``: Prometheus answered ``status: error`` (bad query, evaluation timeout).
+    - ``http_error``: a non-2xx HTTP status without a usable body.
+    - ``timeout``: the HTTP request timed out on our side.
+    - ``transport``: the connection failed (refused, reset, DNS).
+    - ``bad_response``: the body was not the Prometheus API's JSON shape.
+    - ``disabled``: the policy switched the signal off (never reaches the decision).
+    """
+
+    OK = "ok"
+    IDLE = "idle"
+    PARTIAL = "partial"
+    EMPTY = "empty"
+    ABSENT = "absent"
+    NAN = "nan"
+    INF = "inf"
+    NEGATIVE = "negative"
+    QUERY_ERROR = "query_error"
+    HTTP_ERROR = "http_error"
+    TIMEOUT = "timeout"
+    TRANSPORT = "transport"
+    BAD_RESPONSE = "bad_response"
+    DISABLED = "disabled"
+
+    @property
+    def usable_for_scale_up(self) -> bool:
+        """True when the value may drive a scale-up."""
+        return self in (SignalStatus.OK, SignalStatus.IDLE, SignalStatus.PARTIAL)
+
+    @property
+    def usable_for_scale_down(self) -> bool:
+        """True when the value may drive (or allow) a scale-down."""
+        return self in (SignalStatus.OK, SignalStatus.IDLE)
+
+
+@dataclass(frozen=True, slots=True)
+class SignalReading:
+    """One signal of one target in one cycle, as the source read it.
+
+    Attributes:
+        name: which signal.
+        status: the outcome; see :class:`SignalStatus`.
+        value: for per-pod signals the **sum** over the target's live, ready pods that have
+            data (waiting requests; KV-cache usage as a sum of 0-1 ratios); for ``ttft_p95``
+            the quantile in seconds. ``None`` when the status is not usable.
+        pods_with_data: ready pods whose series were found (per-pod signals; 0 otherwise).
+        pods_missing: ready pods with no series (per-pod signals; 0 otherwise).
+        source_metric: the vLLM metric name the value came from (for the KV-cache rename).
+        detail: a short human explanation of a non-``ok`` status.
+    """
+
+    name: SignalName
+    status: SignalStatus
+    value: float | None = None
+    pods_with_data: int = 0
+    pods_missing: int = 0
+    source_metric: str = ""
+    detail: str = ""
