@@ -86,7 +86,9 @@ class QueueDepthSignal(_Strict):
     """
 
     enabled: bool = True
-    target_per_replica: float = Field(default=10.0, gt=0, description="waiting requests per replica")
+    target_per_replica: float = Field(
+        default=10.0, gt=0, description="waiting requests per replica"
+    )
 
 
 class KvCacheSignal(_Strict):
@@ -183,16 +185,15 @@ class TargetPolicy(_Strict):
     """How one target is scaled."""
 
     workload: WorkloadRef
-    prometheus_matchers: dict[
-        Annotated[str, Field(pattern=_LABEL_NAME)], str
-    ] | None = Field(
+    prometheus_matchers: dict[Annotated[str, Field(pattern=_LABEL_NAME)], str] | None = Field(
         default=None,
         description=(
             "Label matchers (exact values) that pick this target's vLLM series. Default: "
             "namespace=<workload namespace> and pod matching the workload's pod names."
         ),
     )
-    min_replicas: int = Field(default=1, ge=0)
+    # Scale to zero is not offered: with no pods there are no vLLM series to wake it up.
+    min_replicas: int = Field(default=1, ge=1)
     max_replicas: int = Field(default=10, ge=1)
     signals: Signals = Signals()
     tolerance: Tolerance = Tolerance()
@@ -307,5 +308,3 @@ def load_policy(path: Path) -> Policy:
     if not isinstance(data, dict):
         raise PolicyError(f"{path}: expected a mapping with 'targets', got {type(data).__name__}")
     return parse_policy(data, source=str(path))
-
-

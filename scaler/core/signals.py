@@ -19,7 +19,8 @@ class SignalName(StrEnum):
     - ``kv_cache_usage``: KV-cache usage as a 0-1 ratio (``vllm:kv_cache_usage_perc``,
       ``vllm:gpu_cache_usage_perc`` before vLLM 0.9.2; max over engines per pod). Per-pod signal.
     - ``ttft_p95``: time to first token, 95th percentile, seconds
-      (``histogram_quantile`` over ``vllm:time_to_first_token_seconds_bucket``). Target-level signal.
+      (``histogram_quantile`` over ``vllm:time_to_first_token_seconds_bucket``).
+      Target-level signal.
     """
 
     QUEUE_DEPTH = "queue_depth"

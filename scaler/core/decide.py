@@ -1,0 +1,414 @@
+"""The decision core: signals, state and ``now`` in; a decision with its reason and new state out.
+
+Pure: no I/O, no asyncio, no clock reads. The algorithm follows the Kubernetes HPA
+(``pkg/controller/podautoscaler``: replica calculator, stabilization and ``behavior`` rate
+limits) with changes for LLM serving:
+
+1. Per signal, HPA's proportional rule with separate scale-up and scale-down tolerances:
+
+   - per-pod signals (queue depth, KV-cache usage): ``ratio = S / (target x current)`` and
+     ``desired = ceil(S / target)``, where ``S`` is the sum over ready pods with data and
+     ``current`` is ``spec.replicas``. Starting pods and ready pods without data count as zero
+     load (HPA's rule for scaling up), which is why a slow model load cannot cascade: demand is
+     compared with the replicas already asked for, not with the ready ones.
+   - TTFT quantile: ``ratio = value / target`` and ``desired = ceil(ratio x ready)``
+     (HPA Object metric); an idle TTFT asks for nothing.
+   - inside the band ``[1 - down_tolerance, 1 + up_tolerance]`` the signal asks for the
+     current replicas; a result that would move against the ratio's direction is replaced by
+     the current replicas (HPA does the same).
+
+2. The largest per-signal result wins. Scale-up may use any usable subset of signals;
+   scale-down needs every enabled signal fully valid (``ok`` or ``idle``).
+3. Guards: no scale-down while replicas are starting (``waiting_for_pending``) or while pods
+   removed earlier are still draining (``waiting_for_drain``).
+4. Stabilization (HPA): up to the lowest recommendation in the scale-up window, down to the
+   highest in the scale-down window. Holds are recorded too, so after an outage a whole window
+   of good samples must pass before a scale-down.
+5. Per-period step limits (HPA ``behavior.policies`` with ``selectPolicy: Max``), then the
+   min/max clamp.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from scaler.config.policy import ScalingRules, TargetPolicy
+from scaler.core.observation import Observation, ReplicaCounts
+from scaler.core.reasons import Reason
+from scaler.core.signals import SignalName, SignalReading, SignalStatus
+from scaler.core.state import Recommendation, TargetState
+
+# Float noise must not turn 5.0000000001 into 6 replicas or put 1.1 outside a 0.1 band.
+_EPS = 1e-9
+
+
+class Direction(StrEnum):
+    """The direction of a decision relative to the current replicas."""
+
+    UP = "up"
+    DOWN = "down"
+    NONE = "none"
+
+
+@dataclass(frozen=True, slots=True)
+class SignalEvaluation:
+    """One signal's part in a decision.
+
+    Attributes:
+        name: the signal.
+        status: the reading's status (see :class:`~scaler.core.signals.SignalStatus`).
+        value: the value compared with the target, in the target's unit: waiting requests per
+            replica asked for; KV-cache usage as a 0-1 ratio averaged over replicas asked for;
+            TTFT in seconds. ``None`` when the reading is unusable.
+        target: the configured target, same unit.
+        ratio: ``value / target`` (``None`` when unusable).
+        desired_replicas: what this signal alone asks for (``None`` when unusable).
+        valid: whether the reading may drive a scale-up (``ok``, ``idle`` or ``partial``).
+        detail: the source's explanation of a non-``ok`` status.
+    """
+
+    name: SignalName
+    status: SignalStatus
+    value: float | None
+    target: float
+    ratio: float | None
+    desired_replicas: int | None
+    valid: bool
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The outcome of one cycle for one target.
+
+    Attributes:
+        current_replicas: ``spec.replicas`` observed this cycle.
+        desired_replicas: what ``spec.replicas`` should be (equal to current for a hold).
+        recommended_replicas: what the signals asked for after the guards, before
+            stabilization, step limits and min/max.
+        reason: one :class:`~scaler.core.reasons.Reason`.
+        driving_signal: the signal whose result won, if any.
+        message: one human sentence that explains the reason with the numbers.
+        limits: every limit that changed the result (``stabilization``, ``step_limit``,
+            ``max_replicas``, ``min_replicas``), even when another one gives the reason.
+        signals: each enabled signal's evaluation.
+        outside_write: ``spec.replicas`` differs from the value we last wrote.
+        state: the new state to keep for the next cycle.
+    """
+
+    current_replicas: int
+    desired_replicas: int
+    recommended_replicas: int
+    reason: Reason
+    driving_signal: SignalName | None
+    message: str
+    limits: tuple[str, ...]
+    signals: tuple[SignalEvaluation, ...]
+    replicas: ReplicaCounts
+    outside_write: bool
+    state: TargetState
+
+    @property
+    def direction(self) -> Direction:
+        """Up, down or none, relative to the current replicas."""
+        if self.desired_replicas > self.current_replicas:
+            return Direction.UP
+        if self.desired_replicas < self.current_replicas:
+            return Direction.DOWN
+        return Direction.NONE
+
+
+def _ceil(x: float) -> int:
+    return math.ceil(x - _EPS)
+
+
+def evaluate_signal(
+    policy: TargetPolicy, reading: SignalReading, counts: ReplicaCounts
+) -> SignalEvaluation:
+    """Apply HPA's proportional rule with the target's tolerance band to one reading.
+
+    Returns an evaluation whose ``desired_replicas`` is ``None`` when the reading is unusable.
+    Computation is in floating point, so huge values clamp later instead of wrapping.
+    """
+    target = policy.signals.target_of(reading.name)
+    valid = reading.status.usable_for_scale_up
+    raw = reading.value
+    if not valid or raw is None or not math.isfinite(raw) or raw < 0:
+        return SignalEvaluation(
+            reading.name, reading.status, None, target, None, None, False, reading.detail
+        )
+    current = counts.current
+    if reading.name.per_pod:
+        base = max(current, 1)
+        value = raw / base
+        ratio = value / target
+        proposed = _ceil(raw / target)
+    else:
+        value = raw
+        ratio = 0.0 if reading.status is SignalStatus.IDLE else raw / target
+        proposed = _ceil(ratio * max(counts.ready, 1))
+    tol = policy.tolerance
+    if ratio > 1 + tol.scale_up + _EPS:
+        desired = max(proposed, current)
+    elif ratio < 1 - tol.scale_down - _EPS:
+        desired = min(proposed, current)
+    else:
+        desired = current
+    return SignalEvaluation(
+        reading.name, reading.status, value, target, ratio, desired, True, reading.detail
+    )
+
+
+def _missing_reading(name: SignalName) -> SignalReading:
+    return SignalReading(name, SignalStatus.EMPTY, detail="no reading from the source")
+
+
+def _period_start(
+    state: TargetState, rules: ScalingRules, current: int, now: float, up: bool
+) -> int:
+    cutoff = now - rules.period_seconds
+    moved = 0
+    for ev in state.scale_events:
+        if ev.at <= cutoff:
+            continue
+        delta = ev.to_replicas - ev.from_replicas
+        if up and delta > 0:
+            moved += delta
+        elif not up and delta < 0:
+            moved += -delta
+    return current - moved if up else current + moved
+
+
+def _up_limit(policy: TargetPolicy, state: TargetState, current: int, now: float) -> int:
+    rules = policy.scale_up
+    start = _period_start(state, rules, current, now, up=True)
+    by_pods = start + rules.max_replicas_per_period
+    by_percent = _ceil(start * (1 + rules.max_percent_per_period / 100))
+    return max(by_pods, by_percent)
+
+
+def _down_limit(policy: TargetPolicy, state: TargetState, current: int, now: float) -> int:
+    rules = policy.scale_down
+    start = _period_start(state, rules, current, now, up=False)
+    by_pods = start - rules.max_replicas_per_period
+    by_percent = math.floor(start * (1 - rules.max_percent_per_period / 100) + _EPS)
+    return max(0, min(by_pods, by_percent))
+
+
+def _prune(state: TargetState, policy: TargetPolicy, now: float) -> TargetState:
+    keep_recs = max(
+        policy.scale_up.stabilization_window_seconds, policy.scale_down.stabilization_window_seconds
+    )
+    keep_events = max(policy.scale_up.period_seconds, policy.scale_down.period_seconds)
+    recs = tuple(r for r in state.recommendations if r.at > now - keep_recs - _EPS)
+    evs = tuple(e for e in state.scale_events if e.at > now - keep_events)
+    return replace(state, recommendations=recs, scale_events=evs)
+
+
+def decide(
+    policy: TargetPolicy, observation: Observation, state: TargetState | None, now: float
+) -> Decision:
+    """Decide the desired replicas of one target for this cycle.
+
+    Args:
+        policy: the target's policy.
+        observation: replica counts and a reading per enabled signal (a missing reading counts
+            as ``empty``).
+        state: the state returned by the previous decision, or ``None`` on the first cycle
+            (the history is then seeded with the current replicas).
+        now: the controller's clock, seconds.
+
+    Returns:
+        A :class:`Decision`; never raises for any observation.
+    """
+    counts = observation.replicas
+    current = counts.current
+    if state is None or not state.recommendations:
+        state = (
+            TargetState.seeded(current, now)
+            if state is None
+            else replace(state, recommendations=(Recommendation(now, current),))
+        )
+
+    evaluations = tuple(
+        evaluate_signal(policy, observation.signals.get(name) or _missing_reading(name), counts)
+        for name in policy.signals.enabled()
+    )
+    usable = [e for e in evaluations if e.valid and e.desired_replicas is not None]
+    blocking = [e for e in evaluations if not e.status.usable_for_scale_down]
+
+    reason: Reason | None = None
+    driving: SignalEvaluation | None = None
+    message = ""
+    if not usable:
+        recommended = current
+        reason = Reason.NO_VALID_SIGNALS
+        message = "no signal could be read: " + _describe_invalid(evaluations)
+    else:
+        driving = max(usable, key=lambda e: (e.desired_replicas or 0, e.ratio or 0.0))
+        recommended = driving.desired_replicas or 0
+        if recommended < current and blocking:
+            reason = Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL
+            message = (
+                f"signals ask for {recommended} but scale-down needs every signal; "
+                + _describe_invalid(blocking)
+            )
+            recommended = current
+        elif recommended < current and counts.starting > 0:
+            reason = Reason.WAITING_FOR_PENDING
+            message = f"{counts.starting} replica(s) still starting; no scale-down until ready"
+            recommended = current
+        elif recommended < current and (counts.terminating > 0 or counts.live > current):
+            reason = Reason.WAITING_FOR_DRAIN
+            message = (
+                f"{max(counts.terminating, counts.live - current)} pod(s) removed earlier "
+                "still draining; no further scale-down until they are gone"
+            )
+            recommended = current
+        elif (
+            recommended == current
+            and counts.starting > 0
+            and any((e.ratio or 0.0) > 1 + policy.tolerance.scale_up + _EPS for e in usable)
+        ):
+            reason = Reason.WAITING_FOR_PENDING
+            message = (
+                f"demand is covered by {current} replicas asked for, "
+                f"{counts.starting} of them still starting"
+            )
+
+    state = _prune(state, policy, now)
+    history = (*state.recommendations, Recommendation(now, recommended))
+    state = replace(state, recommendations=history)
+
+    # HPA stabilization: up to the min over the up window, down to the max over the down window.
+    up_cut = now - policy.scale_up.stabilization_window_seconds - _EPS
+    down_cut = now - policy.scale_down.stabilization_window_seconds - _EPS
+    up_rec = min(r.replicas for r in history if r.at >= up_cut)
+    down_rec = max(r.replicas for r in history if r.at >= down_cut)
+    stabilized = current
+    if stabilized < up_rec:
+        stabilized = up_rec
+    if stabilized > down_rec:
+        stabilized = down_rec
+
+    limits: list[str] = []
+    if stabilized != recommended:
+        limits.append("stabilization")
+
+    desired = stabilized
+    if desired > current:
+        limit = _up_limit(policy, state, current, now)
+        if desired > limit:
+            desired = limit
+            limits.append("step_limit")
+    elif desired < current:
+        limit = _down_limit(policy, state, current, now)
+        if desired < limit:
+            desired = limit
+            limits.append("step_limit")
+    if desired > policy.max_replicas or recommended > policy.max_replicas:
+        if desired > policy.max_replicas:
+            desired = policy.max_replicas
+        limits.append("max_replicas")
+    if desired < policy.min_replicas or recommended < policy.min_replicas:
+        if desired < policy.min_replicas:
+            desired = policy.min_replicas
+        limits.append("min_replicas")
+
+    outside = state.last_written_replicas is not None and state.last_written_replicas != current
+    if outside and desired != current:
+        cooldown = max(policy.scale_down.stabilization_window_seconds, 60.0)
+        if state.last_rewrite_at is not None and now - state.last_rewrite_at < cooldown:
+            reason = Reason.OUTSIDE_WRITER
+            message = (
+                f"spec.replicas was changed to {current} by another writer (we wrote "
+                f"{state.last_written_replicas}); already re-applied within the "
+                f"{cooldown:.0f} s cooldown, holding instead of fighting"
+            )
+            desired = current
+        else:
+            state = replace(state, last_rewrite_at=now)
+
+    if reason is None or desired != current:
+        reason, message = _final_reason(
+            policy, current, recommended, desired, limits, driving, reason, message
+        )
+
+    return Decision(
+        current_replicas=current,
+        desired_replicas=desired,
+        recommended_replicas=recommended,
+        reason=reason,
+        driving_signal=driving.name if driving else None,
+        message=message,
+        limits=tuple(limits),
+        signals=evaluations,
+        replicas=counts,
+        outside_write=outside,
+        state=state,
+    )
+
+
+def _final_reason(
+    policy: TargetPolicy,
+    current: int,
+    recommended: int,
+    desired: int,
+    limits: list[str],
+    driving: SignalEvaluation | None,
+    held_reason: Reason | None,
+    held_message: str,
+) -> tuple[Reason, str]:
+    sig = ""
+    if driving is not None and driving.value is not None and driving.ratio is not None:
+        sig = (
+            f" ({driving.name} {driving.value:.3g} vs target {driving.target:.3g}, "
+            f"ratio {driving.ratio:.2f})"
+        )
+    if desired == current:
+        if held_reason is not None:
+            return held_reason, held_message
+        if recommended > current and current >= policy.max_replicas:
+            return Reason.AT_MAX, f"signals ask for {recommended}, already at max {current}{sig}"
+        if recommended < current and current <= policy.min_replicas:
+            return Reason.AT_MIN, f"signals ask for {recommended}, already at min {current}{sig}"
+        if "stabilization" in limits:
+            return Reason.STABILIZED, (
+                f"signals ask for {recommended}; the stabilization window holds {current}{sig}"
+            )
+        return Reason.WITHIN_TOLERANCE, f"every signal is within tolerance of its target{sig}"
+    verb = "up" if desired > current else "down"
+    if "max_replicas" in limits and desired == policy.max_replicas:
+        return Reason.AT_MAX, (
+            f"scale {verb} {current} -> {desired}: signals ask for {recommended}, clamped to "
+            f"max_replicas {policy.max_replicas}{sig}"
+        )
+    if "min_replicas" in limits and desired == policy.min_replicas:
+        return Reason.AT_MIN, (
+            f"scale {verb} {current} -> {desired}: signals ask for {recommended}, clamped to "
+            f"min_replicas {policy.min_replicas}{sig}"
+        )
+    if "step_limit" in limits:
+        return Reason.STEP_LIMITED, (
+            f"scale {verb} {current} -> {desired}: signals ask for {recommended}, "
+            f"limited by the per-period step{sig}"
+        )
+    if "stabilization" in limits:
+        return Reason.STABILIZED, (
+            f"scale {verb} {current} -> {desired}: signals ask for {recommended}, "
+            f"the stabilization window allows {desired}{sig}"
+        )
+    if desired > current:
+        return Reason.SCALE_UP, f"scale up {current} -> {desired}{sig}"
+    return Reason.SCALE_DOWN, f"scale down {current} -> {desired}{sig}"
+
+
+def _describe_invalid(evaluations: list[SignalEvaluation] | tuple[SignalEvaluation, ...]) -> str:
+    parts = [
+        f"{e.name} {e.status}" + (f" ({e.detail})" if e.detail else "")
+        for e in evaluations
+        if not e.status.usable_for_scale_down
+    ]
+    return ", ".join(parts) if parts else "none"

@@ -1,0 +1,47 @@
+"""The fixed vocabulary of decision reasons.
+
+Every decision carries exactly one :class:`Reason`. The values are stable: they appear in
+logs, in the ``vllm_scaler_decisions_total{reason=...}`` counter, in Kubernetes Events and in
+``recommend --output json``. Add to this list; never rename.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Reason(StrEnum):
+    """Why a decision came out the way it did.
+
+    Changes:
+      - ``scale_up`` / ``scale_down``: signals asked for more / fewer replicas and nothing
+        limited it.
+      - ``step_limited``: the change was cut by the per-period step limit.
+      - ``at_max`` / ``at_min``: the recommendation was clamped to max / min replicas
+        (also when current replicas are outside the range and are brought back into it).
+
+    Holds (desired == current):
+      - ``within_tolerance``: every signal's ratio to its target lies in the tolerance band.
+      - ``stabilized``: the stabilization window held back a change the signals asked for.
+      - ``waiting_for_pending``: replicas still loading their model already cover the demand,
+        or a scale-down waits until they are ready.
+      - ``waiting_for_drain``: a scale-down waits until the pods removed earlier are gone.
+      - ``scale_down_blocked_missing_signal``: a scale-down was asked while an enabled signal
+        was missing or invalid (HPA's rule: never scale down on a partial picture).
+      - ``no_valid_signals``: no enabled signal could be read; hold the current replicas.
+      - ``outside_writer``: someone else keeps changing ``spec.replicas``; we re-apply at most
+        once per cooldown instead of fighting.
+    """
+
+    SCALE_UP = "scale_up"
+    SCALE_DOWN = "scale_down"
+    STEP_LIMITED = "step_limited"
+    AT_MAX = "at_max"
+    AT_MIN = "at_min"
+    WITHIN_TOLERANCE = "within_tolerance"
+    STABILIZED = "stabilized"
+    WAITING_FOR_PENDING = "waiting_for_pending"
+    WAITING_FOR_DRAIN = "waiting_for_drain"
+    SCALE_DOWN_BLOCKED_MISSING_SIGNAL = "scale_down_blocked_missing_signal"
+    NO_VALID_SIGNALS = "no_valid_signals"
+    OUTSIDE_WRITER = "outside_writer"
