@@ -64,7 +64,9 @@ class SignalEvaluation:
             TTFT in seconds. ``None`` when the reading is unusable.
         target: the configured target, same unit.
         ratio: ``value / target`` (``None`` when unusable).
-        desired_replicas: what this signal alone asks for (``None`` when unusable).
+        demand_replicas: the proportional result before the tolerance band, e.g.
+            ``ceil(S / target)`` (``None`` when unusable).
+        desired_replicas: what this signal alone asks for after the band (``None`` when unusable).
         valid: whether the reading may drive a scale-up (``ok``, ``idle`` or ``partial``).
         detail: the source's explanation of a non-``ok`` status.
     """
@@ -74,6 +76,7 @@ class SignalEvaluation:
     value: float | None
     target: float
     ratio: float | None
+    demand_replicas: int | None
     desired_replicas: int | None
     valid: bool
     detail: str = ""
@@ -137,7 +140,7 @@ def evaluate_signal(
     raw = reading.value
     if not valid or raw is None or not math.isfinite(raw) or raw < 0:
         return SignalEvaluation(
-            reading.name, reading.status, None, target, None, None, False, reading.detail
+            reading.name, reading.status, None, target, None, None, None, False, reading.detail
         )
     current = counts.current
     if reading.name.per_pod:
@@ -157,7 +160,7 @@ def evaluate_signal(
     else:
         desired = current
     return SignalEvaluation(
-        reading.name, reading.status, value, target, ratio, desired, True, reading.detail
+        reading.name, reading.status, value, target, ratio, proposed, desired, True, reading.detail
     )
 
 
@@ -270,7 +273,7 @@ def decide(
         elif (
             recommended == current
             and counts.starting > 0
-            and any((e.ratio or 0.0) > 1 + policy.tolerance.scale_up + _EPS for e in usable)
+            and any((e.demand_replicas or 0) > counts.ready for e in usable)
         ):
             reason = Reason.WAITING_FOR_PENDING
             message = (
@@ -279,14 +282,15 @@ def decide(
             )
 
     state = _prune(state, policy, now)
-    history = (*state.recommendations, Recommendation(now, recommended))
-    state = replace(state, recommendations=history)
+    earlier = state.recommendations
+    state = replace(state, recommendations=(*earlier, Recommendation(now, recommended)))
 
-    # HPA stabilization: up to the min over the up window, down to the max over the down window.
-    up_cut = now - policy.scale_up.stabilization_window_seconds - _EPS
-    down_cut = now - policy.scale_down.stabilization_window_seconds - _EPS
-    up_rec = min(r.replicas for r in history if r.at >= up_cut)
-    down_rec = max(r.replicas for r in history if r.at >= down_cut)
+    # HPA stabilization: up to the min over the up window, down to the max over the down
+    # window; earlier entries count only when strictly inside the window.
+    up_cut = now - policy.scale_up.stabilization_window_seconds
+    down_cut = now - policy.scale_down.stabilization_window_seconds
+    up_rec = min([recommended, *(r.replicas for r in earlier if r.at > up_cut)])
+    down_rec = max([recommended, *(r.replicas for r in earlier if r.at > down_cut)])
     stabilized = current
     if stabilized < up_rec:
         stabilized = up_rec
@@ -377,6 +381,10 @@ def _final_reason(
         if "stabilization" in limits:
             return Reason.STABILIZED, (
                 f"signals ask for {recommended}; the stabilization window holds {current}{sig}"
+            )
+        if "step_limit" in limits:
+            return Reason.STEP_LIMITED, (
+                f"signals ask for {recommended}; the per-period step is used up{sig}"
             )
         return Reason.WITHIN_TOLERANCE, f"every signal is within tolerance of its target{sig}"
     verb = "up" if desired > current else "down"

@@ -1,0 +1,67 @@
+"""Helpers for decision-core tests: the shared cases' default policy and observations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scaler.config.policy import TargetPolicy, parse_policy
+from scaler.core.observation import Observation, ReplicaCounts
+from scaler.core.signals import SignalName, SignalReading, SignalStatus
+
+Q = SignalName.QUEUE_DEPTH
+KV = SignalName.KV_CACHE_USAGE
+TTFT = SignalName.TTFT_P95
+
+
+def make_policy(**overrides: Any) -> TargetPolicy:
+    """The defaults of ../shared/cases/README.md: min 1, max 10, 300 s down window,
+    10 waiting per replica, KV 0.8, TTFT p95 2 s; ``overrides`` are merged into the target."""
+    target: dict[str, Any] = {
+        "workload": {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "namespace": "llm",
+            "name": "vllm",
+        },
+        "min_replicas": 1,
+        "max_replicas": 10,
+        "signals": {
+            "queue_depth": {"target_per_replica": 10},
+            "kv_cache_usage": {"target_ratio": 0.8},
+            "ttft_p95": {"target_seconds": 2.0},
+        },
+    }
+    target.update(overrides)
+    return parse_policy({"targets": [target]}).targets[0]
+
+
+def ok(name: SignalName, value: float, *, pods: int = 0, missing: int = 0) -> SignalReading:
+    status = SignalStatus.PARTIAL if missing else SignalStatus.OK
+    return SignalReading(name, status, value, pods_with_data=pods, pods_missing=missing)
+
+
+def bad(name: SignalName, status: SignalStatus) -> SignalReading:
+    return SignalReading(name, status, None, detail=f"test {status}")
+
+
+def idle_ttft() -> SignalReading:
+    return SignalReading(TTFT, SignalStatus.IDLE, 0.0)
+
+
+def obs(
+    current: int,
+    *readings: SignalReading,
+    ready: int | None = None,
+    starting: int = 0,
+    stuck: int = 0,
+    terminating: int = 0,
+) -> Observation:
+    counts = ReplicaCounts(
+        current=current,
+        status=current,
+        ready=current - starting - stuck if ready is None else ready,
+        starting=starting,
+        stuck=stuck,
+        terminating=terminating,
+    )
+    return Observation(counts, {r.name: r for r in readings})

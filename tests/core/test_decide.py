@@ -1,0 +1,405 @@
+"""Table-driven tests of the decision core on a fake clock (plain floats for ``now``).
+
+Each ``test_case_NN_*`` pins the expected behaviour of ../shared/cases/NN-*.md at the core
+level; the same cases run again through HTTP in tests/controller.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from scaler.core.decide import Decision, decide
+from scaler.core.reasons import Reason
+from scaler.core.signals import SignalStatus
+from scaler.core.state import TargetState, record_write
+
+from .builders import KV, TTFT, Q, bad, idle_ttft, make_policy, obs, ok
+
+
+def run(policy, cycles, *, start=0.0, interval=30.0, state=None) -> list[Decision]:
+    """Feed observations one per interval, carrying state and applying each write."""
+    out: list[Decision] = []
+    now = start
+    for o in cycles:
+        d = decide(policy, o, state, now)
+        state = d.state
+        if d.desired_replicas != d.current_replicas:
+            state = record_write(
+                state, from_replicas=d.current_replicas, to_replicas=d.desired_replicas, now=now
+            )
+        out.append(d)
+        now += interval
+    return out
+
+
+def all_good(current: int, waiting: float, kv_each: float = 0.1) -> tuple:
+    return (ok(Q, waiting, pods=current), ok(KV, kv_each * current, pods=current), idle_ttft())
+
+
+# --- case 01: an empty answer is not zero load ------------------------------------------
+
+
+def test_case_01_all_empty_holds_current(policy):
+    first = decide(policy, obs(6, *all_good(6, 48)), None, 0.0)
+    empty = obs(
+        6, bad(Q, SignalStatus.EMPTY), bad(KV, SignalStatus.EMPTY), bad(TTFT, SignalStatus.EMPTY)
+    )
+    d = decide(policy, empty, first.state, 30.0)
+    assert d.desired_replicas == 6
+    assert d.reason is Reason.NO_VALID_SIGNALS
+    assert [e.valid for e in d.signals] == [False, False, False]
+    assert "queue_depth empty" in d.message
+
+
+# --- case 02: NaN, +Inf and very large values ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("readings", "status"),
+    [
+        ((bad(Q, SignalStatus.NAN), ok(KV, 4 * 0.5, pods=4), idle_ttft()), SignalStatus.NAN),
+        ((ok(Q, 8, pods=4), bad(KV, SignalStatus.INF), idle_ttft()), SignalStatus.INF),
+    ],
+    ids=["a-queue-nan", "b-kv-inf"],
+)
+def test_case_02_non_finite_signal_is_invalid_and_holds(policy, readings, status):
+    d = decide(policy, obs(4, *readings), None, 0.0)
+    assert d.desired_replicas == 4
+    assert d.reason is Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL
+    bad_eval = next(e for e in d.signals if e.status is status)
+    assert bad_eval.valid is False and bad_eval.value is None and bad_eval.desired_replicas is None
+
+
+def test_case_02_nan_does_not_block_scale_up_from_another_signal(policy):
+    d = decide(
+        policy, obs(4, bad(Q, SignalStatus.NAN), ok(KV, 4 * 1.0, pods=4), idle_ttft()), None, 0.0
+    )
+    # KV 1.0 against 0.8 on 4 replicas: ceil(4 / 0.8) = 5.
+    assert d.desired_replicas == 5
+    assert d.reason is Reason.SCALE_UP and d.driving_signal is KV
+
+
+def test_case_02c_huge_value_clamps_to_max_never_wraps():
+    policy = make_policy(
+        signals={"queue_depth": {"target_per_replica": 0.1}},
+        scale_up={
+            "stabilization_window_seconds": 0,
+            "max_replicas_per_period": 100,
+            "period_seconds": 60,
+        },
+    )
+    d = decide(
+        policy, obs(4, ok(Q, 214748365, pods=1), ok(KV, 0.4, pods=4), idle_ttft()), None, 0.0
+    )
+    assert d.desired_replicas == 10
+    assert d.reason is Reason.AT_MAX
+    assert "max_replicas" in d.limits
+    assert d.recommended_replicas == 2147483650
+
+
+def test_case_02c_with_default_step_limit_still_reports_the_clamp():
+    policy = make_policy(signals={"queue_depth": {"target_per_replica": 0.1}})
+    d = decide(
+        policy, obs(4, ok(Q, 214748365, pods=1), ok(KV, 0.4, pods=4), idle_ttft()), None, 0.0
+    )
+    assert d.desired_replicas == 8  # +100% per period from 4
+    assert set(d.limits) >= {"step_limit", "max_replicas"}
+    assert d.reason is Reason.STEP_LIMITED
+
+
+# --- case 03: idle TTFT NaN must not block scale-down ----------------------------------
+
+
+def test_case_03_idle_scales_down_to_min_after_window(policy):
+    idle = obs(4, ok(Q, 0, pods=4), ok(KV, 0.0, pods=4), idle_ttft())
+    state = None
+    replicas = 4
+    history = []
+    for i in range(12):  # 0..330 s, one cycle every 30 s
+        o = obs(replicas, ok(Q, 0, pods=replicas), ok(KV, 0.0, pods=replicas), idle_ttft())
+        d = decide(policy, o if i else idle, state, i * 30.0)
+        state = d.state
+        if d.desired_replicas != replicas:
+            state = record_write(
+                state, from_replicas=replicas, to_replicas=d.desired_replicas, now=i * 30.0
+            )
+        history.append((i * 30, d.desired_replicas, d.reason))
+        replicas = d.desired_replicas
+    # Held by the seeded history for the whole 300 s window, then down (1 per 60 s step).
+    assert all(r == 4 for t, r, _ in history if t < 300), history
+    assert history[10][1] == 3 and history[10][2] is Reason.STEP_LIMITED
+
+
+def test_case_03_idle_scales_to_min_with_unlimited_step():
+    policy = make_policy(
+        scale_down={"stabilization_window_seconds": 300, "max_replicas_per_period": 10}
+    )
+    state = decide(policy, obs(4, *all_good(4, 0, 0.0)), None, 0.0).state
+    d = decide(policy, obs(4, *all_good(4, 0, 0.0)), state, 301.0)
+    assert d.desired_replicas == 1
+    assert d.reason is Reason.AT_MIN
+
+
+def test_case_03_counter_case_nan_with_traffic_blocks_scale_down():
+    policy = make_policy(
+        scale_down={"stabilization_window_seconds": 300, "max_replicas_per_period": 10}
+    )
+    state = decide(policy, obs(4, *all_good(4, 0, 0.0)), None, 0.0).state
+    nan = obs(4, ok(Q, 0, pods=4), ok(KV, 0.0, pods=4), bad(TTFT, SignalStatus.NAN))
+    d = decide(policy, nan, state, 301.0)
+    assert d.desired_replicas == 4
+    assert d.reason is Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL
+    assert "ttft_p95 nan" in d.message
+
+
+# --- case 04: outage, then partial data --------------------------------------------------
+
+
+def test_case_04_outage_then_partial_coverage_holds_then_window_of_good_samples(policy):
+    policy = make_policy(
+        scale_down={"stabilization_window_seconds": 300, "max_replicas_per_period": 10}
+    )
+    cycles = [obs(9, ok(Q, 90, pods=9), ok(KV, 9 * 0.8, pods=9), ok(TTFT, 2.0))]
+    outage = obs(9, *(bad(n, SignalStatus.TRANSPORT) for n in (Q, KV, TTFT)))
+    timeout = obs(9, *(bad(n, SignalStatus.TIMEOUT) for n in (Q, KV, TTFT)))
+    cycles += [outage, outage, outage, timeout, timeout, timeout]
+    partial = obs(9, ok(Q, 0, pods=1, missing=8), ok(KV, 0.0, pods=1, missing=8), idle_ttft())
+    cycles.append(partial)
+    good_idle = obs(9, *all_good(9, 0, 0.0))
+    cycles += [good_idle] * 12
+    ds = run(policy, cycles)
+    assert [d.desired_replicas for d in ds[:7]] == [9] * 7
+    assert all(d.reason is Reason.NO_VALID_SIGNALS for d in ds[1:7])
+    assert ds[7].desired_replicas == 9
+    assert ds[7].reason is Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL
+    # Full coverage is back at t=240 s (index 8); holds are in the history, so the first
+    # scale-down comes a whole 300 s window after the last hold (t=210 s) -> t=510 s.
+    first_down = next(i for i, d in enumerate(ds) if d.desired_replicas < 9)
+    assert first_down * 30 == 510
+    assert ds[first_down].desired_replicas == 1
+
+
+# --- case 05: one signal missing means no scale-down -----------------------------------
+
+
+def test_case_05_timeout_on_ttft_blocks_scale_down(policy):
+    state = decide(policy, obs(5, *all_good(5, 0)), None, -400.0).state
+    o = obs(5, ok(Q, 0, pods=5), ok(KV, 0.5, pods=5), bad(TTFT, SignalStatus.QUERY_ERROR))
+    d = decide(policy, o, state, 0.0)
+    assert d.desired_replicas == 5
+    assert d.reason is Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL
+    assert next(e for e in d.signals if e.name is TTFT).valid is False
+
+
+def test_case_05_scale_up_uses_the_valid_signals(policy):
+    o = obs(5, ok(Q, 80, pods=5), ok(KV, 0.5, pods=5), bad(TTFT, SignalStatus.QUERY_ERROR))
+    d = decide(policy, o, None, 0.0)
+    assert d.desired_replicas == 8
+    assert d.reason is Reason.SCALE_UP and d.driving_signal is Q
+
+
+# --- case 07: KV gauge renamed -> absent ------------------------------------------------
+
+
+def test_case_07_absent_kv_blocks_scale_down_allows_scale_up(policy):
+    state = decide(policy, obs(4, *all_good(4, 0)), None, -400.0).state
+    low = obs(4, ok(Q, 6, pods=4), bad(KV, SignalStatus.ABSENT), idle_ttft())
+    d = decide(policy, low, state, 0.0)
+    assert d.desired_replicas == 4 and d.reason is Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL
+    high = obs(4, ok(Q, 60, pods=4), bad(KV, SignalStatus.ABSENT), idle_ttft())
+    d = decide(policy, high, state, 30.0)
+    assert d.desired_replicas == 6 and d.reason is Reason.SCALE_UP
+
+
+# --- case 10: starting replicas never cause a cascade ------------------------------------
+
+
+def test_case_10_starting_pods_count_as_capacity_asked_for(policy):
+    policy = make_policy(model_load_timeout_seconds=600)
+    d0 = decide(policy, obs(2, ok(Q, 40, pods=2), ok(KV, 0.6, pods=2), idle_ttft()), None, 0.0)
+    assert d0.desired_replicas == 4
+    state = record_write(d0.state, from_replicas=2, to_replicas=4, now=0.0)
+    o = obs(4, ok(Q, 44, pods=2), ok(KV, 0.6, pods=2), idle_ttft(), ready=2, starting=2)
+    d1 = decide(policy, o, state, 30.0)
+    assert d1.desired_replicas in (4, 5)
+    assert d1.desired_replicas == 4  # 44 / (10 x 4) = 1.1 is inside the band
+    assert d1.reason is Reason.WAITING_FOR_PENDING
+    # Ten more cycles of the same busy ready pods never cascade.
+    for i in range(10):
+        d1 = decide(policy, o, d1.state, 60.0 + 30 * i)
+        assert d1.desired_replicas == 4
+
+
+def test_case_10_more_demand_than_asked_for_still_scales_up():
+    policy = make_policy()
+    o = obs(4, ok(Q, 60, pods=2), ok(KV, 0.6, pods=2), idle_ttft(), ready=2, starting=2)
+    d = decide(policy, o, None, 0.0)
+    assert d.desired_replicas == 6  # ceil(60 / 10), never 4 x 30 / 10 = 12
+
+
+def test_no_scale_down_while_replicas_start(policy):
+    o = obs(4, ok(Q, 2, pods=2), ok(KV, 0.2, pods=2), idle_ttft(), ready=2, starting=2)
+    state = TargetState.seeded(4, -1000.0)
+    d = decide(policy, o, state, 0.0)
+    assert d.desired_replicas == 4 and d.reason is Reason.WAITING_FOR_PENDING
+
+
+def test_ttft_uses_ready_replicas_not_starting():
+    policy = make_policy(
+        signals={"queue_depth": {"enabled": False}, "kv_cache_usage": {"enabled": False}}
+    )
+    o = obs(4, ok(TTFT, 6.0), ready=2, starting=2)
+    d = decide(policy, o, None, 0.0)
+    assert d.desired_replicas == 6  # ceil(3.0 x 2 ready), not 3.0 x 4 = 12
+
+
+# --- case 11: stale series of deleted pods -----------------------------------------------
+
+
+def test_case_11_after_scale_down_waits_for_drain(policy):
+    # The source dropped pod-c's series; two ready pods with 0 and 1 waiting, pod-c terminating.
+    state = TargetState.seeded(2, -1000.0)
+    o = obs(2, ok(Q, 1, pods=2), ok(KV, 0.1, pods=2), idle_ttft(), terminating=1)
+    d = decide(policy, o, state, 0.0)
+    assert d.desired_replicas == 2
+    assert d.reason is Reason.WAITING_FOR_DRAIN
+
+
+# --- case 12: one pod's failed scrape ------------------------------------------------------
+
+
+def test_case_12_missing_pod_counts_as_zero_for_scale_up(policy):
+    o = obs(4, ok(Q, 83, pods=3, missing=1), ok(KV, 1.5, pods=3, missing=1), idle_ttft())
+    d = decide(policy, o, None, 0.0)
+    assert d.recommended_replicas == 9
+    assert d.desired_replicas == 8  # +100 % of 4 in one period
+    assert d.reason is Reason.STEP_LIMITED
+
+
+def test_case_12_missing_pod_blocks_scale_down(policy):
+    state = TargetState.seeded(4, -1000.0)
+    o = obs(4, ok(Q, 3, pods=3, missing=1), ok(KV, 0.3, pods=3, missing=1), idle_ttft())
+    d = decide(policy, o, state, 0.0)
+    assert d.desired_replicas == 4
+    assert d.reason is Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL
+
+
+# --- case 15: tolerance boundaries ----------------------------------------------------------
+
+
+def _queue_only(**kw):
+    return make_policy(
+        max_replicas=20,
+        signals={
+            "queue_depth": {"target_per_replica": 4},
+            "kv_cache_usage": {"enabled": False},
+            "ttft_p95": {"enabled": False},
+        },
+        scale_down={"stabilization_window_seconds": 0, "max_replicas_per_period": 10},
+        **kw,
+    )
+
+
+@pytest.mark.parametrize(
+    ("tolerance", "waiting", "expected", "reason"),
+    [
+        ({"scale_up": 0.1, "scale_down": 0.1}, 41, 10, Reason.WITHIN_TOLERANCE),
+        ({"scale_up": 0.1, "scale_down": 0.1}, 44, 10, Reason.WITHIN_TOLERANCE),  # exactly 1.10
+        ({"scale_up": 0.1, "scale_down": 0.1}, 45, 12, Reason.SCALE_UP),
+        ({"scale_up": 0.0, "scale_down": 0.1}, 41, 11, Reason.SCALE_UP),
+        ({"scale_up": 0.0, "scale_down": 0.1}, 36, 10, Reason.WITHIN_TOLERANCE),  # exactly 0.90
+        ({"scale_up": 0.0, "scale_down": 0.1}, 35, 9, Reason.SCALE_DOWN),
+    ],
+)
+def test_case_15_tolerance_boundaries(tolerance, waiting, expected, reason):
+    policy = _queue_only(tolerance=tolerance)
+    d = decide(policy, obs(10, ok(Q, waiting, pods=10)), TargetState.seeded(10, -10.0), 0.0)
+    assert (d.desired_replicas, d.reason) == (expected, reason)
+
+
+# --- case 16: another writer changes spec.replicas ------------------------------------------
+
+
+def test_case_16_outside_write_is_noticed_and_reapplied_at_most_once_per_cooldown(policy):
+    busy = (ok(Q, 60, pods=2), ok(KV, 1.0, pods=2), idle_ttft())
+    state = record_write(TargetState.seeded(6, -100.0), from_replicas=2, to_replicas=6, now=0.0)
+    state = replace(state, scale_events=())
+    d1 = decide(policy, obs(2, *busy), state, 30.0)
+    assert d1.outside_write is True
+    assert d1.desired_replicas == 6
+    state = record_write(d1.state, from_replicas=2, to_replicas=6, now=30.0)
+    state = replace(state, scale_events=())
+    d2 = decide(policy, obs(2, *busy), state, 60.0)
+    assert d2.desired_replicas == 2
+    assert d2.reason is Reason.OUTSIDE_WRITER
+
+
+def test_never_changes_when_desired_equals_current(policy):
+    d = decide(policy, obs(3, ok(Q, 30, pods=3), ok(KV, 2.4, pods=3), ok(TTFT, 2.0)), None, 0.0)
+    assert d.desired_replicas == d.current_replicas == 3
+    assert d.reason is Reason.WITHIN_TOLERANCE
+
+
+# --- general rules -----------------------------------------------------------------------
+
+
+def test_restart_never_scales_down_at_once(policy):
+    d = decide(policy, obs(6, *all_good(6, 0, 0.0)), None, 0.0)
+    assert d.desired_replicas == 6 and d.reason is Reason.STABILIZED
+
+
+def test_current_below_min_is_raised_to_min():
+    policy = make_policy(min_replicas=3)
+    d = decide(policy, obs(1, *all_good(1, 5, 0.5)), None, 0.0)
+    assert d.desired_replicas == 3 and d.reason is Reason.AT_MIN
+
+
+def test_current_above_max_is_lowered_to_max():
+    policy = make_policy(max_replicas=4)
+    d = decide(policy, obs(7, *all_good(7, 70, 0.8)), None, 0.0)
+    assert d.desired_replicas == 4 and d.reason is Reason.AT_MAX
+
+
+def test_scale_up_stabilization_window_takes_lowest_recommendation():
+    policy = make_policy(
+        scale_up={"stabilization_window_seconds": 60, "max_replicas_per_period": 10}
+    )
+    d0 = decide(policy, obs(2, *all_good(2, 20, 0.4)), None, 0.0)
+    d1 = decide(policy, obs(2, *all_good(2, 60, 0.4)), d0.state, 30.0)
+    assert d1.desired_replicas == 2 and d1.reason is Reason.STABILIZED
+    d2 = decide(policy, obs(2, *all_good(2, 60, 0.4)), d1.state, 61.0)
+    assert d2.desired_replicas == 6 and d2.reason is Reason.SCALE_UP
+
+
+def test_step_limit_counts_earlier_scale_ups_in_the_period():
+    policy = make_policy(
+        max_replicas=50,
+        scale_up={
+            "stabilization_window_seconds": 0,
+            "max_replicas_per_period": 2,
+            "period_seconds": 60,
+        },
+    )
+    ds = run(
+        policy,
+        [
+            obs(2, *all_good(2, 200, 0.4)),
+            obs(4, *all_good(4, 200, 0.4)),
+            obs(4, *all_good(4, 200, 0.4)),
+        ],
+        interval=30.0,
+    )
+    assert [d.desired_replicas for d in ds] == [4, 4, 6]
+    assert [d.reason for d in ds] == [Reason.STEP_LIMITED, Reason.STEP_LIMITED, Reason.STEP_LIMITED]
+
+
+def test_scale_down_reason_and_message_name_the_driving_signal():
+    policy = make_policy(
+        scale_down={"stabilization_window_seconds": 0, "max_replicas_per_period": 10}
+    )
+    d = decide(policy, obs(6, ok(Q, 20, pods=6), ok(KV, 6 * 0.2, pods=6), idle_ttft()), None, 0.0)
+    assert d.desired_replicas == 2 and d.reason is Reason.SCALE_DOWN
+    assert d.driving_signal is Q
+    assert "queue_depth" in d.message and "6 -> 2" in d.message
