@@ -1,0 +1,268 @@
+"""The simulated replica's ``/metrics``: vLLM's Prometheus metrics in its exposition format.
+
+Names, types, labels, help texts and the V1 default histogram buckets follow vLLM's own source
+(``vllm/v1/metrics/loggers.py``, ``vllm/v1/metrics/buckets.py``) as summarised in
+``/work/shared/reference/vllm-metrics.md``. Each replica has its own ``CollectorRegistry``
+rendered with ``prometheus_client.generate_latest``.
+
+The values live in plain Python fields and a custom collector turns them into metric families
+at scrape time: the engine updates them at every simulated step (tens of thousands of steps per
+CPU second), and a histogram can record one step's inter-token latency for the whole batch in
+one call (:meth:`Histogram.observe` with ``count``), which prometheus-client's own ``Histogram``
+cannot.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Final
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+__all__ = [
+    "CONTENT_TYPE",
+    "E2E_BUCKETS",
+    "ITL_BUCKETS",
+    "KV_METRIC_NEW",
+    "KV_METRIC_OLD",
+    "TTFT_BUCKETS",
+    "Histogram",
+    "VllmMetrics",
+]
+
+# What vLLM's /metrics answers: the classic Prometheus text format. (prometheus-client 0.26's
+# CONTENT_TYPE_LATEST says version=1.0.0; vLLM and Prometheus scrapers know 0.0.4, and
+# generate_latest writes exactly that format.)
+CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
+
+# KV-cache usage gauge, 0-1 fraction: new name from vLLM 0.9.2, old name up to 0.10.
+KV_METRIC_NEW: Final = "vllm:kv_cache_usage_perc"
+KV_METRIC_OLD: Final = "vllm:gpu_cache_usage_perc"
+
+# V1 default buckets, seconds (vllm/v1/metrics/loggers.py).
+TTFT_BUCKETS: Final[tuple[float, ...]] = (
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+    20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
+)  # fmt: skip
+ITL_BUCKETS: Final[tuple[float, ...]] = (
+    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+    20.0, 40.0, 80.0,
+)  # fmt: skip
+E2E_BUCKETS: Final[tuple[float, ...]] = (
+    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0,
+    240.0, 480.0, 960.0, 1920.0, 7680.0,
+)  # fmt: skip
+
+# vLLM pre-creates request_success series for every finished reason, so they exist at 0.
+FINISHED_REASONS: Final = ("stop", "length", "abort")
+
+
+class Histogram:
+    """A Prometheus histogram kept as plain counts (upper bounds in seconds, ``le`` inclusive)."""
+
+    __slots__ = ("bounds", "count", "counts", "sum")
+
+    def __init__(self, bounds: Sequence[float]) -> None:
+        self.bounds: tuple[float, ...] = tuple(bounds)
+        # counts[i] = observations in (bounds[i-1], bounds[i]]; the last slot is +Inf.
+        self.counts: list[int] = [0] * (len(self.bounds) + 1)
+        self.sum = 0.0
+        self.count = 0
+
+    def observe(self, value: float, count: int = 1) -> None:
+        """Record ``count`` observations of ``value`` (seconds)."""
+        if count <= 0:
+            return
+        self.counts[bisect.bisect_left(self.bounds, value)] += count
+        self.sum += value * count
+        self.count += count
+
+    def cumulative(self) -> list[tuple[str, float]]:
+        """``(le, cumulative count)`` pairs as the exposition format wants them, ending +Inf."""
+        out: list[tuple[str, float]] = []
+        running = 0
+        for bound, c in zip(self.bounds, self.counts, strict=False):
+            running += c
+            # repr matches prometheus-client's floatToGoString for these bounds ("1.0", "0.001").
+            out.append((repr(float(bound)), float(running)))
+        out.append(("+Inf", float(self.count)))
+        return out
+
+
+class VllmMetrics:
+    """One replica's vLLM metrics (V1 engine layout: labels ``model_name`` and ``engine``).
+
+    The engine writes the public fields directly; :meth:`render` produces the ``/metrics`` body.
+
+    Attributes:
+        num_requests_running: requests in the running batch (gauge).
+        num_requests_waiting: requests queued, not yet scheduled (gauge).
+        kv_cache_usage: KV-cache usage, a 0-1 fraction (gauge, exported under
+            ``kv_metric_name`` and optionally the other name too).
+        num_preemptions: cumulative preemptions (counter, ``vllm:num_preemptions_total``).
+        prompt_tokens: cumulative prefill tokens (counter).
+        generation_tokens: cumulative generated tokens (counter).
+        request_success: finished requests by ``finished_reason`` (counter).
+        ttft, inter_token_latency, e2e_latency, queue_time: histograms, seconds.
+    """
+
+    def __init__(
+        self,
+        *,
+        model_name: str = "meta-llama/Llama-3.1-8B-Instruct",
+        engine: str = "0",
+        kv_metric_name: str = KV_METRIC_NEW,
+        export_both_kv_names: bool = False,
+        block_size: int = 16,
+        num_gpu_blocks: int = 2688,
+        gpu_memory_utilization: float = 0.92,
+        extra_cache_info: Mapping[str, str] | None = None,
+    ) -> None:
+        """Create the metrics and their registry.
+
+        Args:
+            model_name: value of the ``model_name`` label (vLLM's served model name).
+            engine: value of the ``engine`` label (engine index as a string).
+            kv_metric_name: ``vllm:kv_cache_usage_perc`` (vLLM >= 0.9.2) or
+                ``vllm:gpu_cache_usage_perc`` to emulate an older vLLM.
+            export_both_kv_names: export the KV usage under both names (vLLM 0.9.2-0.10 did).
+            block_size, num_gpu_blocks, gpu_memory_utilization: labels of
+                ``vllm:cache_config_info``.
+            extra_cache_info: more ``vllm:cache_config_info`` labels.
+        """
+        if kv_metric_name not in (KV_METRIC_NEW, KV_METRIC_OLD):
+            raise ValueError(
+                f"kv_metric_name must be {KV_METRIC_NEW!r} or {KV_METRIC_OLD!r}, "
+                f"got {kv_metric_name!r}"
+            )
+        self.model_name = model_name
+        self.engine = engine
+        self.kv_metric_names: tuple[str, ...] = (
+            (KV_METRIC_NEW, KV_METRIC_OLD) if export_both_kv_names else (kv_metric_name,)
+        )
+        self.cache_info: dict[str, str] = {
+            "block_size": str(block_size),
+            "cache_dtype": "auto",
+            "enable_prefix_caching": "False",
+            "gpu_memory_utilization": str(gpu_memory_utilization),
+            "num_cpu_blocks": "0",
+            "num_gpu_blocks": str(num_gpu_blocks),
+            **(extra_cache_info or {}),
+            "engine": engine,
+        }
+        self.num_requests_running = 0
+        self.num_requests_waiting = 0
+        self.kv_cache_usage = 0.0
+        self.num_preemptions = 0
+        self.prompt_tokens = 0
+        self.generation_tokens = 0
+        self.request_success: dict[str, int] = dict.fromkeys(FINISHED_REASONS, 0)
+        self.ttft = Histogram(TTFT_BUCKETS)
+        self.inter_token_latency = Histogram(ITL_BUCKETS)
+        self.e2e_latency = Histogram(E2E_BUCKETS)
+        self.queue_time = Histogram(E2E_BUCKETS)
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(_VllmCollector(self))
+
+    def render(self) -> bytes:
+        """The ``/metrics`` body (Prometheus text format 0.0.4, see :data:`CONTENT_TYPE`)."""
+        return generate_latest(self.registry)
+
+
+class _VllmCollector(Collector):
+    """Turns a :class:`VllmMetrics`' fields into metric families at scrape time."""
+
+    def __init__(self, m: VllmMetrics) -> None:
+        self._m = m
+
+    def collect(self) -> Iterable[Metric]:
+        return list(self._families())
+
+    def _families(self) -> Iterator[Metric]:
+        m = self._m
+        names = ["model_name", "engine"]
+        values = [m.model_name, m.engine]
+
+        def gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
+            g = GaugeMetricFamily(name, doc, labels=names)
+            g.add_metric(values, value)
+            return g
+
+        def counter(name: str, doc: str, value: float) -> CounterMetricFamily:
+            c = CounterMetricFamily(name, doc, labels=names)
+            c.add_metric(values, value)
+            return c
+
+        def histogram(name: str, doc: str, h: Histogram) -> HistogramMetricFamily:
+            f = HistogramMetricFamily(name, doc, labels=names)
+            f.add_metric(values, h.cumulative(), h.sum)
+            return f
+
+        yield gauge(
+            "vllm:num_requests_running",
+            "Number of requests in model execution batches.",
+            m.num_requests_running,
+        )
+        yield gauge(
+            "vllm:num_requests_waiting",
+            "Number of requests waiting to be processed.",
+            m.num_requests_waiting,
+        )
+        for kv_name in m.kv_metric_names:
+            prefix = "GPU " if kv_name == KV_METRIC_OLD else ""
+            doc = f"{prefix}KV-cache usage. 1 means 100 percent usage."
+            yield gauge(kv_name, doc, m.kv_cache_usage)
+        yield counter(
+            "vllm:num_preemptions",
+            "Cumulative number of preemption from the engine.",
+            m.num_preemptions,
+        )
+        yield counter("vllm:prompt_tokens", "Number of prefill tokens processed.", m.prompt_tokens)
+        yield counter(
+            "vllm:generation_tokens",
+            "Number of generation tokens processed.",
+            m.generation_tokens,
+        )
+        success = CounterMetricFamily(
+            "vllm:request_success",
+            "Count of successfully processed requests.",
+            labels=[*names, "finished_reason"],
+        )
+        for reason, n in m.request_success.items():
+            success.add_metric([*values, reason], n)
+        yield success
+        yield histogram(
+            "vllm:time_to_first_token_seconds",
+            "Histogram of time to first token in seconds.",
+            m.ttft,
+        )
+        yield histogram(
+            "vllm:inter_token_latency_seconds",
+            "Histogram of inter-token latency in seconds.",
+            m.inter_token_latency,
+        )
+        yield histogram(
+            "vllm:e2e_request_latency_seconds",
+            "Histogram of e2e request latency in seconds.",
+            m.e2e_latency,
+        )
+        yield histogram(
+            "vllm:request_queue_time_seconds",
+            "Histogram of time spent in WAITING phase for request.",
+            m.queue_time,
+        )
+        info = GaugeMetricFamily(
+            "vllm:cache_config_info",
+            "Information of the LLMEngine CacheConfig",
+            labels=list(m.cache_info),
+        )
+        info.add_metric(list(m.cache_info.values()), 1.0)
+        yield info

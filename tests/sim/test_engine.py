@@ -1,0 +1,178 @@
+"""The simulated vLLM replica: calibration, queueing sanity, KV pressure, drain and abort."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from scaler.sim.engine import ReplicaEngine, ReplicaModel, SimRequest
+from scaler.sim.exposition import VllmMetrics
+
+
+def _engine(model: ReplicaModel | None = None) -> ReplicaEngine:
+    return ReplicaEngine(model, name="r0", metrics=VllmMetrics())
+
+
+def _poisson(rate: float, duration: float, seed: int, prompt: int, output: int) -> list[SimRequest]:
+    rng = random.Random(seed)
+    t = 0.0
+    out: list[SimRequest] = []
+    while True:
+        t += rng.expovariate(rate)
+        if t >= duration:
+            return out
+        out.append(SimRequest(len(out), t, prompt, output))
+
+
+def _replay(engine: ReplicaEngine, reqs: list[SimRequest], until: float) -> None:
+    for r in reqs:
+        engine.submit(r, r.arrival)
+    engine.advance_to(until)
+
+
+def test_idle_ttft_of_8k_prompt_is_about_250_ms() -> None:
+    e = _engine()
+    r = SimRequest(1, 0.0, 8192, 1)
+    e.submit(r, 0.0)
+    e.advance_to(10.0)
+    assert r.ttft is not None
+    assert r.ttft == pytest.approx(0.25, rel=0.2)
+    assert r.done and r.finished_at == r.first_token_at and r.tokens_generated == 1
+
+
+def test_idle_tpot_is_about_30_ms_and_grows_with_batch() -> None:
+    e = _engine()
+    r = SimRequest(1, 0.0, 512, 101)
+    e.submit(r, 0.0)
+    e.advance_to(60.0)
+    assert r.e2e is not None and r.ttft is not None
+    tpot = (r.e2e - r.ttft) / 100
+    assert tpot == pytest.approx(0.030, rel=0.1)
+    m = ReplicaModel()
+    assert m.step_seconds(64, 64 * 600, 0) > 1.5 * m.step_seconds(1, 600, 0)
+
+
+def test_metrics_accounting_is_exact() -> None:
+    e = _engine()
+    reqs = _poisson(2.0, 60.0, seed=3, prompt=1500, output=120)
+    _replay(e, reqs, 1e4)
+    m = e.metrics
+    assert m is not None
+    assert all(r.done and r.tokens_generated == r.output_tokens for r in reqs)
+    assert m.request_success["stop"] == len(reqs)
+    assert m.generation_tokens == sum(r.output_tokens for r in reqs)
+    assert m.prompt_tokens == sum(r.prompt_tokens for r in reqs)
+    assert m.ttft.count == m.e2e_latency.count == m.queue_time.count == len(reqs)
+    # One inter-token latency per token after the first.
+    assert m.inter_token_latency.count == sum(r.output_tokens - 1 for r in reqs)
+    assert e.kv_usage_ratio == 0.0 and e.in_flight == 0
+    for r in reqs:
+        assert r.first_scheduled_at is not None and r.first_token_at is not None
+        assert r.finished_at is not None
+        assert r.arrival <= r.first_scheduled_at < r.first_token_at <= r.finished_at
+
+
+def test_littles_law_under_steady_poisson_load() -> None:
+    # Conversational shape at ~60% of the replica's ~3.3 req/s saturation.
+    e = _engine()
+    rate, duration = 2.0, 1200.0
+    reqs = _poisson(rate, duration, seed=7, prompt=1155, output=211)
+    samples: list[int] = []
+    i = 0
+    t = 0.0
+    while t < duration:
+        t += 0.1
+        while i < len(reqs) and reqs[i].arrival <= t:
+            e.submit(reqs[i], reqs[i].arrival)
+            i += 1
+        e.advance_to(t)
+        if t > 100.0:  # skip the warm-up from an empty replica
+            samples.append(e.in_flight)
+    e.advance_to(duration + 600.0)
+    steady = [r for r in reqs if r.arrival > 100.0 and r.e2e is not None]
+    mean_latency = sum(r.e2e for r in steady if r.e2e is not None) / len(steady)
+    mean_in_flight = sum(samples) / len(samples)
+    assert mean_in_flight == pytest.approx(rate * mean_latency, rel=0.1)
+    assert e.metrics is not None and e.metrics.num_preemptions == 0
+
+
+def test_overload_with_long_outputs_preempts_and_never_exceeds_kv() -> None:
+    e = _engine()
+    reqs = [SimRequest(i, i * 0.01, 2000, 1500) for i in range(60)]
+    usage: list[float] = []
+    for r in reqs:
+        e.submit(r, r.arrival)
+        usage.append(e.kv_usage_ratio)
+    t = 0.0
+    while e.in_flight:
+        t += 0.5
+        e.advance_to(t)
+        usage.append(e.kv_usage_ratio)
+        assert e.metrics is not None and 0.0 <= e.metrics.kv_cache_usage <= 1.0
+    assert max(usage) <= 1.0
+    assert max(usage) > 0.95
+    preempted = sum(r.preemptions for r in reqs)
+    assert preempted > 0
+    assert e.metrics is not None and e.metrics.num_preemptions == preempted
+    # Recompute preemption loses no tokens and double-counts none.
+    assert all(r.done and r.tokens_generated == 1500 for r in reqs)
+    assert e.metrics.generation_tokens == 60 * 1500
+    assert e.metrics.inter_token_latency.count == 60 * 1499
+
+
+def test_queue_builds_when_batch_is_full() -> None:
+    e = _engine(ReplicaModel(max_num_seqs=4))
+    for i in range(10):
+        e.submit(SimRequest(i, 0.0, 100, 50), 0.0)
+    e.advance_to(0.1)
+    assert e.num_running == 4 and e.num_waiting == 6
+    assert e.metrics is not None
+    assert e.metrics.num_requests_running == 4 and e.metrics.num_requests_waiting == 6
+
+
+def test_drain_serves_in_flight_then_accepts_nothing() -> None:
+    e = _engine()
+    reqs = [SimRequest(i, 0.0, 1000, 200) for i in range(8)]
+    for r in reqs:
+        e.submit(r, 0.0)
+    e.advance_to(1.0)
+    e.drain()
+    assert not e.accepting and e.in_flight == 8
+    with pytest.raises(RuntimeError, match="not accepting"):
+        e.submit(SimRequest(99, 1.0, 10, 10), 1.0)
+    e.advance_to(120.0)
+    assert e.in_flight == 0
+    assert all(r.done and not r.cut for r in reqs)
+
+
+def test_abort_all_marks_cut() -> None:
+    e = _engine(ReplicaModel(max_num_seqs=2))
+    reqs = [SimRequest(i, 0.0, 1000, 500) for i in range(5)]
+    for r in reqs:
+        e.submit(r, 0.0)
+    e.advance_to(2.0)
+    cut = e.abort_all(2.0)
+    assert {r.id for r in cut} == {0, 1, 2, 3, 4}
+    assert all(r.cut and r.finished_at == 2.0 and not r.done for r in cut)
+    running = [r for r in reqs if r.first_token_at is not None]
+    assert len(running) == 2 and all(0 < r.tokens_generated < 500 for r in running)
+    assert e.in_flight == 0 and e.kv_usage_ratio == 0.0 and not e.accepting
+    assert e.metrics is not None and e.metrics.request_success["abort"] == 5
+
+
+def test_too_long_request_is_rejected() -> None:
+    e = _engine()
+    r = SimRequest(1, 0.0, 32000, 1000)
+    e.submit(r, 0.0)
+    assert r.rejected and r.finished_at == 0.0 and e.in_flight == 0
+
+
+def test_deterministic() -> None:
+    def run() -> list[tuple[float | None, float | None, int]]:
+        e = _engine()
+        reqs = _poisson(4.0, 120.0, seed=11, prompt=1800, output=300)
+        _replay(e, reqs, 1e4)
+        return [(r.first_token_at, r.finished_at, r.preemptions) for r in reqs]
+
+    assert run() == run()
