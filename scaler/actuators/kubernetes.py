@@ -1,0 +1,590 @@
+"""The Kubernetes actuator: reads a target's ``scale`` subresource and pods, writes replicas.
+
+Talks to the API server through kubernetes-asyncio. Every API failure is mapped to a
+:class:`ScaleOutcome` in one place, :func:`classify_error`; :meth:`KubernetesActuator.scale`
+returns that outcome in a :class:`ScaleResult` instead of raising, and
+:meth:`KubernetesActuator.read` raises :class:`KubeApiError` carrying it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import os
+import socket
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import structlog
+from kubernetes_asyncio import client, config
+from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client.exceptions import ApiException
+from kubernetes_asyncio.config.config_exception import ConfigException
+
+from scaler.config.policy import WorkloadRef
+from scaler.core.observation import PodInfo, WorkloadSnapshot
+
+__all__ = [
+    "KubeApiError",
+    "KubeConfigError",
+    "KubernetesActuator",
+    "ScaleOutcome",
+    "ScaleResult",
+    "build_api_client",
+    "classify_error",
+]
+
+log = structlog.get_logger(__name__)
+
+MERGE_PATCH = "application/merge-patch+json"
+
+
+class KubeConfigError(RuntimeError):
+    """No usable cluster configuration (message names the file or the in-cluster source)."""
+
+
+async def build_api_client(
+    *, kubeconfig: Path | None, in_cluster: bool, context: str | None = None
+) -> ApiClient:
+    """Build a kubernetes-asyncio ``ApiClient``.
+
+    Args:
+        kubeconfig: kubeconfig file; None follows kubectl's rules (``$KUBECONFIG``, a
+            ``:``-separated list that is merged, else ``~/.kube/config``).
+        in_cluster: use the pod's service account (token + CA under
+            ``/var/run/secrets/kubernetes.io/serviceaccount``); ``kubeconfig`` is ignored.
+        context: kubeconfig context; None uses ``current-context``.
+
+    Returns:
+        An ApiClient the caller must ``await client.close()``.
+
+    Raises:
+        KubeConfigError: the configuration is missing or invalid.
+    """
+    cfg = client.Configuration()
+    if in_cluster:
+        try:
+            config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+        except ConfigException as err:
+            raise KubeConfigError(f"in-cluster config: {err}") from None
+        return ApiClient(configuration=cfg)
+    # Read $KUBECONFIG now, not at import time as kubernetes_asyncio's default does.
+    source = (
+        str(kubeconfig)
+        if kubeconfig is not None
+        else os.environ.get("KUBECONFIG", "~/.kube/config")
+    )
+    try:
+        # persist_config=False: never write refreshed credentials back to the user's file.
+        await config.load_kube_config(
+            config_file=source, context=context, client_configuration=cfg, persist_config=False
+        )
+    except (ConfigException, OSError, ValueError, TypeError) as err:
+        raise KubeConfigError(f"kubeconfig {source}: {err}") from None
+    return ApiClient(configuration=cfg)
+
+
+class ScaleOutcome(StrEnum):
+    """What a scale call (or a failed read) ended in."""
+
+    SCALED = "scaled"
+    UNCHANGED = "unchanged"
+    DRY_RUN = "dry_run"
+    CONFLICT = "conflict"
+    NOT_FOUND = "not_found"
+    FORBIDDEN = "forbidden"
+    THROTTLED = "throttled"
+    SERVER_ERROR = "server_error"
+    INVALID = "invalid"
+    TRANSPORT = "transport"
+
+
+_OK = frozenset({ScaleOutcome.SCALED, ScaleOutcome.UNCHANGED, ScaleOutcome.DRY_RUN})
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleResult:
+    """The result of :meth:`KubernetesActuator.scale`.
+
+    Attributes:
+        outcome: what happened.
+        message: one human-readable sentence (includes the server's Status message).
+        replicas_before: spec.replicas before the write (from ``current``, or from the
+            re-read after a conflict).
+        replicas_requested: the replicas asked for.
+        replicas_after: spec.replicas the server answered with; None when nothing was written.
+        resource_version: resourceVersion after the write (or the last one seen).
+        http_status: HTTP status of the last failed request; None otherwise.
+        retry_after_seconds: the server's Retry-After (429/503), in seconds, if any.
+        requests: number of API requests sent (0 for unchanged and dry_run).
+    """
+
+    outcome: ScaleOutcome
+    message: str
+    replicas_before: int
+    replicas_requested: int
+    replicas_after: int | None = None
+    resource_version: str | None = None
+    http_status: int | None = None
+    retry_after_seconds: float | None = None
+    requests: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """True for scaled, unchanged and dry_run."""
+        return self.outcome in _OK
+
+
+class KubeApiError(Exception):
+    """A classified Kubernetes API failure (raised by :meth:`KubernetesActuator.read`).
+
+    Attributes:
+        outcome: the failure class (never scaled/unchanged/dry_run).
+        message: the server's Status message or the transport error.
+        http_status: HTTP status, None for transport errors.
+        retry_after_seconds: Retry-After in seconds, when given.
+    """
+
+    def __init__(
+        self,
+        outcome: ScaleOutcome,
+        message: str,
+        *,
+        http_status: int | None = None,
+        retry_after_seconds: float | None = None,
+    ) -> None:
+        super().__init__(f"{outcome.value}: {message}")
+        self.outcome = outcome
+        self.message = message
+        self.http_status = http_status
+        self.retry_after_seconds = retry_after_seconds
+
+
+def _status_message(body: Any) -> tuple[str | None, Mapping[str, Any]]:
+    """(Status.message, Status.details) of an error body, if it is a Status."""
+    if isinstance(body, bytes | bytearray):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            return None, {}
+    elif isinstance(body, str):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            return body or None, {}
+    if isinstance(body, dict):
+        details = body.get("details")
+        return body.get("message"), details if isinstance(details, dict) else {}
+    return None, {}
+
+
+def _retry_after(
+    headers: Mapping[str, str] | None, details: Mapping[str, Any], now: float
+) -> float | None:
+    raw = headers.get("Retry-After") if headers is not None else None
+    if raw:
+        try:
+            return max(0.0, float(raw))
+        except ValueError:
+            try:  # the HTTP-date form
+                when = email.utils.parsedate_to_datetime(raw)
+            except (TypeError, ValueError):
+                when = None
+            if when is not None:
+                return max(0.0, when.timestamp() - now)
+    seconds = details.get("retryAfterSeconds")
+    return float(seconds) if isinstance(seconds, int | float) else None
+
+
+def classify_error(exc: BaseException, *, now: float = 0.0) -> KubeApiError | None:
+    """Map an exception from a kubernetes-asyncio call to a :class:`KubeApiError`.
+
+    The single place where HTTP statuses and transport errors become outcomes:
+    401/403 -> forbidden, 404 -> not_found, 409 -> conflict, 429 -> throttled,
+    5xx -> server_error, other 4xx (400, 415, 422...) -> invalid, connection errors and
+    timeouts -> transport.
+
+    Args:
+        exc: the exception raised by the client.
+        now: epoch seconds, to turn an HTTP-date Retry-After into seconds.
+
+    Returns:
+        None when ``exc`` is not an API or transport failure (a programming error the
+        caller should re-raise).
+    """
+    if isinstance(exc, ApiException):
+        status = int(exc.status or 0)
+        if status == 0:  # the client refused to build the request: our bug
+            return None
+        message, details = _status_message(getattr(exc, "body", None))
+        text = message or f"HTTP {status} {exc.reason or ''}".strip()
+        retry = _retry_after(getattr(exc, "headers", None), details, now)
+        if status in (401, 403):
+            outcome = ScaleOutcome.FORBIDDEN
+        elif status == 404:
+            outcome = ScaleOutcome.NOT_FOUND
+        elif status == 409:
+            outcome = ScaleOutcome.CONFLICT
+        elif status == 429:
+            outcome = ScaleOutcome.THROTTLED
+        elif status >= 500:
+            outcome = ScaleOutcome.SERVER_ERROR
+        else:
+            outcome = ScaleOutcome.INVALID
+        return KubeApiError(outcome, text, http_status=status, retry_after_seconds=retry)
+    if isinstance(exc, aiohttp.ClientError | TimeoutError | asyncio.TimeoutError | OSError):
+        text = str(exc) or type(exc).__name__
+        return KubeApiError(ScaleOutcome.TRANSPORT, f"{type(exc).__name__}: {text}")
+    return None
+
+
+def _rfc3339(epoch_seconds: float) -> str:
+    return datetime.fromtimestamp(epoch_seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True, slots=True)
+class _Scale:
+    spec_replicas: int
+    status_replicas: int
+    selector: str
+    resource_version: str
+    uid: str | None
+
+
+def _parse_scale(obj: Any) -> _Scale:
+    """An ``autoscaling/v1 Scale`` dict; absent replicas are 0 (``omitempty``)."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    return _Scale(
+        spec_replicas=int(spec.get("replicas") or 0),
+        status_replicas=int(status.get("replicas") or 0),
+        selector=str(status.get("selector") or ""),
+        resource_version=str(meta.get("resourceVersion") or ""),
+        uid=meta.get("uid"),
+    )
+
+
+class KubernetesActuator:
+    """Reads and scales workloads through their ``scale`` subresource.
+
+    Args:
+        api_client: a kubernetes-asyncio ApiClient (see :func:`build_api_client`); the
+            caller owns and closes it.
+        clock: epoch seconds; the only source of "now" (pod ages, event timestamps).
+        field_manager: ``fieldManager`` of writes and the events' ``source.component``.
+        dry_run: read-only mode: :meth:`scale` returns ``dry_run`` and :meth:`emit_event`
+            does nothing, without sending any request.
+        request_timeout: total timeout of one API request, in seconds.
+    """
+
+    def __init__(
+        self,
+        api_client: ApiClient,
+        *,
+        clock: Callable[[], float],
+        field_manager: str = "vllm-scaler",
+        dry_run: bool = False,
+        request_timeout: float = 10.0,
+    ) -> None:
+        self._api = api_client
+        self._clock = clock
+        self._field_manager = field_manager
+        self._dry_run = dry_run
+        self._timeout = request_timeout
+        self._custom = client.CustomObjectsApi(api_client)
+        self._core = client.CoreV1Api(api_client)
+        self._uids: dict[str, str] = {}  # ref key -> workload uid, for involvedObject
+        self._instance = socket.gethostname()[:128]
+
+    @property
+    def dry_run(self) -> bool:
+        """True in read-only mode."""
+        return self._dry_run
+
+    @staticmethod
+    def _path(ref: WorkloadRef) -> tuple[str, str, str, str, str]:
+        if not ref.group:
+            # CustomObjectsApi builds /apis/{group}/...; core kinds live under /api/v1.
+            raise ValueError(
+                f"{ref.key()}: core-group kinds (apiVersion {ref.api_version!r}) are not supported"
+            )
+        return ref.group, ref.version, ref.namespace, ref.resource, ref.name
+
+    async def _get_scale(self, ref: WorkloadRef) -> _Scale:
+        obj = await self._custom.get_namespaced_custom_object_scale(
+            *self._path(ref), _request_timeout=self._timeout
+        )
+        scale = _parse_scale(obj)
+        if scale.uid:
+            self._uids[ref.key()] = scale.uid
+        return scale
+
+    def _classify(self, exc: BaseException) -> KubeApiError:
+        err = classify_error(exc, now=self._clock())
+        if err is None:
+            raise exc
+        return err
+
+    async def read(self, ref: WorkloadRef) -> WorkloadSnapshot:
+        """GET the scale subresource, then list the pods its ``status.selector`` picks.
+
+        Pod ages are ``clock() - creationTimestamp`` in seconds (never negative). An empty
+        selector (a custom kind without ``labelSelectorPath``) yields no pods rather than
+        every pod of the namespace.
+
+        Raises:
+            KubeApiError: any API or transport failure, classified.
+            ValueError: ``ref`` names a core-group kind.
+        """
+        try:
+            scale = await self._get_scale(ref)
+            pods: tuple[PodInfo, ...] = ()
+            if scale.selector:
+                listing = await self._core.list_namespaced_pod(
+                    ref.namespace, label_selector=scale.selector, _request_timeout=self._timeout
+                )
+                now = self._clock()
+                pods = tuple(_pod_info(p, now) for p in listing.items)
+            else:
+                log.warning("scale_without_selector", target=ref.key())
+        except ValueError:
+            raise
+        except Exception as exc:
+            raise self._classify(exc) from exc
+        return WorkloadSnapshot(
+            namespace=ref.namespace,
+            spec_replicas=scale.spec_replicas,
+            status_replicas=scale.status_replicas,
+            selector=scale.selector,
+            resource_version=scale.resource_version,
+            pods=pods,
+        )
+
+    async def _patch(self, ref: WorkloadRef, replicas: int, resource_version: str) -> _Scale:
+        body = {"metadata": {"resourceVersion": resource_version}, "spec": {"replicas": replicas}}
+        # kubernetes-asyncio would pick application/json-patch+json for a dict body, so force
+        # the content type; its stubs omit the (supported) _content_type keyword, hence Any.
+        custom: Any = self._custom
+        obj = await custom.patch_namespaced_custom_object_scale(
+            *self._path(ref),
+            body,
+            field_manager=self._field_manager,
+            _content_type=MERGE_PATCH,
+            _request_timeout=self._timeout,
+        )
+        return _parse_scale(obj)
+
+    async def scale(
+        self, ref: WorkloadRef, replicas: int, *, current: WorkloadSnapshot
+    ) -> ScaleResult:
+        """Set ``spec.replicas`` of the target's scale subresource to ``replicas``.
+
+        Sends nothing when ``replicas == current.spec_replicas`` (``unchanged``) or in dry
+        run (``dry_run``). Otherwise a merge patch carrying ``current.resource_version`` as
+        precondition; on 409 it re-reads the scale once and, unless the fresh spec already
+        equals ``replicas`` (``unchanged``), patches once more with the fresh
+        resourceVersion - so another writer's change is overridden at most one re-read later.
+
+        Never raises for API/transport failures: they come back as the outcome.
+
+        Raises:
+            ValueError: ``replicas`` < 0 or a core-group kind (programming errors).
+        """
+        if replicas < 0:
+            raise ValueError(f"replicas must be >= 0, got {replicas}")
+        before = current.spec_replicas
+        if replicas == before:
+            return ScaleResult(
+                ScaleOutcome.UNCHANGED,
+                f"{ref.key()} already has {replicas} replicas",
+                before,
+                replicas,
+                replicas_after=before,
+                resource_version=current.resource_version,
+            )
+        if self._dry_run:
+            return ScaleResult(
+                ScaleOutcome.DRY_RUN,
+                f"dry run: would scale {ref.key()} from {before} to {replicas}",
+                before,
+                replicas,
+                resource_version=current.resource_version,
+            )
+        self._path(ref)  # raise ValueError before any request
+        rv = current.resource_version
+        sent = 0
+        for attempt in (1, 2):
+            try:
+                sent += 1
+                new = await self._patch(ref, replicas, rv)
+            except Exception as exc:
+                err = self._classify(exc)
+                if err.outcome is not ScaleOutcome.CONFLICT or attempt == 2:
+                    return self._failed(ref, err, before, replicas, rv, sent, attempt)
+                log.info("scale_conflict_reread", target=ref.key(), resource_version=rv)
+                try:
+                    sent += 1
+                    fresh = await self._get_scale(ref)
+                except Exception as exc2:
+                    return self._failed(ref, self._classify(exc2), before, replicas, rv, sent, 1)
+                before, rv = fresh.spec_replicas, fresh.resource_version
+                if before == replicas:
+                    return ScaleResult(
+                        ScaleOutcome.UNCHANGED,
+                        f"{ref.key()} was changed by another writer to {replicas} replicas",
+                        before,
+                        replicas,
+                        replicas_after=before,
+                        resource_version=rv,
+                        requests=sent,
+                    )
+                continue
+            log.info(
+                "scaled",
+                target=ref.key(),
+                replicas_before=before,
+                replicas=new.spec_replicas,
+                resource_version=new.resource_version,
+            )
+            return ScaleResult(
+                ScaleOutcome.SCALED,
+                f"scaled {ref.key()} from {before} to {new.spec_replicas} replicas",
+                before,
+                replicas,
+                replicas_after=new.spec_replicas,
+                resource_version=new.resource_version,
+                requests=sent,
+            )
+        raise AssertionError("unreachable")  # the loop always returns
+
+    def _failed(
+        self,
+        ref: WorkloadRef,
+        err: KubeApiError,
+        before: int,
+        replicas: int,
+        rv: str,
+        sent: int,
+        attempts: int,
+    ) -> ScaleResult:
+        what = {
+            ScaleOutcome.CONFLICT: "still conflicting after a re-read and retry",
+            ScaleOutcome.NOT_FOUND: "the workload or its scale subresource does not exist",
+            ScaleOutcome.FORBIDDEN: "not allowed (check the service account's RBAC for */scale)",
+            ScaleOutcome.THROTTLED: "throttled by the API server",
+            ScaleOutcome.SERVER_ERROR: "API server error",
+            ScaleOutcome.INVALID: "the API server rejected the request",
+            ScaleOutcome.TRANSPORT: "cannot reach the API server",
+        }.get(err.outcome, err.outcome.value)
+        if err.retry_after_seconds is not None:
+            what += f" (retry after {err.retry_after_seconds:g}s)"
+        message = f"cannot scale {ref.key()} from {before} to {replicas}: {what}: {err.message}"
+        log.warning(
+            "scale_failed",
+            target=ref.key(),
+            outcome=err.outcome.value,
+            http_status=err.http_status,
+            attempts=attempts,
+            message=err.message,
+        )
+        return ScaleResult(
+            err.outcome,
+            message,
+            before,
+            replicas,
+            resource_version=rv,
+            http_status=err.http_status,
+            retry_after_seconds=err.retry_after_seconds,
+            requests=sent,
+        )
+
+    async def emit_event(
+        self, ref: WorkloadRef, *, reason: str, message: str, type: str = "Normal"
+    ) -> bool:
+        """Create a core/v1 Event about the target (best effort).
+
+        ``involvedObject`` carries the target's apiVersion/kind/name/namespace and its uid
+        once a :meth:`read` has seen it. The name is server-generated (``generateName``).
+        Messages longer than 1024 characters are cut.
+
+        Returns:
+            True when the event was created; False in dry run or when the API call failed
+            (the failure is logged, never raised).
+
+        Raises:
+            ValueError: ``type`` is not Normal or Warning (programming error).
+        """
+        if type not in ("Normal", "Warning"):
+            raise ValueError(f"event type must be Normal or Warning, got {type!r}")
+        if self._dry_run:
+            return False
+        now = _rfc3339(self._clock())
+        involved: dict[str, str] = {
+            "apiVersion": ref.api_version,
+            "kind": ref.kind,
+            "name": ref.name,
+            "namespace": ref.namespace,
+        }
+        uid = self._uids.get(ref.key())
+        if uid:
+            involved["uid"] = uid
+        body: Any = {  # a plain dict; the client serializes it as-is
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{ref.name}.", "namespace": ref.namespace},
+            "involvedObject": involved,
+            "reason": reason,
+            "message": message[:1024],
+            "type": type,
+            "source": {"component": self._field_manager},
+            "reportingComponent": self._field_manager,
+            "reportingInstance": self._instance,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        try:
+            await self._core.create_namespaced_event(
+                ref.namespace,
+                body,
+                field_manager=self._field_manager,
+                _request_timeout=self._timeout,
+            )
+        except Exception as exc:
+            err = self._classify(exc)
+            log.warning(
+                "event_failed",
+                target=ref.key(),
+                reason=reason,
+                outcome=err.outcome.value,
+                http_status=err.http_status,
+                message=err.message,
+            )
+            return False
+        return True
+
+
+def _pod_info(pod: Any, now: float) -> PodInfo:
+    """A kubernetes-asyncio V1Pod -> PodInfo."""
+    meta, status = pod.metadata, pod.status
+    ready = (
+        any(c.type == "Ready" and c.status == "True" for c in (status.conditions or []))
+        if status is not None
+        else False
+    )
+    created = meta.creation_timestamp
+    age = max(0.0, now - created.timestamp()) if created is not None else 0.0
+    return PodInfo(
+        name=meta.name,
+        ready=ready,
+        terminating=meta.deletion_timestamp is not None,
+        age_seconds=age,
+        phase=(status.phase if status is not None and status.phase else "Unknown"),
+    )

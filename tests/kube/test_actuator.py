@@ -1,0 +1,440 @@
+"""KubernetesActuator against the stand-in API server, through a real kubernetes-asyncio client."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from scaler.actuators.kubernetes import (
+    KubeApiError,
+    KubeConfigError,
+    KubernetesActuator,
+    ScaleOutcome,
+    build_api_client,
+    classify_error,
+)
+from scaler.config.policy import WorkloadRef
+from scaler.core.observation import PodInfo, WorkloadSnapshot
+from scaler.sim.kubeapi import KubeApiServer, KubeStore, write_kubeconfig
+
+TOKEN = "t0ken"
+T0 = 1_700_000_000.0
+LABELS = {"app": "vllm"}
+REF = WorkloadRef(api_version="apps/v1", kind="Deployment", namespace="llm", name="vllm")
+LWS_REF = WorkloadRef(
+    api_version="leaderworkerset.x-k8s.io/v1", kind="LeaderWorkerSet", namespace="llm", name="lws"
+)
+SCALE_PATH = "/apis/apps/v1/namespaces/llm/deployments/vllm/scale"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = T0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def store(clock: Clock) -> KubeStore:
+    s = KubeStore(clock)
+    s.add_deployment("llm", "vllm", 3, LABELS)
+    s.register_kind("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", "leaderworkersets")
+    s.add_workload(
+        "leaderworkerset.x-k8s.io",
+        "leaderworkersets",
+        "llm",
+        "lws",
+        replicas=2,
+        labels={"leaderworkerset.sigs.k8s.io/name": "lws"},
+    )
+    return s
+
+
+@pytest.fixture
+async def server(store: KubeStore) -> AsyncIterator[KubeApiServer]:
+    async with KubeApiServer(store, token=TOKEN) as srv:
+        yield srv
+
+
+async def _client(server: KubeApiServer, tmp_path: Path, token: str = TOKEN) -> ApiClient:
+    path = write_kubeconfig(tmp_path / f"kubeconfig-{token}", server_url=server.url, token=token)
+    return await build_api_client(kubeconfig=path, in_cluster=False)
+
+
+@pytest.fixture
+async def api(server: KubeApiServer, tmp_path: Path) -> AsyncIterator[ApiClient]:
+    client = await _client(server, tmp_path)
+    yield client
+    await client.close()
+
+
+@pytest.fixture
+def actuator(api: ApiClient, clock: Clock) -> KubernetesActuator:
+    return KubernetesActuator(api, clock=clock)
+
+
+def _methods(server: KubeApiServer) -> list[tuple[str, str]]:
+    return [(r.method, r.path) for r in server.requests]
+
+
+# ------------------------------------------------------------------ read
+
+
+async def test_read_snapshot_classifies_pods(
+    store: KubeStore, clock: Clock, actuator: KubernetesActuator
+) -> None:
+    store.add_pod("llm", "vllm-a", LABELS, ready=True, created_at=T0 - 900)
+    store.add_pod("llm", "vllm-b", LABELS, created_at=T0 - 120)  # loading the model
+    store.add_pod("llm", "vllm-c", LABELS, created_at=T0 - 700)  # Pending for 700 s: stuck
+    store.add_pod("llm", "vllm-d", LABELS, ready=True, created_at=T0 - 3000)
+    store.mark_pod_terminating("llm", "vllm-d")
+    store.add_pod("llm", "other", {"app": "other"}, ready=True)
+    clock.t = T0 + 30
+
+    snap = await actuator.read(REF)
+
+    dep = store.get_workload("llm", "vllm")
+    assert snap == WorkloadSnapshot(
+        namespace="llm",
+        spec_replicas=3,
+        status_replicas=3,  # vllm-a, -b, -c; the terminating pod no longer counts
+        selector="app=vllm",
+        resource_version=dep["metadata"]["resourceVersion"],
+        pods=(
+            PodInfo("vllm-a", ready=True, terminating=False, age_seconds=930.0, phase="Running"),
+            PodInfo("vllm-b", ready=False, terminating=False, age_seconds=150.0, phase="Pending"),
+            PodInfo("vllm-c", ready=False, terminating=False, age_seconds=730.0, phase="Pending"),
+            PodInfo("vllm-d", ready=True, terminating=True, age_seconds=3030.0, phase="Running"),
+        ),
+    )
+    counts = snap.counts(model_load_timeout_seconds=600)
+    assert (counts.current, counts.ready, counts.starting, counts.stuck, counts.terminating) == (
+        3,
+        1,
+        1,
+        1,
+        1,
+    )
+
+
+async def test_read_custom_kind(store: KubeStore, actuator: KubernetesActuator) -> None:
+    store.add_pod("llm", "lws-0", {"leaderworkerset.sigs.k8s.io/name": "lws"}, ready=True)
+    snap = await actuator.read(LWS_REF)
+    assert (snap.spec_replicas, snap.status_replicas) == (2, 1)
+    assert snap.selector == "leaderworkerset.sigs.k8s.io/name=lws"
+    assert snap.ready_pod_names == frozenset({"lws-0"})
+
+
+async def test_read_zero_replicas_omitted_spec(
+    store: KubeStore, actuator: KubernetesActuator
+) -> None:
+    store.external_scale("llm", "vllm", 0)
+    assert (await actuator.read(REF)).spec_replicas == 0
+
+
+async def test_read_failures_raise_classified(
+    server: KubeApiServer, actuator: KubernetesActuator
+) -> None:
+    missing = REF.model_copy(update={"name": "nope"})
+    with pytest.raises(KubeApiError) as info:
+        await actuator.read(missing)
+    assert info.value.outcome is ScaleOutcome.NOT_FOUND
+    assert info.value.http_status == 404
+    assert info.value.message == 'deployments.apps "nope" not found'
+    server.store.inject_fault("GET", "/pods$", 500)
+    with pytest.raises(KubeApiError) as info:
+        await actuator.read(REF)
+    assert info.value.outcome is ScaleOutcome.SERVER_ERROR
+
+
+# ------------------------------------------------------------------ scale
+
+
+async def test_scale_patches_spec_replicas(
+    server: KubeApiServer, store: KubeStore, actuator: KubernetesActuator
+) -> None:
+    snap = await actuator.read(REF)
+    server.requests.clear()
+
+    result = await actuator.scale(REF, 5, current=snap)
+
+    assert result.outcome is ScaleOutcome.SCALED and result.ok
+    assert (result.replicas_before, result.replicas_requested, result.replicas_after) == (3, 5, 5)
+    assert store.get_spec_replicas("llm", "vllm") == 5
+    new_rv = store.get_workload("llm", "vllm")["metadata"]["resourceVersion"]
+    assert result.resource_version == new_rv
+    assert int(new_rv) > int(snap.resource_version)
+    assert result.requests == 1
+    [req] = server.requests
+    assert (req.method, req.path, req.status) == ("PATCH", SCALE_PATH, 200)
+    assert req.content_type == "application/merge-patch+json"
+    assert req.query == {"fieldManager": "vllm-scaler"}
+
+
+async def test_unchanged_sends_nothing(server: KubeApiServer, actuator: KubernetesActuator) -> None:
+    snap = await actuator.read(REF)
+    server.requests.clear()
+    result = await actuator.scale(REF, 3, current=snap)
+    assert result.outcome is ScaleOutcome.UNCHANGED and result.ok
+    assert result.requests == 0
+    assert server.requests == []
+
+
+async def test_conflict_rereads_and_retries_once(
+    server: KubeApiServer, store: KubeStore, actuator: KubernetesActuator
+) -> None:
+    snap = await actuator.read(REF)
+    store.external_scale("llm", "vllm", 4)  # another writer: our resourceVersion is stale
+    server.requests.clear()
+
+    result = await actuator.scale(REF, 6, current=snap)
+
+    assert result.outcome is ScaleOutcome.SCALED
+    assert (result.replicas_before, result.replicas_after) == (4, 6)
+    assert store.get_spec_replicas("llm", "vllm") == 6
+    assert [(r.method, r.status) for r in server.requests] == [
+        ("PATCH", 409),
+        ("GET", 200),
+        ("PATCH", 200),
+    ]
+    assert result.requests == 3
+
+
+async def test_conflict_resolved_by_other_writer_is_unchanged(
+    server: KubeApiServer, store: KubeStore, actuator: KubernetesActuator
+) -> None:
+    snap = await actuator.read(REF)
+    store.external_scale("llm", "vllm", 6)
+    result = await actuator.scale(REF, 6, current=snap)
+    assert result.outcome is ScaleOutcome.UNCHANGED
+    assert [r.method for r in server.requests][-2:] == ["PATCH", "GET"]
+
+
+async def test_conflict_twice_gives_up(
+    server: KubeApiServer, store: KubeStore, actuator: KubernetesActuator
+) -> None:
+    snap = await actuator.read(REF)
+    store.inject_fault("PATCH", "/scale$", 409, times=2)
+    server.requests.clear()
+    result = await actuator.scale(REF, 5, current=snap)
+    assert result.outcome is ScaleOutcome.CONFLICT and not result.ok
+    assert result.http_status == 409
+    assert "still conflicting" in result.message
+    assert [(r.method, r.status) for r in server.requests] == [
+        ("PATCH", 409),
+        ("GET", 200),
+        ("PATCH", 409),
+    ]
+    assert store.get_spec_replicas("llm", "vllm") == 3
+
+
+@pytest.mark.parametrize(
+    ("status", "retry_after", "outcome"),
+    [
+        (403, None, ScaleOutcome.FORBIDDEN),
+        (401, None, ScaleOutcome.FORBIDDEN),
+        (404, None, ScaleOutcome.NOT_FOUND),
+        (429, 7, ScaleOutcome.THROTTLED),
+        (500, None, ScaleOutcome.SERVER_ERROR),
+        (503, 2, ScaleOutcome.SERVER_ERROR),
+        (422, None, ScaleOutcome.INVALID),
+        (400, None, ScaleOutcome.INVALID),
+    ],
+)
+async def test_failure_outcomes(
+    server: KubeApiServer,
+    store: KubeStore,
+    actuator: KubernetesActuator,
+    status: int,
+    retry_after: int | None,
+    outcome: ScaleOutcome,
+) -> None:
+    snap = await actuator.read(REF)
+    store.inject_fault("PATCH", "/scale$", status, retry_after=retry_after)
+    result = await actuator.scale(REF, 5, current=snap)
+    assert result.outcome is outcome
+    assert result.http_status == status
+    assert result.retry_after_seconds == (None if retry_after is None else float(retry_after))
+    assert result.requests == 1
+    assert result.replicas_after is None
+    assert store.get_spec_replicas("llm", "vllm") == 3
+
+
+async def test_missing_workload_is_not_found(
+    store: KubeStore, actuator: KubernetesActuator
+) -> None:
+    snap = await actuator.read(REF)
+    ghost = REF.model_copy(update={"name": "ghost"})
+    result = await actuator.scale(ghost, 5, current=snap)
+    assert result.outcome is ScaleOutcome.NOT_FOUND
+    assert 'deployments.apps "ghost" not found' in result.message
+
+
+async def test_real_server_invalid_replicas_outcome(actuator: KubernetesActuator) -> None:
+    snap = await actuator.read(REF)
+    with pytest.raises(ValueError, match="replicas must be >= 0"):
+        await actuator.scale(REF, -1, current=snap)
+
+
+async def test_wrong_token_is_forbidden(
+    server: KubeApiServer, clock: Clock, tmp_path: Path
+) -> None:
+    api = await _client(server, tmp_path, token="wrong")
+    try:
+        act = KubernetesActuator(api, clock=clock)
+        snap = WorkloadSnapshot("llm", 3, 3, "app=vllm", "1")
+        result = await act.scale(REF, 4, current=snap)
+        assert (result.outcome, result.http_status) == (ScaleOutcome.FORBIDDEN, 401)
+        with pytest.raises(KubeApiError) as info:
+            await act.read(REF)
+        assert info.value.outcome is ScaleOutcome.FORBIDDEN
+    finally:
+        await api.close()
+
+
+async def test_connection_refused_is_transport(
+    server: KubeApiServer, store: KubeStore, actuator: KubernetesActuator
+) -> None:
+    snap = await actuator.read(REF)
+    await server.stop()
+    result = await actuator.scale(REF, 5, current=snap)
+    assert result.outcome is ScaleOutcome.TRANSPORT
+    assert result.http_status is None
+    assert "cannot reach the API server" in result.message
+    with pytest.raises(KubeApiError) as info:
+        await actuator.read(REF)
+    assert info.value.outcome is ScaleOutcome.TRANSPORT
+    assert await actuator.emit_event(REF, reason="Scaled", message="x") is False
+    assert store.get_spec_replicas("llm", "vllm") == 3
+
+
+async def test_scale_custom_kind(store: KubeStore, actuator: KubernetesActuator) -> None:
+    snap = await actuator.read(LWS_REF)
+    result = await actuator.scale(LWS_REF, 4, current=snap)
+    assert result.outcome is ScaleOutcome.SCALED
+    assert (
+        store.get_spec_replicas(
+            "llm", "lws", group="leaderworkerset.x-k8s.io", plural="leaderworkersets"
+        )
+        == 4
+    )
+
+
+# ------------------------------------------------------------------ events
+
+
+async def test_emit_event(store: KubeStore, clock: Clock, actuator: KubernetesActuator) -> None:
+    await actuator.read(REF)  # learns the uid
+    clock.t = T0 + 61
+    ok = await actuator.emit_event(REF, reason="ScaledUp", message="3 -> 5: queue depth 42")
+    assert ok is True
+    [ev] = store.events("llm")
+    uid = store.get_workload("llm", "vllm")["metadata"]["uid"]
+    assert ev["involvedObject"] == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": "vllm",
+        "namespace": "llm",
+        "uid": uid,
+    }
+    assert (ev["reason"], ev["message"], ev["type"]) == (
+        "ScaledUp",
+        "3 -> 5: queue depth 42",
+        "Normal",
+    )
+    assert ev["source"] == {"component": "vllm-scaler"}
+    assert ev["reportingComponent"] == "vllm-scaler"
+    assert ev["firstTimestamp"] == ev["lastTimestamp"] == "2023-11-14T22:14:21Z"
+    assert ev["count"] == 1
+    assert ev["metadata"]["name"].startswith("vllm.")
+
+
+async def test_emit_event_failure_is_swallowed(
+    store: KubeStore, actuator: KubernetesActuator
+) -> None:
+    store.inject_fault("POST", "/events$", 500)
+    assert await actuator.emit_event(REF, reason="ScaledUp", message="m", type="Warning") is False
+    assert store.events() == []
+    with pytest.raises(ValueError, match="Normal or Warning"):
+        await actuator.emit_event(REF, reason="r", message="m", type="Error")
+
+
+# ------------------------------------------------------------------ dry run
+
+
+async def test_dry_run_sends_only_gets(
+    server: KubeApiServer, store: KubeStore, api: ApiClient, clock: Clock
+) -> None:
+    act = KubernetesActuator(api, clock=clock, dry_run=True)
+    snap = await act.read(REF)
+    result = await act.scale(REF, 7, current=snap)
+    assert result.outcome is ScaleOutcome.DRY_RUN and result.ok
+    assert result.requests == 0
+    assert "would scale" in result.message
+    assert await act.emit_event(REF, reason="ScaledUp", message="m") is False
+    assert {r.method for r in server.requests} == {"GET"}
+    assert len(server.requests) == 2  # the scale and the pod list
+    assert store.get_spec_replicas("llm", "vllm") == 3
+    assert store.events() == []
+
+
+# ------------------------------------------------------------------ config and mapping
+
+
+async def test_build_api_client_follows_kubeconfig_env(
+    server: KubeApiServer, tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_kubeconfig(tmp_path / "cfg", server_url=server.url, token=TOKEN)
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'absent'}:{path}")
+    api = await build_api_client(kubeconfig=None, in_cluster=False)
+    try:
+        snap = await KubernetesActuator(api, clock=clock).read(REF)
+        assert snap.spec_replicas == 3
+    finally:
+        await api.close()
+    with pytest.raises(KubeConfigError, match="nope"):
+        await build_api_client(kubeconfig=tmp_path / "nope", in_cluster=False)
+    with pytest.raises(KubeConfigError, match="context"):
+        await build_api_client(kubeconfig=path, in_cluster=False, context="missing")
+
+
+def _any(x: object) -> Any:
+    return x
+
+
+def test_classify_error_mapping() -> None:
+    class Resp:
+        def __init__(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+            self.status, self.reason, self.data, self._h = status, "x", body, headers
+
+        def getheaders(self) -> dict[str, str]:
+            return self._h
+
+    exc = ApiException(
+        http_resp=_any(
+            Resp(429, b'{"message": "slow down"}', {"Retry-After": "Tue, 14 Nov 2023 22:13:50 GMT"})
+        )
+    )
+    err = classify_error(exc, now=T0)
+    assert err is not None
+    assert (err.outcome, err.message, err.retry_after_seconds) == (
+        ScaleOutcome.THROTTLED,
+        "slow down",
+        30.0,
+    )
+    err = classify_error(ApiException(http_resp=_any(Resp(415, b"not json", {}))), now=T0)
+    assert err is not None and err.outcome is ScaleOutcome.INVALID
+    assert classify_error(TimeoutError()) is not None
+    assert classify_error(KeyError("bug")) is None
+    assert classify_error(ApiException(status=0, reason="cannot prepare")) is None
