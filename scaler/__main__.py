@@ -1,0 +1,5 @@
+"""``python -m scaler`` runs the ``vllm-scaler`` command line."""
+
+from scaler.cli import main
+
+main()

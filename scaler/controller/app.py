@@ -1,0 +1,198 @@
+"""The composition root: the one place that builds clients and wires the loop together.
+
+``run`` and ``recommend`` both come through :func:`serve`; the only difference is the
+actuator's ``dry_run`` flag, so a recommendation runs exactly the code the controller runs,
+minus every write verb.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, TextIO
+
+import structlog
+
+from scaler.actuators.kubernetes import KubernetesActuator, build_api_client
+from scaler.config.policy import Policy
+from scaler.config.settings import Settings
+from scaler.controller.loop import Controller, TargetReport
+from scaler.sources.prometheus import PrometheusSource, build_http_client, check_configured_queries
+from scaler.telemetry.metrics import ScalerMetrics
+from scaler.telemetry.server import TelemetryServer
+
+OutputFormat = Literal["log", "table", "json"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """How :func:`serve` runs.
+
+    Attributes:
+        dry_run: never write to the cluster (the ``recommend`` command).
+        once: run one cycle and return.
+        output: ``log`` (structured logs only), ``table`` or ``json`` (print each round).
+        check_queries: at start, fail when a configured signal's query returns no series.
+    """
+
+    dry_run: bool = False
+    once: bool = False
+    output: OutputFormat = "log"
+    check_queries: bool = False
+
+
+class StartupError(RuntimeError):
+    """The controller cannot start (configuration, unreachable API); the message says why."""
+
+
+async def serve(
+    settings: Settings,
+    policy: Policy,
+    options: RunOptions,
+    *,
+    out: TextIO = sys.stdout,
+    clock: Callable[[], float] = time.time,
+) -> int:
+    """Build the clients, run the loop until SIGTERM/SIGINT (or one cycle), clean up.
+
+    Returns the process exit code (0 on a clean stop).
+
+    Raises:
+        StartupError: the kubeconfig cannot be loaded, or a configured query returns no
+            series in ``check_queries`` mode.
+    """
+    log = structlog.get_logger("vllm_scaler")
+    metrics = ScalerMetrics()
+    http = build_http_client(
+        bearer_token_file=settings.prometheus_bearer_token_file,
+        ca_file=settings.prometheus_ca_file,
+        timeout_seconds=settings.prometheus_timeout_seconds,
+    )
+    source = PrometheusSource(
+        http,
+        base_url=str(settings.prometheus_url),
+        timeout_seconds=settings.prometheus_timeout_seconds,
+        rate_window_seconds=policy.rate_window_seconds,
+    )
+    try:
+        api = await build_api_client(
+            kubeconfig=settings.kubeconfig,
+            in_cluster=bool(settings.in_cluster),
+            context=settings.kube_context,
+        )
+    except Exception as err:
+        await http.aclose()
+        raise StartupError(f"cannot load Kubernetes configuration: {err}") from err
+    actuator = KubernetesActuator(api, clock=clock, dry_run=options.dry_run)
+    controller = Controller(
+        policy=policy, source=source, actuator=actuator, metrics=metrics, clock=clock
+    )
+    cycles_done = 0
+    telemetry: TelemetryServer | None = None
+    if settings.metrics_port and not options.once:
+        telemetry = TelemetryServer(
+            metrics,
+            host=settings.metrics_address,
+            port=settings.metrics_port,
+            ready=lambda: cycles_done > 0,
+        )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        if options.check_queries:
+            await _check_queries(controller, source, policy)
+        if telemetry is not None:
+            await telemetry.start()
+        log.info(
+            "started",
+            targets=[t.key for t in policy.targets],
+            dry_run=options.dry_run,
+            prometheus=str(settings.prometheus_url),
+            interval_seconds=settings.control_interval_seconds,
+            metrics_port=telemetry.port if telemetry else None,
+        )
+        while not stop.is_set():
+            started = time.monotonic()
+            try:
+                reports = await controller.run_cycle()
+            except Exception:  # a bug in one cycle must not become a crash loop
+                log.exception("cycle_failed")
+                reports = []
+            cycles_done += 1
+            if options.output != "log":
+                print_reports(reports, options.output, out)
+            if options.once:
+                break
+            delay = max(0.0, settings.control_interval_seconds - (time.monotonic() - started))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=delay)
+        log.info("stopped", cycles=cycles_done)
+        return 0
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
+        if telemetry is not None:
+            await telemetry.stop()
+        await http.aclose()
+        await api.close()
+
+
+async def _check_queries(controller: Controller, source: PrometheusSource, policy: Policy) -> None:
+    snapshots = {}
+    for t in policy.targets:
+        with contextlib.suppress(Exception):
+            snapshots[t.key] = await controller.actuator.read(t.workload)
+    problems = await check_configured_queries(source, policy.targets, snapshots)
+    if problems:
+        raise StartupError(
+            "configured signals return no series in Prometheus:\n  "
+            + "\n  ".join(str(p) for p in problems)
+        )
+
+
+def print_reports(reports: list[TargetReport], fmt: OutputFormat, out: TextIO) -> None:
+    """Print one round of reports as a JSON array or a readable table."""
+    if fmt == "json":
+        out.write(
+            json.dumps(
+                [r.as_json() for r in reports], indent=2, allow_nan=False, default=_json_default
+            )
+            + "\n"
+        )
+        out.flush()
+        return
+    for r in reports:
+        d = r.decision
+        if d is None:
+            out.write(f"{r.target}: cannot read the target: {r.error}\n")
+            continue
+        out.write(
+            f"{r.target}: current {d.current_replicas} -> desired {d.desired_replicas} "
+            f"[{d.reason}] {d.message}\n"
+            f"  replicas: ready {d.replicas.ready}, starting {d.replicas.starting}, "
+            f"stuck {d.replicas.stuck}, terminating {d.replicas.terminating}\n"
+        )
+        for e in d.signals:
+            value = "-" if e.value is None else f"{e.value:.4g}"
+            ratio = "-" if e.ratio is None else f"{e.ratio:.2f}"
+            flag = "valid" if e.valid else "INVALID"
+            extra = f" ({e.detail})" if e.detail and e.status.value != "ok" else ""
+            out.write(
+                f"  {e.name:<15} value {value:>8}  target {e.target:<6g} ratio {ratio:>5}  "
+                f"{flag} {e.status}{extra}\n"
+            )
+    out.flush()
+
+
+def _json_default(value: object) -> object:
+    return str(value)

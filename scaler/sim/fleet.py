@@ -1,0 +1,237 @@
+"""The simulated fleet: vLLM replicas as pods of a workload in the Kubernetes stand-in.
+
+:class:`Fleet` plays the parts of the cluster that vllm-scaler does not own: the workload
+controller (a ReplicaSet that creates and removes pods to match ``spec.replicas``), the
+kubelet (model load before Ready, draining on deletion) and the Service in front of the pods
+(each request goes to the ready pod with the fewest requests in flight).
+
+It is synchronous and takes time as an argument (seconds on the store's clock), so the same
+code runs under the wall clock (``vllm-scaler sim``, see :mod:`scaler.sim.serving`) and in
+virtual time.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from scaler.sim.engine import ReplicaEngine, ReplicaModel, SimRequest
+from scaler.sim.exposition import KV_METRIC_NEW, VllmMetrics
+from scaler.sim.kubeapi import KubeStore, ScaleChange
+
+#: Annotation the ReplicaSet controller reads to pick which pods to remove first.
+POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+
+
+@dataclass(frozen=True, slots=True)
+class FleetConfig:
+    """The simulated workload.
+
+    Attributes:
+        namespace, name: the Deployment.
+        labels: its selector and pod labels.
+        model: the replica performance model (its ``model_load_seconds`` is the time from
+            pod creation to Ready).
+        termination_grace_seconds: ``terminationGracePeriodSeconds``: how long a removed pod
+            may drain its in-flight requests before they are cut.
+        initial_replicas: pods that exist, ready, at the start.
+        kv_metric_name: which KV-cache gauge the replicas export (emulates vLLM versions).
+        model_name: the ``model_name`` label.
+        seed: seeds pod names.
+    """
+
+    namespace: str = "llm"
+    name: str = "vllm"
+    labels: Mapping[str, str] = field(default_factory=lambda: {"app": "vllm"})
+    model: ReplicaModel = field(default_factory=ReplicaModel)
+    termination_grace_seconds: float = 120.0
+    initial_replicas: int = 1
+    kv_metric_name: str = KV_METRIC_NEW
+    model_name: str = "meta-llama/Llama-3.1-8B-Instruct"
+    seed: int = 0
+
+
+@dataclass(slots=True, eq=False)
+class SimPod:
+    """One pod: a replica engine plus its lifecycle times (seconds on the store's clock)."""
+
+    name: str
+    engine: ReplicaEngine
+    metrics: VllmMetrics
+    created_at: float
+    ready_at: float | None = None
+    terminating_since: float | None = None
+    deleted_at: float | None = None
+
+    @property
+    def ready(self) -> bool:
+        """Serving and not terminating."""
+        return self.ready_at is not None and self.terminating_since is None
+
+
+@dataclass(slots=True)
+class StepChanges:
+    """Pods whose endpoint appeared or went away during one :meth:`Fleet.step`."""
+
+    ready: list[SimPod] = field(default_factory=list)
+    gone: list[SimPod] = field(default_factory=list)
+
+
+class Fleet:
+    """The pods of one simulated vLLM Deployment, kept in step with a :class:`KubeStore`.
+
+    Args:
+        store: the Kubernetes stand-in's objects; the Deployment is created here.
+        config: the workload.
+        now: the start time, seconds on the store's clock.
+    """
+
+    def __init__(self, store: KubeStore, config: FleetConfig, *, now: float) -> None:
+        self.store = store
+        self.config = config
+        self.pods: dict[str, SimPod] = {}
+        self.gone: list[SimPod] = []
+        self.backlog: deque[SimRequest] = deque()
+        self.requests: list[SimRequest] = []
+        self.scale_changes: list[tuple[float, ScaleChange]] = []
+        self._rng = random.Random(config.seed)
+        self._hash = "".join(self._rng.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(9))
+        self._now = now
+        store.add_deployment(
+            config.namespace, config.name, config.initial_replicas, dict(config.labels)
+        )
+        store.on_scale_change(self._on_scale_change)
+        for _ in range(config.initial_replicas):
+            pod = self._create_pod(now - config.model.model_load_seconds)
+            self._set_ready(pod, now)
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def live_pods(self) -> list[SimPod]:
+        """Pods that exist and are not terminating."""
+        return [p for p in self.pods.values() if p.terminating_since is None]
+
+    def count(self) -> tuple[int, int, int]:
+        """(ready, starting, terminating) pods now."""
+        ready = sum(1 for p in self.pods.values() if p.ready)
+        terminating = sum(1 for p in self.pods.values() if p.terminating_since is not None)
+        return ready, len(self.pods) - ready - terminating, terminating
+
+    @property
+    def spec_replicas(self) -> int:
+        """``spec.replicas`` of the Deployment in the store."""
+        return self.store.get_spec_replicas(self.config.namespace, self.config.name)
+
+    # ------------------------------------------------------------------ traffic
+    def submit(self, req: SimRequest, now: float) -> None:
+        """Route a request to the ready pod with the fewest in flight (or hold it in the
+        Service's backlog while no pod is ready)."""
+        self.requests.append(req)
+        pod = self._pick()
+        if pod is None:
+            self.backlog.append(req)
+        else:
+            pod.engine.submit(req, now)
+
+    def _pick(self) -> SimPod | None:
+        ready = [p for p in self.pods.values() if p.ready and p.engine.accepting]
+        if not ready:
+            return None
+        return min(ready, key=lambda p: (p.engine.in_flight, p.created_at, p.name))
+
+    # ---------------------------------------------------------------- lifecycle
+    def step(self, now: float) -> StepChanges:
+        """Advance every replica to ``now`` and play the ReplicaSet and kubelet parts.
+
+        Returns the pods whose endpoints appeared (Ready) or went away (deleted).
+        """
+        self._now = now
+        changes = StepChanges()
+        for pod in list(self.pods.values()):
+            pod.engine.advance_to(now)
+            if pod.ready_at is None and pod.terminating_since is None:
+                if now >= pod.created_at + self.config.model.model_load_seconds:
+                    self._set_ready(pod, now)
+                    changes.ready.append(pod)
+            elif pod.terminating_since is not None:
+                grace_over = now >= pod.terminating_since + self.config.termination_grace_seconds
+                if pod.engine.in_flight == 0 or grace_over:
+                    if pod.engine.in_flight:
+                        pod.engine.abort_all(now)  # SIGKILL at the end of the grace period
+                    self._delete(pod, now)
+                    changes.gone.append(pod)
+        self._reconcile(now)
+        while self.backlog:
+            target = self._pick()
+            if target is None:
+                break
+            target.engine.submit(self.backlog.popleft(), now)
+        return changes
+
+    def _on_scale_change(self, change: ScaleChange) -> None:
+        if change.namespace == self.config.namespace and change.name == self.config.name:
+            self.scale_changes.append((self._now, change))
+
+    def _reconcile(self, now: float) -> None:
+        spec = self.spec_replicas
+        live = self.live_pods
+        if spec > len(live):
+            for _ in range(spec - len(live)):
+                self._create_pod(now)
+        elif spec < len(live):
+            for pod in self._deletion_order(live)[: len(live) - spec]:
+                self._terminate(pod, now)
+
+    def _deletion_order(self, live: list[SimPod]) -> list[SimPod]:
+        # The ReplicaSet controller's ranking (kubernetes pkg/controller/controller_utils.go,
+        # ActivePodsWithRanks): not-ready before ready, lower pod-deletion-cost first, then the
+        # most recently ready and the newest first.
+        def rank(p: SimPod) -> tuple[int, int, float, float]:
+            pod = self.store.get_pod(self.config.namespace, p.name)
+            cost = int(pod["metadata"].get("annotations", {}).get(POD_DELETION_COST, "0"))
+            return (1 if p.ready else 0, cost, -(p.ready_at or 0.0), -p.created_at)
+
+        return sorted(live, key=rank)
+
+    def _create_pod(self, now: float) -> SimPod:
+        while True:
+            suffix = "".join(self._rng.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
+            name = f"{self.config.name}-{self._hash}-{suffix}"
+            if name not in self.pods:
+                break
+        metrics = VllmMetrics(
+            model_name=self.config.model_name,
+            kv_metric_name=self.config.kv_metric_name,
+            block_size=self.config.model.block_size,
+            num_gpu_blocks=self.config.model.kv_cache_blocks,
+        )
+        engine = ReplicaEngine(self.config.model, name=name, metrics=metrics)
+        engine.advance_to(now)
+        pod = SimPod(name, engine, metrics, created_at=now)
+        self.pods[name] = pod
+        self.store.add_pod(self.config.namespace, name, dict(self.config.labels), created_at=now)
+        return pod
+
+    def _set_ready(self, pod: SimPod, now: float) -> None:
+        pod.ready_at = now
+        self.store.set_pod_ready(self.config.namespace, pod.name, True)
+
+    def _terminate(self, pod: SimPod, now: float) -> None:
+        pod.terminating_since = now
+        pod.engine.drain()
+        if pod.ready_at is None:
+            # A pod still loading its model has nothing in flight: it goes at once.
+            pod.engine.abort_all(now)
+        self.store.mark_pod_terminating(
+            self.config.namespace,
+            pod.name,
+            grace_period_seconds=int(self.config.termination_grace_seconds),
+        )
+
+    def _delete(self, pod: SimPod, now: float) -> None:
+        pod.deleted_at = now
+        del self.pods[pod.name]
+        self.gone.append(pod)
+        self.store.delete_pod(self.config.namespace, pod.name)

@@ -1,0 +1,181 @@
+"""What a simulated run shows: a summary of service and cost, and a plot of it over time."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from scaler.sim.engine import SimRequest
+from scaler.sim.serving import Sample
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q`` (0-1) percentile by the nearest-rank method; NaN for no values."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q * len(ordered)))
+    return ordered[rank - 1]
+
+
+@dataclass(frozen=True, slots=True)
+class WindowTtft:
+    """TTFT p95 of the requests that arrived in one window (seconds since the start)."""
+
+    start: float
+    requests: int
+    ttft_p95_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """Service and cost of one simulated run.
+
+    Attributes:
+        requests: requests that arrived.
+        served: requests that finished normally.
+        cut: requests cut by a scale-down (a pod killed at the end of its grace period).
+        unfinished: requests still in flight or queued when the run ended.
+        ttft_p50_seconds, ttft_p95_seconds, ttft_p99_seconds: over requests that got a first
+            token.
+        slo_ttft_seconds: the TTFT target.
+        within_slo_ratio: share of requests whose TTFT met the target (0-1); requests without
+            a first token count as misses.
+        windows_within_slo_ratio: share of windows whose TTFT p95 met the target (0-1).
+        window_seconds: the window length.
+        replica_minutes: pod-minutes, from creation to deletion (loading and draining count).
+        peak_replicas: the largest ``spec.replicas``.
+        scale_events: ``(seconds since start, from, to)`` of every change of ``spec.replicas``.
+    """
+
+    requests: int
+    served: int
+    cut: int
+    unfinished: int
+    ttft_p50_seconds: float
+    ttft_p95_seconds: float
+    ttft_p99_seconds: float
+    slo_ttft_seconds: float
+    within_slo_ratio: float
+    windows_within_slo_ratio: float
+    window_seconds: float
+    replica_minutes: float
+    peak_replicas: int
+    scale_events: tuple[tuple[float, int, int], ...]
+    windows: tuple[WindowTtft, ...]
+
+
+def summarize(
+    requests: Sequence[SimRequest],
+    samples: Sequence[Sample],
+    scale_events: Sequence[tuple[float, int, int]],
+    *,
+    start: float,
+    slo_ttft_seconds: float,
+    window_seconds: float,
+) -> RunSummary:
+    """Summarize a run; request times are on the clock, ``start`` is the replay start."""
+    ttfts = [r.ttft for r in requests if r.ttft is not None]
+    within = sum(1 for r in requests if r.ttft is not None and r.ttft <= slo_ttft_seconds)
+    by_window: dict[int, list[float]] = {}
+    for r in requests:
+        w = int((r.arrival - start) // window_seconds)
+        # A request with no first token by the end counts as infinitely slow.
+        by_window.setdefault(w, []).append(r.ttft if r.ttft is not None else math.inf)
+    windows = tuple(
+        WindowTtft(w * window_seconds, len(v), percentile(v, 0.95))
+        for w, v in sorted(by_window.items())
+    )
+    ok_windows = sum(1 for w in windows if w.ttft_p95_seconds <= slo_ttft_seconds)
+    minutes = 0.0
+    for a, b in itertools.pairwise(samples):
+        minutes += (a.ready + a.starting + a.terminating) * (b.t - a.t) / 60
+    return RunSummary(
+        requests=len(requests),
+        served=sum(1 for r in requests if r.done),
+        cut=sum(1 for r in requests if r.cut),
+        unfinished=sum(1 for r in requests if r.finished_at is None),
+        ttft_p50_seconds=percentile(ttfts, 0.50),
+        ttft_p95_seconds=percentile(ttfts, 0.95),
+        ttft_p99_seconds=percentile(ttfts, 0.99),
+        slo_ttft_seconds=slo_ttft_seconds,
+        within_slo_ratio=within / len(requests) if requests else math.nan,
+        windows_within_slo_ratio=ok_windows / len(windows) if windows else math.nan,
+        window_seconds=window_seconds,
+        replica_minutes=minutes,
+        peak_replicas=max((s.spec_replicas for s in samples), default=0),
+        scale_events=tuple(scale_events),
+        windows=windows,
+    )
+
+
+def format_summary(s: RunSummary, *, title: str) -> str:
+    """A readable multi-line summary."""
+    events = ", ".join(f"{t:.0f}s {a}->{b}" for t, a, b in s.scale_events) or "none"
+    ups = sum(1 for _, a, b in s.scale_events if b > a)
+    downs = sum(1 for _, a, b in s.scale_events if b < a)
+    return "\n".join(
+        [
+            f"== {title}",
+            f"requests        {s.requests} arrived, {s.served} served, {s.cut} cut by scale-down, "
+            f"{s.unfinished} unfinished",
+            f"TTFT            p50 {s.ttft_p50_seconds:.2f} s, p95 {s.ttft_p95_seconds:.2f} s, "
+            f"p99 {s.ttft_p99_seconds:.2f} s (target {s.slo_ttft_seconds:g} s)",
+            f"within target   {100 * s.within_slo_ratio:.1f}% of requests; "
+            f"{100 * s.windows_within_slo_ratio:.0f}% of {s.window_seconds:g}-second windows "
+            f"had TTFT p95 within target",
+            f"replicas        peak {s.peak_replicas}, {s.replica_minutes:.1f} replica-minutes "
+            "(loading and draining included)",
+            f"scale events    {len(s.scale_events)} ({ups} up, {downs} down): {events}",
+        ]
+    )
+
+
+def plot_run(
+    samples: Sequence[Sample],
+    summary: RunSummary,
+    path: Path,
+    *,
+    title: str,
+) -> Path:
+    """Write a PNG with three panels: arrivals, replicas, TTFT p95 per window vs target."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t = [s.t for s in samples]
+    fig, (ax1, ax2, ax3) = plt.subplots(3, 1, figsize=(11, 8.5), sharex=True)
+    fig.suptitle(title, fontsize=10)
+    ax1.plot(t, [s.arrivals for s in samples], color="tab:gray", lw=0.8, label="arrivals/s")
+    ax1b = ax1.twinx()
+    ax1b.plot(t, [s.waiting for s in samples], color="tab:red", lw=1, label="waiting (queue)")
+    ax1.set_ylabel("requests/s")
+    ax1b.set_ylabel("waiting")
+    ax1.legend(loc="upper left", fontsize=8)
+    ax1b.legend(loc="upper right", fontsize=8)
+    ax2.step(t, [s.spec_replicas for s in samples], where="post", label="desired (spec)", lw=1.5)
+    ax2.step(t, [s.ready for s in samples], where="post", label="ready", lw=1.2)
+    ax2.step(
+        t, [s.ready + s.starting for s in samples], where="post", ls=":", label="ready + starting"
+    )
+    for when, a, b in summary.scale_events:
+        ax2.axvline(when, color="tab:green" if b > a else "tab:purple", alpha=0.3, lw=0.8)
+    ax2.set_ylabel("replicas")
+    ax2.legend(loc="upper left", fontsize=8)
+    wt = [w.start + summary.window_seconds / 2 for w in summary.windows]
+    wp = [min(w.ttft_p95_seconds, 1e3) for w in summary.windows]
+    ax3.plot(wt, wp, marker="o", ms=3, label=f"TTFT p95 per {summary.window_seconds:g} s window")
+    ax3.axhline(summary.slo_ttft_seconds, color="tab:red", ls="--", label="target")
+    ax3.set_yscale("log")
+    ax3.set_ylabel("seconds")
+    ax3.set_xlabel("seconds since start")
+    ax3.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,234 @@
+"""The PromQL vllm-scaler sends: a fixed set of instant queries covering every target at once.
+
+One control cycle sends at most five instant queries (:class:`QueryKind`), whatever the number
+of targets; each query is the ``or`` of one sub-expression per *group*, and every
+sub-expression is tagged with :func:`label_replace` so the answer can be split back per group:
+
+- per-pod queries (waiting, running, KV cache) are grouped by distinct label selector
+  (:meth:`TargetPolicy.promql_selector`); targets that share a selector share a group. Each
+  series is tagged ``scaler_selector="s<i>"`` and keeps ``namespace`` and ``pod`` so the
+  source can match it to the target's live, ready pods. Tagging (rather than merging with a
+  plain ``or``) keeps a series of a pod picked by two selectors in both groups, so each
+  target sees exactly what its own selector picks.
+- target-level TTFT queries have one sub-expression per target, tagged
+  ``scaler_target="<namespace/kind/name>"``.
+
+Why these expressions:
+
+- ``sum by (namespace, pod)`` of ``vllm:num_requests_waiting`` / ``vllm:num_requests_running``:
+  vLLM V1 exports one series per engine (label ``engine``); data-parallel pods run several.
+  The pod's queue is the sum over its engines.
+- ``vllm:num_requests_running`` is not a scaling signal: it exists on every scraped vLLM pod,
+  so it proves a pod is scraped. A signal with no series while running series exist is
+  ``absent`` (configuration problem, e.g. a renamed metric) rather than ``empty`` (outage).
+- KV cache: ``max by (namespace, pod, __name__)`` over ``{__name__=~"new|old"}``: one query
+  reads both the new name (``vllm:kv_cache_usage_perc``, vLLM >= 0.9.2) and the old one
+  (``vllm:gpu_cache_usage_perc``, removed in 0.12), keeping the name so the source prefers the
+  new one per pod and reports which it found. Max over engines: each engine has its own cache
+  and the fullest one is the one that preempts.
+- TTFT: vLLM's own Grafana expression, ``histogram_quantile(q, sum by (le) (rate(..._bucket
+  [W])))`` over the target's pods. It is NaN both when there is no traffic (0/0) and when the
+  data is broken, so a second query, ``sum(rate(..._count[W]))``, gives the request rate:
+  exactly 0 means idle. Bucket bounds are never hard-coded (vLLM accepts custom buckets).
+
+All expressions were checked against Prometheus 2.42 (``tests/sources/test_prometheus_real.py``).
+Queries get long with many targets: send them as POST form bodies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from scaler.config.policy import TargetPolicy
+from scaler.core.signals import SignalName
+
+__all__ = [
+    "KV_METRICS",
+    "RUNNING_METRIC",
+    "SELECTOR_LABEL",
+    "SIGNAL_QUERY",
+    "TARGET_LABEL",
+    "TTFT_BUCKET_METRIC",
+    "TTFT_COUNT_METRIC",
+    "WAITING_METRIC",
+    "QueryKind",
+    "QueryPlan",
+    "build_query_plan",
+    "promql_duration",
+    "promql_string",
+]
+
+#: Label that tags per-pod series with their selector group ("s0", "s1", ...).
+SELECTOR_LABEL = "scaler_selector"
+#: Label that tags target-level (TTFT) series with the target key.
+TARGET_LABEL = "scaler_target"
+
+WAITING_METRIC = "vllm:num_requests_waiting"
+RUNNING_METRIC = "vllm:num_requests_running"
+#: KV-cache usage gauges, preferred first (0.9.2 renamed the second to the first).
+KV_METRICS: tuple[str, ...] = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
+TTFT_BUCKET_METRIC = "vllm:time_to_first_token_seconds_bucket"
+TTFT_COUNT_METRIC = "vllm:time_to_first_token_seconds_count"
+
+
+class QueryKind(StrEnum):
+    """The instant queries of one control cycle (at most one of each per cycle)."""
+
+    WAITING = "waiting"
+    RUNNING = "running"
+    KV_CACHE = "kv_cache"
+    TTFT_QUANTILE = "ttft_quantile"
+    TTFT_RATE = "ttft_rate"
+
+    @property
+    def per_pod(self) -> bool:
+        """True for queries whose series are per (namespace, pod) and tagged by selector."""
+        return self in (QueryKind.WAITING, QueryKind.RUNNING, QueryKind.KV_CACHE)
+
+
+#: Which query carries each signal's value.
+SIGNAL_QUERY: dict[SignalName, QueryKind] = {
+    SignalName.QUEUE_DEPTH: QueryKind.WAITING,
+    SignalName.KV_CACHE_USAGE: QueryKind.KV_CACHE,
+    SignalName.TTFT_P95: QueryKind.TTFT_QUANTILE,
+}
+
+
+def promql_string(value: str) -> str:
+    """Quote ``value`` as a PromQL double-quoted string literal."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _replacement(value: str) -> str:
+    # label_replace expands $1-style references in the replacement: escape literal '$'.
+    return promql_string(value.replace("$", "$$"))
+
+
+def promql_duration(seconds: float) -> str:
+    """Format seconds as a PromQL duration (integers only: ``60s``, ``4500ms``).
+
+    Raises:
+        ValueError: ``seconds`` is not positive.
+    """
+    if not seconds > 0:
+        raise ValueError(f"duration must be positive, got {seconds!r}")
+    ms = max(1, round(seconds * 1000))
+    return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
+
+
+def _tag(expr: str, label: str, value: str) -> str:
+    return f'label_replace({expr}, "{label}", {_replacement(value)}, "", "")'
+
+
+def _or(parts: Sequence[str]) -> str:
+    return " or ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPlan:
+    """The queries of one cycle and how to split their answers back per target.
+
+    Attributes:
+        queries: PromQL per query kind; a kind is left out when no target needs it
+            (for example no target enables TTFT).
+        selector_group: target key -> selector group id (the ``scaler_selector`` value).
+        selectors: group id -> label selector body.
+    """
+
+    queries: dict[QueryKind, str]
+    selector_group: dict[str, str]
+    selectors: dict[str, str]
+
+
+def _per_pod_expr(metric_selector: str, agg: str, by: str) -> str:
+    return f"{agg} by ({by}) ({metric_selector})"
+
+
+def build_query_plan(targets: Sequence[TargetPolicy], *, rate_window_seconds: float) -> QueryPlan:
+    """Build the cycle's queries for all ``targets``.
+
+    Args:
+        targets: the targets to read (any number; the query count does not grow with it).
+        rate_window_seconds: the ``rate()`` window W of the TTFT queries (``Policy.
+            rate_window_seconds``, at least 4 scrape intervals).
+
+    Returns:
+        A :class:`QueryPlan`. Per kind, the query is the ``or`` of tagged sub-expressions:
+
+        - ``waiting``: ``label_replace(sum by (namespace, pod) (vllm:num_requests_waiting{SEL}),
+          "scaler_selector", "s<i>", "", "") or ...`` per selector of a queue-enabled target;
+        - ``running``: the same on ``vllm:num_requests_running`` for every target's selector;
+        - ``kv_cache``: ``label_replace(max by (namespace, pod, __name__) ({__name__=~
+          "vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc",SEL}), ...) or ...``;
+        - ``ttft_quantile``: ``label_replace(histogram_quantile(Q, sum by (le) (rate(
+          vllm:time_to_first_token_seconds_bucket{SEL_t}[W]))), "scaler_target", "<key>",
+          "", "") or ...`` per TTFT-enabled target;
+        - ``ttft_rate``: ``label_replace(sum(rate(vllm:time_to_first_token_seconds_count
+          {SEL_t}[W])), "scaler_target", "<key>", "", "") or ...``.
+    """
+    window = promql_duration(rate_window_seconds)
+    selectors: dict[str, str] = {}
+    group_of_selector: dict[str, str] = {}
+    selector_group: dict[str, str] = {}
+    for t in targets:
+        sel = t.promql_selector()
+        if sel not in group_of_selector:
+            gid = f"s{len(group_of_selector)}"
+            group_of_selector[sel] = gid
+            selectors[gid] = sel
+        selector_group[t.key] = group_of_selector[sel]
+
+    def groups_for(signal: SignalName | None) -> list[str]:
+        out: list[str] = []
+        for t in targets:
+            gid = selector_group[t.key]
+            if (signal is None or signal in t.signals.enabled()) and gid not in out:
+                out.append(gid)
+        return out
+
+    kv_names = "|".join(KV_METRICS)
+    queries: dict[QueryKind, str] = {}
+
+    def per_pod(kind: QueryKind, gids: list[str]) -> None:
+        if not gids:
+            return
+        parts = []
+        for gid in gids:
+            sel = selectors[gid]
+            if kind is QueryKind.KV_CACHE:
+                matchers = ",".join(m for m in (f'__name__=~"{kv_names}"', sel) if m)
+                inner = _per_pod_expr(f"{{{matchers}}}", "max", "namespace, pod, __name__")
+            else:
+                metric = WAITING_METRIC if kind is QueryKind.WAITING else RUNNING_METRIC
+                inner = _per_pod_expr(f"{metric}{{{sel}}}", "sum", "namespace, pod")
+            parts.append(_tag(inner, SELECTOR_LABEL, gid))
+        queries[kind] = _or(parts)
+
+    per_pod(QueryKind.WAITING, groups_for(SignalName.QUEUE_DEPTH))
+    per_pod(QueryKind.RUNNING, groups_for(None))
+    per_pod(QueryKind.KV_CACHE, groups_for(SignalName.KV_CACHE_USAGE))
+
+    ttft_targets = [t for t in targets if SignalName.TTFT_P95 in t.signals.enabled()]
+    if ttft_targets:
+        quantiles = []
+        rates = []
+        for t in ttft_targets:
+            sel = t.promql_selector()
+            q = repr(float(t.signals.ttft_p95.quantile))
+            quantiles.append(
+                _tag(
+                    f"histogram_quantile({q}, sum by (le) "
+                    f"(rate({TTFT_BUCKET_METRIC}{{{sel}}}[{window}])))",
+                    TARGET_LABEL,
+                    t.key,
+                )
+            )
+            rates.append(
+                _tag(f"sum(rate({TTFT_COUNT_METRIC}{{{sel}}}[{window}]))", TARGET_LABEL, t.key)
+            )
+        queries[QueryKind.TTFT_QUANTILE] = _or(quantiles)
+        queries[QueryKind.TTFT_RATE] = _or(rates)
+
+    return QueryPlan(queries=queries, selector_group=selector_group, selectors=selectors)

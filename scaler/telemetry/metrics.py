@@ -1,0 +1,235 @@
+"""vllm-scaler's own Prometheus metrics (prometheus-client), on a registry we own.
+
+All names start with ``vllm_scaler_``; per-target series carry ``target`` (``ns/Kind/name``).
+The dashboards in ``dashboards/`` and the alerts in ``deploy/`` read exactly these names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
+
+from scaler import __version__
+from scaler.core.decide import Decision
+from scaler.core.reasons import Reason
+from scaler.core.signals import SignalName, SignalStatus
+
+_CYCLE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+class ScalerMetrics:
+    """Holds every metric vllm-scaler exports; one instance per process (or per test)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        r = self.registry
+        t = ["target"]
+        self.current_replicas = Gauge(
+            "vllm_scaler_current_replicas",
+            "spec.replicas of the target's scale subresource.",
+            t,
+            registry=r,
+        )
+        self.desired_replicas = Gauge(
+            "vllm_scaler_desired_replicas", "Replicas the last decision asked for.", t, registry=r
+        )
+        self.recommended_replicas = Gauge(
+            "vllm_scaler_recommended_replicas",
+            "Replicas the signals asked for, before stabilization, step limits and min/max.",
+            t,
+            registry=r,
+        )
+        self.ready_replicas = Gauge(
+            "vllm_scaler_ready_replicas", "Live pods whose Ready condition is True.", t, registry=r
+        )
+        self.pending_replicas = Gauge(
+            "vllm_scaler_pending_replicas",
+            "Replicas asked for that are not ready yet and younger than the model load timeout.",
+            t,
+            registry=r,
+        )
+        self.stuck_replicas = Gauge(
+            "vllm_scaler_stuck_replicas",
+            "Pods not ready and older than the model load timeout (e.g. Pending for lack of GPUs).",
+            t,
+            registry=r,
+        )
+        self.terminating_replicas = Gauge(
+            "vllm_scaler_terminating_replicas", "Pods draining after a scale-down.", t, registry=r
+        )
+        self.min_replicas = Gauge("vllm_scaler_min_replicas", "Policy min replicas.", t, registry=r)
+        self.max_replicas = Gauge("vllm_scaler_max_replicas", "Policy max replicas.", t, registry=r)
+        ts = ["target", "signal"]
+        self.signal_value = Gauge(
+            "vllm_scaler_signal_value",
+            "Signal value in its target's unit: queue_depth waiting requests per replica, "
+            "kv_cache_usage 0-1 ratio, ttft_p95 seconds. NaN when invalid.",
+            ts,
+            registry=r,
+        )
+        self.signal_target = Gauge(
+            "vllm_scaler_signal_target",
+            "Configured target of the signal, same unit.",
+            ts,
+            registry=r,
+        )
+        self.signal_ratio = Gauge(
+            "vllm_scaler_signal_ratio",
+            "Signal value divided by its target. NaN when invalid.",
+            ts,
+            registry=r,
+        )
+        self.signal_valid = Gauge(
+            "vllm_scaler_signal_valid",
+            "1 when the signal could drive a scale-up this cycle.",
+            ts,
+            registry=r,
+        )
+        self.signal_status = Gauge(
+            "vllm_scaler_signal_status",
+            "1 for the signal's status this cycle (ok, idle, partial, empty, absent, nan, ...).",
+            ["target", "signal", "status"],
+            registry=r,
+        )
+        self.tolerance = Gauge(
+            "vllm_scaler_tolerance_ratio",
+            "Tolerance band around a ratio of 1, by direction.",
+            ["target", "direction"],
+            registry=r,
+        )
+        self.pods_missing_metrics = Gauge(
+            "vllm_scaler_pods_missing_metrics",
+            "Ready pods with no vLLM series for a per-pod signal.",
+            ts,
+            registry=r,
+        )
+        self.decisions = Counter(
+            "vllm_scaler_decisions", "Decisions by reason.", ["target", "reason"], registry=r
+        )
+        self.last_reason = Gauge(
+            "vllm_scaler_last_decision_reason",
+            "1 for the reason of the target's latest decision.",
+            ["target", "reason"],
+            registry=r,
+        )
+        self.scale_actions = Counter(
+            "vllm_scaler_scale_actions",
+            "Writes of spec.replicas that succeeded, by direction.",
+            ["target", "direction"],
+            registry=r,
+        )
+        self.scale_failures = Counter(
+            "vllm_scaler_scale_failures",
+            "Writes of spec.replicas that failed, by outcome.",
+            ["target", "outcome"],
+            registry=r,
+        )
+        self.outside_writes = Counter(
+            "vllm_scaler_outside_writes",
+            "Times spec.replicas differed from the value we last wrote.",
+            t,
+            registry=r,
+        )
+        self.target_errors = Counter(
+            "vllm_scaler_target_read_errors",
+            "Cycles in which a target's scale subresource or pods could not be read.",
+            ["target", "outcome"],
+            registry=r,
+        )
+        self.query_errors = Counter(
+            "vllm_scaler_query_errors",
+            "Signals that could not be used, per target and cycle, by signal and reason "
+            "(transport, timeout, query_error, empty, absent, nan, inf, partial, ...).",
+            ["signal", "reason"],
+            registry=r,
+        )
+        self.query_failures = Counter(
+            "vllm_scaler_query_failures",
+            "PromQL queries that failed as a whole, by query and reason.",
+            ["query", "reason"],
+            registry=r,
+        )
+        self.queries = Counter(
+            "vllm_scaler_queries", "PromQL queries sent to Prometheus.", registry=r
+        )
+        self.last_query_success = Gauge(
+            "vllm_scaler_last_successful_query_timestamp_seconds",
+            "Unix time of the last successful query of each signal.",
+            ["signal"],
+            registry=r,
+        )
+        self.stale_series_dropped = Counter(
+            "vllm_scaler_stale_series_dropped",
+            "Series dropped because their pod is not live and ready (deleted or terminating).",
+            t,
+            registry=r,
+        )
+        self.kv_metric = Gauge(
+            "vllm_scaler_kv_cache_metric_info",
+            "1 for the vLLM KV-cache metric name found for the target.",
+            ["target", "metric"],
+            registry=r,
+        )
+        self.cycle_duration = Histogram(
+            "vllm_scaler_cycle_duration_seconds",
+            "Duration of one control cycle.",
+            buckets=_CYCLE_BUCKETS,
+            registry=r,
+        )
+        self.cycles = Counter("vllm_scaler_cycles", "Control cycles run.", registry=r)
+        self.last_cycle = Gauge(
+            "vllm_scaler_last_cycle_timestamp_seconds",
+            "Unix time the last cycle ended.",
+            registry=r,
+        )
+        self.dry_run = Gauge(
+            "vllm_scaler_dry_run", "1 when this process never writes to the cluster.", registry=r
+        )
+        Info("vllm_scaler_build", "Build information.", registry=r).info({"version": __version__})
+
+    def record_decision(
+        self,
+        target: str,
+        decision: Decision,
+        *,
+        min_replicas: int,
+        max_replicas: int,
+        tolerance_up: float,
+        tolerance_down: float,
+    ) -> None:
+        """Export one decision's replica counts, signals and reason."""
+        c = decision.replicas
+        self.current_replicas.labels(target).set(c.current)
+        self.desired_replicas.labels(target).set(decision.desired_replicas)
+        self.recommended_replicas.labels(target).set(decision.recommended_replicas)
+        self.ready_replicas.labels(target).set(c.ready)
+        self.pending_replicas.labels(target).set(c.starting)
+        self.stuck_replicas.labels(target).set(c.stuck)
+        self.terminating_replicas.labels(target).set(c.terminating)
+        self.min_replicas.labels(target).set(min_replicas)
+        self.max_replicas.labels(target).set(max_replicas)
+        self.tolerance.labels(target, "up").set(tolerance_up)
+        self.tolerance.labels(target, "down").set(tolerance_down)
+        for e in decision.signals:
+            nan = float("nan")
+            self.signal_value.labels(target, e.name).set(e.value if e.value is not None else nan)
+            self.signal_target.labels(target, e.name).set(e.target)
+            self.signal_ratio.labels(target, e.name).set(e.ratio if e.ratio is not None else nan)
+            self.signal_valid.labels(target, e.name).set(1 if e.valid else 0)
+            for status in SignalStatus:
+                if status is SignalStatus.DISABLED:
+                    continue
+                self.signal_status.labels(target, e.name, status).set(
+                    1 if status is e.status else 0
+                )
+        self.decisions.labels(target, decision.reason).inc()
+        for reason in Reason:
+            self.last_reason.labels(target, reason).set(1 if reason is decision.reason else 0)
+        if decision.outside_write:
+            self.outside_writes.labels(target).inc()
+
+    def record_pods_missing(self, target: str, missing: Iterable[tuple[SignalName, int]]) -> None:
+        """Export ready pods without series, per per-pod signal."""
+        for name, n in missing:
+            self.pods_missing_metrics.labels(target, name).set(n)

@@ -1,0 +1,68 @@
+"""The HTTP endpoint of our own telemetry: ``/metrics``, ``/healthz`` and ``/readyz`` (aiohttp)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
+
+from scaler.telemetry.metrics import ScalerMetrics
+
+
+class TelemetryServer:
+    """Serves the metrics registry and health probes.
+
+    Args:
+        metrics: the registry to expose.
+        host, port: where to listen (port 0 picks a free port).
+        ready: returns True once the controller has completed a cycle; ``/readyz`` answers
+            503 until then.
+    """
+
+    def __init__(
+        self,
+        metrics: ScalerMetrics,
+        *,
+        host: str,
+        port: int,
+        ready: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self._metrics = metrics
+        self._host = host
+        self._port = port
+        self._ready = ready
+        self._runner: web.AppRunner | None = None
+        self.port = port
+
+    async def _serve_metrics(self, _: web.Request) -> web.Response:
+        body = generate_latest(self._metrics.registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_PLAIN_0_0_4})
+
+    async def _healthz(self, _: web.Request) -> web.Response:
+        return web.Response(text="ok\n")
+
+    async def _readyz(self, _: web.Request) -> web.Response:
+        if self._ready():
+            return web.Response(text="ok\n")
+        return web.Response(status=503, text="no control cycle completed yet\n")
+
+    async def start(self) -> None:
+        """Start listening; :attr:`port` is the bound port afterwards."""
+        app = web.Application()
+        app.router.add_get("/metrics", self._serve_metrics)
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/readyz", self._readyz)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self._host, self._port)
+        await site.start()
+        sockets = getattr(site._server, "sockets", None) or []
+        if sockets:
+            self.port = int(sockets[0].getsockname()[1])
+
+    async def stop(self) -> None:
+        """Stop listening."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None

@@ -1,0 +1,195 @@
+"""PromQL construction, sample parsing and the HTTP client options (auth, CA, headers)."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import ssl
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+from aiohttp import web
+
+from scaler.core.signals import SignalName, SignalStatus
+from scaler.sources.prometheus import (
+    BearerTokenFileAuth,
+    PrometheusSource,
+    build_http_client,
+    parse_sample_value,
+)
+from scaler.sources.promql import QueryKind, build_query_plan, promql_duration, promql_string
+from tests.support.fakeprom import FakePrometheus, per_pod, snapshot, target
+
+KEY = "llm/Deployment/vllm"
+
+
+def test_promql_duration_is_integer_units() -> None:
+    assert promql_duration(60) == "60s"
+    assert promql_duration(4.5) == "4500ms"
+    assert promql_duration(0.0001) == "1ms"
+    with pytest.raises(ValueError):
+        promql_duration(0)
+
+
+def test_promql_string_escapes() -> None:
+    assert promql_string('a"b\\c') == '"a\\"b\\\\c"'
+
+
+def test_query_plan_for_the_default_target_is_pinned() -> None:
+    plan = build_query_plan([target()], rate_window_seconds=60)
+    sel = 'namespace="llm",pod=~"vllm-[a-z0-9]+-[a-z0-9]+"'
+    assert plan.queries == {
+        QueryKind.WAITING: "label_replace(sum by (namespace, pod) "
+        f'(vllm:num_requests_waiting{{{sel}}}), "scaler_selector", "s0", "", "")',
+        QueryKind.RUNNING: "label_replace(sum by (namespace, pod) "
+        f'(vllm:num_requests_running{{{sel}}}), "scaler_selector", "s0", "", "")',
+        QueryKind.KV_CACHE: "label_replace(max by (namespace, pod, __name__) "
+        '({__name__=~"vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc",'
+        f'{sel}}}), "scaler_selector", "s0", "", "")',
+        QueryKind.TTFT_QUANTILE: "label_replace(histogram_quantile(0.95, sum by (le) "
+        f"(rate(vllm:time_to_first_token_seconds_bucket{{{sel}}}[60s]))), "
+        '"scaler_target", "llm/Deployment/vllm", "", "")',
+        QueryKind.TTFT_RATE: "label_replace(sum(rate("
+        f"vllm:time_to_first_token_seconds_count{{{sel}}}[60s])), "
+        '"scaler_target", "llm/Deployment/vllm", "", "")',
+    }
+
+
+def test_query_plan_shares_groups_between_equal_selectors() -> None:
+    a = target("a", prometheus_matchers={"namespace": "llm", "model_name": "m"})
+    b = target("b", prometheus_matchers={"model_name": "m", "namespace": "llm"})
+    c = target("c")
+    plan = build_query_plan([a, b, c], rate_window_seconds=30)
+    assert plan.selector_group == {a.key: "s0", b.key: "s0", c.key: "s1"}
+    assert plan.queries[QueryKind.WAITING].count("label_replace") == 2
+    assert plan.queries[QueryKind.TTFT_QUANTILE].count("label_replace") == 3  # per target
+    assert "[30s]" in plan.queries[QueryKind.TTFT_RATE]
+
+
+def test_query_plan_uses_each_targets_quantile() -> None:
+    plan = build_query_plan(
+        [target(signals={"ttft_p95": {"quantile": 0.5}})], rate_window_seconds=60
+    )
+    assert "histogram_quantile(0.5," in plan.queries[QueryKind.TTFT_QUANTILE]
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("3", 3.0),
+        ("0.125", 0.125),
+        ("1e-05", 1e-05),
+        ("-2", -2.0),
+        ("+Inf", math.inf),
+        ("-Inf", -math.inf),
+        ("214748365", 214748365.0),
+    ],
+)
+def test_parse_sample_value(raw: str, expected: float) -> None:
+    assert parse_sample_value(raw) == expected
+
+
+def test_parse_sample_value_nan() -> None:
+    assert math.isnan(parse_sample_value("NaN"))
+
+
+@pytest.mark.parametrize(
+    "raw", ["nan", "inf", "Infinity", "1_000", " 3", "", "x", 3, None, "1e999"]
+)
+def test_parse_sample_value_rejects(raw: object) -> None:
+    with pytest.raises(ValueError):
+        parse_sample_value(raw)
+
+
+async def test_bearer_token_is_reread_on_every_request(
+    fake_prom: FakePrometheus, tmp_path: Path
+) -> None:
+    token = tmp_path / "token"
+    token.write_text("first-token\n")
+    fake_prom.set(waiting=per_pod({"pod-0": "1"}))
+    client = build_http_client(
+        bearer_token_file=token, ca_file=None, timeout_seconds=5, headers={"X-Scope-OrgID": "t1"}
+    )
+    async with client:
+        source = PrometheusSource(client, base_url=fake_prom.url + "/", timeout_seconds=5)
+        await source.read([target()], {KEY: snapshot(["pod-0"])})
+        token.write_text("rotated-token")
+        await source.read([target()], {KEY: snapshot(["pod-0"])})
+    auths = [h.get("Authorization") for h in fake_prom.headers]
+    assert auths == ["Bearer first-token"] * 5 + ["Bearer rotated-token"] * 5
+    assert {h.get("X-Scope-OrgID") for h in fake_prom.headers} == {"t1"}
+    assert "first-token" not in repr(client.auth) and "rotated" not in repr(client.auth)
+
+
+async def test_unreadable_token_file_is_transport_not_a_crash(
+    fake_prom: FakePrometheus, tmp_path: Path
+) -> None:
+    async with build_http_client(
+        bearer_token_file=tmp_path / "missing", ca_file=None, timeout_seconds=5
+    ) as client:
+        source = PrometheusSource(client, base_url=fake_prom.url, timeout_seconds=5)
+        result = await source.read([target()], {KEY: snapshot(["pod-0"])})
+    r = result.readings(KEY)[SignalName.QUEUE_DEPTH]
+    assert r.status is SignalStatus.TRANSPORT
+    assert "request not sent" in r.detail
+    assert fake_prom.requests == []
+
+
+def test_bearer_auth_repr_hides_token(tmp_path: Path) -> None:
+    token = tmp_path / "t"
+    token.write_text("s3cret")
+    assert "s3cret" not in repr(BearerTokenFileAuth(token))
+
+
+@pytest.fixture
+async def tls_prom(tmp_path: Path) -> AsyncIterator[tuple[str, Path]]:
+    """A TLS Prometheus stand-in with a self-signed certificate for 127.0.0.1."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl CLI not installed (needed to make a test certificate)")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(cert, key)
+
+    async def handle(request: web.Request) -> web.Response:
+        return web.json_response(per_pod({"pod-0": "7"}, scaler_selector="s0"))
+
+    app = web.Application()
+    app.router.add_post("/api/v1/query", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=ctx)
+    await site.start()
+    try:
+        yield f"https://127.0.0.1:{runner.addresses[0][1]}", cert
+    finally:
+        await runner.cleanup()
+
+
+async def test_ca_file_verifies_prometheus_tls(tls_prom: tuple[str, Path]) -> None:
+    url, cert = tls_prom
+    t = target(signals={"kv_cache_usage": {"enabled": False}, "ttft_p95": {"enabled": False}})
+    async with build_http_client(bearer_token_file=None, ca_file=cert, timeout_seconds=5) as c:
+        result = await PrometheusSource(c, base_url=url, timeout_seconds=5).read(
+            [t], {KEY: snapshot(["pod-0"])}
+        )
+    assert result.readings(KEY)[SignalName.QUEUE_DEPTH].value == 7.0
+    # without the CA the certificate is rejected: a transport failure, never a value
+    async with build_http_client(bearer_token_file=None, ca_file=None, timeout_seconds=5) as c:
+        result = await PrometheusSource(c, base_url=url, timeout_seconds=5).read(
+            [t], {KEY: snapshot(["pod-0"])}
+        )
+    assert result.readings(KEY)[SignalName.QUEUE_DEPTH].status is SignalStatus.TRANSPORT
+
+
+async def test_build_http_client_sets_timeout() -> None:
+    async with build_http_client(bearer_token_file=None, ca_file=None, timeout_seconds=3) as c:
+        assert c.timeout == httpx.Timeout(3)
