@@ -285,6 +285,14 @@ class Controller:
             "outside_writer",
         ):
             level = "warning"
+        if d.outside_write:
+            self.log.warning(
+                "outside_write",
+                target=t.key,
+                written=d.state.last_written_replicas,
+                found=d.current_replicas,
+                message="spec.replicas was changed by another writer since our last write",
+            )
         getattr(self.log, level)(
             "decision",
             target=t.key,

@@ -11,8 +11,10 @@ limits) with changes for LLM serving:
      ``current`` is ``spec.replicas``. Starting pods and ready pods without data count as zero
      load (HPA's rule for scaling up), which is why a slow model load cannot cascade: demand is
      compared with the replicas already asked for, not with the ready ones.
-   - TTFT quantile: ``ratio = value / target`` and ``desired = ceil(ratio x ready)``
-     (HPA Object metric); an idle TTFT asks for nothing.
+   - TTFT quantile: ``ratio = value / target`` and ``desired = ceil(min(ratio, 2) x ready)``
+     (HPA Object metric, with AIBrix APA's 2x step because latency is not proportional to
+     load); an idle TTFT asks for nothing, and while replicas are starting TTFT asks for no
+     more than the replicas already asked for (it lags until they serve).
    - inside the band ``[1 - down_tolerance, 1 + up_tolerance]`` the signal asks for the
      current replicas; a result that would move against the ratio's direction is replaced by
      the current replicas (HPA does the same).
@@ -42,6 +44,8 @@ from scaler.core.state import Recommendation, TargetState
 
 # Float noise must not turn 5.0000000001 into 6 replicas or put 1.1 outside a 0.1 band.
 _EPS = 1e-9
+# The most a latency signal may multiply the ready replicas by in one decision.
+_LATENCY_MAX_RATIO = 2.0
 
 
 class Direction(StrEnum):
@@ -151,7 +155,13 @@ def evaluate_signal(
     else:
         value = raw
         ratio = 0.0 if reading.status is SignalStatus.IDLE else raw / target
-        proposed = _ceil(ratio * max(counts.ready, 1))
+        # Latency is not proportional to load (it grows without bound near saturation), so
+        # one decision may at most double the serving replicas on it (AIBrix APA's 2x step).
+        proposed = _ceil(min(ratio, _LATENCY_MAX_RATIO) * max(counts.ready, 1))
+        if counts.starting > 0:
+            # TTFT cannot improve before the starting replicas serve: it may not ask for
+            # capacity beyond what is already asked for (no cascade on a lagging signal).
+            proposed = min(proposed, current)
     tol = policy.tolerance
     if ratio > 1 + tol.scale_up + _EPS:
         desired = max(proposed, current)
@@ -181,7 +191,8 @@ def _period_start(
             moved += delta
         elif not up and delta < 0:
             moved += -delta
-    return current - moved if up else current + moved
+    # Floor at 0: after an outside write our own moves no longer add up to the current count.
+    return max(0, current - moved) if up else current + moved
 
 
 def _up_limit(policy: TargetPolicy, state: TargetState, current: int, now: float) -> int:

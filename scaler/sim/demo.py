@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import secrets
 import shlex
 import sys
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
@@ -66,9 +68,46 @@ class DemoOptions:
     plot: bool = True
 
 
-async def _pump(stream: asyncio.StreamReader, out: TextIO, prefix: str) -> None:
-    while line := await stream.readline():
-        out.write(prefix + line.decode(errors="replace"))
+_UNITS = {"queue_depth": "", "kv_cache_usage": "", "ttft_p95": "s"}
+
+
+def format_event(event: dict[str, object], start: float) -> str:
+    """One compact line for a JSON log event of the controller (decisions get a table row)."""
+    when = event.get("timestamp")
+    t = ""
+    if isinstance(when, str):
+        with contextlib.suppress(ValueError):
+            t = f"{datetime.fromisoformat(when).timestamp() - start:+6.0f}s "
+    if event.get("event") != "decision":
+        rest = {k: v for k, v in event.items() if k not in ("timestamp", "event", "level")}
+        return f"{t}{event.get('level', '')}: {event.get('event')} {rest}"
+    signals = event.get("signals")
+    parts = []
+    if isinstance(signals, dict):
+        for name, value in signals.items():
+            v = f"{value:.2f}{_UNITS.get(name, '')}" if isinstance(value, float) else str(value)
+            parts.append(f"{name}={v}")
+    change = f"{event.get('current')} -> {event.get('desired')}"
+    line = (
+        f"{t}replicas {change:<8} {event.get('reason')!s:<34} "
+        f"ready {event.get('ready')} starting {event.get('pending')} "
+        f"draining {event.get('terminating')} | {' '.join(parts)}"
+    )
+    if event.get("current") != event.get("desired"):
+        line += f"\n        {event.get('message')}"
+    return line
+
+
+async def _pump(stream: asyncio.StreamReader, out: TextIO, start: float) -> None:
+    while raw := await stream.readline():
+        text = raw.decode(errors="replace").rstrip("\n")
+        try:
+            event = json.loads(text)
+        except ValueError:
+            out.write(f"  {text}\n")
+        else:
+            if isinstance(event, dict) and event.get("event") != "scaled":
+                out.write(format_event(event, start) + "\n")
         out.flush()
 
 
@@ -124,6 +163,7 @@ async def run_demo(opts: DemoOptions, out: TextIO = sys.stdout) -> int:
         )
         out.flush()
         await wait_for_series(prom.url, "vllm:num_requests_running", timeout=30.0)
+        start = clock()
         if opts.with_controller:
             env = {
                 **os.environ,
@@ -132,7 +172,7 @@ async def run_demo(opts: DemoOptions, out: TextIO = sys.stdout) -> int:
                 "VLLM_SCALER_POLICY_FILE": str(opts.policy_file),
                 "VLLM_SCALER_CONTROL_INTERVAL_SECONDS": str(opts.control_interval_seconds),
                 "VLLM_SCALER_METRICS_PORT": "0",
-                "VLLM_SCALER_LOG_FORMAT": "console",
+                "VLLM_SCALER_LOG_FORMAT": "json",
                 "VLLM_SCALER_IN_CLUSTER": "false",
             }
             controller = await asyncio.create_subprocess_exec(
@@ -140,8 +180,8 @@ async def run_demo(opts: DemoOptions, out: TextIO = sys.stdout) -> int:
                 env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
             )  # fmt: skip
             assert controller.stdout is not None
-            pump = asyncio.create_task(_pump(controller.stdout, out, "[vllm-scaler] "))
-        start = clock()
+            out.write("Decisions of vllm-scaler (every control interval):\n")
+            pump = asyncio.create_task(_pump(controller.stdout, out, start))
         await runtime.replay(opts.trace, tail_seconds=opts.tail_seconds, stop=stop)
     finally:
         if controller is not None and controller.returncode is None:

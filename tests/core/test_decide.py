@@ -246,13 +246,27 @@ def test_no_scale_down_while_replicas_start(policy):
     assert d.desired_replicas == 4 and d.reason is Reason.WAITING_FOR_PENDING
 
 
-def test_ttft_uses_ready_replicas_not_starting():
+def test_ttft_doubles_at_most_per_decision():
+    policy = make_policy(
+        signals={"queue_depth": {"enabled": False}, "kv_cache_usage": {"enabled": False}},
+        scale_up={"stabilization_window_seconds": 0, "max_replicas_per_period": 100},
+    )
+    d = decide(policy, obs(3, ok(TTFT, 40.0)), None, 0.0)
+    assert d.desired_replicas == 6  # ratio 20 is capped at 2: ceil(2 x 3)
+    assert d.signals[0].ratio == 20.0
+
+
+def test_ttft_asks_for_nothing_more_while_replicas_start():
     policy = make_policy(
         signals={"queue_depth": {"enabled": False}, "kv_cache_usage": {"enabled": False}}
     )
     o = obs(4, ok(TTFT, 6.0), ready=2, starting=2)
     d = decide(policy, o, None, 0.0)
-    assert d.desired_replicas == 6  # ceil(3.0 x 2 ready), not 3.0 x 4 = 12
+    assert d.desired_replicas == 4  # TTFT lags until the 2 starting replicas serve
+    assert d.reason is Reason.WAITING_FOR_PENDING
+    o = obs(4, ok(TTFT, 6.0), ready=4, starting=0)
+    d = decide(policy, o, d.state, 30.0)
+    assert d.desired_replicas == 8  # now ready: ceil(min(3.0, 2) x 4)
 
 
 # --- case 11: stale series of deleted pods -----------------------------------------------

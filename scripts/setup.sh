@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Prepare a Debian/Ubuntu machine for vllm-scaler: Python 3.11+ virtual environment in .venv
+# with the package installed, and Debian's `prometheus` package when it is missing.
+# Usage: scripts/setup.sh [--dev]     (--dev also installs the test tools)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+apt_install() {
+  export DEBIAN_FRONTEND=noninteractive
+  if [ -z "${_APT_UPDATED:-}" ]; then
+    as_root apt-get update -q >/dev/null
+    _APT_UPDATED=1
+  fi
+  as_root apt-get install -y -q --no-install-recommends "$@" >/dev/null
+}
+
+python=""
+for candidate in python3.13 python3.12 python3.11 python3; do
+  if command -v "$candidate" >/dev/null 2>&1 &&
+     "$candidate" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)'; then
+    python=$candidate
+    break
+  fi
+done
+if [ -z "$python" ]; then
+  echo "setup: Python 3.11 or newer is required (found: $(python3 --version 2>&1 || echo none))" >&2
+  exit 1
+fi
+
+if ! command -v prometheus >/dev/null 2>&1 && [ ! -x /usr/bin/prometheus ]; then
+  echo "setup: installing Debian's prometheus package"
+  apt_install prometheus
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  if ! "$python" -m venv .venv 2>/dev/null; then
+    # Debian and Ubuntu ship venv separately.
+    rm -rf .venv
+    apt_install "python3-venv" || apt_install "$(basename "$python")-venv"
+    "$python" -m venv .venv
+  fi
+fi
+
+extras=""
+if [ "${1:-}" = "--dev" ]; then extras="[dev]"; fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e ".${extras}"

@@ -1,0 +1,179 @@
+"""``serve`` in recommend mode (dry run, once, JSON) and ``check-policy``, end to end.
+
+``serve`` builds its own clients from ``Settings`` (Prometheus URL, kubeconfig), so these tests
+exercise the composition root against the fake Prometheus and the Kubernetes stand-in.
+"""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from scaler.cli import app
+from scaler.config.settings import Settings
+from scaler.controller.app import RunOptions, StartupError, serve
+from tests.support.controller_harness import KEY, Harness, HarnessFactory
+from tests.support.fakeprom import TS, R, Reply, case_file, kv, per_pod, pods
+
+DOCUMENTED = {"target", "current_replicas", "desired_replicas", "reason", "signals"}
+SIGNAL_KEYS = {"name", "value", "target", "valid"}
+
+
+def _settings(h: Harness) -> Settings:
+    return Settings(
+        prometheus_url=h.prom.url,
+        kubeconfig=h.kubeconfig,
+        in_cluster=False,
+        metrics_port=0,
+        prometheus_timeout_seconds=5,
+    )
+
+
+async def _recommend(h: Harness, *, check_queries: bool = False) -> list[dict[str, Any]]:
+    out = StringIO()
+    options = RunOptions(dry_run=True, once=True, output="json", check_queries=check_queries)
+    code = await serve(_settings(h), h.policy, options, out=out, clock=h.clock)
+    assert code == 0
+    parsed = json.loads(out.getvalue())
+    assert isinstance(parsed, list)
+    return parsed
+
+
+def _by_name(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {s["name"]: s for s in obj["signals"]}
+
+
+def _ttft(value: str, rate: str) -> dict[str, Any]:
+    return {
+        "ttft_quantile": R({"metric": {}, "value": [TS, value]}),
+        "ttft_rate": R({"metric": {}, "value": [TS, rate]}),
+    }
+
+
+async def test_recommend_json_case_05_dry_run_scale_up(make_harness: HarnessFactory) -> None:
+    case_file("05-one-signal-missing.md")
+    five = pods(5)
+    h = await make_harness(replicas=5, ready=five)
+    h.fake.set(
+        waiting=per_pod(dict.fromkeys(five, "16")),  # 80 waiting
+        running=per_pod(dict.fromkeys(five, "1")),
+        kv_cache=kv(dict.fromkeys(five, "0.10")),
+        ttft_quantile=Reply(
+            {"status": "error", "errorType": "timeout", "error": "query timed out"}, status=503
+        ),
+    )
+    [obj] = await _recommend(h)
+
+    assert set(obj) >= DOCUMENTED
+    assert obj["target"] == KEY
+    assert (obj["current_replicas"], obj["desired_replicas"]) == (5, 8)
+    assert obj["reason"] == "scale_up"
+    assert obj["action"] == "dry_run"
+    signals = _by_name(obj)
+    assert list(signals) == ["queue_depth", "kv_cache_usage", "ttft_p95"]
+    for s in signals.values():
+        assert set(s) >= SIGNAL_KEYS
+    assert (signals["queue_depth"]["value"], signals["queue_depth"]["target"]) == (16.0, 10.0)
+    assert signals["queue_depth"]["valid"] is True
+    assert signals["kv_cache_usage"]["value"] == pytest.approx(0.1)
+    assert (signals["kv_cache_usage"]["target"], signals["kv_cache_usage"]["valid"]) == (0.8, True)
+    assert signals["ttft_p95"] == {
+        **signals["ttft_p95"],
+        "value": None,
+        "target": 2.0,
+        "valid": False,
+        "status": "query_error",
+    }
+    # read verbs only: nothing was written, not even an Event
+    assert h.kube.methods() and set(h.kube.methods()) == {"GET"}
+    assert h.replicas() == 5
+    assert h.store.events() == []
+
+
+async def test_recommend_json_case_01_holds_without_valid_signals(
+    make_harness: HarnessFactory,
+) -> None:
+    case_file("01-empty-result-is-not-zero.md")
+    h = await make_harness(replicas=6, ready=pods(6))  # every query answers R[]
+    [obj] = await _recommend(h)
+    assert (obj["current_replicas"], obj["desired_replicas"]) == (6, 6)
+    assert obj["reason"] == "no_valid_signals"
+    assert obj["action"] == "none"
+    assert [(s["name"], s["value"], s["valid"], s["status"]) for s in obj["signals"]] == [
+        ("queue_depth", None, False, "empty"),
+        ("kv_cache_usage", None, False, "empty"),
+        ("ttft_p95", None, False, "empty"),
+    ]
+    assert set(h.kube.methods()) == {"GET"}
+
+
+def _case_07(h: Harness, *, kv_answer: dict[str, Any]) -> None:
+    four = pods(4)
+    h.fake.set(
+        waiting=per_pod(dict(zip(four, ["2", "0", "1", "3"], strict=True))),
+        running=per_pod(dict.fromkeys(four, "1")),
+        kv_cache=kv_answer,
+        **_ttft("1.0", "4"),
+    )
+
+
+async def test_recommend_check_queries_case_07_no_kv_series_fails_naming_query(
+    make_harness: HarnessFactory,
+) -> None:
+    case_file("07-renamed-kv-metric.md")
+    h = await make_harness(replicas=4, ready=pods(4))
+    _case_07(h, kv_answer=R())  # neither KV name
+    out = StringIO()
+    options = RunOptions(dry_run=True, once=True, output="json", check_queries=True)
+    with pytest.raises(StartupError) as err:
+        await serve(_settings(h), h.policy, options, out=out, clock=h.clock)
+    message = str(err.value)
+    assert f"{KEY} kv_cache_usage: absent" in message
+    assert "query: label_replace(max by (namespace, pod, __name__) " in message
+    assert '{__name__=~"vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc"' in message
+    assert "queue_depth" not in message and "ttft_p95" not in message  # those have series
+    assert out.getvalue() == ""  # no round was printed
+    assert set(h.kube.methods()) == {"GET"}
+
+
+async def test_recommend_check_queries_passes_with_the_old_kv_name(
+    make_harness: HarnessFactory,
+) -> None:
+    case_file("07-renamed-kv-metric.md")
+    h = await make_harness(replicas=4, ready=pods(4))
+    _case_07(h, kv_answer=kv(dict.fromkeys(pods(4), "0.25"), name="vllm:gpu_cache_usage_perc"))
+    [obj] = await _recommend(h, check_queries=True)
+    assert obj["kv_cache_metric"] == "vllm:gpu_cache_usage_perc"
+    assert _by_name(obj)["kv_cache_usage"]["value"] == 0.25
+    assert obj["reason"] == "stabilized"  # 6 waiting and KV 0.25 ask for fewer than 4
+
+
+def test_check_policy_invalid_file_exits_2_naming_file_field_value(tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text(
+        "targets:\n"
+        "  - workload: {apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm}\n"
+        "    min_replicas: 0\n",
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(app, ["check-policy", str(path)])
+    assert result.exit_code == 2, result.output
+    assert f"{path}: targets[0].min_replicas: value 0:" in result.output
+    assert "greater than or equal to 1" in result.output
+
+
+def test_check_policy_valid_file_exits_0(tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text(
+        "targets:\n"
+        "  - workload: {apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm}\n",
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(app, ["check-policy", str(path)])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("llm/Deployment/vllm: replicas 1..10")

@@ -1,0 +1,222 @@
+"""End to end: a real Prometheus scrapes the simulated fleet replaying a slice of a real trace,
+and the real controller scales it through the Kubernetes API stand-in over HTTP.
+
+Asserts a scale-up during the burst, a scale-down after it, no direction reversal within a
+stabilization window, no request cut by a scale-down, and that ``vllm-scaler recommend
+--once --output json`` (the real command, in its own process) prints the documented fields
+with the values the cluster and the policy hold.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import secrets
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from scaler.actuators.kubernetes import KubernetesActuator, build_api_client
+from scaler.config.policy import parse_policy
+from scaler.controller.loop import Controller, TargetReport
+from scaler.sim.demo import NAMED_TRACES
+from scaler.sim.engine import ReplicaModel
+from scaler.sim.fleet import Fleet, FleetConfig
+from scaler.sim.kubeapi import KubeApiServer, KubeStore, write_kubeconfig
+from scaler.sim.prometheus_server import PrometheusServer, find_prometheus_binary, wait_for_series
+from scaler.sim.serving import FleetRuntime
+from scaler.sim.trace import load_trace
+from scaler.sources.prometheus import PrometheusSource, build_http_client
+from scaler.telemetry.metrics import ScalerMetrics
+
+DOWN_WINDOW_SECONDS = 20.0
+INTERVAL_SECONDS = 2.0
+POLICY = {
+    "rate_window_seconds": 8,
+    "targets": [
+        {
+            "workload": {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "namespace": "llm",
+                "name": "vllm",
+            },
+            "min_replicas": 1,
+            "max_replicas": 6,
+            "signals": {
+                "queue_depth": {"target_per_replica": 8},
+                "kv_cache_usage": {"target_ratio": 0.8},
+                "ttft_p95": {"target_seconds": 2.0},
+            },
+            "scale_up": {
+                "stabilization_window_seconds": 0,
+                "max_replicas_per_period": 4,
+                "max_percent_per_period": 100,
+                "period_seconds": 10,
+            },
+            "scale_down": {
+                "stabilization_window_seconds": DOWN_WINDOW_SECONDS,
+                "max_replicas_per_period": 1,
+                "max_percent_per_period": 50,
+                "period_seconds": 10,
+            },
+            "model_load_timeout_seconds": 30,
+        }
+    ],
+}
+
+pytestmark = pytest.mark.e2e
+
+
+def _prometheus_or_skip() -> None:
+    try:
+        find_prometheus_binary()
+    except Exception as err:  # the message says how to install it
+        pytest.skip(str(err))
+
+
+async def _recommend_json(env: dict[str, str]) -> list[dict[str, object]]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "scaler", "recommend", "--once", "--output", "json",
+        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+    assert proc.returncode == 0, err.decode()
+    parsed = json.loads(out)
+    assert isinstance(parsed, list)
+    return parsed
+
+
+async def test_fleet_scales_up_in_a_burst_and_down_after_it(tmp_path: Path) -> None:
+    _prometheus_or_skip()
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text(yaml.safe_dump(POLICY))
+    policy = parse_policy(POLICY)
+    # Code trace minutes 13-16: quiet, a burst of 632 requests/minute, 299, quiet again.
+    trace = load_trace(
+        NAMED_TRACES["code"],
+        start_seconds=13 * 60,
+        duration_seconds=3 * 60,
+        compress=4,
+        rate_scale=0.4,
+        seed=1,
+    )
+    token = secrets.token_hex(8)
+    store = KubeStore(now=time.time)
+    fleet = Fleet(
+        store,
+        FleetConfig(model=ReplicaModel(model_load_seconds=4.0), termination_grace_seconds=30),
+        now=time.time(),
+    )
+    sd_file = tmp_path / "sd.json"
+    runtime = FleetRuntime(fleet, sd_file=sd_file)
+    kube = KubeApiServer(store, token=token)
+    prom = PrometheusServer(tmp_path / "prom", scrape_interval_seconds=1.0, sd_file=sd_file)
+    kube_url = await kube.start()
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server_url=kube_url, token=token)
+    await runtime.start()
+    await prom.astart()
+    http = build_http_client(bearer_token_file=None, ca_file=None, timeout_seconds=5)
+    api = await build_api_client(kubeconfig=kubeconfig, in_cluster=False)
+    reports: list[tuple[float, TargetReport]] = []
+    recommended: list[tuple[int, list[dict[str, object]]]] = []
+    stop = asyncio.Event()
+    scaled_up = asyncio.Event()
+    store.on_scale_change(lambda c: scaled_up.set() if c.new_replicas >= 2 else None)
+    start = time.time()
+
+    async def control() -> None:
+        controller = Controller(
+            policy=policy,
+            source=PrometheusSource(
+                http, base_url=prom.url, timeout_seconds=5, rate_window_seconds=8
+            ),
+            actuator=KubernetesActuator(api, clock=time.time),
+            metrics=ScalerMetrics(),
+        )
+        while not stop.is_set():
+            for r in await controller.run_cycle():
+                reports.append((time.time() - start, r))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=INTERVAL_SECONDS)
+
+    async def recommend_once_scaled() -> None:
+        env = {
+            **os.environ,
+            "VLLM_SCALER_PROMETHEUS_URL": prom.url,
+            "VLLM_SCALER_KUBECONFIG": str(kubeconfig),
+            "VLLM_SCALER_POLICY_FILE": str(policy_file),
+            "VLLM_SCALER_IN_CLUSTER": "false",
+        }
+        await scaled_up.wait()
+        if not stop.is_set():
+            before = len(store.events("llm"))
+            recommended.append((fleet.spec_replicas, await _recommend_json(env)))
+            assert len(store.events("llm")) == before  # the dry run wrote no event
+
+    try:
+        await wait_for_series(prom.url, "vllm:num_requests_running", timeout=30)
+        tasks = [asyncio.create_task(control()), asyncio.create_task(recommend_once_scaled())]
+        await runtime.replay(trace, tail_seconds=55, stop=asyncio.Event())
+        stop.set()
+        scaled_up.set()
+        await asyncio.gather(*tasks)
+    finally:
+        stop.set()
+        scaled_up.set()
+        await http.aclose()
+        await api.close()
+        await prom.astop()
+        await runtime.stop()
+        await kube.stop()
+
+    events = [(when - start, c.old_replicas, c.new_replicas) for when, c in fleet.scale_changes]
+    ups = [e for e in events if e[2] > e[1]]
+    downs = [e for e in events if e[2] < e[1]]
+    burst_end = trace.duration_seconds
+    assert ups, f"no scale-up; events {events}"
+    assert ups[0][0] < burst_end, f"first scale-up after the trace ended: {events}"
+    assert downs, f"no scale-down; events {events}"
+    assert max(e[0] for e in downs) > ups[-1][0]
+    assert fleet.spec_replicas < max(e[2] for e in ups)
+    # No direction reversal within a stabilization window.
+    for a, b in itertools.pairwise(events):
+        if (a[2] > a[1]) != (b[2] > b[1]):
+            assert b[0] - a[0] >= DOWN_WINDOW_SECONDS - INTERVAL_SECONDS, f"flap: {a} then {b}"
+    # Every scale-down was a scale_down/step_limited/at_min decision, never on bad data.
+    for _, r in reports:
+        d = r.decision
+        assert d is not None
+        if d.desired_replicas < d.current_replicas:
+            assert all(e.status.usable_for_scale_down for e in d.signals)
+    assert sum(1 for r in fleet.requests if r.cut) == 0
+    assert fleet.requests and sum(1 for r in fleet.requests if r.done) > 0.9 * len(fleet.requests)
+
+    assert recommended, "recommend never ran"
+    spec_then, rows = recommended[0]
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["target"] == "llm/Deployment/vllm"
+    assert isinstance(row["current_replicas"], int) and row["current_replicas"] >= 2
+    assert abs(row["current_replicas"] - spec_then) <= 4  # it may have moved while it ran
+    assert isinstance(row["desired_replicas"], int)
+    assert 1 <= row["desired_replicas"] <= 6
+    assert isinstance(row["reason"], str) and row["reason"]
+    signals = row["signals"]
+    assert isinstance(signals, list)
+    by_name = {s["name"]: s for s in signals}
+    assert set(by_name) == {"queue_depth", "kv_cache_usage", "ttft_p95"}
+    assert by_name["queue_depth"]["target"] == 8
+    assert by_name["kv_cache_usage"]["target"] == 0.8
+    assert by_name["ttft_p95"]["target"] == 2.0
+    for s in signals:
+        assert isinstance(s["valid"], bool)
+        if s["valid"]:
+            assert isinstance(s["value"], float) and s["value"] >= 0
+    assert by_name["queue_depth"]["valid"] is True
