@@ -20,20 +20,20 @@ def register(app: typer.Typer) -> None:
             str,
             typer.Option(help="'code' or 'conv' (the bundled Azure traces) or a CSV/JSONL file."),
         ] = "code",
-        start_minute: Annotated[float, typer.Option(help="Trace minute to start at.")] = 8.0,
-        minutes: Annotated[float, typer.Option(help="Trace minutes to replay.")] = 9.0,
+        start_minute: Annotated[float, typer.Option(help="Trace minute to start at.")] = 13.0,
+        minutes: Annotated[float, typer.Option(help="Trace minutes to replay.")] = 6.0,
         compress: Annotated[
             float, typer.Option(help="Time compression of the trace (3 = 3x faster).")
         ] = 3.0,
         rate_scale: Annotated[
             float, typer.Option(help="Scale the request rate (0.5 keeps half).")
-        ] = 1.0,
+        ] = 0.5,
         model_load_seconds: Annotated[
             float, typer.Option(help="Model load time of a new replica.")
         ] = 20.0,
         tail_seconds: Annotated[
             float, typer.Option(help="Seconds to keep running after the trace.")
-        ] = 120.0,
+        ] = 150.0,
         interval: Annotated[float, typer.Option(help="Controller interval, seconds.")] = 5.0,
         slo_ttft_seconds: Annotated[float, typer.Option(help="TTFT target for the summary.")] = 2.0,
         policy: Annotated[
