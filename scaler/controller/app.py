@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import sys
 import time
@@ -83,7 +84,7 @@ async def serve(
     try:
         api = await build_api_client(
             kubeconfig=settings.kubeconfig,
-            in_cluster=bool(settings.in_cluster),
+            in_cluster=_in_cluster(settings),
             context=settings.kube_context,
         )
     except Exception as err:
@@ -145,6 +146,13 @@ async def serve(
             await telemetry.stop()
         await http.aclose()
         await api.close()
+
+
+def _in_cluster(settings: Settings) -> bool:
+    """In-cluster configuration when asked, or by default inside a pod without a kubeconfig."""
+    if settings.in_cluster is not None:
+        return settings.in_cluster
+    return settings.kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ
 
 
 async def _check_queries(controller: Controller, source: PrometheusSource, policy: Policy) -> None:

@@ -1,0 +1,96 @@
+"""The policy file: defaults, selectors and errors that name file, field, value, expectation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scaler.config.policy import PolicyError, load_policy, parse_policy
+from scaler.core.signals import SignalName
+
+WORKLOAD = {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "llm", "name": "vllm"}
+
+
+def test_defaults_and_selector() -> None:
+    t = parse_policy({"targets": [{"workload": WORKLOAD}]}).targets[0]
+    assert (t.min_replicas, t.max_replicas) == (1, 10)
+    assert t.signals.enabled() == (
+        SignalName.QUEUE_DEPTH,
+        SignalName.KV_CACHE_USAGE,
+        SignalName.TTFT_P95,
+    )
+    assert t.scale_down.stabilization_window_seconds == 300
+    assert t.promql_selector() == 'namespace="llm",pod=~"vllm-[a-z0-9]+-[a-z0-9]+"'
+    assert t.workload.resource == "deployments" and t.workload.group == "apps"
+
+
+def test_statefulset_and_custom_matchers() -> None:
+    sts = {**WORKLOAD, "kind": "StatefulSet", "name": "big"}
+    t = parse_policy({"targets": [{"workload": sts}]}).targets[0]
+    assert t.promql_selector() == 'namespace="llm",pod=~"big-[0-9]+"'
+    t = parse_policy(
+        {"targets": [{"workload": WORKLOAD, "prometheus_matchers": {"job": 'a"b'}}]}
+    ).targets[0]
+    assert t.promql_selector() == 'job="a\\"b"'
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        ({"min_replicas": 0}, "targets[0].min_replicas: value 0"),
+        ({"max_replicas": 2, "min_replicas": 3}, "max_replicas (2) must be >= min_replicas (3)"),
+        ({"signals": {"kv_cache_usage": {"target_ratio": 80}}}, "target_ratio: value 80"),
+        ({"tolerance": {"scale_up": -0.1}}, "tolerance.scale_up: value -0.1"),
+        (
+            {"scale_down": {"stabilization_window_seconds": 7200, "max_replicas_per_period": 1}},
+            "scale_down.stabilization_window_seconds: value 7200",
+        ),
+        ({"maxReplicas": 4}, "targets[0].maxReplicas: value 4: Extra inputs are not permitted"),
+        (
+            {
+                "signals": {
+                    n: {"enabled": False} for n in ("queue_depth", "kv_cache_usage", "ttft_p95")
+                }
+            },
+            "at least one signal must be enabled",
+        ),
+    ],
+)
+def test_invalid_fields_are_named(target: dict[str, object], expected: str) -> None:
+    with pytest.raises(PolicyError) as err:
+        parse_policy({"targets": [{"workload": WORKLOAD, **target}]}, source="p.yaml")
+    assert expected in str(err.value)
+    assert "p.yaml: targets[0]" in str(err.value)
+
+
+def test_unknown_kind_needs_a_plural() -> None:
+    with pytest.raises(PolicyError, match="set 'plural'"):
+        parse_policy({"targets": [{"workload": {**WORKLOAD, "kind": "InferencePool"}}]})
+    t = parse_policy(
+        {"targets": [{"workload": {**WORKLOAD, "kind": "InferencePool", "plural": "pools"}}]}
+    ).targets[0]
+    assert t.workload.resource == "pools"
+
+
+def test_duplicate_targets_are_refused() -> None:
+    with pytest.raises(PolicyError, match="listed twice"):
+        parse_policy({"targets": [{"workload": WORKLOAD}, {"workload": WORKLOAD}]})
+
+
+def test_file_errors(tmp_path: Path) -> None:
+    with pytest.raises(PolicyError, match="cannot read policy file"):
+        load_policy(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("targets: [\n")
+    with pytest.raises(PolicyError, match="not valid YAML"):
+        load_policy(bad)
+    listy = tmp_path / "list.yaml"
+    listy.write_text("- 1\n")
+    with pytest.raises(PolicyError, match="expected a mapping with 'targets', got list"):
+        load_policy(listy)
+
+
+def test_shipped_demo_policy_is_valid() -> None:
+    path = Path(__file__).resolve().parents[2] / "scaler" / "examples" / "demo-policy.yaml"
+    assert load_policy(path).targets[0].key == "llm/Deployment/vllm"

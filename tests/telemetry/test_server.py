@@ -1,0 +1,67 @@
+"""The telemetry endpoint over real HTTP: /metrics, /healthz and /readyz."""
+
+from __future__ import annotations
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from scaler.core.decide import decide
+from scaler.core.observation import Observation, ReplicaCounts
+from scaler.core.signals import SignalName, SignalReading, SignalStatus
+from scaler.telemetry.metrics import ScalerMetrics
+from scaler.telemetry.server import TelemetryServer
+from tests.core.builders import make_policy
+
+
+async def test_metrics_health_and_readiness() -> None:
+    metrics = ScalerMetrics()
+    ready = False
+    server = TelemetryServer(metrics, host="127.0.0.1", port=0, ready=lambda: ready)
+    await server.start()
+    try:
+        policy = make_policy()
+        obs = Observation(
+            ReplicaCounts(current=3, status=3, ready=2, starting=1),
+            {
+                SignalName.QUEUE_DEPTH: SignalReading(
+                    SignalName.QUEUE_DEPTH, SignalStatus.OK, 60.0
+                ),
+                SignalName.KV_CACHE_USAGE: SignalReading(
+                    SignalName.KV_CACHE_USAGE, SignalStatus.EMPTY
+                ),
+            },
+        )
+        d = decide(policy, obs, None, 0.0)
+        metrics.record_decision(
+            policy.key, d, min_replicas=1, max_replicas=10, tolerance_up=0.1, tolerance_down=0.1
+        )
+        base = f"http://127.0.0.1:{server.port}"
+        async with httpx.AsyncClient() as client:
+            assert (await client.get(f"{base}/healthz")).status_code == 200
+            assert (await client.get(f"{base}/readyz")).status_code == 503
+            ready = True
+            assert (await client.get(f"{base}/readyz")).status_code == 200
+            resp = await client.get(f"{base}/metrics")
+        assert resp.status_code == 200
+        assert resp.headers["content-type"].startswith("text/plain; version=0.0.4")
+        samples = {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for fam in text_string_to_metric_families(resp.text)
+            for s in fam.samples
+        }
+        key = "llm/Deployment/vllm"
+        assert samples[("vllm_scaler_desired_replicas", (("target", key),))] == 6
+        assert samples[("vllm_scaler_pending_replicas", (("target", key),))] == 1
+        assert (
+            samples[("vllm_scaler_signal_valid", (("signal", "kv_cache_usage"), ("target", key)))]
+            == 0
+        )
+        assert (
+            samples[("vllm_scaler_signal_value", (("signal", "queue_depth"), ("target", key)))]
+            == 20.0
+        )
+        assert (
+            samples[("vllm_scaler_decisions_total", (("reason", "scale_up"), ("target", key)))] == 1
+        )
+    finally:
+        await server.stop()
