@@ -156,9 +156,9 @@ async def test_fleet_scales_up_in_a_burst_and_down_after_it(tmp_path: Path) -> N
         }
         await scaled_up.wait()
         if not stop.is_set():
-            before = len(store.events("llm"))
+            # (That the dry run sends only GETs is pinned in tests/controller; here the
+            # controller writes concurrently.)
             recommended.append((fleet.spec_replicas, await _recommend_json(env)))
-            assert len(store.events("llm")) == before  # the dry run wrote no event
 
     try:
         await wait_for_series(prom.url, "vllm:num_requests_running", timeout=30)
