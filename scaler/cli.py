@@ -95,6 +95,9 @@ def run(
     prometheus_bearer_token_file: TokenOpt = None,
     prometheus_ca_file: CaOpt = None,
     prometheus_timeout_seconds: TimeoutOpt = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Decide and export, but never write to the cluster.")
+    ] = False,
 ) -> None:
     """Run the controller loop: read Prometheus, decide, patch the scale subresource."""
     s = _settings(
@@ -105,7 +108,7 @@ def run(
         prometheus_ca_file=prometheus_ca_file, prometheus_timeout_seconds=prometheus_timeout_seconds,
     )  # fmt: skip
     configure_logging(s.log_format, s.log_level)
-    _serve(s, dry_run=False, once=False, output="log", check=False)
+    _serve(s, dry_run=dry_run, once=False, output="log", check=False)
 
 
 @app.command()

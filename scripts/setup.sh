@@ -45,7 +45,7 @@ if [ ! -x .venv/bin/python ]; then
   fi
 fi
 
-extras=""
+extras="[sim]"
 if [ "${1:-}" = "--dev" ]; then extras="[dev]"; fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e ".${extras}"
