@@ -161,13 +161,28 @@ def check_policy(path: Annotated[Path, typer.Argument(help="YAML policy file.")]
         )
 
 
-def _register_sim() -> None:
-    from scaler.sim.cli import register
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    add_help_option=False,
+)
+def dashboards(ctx: typer.Context) -> None:
+    """Generate the Grafana dashboards' JSON (--out DIR, --check, --previews DIR; see --help)."""
+    try:
+        from scaler.telemetry.dashboards import main as dashboards_main
+    except ImportError as err:
+        raise _fail(f"{err.name} is missing: pip install 'vllm-scaler[dashboards]'") from None
+    raise typer.Exit(dashboards_main(ctx.args))
 
-    register(app)
+
+def _register_subcommands() -> None:
+    from scaler.bench.cli import register as register_bench
+    from scaler.sim.cli import register as register_sim
+
+    register_sim(app)
+    register_bench(app)
 
 
-_register_sim()
+_register_subcommands()
 
 
 def main() -> None:

@@ -31,10 +31,13 @@ from scaler.config.policy import WorkloadRef
 from scaler.core.observation import PodInfo, WorkloadSnapshot
 
 __all__ = [
+    "DELETION_COST_KINDS",
+    "POD_DELETION_COST",
     "KubeApiError",
     "KubeConfigError",
     "KubernetesActuator",
     "ScaleOutcome",
+    "ScaleOwner",
     "ScaleResult",
     "build_api_client",
     "classify_error",
@@ -43,6 +46,11 @@ __all__ = [
 log = structlog.get_logger(__name__)
 
 MERGE_PATCH = "application/merge-patch+json"
+#: Annotation the ReplicaSet controller reads to pick which pods to remove first (lower first).
+POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+#: Kinds whose scale-down honours pod-deletion-cost (they remove pods through ReplicaSets).
+#: StatefulSets (and LeaderWorkerSets, built on them) always remove the highest ordinal.
+DELETION_COST_KINDS = frozenset({"Deployment", "ReplicaSet", "Rollout"})
 
 
 class KubeConfigError(RuntimeError):
@@ -244,6 +252,60 @@ def classify_error(exc: BaseException, *, now: float = 0.0) -> KubeApiError | No
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class ScaleOwner:
+    """Another autoscaler that writes a workload's replicas (HPA or KEDA ScaledObject).
+
+    Attributes:
+        kind: ``HorizontalPodAutoscaler`` or ``ScaledObject``.
+        namespace, name: the autoscaler object.
+        target_api_version: ``scaleTargetRef.apiVersion`` ('' when the HPA leaves it out;
+            KEDA's default ``apps/v1`` is filled in).
+        target_kind: ``scaleTargetRef.kind`` (KEDA's default ``Deployment`` filled in).
+        target_name: ``scaleTargetRef.name``.
+    """
+
+    kind: str
+    namespace: str
+    name: str
+    target_api_version: str
+    target_kind: str
+    target_name: str
+
+    @property
+    def label(self) -> str:
+        """``Kind/name`` (the ``owner`` label of ``vllm_scaler_conflict``)."""
+        return f"{self.kind}/{self.name}"
+
+    def targets(self, ref: WorkloadRef) -> bool:
+        """Whether this autoscaler scales ``ref`` (same namespace, kind, name and API group)."""
+        if (self.namespace, self.target_kind, self.target_name) != (
+            ref.namespace,
+            ref.kind,
+            ref.name,
+        ):
+            return False
+        if not self.target_api_version:
+            return True
+        return self.target_api_version.rpartition("/")[0] == ref.group
+
+
+def _scale_owner(kind: str, obj: Any, *, keda: bool) -> ScaleOwner | None:
+    meta = obj.get("metadata") or {}
+    ref = (obj.get("spec") or {}).get("scaleTargetRef") or {}
+    if not isinstance(ref, dict) or not ref.get("name"):
+        return None
+    default_kind, default_version = ("Deployment", "apps/v1") if keda else ("", "")
+    return ScaleOwner(
+        kind=kind,
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name") or ""),
+        target_api_version=str(ref.get("apiVersion") or default_version),
+        target_kind=str(ref.get("kind") or default_kind),
+        target_name=str(ref["name"]),
+    )
+
+
 def _rfc3339(epoch_seconds: float) -> str:
     return datetime.fromtimestamp(epoch_seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -366,6 +428,98 @@ class KubernetesActuator:
             resource_version=scale.resource_version,
             pods=pods,
         )
+
+    async def read_annotations(self, ref: WorkloadRef) -> dict[str, str]:
+        """GET the workload object itself and return its ``metadata.annotations``.
+
+        The pause and pin annotations live there (RBAC: ``get`` on the workload).
+
+        Raises:
+            KubeApiError: any API or transport failure, classified.
+            ValueError: ``ref`` names a core-group kind.
+        """
+        path = self._path(ref)
+        try:
+            obj = await self._custom.get_namespaced_custom_object(
+                *path, _request_timeout=self._timeout
+            )
+        except Exception as exc:
+            raise self._classify(exc) from exc
+        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+        return {str(k): str(v) for k, v in annotations.items()}
+
+    async def list_scale_owners(self, namespace: str) -> list[ScaleOwner]:
+        """List the autoscaling/v2 HorizontalPodAutoscalers and KEDA ScaledObjects of a
+        namespace (RBAC: ``list`` on both).
+
+        A cluster without KEDA answers 404 for ScaledObjects: that is "none", not an error.
+
+        Raises:
+            KubeApiError: any other API or transport failure, classified.
+        """
+        owners: list[ScaleOwner] = []
+        lists = (
+            ("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", False),
+            ("keda.sh", "v1alpha1", "scaledobjects", "ScaledObject", True),
+        )
+        for group, version, plural, kind, keda in lists:
+            try:
+                listing = await self._custom.list_namespaced_custom_object(
+                    group, version, namespace, plural, _request_timeout=self._timeout
+                )
+            except Exception as exc:
+                err = self._classify(exc)
+                if keda and err.outcome is ScaleOutcome.NOT_FOUND:
+                    continue  # the ScaledObject CRD is not installed
+                raise err from exc
+            for item in listing.get("items") or []:
+                item.setdefault("metadata", {}).setdefault("namespace", namespace)
+                owner = _scale_owner(kind, item, keda=keda)
+                if owner is not None:
+                    owners.append(owner)
+        return owners
+
+    async def set_deletion_costs(
+        self, namespace: str, costs: Mapping[str, int], *, current: Mapping[str, str | None]
+    ) -> list[str]:
+        """Annotate pods with ``controller.kubernetes.io/pod-deletion-cost`` (merge patches).
+
+        Pods whose ``current`` annotation already holds the cost are skipped. Nothing is sent
+        in dry run. Never raises for API failures (each is logged).
+
+        Returns:
+            The names of the pods that were patched.
+        """
+        if self._dry_run:
+            return []
+        patched: list[str] = []
+        core: Any = self._core  # the stubs omit the (supported) _content_type keyword
+        for pod, cost in sorted(costs.items()):
+            if current.get(pod) == str(cost):
+                continue
+            body = {"metadata": {"annotations": {POD_DELETION_COST: str(cost)}}}
+            try:
+                await core.patch_namespaced_pod(
+                    pod,
+                    namespace,
+                    body,
+                    field_manager=self._field_manager,
+                    _content_type=MERGE_PATCH,
+                    _request_timeout=self._timeout,
+                )
+            except Exception as exc:
+                err = self._classify(exc)
+                log.warning(
+                    "pod_deletion_cost_failed",
+                    namespace=namespace,
+                    pod=pod,
+                    outcome=err.outcome.value,
+                    http_status=err.http_status,
+                    message=err.message,
+                )
+                continue
+            patched.append(pod)
+        return patched
 
     async def _patch(self, ref: WorkloadRef, replicas: int, resource_version: str) -> _Scale:
         body = {"metadata": {"resourceVersion": resource_version}, "spec": {"replicas": replicas}}
@@ -587,4 +741,5 @@ def _pod_info(pod: Any, now: float) -> PodInfo:
         terminating=meta.deletion_timestamp is not None,
         age_seconds=age,
         phase=(status.phase if status is not None and status.phase else "Unknown"),
+        deletion_cost=(meta.annotations or {}).get(POD_DELETION_COST),
     )

@@ -6,11 +6,56 @@ policy file (:mod:`scaler.config.policy`).
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal, Self
 
-from pydantic import AnyHttpUrl, Field, ValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AnyHttpUrl, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+#: Fields whose values may be secrets: never echoed in errors, hidden from ``repr``.
+SECRET_FIELDS = frozenset({"prometheus_headers"})
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+
+def parse_headers(value: object) -> dict[str, str]:
+    """Extra HTTP headers from a JSON object (``{"X-Scope-OrgID": "t1"}``) or from
+    ``k=v,k=v`` text; a dict passes through.
+
+    Raises:
+        ValueError: not one of those forms, an invalid header name, or a line break in a
+            value (header injection). The message never contains a value.
+    """
+    if isinstance(value, dict):
+        pairs = {str(k): str(v) for k, v in value.items()}
+    elif isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return {}
+        if text.startswith("{"):
+            try:
+                loaded = json.loads(text)
+            except ValueError:
+                raise ValueError("not a valid JSON object") from None
+            if not isinstance(loaded, dict) or not all(isinstance(v, str) for v in loaded.values()):
+                raise ValueError("the JSON form must be an object of strings")
+            pairs = {str(k): v for k, v in loaded.items()}
+        else:
+            pairs = {}
+            for i, item in enumerate(filter(None, (p.strip() for p in text.split(",")))):
+                name, eq, val = item.partition("=")
+                if not eq:
+                    raise ValueError(f"item {i + 1} is not name=value")
+                pairs[name.strip()] = val.strip()
+    else:
+        raise ValueError("expected a JSON object or name=value,name=value")
+    for name, val in pairs.items():
+        if not _HEADER_NAME.match(name):
+            raise ValueError(f"invalid header name {name!r}")
+        if "\r" in val or "\n" in val:
+            raise ValueError(f"the value of header {name!r} contains a line break")
+    return pairs
 
 
 class Settings(BaseSettings):
@@ -35,6 +80,19 @@ class Settings(BaseSettings):
     prometheus_ca_file: Path | None = Field(
         default=None, description="PEM CA bundle to verify Prometheus' TLS certificate."
     )
+    prometheus_client_cert_file: Path | None = Field(
+        default=None,
+        description="PEM client certificate for mutual TLS with Prometheus (may hold the key).",
+    )
+    prometheus_client_key_file: Path | None = Field(
+        default=None, description="PEM private key of the client certificate."
+    )
+    prometheus_headers: Annotated[dict[str, str], NoDecode] = Field(
+        default_factory=dict,
+        repr=False,
+        description="Extra headers on every Prometheus request, as JSON or name=value,... "
+        "(e.g. X-Scope-OrgID=tenant for Thanos/Mimir); values are never logged.",
+    )
     prometheus_timeout_seconds: float = Field(
         default=10.0, gt=0, le=300, description="Timeout of each Prometheus query."
     )
@@ -57,6 +115,50 @@ class Settings(BaseSettings):
         default=None,
         description="Use the pod's service account. Default: yes when running in a pod.",
     )
+    leader_election: bool | None = Field(
+        default=None,
+        description="Only the holder of a Lease writes; others run read-only and take over. "
+        "Default: on in a cluster (in-cluster configuration), off elsewhere; never in dry run.",
+    )
+    lease_namespace: str | None = Field(
+        default=None,
+        description="Namespace of the Lease. Default: the pod's namespace "
+        "(POD_NAMESPACE or the service account's), else 'default'.",
+    )
+    lease_name: str = Field(default="vllm-scaler", description="Name of the Lease.")
+    lease_identity: str | None = Field(
+        default=None, description="holderIdentity. Default: pod name (or hostname) + random."
+    )
+    lease_duration_seconds: float = Field(
+        default=15.0, gt=0, le=3600, description="A holder silent this long may be replaced."
+    )
+    lease_renew_deadline_seconds: float = Field(
+        default=10.0, gt=0, le=3600, description="A leader that cannot renew this long stops."
+    )
+    lease_retry_period_seconds: float = Field(
+        default=2.0, gt=0, le=600, description="Seconds between acquire/renew attempts."
+    )
+
+    @field_validator("prometheus_headers", mode="before")
+    @classmethod
+    def _headers(cls, value: object) -> dict[str, str]:
+        return parse_headers(value)
+
+    @model_validator(mode="after")
+    def _lease_timings(self) -> Self:
+        if not (
+            self.lease_retry_period_seconds
+            < self.lease_renew_deadline_seconds
+            < self.lease_duration_seconds
+        ):
+            raise ValueError(
+                "lease timings must satisfy retry period < renew deadline < lease duration "
+                f"(got {self.lease_retry_period_seconds:g} < "
+                f"{self.lease_renew_deadline_seconds:g} < {self.lease_duration_seconds:g})"
+            )
+        if self.prometheus_client_key_file is not None and self.prometheus_client_cert_file is None:
+            raise ValueError("prometheus_client_key_file needs prometheus_client_cert_file")
+        return self
 
 
 class SettingsError(ValueError):
@@ -78,8 +180,12 @@ def load_settings(**overrides: object) -> Settings:
         lines = []
         for e in err.errors():
             field = ".".join(str(p) for p in e["loc"])
+            if not field:  # a check across fields
+                lines.append(e["msg"].removeprefix("Value error, "))
+                continue
+            shown = "<redacted>" if field in SECRET_FIELDS else repr(e.get("input"))
             lines.append(
                 f"VLLM_SCALER_{field.upper()} (--{field.replace('_', '-')}): "
-                f"value {e.get('input')!r}: {e['msg']}"
+                f"value {shown}: {e['msg']}"
             )
         raise SettingsError("invalid settings\n  " + "\n  ".join(lines)) from None

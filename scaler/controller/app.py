@@ -11,21 +11,27 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, TextIO
+from urllib.parse import urlsplit, urlunsplit
 
 import structlog
 
 from scaler.actuators.kubernetes import KubernetesActuator, build_api_client
+from scaler.actuators.lease import LeaseClient
 from scaler.config.policy import Policy
 from scaler.config.settings import Settings
+from scaler.controller.leader import LeaderElectionConfig, LeaderElector, default_identity
 from scaler.controller.loop import Controller, TargetReport
 from scaler.sources.prometheus import PrometheusSource, build_http_client, check_configured_queries
 from scaler.telemetry.metrics import ScalerMetrics
+from scaler.telemetry.redact import register_secret
 from scaler.telemetry.server import TelemetryServer
 
 OutputFormat = Literal["log", "table", "json"]
@@ -70,11 +76,20 @@ async def serve(
     """
     log = structlog.get_logger("vllm_scaler")
     metrics = ScalerMetrics()
-    http = build_http_client(
-        bearer_token_file=settings.prometheus_bearer_token_file,
-        ca_file=settings.prometheus_ca_file,
-        timeout_seconds=settings.prometheus_timeout_seconds,
-    )
+    for name, value in settings.prometheus_headers.items():
+        if _SECRET_HEADER.search(name):
+            register_secret(value)  # credentials: masked in every log line
+    try:
+        http = build_http_client(
+            bearer_token_file=settings.prometheus_bearer_token_file,
+            ca_file=settings.prometheus_ca_file,
+            timeout_seconds=settings.prometheus_timeout_seconds,
+            headers=settings.prometheus_headers,
+            client_cert_file=settings.prometheus_client_cert_file,
+            client_key_file=settings.prometheus_client_key_file,
+        )
+    except (OSError, ValueError) as err:  # ssl.SSLError is an OSError
+        raise StartupError(f"cannot load Prometheus TLS files: {err}") from None
     source = PrometheusSource(
         http,
         base_url=str(settings.prometheus_url),
@@ -91,9 +106,33 @@ async def serve(
         await http.aclose()
         raise StartupError(f"cannot load Kubernetes configuration: {err}") from err
     actuator = KubernetesActuator(api, clock=clock, dry_run=options.dry_run)
+    elector: LeaderElector | None = None
+    if leader_election_enabled(settings) and not options.dry_run:
+        elector = LeaderElector(
+            LeaderElectionConfig(
+                namespace=lease_namespace(settings),
+                name=settings.lease_name,
+                identity=settings.lease_identity or default_identity(),
+                lease_duration_seconds=settings.lease_duration_seconds,
+                renew_deadline_seconds=settings.lease_renew_deadline_seconds,
+                retry_period_seconds=settings.lease_retry_period_seconds,
+            ),
+            LeaseClient(api, clock=clock),
+            clock=clock,
+            metrics=metrics,
+        )
     controller = Controller(
-        policy=policy, source=source, actuator=actuator, metrics=metrics, clock=clock
+        policy=policy,
+        source=source,
+        actuator=actuator,
+        metrics=metrics,
+        clock=clock,
+        leader=elector,
+        # A takeover happens within a lease duration; a cycle or two may pass before it.
+        resume_max_gap_seconds=settings.lease_duration_seconds
+        + 2 * settings.control_interval_seconds,
     )
+    elector_task: asyncio.Task[None] | None = None
     cycles_done = 0
     telemetry: TelemetryServer | None = None
     if settings.metrics_port and not options.once:
@@ -117,10 +156,21 @@ async def serve(
             "started",
             targets=[t.key for t in policy.targets],
             dry_run=options.dry_run,
-            prometheus=str(settings.prometheus_url),
+            prometheus=redact_url(str(settings.prometheus_url)),
+            prometheus_headers=sorted(settings.prometheus_headers),  # names only
             interval_seconds=settings.control_interval_seconds,
             metrics_port=telemetry.port if telemetry else None,
+            leader_election=None
+            if elector is None
+            else {
+                "lease": f"{elector.config.namespace}/{elector.config.name}",
+                "identity": elector.identity,
+            },
         )
+        if elector is not None:
+            await elector.try_acquire_or_renew()  # lead from the first cycle when free
+            if not options.once:
+                elector_task = asyncio.create_task(elector.run(stop))
         while not stop.is_set():
             started = time.monotonic()
             try:
@@ -139,6 +189,15 @@ async def serve(
         log.info("stopped", cycles=cycles_done)
         return 0
     finally:
+        stop.set()
+        if elector_task is not None:
+            elector_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await elector_task
+        if elector is not None:
+            # Hand over at once instead of letting the other replica wait for expiry.
+            with contextlib.suppress(Exception):
+                await elector.release()
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)
@@ -146,6 +205,43 @@ async def serve(
             await telemetry.stop()
         await http.aclose()
         await api.close()
+
+
+#: Header names whose values are credentials (never logged; other values are not logged
+#: either, but are not masked inside other text, e.g. a tenant id equal to a namespace).
+_SECRET_HEADER = re.compile(r"auth|token|key|secret|password|cookie|session", re.IGNORECASE)
+_SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def leader_election_enabled(settings: Settings) -> bool:
+    """Leader election when asked, or by default when running with in-cluster configuration."""
+    if settings.leader_election is not None:
+        return settings.leader_election
+    return _in_cluster(settings)
+
+
+def lease_namespace(settings: Settings) -> str:
+    """The Lease's namespace: the setting, else the pod's namespace, else ``default``."""
+    if settings.lease_namespace:
+        return settings.lease_namespace
+    if os.environ.get("POD_NAMESPACE"):
+        return os.environ["POD_NAMESPACE"]
+    with contextlib.suppress(OSError):
+        text = _SA_NAMESPACE.read_text(encoding="utf-8").strip()
+        if text:
+            return text
+    return "default"
+
+
+def redact_url(url: str) -> str:
+    """``url`` without a password in its user-info part (safe to log)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
 
 
 def _in_cluster(settings: Settings) -> bool:

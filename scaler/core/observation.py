@@ -58,6 +58,8 @@ class PodInfo:
         terminating: ``metadata.deletionTimestamp`` is set.
         age_seconds: seconds since ``metadata.creationTimestamp``.
         phase: ``status.phase`` (Pending, Running, ...).
+        deletion_cost: the ``controller.kubernetes.io/pod-deletion-cost`` annotation as
+            written (None when absent); the ReplicaSet controller removes lower costs first.
     """
 
     name: str
@@ -65,6 +67,7 @@ class PodInfo:
     terminating: bool
     age_seconds: float
     phase: str = "Running"
+    deletion_cost: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

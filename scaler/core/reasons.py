@@ -31,6 +31,12 @@ class Reason(StrEnum):
       - ``no_valid_signals``: no enabled signal could be read; hold the current replicas.
       - ``outside_writer``: someone else keeps changing ``spec.replicas``; we re-apply at most
         once per cooldown instead of fighting.
+
+    Set by the controller over the core's decision (the message keeps what the signals asked):
+      - ``conflict``: a HorizontalPodAutoscaler or KEDA ScaledObject targets the workload;
+        recommend only, never write.
+      - ``paused``: the workload carries ``vllm-scaler.io/paused: "true"`` (or an invalid pin).
+      - ``pinned``: the workload carries ``vllm-scaler.io/pinned-replicas: "N"``; N is written.
     """
 
     SCALE_UP = "scale_up"
@@ -45,3 +51,6 @@ class Reason(StrEnum):
     SCALE_DOWN_BLOCKED_MISSING_SIGNAL = "scale_down_blocked_missing_signal"
     NO_VALID_SIGNALS = "no_valid_signals"
     OUTSIDE_WRITER = "outside_writer"
+    CONFLICT = "conflict"
+    PAUSED = "paused"
+    PINNED = "pinned"

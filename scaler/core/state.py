@@ -60,3 +60,81 @@ def record_write(
         scale_events=(*state.scale_events, ScaleEvent(now, from_replicas, to_replicas)),
         last_written_replicas=to_replicas,
     )
+
+
+# ----------------------------------------------------------------------- persistence
+#
+# A new leader resumes the decision state the previous one kept (stabilization history, own
+# writes for the step limits, the last value written and the last re-apply over an outside
+# write). The encoding is plain JSON-able data, compacted without changing any decision:
+# decide() only asks "is a recommendation of N inside the window", and for a given N the
+# newest timestamp answers that, so one entry per distinct replica count is kept.
+
+STATE_FORMAT_VERSION = 1
+
+
+def compact(state: TargetState) -> TargetState:
+    """``state`` with one recommendation per distinct replica count (the newest), in time order.
+
+    Lossless for :func:`scaler.core.decide.decide`: the stabilization windows take the min/max
+    over recommendations newer than a cut, which only depends on each count's newest time.
+    """
+    newest: dict[int, float] = {}
+    for r in state.recommendations:
+        newest[r.replicas] = max(r.at, newest.get(r.replicas, r.at))
+    recs = tuple(
+        Recommendation(at, n) for n, at in sorted(newest.items(), key=lambda kv: (kv[1], kv[0]))
+    )
+    return replace(state, recommendations=recs)
+
+
+def encode_state(state: TargetState) -> dict[str, object]:
+    """A JSON-able dict of a (compacted) state."""
+    s = compact(state)
+    return {
+        "r": [[r.at, r.replicas] for r in s.recommendations],
+        "e": [[e.at, e.from_replicas, e.to_replicas] for e in s.scale_events],
+        "w": s.last_written_replicas,
+        "rw": s.last_rewrite_at,
+    }
+
+
+def decode_state(data: object) -> TargetState:
+    """The inverse of :func:`encode_state`.
+
+    Raises:
+        ValueError: ``data`` is not an encoded state.
+    """
+    if not isinstance(data, dict):
+        raise ValueError("state is not an object")
+    try:
+        recs = tuple(Recommendation(float(at), int(n)) for at, n in data.get("r") or [])
+        events = tuple(ScaleEvent(float(at), int(a), int(b)) for at, a, b in data.get("e") or [])
+        written = data.get("w")
+        rewrite = data.get("rw")
+        return TargetState(
+            recommendations=tuple(sorted(recs, key=lambda r: r.at)),
+            scale_events=tuple(sorted(events, key=lambda e: e.at)),
+            last_written_replicas=None if written is None else int(written),
+            last_rewrite_at=None if rewrite is None else float(rewrite),
+        )
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"not an encoded target state: {err}") from None
+
+
+def resume(
+    state: TargetState, *, saved_at: float, current_replicas: int, now: float, max_gap: float
+) -> TargetState:
+    """The state a new leader starts from, given what the previous leader saved.
+
+    When the save is recent (``now - saved_at <= max_gap``, a takeover) the history is kept as
+    it is, so the stabilization window and step limits continue where they were. When it is
+    older (both instances were down), the history has a hole of unknown length: the current
+    replicas are added at ``now``, as :func:`decide` seeds a fresh start, so a restart never
+    scales down at once; the own writes are kept for the step limits either way.
+    """
+    if now - saved_at <= max_gap and state.recommendations:
+        return state
+    return replace(
+        state, recommendations=(*state.recommendations, Recommendation(now, current_replicas))
+    )

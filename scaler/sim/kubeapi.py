@@ -9,10 +9,19 @@ Served routes (everything else is a 404 ``Status``; a known path with another ve
 
     GET                /version, /version/
     GET                /api/v1/namespaces/{ns}/pods            labelSelector, fieldSelector
-    GET                /api/v1/namespaces/{ns}/pods/{name}
+    GET, PATCH         /api/v1/namespaces/{ns}/pods/{name}      labels and annotations only
     GET, POST          /api/v1/namespaces/{ns}/events          fieldSelector on GET
-    GET                /apis/{group}/{version}/namespaces/{ns}/{plural}/{name}
+    GET                /apis/{group}/{version}/namespaces/{ns}/{plural}/{name}   workloads
     GET, PUT, PATCH    /apis/{group}/{version}/namespaces/{ns}/{plural}/{name}/scale
+    GET, POST          /apis/{group}/{version}/namespaces/{ns}/{plural}          plain objects
+    GET, PUT, PATCH    /apis/{group}/{version}/namespaces/{ns}/{plural}/{name}   plain objects
+
+Workloads are the kinds with a scale subresource (:meth:`KubeStore.register_kind`; apps/v1
+Deployment, StatefulSet and ReplicaSet by default). Plain objects are kinds without one
+(:meth:`KubeStore.register_object_kind`): ``coordination.k8s.io/v1`` Lease and
+``autoscaling/v2`` HorizontalPodAutoscaler by default; KEDA's ``keda.sh/v1alpha1``
+ScaledObject once :meth:`KubeStore.add_scaled_object` (or a registration) installs the "CRD"
+- until then its paths are 404, as on a cluster without KEDA.
 
 Where it deliberately matches a real API server (1.31):
 
@@ -35,6 +44,15 @@ Where it deliberately matches a real API server (1.31):
   ``metadata.resourceVersion: ... must be specified for an update`` for custom kinds
   (the CRD strategy does not). A PUT body without ``spec.replicas`` means 0 replicas.
 * ``dryRun=All`` validates and answers without storing anything.
+* Plain objects: POST of an existing name is 409 ``AlreadyExists``; PUT/PATCH follow the
+  scale rules above (resourceVersion precondition, 422 for an empty one on custom kinds,
+  415 for strategic merge on custom kinds, no bump for a no-op). Lease times must be
+  MicroTime (``2006-01-02T15:04:05.000000Z``, else 400 as the decoder answers),
+  ``leaseDurationSeconds`` > 0 and ``leaseTransitions`` >= 0 (422). Annotations are a map
+  of strings of at most 256 KiB in total (422).
+* Pod PATCH (merge, strategic merge, JSON patch) may change ``metadata.labels`` and
+  ``metadata.annotations`` only (422 otherwise); ``controller.kubernetes.io/pod-deletion-cost``
+  must be an int32 (422).
 * Workload status is computed from pods: ``status.replicas`` = active pods matching the
   selector (not terminating, phase not Succeeded/Failed), ``readyReplicas`` = those whose
   Ready condition is True. When a pod change alters a workload's status the workload gets
@@ -535,8 +553,15 @@ class KubeStore:
         self._callbacks: list[ScaleCallback] = []
         self._faults: list[_Fault] = []
         self._names = itertools.count(1)
+        self._object_kinds: dict[tuple[str, str], _Kind] = {}
+        self._objects: dict[tuple[str, str, str, str], JSON] = {}
         self.register_kind("apps", "v1", "Deployment", "deployments", builtin=True)
         self.register_kind("apps", "v1", "StatefulSet", "statefulsets", builtin=True)
+        self.register_kind("apps", "v1", "ReplicaSet", "replicasets", builtin=True)
+        self.register_object_kind("coordination.k8s.io", "v1", "Lease", "leases", builtin=True)
+        self.register_object_kind(
+            "autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", builtin=True
+        )
 
     # -- bookkeeping
 
@@ -1043,6 +1068,367 @@ class KubeStore:
             if namespace is None or ns == namespace
         ]
 
+    # -- workload annotations and pod patches
+
+    def set_workload_annotations(
+        self,
+        namespace: str,
+        name: str,
+        annotations: Mapping[str, str | None],
+        *,
+        group: str = "apps",
+        plural: str = "deployments",
+    ) -> str:
+        """Another writer (``kubectl annotate``) sets or (with None) removes annotations.
+
+        Returns the new resourceVersion.
+        """
+        w = self._workload(group, plural, namespace, name)
+        current = w.obj["metadata"].setdefault("annotations", {})
+        for k, v in annotations.items():
+            if v is None:
+                current.pop(k, None)
+            else:
+                current[k] = v
+        if not current:
+            del w.obj["metadata"]["annotations"]
+        rv = self._bump()
+        w.obj["metadata"]["resourceVersion"] = rv
+        return rv
+
+    def patch_pod(self, namespace: str, name: str, new_pod: JSON, *, dry_run: bool = False) -> JSON:
+        """Store a patched pod (the result of applying a patch to :meth:`get_pod`).
+
+        Only ``metadata.labels`` and ``metadata.annotations`` may change (the rest of a
+        running pod is immutable for our purposes: 422, like upstream's "pod updates may not
+        change fields other than ..."); label and annotation values must be strings (400,
+        as the JSON decoder answers). ``controller.kubernetes.io/pod-deletion-cost`` must be
+        an int32 (422).
+
+        Raises:
+            ApiError: 404, 400, 409 (resourceVersion precondition), 422.
+        """
+        pod = self._pod(namespace, name)
+        meta = new_pod.get("metadata")
+        if not isinstance(meta, dict):
+            raise _bad_request("metadata must be an object")
+        rv = meta.get("resourceVersion") or ""
+        if rv and rv != pod["metadata"]["resourceVersion"]:
+            raise _conflict("", "pods", name)
+        if meta.get("name", name) != name:
+            raise _bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the name on the "
+                f"URL ({name})"
+            )
+        for f in ("labels", "annotations"):
+            values = meta.get(f) or {}
+            if not isinstance(values, dict) or not all(isinstance(v, str) for v in values.values()):
+                raise _bad_request(f"unable to decode Pod: metadata.{f}: expected a map of strings")
+        cost = (meta.get("annotations") or {}).get(POD_DELETION_COST_ANNOTATION)
+        if cost is not None and not _is_int32(cost):
+            raise _invalid(
+                "Pod",
+                "",
+                name,
+                [
+                    (
+                        f"metadata.annotations[{POD_DELETION_COST_ANNOTATION}]",
+                        "FieldValueInvalid",
+                        f'Invalid value: "{cost}": must be a 32bit integer',
+                    )
+                ],
+            )
+        changed = [
+            k
+            for k in set(new_pod) | set(pod)
+            if k not in ("metadata", "status", "kind", "apiVersion")
+            and new_pod.get(k) != pod.get(k)
+        ]
+        fixed = ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp")
+        changed += [f"metadata.{k}" for k in fixed if meta.get(k) != pod["metadata"].get(k)]
+        if changed:
+            raise _invalid(
+                "Pod",
+                "",
+                name,
+                [
+                    (
+                        sorted(changed)[0],
+                        "Forbidden",
+                        "Forbidden: pod updates may not change fields other than labels and "
+                        "annotations (vllm-scaler stand-in)",
+                    )
+                ],
+            )
+        out = copy.deepcopy(pod)
+        for f in ("labels", "annotations"):
+            if meta.get(f):
+                out["metadata"][f] = dict(meta[f])
+            else:
+                out["metadata"].pop(f, None)
+        if dry_run or out == pod:
+            return out
+        out["metadata"]["resourceVersion"] = self._bump()
+        self._pods[(namespace, name)] = out
+        return copy.deepcopy(out)
+
+    # -- plain objects: Leases, HorizontalPodAutoscalers, ScaledObjects
+
+    def register_object_kind(
+        self, group: str, version: str, kind: str, plural: str, *, builtin: bool = False
+    ) -> None:
+        """Serve namespaced objects of a kind without a scale subresource (get, list, create,
+        update, patch). ``builtin`` kinds accept strategic merge patches and unconditional
+        updates; custom kinds (CRDs) do not. Unregistered kinds answer 404, as a cluster
+        without the CRD does.
+        """
+        self._object_kinds[(group, plural)] = _Kind(group, version, kind, plural, builtin)
+
+    def object_kind(self, group: str, version: str, plural: str) -> _Kind | None:
+        """The registered plain kind at ``/apis/{group}/{version}/.../{plural}``, if any."""
+        k = self._object_kinds.get((group, plural))
+        return k if k is not None and k.version == version else None
+
+    def _plain_kind(self, group: str, version: str, plural: str) -> _Kind:
+        k = self.object_kind(group, version, plural)
+        if k is None:
+            raise ApiError.generic(404)
+        return k
+
+    def get_object(self, group: str, plural: str, namespace: str, name: str) -> JSON:
+        """A copy of a stored plain object (ApiError 404 when missing)."""
+        obj = self._objects.get((group, plural, namespace, name))
+        if obj is None:
+            raise _not_found(group, plural, name)
+        return copy.deepcopy(obj)
+
+    def list_objects(self, group: str, plural: str, namespace: str) -> list[JSON]:
+        """Copies of the plain objects of one kind in ``namespace``, by name."""
+        return [
+            copy.deepcopy(o)
+            for (g, p, ns, _), o in sorted(self._objects.items())
+            if (g, p, ns) == (group, plural, namespace)
+        ]
+
+    def delete_object(self, group: str, plural: str, namespace: str, name: str) -> None:
+        """Remove a plain object (Python API only; ApiError 404 when missing)."""
+        self.get_object(group, plural, namespace, name)
+        del self._objects[(group, plural, namespace, name)]
+        self._bump()
+
+    def _check_object(self, kind: _Kind, namespace: str, name: str, body: Any) -> JSON:
+        if not isinstance(body, dict):
+            raise _bad_request("the body of the request is not a JSON object")
+        api_version = f"{kind.group}/{kind.version}" if kind.group else kind.version
+        if (
+            body.get("kind", kind.kind) != kind.kind
+            or body.get("apiVersion", api_version) != api_version
+        ):
+            raise _bad_request(
+                f"expected kind {kind.kind} apiVersion {api_version}, got kind "
+                f"{body.get('kind')!r} apiVersion {body.get('apiVersion')!r}"
+            )
+        meta = body.get("metadata")
+        if not isinstance(meta, dict):
+            raise _bad_request("metadata must be an object")
+        if meta.get("namespace", namespace) != namespace:
+            raise _bad_request(
+                "the namespace of the provided object does not match the namespace sent on "
+                "the request"
+            )
+        annotations = meta.get("annotations") or {}
+        if not isinstance(annotations, dict) or not all(
+            isinstance(v, str) for v in annotations.values()
+        ):
+            raise _bad_request("unable to decode: metadata.annotations: expected a map of strings")
+        causes: list[tuple[str, str, str]] = []
+        if not name or len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
+            causes.append(
+                (
+                    "metadata.name",
+                    "FieldValueInvalid",
+                    f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of '
+                    "lower case alphanumeric characters, '-' or '.'",
+                )
+            )
+        size = sum(len(k) + len(v) for k, v in annotations.items())
+        if size > 256 * 1024:
+            causes.append(
+                (
+                    "metadata.annotations",
+                    "FieldValueTooLong",
+                    f"Too long: may not be more than 262144 bytes (got {size})",
+                )
+            )
+        if kind.kind == "Lease":
+            causes += _lease_causes(body.get("spec"))
+        if causes:
+            raise _invalid(kind.kind, kind.group, name, causes)
+        return body
+
+    def create_object(
+        self,
+        group: str,
+        version: str,
+        plural: str,
+        namespace: str,
+        body: Any,
+        *,
+        dry_run: bool = False,
+    ) -> JSON:
+        """Create a plain object (POST).
+
+        Raises:
+            ApiError: 404 (kind), 400 (shape, namespace), 409 ``AlreadyExists``, 422.
+        """
+        kind = self._plain_kind(group, version, plural)
+        name = (
+            str(((body or {}).get("metadata") or {}).get("name") or "")
+            if isinstance(body, dict)
+            else ""
+        )
+        obj = self._check_object(kind, namespace, name, body)
+        if (group, plural, namespace, name) in self._objects:
+            raise ApiError(
+                409,
+                "AlreadyExists",
+                f'{_qualified(group, plural)} "{name}" already exists',
+                _details(name, group, plural),
+            )
+        out = copy.deepcopy(obj)
+        out["kind"] = kind.kind
+        out["apiVersion"] = f"{group}/{version}" if group else version
+        meta = out["metadata"]
+        meta.pop("resourceVersion", None)
+        created = self._meta(namespace, name, meta.get("labels"))
+        out["metadata"] = {**meta, **created}
+        if not dry_run:
+            self._objects[(group, plural, namespace, name)] = out
+        return copy.deepcopy(out)
+
+    def update_object(
+        self,
+        group: str,
+        version: str,
+        plural: str,
+        namespace: str,
+        name: str,
+        body: Any,
+        *,
+        require_rv: bool,
+        dry_run: bool = False,
+    ) -> JSON:
+        """Replace a plain object (PUT; PATCH passes the patched object, ``require_rv`` False).
+
+        A non-empty ``metadata.resourceVersion`` that differs is 409; an empty one is 422
+        for custom kinds when ``require_rv`` (CRD strategy), accepted for built-in kinds.
+        An update that changes nothing keeps the resourceVersion.
+
+        Raises:
+            ApiError: 404, 400, 409, 422.
+        """
+        kind = self._plain_kind(group, version, plural)
+        old = self._objects.get((group, plural, namespace, name))
+        if old is None:
+            raise _not_found(group, plural, name)
+        meta = (body or {}).get("metadata") if isinstance(body, dict) else None
+        if isinstance(meta, dict) and meta.get("name", name) != name:
+            raise _bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the name on the "
+                f"URL ({name})"
+            )
+        obj = self._check_object(kind, namespace, name, body)
+        rv = obj["metadata"].get("resourceVersion") or ""
+        if not isinstance(rv, str) or (rv and not rv.isdigit()):
+            raise _bad_request(f"invalid resource version: {rv!r}")
+        if rv and rv != old["metadata"]["resourceVersion"]:
+            raise _conflict(group, plural, name)
+        if not rv and require_rv and not kind.builtin:
+            raise _invalid(
+                plural,
+                group,
+                name,
+                [
+                    (
+                        "metadata.resourceVersion",
+                        "FieldValueInvalid",
+                        "Invalid value: 0x0: must be specified for an update",
+                    )
+                ],
+            )
+        out = copy.deepcopy(obj)
+        out["kind"] = kind.kind
+        out["apiVersion"] = old["apiVersion"]
+        keep = ("name", "namespace", "uid", "creationTimestamp", "resourceVersion")
+        out["metadata"] = {
+            **{k: v for k, v in out["metadata"].items() if k not in keep},
+            **{k: old["metadata"][k] for k in keep},
+        }
+        if out == old or dry_run:
+            return out
+        out["metadata"]["resourceVersion"] = self._bump()
+        self._objects[(group, plural, namespace, name)] = out
+        return copy.deepcopy(out)
+
+    def add_hpa(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        target_kind: str = "Deployment",
+        target_name: str,
+        target_api_version: str | None = "apps/v1",
+        min_replicas: int = 1,
+        max_replicas: int = 10,
+    ) -> JSON:
+        """Create an ``autoscaling/v2`` HorizontalPodAutoscaler targeting a workload."""
+        ref: JSON = {"kind": target_kind, "name": target_name}
+        if target_api_version is not None:
+            ref["apiVersion"] = target_api_version
+        return self.create_object(
+            "autoscaling",
+            "v2",
+            "horizontalpodautoscalers",
+            namespace,
+            {
+                "metadata": {"name": name},
+                "spec": {
+                    "scaleTargetRef": ref,
+                    "minReplicas": min_replicas,
+                    "maxReplicas": max_replicas,
+                },
+            },
+        )
+
+    def add_scaled_object(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        target_name: str,
+        target_kind: str | None = None,
+        target_api_version: str | None = None,
+    ) -> JSON:
+        """Create a KEDA ``keda.sh/v1alpha1`` ScaledObject (registering the CRD if needed).
+
+        ``target_kind``/``target_api_version`` None leave them out of ``scaleTargetRef``
+        (KEDA's defaults: Deployment, apps/v1).
+        """
+        if self.object_kind("keda.sh", "v1alpha1", "scaledobjects") is None:
+            self.register_object_kind("keda.sh", "v1alpha1", "ScaledObject", "scaledobjects")
+        ref: JSON = {"name": target_name}
+        if target_kind is not None:
+            ref["kind"] = target_kind
+        if target_api_version is not None:
+            ref["apiVersion"] = target_api_version
+        return self.create_object(
+            "keda.sh",
+            "v1alpha1",
+            "scaledobjects",
+            namespace,
+            {"metadata": {"name": name}, "spec": {"scaleTargetRef": ref, "triggers": []}},
+        )
+
     # -- fault injection
 
     def inject_fault(
@@ -1085,6 +1471,53 @@ class KubeStore:
                     err.details = {"retryAfterSeconds": f.retry_after}
                 return err
         return None
+
+
+POD_DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
+_MICRO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2})$")
+
+
+def _is_int32(value: str) -> bool:
+    return re.fullmatch(r"[+-]?[0-9]+", value) is not None and -(2**31) <= int(value) < 2**31
+
+
+def _lease_causes(spec: Any) -> list[tuple[str, str, str]]:
+    """Validation of a coordination.k8s.io/v1 Lease spec (MicroTime format is a decode error).
+
+    Raises:
+        ApiError: 400 when a time is not a MicroTime (``2006-01-02T15:04:05.000000Z``).
+    """
+    if spec is None:
+        return []
+    if not isinstance(spec, dict):
+        raise _bad_request("unable to decode Lease: spec must be an object")
+    causes: list[tuple[str, str, str]] = []
+    for f in ("acquireTime", "renewTime"):
+        v = spec.get(f)
+        if v is not None and (not isinstance(v, str) or not _MICRO_TIME.match(v)):
+            raise _bad_request(
+                f'unable to decode Lease: spec.{f}: parsing time "{v}" as '
+                '"2006-01-02T15:04:05.000000Z07:00": cannot parse'
+            )
+    holder = spec.get("holderIdentity")
+    if holder is not None and not isinstance(holder, str):
+        raise _bad_request("unable to decode Lease: spec.holderIdentity: expected a string")
+    for f, minimum in (("leaseDurationSeconds", 1), ("leaseTransitions", 0)):
+        v = spec.get(f)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise _bad_request(f"unable to decode Lease: spec.{f}: expected int32, got {v!r}")
+        if v < minimum:
+            causes.append(
+                (
+                    f"spec.{f}",
+                    "FieldValueInvalid",
+                    f"Invalid value: {v}: must be greater than "
+                    + ("0" if minimum == 1 else "or equal to 0"),
+                )
+            )
+    return causes
 
 
 def _ready_condition(ready: bool, when: str) -> JSON:
@@ -1222,6 +1655,7 @@ class KubeApiServer:
         r.add_route("*", "/api/v1/namespaces/{ns}/pods", self._pods)
         r.add_route("*", "/api/v1/namespaces/{ns}/pods/{name}", self._pod)
         r.add_route("*", "/api/v1/namespaces/{ns}/events", self._events)
+        r.add_route("*", "/apis/{group}/{version}/namespaces/{ns}/{plural}", self._collection)
         r.add_route("*", "/apis/{group}/{version}/namespaces/{ns}/{plural}/{name}", self._object)
         r.add_route(
             "*", "/apis/{group}/{version}/namespaces/{ns}/{plural}/{name}/scale", self._scale
@@ -1344,9 +1778,60 @@ class KubeApiServer:
         return self._list("PodList", pods, request)
 
     async def _pod(self, request: web.Request) -> web.StreamResponse:
-        self._allow(request, "GET")
-        pod = self.store.get_pod(request.match_info["ns"], request.match_info["name"])
+        self._allow(request, "GET", "PATCH")
+        ns, name = request.match_info["ns"], request.match_info["name"]
+        pod = self.store.get_pod(ns, name)
+        if request.method == "PATCH":
+            dry_run = _dry_run(request)
+            new = await self._patched(request, pod, builtin=True)
+            pod = self.store.patch_pod(ns, name, new, dry_run=dry_run)
         return _json({"kind": "Pod", "apiVersion": "v1", **pod})
+
+    async def _patched(self, request: web.Request, current: JSON, *, builtin: bool) -> JSON:
+        """``current`` with the request's merge, strategic merge (built-in kinds only; for
+        maps it is a merge patch) or JSON patch applied (400/415/422 as upstream)."""
+        accepted = [JSON_PATCH, MERGE_PATCH]
+        if builtin:
+            accepted.append(STRATEGIC_PATCH)
+        media = _media_type(request)
+        if media not in accepted:
+            raise _unsupported(accepted)
+        patch = await self._body(request)
+        if media == JSON_PATCH:
+            try:
+                new = _json_patch(current, patch)
+            except ValueError as err:
+                raise _bad_request(str(err)) from None
+            except LookupError as err:
+                raise ApiError(422, "Invalid", str(err)) from None
+        else:
+            if not isinstance(patch, dict):
+                raise _bad_request("the patch must be a JSON object")
+            new = _merge_patch(current, patch)
+        if not isinstance(new, dict):
+            raise _bad_request("the patched object is not an object")
+        return new
+
+    async def _collection(self, request: web.Request) -> web.StreamResponse:
+        m = request.match_info
+        group, version, plural, ns = m["group"], m["version"], m["plural"], m["ns"]
+        kind = self.store.object_kind(group, version, plural)
+        if kind is None:
+            if self.store.scale_kind(group, version, plural) is not None:
+                raise ApiError.generic(405)  # listing workloads is not served
+            raise ApiError.generic(404)
+        self._allow(request, "GET", "POST")
+        if request.method == "GET":
+            return self._list(
+                f"{kind.kind}List", self.store.list_objects(group, plural, ns), request
+            )
+        if _media_type(request) != "application/json":
+            raise _unsupported(["application/json", "application/yaml"])
+        body = await self._body(request)
+        created = self.store.create_object(
+            group, version, plural, ns, body, dry_run=_dry_run(request)
+        )
+        return _json(created, 201)
 
     async def _events(self, request: web.Request) -> web.StreamResponse:
         self._allow(request, "GET", "POST")
@@ -1359,8 +1844,35 @@ class KubeApiServer:
         return _json(self.store.create_event(ns, body, dry_run=_dry_run(request)), 201)
 
     async def _object(self, request: web.Request) -> web.StreamResponse:
-        self._allow(request, "GET")
         m = request.match_info
+        group, version, plural, ns, name = (
+            m["group"],
+            m["version"],
+            m["plural"],
+            m["ns"],
+            m["name"],
+        )
+        plain = self.store.object_kind(group, version, plural)
+        if plain is not None:
+            self._allow(request, "GET", "PUT", "PATCH")
+            current = self.store.get_object(group, plural, ns, name)
+            if request.method == "GET":
+                return _json(current)
+            dry_run = _dry_run(request)
+            if request.method == "PUT":
+                if _media_type(request) != "application/json":
+                    raise _unsupported(["application/json", "application/yaml"])
+                body = await self._body(request)
+                require_rv = True
+            else:
+                body = await self._patched(request, current, builtin=plain.builtin)
+                require_rv = False
+            return _json(
+                self.store.update_object(
+                    group, version, plural, ns, name, body, require_rv=require_rv, dry_run=dry_run
+                )
+            )
+        self._allow(request, "GET")
         if self.store.scale_kind(m["group"], m["version"], m["plural"]) is None:
             raise ApiError.generic(404)
         return _json(

@@ -41,6 +41,7 @@ from scaler.sources.promql import (
     build_query_plan,
     promql_duration,
 )
+from scaler.telemetry.redact import register_secret
 
 __all__ = [
     "BearerTokenFileAuth",
@@ -129,6 +130,9 @@ class TargetReadings:
         dropped: series picked by the selector but not counted (pods not live or not ready).
         series_found: query -> series the target's selector (or TTFT expression) returned
             before any pod filtering; the dry-run check uses it.
+        pod_load: ready pod -> requests in flight (``vllm:num_requests_running`` plus
+            ``vllm:num_requests_waiting``, summed over engines); only pods with both series
+            (running only when the waiting query was not sent). Ranks pods for scale-down.
     """
 
     key: str
@@ -138,6 +142,7 @@ class TargetReadings:
     pods_unscraped: frozenset[str] = frozenset()
     dropped: tuple[DroppedSeries, ...] = ()
     series_found: dict[QueryKind, int] = field(default_factory=dict)
+    pod_load: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +190,7 @@ class BearerTokenFileAuth(httpx.Auth):
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
         token = self.path.read_text(encoding="utf-8").strip()
+        register_secret(token)
         request.headers["Authorization"] = f"Bearer {token}"
         yield request
 
@@ -195,6 +201,8 @@ def build_http_client(
     ca_file: Path | None,
     timeout_seconds: float,
     headers: Mapping[str, str] | None = None,
+    client_cert_file: Path | None = None,
+    client_key_file: Path | None = None,
 ) -> httpx.AsyncClient:
     """Build the HTTP client :class:`PrometheusSource` uses.
 
@@ -205,12 +213,23 @@ def build_http_client(
         timeout_seconds: per-request timeout (connect, read, write, pool).
         headers: extra headers on every request (for example ``X-Scope-OrgID`` for a
             multi-tenant Thanos/Mimir front end).
+        client_cert_file: PEM client certificate for mutual TLS (it may also hold the key).
+        client_key_file: PEM key of the client certificate, when in a separate file.
 
     The caller owns the client and closes it (``await client.aclose()``).
+
+    Raises:
+        OSError, ssl.SSLError: a CA or client certificate file cannot be loaded (at start).
     """
     verify: ssl.SSLContext | bool = True
-    if ca_file is not None:
-        verify = ssl.create_default_context(cafile=str(ca_file))
+    if ca_file is not None or client_cert_file is not None:
+        ctx = ssl.create_default_context(cafile=str(ca_file) if ca_file is not None else None)
+        if client_cert_file is not None:
+            ctx.load_cert_chain(
+                str(client_cert_file),
+                str(client_key_file) if client_key_file is not None else None,
+            )
+        verify = ctx
     auth = BearerTokenFileAuth(bearer_token_file) if bearer_token_file is not None else None
     return httpx.AsyncClient(
         auth=auth,
@@ -600,6 +619,7 @@ class _TargetReader:
     rate_window_seconds: float
     dropped: list[DroppedSeries] = field(default_factory=list)
     series_found: dict[QueryKind, int] = field(default_factory=dict)
+    _pod_cache: dict[QueryKind, dict[str, dict[str, float]] | None] = field(default_factory=dict)
 
     @property
     def ready(self) -> frozenset[str]:
@@ -612,8 +632,14 @@ class _TargetReader:
     def pod_values(self, kind: QueryKind) -> dict[str, dict[str, float]] | None:
         """Ready pod -> {metric: value} for a per-pod query; None if the query failed.
 
-        Series of pods that are not live and ready are recorded in ``dropped``.
+        Series of pods that are not live and ready are recorded in ``dropped`` (once per
+        query: the result is cached).
         """
+        if kind not in self._pod_cache:
+            self._pod_cache[kind] = self._pod_values(kind)
+        return self._pod_cache[kind]
+
+    def _pod_values(self, kind: QueryKind) -> dict[str, dict[str, float]] | None:
         groups = self.pod_groups.get(kind)
         if groups is None:
             return None
@@ -678,7 +704,25 @@ class _TargetReader:
             pods_unscraped=frozenset(unscraped),
             dropped=tuple(self.dropped),
             series_found=dict(self.series_found),
+            pod_load=self.pod_load(running),
         )
+
+    def pod_load(self, running: dict[str, dict[str, float]] | None) -> dict[str, float]:
+        """Requests in flight per ready pod (running + waiting); pods lacking data are left out."""
+        if not running:
+            return {}
+        waiting_sent = QueryKind.WAITING in self.answers
+        waiting = self.pod_values(QueryKind.WAITING) if waiting_sent else {}
+        if waiting is None:
+            return {}
+        out: dict[str, float] = {}
+        for pod, metrics in running.items():
+            if waiting_sent and pod not in waiting:
+                continue
+            total = math.fsum(metrics.values()) + math.fsum((waiting.get(pod) or {}).values())
+            if math.isfinite(total) and total >= 0:
+                out[pod] = total
+        return out
 
     def per_pod(self, name: SignalName, scraped: bool) -> tuple[SignalReading, frozenset[str]]:
         """Reading of a per-pod signal: the sum over the ready pods with data."""

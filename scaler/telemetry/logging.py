@@ -8,6 +8,8 @@ from typing import Literal
 
 import structlog
 
+from scaler.telemetry.redact import redact_secrets
+
 
 def configure_logging(
     fmt: Literal["auto", "json", "console"] = "auto", level: str = "info"
@@ -30,6 +32,7 @@ def configure_logging(
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.StackInfoRenderer(),
             structlog.processors.format_exc_info,
+            redact_secrets,  # after exc_info is rendered, so tracebacks are masked too
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(

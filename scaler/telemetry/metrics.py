@@ -186,6 +186,52 @@ class ScalerMetrics:
         self.dry_run = Gauge(
             "vllm_scaler_dry_run", "1 when this process never writes to the cluster.", registry=r
         )
+        self.leader = Gauge(
+            "vllm_scaler_leader",
+            "1 while this replica holds the leader Lease and may write (always 1 without "
+            "leader election, 0 in dry run).",
+            registry=r,
+        )
+        self.conflict = Gauge(
+            "vllm_scaler_conflict",
+            "1 while another autoscaler (HorizontalPodAutoscaler or KEDA ScaledObject, "
+            "owner=Kind/name) targets the workload; vllm-scaler then only recommends.",
+            ["target", "owner"],
+            registry=r,
+        )
+        self.paused = Gauge(
+            "vllm_scaler_paused",
+            "1 while the workload carries vllm-scaler.io/paused=true (or an invalid pin).",
+            t,
+            registry=r,
+        )
+        self.pinned_replicas = Gauge(
+            "vllm_scaler_pinned_replicas",
+            "Replicas pinned by the workload's vllm-scaler.io/pinned-replicas annotation "
+            "(no series when not pinned).",
+            t,
+            registry=r,
+        )
+        self.refused_writes = Counter(
+            "vllm_scaler_refused_writes",
+            "Changes of spec.replicas the decision asked for but that were not written, by "
+            "reason (conflict, paused, not_leader).",
+            ["target", "reason"],
+            registry=r,
+        )
+        self.pods_annotated = Counter(
+            "vllm_scaler_pod_deletion_cost_patches",
+            "Pods annotated with controller.kubernetes.io/pod-deletion-cost before a scale-down.",
+            t,
+            registry=r,
+        )
+        self.state_writes = Counter(
+            "vllm_scaler_state_writes",
+            "Writes of the persisted decision state to the Lease, by outcome "
+            "(written, failed, too_large).",
+            ["outcome"],
+            registry=r,
+        )
         Info("vllm_scaler_build", "Build information.", registry=r).info({"version": __version__})
 
     def record_decision(

@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +14,12 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from scaler.actuators.kubernetes import KubernetesActuator, build_api_client
+from scaler.actuators.kubernetes import build_api_client
+from scaler.actuators.lease import LeaseClient
 from scaler.config.policy import WorkloadRef
-from scaler.sim.kubeapi import KubeApiServer, KubeStore, write_kubeconfig
+from scaler.controller.leader import LeaderElectionConfig, LeaderElector
+from tests.support.controller_harness import case_policy, open_harness
+from tests.support.fakeprom import kv, per_pod
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 K8S_VERSION = "1.32.0"
@@ -64,10 +66,35 @@ def test_base_and_overlay_validate_against_openapi(base, recommend_only) -> None
     kinds = sorted(d["kind"] for d in base)
     assert kinds == sorted(
         [
-            "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap",
-            "Deployment", "PodDisruptionBudget", "Service", "ServiceMonitor",
+            "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
+            "RoleBinding", "ConfigMap", "Deployment", "PodDisruptionBudget", "Service",
+            "ServiceMonitor",
         ]
     )  # fmt: skip
+
+
+def test_base_runs_two_replicas_with_leader_election(base) -> None:
+    dep = next(d for d in base if d["kind"] == "Deployment")
+    assert dep["spec"]["replicas"] == 2
+    env = {e["name"]: e for e in dep["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["VLLM_SCALER_LEADER_ELECTION"]["value"] == "true"
+    assert env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+    assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    from scaler.config.settings import Settings
+
+    s = Settings(  # the manifest's timings are valid settings
+        lease_duration_seconds=float(env["VLLM_SCALER_LEASE_DURATION_SECONDS"]["value"]),
+        lease_renew_deadline_seconds=float(
+            env["VLLM_SCALER_LEASE_RENEW_DEADLINE_SECONDS"]["value"]
+        ),
+        lease_retry_period_seconds=float(env["VLLM_SCALER_LEASE_RETRY_PERIOD_SECONDS"]["value"]),
+    )
+    assert s.lease_renew_deadline_seconds < s.lease_duration_seconds
+    # The Lease Role is namespaced: bound in the controller's namespace only.
+    role = next(d for d in base if d["kind"] == "Role")
+    binding = next(d for d in base if d["kind"] == "RoleBinding")
+    assert role["metadata"]["namespace"] == binding["metadata"]["namespace"] == "vllm-scaler"
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
 
 
 def test_example_vllm_deployment_validates_and_drains() -> None:
@@ -108,6 +135,9 @@ def test_recommend_only_runs_dry_and_grants_no_write(recommend_only) -> None:
     role = next(d for d in recommend_only if d["kind"] == "ClusterRole")
     verbs = {v for rule in role["rules"] for v in rule["verbs"]}
     assert verbs <= {"get", "list", "watch"}
+    # no Lease permissions either: a dry run takes no part in leader election
+    assert not [d for d in recommend_only if d["kind"] in ("Role", "RoleBinding")]
+    assert dep["spec"]["replicas"] == 1
 
 
 # --- RBAC against the calls the controller really makes ------------------------------------
@@ -137,33 +167,11 @@ def _allowed(rules: list[dict[str, Any]], call: tuple[str, str, str]) -> bool:
     )
 
 
-async def test_rbac_grants_exactly_the_calls_the_controller_makes(base, tmp_path) -> None:
-    store = KubeStore(now=time.time)
-    store.add_deployment("llm", "vllm", 1, {"app": "vllm"})
-    store.add_statefulset("llm", "big", 1, {"app": "big"})
-    store.add_pod("llm", "vllm-abc-x1", {"app": "vllm"}, ready=True)
-    async with KubeApiServer(store, token="t") as server:
-        api = await build_api_client(
-            kubeconfig=write_kubeconfig(tmp_path / "kc", server_url=server.url, token="t"),
-            in_cluster=False,
-        )
-        try:
-            act = KubernetesActuator(api, clock=time.time)
-            for kind, name in (("Deployment", "vllm"), ("StatefulSet", "big")):
-                ref = WorkloadRef.model_validate(
-                    {"apiVersion": "apps/v1", "kind": kind, "namespace": "llm", "name": name}
-                )
-                snap = await act.read(ref)
-                assert (await act.scale(ref, 2, current=snap)).ok
-                assert await act.emit_event(ref, reason="SuccessfulRescale", message="test")
-        finally:
-            await api.close()
-        calls = {_call(r.method, r.path) for r in server.requests if r.path.startswith("/api")}
-    rules = next(d for d in base if d["kind"] == "ClusterRole")["rules"]
+def _check_rules(rules: list[dict[str, Any]], calls: set[tuple[str, str, str]]) -> None:
+    """Every call is allowed; nothing is granted beyond the calls (each kind's scale
+    subresource takes the calls that apps/v1's take)."""
     for call in calls:
         assert _allowed(rules, call), f"RBAC does not allow {call}"
-    # Nothing granted beyond what is called; every kind's scale subresource takes the calls
-    # that apps/v1's take.
     scale_verbs = {v for _, r, v in calls if r.endswith("/scale")}
     for rule in rules:
         for group in rule["apiGroups"]:
@@ -173,3 +181,77 @@ async def test_rbac_grants_exactly_the_calls_the_controller_makes(base, tmp_path
                         assert verb in scale_verbs, (group, resource, verb)
                     else:
                         assert (group, resource, verb) in calls, (group, resource, verb)
+
+
+async def test_rbac_grants_exactly_the_calls_the_controller_makes(base, tmp_path) -> None:
+    """The real controller (leader, with a scale-down that marks pods), the leader elector and
+    every workload kind run against the stand-in; the recorded calls must equal the grants:
+    the ClusterRole for the workloads' namespaces, the Role for the Lease's."""
+    names = ["vllm-abc-x1", "vllm-abc-x2", "vllm-abc-x3"]
+    policy = case_policy(
+        scale_down={
+            "stabilization_window_seconds": 0,
+            "max_replicas_per_period": 1,
+            "period_seconds": 60,
+        }
+    )
+    async with open_harness(tmp_path, policy=policy, replicas=3, ready=names) as h:
+        store = h.store
+        store.register_kind("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", "leaderworkersets")
+        store.register_kind("argoproj.io", "v1alpha1", "Rollout", "rollouts")
+        store.add_statefulset("llm", "big", 1, {"app": "big"})
+        store.add_workload("apps", "replicasets", "llm", "rs", replicas=1, labels={"app": "rs"})
+        store.add_workload(
+            "leaderworkerset.x-k8s.io", "leaderworkersets", "llm", "lws", replicas=1,
+            labels={"app": "lws"},
+        )  # fmt: skip
+        store.add_workload("argoproj.io", "rollouts", "llm", "ro", replicas=1, labels={"app": "ro"})
+        store.add_scaled_object("other", "so", target_name="x")  # the KEDA CRD exists
+        h.fake.set(
+            waiting=per_pod(dict.fromkeys(names, "0")),
+            running=per_pod(dict(zip(names, ["2", "0", "1"], strict=True))),
+            kv_cache=kv(dict.fromkeys(names, "0.1")),
+            ttft_quantile={"status": "success", "data": {"resultType": "vector", "result": [
+                {"metric": {}, "value": [0, "NaN"]}]}},
+            ttft_rate={"status": "success", "data": {"resultType": "vector", "result": [
+                {"metric": {}, "value": [0, "0"]}]}},
+        )  # fmt: skip
+        api = await build_api_client(kubeconfig=h.kubeconfig, in_cluster=False)
+        try:
+            elector = LeaderElector(
+                LeaderElectionConfig(namespace="vllm-scaler", name="vllm-scaler", identity="a"),
+                LeaseClient(api, clock=h.clock),
+                clock=h.clock,
+            )
+            h.controller.leader = elector
+            assert await elector.try_acquire_or_renew()  # creates the Lease
+            report = await h.cycle()  # scale-down 3 -> 2: pods marked, scale patched, event
+            assert report.action == "scaled", report
+            assert await elector.try_acquire_or_renew()  # renews it
+            act = h.actuator
+            for api_version, kind, name in (
+                ("apps/v1", "StatefulSet", "big"),
+                ("apps/v1", "ReplicaSet", "rs"),
+                ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "lws"),
+                ("argoproj.io/v1alpha1", "Rollout", "ro"),
+            ):
+                ref = WorkloadRef.model_validate(
+                    {"apiVersion": api_version, "kind": kind, "namespace": "llm", "name": name}
+                )
+                snap = await act.read(ref)
+                await act.read_annotations(ref)
+                assert (await act.scale(ref, 2, current=snap)).ok
+                assert await act.emit_event(ref, reason="SuccessfulRescale", message="test")
+            assert await elector.release()
+        finally:
+            await api.close()
+        recorded = [r for r in h.kube.requests if r.path.startswith("/api")]
+    assert any(r.method == "PATCH" and "/pods/" in r.path for r in recorded)
+    lease_ns = "/namespaces/vllm-scaler/"
+    cluster_calls = {_call(r.method, r.path) for r in recorded if lease_ns not in r.path}
+    lease_calls = {_call(r.method, r.path) for r in recorded if lease_ns in r.path}
+    assert lease_calls == {
+        ("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")
+    }
+    _check_rules(next(d for d in base if d["kind"] == "ClusterRole")["rules"], cluster_calls)
+    _check_rules(next(d for d in base if d["kind"] == "Role")["rules"], lease_calls)

@@ -193,3 +193,64 @@ async def test_ca_file_verifies_prometheus_tls(tls_prom: tuple[str, Path]) -> No
 async def test_build_http_client_sets_timeout() -> None:
     async with build_http_client(bearer_token_file=None, ca_file=None, timeout_seconds=3) as c:
         assert c.timeout == httpx.Timeout(3)
+
+
+def _openssl(*args: str) -> None:
+    subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+
+@pytest.fixture
+async def mtls_prom(tmp_path: Path) -> AsyncIterator[tuple[str, dict[str, Path]]]:
+    """A Prometheus stand-in that requires a client certificate signed by its own CA."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl CLI not installed (needed to make test certificates)")
+    f = {n: tmp_path / f"{n}.pem" for n in ("ca", "ca-key", "srv", "srv-key", "cli", "cli-key")}
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=test-ca",
+             "-keyout", str(f["ca-key"]), "-out", str(f["ca"]))  # fmt: skip
+    ext = tmp_path / "ext.cnf"
+    ext.write_text("subjectAltName=IP:127.0.0.1\n")
+    for name, cn in (("srv", "127.0.0.1"), ("cli", "vllm-scaler")):
+        csr = tmp_path / f"{name}.csr"
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={cn}",
+                 "-keyout", str(f[f"{name}-key"]), "-out", str(csr))  # fmt: skip
+        _openssl("x509", "-req", "-in", str(csr), "-CA", str(f["ca"]),
+                 "-CAkey", str(f["ca-key"]), "-CAcreateserial", "-days", "1",
+                 "-extfile", str(ext), "-out", str(f[name]))  # fmt: skip
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(f["ca"]))
+    ctx.load_cert_chain(f["srv"], f["srv-key"])
+    ctx.verify_mode = ssl.CERT_REQUIRED
+
+    async def handle(request: web.Request) -> web.Response:
+        return web.json_response(per_pod({"pod-0": "7"}, scaler_selector="s0"))
+
+    app = web.Application()
+    app.router.add_post("/api/v1/query", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0, ssl_context=ctx).start()
+    try:
+        yield f"https://127.0.0.1:{runner.addresses[0][1]}", f
+    finally:
+        await runner.cleanup()
+
+
+async def test_mutual_tls_client_certificate(mtls_prom: tuple[str, dict[str, Path]]) -> None:
+    url, f = mtls_prom
+    t = target(signals={"kv_cache_usage": {"enabled": False}, "ttft_p95": {"enabled": False}})
+    async with build_http_client(
+        bearer_token_file=None,
+        ca_file=f["ca"],
+        timeout_seconds=5,
+        client_cert_file=f["cli"],
+        client_key_file=f["cli-key"],
+    ) as c:
+        result = await PrometheusSource(c, base_url=url, timeout_seconds=5).read(
+            [t], {KEY: snapshot(["pod-0"])}
+        )
+    assert result.readings(KEY)[SignalName.QUEUE_DEPTH].value == 7.0
+    # without the client certificate the server refuses the handshake: transport, no value
+    async with build_http_client(bearer_token_file=None, ca_file=f["ca"], timeout_seconds=5) as c:
+        result = await PrometheusSource(c, base_url=url, timeout_seconds=5).read(
+            [t], {KEY: snapshot(["pod-0"])}
+        )
+    assert result.readings(KEY)[SignalName.QUEUE_DEPTH].status is SignalStatus.TRANSPORT

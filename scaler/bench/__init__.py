@@ -1,0 +1,1 @@
+"""vllm-scaler bench: autoscaling policies compared on real traces in virtual time."""

@@ -1,0 +1,280 @@
+"""The autoscalers compared by the benchmark, as :class:`~scaler.bench.simulate.Controller` s.
+
+1. :class:`VllmScalerController`: vllm-scaler itself: the production
+   :class:`~scaler.sources.prometheus.PrometheusSource` reading the emulated Prometheus, the
+   pod snapshot the Kubernetes actuator would build, and the pure decision core
+   (:func:`scaler.core.decide.decide`, :func:`scaler.core.state.record_write`).
+2. :class:`KedaHpaController`: what the vLLM-on-Kubernetes guides set up: a KEDA
+   ``ScaledObject`` with a Prometheus trigger on ``sum(vllm:num_requests_waiting)``, threshold
+   5 as ``AverageValue`` (desired = ceil(sum / 5)), ``pollingInterval`` 30 s, driving an HPA with
+   the default behavior. The HPA syncs every 15 s on the value KEDA polled last (KEDA's
+   ``useCachedMetrics``); an empty answer counts as 0 (KEDA's ``ignoreNullValues`` default).
+3. :class:`KvHpaController`: an HPA on the ``Pods`` metric ``vllm:kv_cache_usage_perc`` with an
+   average target of 0.8 (through a metrics adapter), default behavior, 15 s sync.
+4. :class:`KpaController`: Knative / AIBrix KPA on in-flight requests per replica
+   (:mod:`scaler.bench.kpa`), deciding every 15 s on per-second samples.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+
+from scaler.bench.hpa import (
+    HpaBehavior,
+    HpaPodState,
+    HpaScaler,
+    external_average_value_replicas,
+    pods_metric_replicas,
+)
+from scaler.bench.kpa import Kpa, KpaConfig
+from scaler.bench.prometheus_api import prometheus_transport
+from scaler.bench.simulate import TickContext
+from scaler.config.policy import TargetPolicy, WorkloadRef
+from scaler.core.decide import Decision, Direction, decide
+from scaler.core.observation import Observation, PodInfo, WorkloadSnapshot
+from scaler.core.reasons import Reason
+from scaler.core.state import TargetState, record_write
+from scaler.sim.fleet import Fleet
+from scaler.sources.prometheus import PrometheusSource
+
+__all__ = [
+    "KedaHpaController",
+    "KpaController",
+    "KvHpaController",
+    "VllmScalerController",
+    "bench_workload",
+    "snapshot",
+]
+
+
+def bench_workload(namespace: str = "llm", name: str = "vllm") -> WorkloadRef:
+    """The simulated Deployment every controller scales."""
+    return WorkloadRef.model_validate(
+        {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": namespace, "name": name}
+    )
+
+
+def snapshot(fleet: Fleet, now: float) -> WorkloadSnapshot:
+    """The :class:`WorkloadSnapshot` the Kubernetes actuator would read from the fleet."""
+    pods = tuple(
+        PodInfo(
+            name=p.name,
+            ready=p.ready_at is not None and p.terminating_since is None,
+            terminating=p.terminating_since is not None,
+            age_seconds=max(0.0, now - p.created_at),
+            phase="Running" if p.ready_at is not None else "Pending",
+        )
+        for p in sorted(fleet.pods.values(), key=lambda p: p.name)
+    )
+    return WorkloadSnapshot(
+        namespace=fleet.config.namespace,
+        spec_replicas=fleet.spec_replicas,
+        status_replicas=len(fleet.live_pods),
+        selector=",".join(f"{k}={v}" for k, v in sorted(fleet.config.labels.items())),
+        resource_version="1",
+        pods=pods,
+    )
+
+
+class VllmScalerController:
+    """vllm-scaler's source and decision core in the loop (see the module docstring).
+
+    Args:
+        policy: the target's policy; its workload is replaced by the simulated Deployment.
+        rate_window_seconds: the ``rate()`` window of the TTFT queries (the policy file's
+            ``rate_window_seconds``).
+        interval_seconds: the control interval (``CONTROL_INTERVAL_SECONDS``).
+        name: the label in reports.
+    """
+
+    def __init__(
+        self,
+        policy: TargetPolicy,
+        *,
+        rate_window_seconds: float = 60.0,
+        interval_seconds: int = 15,
+        name: str = "vllm-scaler",
+    ) -> None:
+        self.name = name
+        self.interval_seconds = interval_seconds
+        self.policy = policy.model_copy(
+            update={"workload": bench_workload(), "prometheus_matchers": None}
+        )
+        self.rate_window_seconds = rate_window_seconds
+        self.state: TargetState | None = None
+        self.decisions: list[Decision] = []
+        self._loop = asyncio.new_event_loop()
+        self._client: httpx.AsyncClient | None = None
+        self._source: PrometheusSource | None = None
+        self._now = 0.0
+
+    def _bind(self, ctx: TickContext) -> PrometheusSource:
+        transport = prometheus_transport(
+            ctx.tsdb,
+            self.policy,
+            namespace=ctx.fleet.config.namespace,
+            rate_window_seconds=self.rate_window_seconds,
+            clock=lambda: self._now,
+        )
+        self._client = httpx.AsyncClient(transport=transport)
+        return PrometheusSource(
+            self._client,
+            base_url="http://prometheus.bench",
+            timeout_seconds=10.0,
+            rate_window_seconds=self.rate_window_seconds,
+        )
+
+    def observe(self, ctx: TickContext) -> None:
+        """Nothing between cycles: the controller only reads at its interval."""
+
+    def decide(self, ctx: TickContext) -> int:
+        """One control cycle: read, decide, and (as the actuator would) record the write."""
+        if self._source is None:
+            self._source = self._bind(ctx)
+        self._now = ctx.now
+        snap = snapshot(ctx.fleet, ctx.now)
+        key = self.policy.key
+        result = self._loop.run_until_complete(self._source.read([self.policy], {key: snap}))
+        obs = Observation(snap.counts(self.policy.model_load_timeout_seconds), result.readings(key))
+        d = decide(self.policy, obs, self.state, ctx.now)
+        state = d.state
+        if d.direction is not Direction.NONE:
+            state = record_write(
+                state, from_replicas=d.current_replicas, to_replicas=d.desired_replicas, now=ctx.now
+            )
+        self.state = state
+        self.decisions.append(d)
+        return d.desired_replicas
+
+    def reasons(self) -> dict[Reason, int]:
+        """How often each decision reason came up."""
+        out: dict[Reason, int] = {}
+        for d in self.decisions:
+            out[d.reason] = out.get(d.reason, 0) + 1
+        return out
+
+    def close(self) -> None:
+        """Close the HTTP client and the event loop."""
+        if self._client is not None:
+            self._loop.run_until_complete(self._client.aclose())
+        self._loop.close()
+
+
+class KedaHpaController:
+    """KEDA Prometheus trigger (AverageValue) driving an HPA (see the module docstring).
+
+    Args:
+        threshold: the trigger's ``threshold`` (waiting requests per replica).
+        polling_interval_seconds: KEDA's ``pollingInterval``.
+        sync_seconds: the HPA's sync period.
+        min_replicas, max_replicas: ``minReplicaCount`` / ``maxReplicaCount``.
+    """
+
+    def __init__(
+        self,
+        *,
+        threshold: float = 5.0,
+        polling_interval_seconds: int = 30,
+        sync_seconds: int = 15,
+        min_replicas: int = 1,
+        max_replicas: int = 32,
+        name: str = "keda-queue",
+    ) -> None:
+        self.name = name
+        self.interval_seconds = sync_seconds
+        self.threshold = threshold
+        self.polling = polling_interval_seconds
+        self.value = 0.0
+        self.hpa = HpaScaler(min_replicas, max_replicas, HpaBehavior())
+
+    def observe(self, ctx: TickContext) -> None:
+        """KEDA polls Prometheus every ``pollingInterval``; no series reads as 0."""
+        if round(ctx.now) % self.polling == 0:
+            self.value = ctx.tsdb.sum_waiting(ctx.now) or 0.0
+
+    def decide(self, ctx: TickContext) -> int:
+        """HPA sync: External AverageValue replicas, then stabilization and rate limits."""
+        current = ctx.fleet.spec_replicas
+        status = len(ctx.fleet.live_pods)
+        desired = external_average_value_replicas(self.value, self.threshold, status)
+        return self.hpa.normalize(desired, current, ctx.now)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class KvHpaController:
+    """HPA on average KV-cache usage per pod (``Pods`` metric, AverageValue 0.8).
+
+    Args:
+        target: the average KV-cache usage per pod, 0-1.
+        sync_seconds: the HPA's sync period.
+        min_replicas, max_replicas: the HPA's range.
+    """
+
+    def __init__(
+        self,
+        *,
+        target: float = 0.8,
+        sync_seconds: int = 15,
+        min_replicas: int = 1,
+        max_replicas: int = 32,
+        name: str = "hpa-kv",
+    ) -> None:
+        self.name = name
+        self.interval_seconds = sync_seconds
+        self.target = target
+        self.hpa = HpaScaler(min_replicas, max_replicas, HpaBehavior())
+
+    def observe(self, ctx: TickContext) -> None:
+        """Nothing between syncs."""
+
+    def decide(self, ctx: TickContext) -> int:
+        """HPA sync on the last scraped KV usage of each pod."""
+        current = ctx.fleet.spec_replicas
+        states: dict[str, str] = {}
+        for p in ctx.fleet.pods.values():
+            if p.terminating_since is not None:
+                states[p.name] = HpaPodState.TERMINATING
+            elif p.ready_at is None:
+                states[p.name] = HpaPodState.PENDING  # loading its model: phase Pending here
+            else:
+                states[p.name] = HpaPodState.READY
+        metrics = {pod: s.kv_usage for pod, s in ctx.tsdb.instant(ctx.now).items()}
+        desired = pods_metric_replicas(states, metrics, self.target, current)
+        if desired is None:  # no metrics at all: the HPA holds (ScalingActive=False)
+            desired = current
+        return self.hpa.normalize(desired, current, ctx.now)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class KpaController:
+    """Knative / AIBrix KPA on in-flight requests per replica.
+
+    It samples the fleet's total in-flight requests every second straight from the replicas
+    (Knative's queue-proxy and AIBrix both read pods directly, not Prometheus), including
+    requests held while no replica is ready (Knative's activator buffers and reports them).
+    """
+
+    def __init__(self, config: KpaConfig, *, interval_seconds: int = 15, name: str = "kpa") -> None:
+        self.name = name
+        self.interval_seconds = interval_seconds
+        self.kpa = Kpa(config)
+
+    def observe(self, ctx: TickContext) -> None:
+        """Record the per-second concurrency sample."""
+        fleet = ctx.fleet
+        total = len(fleet.backlog) + sum(p.engine.in_flight for p in fleet.pods.values() if p.ready)
+        self.kpa.record(ctx.now, float(total))
+
+    def decide(self, ctx: TickContext) -> int:
+        """The KPA's desired replicas given the ready pods."""
+        ready = sum(1 for p in ctx.fleet.pods.values() if p.ready)
+        return self.kpa.decide(ctx.now, ready)
+
+    def close(self) -> None:
+        """Nothing to release."""

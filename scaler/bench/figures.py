@@ -1,0 +1,187 @@
+"""The benchmark's figures per policy: service (TTFT vs the SLO), cost (GPU-hours), churn.
+
+Definitions (times in seconds, TTFT measured from arrival to the end of the engine step that
+produced the first token):
+
+- share of requests within the SLO: requests whose TTFT <= SLO over all requests; a request
+  with no first token (cut, or still queued at the end) is a miss;
+- share of minutes within the SLO: over the trace's minutes that have arrivals, those whose
+  TTFT p95 (nearest rank over the requests that *arrived* in that minute) is within the SLO;
+- GPU-hours: every pod from its creation to its deletion (model load and draining included),
+  counted inside the trace window ``[0, duration]``;
+- scale events: writes of ``spec.replicas``; reversals: consecutive events in opposite
+  directions;
+- peak queue: the largest number of requests waiting (in replicas, or held while none was
+  ready), sampled every second;
+- cut: requests aborted because their pod was killed at the end of its grace period.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scaler.bench.oracle import OracleResult, nearest_rank
+from scaler.bench.simulate import RunRecord
+from scaler.sim.engine import SimRequest
+
+__all__ = ["PolicyFigures", "figures_of_oracle", "figures_of_run", "littles_law", "reversals"]
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyFigures:
+    """One policy's figures (see the module docstring for definitions).
+
+    Attributes:
+        name: the policy's short name.
+        requests, served, cut, unfinished: request counts.
+        slo_request_share: 0-1.
+        slo_minute_share: 0-1.
+        violating_minutes: minutes with arrivals whose TTFT p95 missed the SLO.
+        ttft_p50, ttft_p95, ttft_p99: seconds, over requests that got a first token.
+        gpu_hours: replica-hours.
+        scale_events, scale_ups, scale_downs, reversals: counts.
+        peak_queue: requests.
+        peak_replicas: the largest replica count asked for.
+        minute_p95: TTFT p95 per minute (seconds; NaN for minutes without arrivals).
+        replicas_over_time: ``(seconds, pods)`` steps, for the plot.
+    """
+
+    name: str
+    requests: int
+    served: int
+    cut: int
+    unfinished: int
+    slo_request_share: float
+    slo_minute_share: float
+    violating_minutes: int
+    ttft_p50: float
+    ttft_p95: float
+    ttft_p99: float
+    gpu_hours: float
+    scale_events: int
+    scale_ups: int
+    scale_downs: int
+    reversals: int
+    peak_queue: int
+    peak_replicas: int
+    minute_p95: tuple[float, ...]
+    replicas_over_time: tuple[tuple[float, int], ...]
+
+
+def reversals(directions: Sequence[int]) -> int:
+    """Consecutive scale events in opposite directions (signs of the changes)."""
+    signs = [1 if d > 0 else -1 for d in directions if d != 0]
+    return sum(1 for a, b in itertools.pairwise(signs) if a != b)
+
+
+def _service(
+    requests: Sequence[SimRequest], duration: float, slo: float
+) -> tuple[float, float, int, tuple[float, float, float], tuple[float, ...]]:
+    counted = [r for r in requests if not r.rejected]
+    ttfts = [r.ttft for r in counted if r.ttft is not None]
+    within = sum(1 for t in ttfts if t <= slo)
+    minutes = max(1, math.ceil(duration / 60 - 1e-9))
+    per_minute: list[list[float]] = [[] for _ in range(minutes)]
+    for r in counted:
+        m = min(minutes - 1, int(r.arrival // 60))
+        per_minute[m].append(r.ttft if r.ttft is not None else math.inf)
+    p95s = tuple(nearest_rank(v, 0.95) for v in per_minute)
+    busy = [p for p, v in zip(p95s, per_minute, strict=True) if v]
+    ok_minutes = sum(1 for p in busy if p <= slo)
+    quantiles = (nearest_rank(ttfts, 0.5), nearest_rank(ttfts, 0.95), nearest_rank(ttfts, 0.99))
+    return (
+        within / len(counted) if counted else math.nan,
+        ok_minutes / len(busy) if busy else math.nan,
+        len(busy) - ok_minutes,
+        quantiles,
+        p95s,
+    )
+
+
+def figures_of_run(run: RunRecord, slo_seconds: float) -> PolicyFigures:
+    """Figures of a simulated policy run."""
+    share, minute_share, bad, (p50, p95, p99), p95s = _service(
+        run.requests, run.duration_seconds, slo_seconds
+    )
+    end = run.duration_seconds
+    gpu = 0.0
+    for created, deleted in run.pods:
+        lo = max(created, 0.0)
+        hi = min(deleted if deleted is not None else math.inf, end)
+        gpu += max(0.0, hi - lo)
+    deltas = [b - a for _, a, b in run.scale_events]
+    steps: list[tuple[float, int]] = []
+    for s in run.samples:
+        if not steps or steps[-1][1] != s.pods:
+            steps.append((s.t, s.pods))
+    return PolicyFigures(
+        name=run.name,
+        requests=len(run.requests),
+        served=sum(1 for r in run.requests if r.done),
+        cut=sum(1 for r in run.requests if r.cut),
+        unfinished=sum(1 for r in run.requests if r.finished_at is None),
+        slo_request_share=share,
+        slo_minute_share=minute_share,
+        violating_minutes=bad,
+        ttft_p50=p50,
+        ttft_p95=p95,
+        ttft_p99=p99,
+        gpu_hours=gpu / 3600,
+        scale_events=len(deltas),
+        scale_ups=sum(1 for d in deltas if d > 0),
+        scale_downs=sum(1 for d in deltas if d < 0),
+        reversals=reversals(deltas),
+        peak_queue=max((s.waiting for s in run.samples), default=0),
+        peak_replicas=max((s.spec_replicas for s in run.samples), default=0),
+        minute_p95=p95s,
+        replicas_over_time=tuple(steps),
+    )
+
+
+def figures_of_oracle(
+    oracle: OracleResult, duration: float, slo_seconds: float, name: str = "oracle"
+) -> PolicyFigures:
+    """Figures of the oracle's schedule (its replays give the service)."""
+    share, minute_share, bad, (p50, p95, p99), p95s = _service(
+        oracle.requests, duration, slo_seconds
+    )
+    deltas = [b - a for a, b in zip(oracle.replicas, oracle.replicas[1:], strict=False) if b != a]
+    steps = tuple((i * oracle.interval_seconds, n) for i, n in enumerate(oracle.replicas))
+    return PolicyFigures(
+        name=name,
+        requests=len(oracle.requests),
+        served=sum(1 for r in oracle.requests if r.first_token_at is not None),
+        cut=0,
+        unfinished=0,
+        slo_request_share=share,
+        slo_minute_share=minute_share,
+        violating_minutes=bad,
+        ttft_p50=p50,
+        ttft_p95=p95,
+        ttft_p99=p99,
+        gpu_hours=oracle.gpu_seconds / 3600,
+        scale_events=len(deltas),
+        scale_ups=sum(1 for d in deltas if d > 0),
+        scale_downs=sum(1 for d in deltas if d < 0),
+        reversals=reversals(deltas),
+        peak_queue=oracle.peak_waiting,
+        peak_replicas=max(oracle.replicas, default=0),
+        minute_p95=p95s,
+        replicas_over_time=steps,
+    )
+
+
+def littles_law(run: RunRecord) -> tuple[float, float]:
+    """``(L, lambda x W)`` of a run: mean requests in the system (sampled each second) and
+    the arrival rate times the mean time in system. Equal, up to sampling, when every request
+    finished inside the sampled span (Little's law)."""
+    if not run.samples or not run.requests:
+        return 0.0, 0.0
+    span = run.samples[-1].t + 1.0
+    in_system = sum(s.waiting + s.running for s in run.samples) / len(run.samples)
+    done = [r.e2e for r in run.requests if r.e2e is not None]
+    mean_w = sum(done) / len(done) if done else 0.0
+    return in_system, len(run.requests) / span * mean_w

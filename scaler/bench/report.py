@@ -1,0 +1,185 @@
+"""The benchmark's output: a readable table, a JSON document and a PNG plot."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from scaler.bench.figures import PolicyFigures
+from scaler.bench.runner import BASELINE, BenchResult
+
+__all__ = ["as_json", "format_table", "plot_bench"]
+
+_DESCRIPTIONS = {
+    BASELINE: "KEDA sum(vllm:num_requests_waiting) threshold 5 AverageValue, 30 s poll, "
+    "HPA default behavior",
+    "hpa-kv": "HPA on average vllm:kv_cache_usage_perc, target 0.8, default behavior",
+    "kpa": "KPA-style on in-flight per replica (stable 180 s, panic 60 s at 2x)",
+    "oracle": "oracle: fewest replicas per minute meeting the SLO, instant start",
+}
+
+
+def _describe(result: BenchResult, name: str) -> str:
+    if name == "vllm-scaler":
+        return f"vllm-scaler, {result.policy_source}, 15 s interval"
+    return _DESCRIPTIONS.get(name, name)
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b else math.inf
+
+
+def _num(x: float) -> float | None:
+    # JSON has no NaN or Infinity.
+    return x if math.isfinite(x) else None
+
+
+def as_json(result: BenchResult, plot: Path | None = None) -> dict[str, Any]:
+    """The result as a JSON-ready dict (times in seconds, shares 0-1, NaN/inf as null)."""
+    oracle = result.by_name("oracle")
+    base = result.by_name(BASELINE)
+    policies = []
+    for p in result.policies:
+        policies.append(
+            {
+                "name": p.name,
+                "description": _describe(result, p.name),
+                "requests": p.requests,
+                "served": p.served,
+                "cut_by_scale_down": p.cut,
+                "unfinished": p.unfinished,
+                "slo_request_share": _num(p.slo_request_share),
+                "slo_minute_share": _num(p.slo_minute_share),
+                "violating_minutes": p.violating_minutes,
+                "ttft_p50_seconds": _num(p.ttft_p50),
+                "ttft_p95_seconds": _num(p.ttft_p95),
+                "ttft_p99_seconds": _num(p.ttft_p99),
+                "gpu_hours": round(p.gpu_hours, 4),
+                "gpu_hours_vs_oracle": _num(round(_ratio(p.gpu_hours, oracle.gpu_hours), 4)),
+                "gpu_hours_vs_baseline": _num(round(_ratio(p.gpu_hours, base.gpu_hours), 4)),
+                "scale_events": p.scale_events,
+                "scale_ups": p.scale_ups,
+                "scale_downs": p.scale_downs,
+                "scale_events_vs_baseline": _num(
+                    round(_ratio(p.scale_events, base.scale_events), 4)
+                ),
+                "direction_reversals": p.reversals,
+                "peak_queue": p.peak_queue,
+                "peak_replicas": p.peak_replicas,
+            }
+        )
+    return {
+        "trace": result.trace,
+        "duration_seconds": result.duration_seconds,
+        "rate_scale": result.rate_scale,
+        "rate_scale_auto": result.rate_scale_auto,
+        "slo_ttft_p95_seconds": result.slo_ttft_seconds,
+        "model_load_seconds": result.model_load_seconds,
+        "replica_capacity": {
+            "requests_per_second": round(result.capacity.rate, 4),
+            "concurrency": round(result.capacity.concurrency, 3),
+        },
+        "kpa_target_concurrency": result.kpa_target,
+        "initial_replicas": result.initial_replicas,
+        "oracle_peak_replicas": oracle.peak_replicas,
+        "baseline": BASELINE,
+        "policies": policies,
+        "goals": [{"goal": g.text, "measured": g.measured, "met": g.met} for g in result.goals],
+        "plot": str(plot) if plot is not None else None,
+        "elapsed_seconds": round(result.elapsed_seconds, 2),
+    }
+
+
+def _row(p: PolicyFigures, oracle: PolicyFigures, base: PolicyFigures) -> str:
+    return (
+        f"{p.name:<12} {100 * p.slo_request_share:7.2f}% {100 * p.slo_minute_share:6.1f}% "
+        f"{p.ttft_p50:6.2f} {p.ttft_p95:7.2f} {p.ttft_p99:7.2f} {p.gpu_hours:7.2f} "
+        f"{_ratio(p.gpu_hours, oracle.gpu_hours):6.2f} {_ratio(p.gpu_hours, base.gpu_hours):6.2f} "
+        f"{p.scale_events:4d} ({p.scale_ups:>3}/{p.scale_downs:<3}) {p.reversals:4d} "
+        f"{p.peak_queue:6d} {p.peak_replicas:4d} {p.cut:4d}"
+    )
+
+
+def format_table(result: BenchResult, plot: Path | None = None) -> str:
+    """The readable report: setup, one row per policy, the goals."""
+    oracle = result.by_name("oracle")
+    base = result.by_name(BASELINE)
+    scale = f"x{result.rate_scale:g}" + (" (auto)" if result.rate_scale_auto else "")
+    head = (
+        f"{'policy':<12} {'req<=SLO':>8} {'min<=SLO':>7} {'p50 s':>6} {'p95 s':>7} "
+        f"{'p99 s':>7} {'GPU-h':>7} {'/orcl':>6} {'/keda':>6} {'events (up/dn)':>14} "
+        f"{'rev':>4} {'peakQ':>6} {'peak':>4} {'cut':>4}"
+    )
+    lines = [
+        f"trace       {result.trace}",
+        f"rate scale  {scale}; oracle peak {oracle.peak_replicas} replicas; every policy starts "
+        f"with {result.initial_replicas}",
+        f"SLO         TTFT p95 <= {result.slo_ttft_seconds:g} s; model load "
+        f"{result.model_load_seconds:g} s; one replica sustains "
+        f"{result.capacity.rate:.2f} req/s at {result.capacity.concurrency:.1f} in flight on "
+        f"this mix (KPA target {result.kpa_target:g} = 70%)",
+        "",
+        head,
+        "-" * len(head),
+        *(_row(p, oracle, base) for p in result.policies),
+        "",
+        "policies:",
+        *(f"  {p.name:<12} {_describe(result, p.name)}" for p in result.policies),
+        "",
+        "goals for vllm-scaler:",
+        *(f"  [{'met' if g.met else 'MISSED'}] {g.text}: {g.measured}" for g in result.goals),
+        f"elapsed     {result.elapsed_seconds:.1f} s",
+    ]
+    if plot is not None:
+        lines.append(f"plot        {plot}")
+    return "\n".join(lines)
+
+
+def plot_bench(result: BenchResult, path: Path) -> Path:
+    """PNG: offered load; replicas (pods, loading and draining included) per policy and the
+    oracle; TTFT p95 per minute per policy against the SLO."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2, ax3) = plt.subplots(3, 1, figsize=(12, 9.5), sharex=True)
+    fig.suptitle(
+        f"{result.trace}\nTTFT p95 SLO {result.slo_ttft_seconds:g} s, model load "
+        f"{result.model_load_seconds:g} s",
+        fontsize=9,
+    )
+    minutes = [i * 10 / 60 for i in range(len(result.arrivals_per_second))]
+    ax1.plot(minutes, result.arrivals_per_second, color="tab:gray", lw=0.8)
+    ax1.set_ylabel("arrivals/s (10 s)")
+    for p in result.policies:
+        t = [s / 60 for s, _ in p.replicas_over_time]
+        n = [c for _, c in p.replicas_over_time]
+        t.append(result.duration_seconds / 60)
+        n.append(n[-1] if n else 0)
+        style = {"color": "black", "lw": 1.8, "ls": "--"} if p.name == "oracle" else {"lw": 1.1}
+        ax2.step(t, n, where="post", label=f"{p.name} ({p.gpu_hours:.1f} GPU-h)", **style)
+        m = [i + 0.5 for i in range(len(p.minute_p95))]
+        v = [min(x, 1e3) if not math.isnan(x) else math.nan for x in p.minute_p95]
+        ax3.plot(
+            m,
+            v,
+            marker="o",
+            ms=2.5,
+            lw=0.9,
+            label=p.name,
+            **({"color": "black"} if p.name == "oracle" else {}),
+        )
+    ax2.set_ylabel("replicas (pods)")
+    ax2.legend(loc="upper left", fontsize=7, ncol=2)
+    ax3.axhline(result.slo_ttft_seconds, color="tab:red", ls="--", lw=1, label="SLO")
+    ax3.set_yscale("log")
+    ax3.set_ylabel("TTFT p95 per minute, s")
+    ax3.set_xlabel("minutes since trace start")
+    ax3.legend(loc="upper left", fontsize=7, ncol=3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

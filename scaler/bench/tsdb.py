@@ -1,0 +1,192 @@
+"""An emulated Prometheus in virtual time: scrapes, staleness, instant and range queries.
+
+What it reproduces of Prometheus 2.x, because the decision core's inputs depend on it:
+
+- each replica is a scrape target from the moment it is Ready until its pod is deleted
+  (vLLM's API server serves ``/metrics`` only after the model is loaded; a terminating pod is
+  still discovered and scraped while it drains, as with pod or endpoints discovery);
+- every target is scraped every ``scrape_interval_seconds`` at its own fixed offset
+  (Prometheus spreads targets over the interval by hashing them); the offset here is
+  ``crc32(pod name) mod interval`` in whole seconds, so runs are deterministic;
+- a deleted pod's series get a staleness marker at the deletion time: instant queries stop
+  returning them at once, while ``rate()`` still uses the samples before the marker;
+- instant queries return a series' newest sample within the 5-minute lookback delta;
+- ``rate()`` uses the samples in ``[t - W, t]`` with Prometheus' extrapolation
+  (:func:`scaler.bench.promql.extrapolated_rate`), and ``histogram_quantile`` interpolates as
+  Prometheus does (:func:`scaler.bench.promql.histogram_quantile`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import zlib
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from scaler.bench.promql import extrapolated_rate, histogram_quantile
+from scaler.sim.exposition import TTFT_BUCKETS
+from scaler.sim.fleet import SimPod
+
+__all__ = ["LOOKBACK_DELTA_SECONDS", "PodSample", "ScrapedSeries", "Tsdb"]
+
+#: Prometheus' default ``--query.lookback-delta``, seconds.
+LOOKBACK_DELTA_SECONDS = 300.0
+# Samples older than this are dropped from memory (longest rate window we serve + margin).
+_RETENTION_SECONDS = 900.0
+
+
+@dataclass(frozen=True, slots=True)
+class PodSample:
+    """One scrape of one replica (time in seconds; gauges and counters as vLLM exports them).
+
+    Attributes:
+        t: scrape time, seconds.
+        waiting: ``vllm:num_requests_waiting``.
+        running: ``vllm:num_requests_running``.
+        kv_usage: ``vllm:kv_cache_usage_perc`` (0-1).
+        ttft_buckets: cumulative ``vllm:time_to_first_token_seconds_bucket`` counts, one per
+            bound of :data:`~scaler.sim.exposition.TTFT_BUCKETS` then ``+Inf``.
+        ttft_count: ``vllm:time_to_first_token_seconds_count``.
+    """
+
+    t: float
+    waiting: float
+    running: float
+    kv_usage: float
+    ttft_buckets: tuple[float, ...]
+    ttft_count: float
+
+
+@dataclass(slots=True)
+class ScrapedSeries:
+    """Everything scraped from one pod."""
+
+    pod: str
+    offset: float
+    samples: deque[PodSample] = field(default_factory=deque)
+    stale_at: float | None = None
+
+    def latest(self, t: float) -> PodSample | None:
+        """The sample an instant query at ``t`` sees, or None (stale, too old, none)."""
+        if not self.samples:
+            return None
+        s = self.samples[-1]
+        if s.t > t:  # only when querying the past, which the bench never does
+            older = [x for x in self.samples if x.t <= t]
+            if not older:
+                return None
+            s = older[-1]
+        if self.stale_at is not None and self.stale_at <= t and self.stale_at >= s.t:
+            return None
+        if t - s.t > LOOKBACK_DELTA_SECONDS:
+            return None
+        return s
+
+    def in_range(self, start: float, end: float) -> list[PodSample]:
+        """Samples with ``start <= t <= end`` (Prometheus 2.x range selection)."""
+        return [s for s in self.samples if start <= s.t <= end]
+
+
+_BOUNDS: tuple[float, ...] = (*TTFT_BUCKETS, math.inf)
+
+
+class Tsdb:
+    """Scraped series of a simulated fleet, queryable as Prometheus would answer.
+
+    Args:
+        scrape_interval_seconds: Prometheus' ``scrape_interval`` (whole seconds; the bench
+            ticks once per second).
+    """
+
+    def __init__(self, scrape_interval_seconds: int = 15) -> None:
+        if scrape_interval_seconds < 1:
+            raise ValueError("scrape_interval_seconds must be >= 1")
+        self.interval = scrape_interval_seconds
+        self.series: dict[str, ScrapedSeries] = {}
+
+    def _offset(self, pod: str) -> float:
+        return float(zlib.crc32(pod.encode()) % self.interval)
+
+    def scrape(self, pods: Iterable[SimPod], t: float) -> None:
+        """Scrape, at second ``t``, every target whose offset falls on ``t``.
+
+        ``pods`` are the pods that exist (live or terminating); ready ones are targets. The
+        caller must have advanced their engines to ``t``. Pods that disappeared since the
+        last call get their staleness marker at their deletion time.
+        """
+        present: set[str] = set()
+        for pod in pods:
+            present.add(pod.name)
+            if pod.ready_at is None:
+                continue
+            s = self.series.get(pod.name)
+            if s is None:
+                s = self.series[pod.name] = ScrapedSeries(pod.name, self._offset(pod.name))
+            if (round(t) - s.offset) % self.interval != 0:
+                continue
+            m = pod.metrics
+            s.samples.append(
+                PodSample(
+                    t=t,
+                    waiting=float(m.num_requests_waiting),
+                    running=float(m.num_requests_running),
+                    kv_usage=m.kv_cache_usage,
+                    ttft_buckets=tuple(float(c) for c in itertools.accumulate(m.ttft.counts)),
+                    ttft_count=float(m.ttft.count),
+                )
+            )
+        for name, s in list(self.series.items()):
+            if s.stale_at is None and name not in present:
+                s.stale_at = t
+            while s.samples and s.samples[0].t < t - _RETENTION_SECONDS:
+                s.samples.popleft()
+            if s.stale_at is not None and not s.samples:
+                del self.series[name]
+
+    # ------------------------------------------------------------------ queries
+    def instant(self, t: float) -> dict[str, PodSample]:
+        """Pod -> the sample an instant query at ``t`` returns (non-stale pods only)."""
+        out: dict[str, PodSample] = {}
+        for name, s in self.series.items():
+            latest = s.latest(t)
+            if latest is not None:
+                out[name] = latest
+        return out
+
+    def sum_waiting(self, t: float) -> float | None:
+        """``sum(vllm:num_requests_waiting)`` at ``t``; None for an empty answer."""
+        values = [s.waiting for s in self.instant(t).values()]
+        return math.fsum(values) if values else None
+
+    def ttft_rates(self, t: float, window: float) -> tuple[list[tuple[float, float]], float] | None:
+        """``sum by (le) (rate(bucket[W]))`` and ``sum(rate(count[W]))`` at ``t``.
+
+        Returns ``(buckets, count rate)`` or None when no pod has two samples in the window
+        (Prometheus answers an empty vector).
+        """
+        sums = [0.0] * len(_BOUNDS)
+        count_rate = 0.0
+        found = False
+        start = t - window
+        for s in self.series.values():
+            pts = s.in_range(start, t)
+            if len(pts) < 2:
+                continue
+            for i in range(len(_BOUNDS)):
+                r = extrapolated_rate([(p.t, p.ttft_buckets[i]) for p in pts], start, t)
+                if r is not None:
+                    sums[i] += r
+                    found = True
+            c = extrapolated_rate([(p.t, p.ttft_count) for p in pts], start, t)
+            if c is not None:
+                count_rate += c
+        if not found:
+            return None
+        return list(zip(_BOUNDS, sums, strict=True)), count_rate
+
+    def ttft_quantile(self, t: float, window: float, q: float) -> float | None:
+        """``histogram_quantile(q, sum by (le) (rate(...bucket[W])))`` at ``t``; None if empty."""
+        rates = self.ttft_rates(t, window)
+        return None if rates is None else histogram_quantile(q, rates[0])

@@ -1,0 +1,387 @@
+"""Leader election on a coordination.k8s.io/v1 Lease, with client-go's semantics.
+
+Several controller replicas run; only the holder of the Lease writes to the cluster. The
+others run the same cycles read-only and take over when the Lease expires.
+
+- Acquire: the Lease does not exist (create it), has no holder (released), or its holder's
+  ``renewTime + leaseDurationSeconds`` has passed. Taking it over increments
+  ``leaseTransitions`` and sets ``acquireTime``.
+- Renew: the holder rewrites ``renewTime`` every retry period. Every write is a PUT with the
+  resourceVersion read just before (optimistic lock); a 409 means someone else wrote in
+  between: the Lease is read again and the attempt re-evaluated once.
+- Step down: a leader that has not renewed successfully for ``renew_deadline`` stops acting
+  as leader, before any other replica may acquire the Lease (``renew_deadline <
+  lease_duration``), so two leaders never write at the same time.
+- Release (graceful stop): the holder clears ``holderIdentity`` so another replica acquires
+  at its next retry instead of waiting for expiry.
+
+Expiry is judged on the holder's ``renewTime`` and the injected clock (epoch seconds),
+never a wall-clock read inside the logic; replicas therefore rely on roughly synchronised
+node clocks, as the skew must stay well below ``lease_duration - renew_deadline``.
+
+The Lease also carries the decision state a new leader resumes (an annotation written only
+by the holder, see :meth:`LeaderElector.write_annotations`): a write that is not the
+holder's fails on the resourceVersion or the holder check, so a deposed leader can never
+overwrite its successor's state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import math
+import os
+import secrets
+import socket
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import structlog
+
+from scaler.actuators.kubernetes import KubeApiError, ScaleOutcome
+from scaler.telemetry.metrics import ScalerMetrics
+
+__all__ = ["LeaderElectionConfig", "LeaderElector", "LeaseApi", "default_identity"]
+
+log = structlog.get_logger("vllm_scaler")
+
+
+class LeaseApi(Protocol):
+    """Lease reads and writes (see :class:`scaler.actuators.lease.LeaseClient`)."""
+
+    async def get(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+
+    async def create(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]: ...
+
+    async def replace(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderElectionConfig:
+    """Where the Lease is and how long a leadership lasts (seconds).
+
+    Attributes:
+        namespace, name: the Lease.
+        identity: this replica's ``holderIdentity`` (unique per process).
+        lease_duration_seconds: a holder that has not renewed for this long may be replaced.
+        renew_deadline_seconds: a leader that could not renew for this long steps down
+            (< ``lease_duration_seconds``).
+        retry_period_seconds: how often to try to acquire or renew (< renew deadline).
+    """
+
+    namespace: str
+    name: str
+    identity: str
+    lease_duration_seconds: float = 15.0
+    renew_deadline_seconds: float = 10.0
+    retry_period_seconds: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.retry_period_seconds < self.renew_deadline_seconds:
+            raise ValueError("retry period must be positive and shorter than the renew deadline")
+        if not self.renew_deadline_seconds < self.lease_duration_seconds:
+            raise ValueError("renew deadline must be shorter than the lease duration")
+
+
+def default_identity() -> str:
+    """``<pod name or hostname>_<random suffix>``: unique even across restarts of one pod."""
+    base = os.environ.get("POD_NAME") or socket.gethostname() or "vllm-scaler"
+    return f"{base[:100]}_{secrets.token_hex(4)}"
+
+
+def micro_time(epoch_seconds: float) -> str:
+    """A metav1.MicroTime string (``2006-01-02T15:04:05.000000Z``)."""
+    return datetime.fromtimestamp(epoch_seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(value: object) -> float | None:
+    """Epoch seconds of a MicroTime / RFC3339 string; None when absent or unparsable."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+class LeaderElector:
+    """Acquires, renews and releases the Lease; tells the controller whether it leads.
+
+    Args:
+        config: the Lease and the timings.
+        leases: the Lease API.
+        clock: epoch seconds; the only "now".
+        metrics: where ``vllm_scaler_leader`` is exported (optional).
+    """
+
+    def __init__(
+        self,
+        config: LeaderElectionConfig,
+        leases: LeaseApi,
+        *,
+        clock: Callable[[], float],
+        metrics: ScalerMetrics | None = None,
+    ) -> None:
+        self.config = config
+        self._leases = leases
+        self._clock = clock
+        self._metrics = metrics
+        self._lock = asyncio.Lock()
+        self._holding = False
+        self._renewed_at = -math.inf
+        self._was_leader = False
+        self._observed_holder: str | None = None
+        #: Incremented at every acquisition (the controller reloads the state on a new term).
+        self.term = 0
+        #: The Lease as last read or written.
+        self.lease: dict[str, Any] | None = None
+        if metrics is not None:
+            metrics.leader.set(0)
+
+    @property
+    def identity(self) -> str:
+        """This replica's holderIdentity."""
+        return self.config.identity
+
+    def is_leader(self, now: float | None = None) -> bool:
+        """True while this replica holds the Lease and renewed within the renew deadline."""
+        now = self._clock() if now is None else now
+        return self._holding and now - self._renewed_at < self.config.renew_deadline_seconds
+
+    def annotation(self, key: str) -> str | None:
+        """An annotation of the Lease as last seen."""
+        if self.lease is None:
+            return None
+        value = ((self.lease.get("metadata") or {}).get("annotations") or {}).get(key)
+        return value if isinstance(value, str) else None
+
+    # ------------------------------------------------------------------ transitions
+
+    def _observe(self, now: float) -> None:
+        leading = self.is_leader(now)
+        if leading != self._was_leader:
+            if leading:
+                log.info(
+                    "leader_acquired",
+                    identity=self.identity,
+                    lease=f"{self.config.namespace}/{self.config.name}",
+                    term=self.term,
+                )
+            else:
+                log.warning(
+                    "leader_lost",
+                    identity=self.identity,
+                    lease=f"{self.config.namespace}/{self.config.name}",
+                    holder=self._observed_holder,
+                )
+            self._was_leader = leading
+        if self._metrics is not None:
+            self._metrics.leader.set(1 if leading else 0)
+
+    def observe(self) -> bool:
+        """Update the leader metric and log a transition (a missed renew deadline) now."""
+        now = self._clock()
+        self._observe(now)
+        return self.is_leader(now)
+
+    # ------------------------------------------------------------------ the Lease
+
+    def _spec(self, lease: Mapping[str, Any]) -> dict[str, Any]:
+        spec = lease.get("spec")
+        return dict(spec) if isinstance(spec, dict) else {}
+
+    def _held_by_other(self, spec: Mapping[str, Any], now: float) -> bool:
+        holder = spec.get("holderIdentity") or ""
+        if not holder or holder == self.identity:
+            return False
+        renewed = parse_time(spec.get("renewTime"))
+        duration = spec.get("leaseDurationSeconds")
+        if renewed is None or not isinstance(duration, int | float):
+            return False  # a malformed record can be taken over, as client-go does
+        return now < renewed + float(duration)
+
+    def _new_spec(self, spec: Mapping[str, Any], now: float) -> dict[str, Any]:
+        mine = spec.get("holderIdentity") == self.identity
+        transitions = spec.get("leaseTransitions")
+        transitions = transitions if isinstance(transitions, int) else 0
+        return {
+            "holderIdentity": self.identity,
+            "leaseDurationSeconds": max(1, math.ceil(self.config.lease_duration_seconds)),
+            "acquireTime": spec.get("acquireTime") if mine else micro_time(now),
+            "renewTime": micro_time(now),
+            "leaseTransitions": transitions if mine else transitions + 1,
+        }
+
+    def _won(self, lease: dict[str, Any], now: float) -> None:
+        if not self.is_leader(now):
+            self.term += 1
+        self.lease = lease
+        self._holding = True
+        self._renewed_at = now
+        self._observed_holder = self.identity
+
+    def _lost(self, holder: str | None) -> None:
+        self._holding = False
+        self._observed_holder = holder
+
+    async def try_acquire_or_renew(self) -> bool:
+        """One attempt to acquire or renew the Lease (client-go's tryAcquireOrRenew).
+
+        Never raises for API failures: they are logged and the attempt counts as failed
+        (a leader then steps down once its renew deadline passes).
+
+        Returns:
+            Whether this replica leads after the attempt.
+        """
+        async with self._lock:
+            now = self._clock()
+            try:
+                await self._acquire_or_renew(now, self._new_spec, annotations={})
+            except KubeApiError as err:
+                log.warning(
+                    "lease_update_failed",
+                    identity=self.identity,
+                    outcome=err.outcome.value,
+                    http_status=err.http_status,
+                    message=err.message,
+                )
+            self._observe(now)
+            return self.is_leader(now)
+
+    async def _acquire_or_renew(
+        self,
+        now: float,
+        new_spec: Callable[[Mapping[str, Any], float], dict[str, Any]],
+        *,
+        annotations: Mapping[str, str],
+        only_if_leader: bool = False,
+    ) -> bool:
+        cfg = self.config
+        for attempt in (1, 2):
+            lease = await self._leases.get(cfg.namespace, cfg.name)
+            if lease is None:
+                if only_if_leader:
+                    self._lost(None)
+                    return False
+                body: dict[str, Any] = {
+                    "apiVersion": "coordination.k8s.io/v1",
+                    "kind": "Lease",
+                    "metadata": {"name": cfg.name, "namespace": cfg.namespace},
+                    "spec": {**new_spec({}, now), "leaseTransitions": 0},
+                }
+                if annotations:
+                    body["metadata"]["annotations"] = dict(annotations)
+                try:
+                    created = await self._leases.create(cfg.namespace, body)
+                except KubeApiError as err:
+                    if err.outcome is ScaleOutcome.CONFLICT and attempt == 1:
+                        continue  # created by another replica meanwhile: read it
+                    raise
+                self._won(created, now)
+                return True
+            self.lease = lease
+            spec = self._spec(lease)
+            if self._held_by_other(spec, now) or (
+                only_if_leader and spec.get("holderIdentity") != self.identity
+            ):
+                self._lost(spec.get("holderIdentity") or None)
+                return False
+            updated = copy.deepcopy(lease)
+            updated["spec"] = {**spec, **new_spec(spec, now)}
+            if annotations:
+                meta = updated.setdefault("metadata", {})
+                meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
+            try:
+                result = await self._leases.replace(cfg.namespace, cfg.name, updated)
+            except KubeApiError as err:
+                if err.outcome is ScaleOutcome.CONFLICT and attempt == 1:
+                    log.info("lease_conflict_reread", identity=self.identity)
+                    continue
+                raise
+            self._won(result, now)
+            return True
+        return False
+
+    async def write_annotations(self, annotations: Mapping[str, str]) -> bool:
+        """As the leader, write annotations on the Lease (renewing it in the same PUT).
+
+        Returns:
+            True when written; False when this replica does not lead (nothing is sent) or
+            the write failed (logged).
+        """
+        async with self._lock:
+            now = self._clock()
+            if not self.is_leader(now):
+                return False
+            try:
+                ok = await self._acquire_or_renew(
+                    now, self._new_spec, annotations=annotations, only_if_leader=True
+                )
+            except KubeApiError as err:
+                log.warning(
+                    "lease_annotation_write_failed",
+                    identity=self.identity,
+                    outcome=err.outcome.value,
+                    message=err.message,
+                )
+                ok = False
+            self._observe(now)
+            return ok
+
+    async def release(self) -> bool:
+        """Give the Lease up at once (graceful stop): clear the holder, keep the annotations.
+
+        Returns:
+            True when a held Lease was released.
+        """
+        async with self._lock:
+            now = self._clock()
+            if not self._holding:
+                return False
+
+            def released(spec: Mapping[str, Any], now: float) -> dict[str, Any]:
+                return {
+                    "holderIdentity": "",
+                    "leaseDurationSeconds": 1,
+                    "acquireTime": micro_time(now),
+                    "renewTime": micro_time(now),
+                    "leaseTransitions": spec.get("leaseTransitions") or 0,
+                }
+
+            try:
+                ok = await self._acquire_or_renew(
+                    now, released, annotations={}, only_if_leader=True
+                )
+            except KubeApiError as err:
+                log.warning(
+                    "lease_release_failed",
+                    identity=self.identity,
+                    outcome=err.outcome.value,
+                    message=err.message,
+                )
+                ok = False
+            self._holding = False
+            self._renewed_at = -math.inf
+            if ok:
+                log.info(
+                    "leader_released",
+                    identity=self.identity,
+                    lease=f"{self.config.namespace}/{self.config.name}",
+                )
+            self._was_leader = False
+            if self._metrics is not None:
+                self._metrics.leader.set(0)
+            return ok
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Try to acquire or renew every retry period until ``stop`` is set (no release)."""
+        while not stop.is_set():
+            try:
+                await self.try_acquire_or_renew()
+            except Exception:  # a bug must not end leader election silently
+                log.exception("leader_election_failed", identity=self.identity)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=self.config.retry_period_seconds)

@@ -1,0 +1,108 @@
+"""Each baseline reproduces its documented formula (HPA, KEDA through HPA, KPA)."""
+
+from __future__ import annotations
+
+import pytest
+
+from scaler.bench.hpa import (
+    HpaPodState,
+    HpaScaler,
+    external_average_value_replicas,
+    pods_metric_replicas,
+)
+from scaler.bench.kpa import Kpa, KpaConfig
+
+R, P, T = HpaPodState.READY, HpaPodState.PENDING, HpaPodState.TERMINATING
+
+
+@pytest.mark.parametrize(
+    ("total", "status", "expected"),
+    [
+        (23.0, 2, 5),  # ratio 2.3: ceil(23 / 5)
+        (10.4, 2, 2),  # ratio 1.04, inside the 0.1 band: keep status.replicas
+        (0.0, 4, 0),  # nothing waiting: 0 (minReplicas clamps later)
+        (4.0, 2, 1),  # ratio 0.4: ceil(4 / 5)
+    ],
+)
+def test_keda_average_value(total: float, status: int, expected: int) -> None:
+    assert external_average_value_replicas(total, 5.0, status) == expected
+
+
+@pytest.mark.parametrize(
+    ("pods", "metrics", "target", "current", "expected"),
+    [
+        # plain: ratio 0.9/0.8 = 1.125 -> ceil(1.125 x 3)
+        ({"a": R, "b": R, "c": R}, {"a": 0.9, "b": 0.9, "c": 0.9}, 0.8, 3, 4),
+        # inside the band (1.0625): keep
+        ({"a": R, "b": R, "c": R}, {"a": 0.85, "b": 0.85, "c": 0.85}, 0.8, 3, 3),
+        # scale-up with a ready pod missing a metric: filled with 0, ratio 0.83 flips: keep
+        ({"a": R, "b": R, "c": R}, {"a": 1.0, "b": 1.0}, 0.8, 3, 3),
+        # scale-up with a pending pod counted as 0: (2/3)/0.5 = 1.33 -> ceil(1.33 x 3)
+        ({"a": R, "b": R, "p": P}, {"a": 1.0, "b": 1.0}, 0.5, 3, 4),
+        # scale-down with a missing pod filled at the target: (1.2/3)/0.8 = 0.5 -> 2
+        ({"a": R, "b": R, "c": R}, {"a": 0.2, "b": 0.2}, 0.8, 3, 2),
+        # terminating pods are ignored with their metrics
+        ({"a": R, "t": T}, {"a": 0.4, "t": 1.0}, 0.8, 2, 1),
+    ],
+)
+def test_hpa_pods_metric(
+    pods: dict[str, str], metrics: dict[str, float], target: float, current: int, expected: int
+) -> None:
+    assert pods_metric_replicas(pods, metrics, target, current) == expected
+
+
+def test_hpa_pods_metric_without_any_metric_holds() -> None:
+    assert pods_metric_replicas({"p": P}, {}, 0.8, 1) is None
+
+
+def test_hpa_default_behavior() -> None:
+    hpa = HpaScaler(min_replicas=1, max_replicas=100)
+    # +4 pods or +100% per 15 s, the larger: 3 -> max(7, 6) = 7.
+    assert hpa.normalize(20, 3, 0.0) == 7
+    # The next period starts fresh: 7 -> max(11, 14) = 14.
+    assert hpa.normalize(20, 7, 15.0) == 14
+    # Scale-down waits for the 300 s window's highest recommendation (20) to leave.
+    assert hpa.normalize(1, 14, 30.0) == 14
+    assert hpa.normalize(1, 14, 300.0) == 14
+    # At 316 s only the 30 s and 300 s recommendations (1) remain: -100% allowed, min 1.
+    assert hpa.normalize(1, 14, 316.0) == 1
+
+
+def test_hpa_max_replicas_clamps() -> None:
+    hpa = HpaScaler(min_replicas=1, max_replicas=5)
+    assert hpa.normalize(50, 4, 0.0) == 5
+
+
+def _kpa_fed(levels: list[tuple[int, float]]) -> tuple[Kpa, float]:
+    kpa = Kpa(KpaConfig(target_concurrency=10.0))
+    t = 0.0
+    for seconds, level in levels:
+        for _ in range(seconds):
+            t += 1.0
+            kpa.record(t, level)
+    return kpa, t
+
+
+def test_kpa_stable() -> None:
+    kpa, now = _kpa_fed([(180, 30.0)])
+    # stable 30 -> ceil(30 / 10) = 3; panic 30 -> 3 / 3 ready < 2: no panic
+    assert kpa.decide(now, ready=3) == 3
+    assert not kpa.panicking
+
+
+def test_kpa_panic_and_no_scale_down_in_panic() -> None:
+    kpa, now = _kpa_fed([(120, 30.0), (60, 90.0)])
+    # stable (120 x 30 + 60 x 90) / 180 = 50 -> 5; panic 90 -> 9, 9 / 3 >= 2: panic, take 9
+    assert kpa.decide(now, ready=3) == 9
+    assert kpa.panicking
+    kpa2, now2 = _kpa_fed([(120, 30.0), (60, 90.0)])
+    kpa2.decide(now2, ready=3)
+    for i in range(60):
+        kpa2.record(now2 + 1 + i, 0.0)
+    # load gone, but still inside the stable window since the last panic signal: hold 9
+    assert kpa2.decide(now2 + 60, ready=9) == 9
+    for i in range(180):
+        kpa2.record(now2 + 61 + i, 0.0)
+    # panic over; stable 0 asks for 0, but at most ready / 2 per decision: floor(9 / 2)
+    assert kpa2.decide(now2 + 240, ready=9) == 4
+    assert not kpa2.panicking

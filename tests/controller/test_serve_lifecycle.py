@@ -1,0 +1,131 @@
+"""``serve`` as a pod runs it: leader election on, SIGTERM, and secrets kept out of the logs.
+
+The real composition root runs against the Kubernetes stand-in and a Prometheus stand-in
+that rejects the request and echoes its credentials back (as some proxies do); the process
+gets a real SIGTERM in the middle of its first cycle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+import structlog
+from aiohttp import web
+
+from scaler.actuators.kubernetes import build_api_client
+from scaler.actuators.lease import LeaseClient
+from scaler.config.policy import parse_policy
+from scaler.config.settings import Settings
+from scaler.controller.app import RunOptions, redact_url, serve
+from scaler.controller.leader import LeaderElectionConfig, LeaderElector
+from scaler.controller.loop import STATE_ANNOTATION
+from scaler.sim.kubeapi import KubeApiServer, KubeStore, write_kubeconfig
+from scaler.telemetry.logging import configure_logging
+
+TOKEN = "tok-SECRET-4242-rotating"
+BASIC = "Basic c2VjcmV0LXVzZXI6cGFzcw=="
+POLICY = {
+    "targets": [
+        {
+            "workload": {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "namespace": "llm",
+                "name": "vllm",
+            },
+            "max_replicas": 4,
+        }
+    ]
+}
+
+
+class EchoingPrometheus:
+    """Answers every query 401 with the request's credentials in the body."""
+
+    def __init__(self) -> None:
+        self.asked = asyncio.Event()
+        self.headers: list[dict[str, str]] = []
+
+    async def handle(self, request: web.Request) -> web.Response:
+        self.headers.append(dict(request.headers))
+        self.asked.set()
+        return web.Response(
+            status=401,
+            text=f"denied: Authorization={request.headers.get('Authorization')} "
+            f"proxy={request.headers.get('Proxy-Authorization')}",
+        )
+
+
+async def test_sigterm_releases_the_lease_and_exits_0_without_leaking_secrets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = KubeStore(time.time)
+    store.add_deployment("llm", "vllm", 2, {"app": "vllm"})
+    for i in range(2):
+        store.add_pod("llm", f"vllm-p{i}", {"app": "vllm"}, ready=True)
+    prom = EchoingPrometheus()
+    app = web.Application()
+    app.router.add_post("/api/v1/query", prom.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    token = tmp_path / "token"
+    token.write_text(TOKEN + "\n")
+    saved = structlog.get_config()
+    try:
+        async with KubeApiServer(store, token="kube-token") as kube:
+            kubeconfig = write_kubeconfig(tmp_path / "kc", server_url=kube.url, token="kube-token")
+            settings = Settings(
+                prometheus_url=f"http://127.0.0.1:{runner.addresses[0][1]}",
+                prometheus_bearer_token_file=token,
+                prometheus_headers=f"X-Scope-OrgID=tenant-a,Proxy-Authorization={BASIC}",
+                kubeconfig=kubeconfig,
+                in_cluster=False,
+                leader_election=True,
+                lease_namespace="vllm-scaler",
+                lease_identity="pod-a_1234",
+                metrics_port=0,
+                control_interval_seconds=3600,
+            )
+            configure_logging("json", "debug")
+            task = asyncio.create_task(serve(settings, parse_policy(POLICY), RunOptions()))
+            await asyncio.wait_for(prom.asked.wait(), timeout=30)
+            os.kill(os.getpid(), signal.SIGTERM)  # mid-cycle: it finishes, then stops
+            code = await asyncio.wait_for(task, timeout=30)
+            lease = store.get_object("coordination.k8s.io", "leases", "vllm-scaler", "vllm-scaler")
+            # another replica acquires at once, without waiting for the lease to expire
+            api = await build_api_client(kubeconfig=kubeconfig, in_cluster=False)
+            try:
+                other = LeaderElector(
+                    LeaderElectionConfig(namespace="vllm-scaler", name="vllm-scaler", identity="b"),
+                    LeaseClient(api, clock=time.time),
+                    clock=time.time,
+                )
+                assert await other.try_acquire_or_renew()
+            finally:
+                await api.close()
+    finally:
+        structlog.configure(**saved)
+        await runner.cleanup()
+    assert code == 0
+    assert lease["spec"]["holderIdentity"] == ""
+    assert STATE_ANNOTATION in lease["metadata"]["annotations"]  # the finished cycle's state
+    assert prom.headers[0]["Authorization"] == f"Bearer {TOKEN}"
+    assert prom.headers[0]["X-Scope-OrgID"] == "tenant-a"
+    assert prom.headers[0]["Proxy-Authorization"] == BASIC
+    logs = capsys.readouterr().err
+    for event in ('"leader_acquired"', '"query_failed"', '"leader_released"', '"stopped"'):
+        assert event in logs, event
+    assert "denied: Authorization=Bearer *** proxy=***" in logs  # echoed, then masked
+    assert TOKEN not in logs and "SECRET" not in logs
+    assert "c2VjcmV0" not in logs
+
+
+def test_redact_url_hides_the_password() -> None:
+    assert redact_url("https://user:pw@thanos:9090/x") == "https://user:***@thanos:9090/x"
+    assert redact_url("http://prom:9090") == "http://prom:9090"

@@ -1,0 +1,82 @@
+"""The persisted decision state: compaction changes no decision, encoding round-trips, and
+a resumed state continues (recent save) or is re-seeded (stale save)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from scaler.config.policy import TargetPolicy
+from scaler.core.decide import decide
+from scaler.core.observation import Observation, ReplicaCounts
+from scaler.core.signals import SignalName, SignalReading, SignalStatus
+from scaler.core.state import (
+    Recommendation,
+    ScaleEvent,
+    TargetState,
+    compact,
+    decode_state,
+    encode_state,
+    resume,
+)
+from tests.support.fakeprom import target
+
+
+def _obs(current: int, waiting: float) -> Observation:
+    return Observation(
+        ReplicaCounts(current=current, status=current, ready=current),
+        {
+            SignalName.QUEUE_DEPTH: SignalReading(
+                SignalName.QUEUE_DEPTH, SignalStatus.OK, value=waiting, pods_with_data=current
+            )
+        },
+    )
+
+
+POLICY: TargetPolicy = target(
+    signals={"kv_cache_usage": {"enabled": False}, "ttft_p95": {"enabled": False}},
+    max_replicas=20,
+)
+
+
+def test_compaction_changes_no_decision() -> None:
+    rng = random.Random(7)
+    full: TargetState | None = None
+    packed: TargetState | None = None
+    current = 4
+    for i in range(200):
+        now = 1000.0 + 15 * i
+        obs = _obs(current, rng.choice([0, 5, 10, 40, 80, 120]))
+        a = decide(POLICY, obs, full, now)
+        b = decide(POLICY, obs, packed, now)
+        assert (a.desired_replicas, a.reason) == (b.desired_replicas, b.reason), i
+        full, packed = a.state, compact(b.state)
+        assert len({r.replicas for r in packed.recommendations}) == len(packed.recommendations)
+        current = a.desired_replicas
+
+
+def test_encode_decode_round_trip() -> None:
+    s = TargetState(
+        recommendations=(Recommendation(10.0, 4), Recommendation(20.0, 2)),
+        scale_events=(ScaleEvent(15.0, 4, 3),),
+        last_written_replicas=3,
+        last_rewrite_at=None,
+    )
+    text = json.dumps(encode_state(s))
+    assert decode_state(json.loads(text)) == s
+    with pytest.raises(ValueError):
+        decode_state({"r": [["x"]]})
+    with pytest.raises(ValueError):
+        decode_state([1])
+
+
+def test_resume_continues_a_recent_save_and_reseeds_a_stale_one() -> None:
+    s = TargetState(recommendations=(Recommendation(100.0, 4), Recommendation(110.0, 1)))
+    assert resume(s, saved_at=110.0, current_replicas=4, now=130.0, max_gap=45.0) == s
+    stale = resume(s, saved_at=110.0, current_replicas=4, now=1000.0, max_gap=45.0)
+    assert stale.recommendations[-1] == Recommendation(1000.0, 4)
+    # the stale history is pruned away, but the seed keeps a restart from scaling down at once
+    d = decide(POLICY, _obs(4, 0), stale, 1000.0)
+    assert d.desired_replicas == 4 and d.reason == "stabilized"

@@ -1,0 +1,195 @@
+"""A short simulated run with everything the dashboards read, for tests and the previews.
+
+A real Prometheus scrapes the simulated vLLM fleet (job ``vllm``) and the in-process
+controller's own ``/metrics`` served by :class:`TelemetryServer` (job ``vllm-scaler``) while a
+slice of the bundled code trace is replayed. ``PrometheusServer`` writes a single scrape job,
+so both come from file-SD files matched by one glob: the fleet's file is rewritten as pods come
+and go, ours is written once, and its ``job`` target label overrides the job name (Prometheus
+sets ``job`` from the job name only where a target has none).
+
+Run ``python -m tests.dashboards.sim_run docs/dashboards`` to redraw the README pictures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from scaler.actuators.kubernetes import KubernetesActuator, build_api_client
+from scaler.config.policy import parse_policy
+from scaler.controller.loop import Controller
+from scaler.sim.demo import NAMED_TRACES
+from scaler.sim.engine import ReplicaModel
+from scaler.sim.fleet import Fleet, FleetConfig
+from scaler.sim.kubeapi import KubeApiServer, KubeStore, write_kubeconfig
+from scaler.sim.prometheus_server import PrometheusServer, wait_for_series, write_file_sd
+from scaler.sim.serving import FleetRuntime
+from scaler.sim.trace import load_trace
+from scaler.sources.prometheus import PrometheusSource, build_http_client
+from scaler.telemetry.metrics import ScalerMetrics
+from scaler.telemetry.server import TelemetryServer
+
+INTERVAL_SECONDS = 2.0
+SCALER_JOB = "vllm-scaler"
+POLICY = {
+    "rate_window_seconds": 8,
+    "targets": [
+        {
+            "workload": {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "namespace": "llm",
+                "name": "vllm",
+            },
+            "min_replicas": 1,
+            "max_replicas": 4,
+            "signals": {
+                "queue_depth": {"target_per_replica": 8},
+                "kv_cache_usage": {"target_ratio": 0.8},
+                "ttft_p95": {"target_seconds": 2.0},
+            },
+            "scale_up": {
+                "stabilization_window_seconds": 0,
+                "max_replicas_per_period": 2,
+                "max_percent_per_period": 100,
+                "period_seconds": 10,
+            },
+            "scale_down": {
+                "stabilization_window_seconds": 15,
+                "max_replicas_per_period": 1,
+                "max_percent_per_period": 50,
+                "period_seconds": 10,
+            },
+            "model_load_timeout_seconds": 30,
+        }
+    ],
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SimRun:
+    """What a test needs from a finished replay; Prometheus and all targets still serve."""
+
+    prometheus_url: str
+    start: float
+    end: float
+    model_name: str
+    scale_events: list[tuple[int, int]]
+
+
+@contextlib.asynccontextmanager
+async def simulated_run(
+    workdir: Path,
+    *,
+    start_minute: float = 14.0,
+    trace_seconds: float = 100.0,
+    compress: float = 4.0,
+    tail_seconds: float = 15.0,
+) -> AsyncIterator[SimRun]:
+    """Replay ``trace_seconds`` of the code trace from ``start_minute`` (sped up by
+    ``compress``) with the controller scaling, then yield while everything keeps serving."""
+    policy = parse_policy(POLICY)
+    trace = load_trace(
+        NAMED_TRACES["code"],
+        start_seconds=start_minute * 60,
+        duration_seconds=trace_seconds,
+        compress=compress,
+        rate_scale=0.5,
+        seed=1,
+    )
+    token = secrets.token_hex(8)
+    store = KubeStore(now=time.time)
+    config = FleetConfig(model=ReplicaModel(model_load_seconds=4.0), termination_grace_seconds=30)
+    fleet = Fleet(store, config, now=time.time())
+    sd_dir = workdir / "sd"
+    runtime = FleetRuntime(fleet, sd_file=sd_dir / "fleet.json")
+    kube = KubeApiServer(store, token=token)
+    # One scrape job reads every *.json in sd_dir (file SD accepts a glob in the last segment).
+    prom = PrometheusServer(
+        workdir / "prom", scrape_interval_seconds=1.0, sd_file=sd_dir / "*.json"
+    )
+    metrics = ScalerMetrics()
+    telemetry = TelemetryServer(metrics, host="127.0.0.1", port=0)
+    kube_url = await kube.start()
+    kubeconfig = write_kubeconfig(workdir / "kubeconfig", server_url=kube_url, token=token)
+    await runtime.start()
+    await telemetry.start()
+    write_file_sd(
+        sd_dir / "scaler.json",
+        [([f"127.0.0.1:{telemetry.port}"], {"job": SCALER_JOB, "namespace": "vllm-scaler"})],
+    )
+    await prom.astart()
+    http = build_http_client(bearer_token_file=None, ca_file=None, timeout_seconds=5)
+    api = await build_api_client(kubeconfig=kubeconfig, in_cluster=False)
+    stop = asyncio.Event()
+
+    async def control() -> None:
+        controller = Controller(
+            policy=policy,
+            source=PrometheusSource(
+                http, base_url=prom.url, timeout_seconds=5, rate_window_seconds=8
+            ),
+            actuator=KubernetesActuator(api, clock=time.time),
+            metrics=metrics,
+        )
+        while not stop.is_set():
+            await controller.run_cycle()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=INTERVAL_SECONDS)
+
+    try:
+        await wait_for_series(prom.url, "vllm:num_requests_running", timeout=30)
+        await wait_for_series(prom.url, f'up{{job="{SCALER_JOB}"}} == 1', timeout=30)
+        start = time.time()
+        task = asyncio.create_task(control())
+        await runtime.replay(trace, tail_seconds=tail_seconds, stop=asyncio.Event())
+        stop.set()
+        await task
+        yield SimRun(
+            prometheus_url=prom.url,
+            start=start,
+            end=time.time(),
+            model_name=config.model_name,
+            scale_events=[(c.old_replicas, c.new_replicas) for _, c in fleet.scale_changes],
+        )
+    finally:
+        stop.set()
+        await http.aclose()
+        await api.close()
+        await prom.astop()
+        await telemetry.stop()
+        await runtime.stop()
+        await kube.stop()
+
+
+async def _render(out_dir: Path) -> None:
+    import tempfile
+
+    from scaler.telemetry.dashboards import render_previews
+
+    with tempfile.TemporaryDirectory() as tmp:
+        async with simulated_run(
+            Path(tmp), start_minute=13.0, trace_seconds=180.0, tail_seconds=45.0
+        ) as run:
+            # A short run: a 15 s rate window shows its shape better than Grafana's 1 m.
+            builtins = {"__rate_interval": "15s", "__interval": "5s", "__range": "5m"}
+            paths = await asyncio.to_thread(
+                render_previews,
+                run.prometheus_url,
+                out_dir,
+                start=run.start,
+                end=run.end,
+                builtins=builtins,
+            )
+    for p in paths:
+        print(p)
+
+
+if __name__ == "__main__":
+    asyncio.run(_render(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/dashboards")))

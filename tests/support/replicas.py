@@ -1,0 +1,198 @@
+"""Several controller replicas against one stand-in, in fake time (leader election tests).
+
+:func:`open_instance` adds a controller replica to a :class:`Harness`: its own kubeconfig
+client, actuator, Prometheus source, metrics and :class:`LeaderElector`, all on the
+harness's fake clock and stand-ins - what ``serve`` builds in each pod. :class:`Cluster`
+plays the pods' loops: every retry period each live replica tries to acquire or renew
+the Lease, and every control interval it runs a cycle. "Killing" a replica stops its loop
+without a release, which is what the API server sees of a crashed pod. Nothing sleeps.
+
+:class:`ReplicaSetSim` plays the workload controller for a Deployment: pods follow
+``spec.replicas`` at once, removing the lowest ``pod-deletion-cost`` first (then the newest).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+import httpx
+
+from scaler.actuators.kubernetes import KubernetesActuator, build_api_client
+from scaler.actuators.lease import LeaseClient
+from scaler.controller.leader import LeaderElectionConfig, LeaderElector
+from scaler.controller.loop import Controller, TargetReport
+from scaler.sim.kubeapi import KubeStore, ScaleChange
+from scaler.sources.prometheus import PrometheusSource
+from scaler.telemetry.metrics import ScalerMetrics
+from tests.support.controller_harness import LABELS, NAME, NS, Harness
+
+LEASE_NS = "vllm-scaler"
+LEASE_NAME = "vllm-scaler"
+COST = "controller.kubernetes.io/pod-deletion-cost"
+
+
+@dataclass
+class Instance:
+    """One controller replica (what one pod of the Deployment runs)."""
+
+    name: str
+    elector: LeaderElector
+    controller: Controller
+    metrics: ScalerMetrics
+    interval: float
+    next_cycle: float
+    retry_period: float
+    next_try: float
+    alive: bool = True
+    reports: list[tuple[float, TargetReport]] = field(default_factory=list)
+
+    def leading(self) -> bool:
+        return self.elector.is_leader()
+
+    def leader_metric(self) -> float | None:
+        return self.metrics.registry.get_sample_value("vllm_scaler_leader")
+
+
+@contextlib.asynccontextmanager
+async def open_instance(
+    h: Harness,
+    identity: str,
+    *,
+    interval: float = 15.0,
+    lease_duration: float = 15.0,
+    renew_deadline: float = 10.0,
+    retry_period: float = 2.0,
+) -> AsyncIterator[Instance]:
+    """A controller replica wired like ``serve`` does, on the harness's stand-ins."""
+    async with contextlib.AsyncExitStack() as stack:
+        api = await build_api_client(kubeconfig=h.kubeconfig, in_cluster=False)
+        stack.push_async_callback(api.close)
+        http = await stack.enter_async_context(httpx.AsyncClient())
+        metrics = ScalerMetrics()
+        elector = LeaderElector(
+            LeaderElectionConfig(
+                namespace=LEASE_NS,
+                name=LEASE_NAME,
+                identity=identity,
+                lease_duration_seconds=lease_duration,
+                renew_deadline_seconds=renew_deadline,
+                retry_period_seconds=retry_period,
+            ),
+            LeaseClient(api, clock=h.clock),
+            clock=h.clock,
+            metrics=metrics,
+        )
+        controller = Controller(
+            policy=h.policy,
+            source=PrometheusSource(
+                http,
+                base_url=h.prom.url,
+                timeout_seconds=5,
+                rate_window_seconds=h.policy.rate_window_seconds,
+            ),
+            actuator=KubernetesActuator(api, clock=h.clock),
+            metrics=metrics,
+            clock=h.clock,
+            leader=elector,
+            resume_max_gap_seconds=lease_duration + 2 * interval,
+        )
+        now = h.clock.now
+        yield Instance(identity, elector, controller, metrics, interval, now, retry_period, now)
+
+    # (next_cycle/next_try start at creation; a test sets them when the pod "starts")
+
+
+class Cluster:
+    """Drives replicas' loops in fake time (see the module docstring).
+
+    Args:
+        h: the harness (clock, stand-ins).
+        instances: the replicas.
+        tick: the step of the fake clock, seconds.
+        before_cycle: called before every cycle (e.g. to set Prometheus answers from the pods).
+    """
+
+    def __init__(
+        self,
+        h: Harness,
+        instances: list[Instance],
+        *,
+        tick: float = 1.0,
+        before_cycle: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.h = h
+        self.instances = instances
+        self.retry_period = tick
+        self.before_cycle = before_cycle
+
+    def start(self, inst: Instance) -> None:
+        """The replica's pod starts now."""
+        inst.next_cycle = inst.next_try = self.h.clock.now
+        self.instances.append(inst)
+
+    async def step(self) -> None:
+        """Every live replica renews/acquires when its retry is due, then cycles when due."""
+        for inst in self.instances:
+            if inst.alive and self.h.clock.now >= inst.next_try:
+                await inst.elector.try_acquire_or_renew()
+                inst.next_try += inst.retry_period
+        for inst in self.instances:
+            if inst.alive and self.h.clock.now >= inst.next_cycle:
+                self.before_cycle()
+                reports = await inst.controller.run_cycle()
+                inst.reports.extend((self.h.clock.now, r) for r in reports)
+                inst.next_cycle += inst.interval
+
+    async def run_until(self, t: float) -> None:
+        """Step until the fake clock reaches ``t`` (epoch seconds)."""
+        while self.h.clock.now + self.retry_period <= t + 1e-9:
+            self.h.clock.advance(self.retry_period)
+            await self.step()
+
+    @staticmethod
+    def kill(inst: Instance) -> None:
+        """A crash: the replica stops, without releasing the Lease."""
+        inst.alive = False
+
+
+class ReplicaSetSim:
+    """Keeps the pods of Deployment ``llm/vllm`` equal to spec.replicas, at once."""
+
+    def __init__(self, store: KubeStore, clock: Callable[[], float]) -> None:
+        self.store = store
+        self.clock = clock
+        self.removed: list[str] = []
+        self._n = 0
+        store.on_scale_change(self._on_change)
+
+    def pods(self) -> list[str]:
+        return [
+            p["metadata"]["name"]
+            for p in self.store.list_pods(NS, "app=vllm")
+            if "deletionTimestamp" not in p["metadata"]
+        ]
+
+    def _on_change(self, change: ScaleChange) -> None:
+        if (change.namespace, change.name) != (NS, NAME):
+            return
+        pods = self.store.list_pods(NS, "app=vllm")
+        live = [p for p in pods if "deletionTimestamp" not in p["metadata"]]
+        if change.new_replicas < len(live):
+
+            def rank(p: dict[str, object]) -> tuple[int, float]:
+                meta = p["metadata"]
+                assert isinstance(meta, dict)
+                cost = int((meta.get("annotations") or {}).get(COST, "0"))
+                return cost, -float(meta["resourceVersion"])
+
+            for p in sorted(live, key=rank)[: len(live) - change.new_replicas]:
+                name = p["metadata"]["name"]
+                self.store.delete_pod(NS, name)
+                self.removed.append(name)
+        for _ in range(change.new_replicas - len(live)):
+            self._n += 1
+            self.store.add_pod(
+                NS, f"{NAME}-new-{self._n}", LABELS, ready=True, created_at=self.clock() - 3600
+            )
