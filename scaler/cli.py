@@ -9,12 +9,18 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 
 from scaler.config.policy import PolicyError, load_policy
-from scaler.config.settings import Settings, SettingsError, load_settings
+from scaler.config.settings import (
+    Settings,
+    SettingsError,
+    env_name,
+    load_settings,
+    unknown_env_vars,
+)
 from scaler.telemetry.logging import configure_logging
 
 app = typer.Typer(
@@ -23,29 +29,94 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain help: rich's table cuts long option and variable names at 80 columns.
+    rich_markup_mode=None,
 )
 
+#: Settings field -> its command-line option (errors name both).
+OPTION_NAMES = {
+    "policy_file": "--policy",
+    "prometheus_url": "--prometheus-url",
+    "control_interval_seconds": "--interval",
+    "metrics_port": "--metrics-port",
+    "metrics_address": "--metrics-address",
+    "kubeconfig": "--kubeconfig",
+    "kube_context": "--context",
+    "in_cluster": "--in-cluster",
+    "log_format": "--log-format",
+    "prometheus_bearer_token_file": "--prometheus-bearer-token-file",
+    "prometheus_ca_file": "--prometheus-ca-file",
+    "prometheus_timeout_seconds": "--prometheus-timeout-seconds",
+}
+
+
+#: Options of run/recommend that are no setting (and so have no environment variable).
+_OPTION_ONLY = {
+    "VLLM_SCALER_OUTPUT": "--output",
+    "VLLM_SCALER_ONCE": "--once",
+    "VLLM_SCALER_DRY_RUN": "--dry-run",
+}
+
+
+def _setting(field: str, help: str, *names: str, default: str | None = None) -> Any:
+    """An option that is the settings field ``field``: same environment variable, same default.
+
+    The option reads ``VLLM_SCALER_<FIELD>`` itself, so ``--help`` shows the variable and
+    an invalid value is reported against both.
+    """
+    if default is None:
+        value = Settings.model_fields[field].default
+        default = "" if value is None else str(value)
+    return typer.Option(
+        *(names or (OPTION_NAMES[field],)),
+        help=help,
+        envvar=env_name(field),
+        show_envvar=True,
+        show_default=default or False,
+    )
+
+
 PolicyOpt = Annotated[
-    Path | None, typer.Option("--policy", "--policy-file", help="YAML policy file.")
+    Path | None, _setting("policy_file", "YAML policy file.", "--policy", "--policy-file")
 ]
-PromOpt = Annotated[str | None, typer.Option(help="Prometheus base URL.")]
+PromOpt = Annotated[str | None, _setting("prometheus_url", "Prometheus base URL.")]
 IntervalOpt = Annotated[
     float | None,
-    typer.Option("--interval", "--control-interval-seconds", help="Seconds between cycles."),
+    _setting(
+        "control_interval_seconds",
+        "Seconds between cycles.",
+        "--interval",
+        "--control-interval-seconds",
+    ),
 ]
 KubeconfigOpt = Annotated[
-    Path | None, typer.Option(help="kubeconfig file (default: in-cluster or ~/.kube/config).")
+    Path | None,
+    _setting("kubeconfig", "kubeconfig file.", default="in-cluster in a pod, else ~/.kube/config"),
 ]
-ContextOpt = Annotated[str | None, typer.Option("--context", help="kubeconfig context.")]
+ContextOpt = Annotated[
+    str | None, _setting("kube_context", "kubeconfig context.", default="current-context")
+]
 InClusterOpt = Annotated[
-    bool | None, typer.Option("--in-cluster/--no-in-cluster", help="Use the pod's service account.")
+    bool | None,
+    _setting(
+        "in_cluster",
+        "Use the pod's service account.",
+        "--in-cluster/--no-in-cluster",
+        default="yes in a pod without --kubeconfig",
+    ),
 ]
-LogFormatOpt = Annotated[str | None, typer.Option(help="auto, json or console.")]
+LogFormatOpt = Annotated[str | None, _setting("log_format", "auto, json or console.")]
 TokenOpt = Annotated[
-    Path | None, typer.Option(help="File with a bearer token for Prometheus (re-read each query).")
+    Path | None,
+    _setting(
+        "prometheus_bearer_token_file",
+        "File with a bearer token for Prometheus (re-read each query).",
+    ),
 ]
-CaOpt = Annotated[Path | None, typer.Option(help="PEM CA bundle for Prometheus' TLS.")]
-TimeoutOpt = Annotated[float | None, typer.Option(help="Prometheus query timeout, seconds.")]
+CaOpt = Annotated[Path | None, _setting("prometheus_ca_file", "PEM CA bundle for Prometheus' TLS.")]
+TimeoutOpt = Annotated[
+    float | None, _setting("prometheus_timeout_seconds", "Prometheus query timeout, seconds.")
+]
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -54,8 +125,16 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 
 
 def _settings(**given: object) -> Settings:
+    for name, closest in unknown_env_vars():
+        option = _OPTION_ONLY.get(name.upper())
+        note = f"; {option} is a command-line option only" if option else ""
+        typer.echo(
+            f"vllm-scaler: warning: unknown environment variable {name} is ignored "
+            f"(closest setting: {closest}{note})",
+            err=True,
+        )
     try:
-        return load_settings(**given)
+        return load_settings(OPTION_NAMES, **given)
     except SettingsError as err:
         raise _fail(str(err)) from None
 
@@ -76,7 +155,7 @@ def _serve(settings: Settings, *, dry_run: bool, once: bool, output: str, check:
     try:
         code = asyncio.run(serve(settings, policy, options))
     except StartupError as err:
-        raise _fail(str(err), 1) from None
+        raise _fail(str(err), err.exit_code) from None
     raise typer.Exit(code)
 
 
@@ -86,7 +165,10 @@ def run(
     prometheus_url: PromOpt = None,
     interval: IntervalOpt = None,
     metrics_port: Annotated[
-        int | None, typer.Option(help="Port of /metrics, /healthz, /readyz (0: off).")
+        int | None, _setting("metrics_port", "Port of /metrics, /healthz, /readyz (0: off).")
+    ] = None,
+    metrics_address: Annotated[
+        str | None, _setting("metrics_address", "Address /metrics listens on.")
     ] = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
@@ -102,8 +184,8 @@ def run(
     """Run the controller loop: read Prometheus, decide, patch the scale subresource."""
     s = _settings(
         policy_file=policy, prometheus_url=prometheus_url, control_interval_seconds=interval,
-        metrics_port=metrics_port, kubeconfig=kubeconfig, kube_context=context,
-        in_cluster=in_cluster, log_format=log_format,
+        metrics_port=metrics_port, metrics_address=metrics_address, kubeconfig=kubeconfig,
+        kube_context=context, in_cluster=in_cluster, log_format=log_format,
         prometheus_bearer_token_file=prometheus_bearer_token_file,
         prometheus_ca_file=prometheus_ca_file, prometheus_timeout_seconds=prometheus_timeout_seconds,
     )  # fmt: skip
@@ -175,11 +257,15 @@ def dashboards(ctx: typer.Context) -> None:
 
 
 def _register_subcommands() -> None:
+    from scaler.backtest.cli import register as register_backtest
     from scaler.bench.cli import register as register_bench
+    from scaler.bench.scale import register_scale
     from scaler.sim.cli import register as register_sim
 
     register_sim(app)
     register_bench(app)
+    register_backtest(app)
+    register_scale(app)
 
 
 _register_subcommands()

@@ -20,8 +20,9 @@ apt_install() {
 
 python=""
 for candidate in python3.13 python3.12 python3.11 python3; do
+  # stderr silenced: a pyenv shim of a version that is not installed complains here.
   if command -v "$candidate" >/dev/null 2>&1 &&
-     "$candidate" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)'; then
+     "$candidate" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; then
     python=$candidate
     break
   fi

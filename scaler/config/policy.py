@@ -270,7 +270,12 @@ class PolicyError(ValueError):
 def _loc(loc: tuple[int | str, ...]) -> str:
     out = ""
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif not part.isidentifier():  # an odd key (spaces, control characters): quoted
+            out += f"[{part!r}]"
+        else:
+            out += f".{part}" if out else part
     return out or "(top level)"
 
 

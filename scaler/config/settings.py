@@ -6,12 +6,23 @@ policy file (:mod:`scaler.config.policy`).
 
 from __future__ import annotations
 
+import difflib
 import json
+import os
 import re
+import ssl
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Literal, Self
 
-from pydantic import AnyHttpUrl, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AnyHttpUrl,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 #: Fields whose values may be secrets: never echoed in errors, hidden from ``repr``.
@@ -56,6 +67,26 @@ def parse_headers(value: object) -> dict[str, str]:
         if "\r" in val or "\n" in val:
             raise ValueError(f"the value of header {name!r} contains a line break")
     return pairs
+
+
+def _check_readable_file(path: Path, expected: str) -> bytes:
+    """The content of ``path``, or ValueError saying why it is not a readable ``expected``.
+
+    The message never contains the content (a token or a key).
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ValueError(f"no such file; expected {expected}") from None
+    except IsADirectoryError:
+        raise ValueError(f"is a directory; expected {expected}") from None
+    except OSError as err:
+        raise ValueError(f"cannot be read ({err.strerror or err}); expected {expected}") from None
+    return data
+
+
+def _ssl_reason(err: ssl.SSLError) -> str:
+    return str(err.reason or err.strerror or err).replace("_", " ").lower()
 
 
 class Settings(BaseSettings):
@@ -144,6 +175,50 @@ class Settings(BaseSettings):
     def _headers(cls, value: object) -> dict[str, str]:
         return parse_headers(value)
 
+    @field_validator("prometheus_bearer_token_file")
+    @classmethod
+    def _token_file(cls, value: Path | None) -> Path | None:
+        # Checked once at start; the source re-reads it on every request (rotation).
+        if value is not None and not _check_readable_file(value, "a file holding a token").strip():
+            raise ValueError("the file is empty; expected a file holding a token")
+        return value
+
+    @field_validator("prometheus_ca_file")
+    @classmethod
+    def _ca_file(cls, value: Path | None) -> Path | None:
+        if value is not None:
+            _check_readable_file(value, "a PEM CA bundle")
+            try:
+                ssl.create_default_context(cafile=str(value))
+            except ssl.SSLError as err:
+                raise ValueError(f"{_ssl_reason(err)}; expected a PEM CA bundle") from None
+        return value
+
+    @field_validator("prometheus_client_cert_file")
+    @classmethod
+    def _client_cert_file(cls, value: Path | None) -> Path | None:
+        if value is not None and b"-----BEGIN CERTIFICATE-----" not in _check_readable_file(
+            value, "a PEM client certificate"
+        ):
+            raise ValueError("no PEM certificate in the file; expected a PEM client certificate")
+        return value
+
+    @field_validator("prometheus_client_key_file")
+    @classmethod
+    def _client_key_file(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+        if value is None:
+            return value
+        _check_readable_file(value, "a PEM private key")
+        cert = info.data.get("prometheus_client_cert_file")
+        if cert is not None:
+            try:
+                ssl.create_default_context().load_cert_chain(str(cert), str(value))
+            except ssl.SSLError as err:
+                raise ValueError(
+                    f"{_ssl_reason(err)}; expected the PEM private key of {cert}"
+                ) from None
+        return value
+
     @model_validator(mode="after")
     def _lease_timings(self) -> Self:
         if not (
@@ -158,6 +233,16 @@ class Settings(BaseSettings):
             )
         if self.prometheus_client_key_file is not None and self.prometheus_client_cert_file is None:
             raise ValueError("prometheus_client_key_file needs prometheus_client_cert_file")
+        cert = self.prometheus_client_cert_file
+        if cert is not None and self.prometheus_client_key_file is None:
+            try:
+                ssl.create_default_context().load_cert_chain(str(cert))
+            except ssl.SSLError as err:
+                raise ValueError(
+                    f"VLLM_SCALER_PROMETHEUS_CLIENT_CERT_FILE: value {str(cert)!r}: "
+                    f"{_ssl_reason(err)}; expected a PEM certificate followed by its private "
+                    "key, or the key in VLLM_SCALER_PROMETHEUS_CLIENT_KEY_FILE"
+                ) from None
         return self
 
 
@@ -165,27 +250,66 @@ class SettingsError(ValueError):
     """Invalid process settings; the message names the variable, the value and what was expected."""
 
 
-def load_settings(**overrides: object) -> Settings:
+ENV_PREFIX = "VLLM_SCALER_"
+
+
+def env_name(field: str) -> str:
+    """The environment variable of a field: ``metrics_port`` -> ``VLLM_SCALER_METRICS_PORT``."""
+    return ENV_PREFIX + field.upper()
+
+
+def unknown_env_vars(environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """``VLLM_SCALER_*`` variables that are no setting, each with the closest known name.
+
+    Settings ignore them, so a misspelt variable would silently change nothing; the
+    command line warns about each one at start.
+    """
+    env = os.environ if environ is None else environ
+    known = [env_name(f) for f in Settings.model_fields]
+    out = []
+    for name in sorted(env):
+        if not name.upper().startswith(ENV_PREFIX) or name.upper() in known:
+            continue
+        out.append((name, _closest(name.upper(), known)))
+    return out
+
+
+def _closest(name: str, known: list[str]) -> str:
+    """The known name that contains every word of ``name`` (shortest first), else difflib's."""
+    words = set(name.removeprefix(ENV_PREFIX).split("_"))
+    holding = [k for k in known if words <= set(k.removeprefix(ENV_PREFIX).split("_"))]
+    if holding:
+        return min(holding, key=len)
+    return difflib.get_close_matches(name, known, n=1, cutoff=0.0)[0]
+
+
+def _shown(value: object) -> str:
+    return repr(str(value)) if isinstance(value, Path) else repr(value)
+
+
+def load_settings(option_names: Mapping[str, str] | None = None, **overrides: object) -> Settings:
     """Read settings from the environment, with command-line ``overrides`` taking precedence.
 
-    ``None`` overrides are ignored (an option that was not given).
+    ``None`` overrides are ignored (an option that was not given). ``option_names`` maps a
+    field to its command-line option (``control_interval_seconds`` -> ``--interval``);
+    errors name it next to the environment variable.
 
     Raises:
         SettingsError: a value is invalid.
     """
     given = {k: v for k, v in overrides.items() if v is not None}
+    options = option_names or {}
     try:
         return Settings(**given)  # type: ignore[arg-type]
     except ValidationError as err:
         lines = []
         for e in err.errors():
             field = ".".join(str(p) for p in e["loc"])
+            msg = e["msg"].removeprefix("Value error, ")
             if not field:  # a check across fields
-                lines.append(e["msg"].removeprefix("Value error, "))
+                lines.append(msg)
                 continue
-            shown = "<redacted>" if field in SECRET_FIELDS else repr(e.get("input"))
-            lines.append(
-                f"VLLM_SCALER_{field.upper()} (--{field.replace('_', '-')}): "
-                f"value {shown}: {e['msg']}"
-            )
+            shown = "<redacted>" if field in SECRET_FIELDS else _shown(e.get("input"))
+            option = f" ({options[field]})" if field in options else ""
+            lines.append(f"{env_name(field)}{option}: value {shown}: {msg}")
         raise SettingsError("invalid settings\n  " + "\n  ".join(lines)) from None

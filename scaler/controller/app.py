@@ -23,16 +23,22 @@ from urllib.parse import urlsplit, urlunsplit
 
 import structlog
 
-from scaler.actuators.kubernetes import KubernetesActuator, build_api_client
+from scaler.actuators.kubernetes import KubeApiError, KubernetesActuator, build_api_client
 from scaler.actuators.lease import LeaseClient
 from scaler.config.policy import Policy
 from scaler.config.settings import Settings
 from scaler.controller.leader import LeaderElectionConfig, LeaderElector, default_identity
 from scaler.controller.loop import Controller, TargetReport
-from scaler.sources.prometheus import PrometheusSource, build_http_client, check_configured_queries
+from scaler.core.signals import SignalStatus
+from scaler.sources.prometheus import (
+    ConfiguredQueryProblem,
+    PrometheusSource,
+    build_http_client,
+    check_configured_queries,
+)
 from scaler.telemetry.metrics import ScalerMetrics
 from scaler.telemetry.redact import register_secret
-from scaler.telemetry.server import TelemetryServer
+from scaler.telemetry.server import TelemetryBindError, TelemetryServer
 
 OutputFormat = Literal["log", "table", "json"]
 
@@ -55,7 +61,29 @@ class RunOptions:
 
 
 class StartupError(RuntimeError):
-    """The controller cannot start (configuration, unreachable API); the message says why."""
+    """The controller cannot start; the message says why.
+
+    Attributes:
+        exit_code: 2 for a configuration error (a file, an address, the kubeconfig: the
+            user must change a setting), 1 when the environment is not as expected (a
+            Prometheus that cannot be queried, signals without series).
+    """
+
+    def __init__(self, message: str, *, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def _kube_hint(in_cluster: bool) -> str:
+    if in_cluster:
+        return (
+            "run it in a pod, or set --kubeconfig FILE (VLLM_SCALER_KUBECONFIG) and "
+            "--no-in-cluster (VLLM_SCALER_IN_CLUSTER=false)"
+        )
+    return (
+        "set --kubeconfig FILE (VLLM_SCALER_KUBECONFIG), or --in-cluster "
+        "(VLLM_SCALER_IN_CLUSTER=true) in a pod"
+    )
 
 
 async def serve(
@@ -68,11 +96,13 @@ async def serve(
 ) -> int:
     """Build the clients, run the loop until SIGTERM/SIGINT (or one cycle), clean up.
 
-    Returns the process exit code (0 on a clean stop).
+    Returns the process exit code: 0 on a clean stop; with ``once``, 1 when a target
+    could not be read (the round is printed all the same).
 
     Raises:
-        StartupError: the kubeconfig cannot be loaded, or a configured query returns no
-            series in ``check_queries`` mode.
+        StartupError: the TLS files or the kubeconfig cannot be loaded, the telemetry
+            endpoint cannot listen, or (``check_queries``) Prometheus cannot be queried or a
+            configured query returns no series.
     """
     log = structlog.get_logger("vllm_scaler")
     metrics = ScalerMetrics()
@@ -96,15 +126,16 @@ async def serve(
         timeout_seconds=settings.prometheus_timeout_seconds,
         rate_window_seconds=policy.rate_window_seconds,
     )
+    in_cluster = _in_cluster(settings)
     try:
         api = await build_api_client(
-            kubeconfig=settings.kubeconfig,
-            in_cluster=_in_cluster(settings),
-            context=settings.kube_context,
+            kubeconfig=settings.kubeconfig, in_cluster=in_cluster, context=settings.kube_context
         )
     except Exception as err:
         await http.aclose()
-        raise StartupError(f"cannot load Kubernetes configuration: {err}") from err
+        raise StartupError(
+            f"cannot load the Kubernetes configuration: {err}; {_kube_hint(in_cluster)}"
+        ) from None
     actuator = KubernetesActuator(api, clock=clock, dry_run=options.dry_run)
     elector: LeaderElector | None = None
     if leader_election_enabled(settings) and not options.dry_run:
@@ -148,10 +179,13 @@ async def serve(
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     try:
-        if options.check_queries:
-            await _check_queries(controller, source, policy)
         if telemetry is not None:
-            await telemetry.start()
+            try:
+                await telemetry.start()
+            except TelemetryBindError as err:
+                raise StartupError(str(err)) from None
+        if options.check_queries:
+            await _check_queries(controller, source, policy, str(settings.prometheus_url))
         log.info(
             "started",
             targets=[t.key for t in policy.targets],
@@ -171,6 +205,7 @@ async def serve(
             await elector.try_acquire_or_renew()  # lead from the first cycle when free
             if not options.once:
                 elector_task = asyncio.create_task(elector.run(stop))
+        code = 0
         while not stop.is_set():
             started = time.monotonic()
             try:
@@ -178,16 +213,19 @@ async def serve(
             except Exception:  # a bug in one cycle must not become a crash loop
                 log.exception("cycle_failed")
                 reports = []
+                code = 1
             cycles_done += 1
             if options.output != "log":
                 print_reports(reports, options.output, out)
             if options.once:
+                if any(r.decision is None for r in reports):
+                    code = 1  # the round is printed; a target that cannot be read fails it
                 break
             delay = max(0.0, settings.control_interval_seconds - (time.monotonic() - started))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=delay)
         log.info("stopped", cycles=cycles_done)
-        return 0
+        return code if options.once else 0
     finally:
         stop.set()
         if elector_task is not None:
@@ -251,17 +289,63 @@ def _in_cluster(settings: Settings) -> bool:
     return settings.kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ
 
 
-async def _check_queries(controller: Controller, source: PrometheusSource, policy: Policy) -> None:
+async def _check_queries(
+    controller: Controller, source: PrometheusSource, policy: Policy, prometheus_url: str
+) -> None:
+    """Fail at start, naming each cause, when a configured signal cannot be read.
+
+    Targets that cannot be read are reported first (a missing Deployment also leaves its
+    selector without series); then the queries, by cause: Prometheus unreachable, query
+    errors, or no series. Target read failures alone do not fail the check: the round
+    reports them (and ``recommend --once`` exits 1).
+    """
     snapshots = {}
+    unreadable: list[str] = []
     for t in policy.targets:
-        with contextlib.suppress(Exception):
+        try:
             snapshots[t.key] = await controller.actuator.read(t.workload)
+        except KubeApiError as err:
+            unreadable.append(f"{t.key}: {err}")
+        except Exception as err:
+            unreadable.append(f"{t.key}: {type(err).__name__}: {err}")
     problems = await check_configured_queries(source, policy.targets, snapshots)
     if problems:
         raise StartupError(
-            "configured signals return no series in Prometheus:\n  "
-            + "\n  ".join(str(p) for p in problems)
+            format_startup_problems(unreadable, problems, redact_url(prometheus_url)), exit_code=1
         )
+
+
+_UNREACHABLE = frozenset({SignalStatus.TRANSPORT, SignalStatus.TIMEOUT})
+_NO_SERIES = frozenset({SignalStatus.EMPTY, SignalStatus.ABSENT})
+
+
+def format_startup_problems(
+    unreadable: list[str], problems: list[ConfiguredQueryProblem], prometheus_url: str
+) -> str:
+    """The start-up check's message: unreadable targets, then query problems by cause."""
+    sections: list[str] = []
+    if unreadable:
+        sections.append("cannot read targets in Kubernetes:\n  " + "\n  ".join(unreadable))
+    down = [p for p in problems if p.status in _UNREACHABLE]
+    failed = [p for p in problems if p.status not in _UNREACHABLE | _NO_SERIES]
+    empty = [p for p in problems if p.status in _NO_SERIES]
+    if down:
+        # Every query fails the same way; name each failure once, with the signals it hit.
+        by_cause: dict[str, list[str]] = {}
+        for p in down:
+            by_cause.setdefault(f"{p.status}: {p.detail}", []).append(f"{p.target} {p.signal}")
+        sections.append(
+            f"Prometheus at {prometheus_url} is unreachable:\n  "
+            + "\n  ".join(f"{cause} ({', '.join(who)})" for cause, who in by_cause.items())
+        )
+    if failed:
+        sections.append("Prometheus queries fail:\n  " + "\n  ".join(str(p) for p in failed))
+    if empty:
+        sections.append(
+            "configured signals return no series in Prometheus:\n  "
+            + "\n  ".join(str(p) for p in empty)
+        )
+    return "\n".join(sections)
 
 
 def print_reports(reports: list[TargetReport], fmt: OutputFormat, out: TextIO) -> None:

@@ -246,6 +246,7 @@ class Controller:
         self._owners: dict[str, list[ScaleOwner]] = {}
         self._conflict_labels: dict[str, set[str]] = {}
         self._events: dict[tuple[str, str], tuple[object, float]] = {}
+        self._stuck_event_at: dict[str, float] = {}
         self._cost_unsupported_logged: set[str] = set()
         metrics.dry_run.set(1 if actuator.dry_run else 0)
         if leader is None:
@@ -542,6 +543,41 @@ class Controller:
         else:
             self._events.pop((t.key, "paused"), None)
 
+    async def _stuck_event(
+        self, t: TargetPolicy, snap: WorkloadSnapshot, d: Decision, now: float
+    ) -> None:
+        """A Warning Event while replicas are stuck (not Ready past the model load timeout).
+
+        At most one per target and ``event_repeat_seconds`` (a stuck pod stays stuck for
+        hours when the cluster has no free GPU); ``vllm_scaler_stuck_replicas`` carries the
+        count every cycle.
+        """
+        if d.replicas.stuck <= 0:
+            return
+        last = self._stuck_event_at.get(t.key)
+        if last is not None and 0 <= now - last < self.event_repeat_seconds:
+            return
+        timeout = t.model_load_timeout_seconds
+        stuck = sorted(
+            f"{p.name} ({p.phase})"
+            for p in snap.pods
+            if not p.terminating and not p.ready and p.age_seconds >= timeout
+        )
+        shown = ", ".join(stuck[:5]) + (f" and {len(stuck) - 5} more" if len(stuck) > 5 else "")
+        message = (
+            f"{d.replicas.stuck} replica(s) not Ready after model_load_timeout_seconds "
+            f"{timeout:g}: {shown or 'not created yet'}; they serve nothing, and as "
+            "spec.replicas already counts them no replicas are added to replace them "
+            "(Pending for lack of GPUs? see the pods' events)"
+        )
+        self.log.warning(
+            "replicas_stuck", target=t.key, stuck=d.replicas.stuck, pods=stuck[:20], message=message
+        )
+        self._stuck_event_at[t.key] = now
+        await self.actuator.emit_event(
+            t.workload, reason="ReplicasStuck", message=message, type="Warning"
+        )
+
     async def _prepare_scale_down(
         self, t: TargetPolicy, snap: WorkloadSnapshot, readings: TargetReadings, d: Decision
     ) -> None:
@@ -629,6 +665,7 @@ class Controller:
             )
         if writes:
             await self._refusal_events(t, control, core, now)
+            await self._stuck_event(t, snap, decision, now)
         if decision.reason in (Reason.CONFLICT, Reason.PAUSED) and core.direction is not (
             Direction.NONE
         ):

@@ -40,7 +40,7 @@ from scaler.config.policy import ScalingRules, TargetPolicy
 from scaler.core.observation import Observation, ReplicaCounts
 from scaler.core.reasons import Reason
 from scaler.core.signals import SignalName, SignalReading, SignalStatus
-from scaler.core.state import Recommendation, TargetState
+from scaler.core.state import Recommendation, ScaleEvent, TargetState, compact
 
 # Float noise must not turn 5.0000000001 into 6 replicas or put 1.1 outside a 0.1 band.
 _EPS = 1e-9
@@ -216,9 +216,29 @@ def _prune(state: TargetState, policy: TargetPolicy, now: float) -> TargetState:
         policy.scale_up.stabilization_window_seconds, policy.scale_down.stabilization_window_seconds
     )
     keep_events = max(policy.scale_up.period_seconds, policy.scale_down.period_seconds)
+    # The clock went backwards (NTP step, VM restore): entries "from the future" are moved to
+    # now. Left as they were, they would sit inside every window for the length of the jump
+    # (a 0 s scale-up window would take the min over them and block scale-up for an hour
+    # after a one-hour jump). At now they still hold scale-down for a whole window and count
+    # for the step limits for a period: conservative, and bounded.
     recs = tuple(r for r in state.recommendations if r.at > now - keep_recs - _EPS)
     evs = tuple(e for e in state.scale_events if e.at > now - keep_events)
-    return replace(state, recommendations=recs, scale_events=evs)
+    rewrite = state.last_rewrite_at
+    if any(r.at > now for r in recs) or any(e.at > now for e in evs):
+        recs = tuple(Recommendation(min(r.at, now), r.replicas) for r in recs)
+        # Bounded under repeated jumps: one entry per replica count (lossless for the
+        # windows, see compact()) and one up and one down move for the step limits.
+        recs = compact(replace(state, recommendations=recs)).recommendations
+        past = tuple(e for e in evs if e.at <= now)
+        future = [e.to_replicas - e.from_replicas for e in evs if e.at > now]
+        up, down = sum(d for d in future if d > 0), -sum(d for d in future if d < 0)
+        moved = ((ScaleEvent(now, 0, up),) if up else ()) + (
+            (ScaleEvent(now, down, 0),) if down else ()
+        )
+        evs = past + moved
+    if rewrite is not None and rewrite > now:
+        rewrite = now
+    return replace(state, recommendations=recs, scale_events=evs, last_rewrite_at=rewrite)
 
 
 def decide(
@@ -314,12 +334,14 @@ def decide(
 
     desired = stabilized
     if desired > current:
-        limit = _up_limit(policy, state, current, now)
+        # never below current: after an outside write lowered the replicas, our own moves in
+        # the period can exceed the current count, and the limit must not turn into a cut
+        limit = max(_up_limit(policy, state, current, now), current)
         if desired > limit:
             desired = limit
             limits.append("step_limit")
     elif desired < current:
-        limit = _down_limit(policy, state, current, now)
+        limit = min(_down_limit(policy, state, current, now), current)
         if desired < limit:
             desired = limit
             limits.append("step_limit")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -47,14 +48,44 @@ def register(app: typer.Typer) -> None:
         ] = False,
         seed: Annotated[int, typer.Option(help="Seed of the rate scaling.")] = 0,
     ) -> None:
-        """Replay a real trace against a simulated vLLM fleet, with a real Prometheus and the
-        controller in the loop; print every decision, a summary and a plot."""
-        from scaler.sim.demo import EXAMPLE_POLICY, DemoOptions, resolve_trace, run_demo
+        """Replay a real trace against a simulated vLLM fleet.
+
+        A real Prometheus scrapes the fleet and the controller runs in the loop as its own
+        process, exactly as in a cluster. Prints every decision, then a summary and a plot.
+        """
+        from scaler.config.policy import PolicyError, load_policy
+        from scaler.sim.demo import (
+            EXAMPLE_POLICY,
+            DemoOptions,
+            WorkdirInUseError,
+            resolve_trace,
+            run_demo,
+        )
         from scaler.sim.trace import load_trace
 
+        errors = check_options(
+            start_minute=start_minute,
+            minutes=minutes,
+            compress=compress,
+            rate_scale=rate_scale,
+            model_load_seconds=model_load_seconds,
+            tail_seconds=tail_seconds,
+            interval=interval,
+            slo_ttft_seconds=slo_ttft_seconds,
+        )
+        if errors:
+            typer.echo("\n".join(f"vllm-scaler: {e}" for e in errors), err=True)
+            raise typer.Exit(2)
+        policy_file = (policy or EXAMPLE_POLICY).resolve()
+        try:
+            load_policy(policy_file)
+        except PolicyError as err:
+            typer.echo(f"vllm-scaler: --policy: {err}", err=True)
+            raise typer.Exit(2) from None
+        path = resolve_trace(trace)
         try:
             t = load_trace(
-                resolve_trace(trace),
+                path,
                 start_seconds=start_minute * 60,
                 duration_seconds=minutes * 60,
                 compress=compress,
@@ -64,10 +95,18 @@ def register(app: typer.Typer) -> None:
         except (OSError, ValueError) as err:
             typer.echo(f"vllm-scaler: --trace: {err}", err=True)
             raise typer.Exit(2) from None
+        if not t.requests:
+            scaled = f" at rate x{rate_scale:g}" if rate_scale != 1 else ""
+            typer.echo(
+                f"vllm-scaler: --start-minute/--minutes: no requests in minutes "
+                f"{start_minute:g}-{start_minute + minutes:g} of {path}{scaled}",
+                err=True,
+            )
+            raise typer.Exit(2)
         opts = DemoOptions(
             trace=t,
             workdir=workdir,
-            policy_file=(policy or EXAMPLE_POLICY).resolve(),
+            policy_file=policy_file,
             model_load_seconds=model_load_seconds,
             tail_seconds=tail_seconds,
             control_interval_seconds=interval,
@@ -76,7 +115,41 @@ def register(app: typer.Typer) -> None:
         )
         try:
             code = asyncio.run(run_demo(opts))
+        except WorkdirInUseError as err:
+            typer.echo(f"vllm-scaler: {err}", err=True)
+            raise typer.Exit(2) from None
         except (PrometheusNotInstalledError, PrometheusStartError) as err:
             typer.echo(f"vllm-scaler: {err}", err=True)
             raise typer.Exit(1) from None
         raise typer.Exit(code)
+
+
+#: option -> (lowest, lowest allowed?, highest); each value must be finite as well.
+_BOUNDS: dict[str, tuple[float, bool, float]] = {
+    "--start-minute": (0.0, True, math.inf),
+    "--minutes": (0.0, False, math.inf),
+    "--compress": (0.0, False, math.inf),
+    "--rate-scale": (0.0, False, math.inf),
+    "--model-load-seconds": (0.0, True, math.inf),
+    "--tail-seconds": (0.0, True, math.inf),
+    "--interval": (0.0, False, 3600.0),  # as VLLM_SCALER_CONTROL_INTERVAL_SECONDS
+    "--slo-ttft-seconds": (0.0, False, math.inf),
+}
+
+
+def check_options(**values: float) -> list[str]:
+    """One error per numeric option of ``sim`` out of its range, naming the option.
+
+    Keyword names are the options' (``rate_scale`` is ``--rate-scale``).
+    """
+    errors = []
+    for key, value in values.items():
+        option = "--" + key.replace("_", "-")
+        low, inclusive, high = _BOUNDS[option]
+        ok = math.isfinite(value) and (value >= low if inclusive else value > low) and value <= high
+        if not ok:
+            expected = f"a number {'>=' if inclusive else '>'} {low:g}"
+            if math.isfinite(high):
+                expected += f" and <= {high:g}"
+            errors.append(f"{option}: value {value:g}: expected {expected}")
+    return errors

@@ -17,21 +17,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import os
 import secrets
 import shlex
+import shutil
+import signal
 import sys
 import time
+from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, TypeVar
 
 from scaler.sim.engine import ReplicaModel
 from scaler.sim.fleet import Fleet, FleetConfig
 from scaler.sim.kubeapi import KubeApiServer, KubeStore, write_kubeconfig
-from scaler.sim.prometheus_server import PrometheusServer, wait_for_series
+from scaler.sim.prometheus_server import PrometheusServer, die_with_parent, wait_for_series
 from scaler.sim.report import format_summary, plot_run, summarize
 from scaler.sim.serving import FleetRuntime
 from scaler.sim.trace import Trace
@@ -42,6 +46,119 @@ NAMED_TRACES = {
     "code": TRACES / "AzureLLMInferenceTrace_code.csv",
     "conv": TRACES / "AzureLLMInferenceTrace_conv.csv",
 }
+
+
+_T = TypeVar("_T")
+
+#: Signals that stop the demo like Ctrl-C: the replay ends, everything started is cleaned up
+#: and the summary of what ran is printed.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class WorkdirInUseError(RuntimeError):
+    """Another ``vllm-scaler sim`` holds the work directory's lock."""
+
+
+@contextlib.contextmanager
+def lock_workdir(workdir: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``workdir`` (``fcntl.flock`` of ``<workdir>/.lock``).
+
+    The lock dies with the process, so a killed run never leaves a stale lock behind. The
+    holder writes its pid into the file so that the refusal can name it.
+
+    Raises:
+        WorkdirInUseError: another process holds it (non-blocking).
+    """
+    workdir.mkdir(parents=True, exist_ok=True)
+    path = workdir / ".lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+            raise WorkdirInUseError(
+                f"workdir {workdir} is in use by another vllm-scaler sim (pid {holder}); "
+                "use --workdir"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def reset_workdir(workdir: Path) -> None:
+    """Remove what an earlier run left that would leak into this one.
+
+    Prometheus starts on a fresh TSDB (an interrupted run's series, with the same pod
+    names, would otherwise be scaled on), and an old plot is removed so that a run that
+    ends early cannot be mistaken for one that drew it.
+    """
+    shutil.rmtree(workdir / "prometheus", ignore_errors=True)
+    (workdir / "demo.png").unlink(missing_ok=True)
+
+
+def write_env_file(path: Path, *, prometheus_url: str, kubeconfig: Path, policy: Path) -> Path:
+    """Write the ``env.sh`` a dry run from another shell sources.
+
+    It puts this interpreter's ``bin`` directory (the venv's, where ``vllm-scaler`` lives)
+    first on ``PATH``, so ``. env.sh && vllm-scaler recommend --once`` works as printed.
+    """
+    bindir = Path(sys.executable).parent  # not resolved: a venv's python is a symlink
+    path.write_text(
+        f'export PATH={shlex.quote(str(bindir))}:"$PATH"\n'
+        f"export VLLM_SCALER_PROMETHEUS_URL={shlex.quote(prometheus_url)}\n"
+        f"export VLLM_SCALER_KUBECONFIG={shlex.quote(str(kubeconfig))}\n"
+        f"export VLLM_SCALER_POLICY_FILE={shlex.quote(str(policy))}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+async def until_stopped(aw: Awaitable[_T], stop: asyncio.Event) -> tuple[bool, _T | None]:
+    """Await ``aw`` unless ``stop`` is set first (then ``aw`` is cancelled).
+
+    Returns:
+        ``(True, result)`` when ``aw`` finished, ``(False, None)`` when stopped.
+    """
+    task = asyncio.ensure_future(aw)
+    stopper = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait((task, stopper), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopper.cancel()
+    if task.done():
+        return True, task.result()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    return False, None
+
+
+async def watch_controller(
+    proc: asyncio.subprocess.Process,
+    pump: asyncio.Task[None] | None,
+    stop: asyncio.Event,
+    out: TextIO,
+) -> int | None:
+    """Wait for the controller process; if it exits before ``stop``, say so and set ``stop``.
+
+    Its output is pumped first, so its last words (the reason it exited) come before ours.
+
+    Returns:
+        The exit code when the controller exited early (before ``stop``), else None.
+    """
+    if pump is not None:
+        with contextlib.suppress(Exception):
+            await pump
+    code = await proc.wait()
+    if not stop.is_set():
+        out.write(f"controller exited early with code {code}: stopping the replay\n")
+        out.flush()
+        stop.set()
+        return code
+    return None
 
 
 def resolve_trace(name_or_path: str) -> Path:
@@ -112,9 +229,22 @@ async def _pump(stream: asyncio.StreamReader, out: TextIO, start: float) -> None
 
 
 async def run_demo(opts: DemoOptions, out: TextIO = sys.stdout) -> int:
-    """Run the demo to its end; returns 0 on success. Prints progress to ``out``."""
+    """Run the demo to its end; returns 0 on success. Prints progress to ``out``.
+
+    SIGINT, SIGTERM and SIGHUP stop the replay; everything started is stopped and the
+    summary of what ran is printed (the exit code is then 128 + the signal's number). A
+    controller that exits early stops the replay too (exit code 1).
+
+    Raises:
+        WorkdirInUseError: another ``vllm-scaler sim`` runs on the same work directory.
+    """
     workdir = opts.workdir.resolve()
-    workdir.mkdir(parents=True, exist_ok=True)
+    with lock_workdir(workdir):
+        reset_workdir(workdir)
+        return await _run_locked(opts, workdir, out)
+
+
+async def _run_locked(opts: DemoOptions, workdir: Path, out: TextIO) -> int:
     sd_file = workdir / "file_sd.json"
     token = secrets.token_hex(16)
     clock = time.time
@@ -138,18 +268,34 @@ async def run_demo(opts: DemoOptions, out: TextIO = sys.stdout) -> int:
     )
     controller: asyncio.subprocess.Process | None = None
     pump: asyncio.Task[None] | None = None
+    watcher: asyncio.Task[int | None] | None = None
     stop = asyncio.Event()
+    received: list[signal.Signals] = []
+    loop = asyncio.get_running_loop()
+
+    def on_signal(sig: signal.Signals) -> None:
+        if not received:
+            out.write(f"\n{sig.name}: stopping the replay and cleaning up\n")
+            out.flush()
+        received.append(sig)
+        stop.set()
+
+    for sig in STOP_SIGNALS:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, on_signal, sig)
+    start = clock()
     try:
         kube_url = await kube.start()
         kubeconfig = write_kubeconfig(workdir / "kubeconfig", server_url=kube_url, token=token)
         await runtime.start()
-        await prom.astart()
-        env_file = workdir / "env.sh"
-        env_file.write_text(
-            f"export VLLM_SCALER_PROMETHEUS_URL={shlex.quote(prom.url)}\n"
-            f"export VLLM_SCALER_KUBECONFIG={shlex.quote(str(kubeconfig))}\n"
-            f"export VLLM_SCALER_POLICY_FILE={shlex.quote(str(opts.policy_file))}\n",
-            encoding="utf-8",
+        await until_stopped(prom.astart(), stop)
+        if stop.is_set():
+            return 128 + received[0] if received else 1
+        env_file = write_env_file(
+            workdir / "env.sh",
+            prometheus_url=prom.url,
+            kubeconfig=kubeconfig,
+            policy=opts.policy_file,
         )
         out.write(
             f"trace       {opts.trace.description}\n"
@@ -159,12 +305,15 @@ async def run_demo(opts: DemoOptions, out: TextIO = sys.stdout) -> int:
             f"prometheus  {prom.url} (scrape every {opts.scrape_interval_seconds:g} s)\n"
             f"kube API    {kube_url} (kubeconfig {kubeconfig})\n"
             f"policy      {opts.policy_file}\n"
-            f"dry run     in another shell: . {env_file} && vllm-scaler recommend --once\n\n"
+            f"dry run     in another shell: . {shlex.quote(str(env_file))} && "
+            "vllm-scaler recommend --once\n\n"
         )
         out.flush()
-        await wait_for_series(prom.url, "vllm:num_requests_running", timeout=30.0)
+        await until_stopped(
+            wait_for_series(prom.url, "vllm:num_requests_running", timeout=30.0), stop
+        )
         start = clock()
-        if opts.with_controller:
+        if opts.with_controller and not stop.is_set():
             env = {
                 **os.environ,
                 "VLLM_SCALER_PROMETHEUS_URL": prom.url,
@@ -178,12 +327,16 @@ async def run_demo(opts: DemoOptions, out: TextIO = sys.stdout) -> int:
             controller = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "scaler", "run",
                 env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+                preexec_fn=die_with_parent(),  # gone with us even if we are killed hard
             )  # fmt: skip
             assert controller.stdout is not None
             out.write("Decisions of vllm-scaler (every control interval):\n")
             pump = asyncio.create_task(_pump(controller.stdout, out, start))
-        await runtime.replay(opts.trace, tail_seconds=opts.tail_seconds, stop=stop)
+            watcher = asyncio.create_task(watch_controller(controller, pump, stop, out))
+        if not stop.is_set():
+            await runtime.replay(opts.trace, tail_seconds=opts.tail_seconds, stop=stop)
     finally:
+        stop.set()  # from here on, a controller exit is ours, not an early one
         if controller is not None and controller.returncode is None:
             controller.terminate()
             with contextlib.suppress(TimeoutError):
@@ -191,12 +344,16 @@ async def run_demo(opts: DemoOptions, out: TextIO = sys.stdout) -> int:
             if controller.returncode is None:
                 controller.kill()
                 await controller.wait()
-        if pump is not None:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(pump, timeout=5)
+        for task in (pump, watcher):
+            if task is not None:
+                with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                    await asyncio.wait_for(task, timeout=5)
         await prom.astop()
         await runtime.stop()
         await kube.stop()
+        for sig in STOP_SIGNALS:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
 
     events = tuple(
         (when - start, c.old_replicas, c.new_replicas) for when, c in fleet.scale_changes
@@ -211,9 +368,19 @@ async def run_demo(opts: DemoOptions, out: TextIO = sys.stdout) -> int:
     )
     title = f"vllm-scaler demo: {opts.trace.description}"
     out.write("\n" + format_summary(summary, title=title) + "\n")
-    if opts.plot:
+    if opts.plot and runtime.samples:
         png = plot_run(runtime.samples, summary, workdir / "demo.png", title=title)
         out.write(f"plot            {png}\n")
+    if received:
+        return 128 + received[0]
+    early = (
+        watcher.result()
+        if watcher is not None and watcher.done() and not watcher.cancelled()
+        else None
+    )
+    if early is not None:
+        out.write(f"controller exited early with code {early}; the run ended without it\n")
+        return 1
     if controller is not None and controller.returncode not in (0, None):
         out.write(f"controller exited with code {controller.returncode}\n")
         return 1

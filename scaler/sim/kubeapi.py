@@ -708,6 +708,14 @@ class KubeStore:
             self._notify(ScaleChange(group, plural, namespace, name, old, replicas, rv, "external"))
         return rv
 
+    def delete_workload(
+        self, namespace: str, name: str, *, group: str = "apps", plural: str = "deployments"
+    ) -> None:
+        """Delete a workload (its pods stay until deleted; ApiError 404 when missing)."""
+        self._workload(group, plural, namespace, name)
+        del self._workloads[(group, plural, namespace, name)]
+        self._bump()
+
     def touch_workload(
         self, namespace: str, name: str, *, group: str = "apps", plural: str = "deployments"
     ) -> str:

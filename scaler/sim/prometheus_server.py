@@ -11,14 +11,19 @@ Debian's package (``apt-get install prometheus``, 2.42) is what the project test
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import ctypes.util
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Self
@@ -71,6 +76,37 @@ def _duration(seconds: float) -> str:
     # Prometheus durations are integers with a unit; milliseconds cover fractional seconds.
     ms = max(1, round(seconds * 1000))
     return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
+
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
+    """A ``preexec_fn`` that has the child get ``sig`` when this process dies (Linux).
+
+    ``prctl(PR_SET_PDEATHSIG)`` in the child, so that a parent killed hard (SIGKILL, OOM)
+    does not leave the child running. Everything is looked up here, in the parent; the
+    child only calls ``prctl`` and ``getppid`` (async-signal-safe). Returns None where it
+    does not apply: not Linux, no libc, or not on the main thread (the signal follows the
+    *thread* that forked, and a worker thread may end long before the process).
+    """
+    if not sys.platform.startswith("linux") or threading.current_thread() is not (
+        threading.main_thread()
+    ):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return preexec
 
 
 def _free_port() -> int:
@@ -200,7 +236,11 @@ class PrometheusServer:
             *self.extra_args,
         ]
         self._proc = subprocess.Popen(
-            args, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            args,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=die_with_parent(),  # prctl only, see die_with_parent
         )
 
     def _check_alive(self) -> bool:

@@ -7,9 +7,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from scaler.sim.engine import SimRequest
 from scaler.sim.serving import Sample
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -37,10 +41,14 @@ class RunSummary:
     Attributes:
         requests: requests that arrived.
         served: requests that finished normally.
+        rejected: requests refused at submission (longer than the replica's
+            ``max_model_len``, as vLLM's API server refuses them).
         cut: requests cut by a scale-down (a pod killed at the end of its grace period).
         unfinished: requests still in flight or queued when the run ended.
         ttft_p50_seconds, ttft_p95_seconds, ttft_p99_seconds: over requests that got a first
-            token.
+            token; NaN when none did.
+
+    ``served + rejected + cut + unfinished == requests``.
         slo_ttft_seconds: the TTFT target.
         within_slo_ratio: share of requests whose TTFT met the target (0-1); requests without
             a first token count as misses.
@@ -53,6 +61,7 @@ class RunSummary:
 
     requests: int
     served: int
+    rejected: int
     cut: int
     unfinished: int
     ttft_p50_seconds: float
@@ -96,6 +105,7 @@ def summarize(
     return RunSummary(
         requests=len(requests),
         served=sum(1 for r in requests if r.done),
+        rejected=sum(1 for r in requests if r.rejected),
         cut=sum(1 for r in requests if r.cut),
         unfinished=sum(1 for r in requests if r.finished_at is None),
         ttft_p50_seconds=percentile(ttfts, 0.50),
@@ -112,26 +122,87 @@ def summarize(
     )
 
 
+def _num(value: float, spec: str, unit: str = "") -> str:
+    """``value`` formatted with ``spec`` and ``unit``; ``n/a`` for NaN (nothing to measure)."""
+    return "n/a" if math.isnan(value) else f"{value:{spec}}{unit}"
+
+
 def format_summary(s: RunSummary, *, title: str) -> str:
-    """A readable multi-line summary."""
+    """A readable multi-line summary (``n/a`` where there was nothing to measure)."""
     events = ", ".join(f"{t:.0f}s {a}->{b}" for t, a, b in s.scale_events) or "none"
     ups = sum(1 for _, a, b in s.scale_events if b > a)
     downs = sum(1 for _, a, b in s.scale_events if b < a)
     return "\n".join(
         [
             f"== {title}",
-            f"requests        {s.requests} arrived, {s.served} served, {s.cut} cut by scale-down, "
-            f"{s.unfinished} unfinished",
-            f"TTFT            p50 {s.ttft_p50_seconds:.2f} s, p95 {s.ttft_p95_seconds:.2f} s, "
-            f"p99 {s.ttft_p99_seconds:.2f} s (target {s.slo_ttft_seconds:g} s)",
-            f"within target   {100 * s.within_slo_ratio:.1f}% of requests; "
-            f"{100 * s.windows_within_slo_ratio:.0f}% of {s.window_seconds:g}-second windows "
-            f"had TTFT p95 within target",
+            f"requests        {s.requests} arrived, {s.served} served, {s.rejected} rejected "
+            f"(too long), {s.cut} cut by scale-down, {s.unfinished} unfinished",
+            f"TTFT            p50 {_num(s.ttft_p50_seconds, '.2f', ' s')}, "
+            f"p95 {_num(s.ttft_p95_seconds, '.2f', ' s')}, "
+            f"p99 {_num(s.ttft_p99_seconds, '.2f', ' s')} (target {s.slo_ttft_seconds:g} s)",
+            f"within target   {_num(100 * s.within_slo_ratio, '.1f', '%')} of requests; "
+            f"{_num(100 * s.windows_within_slo_ratio, '.0f', '%')} of "
+            f"{s.window_seconds:g}-second windows had TTFT p95 within target",
             f"replicas        peak {s.peak_replicas}, {s.replica_minutes:.1f} replica-minutes "
             "(loading and draining included)",
             f"scale events    {len(s.scale_events)} ({ups} up, {downs} down): {events}",
         ]
     )
+
+
+def ttft_line(summary: RunSummary) -> tuple[list[float], list[float]]:
+    """The TTFT p95 line of the plot: one point per window mid-point from the first window
+    to the last, NaN for a window without requests so that the line breaks there instead of
+    joining across it. Values are capped at 1000 s (no first token is infinitely slow)."""
+    if not summary.windows:
+        return [], []
+    w = summary.window_seconds
+    by_start = {round(x.start / w): x.ttft_p95_seconds for x in summary.windows}
+    first, last = min(by_start), max(by_start)
+    xs = [i * w + w / 2 for i in range(first, last + 1)]
+    ys = [min(by_start.get(i, math.nan), 1e3) for i in range(first, last + 1)]
+    return xs, ys
+
+
+def plot_figure(samples: Sequence[Sample], summary: RunSummary, *, title: str) -> Figure:
+    """The figure :func:`plot_run` saves: arrivals, replicas, TTFT p95 per window vs target.
+
+    Legends sit above their panel, outside the plotting area, so they never hide data.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    above: dict[str, Any] = {"loc": "lower left", "bbox_to_anchor": (0.0, 1.0), "fontsize": 8}
+    t = [s.t for s in samples]
+    fig, (ax1, ax2, ax3) = plt.subplots(3, 1, figsize=(11, 9), sharex=True)
+    fig.suptitle(title, fontsize=10)
+    ax1.plot(t, [s.arrivals for s in samples], color="tab:gray", lw=0.8, label="arrivals/s")
+    ax1b = ax1.twinx()
+    ax1b.plot(t, [s.waiting for s in samples], color="tab:red", lw=1, label="waiting (queue)")
+    ax1.set_ylabel("requests/s")
+    ax1b.set_ylabel("waiting")
+    lines = ax1.get_lines() + ax1b.get_lines()
+    ax1.legend(lines, [ln.get_label() for ln in lines], ncol=2, frameon=False, **above)
+    ax2.step(t, [s.spec_replicas for s in samples], where="post", label="desired (spec)", lw=1.5)
+    ax2.step(t, [s.ready for s in samples], where="post", label="ready", lw=1.2)
+    ax2.step(
+        t, [s.ready + s.starting for s in samples], where="post", ls=":", label="ready + starting"
+    )
+    for when, a, b in summary.scale_events:
+        ax2.axvline(when, color="tab:green" if b > a else "tab:purple", alpha=0.3, lw=0.8)
+    ax2.set_ylabel("replicas")
+    ax2.legend(ncol=3, frameon=False, **above)
+    wt, wp = ttft_line(summary)
+    ax3.plot(wt, wp, marker="o", ms=3, label=f"TTFT p95 per {summary.window_seconds:g} s window")
+    ax3.axhline(summary.slo_ttft_seconds, color="tab:red", ls="--", label="target")
+    ax3.set_yscale("log")
+    ax3.set_ylabel("seconds")
+    ax3.set_xlabel("seconds since start")
+    ax3.legend(ncol=2, frameon=False, **above)
+    fig.tight_layout()
+    return fig
 
 
 def plot_run(
@@ -142,39 +213,9 @@ def plot_run(
     title: str,
 ) -> Path:
     """Write a PNG with three panels: arrivals, replicas, TTFT p95 per window vs target."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    t = [s.t for s in samples]
-    fig, (ax1, ax2, ax3) = plt.subplots(3, 1, figsize=(11, 8.5), sharex=True)
-    fig.suptitle(title, fontsize=10)
-    ax1.plot(t, [s.arrivals for s in samples], color="tab:gray", lw=0.8, label="arrivals/s")
-    ax1b = ax1.twinx()
-    ax1b.plot(t, [s.waiting for s in samples], color="tab:red", lw=1, label="waiting (queue)")
-    ax1.set_ylabel("requests/s")
-    ax1b.set_ylabel("waiting")
-    ax1.legend(loc="upper left", fontsize=8)
-    ax1b.legend(loc="upper right", fontsize=8)
-    ax2.step(t, [s.spec_replicas for s in samples], where="post", label="desired (spec)", lw=1.5)
-    ax2.step(t, [s.ready for s in samples], where="post", label="ready", lw=1.2)
-    ax2.step(
-        t, [s.ready + s.starting for s in samples], where="post", ls=":", label="ready + starting"
-    )
-    for when, a, b in summary.scale_events:
-        ax2.axvline(when, color="tab:green" if b > a else "tab:purple", alpha=0.3, lw=0.8)
-    ax2.set_ylabel("replicas")
-    ax2.legend(loc="upper left", fontsize=8)
-    wt = [w.start + summary.window_seconds / 2 for w in summary.windows]
-    wp = [min(w.ttft_p95_seconds, 1e3) for w in summary.windows]
-    ax3.plot(wt, wp, marker="o", ms=3, label=f"TTFT p95 per {summary.window_seconds:g} s window")
-    ax3.axhline(summary.slo_ttft_seconds, color="tab:red", ls="--", label="target")
-    ax3.set_yscale("log")
-    ax3.set_ylabel("seconds")
-    ax3.set_xlabel("seconds since start")
-    ax3.legend(loc="upper left", fontsize=8)
-    fig.tight_layout()
+    fig = plot_figure(samples, summary, title=title)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)

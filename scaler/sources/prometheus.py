@@ -15,6 +15,9 @@ Prometheus trouble.
 from __future__ import annotations
 
 import asyncio
+import base64
+import collections
+import functools
 import math
 import re
 import ssl
@@ -52,6 +55,7 @@ __all__ = [
     "QueryOutcome",
     "SourceResult",
     "TargetReadings",
+    "TokenFileError",
     "build_http_client",
     "check_configured_queries",
     "parse_sample_value",
@@ -172,6 +176,10 @@ class SourceResult:
 # ------------------------------------------------------------------------ HTTP client
 
 
+class TokenFileError(OSError):
+    """The bearer token file cannot be read; the message names the file, never the token."""
+
+
 class BearerTokenFileAuth(httpx.Auth):
     """``Authorization: Bearer <token>`` with the token re-read from a file on every request.
 
@@ -179,7 +187,8 @@ class BearerTokenFileAuth(httpx.Auth):
     The token is never logged and not part of ``repr``.
 
     Raises (from the request):
-        OSError: the file cannot be read; :class:`PrometheusSource` reports ``transport``.
+        TokenFileError: the file cannot be read; :class:`PrometheusSource` reports
+            ``transport`` with a detail naming the file (never its content).
     """
 
     def __init__(self, path: Path) -> None:
@@ -189,7 +198,11 @@ class BearerTokenFileAuth(httpx.Auth):
         return f"BearerTokenFileAuth(path={str(self.path)!r})"
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        token = self.path.read_text(encoding="utf-8").strip()
+        try:
+            token = self.path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as err:
+            reason = err.strerror if isinstance(err, OSError) and err.strerror else "not UTF-8 text"
+            raise TokenFileError(f"cannot read bearer token file {self.path}: {reason}") from None
         register_secret(token)
         request.headers["Authorization"] = f"Bearer {token}"
         yield request
@@ -219,16 +232,25 @@ def build_http_client(
     The caller owns the client and closes it (``await client.aclose()``).
 
     Raises:
-        OSError, ssl.SSLError: a CA or client certificate file cannot be loaded (at start).
+        ValueError: a CA or client certificate file cannot be loaded (at start); the
+            message names the file and the reason. :class:`~scaler.config.settings.Settings`
+            checks the same files first, naming the setting.
     """
     verify: ssl.SSLContext | bool = True
     if ca_file is not None or client_cert_file is not None:
-        ctx = ssl.create_default_context(cafile=str(ca_file) if ca_file is not None else None)
+        try:
+            ctx = ssl.create_default_context(cafile=str(ca_file) if ca_file is not None else None)
+        except OSError as err:  # ssl.SSLError is an OSError
+            raise ValueError(f"CA file {ca_file}: {_os_reason(err)}") from None
         if client_cert_file is not None:
-            ctx.load_cert_chain(
-                str(client_cert_file),
-                str(client_key_file) if client_key_file is not None else None,
-            )
+            try:
+                ctx.load_cert_chain(
+                    str(client_cert_file),
+                    str(client_key_file) if client_key_file is not None else None,
+                )
+            except OSError as err:
+                files = f"{client_cert_file}" + (f" / {client_key_file}" if client_key_file else "")
+                raise ValueError(f"client certificate {files}: {_os_reason(err)}") from None
         verify = ctx
     auth = BearerTokenFileAuth(bearer_token_file) if bearer_token_file is not None else None
     return httpx.AsyncClient(
@@ -238,6 +260,22 @@ def build_http_client(
         headers=dict(headers or {}),
         follow_redirects=False,
     )
+
+
+def _os_reason(err: OSError) -> str:
+    if isinstance(err, ssl.SSLError):
+        return str(err.reason or err).replace("_", " ").lower()
+    return err.strerror or str(err)
+
+
+def _register_url_credentials(url: str) -> None:
+    """Mask a password in the URL's user-info, and the Basic credential httpx derives from it."""
+    parts = httpx.URL(url)
+    if not parts.password:
+        return
+    register_secret(parts.password)
+    basic = f"{parts.username}:{parts.password}".encode()
+    register_secret(base64.b64encode(basic).decode())
 
 
 # -------------------------------------------------------------------------- parsing
@@ -409,10 +447,7 @@ def _split_per_target(answer: _Answer) -> dict[str, float]:
 
 def _failed(answer: _Answer, err: _BadResponse) -> _Answer:
     """The answer turned out not to match the query sent: the whole query is bad_response."""
-    o = answer.outcome
-    log.warning(
-        "prometheus answer does not match the query", query_kind=str(o.kind), detail=str(err)
-    )
+    o = answer.outcome  # logged once, as ``query_failed``, by the controller
     return _Answer(
         QueryOutcome(
             o.kind,
@@ -456,6 +491,7 @@ class PrometheusSource:
             raise ValueError(f"rate_window_seconds must be positive, got {rate_window_seconds!r}")
         self._client = client
         self._url = base_url.rstrip("/") + "/api/v1/query"
+        _register_url_credentials(base_url)
         self._timeout = timeout_seconds
         self.rate_window_seconds = rate_window_seconds
 
@@ -466,18 +502,14 @@ class PrometheusSource:
         start = time.monotonic()
 
         def fail(status: SignalStatus, detail: str) -> _Answer:
+            # Not logged here: the outcome carries the detail, and the controller logs one
+            # ``query_failed`` event per failed query.
             outcome = QueryOutcome(
                 kind,
                 status,
                 detail=_short(detail),
                 duration_seconds=time.monotonic() - start,
                 query=promql,
-            )
-            log.warning(
-                "prometheus query failed",
-                query_kind=str(kind),
-                status=str(status),
-                detail=outcome.detail,
             )
             return _Answer(outcome, [])
 
@@ -494,8 +526,9 @@ class PrometheusSource:
             return fail(SignalStatus.TIMEOUT, f"no answer within {self._timeout}s")
         except httpx.TransportError as err:
             return fail(SignalStatus.TRANSPORT, f"{type(err).__name__}: {err}")
+        except TokenFileError as err:
+            return fail(SignalStatus.TRANSPORT, f"request not sent: {err}")
         except OSError as err:
-            # Raised by BearerTokenFileAuth when the token file cannot be read.
             return fail(SignalStatus.TRANSPORT, f"request not sent: {err.strerror or err}")
         except httpx.HTTPError as err:  # e.g. too many redirects, invalid URL
             return fail(SignalStatus.TRANSPORT, f"{type(err).__name__}: {err}")
@@ -585,6 +618,7 @@ class PrometheusSource:
         known_pods: set[tuple[str, str]] = {
             (snap.namespace, p.name) for snap in snapshots.values() for p in snap.pods
         }
+        group_sizes = collections.Counter(plan.selector_group.values())
         targets = {
             t.key: _TargetReader(
                 target=t,
@@ -595,6 +629,7 @@ class PrometheusSource:
                 target_series=target_series,
                 known_pods=known_pods,
                 rate_window_seconds=self.rate_window_seconds,
+                shared_group=group_sizes[plan.selector_group[t.key]] > 1,
             ).read()
             for t in policy_targets
         }
@@ -603,6 +638,12 @@ class PrometheusSource:
             queries={k: a.outcome for k, a in answers.items()},
             duration_seconds=time.monotonic() - start,
         )
+
+
+@functools.lru_cache(maxsize=4096)
+def _pattern(regex: str) -> re.Pattern[str]:
+    """A pod-name pattern of :meth:`TargetPolicy.pod_name_regex` (PromQL anchors it: fullmatch)."""
+    return re.compile(regex)
 
 
 @dataclass(slots=True)
@@ -617,6 +658,7 @@ class _TargetReader:
     target_series: dict[QueryKind, dict[str, float]]
     known_pods: set[tuple[str, str]]
     rate_window_seconds: float
+    shared_group: bool = False  # other targets' selectors are merged into this one's
     dropped: list[DroppedSeries] = field(default_factory=list)
     series_found: dict[QueryKind, int] = field(default_factory=dict)
     _pod_cache: dict[QueryKind, dict[str, dict[str, float]] | None] = field(default_factory=dict)
@@ -644,7 +686,26 @@ class _TargetReader:
         if groups is None:
             return None
         grp = groups.get(self.gid, _PodSeries())
-        self.series_found[kind] = grp.count
+        # A default-selector target shares its group with the other default targets of its
+        # namespace (see build_query_plan): only series its own pod pattern picks are its.
+        own = (
+            _pattern(self.target.pod_name_regex())
+            if self.target.prometheus_matchers is None and self.shared_group
+            else None
+        )
+        namespace = self.target.workload.namespace
+        if own is None:
+            self.series_found[kind] = grp.count
+        else:
+            mine = {p.name for p in self.snapshot.pods} if self.snapshot else set()
+            self.series_found[kind] = grp.no_pod_label + sum(
+                1
+                for ns, pod in grp.by_pod
+                if (ns or namespace) == namespace
+                and (
+                    pod in mine or ((namespace, pod) not in self.known_pods and own.fullmatch(pod))
+                )
+            )
         snap = self.snapshot
         out: dict[str, dict[str, float]] = {}
         if snap is None:
@@ -663,6 +724,8 @@ class _TargetReader:
                 reason = DropReason.TERMINATING if info.terminating else DropReason.NOT_READY
             elif (ns, pod) in self.known_pods:
                 continue  # another target's pod, picked by a shared selector
+            elif own is not None and (ns != snap.namespace or not own.fullmatch(pod)):
+                continue  # a gone pod of another target of the namespace group
             else:
                 reason = DropReason.UNKNOWN_POD
             self.dropped.append(DroppedSeries(kind, ns, pod, reason))

@@ -37,6 +37,7 @@ Queries get long with many targets: send them as POST form bodies.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -118,6 +119,16 @@ def promql_duration(seconds: float) -> str:
     return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
 
 
+# What follows the workload name in its pods' names (TargetPolicy.pod_name_regex) for the
+# kinds whose pod names give the name back unambiguously.
+_POD_NAME_SUFFIX = {"Deployment": "-[a-z0-9]+-[a-z0-9]+", "StatefulSet": "-[0-9]+"}
+
+
+def _label_value(value: str) -> str:
+    # the escaping of TargetPolicy.promql_selector(), so one target's selector is unchanged
+    return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
 def _tag(expr: str, label: str, value: str) -> str:
     return f'label_replace({expr}, "{label}", {_replacement(value)}, "", "")'
 
@@ -172,8 +183,25 @@ def build_query_plan(targets: Sequence[TargetPolicy], *, rate_window_seconds: fl
     selectors: dict[str, str] = {}
     group_of_selector: dict[str, str] = {}
     selector_group: dict[str, str] = {}
+    # Targets with the default selector (namespace + pod-name pattern) share one group per
+    # namespace, whose pod matcher is the union of their patterns: with 1000 targets in 50
+    # namespaces the per-pod queries are an ``or`` of 50 sub-expressions instead of 1000
+    # (Prometheus evaluates a chain of ``or`` in time growing with its length times the
+    # series; see scaler/bench/scale.py). The source splits each group's series back per
+    # target by the target's own pods. Targets with explicit matchers group by selector.
+    default_patterns: dict[str, list[str]] = {}
     for t in targets:
-        sel = t.promql_selector()
+        if t.prometheus_matchers is None:
+            pats = default_patterns.setdefault(t.workload.namespace, [])
+            if t.pod_name_regex() not in pats:
+                pats.append(t.pod_name_regex())
+    for t in targets:
+        if t.prometheus_matchers is None:
+            ns = t.workload.namespace
+            union = "|".join(default_patterns[ns])
+            sel = f'namespace="{_label_value(ns)}",pod=~"{_label_value(union)}"'
+        else:
+            sel = t.promql_selector()
         if sel not in group_of_selector:
             gid = f"s{len(group_of_selector)}"
             group_of_selector[sel] = gid
@@ -214,7 +242,39 @@ def build_query_plan(targets: Sequence[TargetPolicy], *, rate_window_seconds: fl
     if ttft_targets:
         quantiles = []
         rates = []
+        # Default-selector Deployments and StatefulSets of one namespace (same quantile) share
+        # one expression: the target key is derived from the pod name with label_replace
+        # (``<name>-<hash>-<suffix>`` / ``<name>-<ordinal>``: the name is unambiguous), then
+        # aggregated by it. Others get one sub-expression each.
+        grouped: dict[tuple[str, str, str], list[TargetPolicy]] = {}
+        single: list[TargetPolicy] = []
         for t in ttft_targets:
+            q = repr(float(t.signals.ttft_p95.quantile))
+            if t.prometheus_matchers is None and t.workload.kind in _POD_NAME_SUFFIX:
+                grouped.setdefault((t.workload.namespace, t.workload.kind, q), []).append(t)
+            else:
+                single.append(t)
+        for (ns, kind, q), members in grouped.items():
+            if len(members) == 1:
+                single.append(members[0])
+                continue
+            names = "|".join(re.escape(t.workload.name) for t in members)
+            capture = f"({names}){_POD_NAME_SUFFIX[kind]}"
+            sel = f'namespace="{_label_value(ns)}",pod=~"{_label_value(capture)}"'
+            key = f"{ns}/{kind}/$1"
+
+            def keyed(metric: str, sel: str = sel, key: str = key, capture: str = capture) -> str:
+                return (
+                    f"label_replace(rate({metric}{{{sel}}}[{window}]), "
+                    f'"{TARGET_LABEL}", {promql_string(key)}, "pod", {promql_string(capture)})'
+                )
+
+            quantiles.append(
+                f"histogram_quantile({q}, sum by (le, {TARGET_LABEL}) "
+                f"({keyed(TTFT_BUCKET_METRIC)}))"
+            )
+            rates.append(f"sum by ({TARGET_LABEL}) ({keyed(TTFT_COUNT_METRIC)})")
+        for t in sorted(single, key=lambda t: ttft_targets.index(t)):
             sel = t.promql_selector()
             q = repr(float(t.signals.ttft_p95.quantile))
             quantiles.append(

@@ -2,12 +2,35 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import socket
 from collections.abc import Callable
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
 
 from scaler.telemetry.metrics import ScalerMetrics
+
+
+class TelemetryBindError(OSError):
+    """The endpoint cannot listen; the message names the setting, the value and the OS reason."""
+
+
+def _bind_error(err: OSError, host: str, port: int) -> TelemetryBindError:
+    if isinstance(err, socket.gaierror) or not err.errno:
+        reason = err.strerror or str(err)
+    else:  # asyncio's message repeats the address; the OS reason is enough
+        reason = os.strerror(err.errno)
+    if isinstance(err, socket.gaierror) or err.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
+        return TelemetryBindError(
+            f"VLLM_SCALER_METRICS_ADDRESS (--metrics-address): value {host!r}: cannot listen "
+            f"on it ({reason}); expected a local IP address or host name, e.g. 0.0.0.0"
+        )
+    return TelemetryBindError(
+        f"VLLM_SCALER_METRICS_PORT (--metrics-port): value {port}: cannot listen on "
+        f"{host}:{port} ({reason}); choose a free port, or 0 to turn the endpoint off"
+    )
 
 
 class TelemetryServer:
@@ -48,7 +71,12 @@ class TelemetryServer:
         return web.Response(status=503, text="no control cycle completed yet\n")
 
     async def start(self) -> None:
-        """Start listening; :attr:`port` is the bound port afterwards."""
+        """Start listening; :attr:`port` is the bound port afterwards.
+
+        Raises:
+            TelemetryBindError: the address does not resolve or is not local, or the port
+                is in use or not allowed.
+        """
         app = web.Application()
         app.router.add_get("/metrics", self._serve_metrics)
         app.router.add_get("/healthz", self._healthz)
@@ -56,7 +84,11 @@ class TelemetryServer:
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self._host, self._port)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as err:  # socket.gaierror is an OSError
+            await self.stop()
+            raise _bind_error(err, self._host, self._port) from None
         sockets = getattr(site._server, "sockets", None) or []
         if sockets:
             self.port = int(sockets[0].getsockname()[1])

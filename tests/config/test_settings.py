@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+from pathlib import Path
+
 import pytest
 
-from scaler.config.settings import SettingsError, load_settings
+from scaler.config.settings import SettingsError, load_settings, unknown_env_vars
 
 
 def test_environment_and_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -81,3 +85,123 @@ def test_leader_election_default_follows_in_cluster(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("POD_NAMESPACE", "ops")
     assert lease_namespace(load_settings()) == "ops"
     assert lease_namespace(load_settings(lease_namespace="x")) == "x"
+
+
+# ----------------------------------------------------------- files checked at start
+
+
+def _one_line(err: pytest.ExceptionInfo[SettingsError]) -> str:
+    header, *lines = str(err.value).splitlines()
+    assert header == "invalid settings" and len(lines) == 1, str(err.value)
+    return lines[0].strip()
+
+
+@pytest.mark.parametrize(
+    ("field", "expected"),
+    [
+        ("prometheus_ca_file", "a PEM CA bundle"),
+        ("prometheus_bearer_token_file", "a file holding a token"),
+        ("prometheus_client_cert_file", "a PEM client certificate"),
+    ],
+)
+def test_missing_file_names_variable_option_value_and_expectation(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, field: str, expected: str
+) -> None:
+    missing = tmp_path / "nonexistent"
+    monkeypatch.setenv(f"VLLM_SCALER_{field.upper()}", str(missing))
+    with pytest.raises(SettingsError) as err:
+        load_settings({field: "--" + field.replace("_", "-")})
+    assert _one_line(err) == (
+        f"VLLM_SCALER_{field.upper()} (--{field.replace('_', '-')}): value '{missing}': "
+        f"no such file; expected {expected}"
+    )
+
+
+def test_option_path_is_shown_as_text_and_a_directory_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError) as err:
+        load_settings(prometheus_ca_file=tmp_path)  # as typer passes it: a Path
+    assert _one_line(err) == (
+        f"VLLM_SCALER_PROMETHEUS_CA_FILE: value '{tmp_path}': is a directory; "
+        "expected a PEM CA bundle"
+    )
+
+
+def test_garbage_ca_file_is_refused(tmp_path: Path) -> None:
+    garbage = tmp_path / "ca.pem"
+    garbage.write_text("hello\n")
+    with pytest.raises(SettingsError) as err:
+        load_settings(prometheus_ca_file=garbage)
+    assert _one_line(err) == (
+        f"VLLM_SCALER_PROMETHEUS_CA_FILE: value '{garbage}': no certificate or crl found; "
+        "expected a PEM CA bundle"
+    )
+
+
+def test_token_file_is_checked_at_start_but_never_echoed(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("tok-SECRET\n")
+    assert load_settings(prometheus_bearer_token_file=token).prometheus_bearer_token_file == token
+    token.write_text("  \n")
+    with pytest.raises(SettingsError) as err:
+        load_settings(prometheus_bearer_token_file=token)
+    assert _one_line(err).endswith("the file is empty; expected a file holding a token")
+    token.unlink()
+    token.mkdir()
+    with pytest.raises(SettingsError, match="is a directory; expected a file holding a token"):
+        load_settings(prometheus_bearer_token_file=token)
+
+
+@pytest.fixture
+def cert_and_key(tmp_path: Path) -> tuple[Path, Path]:
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl CLI not installed (needed to make a test certificate)")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=client", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+def test_client_certificate_and_key_are_loaded_at_start(
+    tmp_path: Path, cert_and_key: tuple[Path, Path]
+) -> None:
+    cert, key = cert_and_key
+    s = load_settings(
+        prometheus_ca_file=cert, prometheus_client_cert_file=cert, prometheus_client_key_file=key
+    )
+    assert (s.prometheus_client_cert_file, s.prometheus_client_key_file) == (cert, key)
+    with pytest.raises(SettingsError) as err:
+        load_settings(prometheus_client_cert_file=cert, prometheus_client_key_file=cert)
+    line = _one_line(err)
+    assert line.startswith(f"VLLM_SCALER_PROMETHEUS_CLIENT_KEY_FILE: value '{cert}': ")
+    assert line.endswith(f"; expected the PEM private key of {cert}")
+    with pytest.raises(SettingsError) as err:  # the key is neither in the file nor given
+        load_settings(prometheus_client_cert_file=cert)
+    assert _one_line(err).startswith(f"VLLM_SCALER_PROMETHEUS_CLIENT_CERT_FILE: value '{cert}': ")
+    assert "or the key in VLLM_SCALER_PROMETHEUS_CLIENT_KEY_FILE" in str(err.value)
+    with pytest.raises(SettingsError, match="no such file; expected a PEM private key"):
+        load_settings(prometheus_client_cert_file=cert, prometheus_client_key_file=tmp_path / "k")
+
+
+def test_unknown_variables_are_named_with_the_closest_setting() -> None:
+    env = {
+        "VLLM_SCALER_OUTPUT": "json",
+        "VLLM_SCALER_INTERVAL": "5",
+        "VLLM_SCALER_POLICY": "p.yaml",
+        "VLLM_SCALER_PROMETEUS_URL": "http://x",
+        "VLLM_SCALER_METRICS_PORT": "9100",  # known
+        "OTHER": "x",
+    }
+    found = dict(unknown_env_vars(env))
+    assert set(found) == {
+        "VLLM_SCALER_OUTPUT",
+        "VLLM_SCALER_INTERVAL",
+        "VLLM_SCALER_POLICY",
+        "VLLM_SCALER_PROMETEUS_URL",
+    }
+    assert found["VLLM_SCALER_INTERVAL"] == "VLLM_SCALER_CONTROL_INTERVAL_SECONDS"
+    assert found["VLLM_SCALER_POLICY"] == "VLLM_SCALER_POLICY_FILE"
+    assert found["VLLM_SCALER_PROMETEUS_URL"] == "VLLM_SCALER_PROMETHEUS_URL"
+    assert found["VLLM_SCALER_OUTPUT"].startswith("VLLM_SCALER_")

@@ -438,3 +438,49 @@ def test_classify_error_mapping() -> None:
     assert classify_error(TimeoutError()) is not None
     assert classify_error(KeyError("bug")) is None
     assert classify_error(ApiException(status=0, reason="cannot prepare")) is None
+
+
+async def test_missing_kubeconfig_file_is_named_without_library_noise(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with pytest.raises(KubeConfigError) as err:
+        await build_api_client(kubeconfig=tmp_path / "nonexistent", in_cluster=False)
+    assert str(err.value) == f"kubeconfig {tmp_path / 'nonexistent'}: no such file"
+    assert "Config not found" not in caplog.text  # the library was never asked
+
+
+async def test_no_kubeconfig_and_not_in_a_cluster_says_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with pytest.raises(KubeConfigError) as err:
+        await build_api_client(kubeconfig=None, in_cluster=False)
+    assert str(err.value) == (
+        f"no kubeconfig ({tmp_path}/.kube/config does not exist, $KUBECONFIG is not set) and "
+        "not in a cluster (KUBERNETES_SERVICE_HOST is not set)"
+    )
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path}/a:{tmp_path}/b")
+    with pytest.raises(KubeConfigError) as err:
+        await build_api_client(kubeconfig=None, in_cluster=False)
+    assert (
+        str(err.value) == f"kubeconfig from $KUBECONFIG ({tmp_path}/a:{tmp_path}/b): no such file"
+    )
+    with pytest.raises(KubeConfigError) as err:
+        await build_api_client(kubeconfig=None, in_cluster=True)
+    assert "KUBERNETES_SERVICE_HOST is not set (not running in a pod)" in str(err.value)
+
+
+async def test_kubeconfig_list_skips_missing_files(
+    server: KubeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_kubeconfig(tmp_path / "kubeconfig", server_url=server.url, token=TOKEN)
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path}/missing:{path}")
+    api = await build_api_client(kubeconfig=None, in_cluster=False)
+    try:
+        actuator = KubernetesActuator(api, clock=lambda: 0.0)
+        snap = await actuator.read(REF)
+    finally:
+        await api.close()
+    assert snap.namespace == "llm"

@@ -8,12 +8,23 @@ import pytest
 
 from scaler.sim.trace import Trace, TraceRequest, load_trace, per_second_rate
 
-SHARED = Path(__file__).resolve().parents[3] / "shared"
-TRACES = SHARED / "traces"
+SHARED_TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
+BUNDLED_TRACES = Path(__file__).resolve().parents[2] / "scaler" / "sim" / "traces"
+TRACE_FILES = ("AzureLLMInferenceTrace_code.csv", "AzureLLMInferenceTrace_conv.csv")
+# The bundled copies are the shared files byte for byte (pinned below when both exist).
+TRACES = SHARED_TRACES if (SHARED_TRACES / TRACE_FILES[0]).is_file() else BUNDLED_TRACES
 needs_traces = pytest.mark.skipif(
-    not (TRACES / "AzureLLMInferenceTrace_code.csv").is_file(),
-    reason=f"the shared Azure traces are not at {TRACES}",
+    not (TRACES / TRACE_FILES[0]).is_file(),
+    reason=f"the Azure traces are neither at {SHARED_TRACES} nor at {BUNDLED_TRACES}",
 )
+
+
+@pytest.mark.parametrize("name", TRACE_FILES)
+def test_bundled_traces_are_the_shared_files(name: str) -> None:
+    assert (BUNDLED_TRACES / name).is_file()
+    if not (SHARED_TRACES / name).is_file():
+        pytest.skip(f"no shared copy at {SHARED_TRACES} to compare with")
+    assert (BUNDLED_TRACES / name).read_bytes() == (SHARED_TRACES / name).read_bytes()
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:

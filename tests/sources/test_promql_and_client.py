@@ -134,8 +134,42 @@ async def test_unreadable_token_file_is_transport_not_a_crash(
         result = await source.read([target()], {KEY: snapshot(["pod-0"])})
     r = result.readings(KEY)[SignalName.QUEUE_DEPTH]
     assert r.status is SignalStatus.TRANSPORT
-    assert "request not sent" in r.detail
+    assert r.detail == (
+        f"waiting query: request not sent: cannot read bearer token file {tmp_path / 'missing'}: "
+        "No such file or directory"
+    )
     assert fake_prom.requests == []
+
+
+async def test_token_file_failing_after_start_names_the_file_never_the_content(
+    fake_prom: FakePrometheus, tmp_path: Path
+) -> None:
+    token = tmp_path / "token"
+    token.write_text("good-token")
+    fake_prom.set(waiting=per_pod({"pod-0": "1"}))
+    async with build_http_client(bearer_token_file=token, ca_file=None, timeout_seconds=5) as c:
+        source = PrometheusSource(c, base_url=fake_prom.url, timeout_seconds=5)
+        ok = await source.read([target()], {KEY: snapshot(["pod-0"])})
+        token.write_bytes(b"\xff\xfeSECRET-half-rotated")  # a rotation caught mid-write
+        bad = await source.read([target()], {KEY: snapshot(["pod-0"])})
+    assert ok.readings(KEY)[SignalName.QUEUE_DEPTH].value == 1.0
+    outcome = bad.queries[QueryKind.WAITING]
+    assert outcome.status is SignalStatus.TRANSPORT
+    assert outcome.detail == (
+        f"request not sent: cannot read bearer token file {token}: not UTF-8 text"
+    )
+    assert "SECRET" not in outcome.detail
+
+
+def test_build_http_client_names_a_bad_ca_file(tmp_path: Path) -> None:
+    garbage = tmp_path / "ca.pem"
+    garbage.write_text("not a certificate\n")
+    with pytest.raises(ValueError) as err:
+        build_http_client(bearer_token_file=None, ca_file=garbage, timeout_seconds=5)
+    assert str(err.value) == f"CA file {garbage}: no certificate or crl found"
+    with pytest.raises(ValueError) as err:
+        build_http_client(bearer_token_file=None, ca_file=tmp_path / "none.pem", timeout_seconds=5)
+    assert str(err.value) == f"CA file {tmp_path / 'none.pem'}: No such file or directory"
 
 
 def test_bearer_auth_repr_hides_token(tmp_path: Path) -> None:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import socket
+
 import httpx
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from scaler.core.decide import decide
 from scaler.core.observation import Observation, ReplicaCounts
 from scaler.core.signals import SignalName, SignalReading, SignalStatus
 from scaler.telemetry.metrics import ScalerMetrics
-from scaler.telemetry.server import TelemetryServer
+from scaler.telemetry.server import TelemetryBindError, TelemetryServer
 from tests.core.builders import make_policy
 
 
@@ -65,3 +68,30 @@ async def test_metrics_health_and_readiness() -> None:
         )
     finally:
         await server.stop()
+
+
+async def test_port_in_use_names_the_setting_value_and_reason() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        server = TelemetryServer(ScalerMetrics(), host="127.0.0.1", port=port)
+        with pytest.raises(TelemetryBindError) as err:
+            await server.start()
+    assert str(err.value) == (
+        f"VLLM_SCALER_METRICS_PORT (--metrics-port): value {port}: cannot listen on "
+        f"127.0.0.1:{port} (Address already in use); choose a free port, or 0 to turn the "
+        "endpoint off"
+    )
+    await server.stop()  # idempotent after a failed start
+
+
+async def test_unusable_address_names_the_setting_value_and_reason() -> None:
+    server = TelemetryServer(ScalerMetrics(), host="999.1.1.1", port=0)
+    with pytest.raises(TelemetryBindError) as err:
+        await server.start()
+    text = str(err.value)
+    assert text.startswith(
+        "VLLM_SCALER_METRICS_ADDRESS (--metrics-address): value '999.1.1.1': cannot listen on it ("
+    )
+    assert text.endswith("); expected a local IP address or host name, e.g. 0.0.0.0")

@@ -1,0 +1,137 @@
+"""One step of history -> the readings the live source would have produced at that time.
+
+The live source's rules are reused, not re-implemented: the per-step instant vectors are fed
+to the same splitting and per-target classification :class:`scaler.sources.prometheus.
+PrometheusSource` applies to its instant answers (per-pod sums over the ready pods with data,
+``partial`` when some have none, ``absent`` versus ``empty``, the new KV-cache name preferred
+per pod, TTFT ``idle`` only when the request rate is exactly 0, NaN/Inf/negative invalid).
+Those helpers are private to that module (``_Answer``, ``_split_per_pod``,
+``_split_per_target``, ``_TargetReader``); ``tests/backtest/test_classify.py`` pins that this
+adapter and ``PrometheusSource.read`` agree on the same vector, so a change there shows up.
+
+What history does not have is the Kubernetes side: which pods were ready. A pod counts as
+ready at a step when it has a ``vllm:num_requests_running`` sample then (vLLM serves
+``/metrics`` only once its model is loaded). So a signal is ``partial`` only when a pod that
+exports ``running`` lacks that signal's series, and pods that are not ready but scraped (the
+live source would drop their series) count here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from scaler.config.policy import TargetPolicy
+from scaler.core.observation import PodInfo, WorkloadSnapshot
+from scaler.core.signals import SignalName, SignalReading, SignalStatus
+from scaler.sources.prometheus import (
+    QueryOutcome,
+    _Answer,
+    _BadResponse,
+    _failed,
+    _PodSeries,
+    _split_per_pod,
+    _split_per_target,
+    _TargetReader,
+)
+from scaler.sources.promql import QueryKind, QueryPlan
+
+__all__ = ["StepReadings", "readings_at_step"]
+
+Sample = tuple[dict[str, str], float]
+
+
+@dataclass(frozen=True, slots=True)
+class StepReadings:
+    """One target's readings at one step.
+
+    Attributes:
+        signals: one reading per enabled signal (see :class:`~scaler.core.signals.SignalReading`;
+            per-pod values are sums over the pods with data).
+        pods: pods of the target with a ``vllm:num_requests_running`` sample at this step.
+        kv_metric: the KV-cache metric name(s) found ('' when none).
+    """
+
+    signals: dict[SignalName, SignalReading]
+    pods: int
+    kv_metric: str
+
+
+def _snapshot(target: TargetPolicy, group: _PodSeries | None) -> WorkloadSnapshot:
+    ns = target.workload.namespace
+    names = sorted(pod for (pod_ns, pod) in (group.by_pod if group else {}) if pod_ns in (ns, ""))
+    pods = tuple(
+        PodInfo(name=n, ready=True, terminating=False, age_seconds=math.inf) for n in names
+    )
+    return WorkloadSnapshot(
+        namespace=ns,
+        spec_replicas=len(pods),
+        status_replicas=len(pods),
+        selector="",
+        resource_version="",
+        pods=pods,
+    )
+
+
+def readings_at_step(
+    targets: Sequence[TargetPolicy],
+    plan: QueryPlan,
+    vectors: Mapping[QueryKind, Sequence[Sample]],
+    *,
+    rate_window_seconds: float,
+) -> dict[str, StepReadings]:
+    """Classify the plan's answers at one step into readings, per target key.
+
+    Args:
+        targets: the targets the plan was built for.
+        plan: the controller's query plan (:func:`scaler.sources.promql.build_query_plan`).
+        vectors: query kind -> the ``(labels, value)`` series with a sample at this step; a
+            kind of the plan missing here is an answer with no series (``empty``).
+        rate_window_seconds: the TTFT ``rate()`` window (only for messages).
+
+    Returns:
+        Target key -> :class:`StepReadings`.
+    """
+    answers: dict[QueryKind, _Answer] = {}
+    for kind, query in plan.queries.items():
+        series = list(vectors.get(kind, ()))
+        answers[kind] = _Answer(
+            QueryOutcome(kind, SignalStatus.OK, series=len(series), query=query), series
+        )
+    pod_groups = {}
+    for kind, ans in list(answers.items()):
+        if not kind.per_pod:
+            continue
+        try:
+            pod_groups[kind] = _split_per_pod(ans, kind)
+        except _BadResponse as err:
+            answers[kind] = _failed(ans, err)
+    target_series: dict[QueryKind, dict[str, float]] = {}
+    for kind in (QueryKind.TTFT_QUANTILE, QueryKind.TTFT_RATE):
+        t_ans = answers.get(kind)
+        if t_ans is None or not t_ans.outcome.ok:
+            continue
+        try:
+            target_series[kind] = _split_per_target(t_ans)
+        except _BadResponse as err:
+            answers[kind] = _failed(t_ans, err)
+
+    running = pod_groups.get(QueryKind.RUNNING, {})
+    snapshots = {t.key: _snapshot(t, running.get(plan.selector_group[t.key])) for t in targets}
+    known = {(s.namespace, p.name) for s in snapshots.values() for p in s.pods}
+    out: dict[str, StepReadings] = {}
+    for t in targets:
+        snap = snapshots[t.key]
+        tr = _TargetReader(
+            target=t,
+            snapshot=snap,
+            gid=plan.selector_group[t.key],
+            answers=answers,
+            pod_groups=pod_groups,
+            target_series=target_series,
+            known_pods=known,
+            rate_window_seconds=rate_window_seconds,
+        ).read()
+        out[t.key] = StepReadings(dict(tr.signals), len(snap.pods), tr.kv_metric)
+    return out

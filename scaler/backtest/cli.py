@@ -1,0 +1,194 @@
+"""The ``vllm-scaler backtest`` command: a policy replayed on real history from Prometheus."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+__all__ = ["register"]
+
+
+class OutputFormat(StrEnum):
+    """How the result is printed."""
+
+    TEXT = "text"
+    JSON = "json"
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"vllm-scaler: {message}", err=True)
+    return typer.Exit(code)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``backtest`` command to the main app."""
+
+    @app.command()
+    def backtest(
+        prometheus_url: Annotated[
+            str, typer.Option(envvar="VLLM_SCALER_PROMETHEUS_URL", help="Prometheus base URL.")
+        ] = "http://localhost:9090",
+        policy: Annotated[
+            Path,
+            typer.Option(
+                "--policy",
+                "--policy-file",
+                envvar="VLLM_SCALER_POLICY_FILE",
+                help="YAML policy file.",
+            ),
+        ] = Path("policy.yaml"),
+        start: Annotated[
+            str,
+            typer.Option(
+                help="Start: RFC 3339 (2025-05-01T12:00:00Z), now-6h, 6h (ago) or Unix seconds."
+            ),
+        ] = "now-1h",
+        end: Annotated[str, typer.Option(help="End, same forms as --start.")] = "now",
+        step: Annotated[
+            str,
+            typer.Option(help="History step = replay control interval (15s, 1m; whole seconds)."),
+        ] = "15s",
+        model_load_seconds: Annotated[
+            float, typer.Option(help="Seconds until a replica the policy adds is ready.")
+        ] = 120.0,
+        target: Annotated[
+            list[str] | None,
+            typer.Option(help="Only this target (namespace/Kind/name); repeatable."),
+        ] = None,
+        output: Annotated[
+            OutputFormat, typer.Option(help="text or json (stdout).")
+        ] = OutputFormat.TEXT,
+        plot: Annotated[Path, typer.Option(help="Where the PNG plot goes.")] = Path(
+            "out/backtest/backtest.png"
+        ),
+        no_plot: Annotated[bool, typer.Option("--no-plot", help="Do not draw the plot.")] = False,
+        max_points: Annotated[
+            int, typer.Option(help="Most steps per range request (Prometheus allows 11000).")
+        ] = 11_000,
+        prometheus_bearer_token_file: Annotated[
+            Path | None,
+            typer.Option(
+                envvar="VLLM_SCALER_PROMETHEUS_BEARER_TOKEN_FILE",
+                help="File with a bearer token for Prometheus.",
+            ),
+        ] = None,
+        prometheus_ca_file: Annotated[
+            Path | None,
+            typer.Option(
+                envvar="VLLM_SCALER_PROMETHEUS_CA_FILE", help="PEM CA bundle for Prometheus' TLS."
+            ),
+        ] = None,
+        timeout: Annotated[
+            float, typer.Option(help="Timeout of each range request, seconds.")
+        ] = 60.0,
+        progress: Annotated[
+            bool,
+            typer.Option(
+                "--progress/--no-progress",
+                help="Progress bar on stderr (default: when stderr is a terminal).",
+            ),
+        ] = sys.stderr.isatty(),
+    ) -> None:
+        """Replay a policy on real history: read the signals (the controller's own PromQL, as
+        range queries) and the actual replicas from Prometheus, and show what the policy would
+        have done beside what happened: timeline, scale events, replica-hours, a plot."""
+        from scaler.backtest.history import HistoryError, PrometheusRangeClient, make_grid
+        from scaler.backtest.pipeline import NoReplicaHistoryError, run_backtest
+        from scaler.backtest.report import format_text, plot_backtest, to_json
+        from scaler.backtest.timeparse import TimeParseError, parse_duration, parse_time
+        from scaler.config.policy import PolicyError, load_policy
+        from scaler.telemetry.logging import configure_logging
+
+        # The live source logs an error per read when a signal is absent; here that would be
+        # one line per step. The statuses are counted in the report instead.
+        configure_logging("console", level="critical")
+        now = time.time()
+        try:
+            t_start = parse_time(start, now=now)
+            t_end = parse_time(end, now=now)
+            step_s = parse_duration(step)
+        except TimeParseError as err:
+            raise _fail(str(err)) from None
+        try:
+            grid = make_grid(t_start, t_end, step_s)
+        except ValueError as err:
+            raise _fail(f"--start/--end/--step: {err}") from None
+        if model_load_seconds < 0 or max_points < 1 or timeout <= 0:
+            raise _fail("--model-load-seconds >= 0, --max-points >= 1, --timeout > 0 expected")
+        try:
+            pol = load_policy(policy)
+        except PolicyError as err:
+            raise _fail(str(err)) from None
+        targets = [t for t in pol.targets if not target or t.key in target]
+        unknown = sorted(set(target or ()) - {t.key for t in pol.targets})
+        if unknown:
+            keys = ", ".join(t.key for t in pol.targets)
+            raise _fail(f"--target {', '.join(unknown)} not in the policy (it has {keys})")
+
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+        try:
+            client = PrometheusRangeClient(
+                prometheus_url,
+                timeout_seconds=timeout,
+                bearer_token_file=prometheus_bearer_token_file,
+                ca_file=prometheus_ca_file,
+            )
+        except OSError as err:  # the token file
+            raise _fail(f"cannot read {err.filename}: {err.strerror}") from None
+        bar = Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            disable=not progress,
+            transient=True,
+        )
+        task = bar.add_task("reading history (range requests)", total=0)
+
+        class _Hook:
+            def add_total(self, requests: int) -> None:
+                bar.update(task, total=(bar.tasks[0].total or 0) + requests)
+
+            def advance(self) -> None:
+                bar.advance(task)
+
+        try:
+            with bar:
+                results = run_backtest(
+                    client,
+                    pol,
+                    targets,
+                    grid,
+                    model_load_seconds=model_load_seconds,
+                    max_points=max_points,
+                    progress=_Hook(),
+                )
+        except (HistoryError, NoReplicaHistoryError) as err:
+            raise _fail(str(err), 1) from None
+        finally:
+            client.close()
+
+        png = None if no_plot else plot_backtest(results, plot)
+        if output is OutputFormat.JSON:
+            doc = to_json(
+                results,
+                start=grid.start,
+                end=grid.end,
+                step_seconds=grid.step,
+                model_load_seconds=model_load_seconds,
+                plot=png,
+            )
+            typer.echo(json.dumps(doc))
+        else:
+            typer.echo(format_text(results, step_seconds=grid.step))
+            if png is not None:
+                typer.echo(f"plot            {png}")

@@ -1,0 +1,436 @@
+"""Reading history from Prometheus: the controller's own queries and the actual replica counts.
+
+Every query is a range query (``/api/v1/query_range``) sent with prometheus-api-client's
+``PrometheusConnect.custom_query_range``. Prometheus refuses a range query whose
+``(end - start) / step`` exceeds 11,000 (``exceeded maximum resolution of 11,000 points per
+timeseries``), so the time range is split into chunks of at most ``max_points`` evaluation
+steps (:func:`chunk_grid`), all on one grid ``start + i x step`` so that chunks neither
+overlap nor leave gaps. A range query evaluates its expression at each step exactly as an
+instant query at that time would (same 5 min lookback), so step ``i`` of the answer is what the
+controller would have read at ``start + i x step``.
+
+Signals: the queries of :func:`scaler.sources.promql.build_query_plan`, unchanged.
+
+Actual replicas, first source with data wins (:class:`ReplicaSource`):
+
+1. kube-state-metrics (Deployments and StatefulSets): ``kube_deployment_spec_replicas`` and
+   ``kube_deployment_status_replicas_ready`` (``kube_statefulset_replicas`` and
+   ``kube_statefulset_status_replicas_ready``), labels ``namespace`` and
+   ``deployment``/``statefulset``;
+2. vllm-scaler's own ``vllm_scaler_current_replicas{target}`` and
+   ``vllm_scaler_ready_replicas{target}``;
+3. the number of the target's pods that export vLLM series
+   (``count(count by (namespace, pod) (vllm:num_requests_running{SEL}))``; the inner count
+   folds the per-engine series of data-parallel pods), used as both spec and ready.
+
+Each is wrapped in ``max(...)``: two controller replicas, or a kube-state-metrics restart,
+export the same value under different ``instance`` labels.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Protocol
+
+import requests
+from prometheus_api_client.exceptions import PrometheusApiClientException
+from prometheus_api_client.prometheus_connect import PrometheusConnect
+
+from scaler.config.policy import TargetPolicy
+from scaler.sources.prometheus import parse_sample_value
+from scaler.sources.promql import (
+    RUNNING_METRIC,
+    QueryKind,
+    QueryPlan,
+    build_query_plan,
+    promql_duration,
+    promql_string,
+)
+
+__all__ = [
+    "PROMETHEUS_MAX_POINTS",
+    "HistoryError",
+    "Matrix",
+    "PrometheusRangeClient",
+    "RangeQuery",
+    "ReplicaHistory",
+    "ReplicaSource",
+    "SignalHistory",
+    "StepGrid",
+    "chunk_grid",
+    "make_grid",
+    "read_matrix",
+    "read_replica_history",
+    "read_signal_history",
+    "replica_queries",
+]
+
+#: Prometheus' limit: a range query may have at most 11,000 steps ((end - start) / step).
+PROMETHEUS_MAX_POINTS = 11_000
+
+#: One series as the range API returns it: labels and ``[[unix seconds, "value"], ...]``.
+RawSeries = Mapping[str, Any]
+#: Labels and value of one series at one step.
+Sample = tuple[dict[str, str], float]
+#: Step index -> the series that have a value at that step (an instant vector per step).
+Matrix = dict[int, list[Sample]]
+
+
+class HistoryError(RuntimeError):
+    """A range query failed (connection, HTTP or Prometheus error, malformed answer)."""
+
+
+class RangeQuery(Protocol):
+    """Runs one range query; ``start``/``end``/``step`` in seconds, ``end`` inclusive."""
+
+    def __call__(self, query: str, start: float, end: float, step: float) -> list[RawSeries]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class StepGrid:
+    """The evaluation times ``start + i x step`` for ``i`` in ``0 .. count - 1``.
+
+    Attributes:
+        start: first evaluation time, whole Unix seconds (prometheus-api-client rounds
+            ``start``/``end`` to whole seconds, so the grid is built on them).
+        step: seconds between evaluations, a whole number >= 1.
+        count: number of evaluation times.
+    """
+
+    start: float
+    step: float
+    count: int
+
+    @property
+    def end(self) -> float:
+        """Last evaluation time, Unix seconds."""
+        return self.start + (self.count - 1) * self.step
+
+    @property
+    def times(self) -> list[float]:
+        """Every evaluation time, Unix seconds."""
+        return [self.start + i * self.step for i in range(self.count)]
+
+    def index_of(self, ts: float) -> int | None:
+        """The step index of timestamp ``ts`` (None when off the grid or out of range)."""
+        pos = (ts - self.start) / self.step
+        i = round(pos)
+        if abs(pos - i) > 1e-6 or not 0 <= i < self.count:
+            return None
+        return i
+
+
+def make_grid(start: float, end: float, step: float) -> StepGrid:
+    """The grid from ``start`` (rounded down to a whole second) to at most ``end``.
+
+    Raises:
+        ValueError: ``step`` is not a whole number of seconds >= 1, or ``end < start``.
+    """
+    if step < 1 or step != int(step):
+        raise ValueError(f"step must be a whole number of seconds >= 1, got {step!r}")
+    first = float(math.floor(start))
+    if end < first:
+        raise ValueError("end is before start")
+    return StepGrid(first, float(step), int((end - first) // step) + 1)
+
+
+def chunk_grid(
+    grid: StepGrid, max_points: int = PROMETHEUS_MAX_POINTS
+) -> list[tuple[float, float]]:
+    """Split the grid into ``(start, end)`` chunks of at most ``max_points`` steps each.
+
+    Each chunk starts and ends on the grid and the next chunk starts one step after the
+    previous one ends, so every evaluation time is in exactly one chunk. With the default,
+    ``(end - start) / step`` of a chunk is at most 10,999, under Prometheus' limit.
+
+    Raises:
+        ValueError: ``max_points`` < 1.
+    """
+    if max_points < 1:
+        raise ValueError(f"max_points must be >= 1, got {max_points}")
+    out: list[tuple[float, float]] = []
+    for first in range(0, grid.count, max_points):
+        last = min(first + max_points, grid.count) - 1
+        out.append((grid.start + first * grid.step, grid.start + last * grid.step))
+    return out
+
+
+class PrometheusRangeClient:
+    """Range queries through prometheus-api-client's ``PrometheusConnect`` (requests, sync).
+
+    Args:
+        url: Prometheus base URL (Thanos, Mimir, VictoriaMetrics work: same API).
+        timeout_seconds: per-request timeout, also sent as the query's ``timeout`` parameter.
+        bearer_token_file: file with a bearer token, read once at start.
+        ca_file: PEM CA bundle to verify Prometheus' TLS certificate.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout_seconds: float = 60.0,
+        bearer_token_file: Path | None = None,
+        ca_file: Path | None = None,
+    ) -> None:
+        session = requests.Session()
+        if ca_file is not None:
+            session.verify = str(ca_file)
+        headers: dict[str, str] = {}
+        if bearer_token_file is not None:
+            token = bearer_token_file.read_text(encoding="utf-8").strip()
+            headers["Authorization"] = f"Bearer {token}"
+        self._timeout = timeout_seconds
+        self._prom = PrometheusConnect(
+            url=url.rstrip("/"),
+            headers=headers,
+            session=session,
+            timeout=math.ceil(timeout_seconds),
+        )
+        self.url = url
+
+    def __call__(self, query: str, start: float, end: float, step: float) -> list[RawSeries]:
+        try:
+            result = self._prom.custom_query_range(
+                query,
+                start_time=datetime.fromtimestamp(start, UTC),
+                end_time=datetime.fromtimestamp(end, UTC),
+                step=f"{step:g}",
+                params={"timeout": promql_duration(self._timeout)},
+            )
+        except PrometheusApiClientException as err:
+            raise HistoryError(f"Prometheus refused the query: {_short(str(err))}") from None
+        except requests.RequestException as err:
+            raise HistoryError(
+                f"cannot reach Prometheus at {self.url}: {_short(str(err))}"
+            ) from None
+        except ValueError as err:  # the body was not JSON
+            raise HistoryError(f"not a Prometheus API answer: {err}") from None
+        if not isinstance(result, list):
+            raise HistoryError(f"not a Prometheus range answer: {_short(repr(result))}")
+        return result
+
+    def close(self) -> None:
+        """Close the HTTP session."""
+        self._prom.close()
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def read_matrix(
+    query_range: RangeQuery,
+    query: str,
+    grid: StepGrid,
+    *,
+    max_points: int = PROMETHEUS_MAX_POINTS,
+    on_chunk: Callable[[], None] | None = None,
+) -> Matrix:
+    """Run ``query`` over the grid chunk by chunk and regroup the answer per step.
+
+    Returns:
+        Step index -> ``(labels, value)`` of every series with a sample at that step. Values
+        keep NaN and +/-Inf (Prometheus' ``"NaN"``, ``"+Inf"``); the classification decides.
+
+    Raises:
+        HistoryError: a chunk failed or its answer is not the range API's shape; the message
+            names the query and the chunk's time range.
+    """
+    out: Matrix = {}
+    for start, end in chunk_grid(grid, max_points):
+        try:
+            series = query_range(query, start, end, grid.step)
+            _add_series(out, series, grid)
+        except HistoryError as err:
+            raise HistoryError(
+                f"{err}; query {query!r} from {_iso(start)} to {_iso(end)}"
+            ) from None
+        if on_chunk is not None:
+            on_chunk()
+    return out
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _add_series(out: Matrix, series: Sequence[RawSeries], grid: StepGrid) -> None:
+    for item in series:
+        labels = item.get("metric") if isinstance(item, Mapping) else None
+        values = item.get("values") if isinstance(item, Mapping) else None
+        if not isinstance(labels, Mapping) or not isinstance(values, list):
+            raise HistoryError(f"not a range series: {_short(repr(item))}")
+        clean = {str(k): str(v) for k, v in labels.items()}
+        for pair in values:
+            if not isinstance(pair, list | tuple) or len(pair) != 2:
+                raise HistoryError(f"not a [time, value] pair: {_short(repr(pair))}")
+            idx = grid.index_of(float(pair[0]))
+            if idx is None:
+                continue
+            try:
+                value = parse_sample_value(pair[1])
+            except ValueError as err:
+                raise HistoryError(str(err)) from None
+            out.setdefault(idx, []).append((clean, value))
+
+
+# -------------------------------------------------------------------------------- signals
+
+
+@dataclass(frozen=True, slots=True)
+class SignalHistory:
+    """The controller's queries over the grid.
+
+    Attributes:
+        plan: the query plan (the controller's exact PromQL and the selector groups).
+        grid: the evaluation times.
+        matrices: query kind -> per-step series.
+    """
+
+    plan: QueryPlan
+    grid: StepGrid
+    matrices: dict[QueryKind, Matrix]
+
+
+def read_signal_history(
+    query_range: RangeQuery,
+    targets: Sequence[TargetPolicy],
+    *,
+    rate_window_seconds: float,
+    grid: StepGrid,
+    max_points: int = PROMETHEUS_MAX_POINTS,
+    on_chunk: Callable[[], None] | None = None,
+) -> SignalHistory:
+    """Read every query of the controller's plan for ``targets`` as range queries.
+
+    Raises:
+        HistoryError: a query failed.
+    """
+    plan = build_query_plan(targets, rate_window_seconds=rate_window_seconds)
+    matrices = {
+        kind: read_matrix(query_range, q, grid, max_points=max_points, on_chunk=on_chunk)
+        for kind, q in plan.queries.items()
+    }
+    return SignalHistory(plan, grid, matrices)
+
+
+# ------------------------------------------------------------------------------- replicas
+
+
+class ReplicaSource(StrEnum):
+    """Where the actual replica counts came from, in order of preference."""
+
+    KUBE_STATE_METRICS = "kube-state-metrics"
+    VLLM_SCALER = "vllm-scaler"
+    VLLM_PODS = "vllm-pods"
+
+
+ALL_REPLICA_SOURCES: tuple[ReplicaSource, ...] = tuple(ReplicaSource)
+
+
+def replica_queries(target: TargetPolicy, source: ReplicaSource) -> tuple[str, str] | None:
+    """``(spec replicas, ready replicas)`` queries of ``target`` from ``source``.
+
+    Returns None when the source cannot describe the target (kube-state-metrics has no
+    replica metrics for kinds other than Deployment and StatefulSet).
+    """
+    w = target.workload
+    ns = promql_string(w.namespace)
+    name = promql_string(w.name)
+    if source is ReplicaSource.KUBE_STATE_METRICS:
+        if w.kind == "Deployment":
+            sel = f"namespace={ns},deployment={name}"
+            return (
+                f"max(kube_deployment_spec_replicas{{{sel}}})",
+                f"max(kube_deployment_status_replicas_ready{{{sel}}})",
+            )
+        if w.kind == "StatefulSet":
+            sel = f"namespace={ns},statefulset={name}"
+            return (
+                f"max(kube_statefulset_replicas{{{sel}}})",
+                f"max(kube_statefulset_status_replicas_ready{{{sel}}})",
+            )
+        return None
+    if source is ReplicaSource.VLLM_SCALER:
+        sel = f"target={promql_string(target.key)}"
+        return (
+            f"max(vllm_scaler_current_replicas{{{sel}}})",
+            f"max(vllm_scaler_ready_replicas{{{sel}}})",
+        )
+    pods = f"count(count by (namespace, pod) ({RUNNING_METRIC}{{{target.promql_selector()}}}))"
+    return pods, pods
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaHistory:
+    """The target's actual replicas per step.
+
+    Attributes:
+        source: where they came from; None when no source had data.
+        spec: ``spec.replicas`` per step (None where the source has no sample).
+        ready: ready replicas per step (None where the source has no sample).
+        queries: the ``(spec, ready)`` PromQL used.
+        tried: the sources tried, in order.
+    """
+
+    source: ReplicaSource | None
+    spec: list[float | None]
+    ready: list[float | None]
+    queries: tuple[str, str] | None
+    tried: tuple[ReplicaSource, ...]
+
+
+def _scalar_series(matrix: Matrix, count: int) -> list[float | None]:
+    out: list[float | None] = [None] * count
+    for idx, samples in matrix.items():
+        finite = [v for _, v in samples if math.isfinite(v)]
+        if finite:
+            out[idx] = max(finite)
+    return out
+
+
+def read_replica_history(
+    query_range: RangeQuery,
+    target: TargetPolicy,
+    *,
+    grid: StepGrid,
+    sources: Sequence[ReplicaSource] = ALL_REPLICA_SOURCES,
+    max_points: int = PROMETHEUS_MAX_POINTS,
+    on_chunk: Callable[[], None] | None = None,
+    on_extra_source: Callable[[], None] | None = None,
+) -> ReplicaHistory:
+    """Read the target's actual replicas from the first of ``sources`` that has data.
+
+    ``on_extra_source`` is called before each source after the first (a progress bar can
+    grow its total).
+
+    Raises:
+        HistoryError: a query failed.
+    """
+    tried: list[ReplicaSource] = []
+    for source in sources:
+        queries = replica_queries(target, source)
+        if queries is None:
+            continue
+        if tried and on_extra_source is not None:
+            on_extra_source()
+        tried.append(source)
+
+        def read(query: str) -> list[float | None]:
+            matrix = read_matrix(query_range, query, grid, max_points=max_points, on_chunk=on_chunk)
+            return _scalar_series(matrix, grid.count)
+
+        spec = read(queries[0])
+        if all(v is None for v in spec):
+            continue
+        ready = list(spec) if queries[1] == queries[0] else read(queries[1])
+        return ReplicaHistory(source, spec, ready, queries, tuple(tried))
+    empty: list[float | None] = [None] * grid.count
+    return ReplicaHistory(None, empty, list(empty), None, tuple(tried))

@@ -1,0 +1,127 @@
+"""The whole backtest without I/O choices: read history, classify every step, replay.
+
+The caller provides the range-query function (:class:`~scaler.backtest.history.
+PrometheusRangeClient` or a fake) and an optional progress hook; nothing here prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from scaler.backtest.classify import readings_at_step
+from scaler.backtest.history import (
+    ALL_REPLICA_SOURCES,
+    PROMETHEUS_MAX_POINTS,
+    RangeQuery,
+    ReplicaSource,
+    StepGrid,
+    chunk_grid,
+    read_replica_history,
+    read_signal_history,
+    replica_queries,
+)
+from scaler.backtest.replay import replay
+from scaler.backtest.report import TargetBacktest
+from scaler.config.policy import Policy, TargetPolicy
+from scaler.sources.promql import build_query_plan
+
+__all__ = ["NoReplicaHistoryError", "Progress", "run_backtest"]
+
+
+class Progress(Protocol):
+    """Progress of the reads, in range requests (one per query and chunk)."""
+
+    def add_total(self, requests: int) -> None:
+        """More requests are coming than announced."""
+
+    def advance(self) -> None:
+        """One request is done."""
+
+
+class NoReplicaHistoryError(RuntimeError):
+    """No replica source had data for a target; the message names the queries tried."""
+
+
+@dataclass(frozen=True, slots=True)
+class _NoProgress:
+    def add_total(self, requests: int) -> None:
+        pass
+
+    def advance(self) -> None:
+        pass
+
+
+def run_backtest(
+    query_range: RangeQuery,
+    policy: Policy,
+    targets: Sequence[TargetPolicy],
+    grid: StepGrid,
+    *,
+    model_load_seconds: float,
+    max_points: int = PROMETHEUS_MAX_POINTS,
+    replica_sources: Sequence[ReplicaSource] = ALL_REPLICA_SOURCES,
+    progress: Progress | None = None,
+) -> list[TargetBacktest]:
+    """Read the history of ``targets`` over ``grid`` and replay each through its policy.
+
+    Raises:
+        HistoryError: a range query failed.
+        NoReplicaHistoryError: a target's actual replicas are in none of the sources.
+    """
+    prog = progress or _NoProgress()
+    chunks = len(chunk_grid(grid, max_points))
+    plan_kinds = len(
+        build_query_plan(targets, rate_window_seconds=policy.rate_window_seconds).queries
+    )
+    prog.add_total(chunks * (plan_kinds + 2 * len(targets)))
+    signals = read_signal_history(
+        query_range,
+        targets,
+        rate_window_seconds=policy.rate_window_seconds,
+        grid=grid,
+        max_points=max_points,
+        on_chunk=prog.advance,
+    )
+    replicas = {}
+    for t in targets:
+        hist = read_replica_history(
+            query_range,
+            t,
+            grid=grid,
+            sources=replica_sources,
+            max_points=max_points,
+            on_chunk=prog.advance,
+            on_extra_source=lambda: prog.add_total(2 * chunks),
+        )
+        if hist.source is None:
+            tried = [q[0] for s in hist.tried if (q := replica_queries(t, s))]
+            raise NoReplicaHistoryError(
+                f"{t.key}: no replica history from {' or '.join(map(str, hist.tried))}; "
+                f"queries tried: {'; '.join(tried)}"
+            )
+        replicas[t.key] = hist
+
+    per_step = [
+        readings_at_step(
+            targets,
+            signals.plan,
+            {kind: m.get(i, []) for kind, m in signals.matrices.items()},
+            rate_window_seconds=policy.rate_window_seconds,
+        )
+        for i in range(grid.count)
+    ]
+    out = []
+    for t in targets:
+        hist = replicas[t.key]
+        result = replay(
+            t,
+            grid.times,
+            [step[t.key].signals for step in per_step],
+            hist.spec,
+            hist.ready,
+            model_load_seconds=model_load_seconds,
+        )
+        out.append(TargetBacktest(t, hist, result))
+    return out

@@ -1,0 +1,268 @@
+"""Replay history through the decision core: what the policy would have done.
+
+The model (simple, and honest about what it cannot know):
+
+- The signals are what happened under the *actual* replica counts. Per-pod signals are sums
+  over the pods (waiting requests, KV-cache usage), so they approximate demand whatever the
+  replica count: the core divides them by the policy's own replicas. TTFT is the latency the
+  actual fleet gave; with more or fewer replicas it would have been different, and the replay
+  cannot know how. Treat a TTFT-driven decision as a hint, not a prediction.
+- The policy keeps its own replica count R, starting at the actual ``spec.replicas`` at the
+  first step; ``min(R, actual ready)`` of them are ready then and the rest become ready
+  ``model_load_seconds`` after the start.
+- Each step is one control cycle at that time (so the step is the control interval):
+  :func:`~scaler.core.decide.decide` gets ``current = R``, ``ready`` = the policy's replicas
+  whose model load has finished, ``starting`` = the rest, and the state it returned last step;
+  every change is recorded with :func:`~scaler.core.state.record_write`, as the controller
+  records a successful write.
+- A replica added at time t is ready at ``t + model_load_seconds``. Removal is immediate (no
+  draining, no stuck replicas); the core never scales down while replicas are loading, so a
+  scale-down removes ready ones.
+- Actual replicas missing at a step (the source had no sample) carry the last known value
+  forward (the first known value backward); :attr:`ReplaySummary.actual_missing_steps` counts
+  them. Where only the ready count is missing, ``spec.replicas`` stands in for it.
+
+Replica-hours integrate ``spec.replicas`` (asked for, so loading replicas count) over the
+steps: each step's count holds until the next step.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from scaler.config.policy import TargetPolicy
+from scaler.core.decide import decide
+from scaler.core.observation import Observation, ReplicaCounts
+from scaler.core.reasons import Reason
+from scaler.core.signals import SignalName, SignalReading, SignalStatus
+from scaler.core.state import TargetState, record_write
+
+__all__ = ["ReplayResult", "ReplayStep", "ReplaySummary", "ScaleChange", "fill_gaps", "replay"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayStep:
+    """One step of the replay.
+
+    Attributes:
+        at: Unix seconds.
+        actual_replicas: actual ``spec.replicas`` (gaps filled, see :func:`fill_gaps`).
+        actual_ready: actual ready replicas (gaps filled).
+        policy_replicas: the policy's ``spec.replicas`` after this step's decision.
+        policy_ready: the policy's ready replicas when it decided.
+        recommended: what the signals asked for (before stabilization, step limit, min/max).
+        reason: the decision's reason.
+        message: the decision's sentence.
+        signals: the readings the decision saw.
+    """
+
+    at: float
+    actual_replicas: int
+    actual_ready: int
+    policy_replicas: int
+    policy_ready: int
+    recommended: int
+    reason: Reason
+    message: str
+    signals: Mapping[SignalName, SignalReading]
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleChange:
+    """A change of ``spec.replicas``: at (Unix seconds), from, to, and the policy's reason."""
+
+    at: float
+    from_replicas: int
+    to_replicas: int
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaySummary:
+    """Totals of one replay.
+
+    Attributes:
+        actual_replica_hours, policy_replica_hours: replica-hours of ``spec.replicas``.
+        actual_peak, policy_peak: the largest ``spec.replicas``.
+        actual_events, policy_events: every change of ``spec.replicas``.
+        below_actual_steps: steps where the policy had fewer replicas than actual.
+        above_actual_steps: steps where it had more.
+        ttft_above_target_steps: steps whose observed TTFT (``ok``) was above the target;
+            None when the policy does not enable ``ttft_p95``.
+        risk_steps: steps below actual while the observed TTFT was above the target (the
+            policy would have served a slow moment with less); None without ``ttft_p95``.
+        relief_steps: steps above actual while the observed TTFT was above the target (the
+            policy would have added capacity when it was needed); None without ``ttft_p95``.
+        actual_missing_steps: steps without an actual sample (filled).
+        signal_status: signal -> status -> steps.
+        reasons: reason -> steps.
+    """
+
+    actual_replica_hours: float
+    policy_replica_hours: float
+    actual_peak: int
+    policy_peak: int
+    actual_events: tuple[ScaleChange, ...]
+    policy_events: tuple[ScaleChange, ...]
+    below_actual_steps: int
+    above_actual_steps: int
+    ttft_above_target_steps: int | None
+    risk_steps: int | None
+    relief_steps: int | None
+    actual_missing_steps: int
+    signal_status: dict[str, dict[str, int]] = field(default_factory=dict)
+    reasons: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayResult:
+    """The steps and the summary of one target's replay."""
+
+    target: str
+    steps: tuple[ReplayStep, ...]
+    summary: ReplaySummary
+
+
+def fill_gaps(values: Sequence[float | None]) -> tuple[list[int], int]:
+    """Fill missing values: forward with the last known one, leading gaps with the first.
+
+    Returns:
+        The filled values (rounded to whole replicas) and how many were missing.
+
+    Raises:
+        ValueError: no value at all.
+    """
+    known = [v for v in values if v is not None]
+    if not known:
+        raise ValueError("no value at any step")
+    last = known[0]
+    out: list[int] = []
+    missing = 0
+    for v in values:
+        if v is None:
+            missing += 1
+        else:
+            last = v
+        out.append(round(last))
+    return out, missing
+
+
+def _replica_hours(times: Sequence[float], replicas: Sequence[int]) -> float:
+    total = 0.0
+    for i in range(len(times) - 1):
+        total += replicas[i] * (times[i + 1] - times[i])
+    return total / 3600.0
+
+
+def _changes(times: Sequence[float], replicas: Sequence[int]) -> list[ScaleChange]:
+    return [
+        ScaleChange(times[i], replicas[i - 1], replicas[i])
+        for i in range(1, len(replicas))
+        if replicas[i] != replicas[i - 1]
+    ]
+
+
+def replay(
+    policy: TargetPolicy,
+    times: Sequence[float],
+    readings: Sequence[Mapping[SignalName, SignalReading]],
+    actual_spec: Sequence[float | None],
+    actual_ready: Sequence[float | None],
+    *,
+    model_load_seconds: float,
+) -> ReplayResult:
+    """Replay one target's history through :func:`~scaler.core.decide.decide`.
+
+    Args:
+        policy: the target's policy.
+        times: evaluation times, Unix seconds, increasing.
+        readings: per step, one reading per enabled signal.
+        actual_spec, actual_ready: the actual replicas per step (None where unknown).
+        model_load_seconds: seconds from a scale-up until the new replicas are ready.
+
+    Raises:
+        ValueError: the sequences differ in length, are empty, or the actual replicas are
+            unknown at every step.
+    """
+    n = len(times)
+    if n == 0 or not len(readings) == len(actual_spec) == len(actual_ready) == n:
+        raise ValueError("times, readings and actual replicas must have the same, non-zero length")
+    spec, missing = fill_gaps(actual_spec)
+    ready_known = [
+        r if r is not None else s for r, s in zip(actual_ready, actual_spec, strict=True)
+    ]
+    ready = fill_gaps(ready_known)[0]
+
+    r = max(spec[0], 0)
+    start_ready = min(r, ready[0])
+    # Time at which each of the policy's replicas is (or was) ready.
+    ready_at = [-math.inf] * start_ready + [times[0] + model_load_seconds] * (r - start_ready)
+    state: TargetState | None = None
+    steps: list[ReplayStep] = []
+    policy_events: list[ScaleChange] = []
+    statuses: dict[str, dict[str, int]] = {}
+    reasons: dict[str, int] = {}
+    for i, now in enumerate(times):
+        n_ready = sum(1 for t in ready_at if t <= now)
+        counts = ReplicaCounts(current=r, status=r, ready=n_ready, starting=r - n_ready)
+        decision = decide(policy, Observation(counts, readings[i]), state, now)
+        state = decision.state
+        desired = decision.desired_replicas
+        if desired != r:
+            state = record_write(state, from_replicas=r, to_replicas=desired, now=now)
+            policy_events.append(ScaleChange(now, r, desired, str(decision.reason)))
+            if desired > r:
+                ready_at.extend([now + model_load_seconds] * (desired - r))
+            else:
+                ready_at.sort()  # loading replicas (latest ready times) go first
+                del ready_at[desired:]
+            r = desired
+        steps.append(
+            ReplayStep(
+                at=now,
+                actual_replicas=spec[i],
+                actual_ready=ready[i],
+                policy_replicas=r,
+                policy_ready=n_ready,
+                recommended=decision.recommended_replicas,
+                reason=decision.reason,
+                message=decision.message,
+                signals=readings[i],
+            )
+        )
+        reasons[str(decision.reason)] = reasons.get(str(decision.reason), 0) + 1
+        for name, reading in readings[i].items():
+            per = statuses.setdefault(str(name), {})
+            per[str(reading.status)] = per.get(str(reading.status), 0) + 1
+
+    policy_r = [s.policy_replicas for s in steps]
+    ttft_on = SignalName.TTFT_P95 in policy.signals.enabled()
+    target_s = policy.signals.ttft_p95.target_seconds
+    slow = [
+        (rd := s.signals.get(SignalName.TTFT_P95)) is not None
+        and rd.status is SignalStatus.OK
+        and rd.value is not None
+        and rd.value > target_s
+        for s in steps
+    ]
+    below = [s.policy_replicas < s.actual_replicas for s in steps]
+    above = [s.policy_replicas > s.actual_replicas for s in steps]
+    summary = ReplaySummary(
+        actual_replica_hours=_replica_hours(times, spec),
+        policy_replica_hours=_replica_hours(times, policy_r),
+        actual_peak=max(spec),
+        policy_peak=max(policy_r),
+        actual_events=tuple(_changes(times, spec)),
+        policy_events=tuple(policy_events),
+        below_actual_steps=sum(below),
+        above_actual_steps=sum(above),
+        ttft_above_target_steps=sum(slow) if ttft_on else None,
+        risk_steps=sum(b and s for b, s in zip(below, slow, strict=True)) if ttft_on else None,
+        relief_steps=sum(a and s for a, s in zip(above, slow, strict=True)) if ttft_on else None,
+        actual_missing_steps=missing,
+        signal_status=statuses,
+        reasons=reasons,
+    )
+    return ReplayResult(policy.key, tuple(steps), summary)

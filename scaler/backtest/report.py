@@ -1,0 +1,279 @@
+"""What a backtest shows: a text report, a JSON document and a PNG plot.
+
+Times in the text are UTC (``HH:MM:SS``, the date in the header); in JSON they are Unix
+seconds and RFC 3339. Replica-hours are ``spec.replicas`` integrated over time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from scaler.backtest.history import ReplicaHistory
+from scaler.backtest.replay import ReplayResult, ReplayStep, ScaleChange
+from scaler.config.policy import TargetPolicy
+from scaler.core.signals import SignalName
+
+__all__ = ["TargetBacktest", "format_text", "plot_backtest", "to_json"]
+
+
+@dataclass(frozen=True, slots=True)
+class TargetBacktest:
+    """One target's backtest: its policy, where the actual replicas came from, the replay."""
+
+    policy: TargetPolicy
+    replicas: ReplicaHistory
+    result: ReplayResult
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _hms(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%H:%M:%S")
+
+
+def _signal_text(step: ReplayStep) -> str:
+    parts = []
+    for name, r in step.signals.items():
+        if r.value is None:
+            parts.append(f"{name}={r.status}")
+        elif name is SignalName.TTFT_P95:
+            parts.append(f"{name}={r.value:.2f}s" + ("" if r.status == "ok" else f"({r.status})"))
+        else:
+            parts.append(f"{name}={r.value:.2f}" + ("" if r.status == "ok" else f"({r.status})"))
+    return " ".join(parts)
+
+
+def _events(events: Sequence[ScaleChange], limit: int = 12) -> str:
+    if not events:
+        return "none"
+    up = sum(1 for e in events if e.to_replicas > e.from_replicas)
+    shown = ", ".join(f"{_hms(e.at)} {e.from_replicas}->{e.to_replicas}" for e in events[:limit])
+    more = f", ... {len(events) - limit} more" if len(events) > limit else ""
+    return f"{len(events)} ({up} up, {len(events) - up} down): {shown}{more}"
+
+
+def _hours(h: float) -> str:
+    return f"{h:.2f}" if h >= 10 else f"{h:.3g}"
+
+
+def _change_pct(actual: float, policy: float) -> str:
+    if actual <= 0:
+        return "actual 0"
+    return f"{(policy - actual) / actual * 100:+.0f}% vs actual"
+
+
+def format_text(backtests: Sequence[TargetBacktest], *, step_seconds: float) -> str:
+    """A human report: per target, the timeline at every change of either count, then totals."""
+    lines: list[str] = []
+    for bt in backtests:
+        steps = bt.result.steps
+        s = bt.result.summary
+        src = bt.replicas.source or "none"
+        lines.append(
+            f"{bt.result.target}: {_iso(steps[0].at)} .. {_iso(steps[-1].at)}, "
+            f"{len(steps)} steps of {step_seconds:g} s, actual replicas from {src}"
+        )
+        lines.append("  time      actual  policy  reason            signals")
+        prev: tuple[int, int] | None = None
+        for st in steps:
+            key = (st.actual_replicas, st.policy_replicas)
+            if key == prev:
+                continue
+            prev = key
+            lines.append(
+                f"  {_hms(st.at)}  {st.actual_replicas:>6}  {st.policy_replicas:>6}  "
+                f"{st.reason!s:<17} {_signal_text(st)}"
+            )
+            if st.reason in ("scale_up", "scale_down", "step_limited", "stabilized", "at_max"):
+                lines.append(f"            {st.message}")
+        change = _change_pct(s.actual_replica_hours, s.policy_replica_hours)
+        lines.append(
+            f"  replica-hours  actual {_hours(s.actual_replica_hours)}, policy "
+            f"{_hours(s.policy_replica_hours)} ({change})"
+        )
+        lines.append(f"  peak           actual {s.actual_peak}, policy {s.policy_peak}")
+        lines.append(f"  scale events   actual {_events(s.actual_events)}")
+        lines.append(f"                 policy {_events(s.policy_events)}")
+        if s.risk_steps is None:
+            lines.append(
+                f"  vs actual      below {s.below_actual_steps} steps, above "
+                f"{s.above_actual_steps} steps (ttft_p95 not enabled: no risk count)"
+            )
+        else:
+            lines.append(
+                f"  vs actual      below {s.below_actual_steps} steps ({s.risk_steps} while TTFT "
+                f"was above target: risk), above {s.above_actual_steps} steps "
+                f"({s.relief_steps} while TTFT was above target); TTFT above target in "
+                f"{s.ttft_above_target_steps} steps"
+            )
+        if s.actual_missing_steps:
+            lines.append(f"  gaps           {s.actual_missing_steps} steps without actual replicas")
+        status = "; ".join(
+            f"{sig} " + ", ".join(f"{k} {v}" for k, v in sorted(per.items()))
+            for sig, per in s.signal_status.items()
+        )
+        lines.append(f"  signal status  {status}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _num(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
+
+
+def _change(e: ScaleChange) -> dict[str, Any]:
+    out: dict[str, Any] = {"at": e.at, "time": _iso(e.at), "from": e.from_replicas}
+    out["to"] = e.to_replicas
+    if e.reason:
+        out["reason"] = e.reason
+    return out
+
+
+def to_json(
+    backtests: Sequence[TargetBacktest],
+    *,
+    start: float,
+    end: float,
+    step_seconds: float,
+    model_load_seconds: float,
+    plot: Path | None,
+) -> dict[str, Any]:
+    """The machine-readable report (``--output json``)."""
+    targets = []
+    for bt in backtests:
+        s = bt.result.summary
+        targets.append(
+            {
+                "target": bt.result.target,
+                "replica_source": str(bt.replicas.source) if bt.replicas.source else None,
+                "replica_queries": list(bt.replicas.queries or ()),
+                "summary": {
+                    "actual_replica_hours": s.actual_replica_hours,
+                    "policy_replica_hours": s.policy_replica_hours,
+                    "actual_peak": s.actual_peak,
+                    "policy_peak": s.policy_peak,
+                    "actual_scale_events": [_change(e) for e in s.actual_events],
+                    "policy_scale_events": [_change(e) for e in s.policy_events],
+                    "below_actual_steps": s.below_actual_steps,
+                    "above_actual_steps": s.above_actual_steps,
+                    "ttft_above_target_steps": s.ttft_above_target_steps,
+                    "risk_steps": s.risk_steps,
+                    "relief_steps": s.relief_steps,
+                    "actual_missing_steps": s.actual_missing_steps,
+                    "signal_status": s.signal_status,
+                    "reasons": s.reasons,
+                },
+                "steps": [
+                    {
+                        "at": st.at,
+                        "time": _iso(st.at),
+                        "actual_replicas": st.actual_replicas,
+                        "actual_ready": st.actual_ready,
+                        "policy_replicas": st.policy_replicas,
+                        "policy_ready": st.policy_ready,
+                        "recommended_replicas": st.recommended,
+                        "reason": str(st.reason),
+                        "message": st.message,
+                        "signals": {
+                            str(n): {"status": str(r.status), "value": _num(r.value)}
+                            for n, r in st.signals.items()
+                        },
+                    }
+                    for st in bt.result.steps
+                ],
+            }
+        )
+    return {
+        "start": _iso(start),
+        "end": _iso(end),
+        "step_seconds": step_seconds,
+        "model_load_seconds": model_load_seconds,
+        "plot": str(plot) if plot else None,
+        "targets": targets,
+    }
+
+
+def plot_backtest(backtests: Sequence[TargetBacktest], path: Path) -> Path:
+    """Write a PNG: per target, replicas (actual vs policy) above the observed signals.
+
+    The replicas panel shades steps where the policy is below actual while TTFT was above
+    its target (risk). The signals panel shows each signal as a ratio to its target (log
+    scale, 1 = at target, zero drawn at 1e-3): queue depth and KV-cache usage per actual ready
+    replica, TTFT as observed.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = len(backtests)
+    fig, axes = plt.subplots(2 * rows, 1, figsize=(11, 6 * rows), sharex=True, squeeze=False)
+    t0 = backtests[0].result.steps[0].at
+    span = backtests[0].result.steps[-1].at - t0
+    unit, scale = ("hours", 3600.0) if span > 3 * 3600 else ("minutes", 60.0)
+    for k, bt in enumerate(backtests):
+        ax1, ax2 = axes[2 * k][0], axes[2 * k + 1][0]
+        steps = bt.result.steps
+        t = [(st.at - t0) / scale for st in steps]
+        ax1.set_title(
+            f"{bt.result.target} (actual from {bt.replicas.source}), from {_iso(t0)}", fontsize=10
+        )
+        for label, counts, color, style in (
+            ("actual", [st.actual_replicas for st in steps], "tab:blue", "-"),
+            ("actual ready", [st.actual_ready for st in steps], "tab:blue", ":"),
+            ("policy", [st.policy_replicas for st in steps], "tab:orange", "-"),
+            ("policy ready", [st.policy_ready for st in steps], "tab:orange", ":"),
+        ):
+            lw = 1.6 if style == "-" else 1.2
+            ax1.step(t, counts, where="post", color=color, ls=style, lw=lw, label=label)
+        target_s = bt.policy.signals.ttft_p95.target_seconds
+        risky = False
+        for i, st in enumerate(steps):
+            r = st.signals.get(SignalName.TTFT_P95)
+            slow = r is not None and r.status == "ok" and (r.value or 0) > target_s
+            if slow and st.policy_replicas < st.actual_replicas and i + 1 < len(t):
+                ax1.axvspan(
+                    t[i], t[i + 1], color="tab:red", alpha=0.15, lw=0,
+                    label=None if risky else "policy below actual, TTFT above target",
+                )  # fmt: skip
+                risky = True
+        ax1.set_ylabel("replicas (spec.replicas)")
+        ax1.legend(loc="upper left", fontsize=8)
+
+        sig = bt.policy.signals
+        for name, color in (
+            (SignalName.QUEUE_DEPTH, "tab:red"),
+            (SignalName.KV_CACHE_USAGE, "tab:purple"),
+            (SignalName.TTFT_P95, "tab:green"),
+        ):
+            if name not in sig.enabled():
+                continue
+            target = sig.target_of(name)
+            ys: list[float] = []
+            for st in steps:
+                r = st.signals.get(name)
+                value = r.value if r is not None and r.status in ("ok", "partial") else None
+                if value is None or (name.per_pod and st.actual_ready <= 0):
+                    ys.append(math.nan)
+                    continue
+                per = value / st.actual_ready if name.per_pod else value
+                ys.append(max(per / target, 1e-3))
+            label = f"{name} / target" + (" (per actual ready replica)" if name.per_pod else "")
+            ax2.plot(t, ys, color=color, lw=1, label=label)
+        ax2.axhline(1.0, color="black", ls="--", lw=0.8, label="at target")
+        ax2.set_yscale("log")
+        ax2.set_ylabel("ratio to target")
+        ax2.legend(loc="upper left", fontsize=8)
+    axes[-1][0].set_xlabel(f"{unit} since start")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,99 @@
+"""Time and duration arguments of ``vllm-scaler backtest``.
+
+Accepted times (all converted to Unix seconds, UTC):
+
+- RFC 3339 with an offset: ``2025-05-01T12:00:00Z``, ``2025-05-01T14:00:00.5+02:00``
+  (a time without an offset is rejected: it would depend on the machine's time zone);
+- ``now``, ``now-6h``, ``now-1h30m`` (also ``now+10m``);
+- a bare duration meaning "that long ago": ``2h`` (or ``2h ago``) is ``now-2h``;
+- Unix seconds: ``1746100800`` or ``1746100800.5``.
+
+Durations use Prometheus' units ``ms``, ``s``, ``m``, ``h``, ``d`` (24 h), ``w`` (7 d),
+optionally combined largest first (``1h30m``); decimals are allowed (``1.5h``).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+__all__ = ["TimeParseError", "parse_duration", "parse_time"]
+
+_UNIT_SECONDS: dict[str, float] = {
+    "ms": 0.001,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+    "d": 86400.0,
+    "w": 604800.0,
+}
+_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
+_DURATION = re.compile(r"^(?:\d+(?:\.\d+)?(?:ms|s|m|h|d|w))+$")
+_UNIX = re.compile(r"^\d+(?:\.\d+)?$")
+_RELATIVE = re.compile(r"^now\s*(?:([+-])\s*(\S+))?$")
+
+
+class TimeParseError(ValueError):
+    """A time or duration argument is not in an accepted form; the message says which are."""
+
+
+def parse_duration(text: str) -> float:
+    """Parse a duration such as ``15s``, ``1h30m`` or ``1.5d`` into seconds.
+
+    Raises:
+        TimeParseError: not a duration with units, or units not largest first.
+    """
+    s = text.strip()
+    if not _DURATION.match(s):
+        raise TimeParseError(
+            f"{text!r} is not a duration: use a number with a unit ms, s, m, h, d or w, "
+            "e.g. 15s, 6h, 1h30m"
+        )
+    total = 0.0
+    last_unit = float("inf")
+    for number, unit in _PART.findall(s):
+        size = _UNIT_SECONDS[unit]
+        if size >= last_unit:
+            raise TimeParseError(f"{text!r}: units must go from largest to smallest, once each")
+        last_unit = size
+        total += float(number) * size
+    return total
+
+
+def parse_time(text: str, *, now: float) -> float:
+    """Parse a time argument into Unix seconds.
+
+    Args:
+        text: RFC 3339 with an offset, ``now``, ``now-<duration>``, ``<duration>`` (ago),
+            ``<duration> ago`` or Unix seconds (see the module docstring).
+        now: the current time, Unix seconds (relative forms count from it).
+
+    Raises:
+        TimeParseError: the text is none of the accepted forms.
+    """
+    s = text.strip()
+    low = s.lower()
+    rel = _RELATIVE.match(low)
+    if rel:
+        sign, dur = rel.groups()
+        if sign is None:
+            return now
+        seconds = parse_duration(dur)
+        return now - seconds if sign == "-" else now + seconds
+    ago = low.removesuffix("ago").strip()
+    if _DURATION.match(ago):
+        return now - parse_duration(ago)
+    if _UNIX.match(s):
+        return float(s)
+    try:
+        when = datetime.fromisoformat(s)
+    except ValueError:
+        when = None
+    if when is None or "T" not in s.upper():
+        raise TimeParseError(
+            f"{text!r} is not a time: use RFC 3339 (2025-05-01T12:00:00Z), now, now-6h, "
+            "a duration ago (2h) or Unix seconds"
+        )
+    if when.tzinfo is None:
+        raise TimeParseError(f"{text!r} has no UTC offset: add Z or +hh:mm (RFC 3339), e.g. {s}Z")
+    return when.timestamp()

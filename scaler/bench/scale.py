@@ -1,0 +1,558 @@
+"""Scale benchmark: many targets on one real Prometheus, vllm-scaler's plan vs one query per target.
+
+``vllm-scaler bench-scale`` (or ``python -m scaler.bench.scale``) starts, on loopback:
+
+- an exposition server in a child process serving one static vLLM ``/metrics`` page per pod at
+  ``/metrics/<namespace>/<pod>`` (queue, running, KV cache, a TTFT histogram whose counters
+  grow with time so ``rate()`` is non-zero), for ``targets x pods`` pods;
+- Debian's ``prometheus`` scraping every pod through file-based service discovery (one SD
+  target per pod: the same address, its own ``__metrics_path__``, and ``namespace``/``pod``
+  labels as Kubernetes discovery gives them).
+
+Once every pod is scraped, it runs control cycles two ways, one after the other, against the
+same Prometheus:
+
+- **vllm-scaler**: :class:`~scaler.sources.prometheus.PrometheusSource` (the production query
+  plan, at most five queries whatever the number of targets) then
+  :func:`~scaler.core.decide.decide` for every target;
+- **per-target** (the KEDA model: one ScaledObject trigger per target and signal): each
+  target's own five queries (the same PromQL built for that target alone), sent with bounded
+  concurrency, then the same decisions.
+
+A cycle here is the Prometheus side plus the decisions; the Kubernetes reads (informer-style
+snapshots of each Deployment and its pods) are built once and handed in, since their cost
+does not depend on the query plan. Reported per approach: queries per cycle, cycle duration
+p50 and p95, this process' peak RSS growth during the approach, and Prometheus' peak RSS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import multiprocessing
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import time
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import typer
+
+from scaler.config.policy import TargetPolicy, WorkloadRef
+from scaler.core.decide import decide
+from scaler.core.observation import Observation, PodInfo, WorkloadSnapshot
+from scaler.core.signals import SignalName, SignalReading
+from scaler.core.state import TargetState
+from scaler.sim.exposition import TTFT_BUCKETS
+from scaler.sim.prometheus_server import PrometheusServer, wait_for_series, write_file_sd
+from scaler.sources.prometheus import PrometheusSource
+from scaler.sources.promql import build_query_plan
+
+__all__ = [
+    "ScaleFigures",
+    "ScaleResult",
+    "format_result",
+    "main",
+    "register_scale",
+    "run_scale_bench",
+]
+
+_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleFigures:
+    """One approach's figures."""
+
+    approach: str
+    queries_per_cycle: int
+    cycles: int
+    cycle_p50_seconds: float
+    cycle_p95_seconds: float
+    cycle_max_seconds: float
+    rss_growth_mb: float
+    failed_queries: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleResult:
+    """The whole benchmark."""
+
+    targets: int
+    pods_per_target: int
+    namespaces: int
+    series: int
+    scrape_interval_seconds: float
+    process_peak_rss_mb: float
+    prometheus_peak_rss_mb: float
+    approaches: tuple[ScaleFigures, ...]
+    setup_seconds: float
+    disagreeing_signals: int = 0
+
+    def as_json(self) -> dict[str, object]:
+        """A JSON-able dict."""
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "approaches"}
+        out["approaches"] = [_fields(a) for a in self.approaches]
+        return out
+
+
+def _fields(f: ScaleFigures) -> dict[str, object]:
+    return {k: getattr(f, k) for k in f.__dataclass_fields__}
+
+
+# ------------------------------------------------------------------------ the fleet
+
+
+@dataclass(frozen=True, slots=True)
+class _Pod:
+    namespace: str
+    name: str
+    target: int
+
+
+def _fleet(targets: int, pods: int, namespaces: int) -> tuple[list[TargetPolicy], list[_Pod]]:
+    policies: list[TargetPolicy] = []
+    all_pods: list[_Pod] = []
+    for i in range(targets):
+        ns = f"team-{i % namespaces:03d}"
+        name = f"llm-{i:04d}"
+        ref = WorkloadRef(api_version="apps/v1", kind="Deployment", namespace=ns, name=name)
+        policies.append(TargetPolicy(workload=ref, max_replicas=max(pods * 2, 10)))
+        rs = f"{zlib.crc32(name.encode()) % 10**9:09x}"[:9]
+        for j in range(pods):
+            all_pods.append(_Pod(ns, f"{name}-{rs}-p{j:03d}", i))
+    return policies, all_pods
+
+
+def _snapshots(
+    policies: Sequence[TargetPolicy], pods: Sequence[_Pod]
+) -> dict[str, WorkloadSnapshot]:
+    by_target: dict[int, list[PodInfo]] = {}
+    for p in pods:
+        by_target.setdefault(p.target, []).append(PodInfo(p.name, True, False, 3600.0))
+    out: dict[str, WorkloadSnapshot] = {}
+    for i, t in enumerate(policies):
+        mine = tuple(by_target.get(i, []))
+        out[t.key] = WorkloadSnapshot(
+            t.workload.namespace, len(mine), len(mine), f"app={t.workload.name}", "1", mine
+        )
+    return out
+
+
+def _page(pod: str, now: float) -> bytes:
+    """A small vLLM exposition for one pod; counters grow with wall time."""
+    h = zlib.crc32(pod.encode())
+    waiting = h % 7
+    running = 1 + h % 5
+    kv = (h % 90) / 100.0
+    rate = 0.5 + (h % 4) / 2.0  # requests/s
+    count = int(now * rate) % 10**9
+    labels = f'engine="0",model_name="{_MODEL}"'
+    lines = [
+        f"vllm:num_requests_waiting{{{labels}}} {waiting}",
+        f"vllm:num_requests_running{{{labels}}} {running}",
+        f"vllm:kv_cache_usage_perc{{{labels}}} {kv}",
+    ]
+    cumulative = 0.0
+    n = len(TTFT_BUCKETS)
+    for k, le in enumerate(TTFT_BUCKETS):
+        cumulative = count * min(1.0, (k + 1) / (n * 0.6))
+        bucket = f'vllm:time_to_first_token_seconds_bucket{{{labels},le="{le}"}}'
+        lines.append(f"{bucket} {math.floor(cumulative)}")
+    lines.append(f'vllm:time_to_first_token_seconds_bucket{{{labels},le="+Inf"}} {count}')
+    lines.append(f"vllm:time_to_first_token_seconds_count{{{labels}}} {count}")
+    lines.append(f"vllm:time_to_first_token_seconds_sum{{{labels}}} {count * 0.4:.1f}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _serve_expositions(port_queue: multiprocessing.Queue[int]) -> None:  # child process
+    from aiohttp import web
+
+    async def metrics(request: web.Request) -> web.Response:
+        return web.Response(
+            body=_page(request.match_info["pod"], time.time()),
+            content_type="text/plain",
+            charset="utf-8",
+        )
+
+    async def main() -> None:
+        app = web.Application()
+        app.router.add_get("/metrics/{namespace}/{pod}", metrics)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0, backlog=4096)
+        await site.start()
+        port_queue.put(int(runner.addresses[0][1]))
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+@contextlib.contextmanager
+def _exposition_server() -> Iterator[int]:
+    ctx = multiprocessing.get_context("spawn")
+    queue: multiprocessing.Queue[int] = ctx.Queue()
+    proc = ctx.Process(target=_serve_expositions, args=(queue,), daemon=True)
+    proc.start()
+    try:
+        yield queue.get(timeout=60)
+    finally:
+        proc.terminate()
+        proc.join(10)
+
+
+def _rss_mb() -> float:
+    """This process' resident set size now, MiB."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize() / 2**20
+
+
+def _peak_rss_mb(pid: int | None = None) -> float:
+    """Peak resident set size (VmHWM) of a process, MiB."""
+    path = f"/proc/{pid or 'self'}/status"
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+# ------------------------------------------------------------------------ the cycles
+
+
+async def _decide_all(
+    policies: Sequence[TargetPolicy],
+    snaps: dict[str, WorkloadSnapshot],
+    readings: dict[str, dict[SignalName, SignalReading]],
+    states: dict[str, TargetState | None],
+    now: float,
+) -> None:
+    for t in policies:
+        snap = snaps[t.key]
+        obs = Observation(snap.counts(t.model_load_timeout_seconds), readings[t.key])
+        states[t.key] = decide(t, obs, states.get(t.key), now).state
+
+
+async def _ours(
+    source: PrometheusSource,
+    policies: Sequence[TargetPolicy],
+    snaps: dict[str, WorkloadSnapshot],
+    cycles: int,
+    last: dict[str, dict[SignalName, SignalReading]],
+) -> tuple[list[float], int, int]:
+    durations: list[float] = []
+    states: dict[str, TargetState | None] = {}
+    queries = failed = 0
+    for _ in range(cycles):
+        start = time.monotonic()
+        result = await source.read(policies, snaps)
+        readings = {k: r.signals for k, r in result.targets.items()}
+        await _decide_all(policies, snaps, readings, states, time.time())
+        durations.append(time.monotonic() - start)
+        last.update(readings)
+        queries = result.queries_sent
+        failed += sum(1 for o in result.queries.values() if not o.ok)
+    return durations, queries, failed
+
+
+async def _per_target(
+    source: PrometheusSource,
+    policies: Sequence[TargetPolicy],
+    snaps: dict[str, WorkloadSnapshot],
+    cycles: int,
+    concurrency: int,
+    last: dict[str, dict[SignalName, SignalReading]],
+) -> tuple[list[float], int, int]:
+    durations: list[float] = []
+    states: dict[str, TargetState | None] = {}
+    sem = asyncio.Semaphore(concurrency)
+    queries = failed = 0
+
+    async def one(t: TargetPolicy) -> tuple[str, dict[SignalName, SignalReading], int, int]:
+        async with sem:
+            r = await source.read([t], {t.key: snaps[t.key]})
+        bad = sum(1 for o in r.queries.values() if not o.ok)
+        return t.key, r.targets[t.key].signals, r.queries_sent, bad
+
+    for _ in range(cycles):
+        start = time.monotonic()
+        results = await asyncio.gather(*(one(t) for t in policies))
+        readings = {k: s for k, s, _, _ in results}
+        await _decide_all(policies, snaps, readings, states, time.time())
+        durations.append(time.monotonic() - start)
+        last.update(readings)
+        queries = sum(q for _, _, q, _ in results)
+        failed += sum(b for _, _, _, b in results)
+    return durations, queries, failed
+
+
+def _p(values: Sequence[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))]
+
+
+def _figures(
+    name: str, durations: list[float], queries: int, failed: int, rss: float
+) -> ScaleFigures:
+    return ScaleFigures(
+        approach=name,
+        queries_per_cycle=queries,
+        cycles=len(durations),
+        cycle_p50_seconds=round(statistics.median(durations), 4),
+        cycle_p95_seconds=round(_p(durations, 0.95), 4),
+        cycle_max_seconds=round(max(durations), 4),
+        rss_growth_mb=round(rss, 1),
+        failed_queries=failed,
+    )
+
+
+async def run_scale_bench(
+    *,
+    targets: int = 1000,
+    pods_per_target: int = 8,
+    namespaces: int = 50,
+    cycles: int = 20,
+    per_target_cycles: int = 5,
+    per_target_concurrency: int = 32,
+    scrape_interval_seconds: float = 15.0,
+    timeout_seconds: float = 30.0,
+    rate_window_seconds: float = 60.0,
+    workdir: Path | None = None,
+    progress: bool = False,
+) -> ScaleResult:
+    """Run the benchmark (see the module docstring) and return its figures.
+
+    ``per_target_cycles`` 0 skips the one-query-per-target comparison. Measuring starts once
+    every pod has a whole ``rate_window_seconds`` of samples, so both plans read full windows.
+    """
+    started = time.monotonic()
+    policies, pods = _fleet(targets, pods_per_target, namespaces)
+    snaps = _snapshots(policies, pods)
+
+    def say(msg: str) -> None:
+        if progress:
+            print(msg, file=sys.stderr, flush=True)
+
+    with contextlib.ExitStack() as stack:
+        if workdir is None:
+            workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-scale-")))
+        port = stack.enter_context(_exposition_server())
+        sd = workdir / "targets.json"
+        write_file_sd(
+            sd,
+            [
+                (
+                    [f"127.0.0.1:{port}"],
+                    {
+                        "__metrics_path__": f"/metrics/{p.namespace}/{p.name}",
+                        "namespace": p.namespace,
+                        "pod": p.name,
+                    },
+                )
+                for p in pods
+            ],
+        )
+        prom = PrometheusServer(
+            workdir / "prom",
+            scrape_interval_seconds=scrape_interval_seconds,
+            sd_file=sd,
+            ready_timeout_seconds=120,
+        )
+        await prom.astart()
+        stack.callback(prom.stop)
+        say(f"prometheus {prom.url}: waiting for {len(pods)} pods to be scraped twice")
+        await wait_for_series(
+            prom.url, "vllm:num_requests_running", timeout=600, min_series=len(pods), poll_seconds=2
+        )
+        # A whole rate window of samples for every pod: before that, rate() extrapolates
+        # over a partial window and two reads a moment apart can differ a lot.
+        full = int(rate_window_seconds / scrape_interval_seconds) - 1
+        await wait_for_series(
+            prom.url,
+            f"count_over_time(vllm:num_requests_running[{int(rate_window_seconds)}s]) >= {full}",
+            timeout=600 + rate_window_seconds,
+            min_series=len(pods),
+            poll_seconds=1,
+        )
+        setup = time.monotonic() - started
+        async with httpx.AsyncClient(
+            timeout=timeout_seconds, limits=httpx.Limits(max_connections=per_target_concurrency)
+        ) as http:
+            source = PrometheusSource(
+                http,
+                base_url=prom.url,
+                timeout_seconds=timeout_seconds,
+                rate_window_seconds=rate_window_seconds,
+            )
+            plan = build_query_plan(policies, rate_window_seconds=rate_window_seconds)
+            say(f"vllm-scaler: {cycles} cycles of {len(plan.queries)} queries")
+            rss0 = _rss_mb()
+            ours: dict[str, dict[SignalName, SignalReading]] = {}
+            theirs: dict[str, dict[SignalName, SignalReading]] = {}
+            d, q, f = await _ours(source, policies, snaps, cycles, ours)
+            approaches = [_figures("vllm-scaler", d, q, f, _rss_mb() - rss0)]
+            if per_target_cycles > 0:
+                n = len(policies) * len(plan.queries)
+                say(f"per-target: {per_target_cycles} cycles of {n} queries")
+                rss0 = _rss_mb()
+                d, q, f = await _per_target(
+                    source, policies, snaps, per_target_cycles, per_target_concurrency, theirs
+                )
+                approaches.append(
+                    _figures("one query per target (KEDA model)", d, q, f, _rss_mb() - rss0)
+                )
+        series = len(pods) * (5 + len(TTFT_BUCKETS) + 1)
+        prom_rss = _peak_rss_mb(prom._proc.pid if prom._proc is not None else None)
+    return ScaleResult(
+        targets=targets,
+        pods_per_target=pods_per_target,
+        namespaces=namespaces,
+        series=series,
+        scrape_interval_seconds=scrape_interval_seconds,
+        process_peak_rss_mb=round(_peak_rss_mb(), 1),
+        prometheus_peak_rss_mb=round(prom_rss, 1),
+        approaches=tuple(approaches),
+        setup_seconds=round(setup, 1),
+        disagreeing_signals=_disagreements(ours, theirs),
+    )
+
+
+def _disagreements(
+    ours: dict[str, dict[SignalName, SignalReading]],
+    theirs: dict[str, dict[SignalName, SignalReading]],
+) -> int:
+    """(target, signal) pairs whose status or value differ between the two plans.
+
+    The gauges are static, so per-pod values must be equal; TTFT is read at a slightly
+    different time by each plan (counters grow), so it may differ by 10%.
+    """
+    bad = 0
+    for key, mine in ours.items():
+        other = theirs.get(key)
+        if other is None:
+            continue
+        for name, a in mine.items():
+            b = other.get(name)
+            if b is None or a.status is not b.status:
+                bad += 1
+            elif a.value is not None and b.value is not None:
+                tol = 1e-9 if name.per_pod else 0.1
+                if abs(a.value - b.value) > tol * max(1.0, abs(b.value)):
+                    bad += 1
+    return bad
+
+
+def format_result(r: ScaleResult) -> str:
+    """The figures as a plain-text table with the goals."""
+    lines = [
+        f"{r.targets} targets x {r.pods_per_target} pods = {r.targets * r.pods_per_target} pods "
+        f"in {r.namespaces} namespaces, ~{r.series} series, scrape every "
+        f"{r.scrape_interval_seconds:g} s (setup {r.setup_seconds:g} s)",
+        "",
+        f"{'approach':36} {'queries/cycle':>13} {'cycles':>6} {'p50 s':>8} {'p95 s':>8} "
+        f"{'max s':>8} {'RSS +MB':>8} {'failed':>6}",
+    ]
+    for a in r.approaches:
+        lines.append(
+            f"{a.approach:36} {a.queries_per_cycle:>13} {a.cycles:>6} {a.cycle_p50_seconds:>8.3f} "
+            f"{a.cycle_p95_seconds:>8.3f} {a.cycle_max_seconds:>8.3f} {a.rss_growth_mb:>8.1f} "
+            f"{a.failed_queries:>6}"
+        )
+    ours = r.approaches[0]
+    lines += [
+        "",
+        f"peak RSS: this process {r.process_peak_rss_mb:.1f} MB (controller side, the "
+        f"exposition server runs in a child process), Prometheus {r.prometheus_peak_rss_mb:.1f} MB",
+        f"readings that differ between the two plans: {r.disagreeing_signals} (target, signal)",
+        "goals (vllm-scaler): "
+        f"<= 6 queries/cycle: {'met' if ours.queries_per_cycle <= 6 else 'NOT met'}; "
+        f"p95 < 1 s: {'met' if ours.cycle_p95_seconds < 1 else 'NOT met'}; "
+        f"RSS < 150 MB: {'met' if r.process_peak_rss_mb < 150 else 'NOT met'}",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m scaler.bench.scale [--targets N] [--pods N] [--cycles N] [--json]``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m scaler.bench.scale", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--targets", type=int, default=1000)
+    parser.add_argument("--pods", type=int, default=8)
+    parser.add_argument("--namespaces", type=int, default=50)
+    parser.add_argument("--cycles", type=int, default=20)
+    parser.add_argument("--per-target-cycles", type=int, default=5)
+    parser.add_argument("--scrape-interval", type=float, default=15.0)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    _quiet()
+    result = asyncio.run(
+        run_scale_bench(
+            targets=args.targets,
+            pods_per_target=args.pods,
+            namespaces=args.namespaces,
+            cycles=args.cycles,
+            per_target_cycles=args.per_target_cycles,
+            scrape_interval_seconds=args.scrape_interval,
+            progress=True,
+        )
+    )
+    print(json.dumps(result.as_json(), indent=1) if args.json else format_result(result))
+    return 0
+
+
+def register_scale(app: typer.Typer) -> None:
+    """Add ``bench-scale`` to the main typer app (``scaler/cli.py``)."""
+
+    @app.command("bench-scale")
+    def bench_scale(
+        targets: int = typer.Option(1000, help="Targets (Deployments)."),
+        pods: int = typer.Option(8, help="Pods per target."),
+        namespaces: int = typer.Option(50, help="Namespaces the targets are spread over."),
+        cycles: int = typer.Option(20, help="Control cycles with vllm-scaler's query plan."),
+        per_target_cycles: int = typer.Option(
+            3, help="Cycles with one query per target and signal (0: skip)."
+        ),
+        scrape_interval: float = typer.Option(15.0, help="Prometheus scrape interval, s."),
+        json_output: bool = typer.Option(False, "--json", help="Print JSON."),
+    ) -> None:
+        """Scale benchmark: many targets on a real Prometheus; queries, cycle time, RSS."""
+        raise typer.Exit(
+            main(
+                [
+                    f"--targets={targets}",
+                    f"--pods={pods}",
+                    f"--namespaces={namespaces}",
+                    f"--cycles={cycles}",
+                    f"--per-target-cycles={per_target_cycles}",
+                    f"--scrape-interval={scrape_interval}",
+                    *(["--json"] if json_output else []),
+                ]
+            )
+        )
+
+
+def _quiet() -> None:
+    import logging
+
+    import structlog
+
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    raise SystemExit(main())

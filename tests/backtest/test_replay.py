@@ -1,0 +1,120 @@
+"""The replay on hand-built series (no Prometheus): model load, step limits, totals, risk."""
+
+from __future__ import annotations
+
+import pytest
+
+from scaler.backtest.replay import fill_gaps, replay
+from scaler.config.policy import TargetPolicy
+from scaler.core.reasons import Reason
+from scaler.core.signals import SignalName, SignalReading, SignalStatus
+
+STEP = 10.0
+
+
+def _policy(**over: object) -> TargetPolicy:
+    doc: dict[str, object] = {
+        "workload": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "llm",
+                     "name": "vllm"},
+        "min_replicas": 1,
+        "max_replicas": 10,
+        "signals": {"queue_depth": {"target_per_replica": 10},
+                    "kv_cache_usage": {"enabled": False},
+                    "ttft_p95": {"target_seconds": 2.0}},
+        "scale_up": {"stabilization_window_seconds": 0, "max_replicas_per_period": 2,
+                     "max_percent_per_period": 0, "period_seconds": 30},
+        "scale_down": {"stabilization_window_seconds": 60, "max_replicas_per_period": 1,
+                       "max_percent_per_period": 0, "period_seconds": 30},
+    }  # fmt: skip
+    doc.update(over)
+    return TargetPolicy.model_validate(doc)
+
+
+def _readings(waiting: float, ttft: float = 1.0) -> dict[SignalName, SignalReading]:
+    return {
+        SignalName.QUEUE_DEPTH: SignalReading(SignalName.QUEUE_DEPTH, SignalStatus.OK, waiting),
+        SignalName.TTFT_P95: SignalReading(SignalName.TTFT_P95, SignalStatus.OK, ttft),
+    }
+
+
+def test_fill_gaps() -> None:
+    assert fill_gaps([None, 2.0, None, 3.0, None]) == ([2, 2, 2, 3, 3], 3)
+    with pytest.raises(ValueError):
+        fill_gaps([None, None])
+
+
+def test_scale_up_is_step_limited_and_replicas_become_ready_after_the_load() -> None:
+    n = 12
+    times = [1000.0 + i * STEP for i in range(n)]
+    # 55 waiting requests for the whole window: demand is ceil(55 / 10) = 6 replicas.
+    res = replay(
+        _policy(),
+        times,
+        [_readings(55.0)] * n,
+        [2.0] * n,
+        [2.0] * n,
+        model_load_seconds=25.0,
+    )
+    policy = [s.policy_replicas for s in res.steps]
+    ready = [s.policy_ready for s in res.steps]
+    # 2 -> 4 at once (2 per 30 s period), 4 -> 6 once the period has passed.
+    assert policy[:4] == [4, 4, 4, 6]
+    assert res.steps[0].reason is Reason.STEP_LIMITED
+    # The first two added at t=1000 are ready at 1025, i.e. from step 3 (t=1030).
+    assert ready[:4] == [2, 2, 2, 4]
+    assert ready[6] == 6  # added at 1030, ready at 1055 -> step 6 (t=1060)
+    s = res.summary
+    assert [(e.from_replicas, e.to_replicas) for e in s.policy_events] == [(2, 4), (4, 6)]
+    assert s.actual_events == ()
+    assert s.actual_replica_hours == pytest.approx(2 * (n - 1) * STEP / 3600)
+    expected = sum(policy[i] * STEP for i in range(n - 1)) / 3600
+    assert s.policy_replica_hours == pytest.approx(expected)
+    assert (s.policy_peak, s.actual_peak) == (6, 2)
+    assert s.above_actual_steps == n and s.below_actual_steps == 0
+
+
+def test_scale_down_waits_for_the_window_and_risk_counts_slow_steps_below_actual() -> None:
+    n = 20
+    times = [i * STEP for i in range(n)]
+    # Quiet queue, but TTFT above its 2 s target in the second half (a slow model, say).
+    readings = [_readings(0.0, ttft=1.0 if i < 10 else 3.0) for i in range(n)]
+    # The actual fleet stays at 4 (someone pinned it).
+    res = replay(_policy(), times, readings, [4.0] * n, [4.0] * n, model_load_seconds=60)
+    policy = [s.policy_replicas for s in res.steps]
+    assert policy[0] == 4
+    assert res.steps[0].reason is Reason.STABILIZED
+    assert min(policy) < 4
+    s = res.summary
+    assert s.ttft_above_target_steps == 10
+    assert min(policy[:10]) < 4  # scaled down while quiet
+    slow_below = sum(1 for i in range(10, n) if policy[i] < 4)
+    slow_above = sum(1 for i in range(10, n) if policy[i] > 4)
+    assert s.risk_steps == slow_below > 0
+    # TTFT above target asks for more, so the policy ends above the pinned 4.
+    assert s.relief_steps == slow_above > 0
+    assert s.below_actual_steps == sum(1 for p in policy if p < 4)
+
+
+def test_start_uses_actual_ready_and_missing_actual_is_carried() -> None:
+    times = [0.0, 10.0, 20.0]
+    res = replay(
+        _policy(signals={"queue_depth": {"target_per_replica": 10}, "ttft_p95": {"enabled": False},
+                         "kv_cache_usage": {"enabled": False}}),
+        times,
+        [{SignalName.QUEUE_DEPTH: SignalReading(SignalName.QUEUE_DEPTH, SignalStatus.OK, 30.0)}]
+        * 3,
+        [3.0, None, 3.0],
+        [1.0, None, None],
+        model_load_seconds=15,
+    )  # fmt: skip
+    assert [s.policy_ready for s in res.steps] == [1, 1, 3]
+    # ready unknown where spec is known: spec stands in for it
+    assert [s.actual_ready for s in res.steps] == [1, 1, 3]
+    s = res.summary
+    assert s.actual_missing_steps == 1
+    assert s.risk_steps is None and s.ttft_above_target_steps is None
+
+
+def test_lengths_must_match() -> None:
+    with pytest.raises(ValueError):
+        replay(_policy(), [0.0], [], [1.0], [1.0], model_load_seconds=1)

@@ -1,0 +1,43 @@
+"""The scale benchmark at small scale: the query count does not grow with the targets.
+
+A real Prometheus scrapes 20 targets x 8 pods; no timing is asserted (timings are what
+``vllm-scaler bench-scale`` reports), only the query counts and that every query succeeded.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import structlog
+
+from scaler.bench.scale import format_result, run_scale_bench
+from scaler.sim.prometheus_server import PrometheusNotInstalledError, find_prometheus_binary
+
+pytestmark = pytest.mark.e2e
+
+
+async def test_query_count_is_constant_and_per_target_is_five_per_target() -> None:
+    try:
+        find_prometheus_binary()
+    except PrometheusNotInstalledError as err:
+        pytest.skip(str(err))
+    saved = structlog.get_config()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
+    try:
+        r = await run_scale_bench(
+            targets=20,
+            pods_per_target=8,
+            namespaces=4,
+            cycles=3,
+            per_target_cycles=1,
+            scrape_interval_seconds=1.0,
+            rate_window_seconds=20.0,  # 20 samples: reads a moment apart agree within 10 %
+        )
+    finally:
+        structlog.configure(**saved)
+    ours, keda = r.approaches
+    assert ours.queries_per_cycle == 5 and ours.failed_queries == 0
+    assert keda.queries_per_cycle == 5 * 20 and keda.failed_queries == 0
+    assert r.disagreeing_signals == 0  # grouped queries read what per-target ones read
+    assert "queries/cycle" in format_result(r)

@@ -1,0 +1,324 @@
+"""How ``run`` and ``recommend`` fail at start and on unreadable targets: one clear message
+naming the cause, the exit code of its class (2: configuration, 1: environment), never a
+traceback; and one log line per failed query.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from collections.abc import Iterator
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+from typer.testing import CliRunner
+
+from scaler.cli import OPTION_NAMES, app
+from scaler.config.settings import Settings, env_name
+from scaler.controller.app import RunOptions, StartupError, serve
+from scaler.sim.kubeapi import write_kubeconfig
+from tests.support.controller_harness import (
+    KEY,
+    Harness,
+    HarnessFactory,
+    captured_logs,
+    case_policy,
+)
+from tests.support.fakeprom import R, Reply, kv, per_pod, pods
+
+MISSING = "llm/Deployment/missing"
+POLICY_YAML = (
+    "targets:\n  - workload: {apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm}\n"
+)
+
+
+def _settings(h: Harness) -> Settings:
+    return Settings(
+        prometheus_url=h.prom.url,
+        kubeconfig=h.kubeconfig,
+        in_cluster=False,
+        metrics_port=0,
+        prometheus_timeout_seconds=5,
+    )
+
+
+def _two_targets() -> Any:
+    """``llm/vllm`` (exists) and ``llm/missing`` (no such Deployment)."""
+    policy = case_policy()
+    missing = case_policy(
+        workload={
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "namespace": "llm",
+            "name": "missing",
+        }
+    )
+    return policy.model_copy(update={"targets": (*policy.targets, *missing.targets)})
+
+
+def _all_signals(h: Harness) -> None:
+    two = pods(2)
+    h.fake.set(
+        waiting=per_pod(dict.fromkeys(two, "1")),
+        running=per_pod(dict.fromkeys(two, "1")),
+        kv_cache=kv(dict.fromkeys(two, "0.5")),
+        ttft_quantile=R({"metric": {}, "value": [0, "1.0"]}),
+        ttft_rate=R({"metric": {}, "value": [0, "2"]}),
+    )
+
+
+async def test_recommend_once_prints_the_round_and_exits_1_when_a_target_cannot_be_read(
+    make_harness: HarnessFactory,
+) -> None:
+    missing_only = case_policy(
+        workload={
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "namespace": "llm",
+            "name": "missing",
+        }
+    )
+    h = await make_harness(replicas=2, ready=pods(2), policy=missing_only)
+    _all_signals(h)  # every query has series: the start-up check passes
+    out = StringIO()
+    options = RunOptions(dry_run=True, once=True, output="json", check_queries=True)
+    code = await serve(_settings(h), h.policy, options, out=out, clock=h.clock)
+    assert code == 1
+    [obj] = json.loads(out.getvalue())  # the round is printed all the same
+    assert (obj["target"], obj["reason"], obj["action"]) == (
+        MISSING,
+        "target_read_failed",
+        "read_failed",
+    )
+    assert obj["message"].startswith("deployments.apps")
+    assert "not found" in obj["message"]
+
+
+async def test_recommend_once_exits_0_when_every_target_is_read(
+    make_harness: HarnessFactory,
+) -> None:
+    h = await make_harness(replicas=2, ready=pods(2))
+    _all_signals(h)
+    options = RunOptions(dry_run=True, once=True, output="table", check_queries=True)
+    out = StringIO()
+    assert await serve(_settings(h), h.policy, options, out=out, clock=h.clock) == 0
+    assert out.getvalue().startswith(f"{KEY}: current 2 -> desired ")
+
+
+async def test_start_up_check_reports_the_unreadable_target_before_missing_series(
+    make_harness: HarnessFactory,
+) -> None:
+    h = await make_harness(replicas=2, ready=pods(2), policy=_two_targets())  # all answers R[]
+    options = RunOptions(dry_run=True, once=True, output="json", check_queries=True)
+    with pytest.raises(StartupError) as err:
+        await serve(_settings(h), h.policy, options, out=StringIO(), clock=h.clock)
+    lines = str(err.value).splitlines()
+    assert lines[0] == "cannot read targets in Kubernetes:"
+    assert lines[1].startswith(f"  {MISSING}: not_found: ")
+    assert lines[2] == "configured signals return no series in Prometheus:"
+    assert f"  {MISSING} queue_depth: empty: " in str(err.value)
+    assert err.value.exit_code == 1
+
+
+async def test_start_up_check_with_prometheus_down_says_unreachable_not_no_series(
+    make_harness: HarnessFactory,
+) -> None:
+    h = await make_harness(replicas=2, ready=pods(2))
+    url = h.prom.url
+    await h.prom.stop()  # connection refused
+    options = RunOptions(dry_run=True, once=True, output="json", check_queries=True)
+    with pytest.raises(StartupError) as err:
+        await serve(_settings(h), h.policy, options, out=StringIO(), clock=h.clock)
+    text = str(err.value)
+    header, *causes = text.splitlines()
+    assert header == f"Prometheus at {url}/ is unreachable:"
+    assert len(causes) == 1  # one transport failure, named once
+    assert causes[0].startswith("  transport: ConnectError: ")
+    assert causes[0].endswith(f"({KEY} queue_depth, {KEY} kv_cache_usage, {KEY} ttft_p95)")
+    assert "no series" not in text
+    assert err.value.exit_code == 1
+
+
+async def test_start_up_check_names_a_query_error_as_such(make_harness: HarnessFactory) -> None:
+    h = await make_harness(replicas=2, ready=pods(2))
+    _all_signals(h)
+    h.fake.set(
+        kv_cache=Reply({"status": "error", "errorType": "bad_data", "error": "parse error"}, 400)
+    )
+    options = RunOptions(dry_run=True, once=True, output="json", check_queries=True)
+    with pytest.raises(StartupError) as err:
+        await serve(_settings(h), h.policy, options, out=StringIO(), clock=h.clock)
+    lines = str(err.value).splitlines()
+    assert lines[0] == "Prometheus queries fail:"
+    assert lines[1].startswith(f"  {KEY} kv_cache_usage: query_error: bad_data: parse error")
+    assert len(lines) == 2
+
+
+async def test_a_failed_query_is_logged_once_with_kind_reason_and_detail(
+    make_harness: HarnessFactory,
+) -> None:
+    h = await make_harness(replicas=2, ready=pods(2))
+    _all_signals(h)
+    h.fake.set(
+        ttft_quantile=Reply(
+            {"status": "error", "errorType": "timeout", "error": "query timed out"}, status=503
+        )
+    )
+    with captured_logs() as logs:
+        await h.cycle()
+    failures = [e for e in logs if "fail" in str(e["event"]) and "query" in str(e["event"])]
+    assert [(e["event"], e["query"], e["reason"]) for e in failures] == [
+        ("query_failed", "ttft_quantile", "query_error")
+    ]
+    assert failures[0]["detail"] == "timeout: query timed out (HTTP 503)"
+
+
+# ------------------------------------------------------------------ the command line
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """``run``/``recommend`` configure structlog to print to the runner's stderr, which is
+    closed after the call; later tests must log to the configuration they had."""
+    saved = structlog.get_config()
+    yield
+    structlog.configure(**saved)
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY_YAML, encoding="utf-8")
+    # A kubeconfig that loads; nothing listens there, and nothing must be asked.
+    kubeconfig = write_kubeconfig(
+        tmp_path / "kubeconfig", server_url="http://127.0.0.1:9", token="t"
+    )
+    return {"policy": policy, "kubeconfig": kubeconfig}
+
+
+def _invoke(args: list[str], **env: str) -> Any:
+    return CliRunner().invoke(app, args, env={"KUBERNETES_SERVICE_HOST": None, **env})
+
+
+def _single_error(result: Any) -> str:
+    lines = [ln for ln in result.output.splitlines() if not ln.startswith("vllm-scaler: warning")]
+    assert len(lines) == 1, result.output
+    assert "Traceback" not in result.output
+    return str(lines[0])
+
+
+def test_run_with_a_metrics_address_that_does_not_resolve_exits_2(
+    files: dict[str, Path],
+) -> None:
+    result = _invoke(
+        ["run", "--policy", str(files["policy"]), "--kubeconfig", str(files["kubeconfig"])],
+        VLLM_SCALER_METRICS_ADDRESS="999.1.1.1",
+    )
+    assert result.exit_code == 2
+    assert _single_error(result).startswith(
+        "vllm-scaler: VLLM_SCALER_METRICS_ADDRESS (--metrics-address): value '999.1.1.1': "
+        "cannot listen on it ("
+    )
+
+
+def test_run_with_the_metrics_port_in_use_exits_2(files: dict[str, Path]) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        result = _invoke(
+            [
+                "run", "--policy", str(files["policy"]), "--kubeconfig", str(files["kubeconfig"]),
+                "--metrics-address", "127.0.0.1", "--metrics-port", str(port),
+            ]
+        )  # fmt: skip
+    assert result.exit_code == 2
+    assert _single_error(result) == (
+        f"vllm-scaler: VLLM_SCALER_METRICS_PORT (--metrics-port): value {port}: cannot listen "
+        f"on 127.0.0.1:{port} (Address already in use); choose a free port, or 0 to turn the "
+        "endpoint off"
+    )
+
+
+def test_run_with_a_missing_ca_file_exits_2_naming_it(files: dict[str, Path]) -> None:
+    result = _invoke(
+        ["run", "--policy", str(files["policy"]), "--prometheus-ca-file", "/nonexistent"]
+    )
+    assert result.exit_code == 2
+    assert result.output == (
+        "vllm-scaler: invalid settings\n"
+        "  VLLM_SCALER_PROMETHEUS_CA_FILE (--prometheus-ca-file): value '/nonexistent': "
+        "no such file; expected a PEM CA bundle\n"
+    )
+
+
+def test_run_with_a_missing_kubeconfig_exits_2_with_one_line(files: dict[str, Path]) -> None:
+    result = _invoke(["run", "--policy", str(files["policy"]), "--kubeconfig", "/nonexistent"])
+    assert result.exit_code == 2
+    line = _single_error(result)
+    assert line.startswith(
+        "vllm-scaler: cannot load the Kubernetes configuration: kubeconfig /nonexistent: "
+        "no such file; set --kubeconfig FILE (VLLM_SCALER_KUBECONFIG)"
+    )
+    assert "Config not found" not in result.output and "current-context" not in result.output
+
+
+def test_recommend_without_any_kubeconfig_says_in_cluster_was_not_possible(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    result = CliRunner().invoke(
+        app,
+        ["recommend", "--policy", str(files["policy"]), "--once"],
+        env={"HOME": str(tmp_path), "KUBECONFIG": None, "KUBERNETES_SERVICE_HOST": None},
+    )
+    assert result.exit_code == 2
+    assert _single_error(result) == (
+        f"vllm-scaler: cannot load the Kubernetes configuration: no kubeconfig "
+        f"({tmp_path}/.kube/config does not exist, $KUBECONFIG is not set) and not in a "
+        "cluster (KUBERNETES_SERVICE_HOST is not set); set --kubeconfig FILE "
+        "(VLLM_SCALER_KUBECONFIG), or --in-cluster (VLLM_SCALER_IN_CLUSTER=true) in a pod"
+    )
+
+
+def test_unknown_variables_are_warned_about_at_start(files: dict[str, Path]) -> None:
+    result = _invoke(
+        ["recommend", "--policy", str(files["policy"]), "--kubeconfig", "/nonexistent"],
+        VLLM_SCALER_INTERVAL="5",
+        VLLM_SCALER_OUTPUT="json",
+    )
+    warnings = [ln for ln in result.output.splitlines() if "warning" in ln]
+    assert warnings == [
+        "vllm-scaler: warning: unknown environment variable VLLM_SCALER_INTERVAL is ignored "
+        "(closest setting: VLLM_SCALER_CONTROL_INTERVAL_SECONDS)",
+        "vllm-scaler: warning: unknown environment variable VLLM_SCALER_OUTPUT is ignored "
+        "(closest setting: VLLM_SCALER_METRICS_PORT; --output is a command-line option only)",
+    ]
+
+
+@pytest.mark.parametrize("command", ["run", "recommend"])
+def test_help_shows_every_options_variable_and_default_within_80_columns(command: str) -> None:
+    result = CliRunner().invoke(app, [command, "--help"], terminal_width=80)
+    assert result.exit_code == 0
+    text = result.output
+    assert max(len(line) for line in text.splitlines()) <= 80
+    flat = " ".join(text.split())
+    for field, option in OPTION_NAMES.items():
+        if command == "recommend" and field in ("metrics_port", "metrics_address"):
+            continue
+        assert re.search(rf"  {option}[ ,]", text), option  # never cut
+        assert env_name(field) in flat, field
+    assert "VLLM_SCALER_CONTROL_INTERVAL_SECONDS; default: (15.0)" in flat
+    assert "default: (http://localhost:9090/)" in flat
+
+
+def test_an_option_and_its_variable_are_one_setting(files: dict[str, Path]) -> None:
+    result = _invoke(
+        ["run", "--policy", str(files["policy"])], VLLM_SCALER_CONTROL_INTERVAL_SECONDS="soon"
+    )
+    assert result.exit_code == 2
+    assert "'--interval' / '--control-interval-seconds'" in result.output
+    assert "VLLM_SCALER_CONTROL_INTERVAL_SECONDS" in result.output

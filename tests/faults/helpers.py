@@ -1,0 +1,51 @@
+"""Answers and policies shared by the fault tests."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from scaler.config.policy import Policy
+from tests.support.controller_harness import case_policy
+from tests.support.fakeprom import TS, R, kv, per_pod
+
+QUERY_KINDS = ("waiting", "running", "kv_cache", "ttft_quantile", "ttft_rate")
+SIGNALS = ("queue_depth", "kv_cache_usage", "ttft_p95")
+
+
+def names(n: int) -> list[str]:
+    return [f"pod-{i}" for i in range(n)]
+
+
+def target_sample(value: str) -> dict[str, Any]:
+    return {"metric": {}, "value": [TS, value]}
+
+
+def serving(
+    waiting: Mapping[str, str], kv_value: str = "0.1", ttft: str = "0.5", rate: str = "2"
+) -> dict[str, Any]:
+    """Answers of scraped vLLM pods with the given queue per pod."""
+    return {
+        "waiting": per_pod(waiting),
+        "running": per_pod(dict.fromkeys(waiting, "1")),
+        "kv_cache": kv(dict.fromkeys(waiting, kv_value)),
+        "ttft_quantile": R(target_sample(ttft)),
+        "ttft_rate": R(target_sample(rate)),
+    }
+
+
+def quiet(pods: list[str]) -> dict[str, Any]:
+    """Light load on every pod: the signals ask for the minimum."""
+    return serving(dict.fromkeys(pods, "0"))
+
+
+def busy(pods: list[str], per_pod_waiting: int = 30) -> dict[str, Any]:
+    """Heavy queues: the signals ask for more replicas."""
+    return serving(dict.fromkeys(pods, str(per_pod_waiting)), kv_value="0.9", ttft="3.0")
+
+
+def no_window_policy(**overrides: Any) -> Policy:
+    """The cases' policy with no scale-down window: good data scales down at once, so a
+    hold is the fault's doing and recovery shows in the very next cycle."""
+    rules = {"stabilization_window_seconds": 0, "max_replicas_per_period": 1, "period_seconds": 15}
+    return case_policy(scale_down=rules, **overrides)

@@ -1,0 +1,226 @@
+"""Prometheus faults through the real controller: what it does, what it exposes, how it recovers.
+
+Each test runs the real loop (``tests/support/controller_harness.py``) with a policy whose
+scale-down window is 0, so that with good data the target would scale down at once: a hold
+during the fault is the fault's doing, and the first good cycle afterwards scales down.
+Source-level details of each status are pinned in ``tests/sources/test_prometheus_cases.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from scaler.core.reasons import Reason
+from tests.faults.helpers import QUERY_KINDS, SIGNALS, names, no_window_policy, quiet, serving
+from tests.support.controller_harness import T0, Harness, HarnessFactory, captured_logs
+from tests.support.fakeprom import TS, R, Reply, kv, per_pod
+
+PODS = names(4)
+LAST_OK = "vllm_scaler_last_successful_query_timestamp_seconds"
+
+
+async def _refused(h: Harness) -> None:
+    await h.prom.stop()
+
+
+async def _stalled(h: Harness) -> None:
+    for kind in QUERY_KINDS:
+        h.fake.set(**{kind: Reply(R(), stall=True)})
+
+
+def _all(reply: Reply) -> Callable[[Harness], Awaitable[None]]:
+    async def apply(h: Harness) -> None:
+        for kind in QUERY_KINDS:
+            h.fake.set(**{kind: reply})
+
+    return apply
+
+
+ERROR_BODY = {
+    "status": "error",
+    "errorType": "execution",
+    "error": "query processing would load too many samples into memory",
+}
+
+# fault name -> (how to inject it, the per-query reason, the per-signal reason)
+WHOLE_QUERY_FAULTS: dict[str, tuple[Callable[[Harness], Awaitable[None]], str]] = {
+    "connection_refused": (_refused, "transport"),
+    "slow_past_the_timeout": (_stalled, "timeout"),
+    "http_502_html": (_all(Reply("<html>502 Bad Gateway</html>", status=502)), "http_error"),
+    "http_500_empty": (_all(Reply("", status=500)), "http_error"),
+    "error_body_422": (_all(Reply(ERROR_BODY, status=422)), "query_error"),
+    "error_body_503": (
+        _all(Reply({**ERROR_BODY, "errorType": "timeout"}, status=503)),
+        "query_error",
+    ),
+    "not_json": (_all(Reply("{not json", status=200)), "bad_response"),
+    "wrong_shape": (
+        _all(Reply({"status": "success", "data": {"resultType": "matrix"}})),
+        "bad_response",
+    ),
+}
+
+
+async def _recover(h: Harness, fault: str) -> None:
+    if fault == "connection_refused":
+        await h.prom.start()
+    h.fake.release.set()
+    h.fake.answers.clear()
+    h.fake.set(**quiet(PODS))
+
+
+@pytest.mark.parametrize("fault", sorted(WHOLE_QUERY_FAULTS))
+async def test_prometheus_fault_holds_exposes_and_recovers(
+    make_harness: HarnessFactory, fault: str
+) -> None:
+    inject, reason = WHOLE_QUERY_FAULTS[fault]
+    h = await make_harness(
+        policy=no_window_policy(), replicas=4, ready=PODS, timeout_seconds=0.3, answers=quiet(PODS)
+    )
+    await inject(h)
+    with captured_logs() as logs:
+        for _ in range(3):
+            r = await h.next_cycle()
+            assert r.decision is not None
+            assert r.decision.reason is Reason.NO_VALID_SIGNALS  # never read as zero load
+            assert h.replicas() == 4 and h.patches() == []
+    for sig in SIGNALS:
+        assert h.query_errors(sig, reason) == 3
+        assert h.signal_valid(sig) == 0
+        assert h.signal_status(sig) == reason
+    for kind in QUERY_KINDS:
+        assert h.count("vllm_scaler_query_failures_total", query=kind, reason=reason) == 3
+        assert h.value(LAST_OK, signal=kind) is None  # never succeeded
+    assert h.decisions("no_valid_signals") == 3
+    failed = [e for e in logs if e["event"] == "query_failed"]
+    assert len(failed) == 3 * len(QUERY_KINDS)
+    assert all(e["reason"] == reason and e["detail"] for e in failed)
+
+    await _recover(h, fault)  # good data again: the hold ends in the first good cycle
+    r = await h.next_cycle()
+    assert r.decision is not None and r.decision.reason is Reason.STEP_LIMITED  # 4 -> 3
+    assert h.replicas() == 3
+    assert h.value(LAST_OK, signal="waiting") == h.clock.now
+
+
+def _ttft(value: str, rate: str) -> dict[str, Any]:
+    return {
+        "ttft_quantile": R({"metric": {}, "value": [TS, value]}),
+        "ttft_rate": R({"metric": {}, "value": [TS, rate]}),
+    }
+
+
+# fault name -> (answers that replace the quiet ones, the blocked signal, its status)
+BAD_VALUE_FAULTS: dict[str, tuple[dict[str, Any], str, str]] = {
+    "queue_metric_missing": ({"waiting": R()}, "queue_depth", "absent"),
+    "nan_queue": ({"waiting": per_pod(dict.fromkeys(PODS, "NaN"))}, "queue_depth", "nan"),
+    "inf_kv": ({"kv_cache": kv(dict.fromkeys(PODS, "+Inf"))}, "kv_cache_usage", "inf"),
+    "negative_queue": ({"waiting": per_pod(dict.fromkeys(PODS, "-1"))}, "queue_depth", "negative"),
+    "nan_ttft_with_traffic": (_ttft("NaN", "3"), "ttft_p95", "nan"),
+    "partial_coverage": (
+        {"waiting": per_pod(dict.fromkeys(PODS[:3], "0"))},
+        "queue_depth",
+        "partial",
+    ),
+    "restarted_with_little_history": (  # one series of four, no TTFT rate yet
+        {
+            "waiting": per_pod({"pod-2": "0"}),
+            "kv_cache": kv({"pod-2": "0.1"}),
+            "ttft_quantile": R(),
+            "ttft_rate": R(),
+        },
+        "queue_depth",
+        "partial",
+    ),
+    "kv_metric_renamed": ({"kv_cache": R()}, "kv_cache_usage", "absent"),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(BAD_VALUE_FAULTS))
+async def test_bad_values_block_scale_down_and_recover(
+    make_harness: HarnessFactory, fault: str
+) -> None:
+    answers, signal, status = BAD_VALUE_FAULTS[fault]
+    h = await make_harness(policy=no_window_policy(), replicas=4, ready=PODS, answers=quiet(PODS))
+    h.fake.set(**answers)
+    for _ in range(3):
+        r = await h.next_cycle()
+        assert r.decision is not None
+        assert r.decision.reason is Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL
+        assert h.replicas() == 4 and h.patches() == []
+    assert h.signal_status(signal) == status
+    assert h.signal_valid(signal) == (1 if status == "partial" else 0)  # partial: up only
+    assert h.query_errors(signal, status) == 3
+    assert h.count("vllm_scaler_query_failures_total", query="waiting", reason=status) == 0
+
+    h.fake.set(**quiet(PODS))
+    r = await h.next_cycle()
+    assert r.decision is not None and r.decision.reason is Reason.STEP_LIMITED  # 4 -> 3
+    assert h.replicas() == 3
+
+
+async def test_bad_values_never_block_a_scale_up_the_other_signals_ask_for(
+    make_harness: HarnessFactory,
+) -> None:
+    h = await make_harness(
+        replicas=2, ready=PODS[:2], answers=serving(dict.fromkeys(PODS[:2], "30"))
+    )
+    h.fake.set(kv_cache=kv(dict.fromkeys(PODS[:2], "NaN")), **_ttft("NaN", "3"))
+    r = await h.cycle()
+    assert r.decision is not None and r.decision.reason is Reason.SCALE_UP
+    assert h.replicas() == 6  # 60 waiting / 10 per replica, queue depth alone
+    assert h.signal_status("kv_cache_usage") == "nan"
+
+
+async def test_stale_series_of_deleted_pods_are_dropped_and_counted(
+    make_harness: HarnessFactory,
+) -> None:
+    h = await make_harness(policy=no_window_policy(), replicas=4, ready=PODS, answers=quiet(PODS))
+    # Prometheus still returns (within its 5 min lookback) a deleted pod with a long queue.
+    h.fake.set(waiting=per_pod({**dict.fromkeys(PODS, "0"), "pod-gone": "500"}))
+    r = await h.next_cycle()
+    assert r.decision is not None and r.decision.reason is Reason.STEP_LIMITED  # 4 -> 3
+    assert h.target_value("vllm_scaler_stale_series_dropped_total") == 1
+    assert r.readings is not None and [d.pod for d in r.readings.dropped] == ["pod-gone"]
+
+
+async def test_outage_longer_than_the_window_then_a_whole_window_before_scale_down(
+    make_harness: HarnessFactory,
+) -> None:
+    """With the default 300 s window, holds during an outage are recorded: a whole window of
+    good data must pass after it before a scale-down (pinned in detail by case 04)."""
+    h = await make_harness(replicas=4, ready=PODS, timeout_seconds=0.3, answers=quiet(PODS))
+    await h.prom.stop()
+    for _ in range(20):  # ten minutes of outage
+        r = await h.next_cycle()
+        assert r.decision is not None and r.decision.reason is Reason.NO_VALID_SIGNALS
+    await h.prom.start()
+    last_hold = h.clock.now
+    while True:
+        r = await h.next_cycle()
+        assert r.decision is not None
+        if h.replicas() != 4:
+            break
+        assert r.decision.reason is Reason.STABILIZED
+    assert h.clock.now - last_hold >= 300  # a whole window after the last hold
+    assert h.replicas() == 3
+    assert h.value(LAST_OK, signal="waiting") == h.clock.now
+
+
+async def test_empty_answers_are_no_data_not_zero_load(make_harness: HarnessFactory) -> None:
+    """Every query answers success with no series (a Prometheus that lost its data)."""
+    h = await make_harness(policy=no_window_policy(), replicas=4, ready=PODS, answers=quiet(PODS))
+    h.fake.answers.clear()
+    for _ in range(3):
+        r = await h.next_cycle()
+        assert r.decision is not None and r.decision.reason is Reason.NO_VALID_SIGNALS
+        assert h.replicas() == 4 and h.patches() == []
+    for sig in SIGNALS:
+        assert h.signal_status(sig) == "empty" and h.query_errors(sig, "empty") == 3
+    # the queries themselves succeeded: no query failure, and the timestamp moves
+    assert h.count("vllm_scaler_query_failures_total", query="waiting", reason="empty") == 0
+    assert h.value(LAST_OK, signal="waiting") == h.clock.now
+    assert h.clock.now > T0
