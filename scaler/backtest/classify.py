@@ -18,7 +18,9 @@ live source would drop their series) count here.
 
 from __future__ import annotations
 
+import collections
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -60,7 +62,14 @@ class StepReadings:
 
 def _snapshot(target: TargetPolicy, group: _PodSeries | None) -> WorkloadSnapshot:
     ns = target.workload.namespace
-    names = sorted(pod for (pod_ns, pod) in (group.by_pod if group else {}) if pod_ns in (ns, ""))
+    # History has no pod list: the target's pods are those its own selector picks. Targets
+    # that share a namespace's default selector are told apart by their pod-name pattern.
+    own = re.compile(target.pod_name_regex()) if target.prometheus_matchers is None else None
+    names = sorted(
+        pod
+        for (pod_ns, pod) in (group.by_pod if group else {})
+        if pod_ns in (ns, "") and (own is None or own.fullmatch(pod))
+    )
     pods = tuple(
         PodInfo(name=n, ready=True, terminating=False, age_seconds=math.inf) for n in names
     )
@@ -120,6 +129,7 @@ def readings_at_step(
     running = pod_groups.get(QueryKind.RUNNING, {})
     snapshots = {t.key: _snapshot(t, running.get(plan.selector_group[t.key])) for t in targets}
     known = {(s.namespace, p.name) for s in snapshots.values() for p in s.pods}
+    group_sizes = collections.Counter(plan.selector_group.values())
     out: dict[str, StepReadings] = {}
     for t in targets:
         snap = snapshots[t.key]
@@ -132,6 +142,8 @@ def readings_at_step(
             target_series=target_series,
             known_pods=known,
             rate_window_seconds=rate_window_seconds,
+            # As the live source: targets merged into one selector count only their own pods.
+            shared_group=group_sizes[plan.selector_group[t.key]] > 1,
         ).read()
         out[t.key] = StepReadings(dict(tr.signals), len(snap.pods), tr.kv_metric)
     return out

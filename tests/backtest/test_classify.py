@@ -184,3 +184,33 @@ def _same(a: Any, b: Any) -> bool:
         return (r.status, v, r.pods_with_data, r.pods_missing, r.source_metric, r.detail)
 
     return key(a) == key(b)
+
+
+def test_targets_sharing_a_namespace_selector_count_only_their_own_pods() -> None:
+    two = parse_policy(
+        {
+            "targets": [
+                {"workload": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "llm",
+                              "name": n}}
+                for n in ("vllm", "big")
+            ]
+        }
+    )  # fmt: skip
+    plan = build_query_plan(two.targets, rate_window_seconds=60)
+    gid = plan.selector_group["llm/Deployment/vllm"]
+    assert plan.selector_group["llm/Deployment/big"] == gid  # one shared selector
+
+    def labels(p: str) -> dict[str, str]:
+        return {"namespace": "llm", "pod": p, "scaler_selector": gid}
+
+    mine, theirs = "vllm-7d9f-aaaaa", "big-5c6d-zzzzz"
+    v: dict[QueryKind, list[Sample]] = {
+        QueryKind.RUNNING: [(labels(mine), 1.0), (labels(theirs), 1.0)],
+        QueryKind.WAITING: [(labels(mine), 3.0), (labels(theirs), 40.0)],
+        QueryKind.KV_CACHE: [],
+        QueryKind.TTFT_QUANTILE: [],
+        QueryKind.TTFT_RATE: [],
+    }
+    got = readings_at_step(two.targets, plan, v, rate_window_seconds=60)
+    assert got["llm/Deployment/vllm"].signals[SignalName.QUEUE_DEPTH].value == 3.0
+    assert got["llm/Deployment/big"].signals[SignalName.QUEUE_DEPTH].value == 40.0
