@@ -18,7 +18,6 @@ live source would drop their series) count here.
 
 from __future__ import annotations
 
-import collections
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -30,12 +29,9 @@ from scaler.core.signals import SignalName, SignalReading, SignalStatus
 from scaler.sources.prometheus import (
     QueryOutcome,
     _Answer,
-    _BadResponse,
-    _failed,
     _PodSeries,
-    _split_per_pod,
-    _split_per_target,
-    _TargetReader,
+    read_targets,
+    split_answers,
 )
 from scaler.sources.promql import QueryKind, QueryPlan
 
@@ -108,42 +104,21 @@ def readings_at_step(
         answers[kind] = _Answer(
             QueryOutcome(kind, SignalStatus.OK, series=len(series), query=query), series
         )
-    pod_groups = {}
-    for kind, ans in list(answers.items()):
-        if not kind.per_pod:
-            continue
-        try:
-            pod_groups[kind] = _split_per_pod(ans, kind)
-        except _BadResponse as err:
-            answers[kind] = _failed(ans, err)
-    target_series: dict[QueryKind, dict[str, float]] = {}
-    for kind in (QueryKind.TTFT_QUANTILE, QueryKind.TTFT_RATE):
-        t_ans = answers.get(kind)
-        if t_ans is None or not t_ans.outcome.ok:
-            continue
-        try:
-            target_series[kind] = _split_per_target(t_ans)
-        except _BadResponse as err:
-            answers[kind] = _failed(t_ans, err)
+    pod_groups, target_series = split_answers(answers)
 
     running = pod_groups.get(QueryKind.RUNNING, {})
     snapshots = {t.key: _snapshot(t, running.get(plan.selector_group[t.key])) for t in targets}
-    known = {(s.namespace, p.name) for s in snapshots.values() for p in s.pods}
-    group_sizes = collections.Counter(plan.selector_group.values())
+    readings = read_targets(
+        targets,
+        snapshots,
+        plan,
+        answers,
+        pod_groups,
+        target_series,
+        rate_window_seconds=rate_window_seconds,
+    )
     out: dict[str, StepReadings] = {}
     for t in targets:
-        snap = snapshots[t.key]
-        tr = _TargetReader(
-            target=t,
-            snapshot=snap,
-            gid=plan.selector_group[t.key],
-            answers=answers,
-            pod_groups=pod_groups,
-            target_series=target_series,
-            known_pods=known,
-            rate_window_seconds=rate_window_seconds,
-            # As the live source: targets merged into one selector count only their own pods.
-            shared_group=group_sizes[plan.selector_group[t.key]] > 1,
-        ).read()
-        out[t.key] = StepReadings(dict(tr.signals), len(snap.pods), tr.kv_metric)
+        tr = readings[t.key]
+        out[t.key] = StepReadings(dict(tr.signals), len(snapshots[t.key].pods), tr.kv_metric)
     return out

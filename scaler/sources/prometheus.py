@@ -41,6 +41,7 @@ from scaler.sources.promql import (
     TARGET_LABEL,
     WAITING_METRIC,
     QueryKind,
+    QueryPlan,
     build_query_plan,
     promql_duration,
 )
@@ -594,50 +595,88 @@ class PrometheusSource:
         answers_list = await asyncio.gather(*(self._query(k, plan.queries[k]) for k in kinds))
         answers = dict(zip(kinds, answers_list, strict=True))
 
-        # Split per-pod answers per selector group; a shape mismatch fails that query.
-        pod_groups: dict[QueryKind, dict[str, _PodSeries]] = {}
-        for kind, ans in list(answers.items()):
-            if not (kind.per_pod and ans.outcome.ok):
-                continue
-            try:
-                pod_groups[kind] = _split_per_pod(ans, kind)
-            except _BadResponse as err:
-                answers[kind] = _failed(ans, err)
-        target_series: dict[QueryKind, dict[str, float]] = {}
-        for kind in (QueryKind.TTFT_QUANTILE, QueryKind.TTFT_RATE):
-            t_ans = answers.get(kind)
-            if t_ans is None or not t_ans.outcome.ok:
-                continue
-            try:
-                target_series[kind] = _split_per_target(t_ans)
-            except _BadResponse as err:
-                answers[kind] = _failed(t_ans, err)
-
-        # Which (namespace, pod) belong to some target: a series of another target's pod,
-        # picked by a shared selector, is that target's business, not a stale series.
-        known_pods: set[tuple[str, str]] = {
-            (snap.namespace, p.name) for snap in snapshots.values() for p in snap.pods
-        }
-        group_sizes = collections.Counter(plan.selector_group.values())
-        targets = {
-            t.key: _TargetReader(
-                target=t,
-                snapshot=snapshots.get(t.key),
-                gid=plan.selector_group[t.key],
-                answers=answers,
-                pod_groups=pod_groups,
-                target_series=target_series,
-                known_pods=known_pods,
-                rate_window_seconds=self.rate_window_seconds,
-                shared_group=group_sizes[plan.selector_group[t.key]] > 1,
-            ).read()
-            for t in policy_targets
-        }
+        pod_groups, target_series = split_answers(answers)
+        targets = read_targets(
+            policy_targets,
+            snapshots,
+            plan,
+            answers,
+            pod_groups,
+            target_series,
+            rate_window_seconds=self.rate_window_seconds,
+        )
         return SourceResult(
             targets=targets,
             queries={k: a.outcome for k, a in answers.items()},
             duration_seconds=time.monotonic() - start,
         )
+
+
+def split_answers(
+    answers: dict[QueryKind, _Answer],
+) -> tuple[dict[QueryKind, dict[str, _PodSeries]], dict[QueryKind, dict[str, float]]]:
+    """Split one cycle's answers: per-pod ones per selector group, TTFT ones per target.
+
+    Pure (no I/O); shared by the live read and the backtest's replay of history. An answer
+    whose shape does not match its query is replaced in ``answers`` by a ``bad_response``.
+
+    Returns:
+        ``(pod_groups, target_series)``: query -> selector group -> series, and TTFT query ->
+        target key -> value.
+    """
+    pod_groups: dict[QueryKind, dict[str, _PodSeries]] = {}
+    for kind, ans in list(answers.items()):
+        if not (kind.per_pod and ans.outcome.ok):
+            continue
+        try:
+            pod_groups[kind] = _split_per_pod(ans, kind)
+        except _BadResponse as err:
+            answers[kind] = _failed(ans, err)
+    target_series: dict[QueryKind, dict[str, float]] = {}
+    for kind in (QueryKind.TTFT_QUANTILE, QueryKind.TTFT_RATE):
+        t_ans = answers.get(kind)
+        if t_ans is None or not t_ans.outcome.ok:
+            continue
+        try:
+            target_series[kind] = _split_per_target(t_ans)
+        except _BadResponse as err:
+            answers[kind] = _failed(t_ans, err)
+    return pod_groups, target_series
+
+
+def read_targets(
+    policy_targets: Sequence[TargetPolicy],
+    snapshots: Mapping[str, WorkloadSnapshot],
+    plan: QueryPlan,
+    answers: dict[QueryKind, _Answer],
+    pod_groups: dict[QueryKind, dict[str, _PodSeries]],
+    target_series: dict[QueryKind, dict[str, float]],
+    *,
+    rate_window_seconds: float,
+) -> dict[str, TargetReadings]:
+    """Classify the split answers of one cycle into each target's readings (pure, no I/O).
+
+    Per-pod series count only for the snapshot's live, ready pods; a series of a pod that
+    belongs to another target (picked by a shared selector) is that target's, not stale.
+    """
+    known_pods: set[tuple[str, str]] = {
+        (snap.namespace, p.name) for snap in snapshots.values() for p in snap.pods
+    }
+    group_sizes = collections.Counter(plan.selector_group.values())
+    return {
+        t.key: _TargetReader(
+            target=t,
+            snapshot=snapshots.get(t.key),
+            gid=plan.selector_group[t.key],
+            answers=answers,
+            pod_groups=pod_groups,
+            target_series=target_series,
+            known_pods=known_pods,
+            rate_window_seconds=rate_window_seconds,
+            shared_group=group_sizes[plan.selector_group[t.key]] > 1,
+        ).read()
+        for t in policy_targets
+    }
 
 
 @functools.lru_cache(maxsize=4096)
