@@ -1804,21 +1804,7 @@ class KubeApiServer:
         media = _media_type(request)
         if media not in accepted:
             raise _unsupported(accepted)
-        patch = await self._body(request)
-        if media == JSON_PATCH:
-            try:
-                new = _json_patch(current, patch)
-            except ValueError as err:
-                raise _bad_request(str(err)) from None
-            except LookupError as err:
-                raise ApiError(422, "Invalid", str(err)) from None
-        else:
-            if not isinstance(patch, dict):
-                raise _bad_request("the patch must be a JSON object")
-            new = _merge_patch(current, patch)
-        if not isinstance(new, dict):
-            raise _bad_request("the patched object is not an object")
-        return new
+        return _apply_patch(current, media, await self._body(request))
 
     async def _collection(self, request: web.Request) -> web.StreamResponse:
         m = request.match_info
@@ -1943,19 +1929,7 @@ class KubeApiServer:
                 patch = await self._body(request, yaml_ok=True)
             else:
                 patch = await self._body(request)
-            if media == JSON_PATCH:
-                try:
-                    new = _json_patch(current, patch)
-                except ValueError as err:
-                    raise _bad_request(str(err)) from None
-                except LookupError as err:
-                    raise ApiError(422, "Invalid", str(err)) from None
-            else:
-                if not isinstance(patch, dict):
-                    raise _bad_request("the patch must be a JSON object")
-                new = _merge_patch(current, patch)
-            if not isinstance(new, dict):
-                raise _bad_request("the patched object is not an object")
+            new = _apply_patch(current, media, patch)
             require_rv = False
         result = self.store.write_scale(
             group, version, plural, ns, name, new, require_rv=require_rv, dry_run=dry_run
@@ -1970,6 +1944,25 @@ def _unsupported(accepted: list[str]) -> ApiError:
         "the body of the request was in an unknown format - accepted media types include: "
         + ", ".join(accepted),
     )
+
+
+def _apply_patch(current: JSON, media: str, patch: Any) -> JSON:
+    """``current`` with a JSON patch or a merge-style patch (merge, strategic merge on maps,
+    apply) applied; 400 for a malformed patch, 422 for a JSON patch path that does not exist."""
+    if media == JSON_PATCH:
+        try:
+            new = _json_patch(current, patch)
+        except ValueError as err:
+            raise _bad_request(str(err)) from None
+        except LookupError as err:
+            raise ApiError(422, "Invalid", str(err)) from None
+    else:
+        if not isinstance(patch, dict):
+            raise _bad_request("the patch must be a JSON object")
+        new = _merge_patch(current, patch)
+    if not isinstance(new, dict):
+        raise _bad_request("the patched object is not an object")
+    return new
 
 
 def write_kubeconfig(
