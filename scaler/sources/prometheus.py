@@ -316,6 +316,7 @@ def parse_sample_value(raw: object) -> float:
 
 
 _Series = tuple[dict[str, str], float]
+_STR_ONLY = frozenset({str})
 
 
 def _parse_vector(body: Any) -> tuple[list[_Series], tuple[str, ...]]:
@@ -334,8 +335,10 @@ def _parse_vector(body: Any) -> tuple[list[_Series], tuple[str, ...]]:
             raise _BadResponse(f"result[{i}] is not an object")
         metric = item.get("metric")
         value = item.get("value")
-        if not isinstance(metric, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in metric.items()
+        # map(type, ...) keeps the check in C: answers carry 10^4-10^5 series.
+        if not isinstance(metric, dict) or not (
+            _STR_ONLY.issuperset(map(type, metric))
+            and _STR_ONLY.issuperset(map(type, metric.values()))
         ):
             raise _BadResponse(f"result[{i}].metric is not a label map")
         if (
@@ -396,10 +399,22 @@ class _PodSeries:
 
     by_pod: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
     no_pod_label: int = 0
+    _strays: list[tuple[str, str]] | None = None
 
     @property
     def count(self) -> int:
         return len(self.by_pod) + self.no_pod_label
+
+    def strays(self, known_pods: set[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Sorted keys of series whose pod no snapshot lists (or without a namespace label).
+
+        Computed once per cycle and group: each target of a namespace group then looks up
+        its own pods by name and scans only these, instead of the whole group's series
+        (1,000 targets in 50 namespaces would otherwise scan 160,000 series per query).
+        """
+        if self._strays is None:
+            self._strays = sorted(k for k in self.by_pod if not k[0] or k not in known_pods)
+        return self._strays
 
 
 def _split_per_pod(answer: _Answer, kind: QueryKind) -> dict[str, _PodSeries]:
@@ -732,20 +747,20 @@ class _TargetReader:
             if self.target.prometheus_matchers is None and self.shared_group
             else None
         )
+        snap = self.snapshot
+        if own is not None and snap is not None:
+            return self._own_pod_values(kind, grp, own, snap)
         namespace = self.target.workload.namespace
         if own is None:
             self.series_found[kind] = grp.count
         else:
-            mine = {p.name for p in self.snapshot.pods} if self.snapshot else set()
             self.series_found[kind] = grp.no_pod_label + sum(
                 1
                 for ns, pod in grp.by_pod
                 if (ns or namespace) == namespace
-                and (
-                    pod in mine or ((namespace, pod) not in self.known_pods and own.fullmatch(pod))
-                )
+                and (namespace, pod) not in self.known_pods
+                and own.fullmatch(pod)
             )
-        snap = self.snapshot
         out: dict[str, dict[str, float]] = {}
         if snap is None:
             return out
@@ -763,11 +778,46 @@ class _TargetReader:
                 reason = DropReason.TERMINATING if info.terminating else DropReason.NOT_READY
             elif (ns, pod) in self.known_pods:
                 continue  # another target's pod, picked by a shared selector
-            elif own is not None and (ns != snap.namespace or not own.fullmatch(pod)):
-                continue  # a gone pod of another target of the namespace group
             else:
                 reason = DropReason.UNKNOWN_POD
             self.dropped.append(DroppedSeries(kind, ns, pod, reason))
+        return out
+
+    def _own_pod_values(
+        self, kind: QueryKind, grp: _PodSeries, own: re.Pattern[str], snap: WorkloadSnapshot
+    ) -> dict[str, dict[str, float]]:
+        """:meth:`_pod_values` for a target sharing its namespace's group: the series of its
+        own pods (looked up by name), plus the stray series its pod-name pattern picks."""
+        ns = snap.namespace
+        ready = snap.ready_pod_names
+        own_names = {p.name for p in snap.pods}
+        found = grp.no_pod_label
+        out: dict[str, dict[str, float]] = {}
+        dropped: list[DroppedSeries] = []
+        for p in snap.pods:
+            # A series without a namespace label is matched on the target's namespace; the
+            # namespaced one wins when both exist.
+            for key in (("", p.name), (ns, p.name)):
+                metrics = grp.by_pod.get(key)
+                if metrics is None:
+                    continue
+                found += 1
+                if p.name in ready:
+                    out[p.name] = metrics
+                else:
+                    reason = DropReason.TERMINATING if p.terminating else DropReason.NOT_READY
+                    dropped.append(DroppedSeries(kind, ns, p.name, reason))
+        for series_ns, pod in grp.strays(self.known_pods):
+            if (series_ns or ns) != ns or pod in own_names or (ns, pod) in self.known_pods:
+                continue  # another namespace's, already counted, or another target's pod
+            if own.fullmatch(pod):  # a gone pod of this target
+                found += 1
+                dropped.append(DroppedSeries(kind, ns, pod, DropReason.UNKNOWN_POD))
+        self.series_found[kind] = found
+        self.dropped.extend(
+            [DroppedSeries(kind, ns, "", DropReason.NO_POD_LABEL)] * grp.no_pod_label
+        )
+        self.dropped.extend(sorted(dropped, key=lambda d: d.pod))
         return out
 
     def read(self) -> TargetReadings:
