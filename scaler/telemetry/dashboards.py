@@ -516,6 +516,31 @@ def decisions_dashboard() -> dict[str, Any]:
     )
     b = b.with_panel(
         _ts(
+            "Paused, pinned and refused writes",
+            "paused: 1 while the workload carries vllm-scaler.io/paused=true (or an invalid "
+            "pin). pinned: 1 while a vllm-scaler.io/pinned-replicas annotation holds the "
+            "replicas (the Events and the replicas panel show the count). refused: changes the "
+            "decision asked for but that were not written (conflict, paused, not_leader). Flat "
+            "0 lines per target: none.",
+            [
+                (f"max by (target) (vllm_scaler_paused{{{_T}}})", "paused {{target}}"),
+                (
+                    f"count by (target) (vllm_scaler_pinned_replicas{{{_T}}})"
+                    f" or max by (target) (0 * vllm_scaler_paused{{{_T}}})",
+                    "pinned {{target}}",
+                ),
+                (
+                    f"sum by (target, reason) "
+                    f"({_new_in_window('vllm_scaler_refused_writes_total')})"
+                    f" or sum by (target) (0 * vllm_scaler_current_replicas{{{_T}}})",
+                    "refused {{target}} {{reason}}",
+                ),
+            ],
+            width=8,
+        )
+    )
+    b = b.with_panel(
+        _ts(
             "Scale writes and failures",
             "Successful writes of spec.replicas by direction, failed ones by outcome.",
             [
