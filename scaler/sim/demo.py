@@ -20,7 +20,6 @@ import contextlib
 import fcntl
 import json
 import os
-import secrets
 import shlex
 import shutil
 import signal
@@ -32,12 +31,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import TextIO, TypeVar
 
+from scaler.sim.cluster import SimCluster
 from scaler.sim.engine import ReplicaModel
-from scaler.sim.fleet import Fleet, FleetConfig
-from scaler.sim.kubeapi import KubeApiServer, KubeStore, write_kubeconfig
-from scaler.sim.prometheus_server import PrometheusServer, die_with_parent, wait_for_series
+from scaler.sim.fleet import FleetConfig
+from scaler.sim.prometheus_server import die_with_parent, wait_for_series
 from scaler.sim.report import format_summary, plot_run, summarize
-from scaler.sim.serving import FleetRuntime
 from scaler.sim.trace import Trace
 
 EXAMPLE_POLICY = Path(__file__).resolve().parent.parent / "examples" / "demo-policy.yaml"
@@ -245,27 +243,18 @@ async def run_demo(opts: DemoOptions, out: TextIO = sys.stdout) -> int:
 
 
 async def _run_locked(opts: DemoOptions, workdir: Path, out: TextIO) -> int:
-    sd_file = workdir / "file_sd.json"
-    token = secrets.token_hex(16)
     clock = time.time
-    store = KubeStore(now=clock)
-    model = ReplicaModel(model_load_seconds=opts.model_load_seconds)
-    fleet = Fleet(
-        store,
+    cluster = SimCluster(
+        workdir,
         FleetConfig(
-            model=model,
+            model=ReplicaModel(model_load_seconds=opts.model_load_seconds),
             termination_grace_seconds=opts.termination_grace_seconds,
             initial_replicas=opts.initial_replicas,
         ),
-        now=clock(),
-    )
-    runtime = FleetRuntime(fleet, sd_file=sd_file, clock=clock)
-    kube = KubeApiServer(store, token=token)
-    prom = PrometheusServer(
-        workdir / "prometheus",
         scrape_interval_seconds=opts.scrape_interval_seconds,
-        sd_file=sd_file,
+        clock=clock,
     )
+    fleet, runtime, prom = cluster.fleet, cluster.runtime, cluster.prometheus
     controller: asyncio.subprocess.Process | None = None
     pump: asyncio.Task[None] | None = None
     watcher: asyncio.Task[int | None] | None = None
@@ -285,10 +274,8 @@ async def _run_locked(opts: DemoOptions, workdir: Path, out: TextIO) -> int:
             loop.add_signal_handler(sig, on_signal, sig)
     start = clock()
     try:
-        kube_url = await kube.start()
-        kubeconfig = write_kubeconfig(workdir / "kubeconfig", server_url=kube_url, token=token)
-        await runtime.start()
-        await until_stopped(prom.astart(), stop)
+        await until_stopped(cluster.start(), stop)
+        kubeconfig, kube_url = cluster.kubeconfig, cluster.kube_url
         if stop.is_set():
             return 128 + received[0] if received else 1
         env_file = write_env_file(
@@ -348,9 +335,7 @@ async def _run_locked(opts: DemoOptions, workdir: Path, out: TextIO) -> int:
             if task is not None:
                 with contextlib.suppress(TimeoutError, asyncio.CancelledError):
                     await asyncio.wait_for(task, timeout=5)
-        await prom.astop()
-        await runtime.stop()
-        await kube.stop()
+        await cluster.stop()
         for sig in STOP_SIGNALS:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)

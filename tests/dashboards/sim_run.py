@@ -14,24 +14,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import secrets
 import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from scaler.actuators.kubernetes import KubernetesActuator, build_api_client
 from scaler.config.policy import parse_policy
 from scaler.controller.loop import Controller
+from scaler.sim.cluster import SimCluster
 from scaler.sim.demo import NAMED_TRACES
 from scaler.sim.engine import ReplicaModel
-from scaler.sim.fleet import Fleet, FleetConfig
-from scaler.sim.kubeapi import KubeApiServer, KubeStore, write_kubeconfig
-from scaler.sim.prometheus_server import PrometheusServer, wait_for_series, write_file_sd
-from scaler.sim.serving import FleetRuntime
+from scaler.sim.fleet import FleetConfig
+from scaler.sim.prometheus_server import wait_for_series, write_file_sd
 from scaler.sim.trace import load_trace
-from scaler.sources.prometheus import PrometheusSource, build_http_client
 from scaler.telemetry.metrics import ScalerMetrics
 from scaler.telemetry.server import TelemetryServer
 
@@ -103,69 +99,45 @@ async def simulated_run(
         rate_scale=0.5,
         seed=1,
     )
-    token = secrets.token_hex(8)
-    store = KubeStore(now=time.time)
     config = FleetConfig(model=ReplicaModel(model_load_seconds=4.0), termination_grace_seconds=30)
-    fleet = Fleet(store, config, now=time.time())
-    sd_dir = workdir / "sd"
-    runtime = FleetRuntime(fleet, sd_file=sd_dir / "fleet.json")
-    kube = KubeApiServer(store, token=token)
-    # One scrape job reads every *.json in sd_dir (file SD accepts a glob in the last segment).
-    prom = PrometheusServer(
-        workdir / "prom", scrape_interval_seconds=1.0, sd_file=sd_dir / "*.json"
-    )
+    cluster = SimCluster(workdir, config, scrape_interval_seconds=1.0, clock=time.time)
     metrics = ScalerMetrics()
     telemetry = TelemetryServer(metrics, host="127.0.0.1", port=0)
-    kube_url = await kube.start()
-    kubeconfig = write_kubeconfig(workdir / "kubeconfig", server_url=kube_url, token=token)
-    await runtime.start()
-    await telemetry.start()
-    write_file_sd(
-        sd_dir / "scaler.json",
-        [([f"127.0.0.1:{telemetry.port}"], {"job": SCALER_JOB, "namespace": "vllm-scaler"})],
-    )
-    await prom.astart()
-    http = build_http_client(bearer_token_file=None, ca_file=None, timeout_seconds=5)
-    api = await build_api_client(kubeconfig=kubeconfig, in_cluster=False)
     stop = asyncio.Event()
 
-    async def control() -> None:
-        controller = Controller(
-            policy=policy,
-            source=PrometheusSource(
-                http, base_url=prom.url, timeout_seconds=5, rate_window_seconds=8
-            ),
-            actuator=KubernetesActuator(api, clock=time.time),
-            metrics=metrics,
-        )
+    async def control(controller: Controller) -> None:
         while not stop.is_set():
             await controller.run_cycle()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=INTERVAL_SECONDS)
 
     try:
-        await wait_for_series(prom.url, "vllm:num_requests_running", timeout=30)
-        await wait_for_series(prom.url, f'up{{job="{SCALER_JOB}"}} == 1', timeout=30)
-        start = time.time()
-        task = asyncio.create_task(control())
-        await runtime.replay(trace, tail_seconds=tail_seconds, stop=asyncio.Event())
-        stop.set()
-        await task
+        await telemetry.start()
+        write_file_sd(
+            cluster.sd_dir / "scaler.json",
+            [([f"127.0.0.1:{telemetry.port}"], {"job": SCALER_JOB, "namespace": "vllm-scaler"})],
+        )
+        await cluster.start()
+        url = cluster.prometheus.url
+        await wait_for_series(url, "vllm:num_requests_running", timeout=30)
+        await wait_for_series(url, f'up{{job="{SCALER_JOB}"}} == 1', timeout=30)
+        async with cluster.controller(policy, metrics=metrics) as controller:
+            start = time.time()
+            task = asyncio.create_task(control(controller))
+            await cluster.runtime.replay(trace, tail_seconds=tail_seconds, stop=asyncio.Event())
+            stop.set()
+            await task
         yield SimRun(
-            prometheus_url=prom.url,
+            prometheus_url=url,
             start=start,
             end=time.time(),
             model_name=config.model_name,
-            scale_events=[(c.old_replicas, c.new_replicas) for _, c in fleet.scale_changes],
+            scale_events=[(c.old_replicas, c.new_replicas) for _, c in cluster.fleet.scale_changes],
         )
     finally:
         stop.set()
-        await http.aclose()
-        await api.close()
-        await prom.astop()
+        await cluster.stop()
         await telemetry.stop()
-        await runtime.stop()
-        await kube.stop()
 
 
 async def _render(out_dir: Path) -> None:

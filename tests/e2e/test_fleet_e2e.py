@@ -14,7 +14,6 @@ import contextlib
 import itertools
 import json
 import os
-import secrets
 import sys
 import time
 from pathlib import Path
@@ -22,18 +21,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from scaler.actuators.kubernetes import KubernetesActuator, build_api_client
 from scaler.config.policy import parse_policy
 from scaler.controller.loop import Controller, TargetReport
+from scaler.sim.cluster import SimCluster
 from scaler.sim.demo import NAMED_TRACES
 from scaler.sim.engine import ReplicaModel
-from scaler.sim.fleet import Fleet, FleetConfig
-from scaler.sim.kubeapi import KubeApiServer, KubeStore, write_kubeconfig
-from scaler.sim.prometheus_server import PrometheusServer, find_prometheus_binary, wait_for_series
-from scaler.sim.serving import FleetRuntime
+from scaler.sim.fleet import FleetConfig
+from scaler.sim.prometheus_server import find_prometheus_binary, wait_for_series
 from scaler.sim.trace import load_trace
-from scaler.sources.prometheus import PrometheusSource, build_http_client
-from scaler.telemetry.metrics import ScalerMetrics
 
 DOWN_WINDOW_SECONDS = 20.0
 INTERVAL_SECONDS = 2.0
@@ -107,39 +102,21 @@ async def test_fleet_scales_up_in_a_burst_and_down_after_it(tmp_path: Path) -> N
         rate_scale=0.4,
         seed=1,
     )
-    token = secrets.token_hex(8)
-    store = KubeStore(now=time.time)
-    fleet = Fleet(
-        store,
+    cluster = SimCluster(
+        tmp_path,
         FleetConfig(model=ReplicaModel(model_load_seconds=4.0), termination_grace_seconds=30),
-        now=time.time(),
+        scrape_interval_seconds=1.0,
+        clock=time.time,
     )
-    sd_file = tmp_path / "sd.json"
-    runtime = FleetRuntime(fleet, sd_file=sd_file)
-    kube = KubeApiServer(store, token=token)
-    prom = PrometheusServer(tmp_path / "prom", scrape_interval_seconds=1.0, sd_file=sd_file)
-    kube_url = await kube.start()
-    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server_url=kube_url, token=token)
-    await runtime.start()
-    await prom.astart()
-    http = build_http_client(bearer_token_file=None, ca_file=None, timeout_seconds=5)
-    api = await build_api_client(kubeconfig=kubeconfig, in_cluster=False)
+    fleet = cluster.fleet
     reports: list[tuple[float, TargetReport]] = []
     recommended: list[tuple[int, list[dict[str, object]]]] = []
     stop = asyncio.Event()
     scaled_up = asyncio.Event()
-    store.on_scale_change(lambda c: scaled_up.set() if c.new_replicas >= 2 else None)
+    cluster.store.on_scale_change(lambda c: scaled_up.set() if c.new_replicas >= 2 else None)
     start = time.time()
 
-    async def control() -> None:
-        controller = Controller(
-            policy=policy,
-            source=PrometheusSource(
-                http, base_url=prom.url, timeout_seconds=5, rate_window_seconds=8
-            ),
-            actuator=KubernetesActuator(api, clock=time.time),
-            metrics=ScalerMetrics(),
-        )
+    async def control(controller: Controller) -> None:
         while not stop.is_set():
             for r in await controller.run_cycle():
                 reports.append((time.time() - start, r))
@@ -149,8 +126,8 @@ async def test_fleet_scales_up_in_a_burst_and_down_after_it(tmp_path: Path) -> N
     async def recommend_once_scaled() -> None:
         env = {
             **os.environ,
-            "VLLM_SCALER_PROMETHEUS_URL": prom.url,
-            "VLLM_SCALER_KUBECONFIG": str(kubeconfig),
+            "VLLM_SCALER_PROMETHEUS_URL": cluster.prometheus.url,
+            "VLLM_SCALER_KUBECONFIG": str(cluster.kubeconfig),
             "VLLM_SCALER_POLICY_FILE": str(policy_file),
             "VLLM_SCALER_IN_CLUSTER": "false",
         }
@@ -161,20 +138,21 @@ async def test_fleet_scales_up_in_a_burst_and_down_after_it(tmp_path: Path) -> N
             recommended.append((fleet.spec_replicas, await _recommend_json(env)))
 
     try:
-        await wait_for_series(prom.url, "vllm:num_requests_running", timeout=30)
-        tasks = [asyncio.create_task(control()), asyncio.create_task(recommend_once_scaled())]
-        await runtime.replay(trace, tail_seconds=55, stop=asyncio.Event())
-        stop.set()
-        scaled_up.set()
-        await asyncio.gather(*tasks)
+        await cluster.start()
+        await wait_for_series(cluster.prometheus.url, "vllm:num_requests_running", timeout=30)
+        async with cluster.controller(policy) as controller:
+            tasks = [
+                asyncio.create_task(control(controller)),
+                asyncio.create_task(recommend_once_scaled()),
+            ]
+            await cluster.runtime.replay(trace, tail_seconds=55, stop=asyncio.Event())
+            stop.set()
+            scaled_up.set()
+            await asyncio.gather(*tasks)
     finally:
         stop.set()
         scaled_up.set()
-        await http.aclose()
-        await api.close()
-        await prom.astop()
-        await runtime.stop()
-        await kube.stop()
+        await cluster.stop()
 
     events = [(when - start, c.old_replicas, c.new_replicas) for when, c in fleet.scale_changes]
     ups = [e for e in events if e[2] > e[1]]
