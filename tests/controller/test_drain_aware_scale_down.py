@@ -79,7 +79,7 @@ class Rig:
 
 @contextlib.asynccontextmanager
 async def open_rig(tmp_path: Path) -> AsyncIterator[Rig]:
-    clock = FakeClock()
+    clock = FakeClock(T0)
     store = KubeStore(clock)
     fleet = Fleet(
         store,

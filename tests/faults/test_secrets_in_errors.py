@@ -22,7 +22,7 @@ from scaler.sim.kubeapi import write_kubeconfig
 from scaler.sources.prometheus import PrometheusSource
 from scaler.telemetry.logging import configure_logging
 from scaler.telemetry.metrics import ScalerMetrics
-from tests.support.controller_harness import FakeClock, case_policy
+from tests.support.controller_harness import T0, FakeClock, case_policy
 
 KUBE_TOKEN = "kube-sa-token-Zq81xK0pPw"
 PROM_USER = "scaler"
@@ -51,7 +51,7 @@ async def test_echoed_credentials_are_masked_in_every_log_line(
     port = runner.addresses[0][1]
     saved = structlog.get_config()
     configure_logging("json", "debug")
-    clock = FakeClock()
+    clock = FakeClock(T0)
     try:
         kubeconfig = write_kubeconfig(
             tmp_path / "kc", server_url=f"http://127.0.0.1:{port}", token=KUBE_TOKEN

@@ -21,6 +21,7 @@ from scaler.actuators.kubernetes import (
 from scaler.config.policy import WorkloadRef
 from scaler.core.observation import PodInfo, WorkloadSnapshot
 from scaler.sim.kubeapi import KubeApiServer, KubeStore, write_kubeconfig
+from tests.support.clock import FakeClock
 
 TOKEN = "t0ken"
 T0 = 1_700_000_000.0
@@ -32,21 +33,13 @@ LWS_REF = WorkloadRef(
 SCALE_PATH = "/apis/apps/v1/namespaces/llm/deployments/vllm/scale"
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.t = T0
-
-    def __call__(self) -> float:
-        return self.t
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(T0)
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def store(clock: Clock) -> KubeStore:
+def store(clock: FakeClock) -> KubeStore:
     s = KubeStore(clock)
     s.add_deployment("llm", "vllm", 3, LABELS)
     s.register_kind("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", "leaderworkersets")
@@ -80,7 +73,7 @@ async def api(server: KubeApiServer, tmp_path: Path) -> AsyncIterator[ApiClient]
 
 
 @pytest.fixture
-def actuator(api: ApiClient, clock: Clock) -> KubernetesActuator:
+def actuator(api: ApiClient, clock: FakeClock) -> KubernetesActuator:
     return KubernetesActuator(api, clock=clock)
 
 
@@ -92,7 +85,7 @@ def _methods(server: KubeApiServer) -> list[tuple[str, str]]:
 
 
 async def test_read_snapshot_classifies_pods(
-    store: KubeStore, clock: Clock, actuator: KubernetesActuator
+    store: KubeStore, clock: FakeClock, actuator: KubernetesActuator
 ) -> None:
     store.add_pod("llm", "vllm-a", LABELS, ready=True, created_at=T0 - 900)
     store.add_pod("llm", "vllm-b", LABELS, created_at=T0 - 120)  # loading the model
@@ -100,7 +93,7 @@ async def test_read_snapshot_classifies_pods(
     store.add_pod("llm", "vllm-d", LABELS, ready=True, created_at=T0 - 3000)
     store.mark_pod_terminating("llm", "vllm-d")
     store.add_pod("llm", "other", {"app": "other"}, ready=True)
-    clock.t = T0 + 30
+    clock.now = T0 + 30
 
     snap = await actuator.read(REF)
 
@@ -288,7 +281,7 @@ async def test_real_server_invalid_replicas_outcome(actuator: KubernetesActuator
 
 
 async def test_wrong_token_is_forbidden(
-    server: KubeApiServer, clock: Clock, tmp_path: Path
+    server: KubeApiServer, clock: FakeClock, tmp_path: Path
 ) -> None:
     api = await _client(server, tmp_path, token="wrong")
     try:
@@ -334,9 +327,9 @@ async def test_scale_custom_kind(store: KubeStore, actuator: KubernetesActuator)
 # ------------------------------------------------------------------ events
 
 
-async def test_emit_event(store: KubeStore, clock: Clock, actuator: KubernetesActuator) -> None:
+async def test_emit_event(store: KubeStore, clock: FakeClock, actuator: KubernetesActuator) -> None:
     await actuator.read(REF)  # learns the uid
-    clock.t = T0 + 61
+    clock.now = T0 + 61
     ok = await actuator.emit_event(REF, reason="ScaledUp", message="3 -> 5: queue depth 42")
     assert ok is True
     [ev] = store.events("llm")
@@ -374,7 +367,7 @@ async def test_emit_event_failure_is_swallowed(
 
 
 async def test_dry_run_sends_only_gets(
-    server: KubeApiServer, store: KubeStore, api: ApiClient, clock: Clock
+    server: KubeApiServer, store: KubeStore, api: ApiClient, clock: FakeClock
 ) -> None:
     act = KubernetesActuator(api, clock=clock, dry_run=True)
     snap = await act.read(REF)
@@ -393,7 +386,7 @@ async def test_dry_run_sends_only_gets(
 
 
 async def test_build_api_client_follows_kubeconfig_env(
-    server: KubeApiServer, tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+    server: KubeApiServer, tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = write_kubeconfig(tmp_path / "cfg", server_url=server.url, token=TOKEN)
     monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'absent'}:{path}")

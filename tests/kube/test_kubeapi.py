@@ -19,6 +19,7 @@ from scaler.sim.kubeapi import (
     parse_label_selector,
     write_kubeconfig,
 )
+from tests.support.clock import FakeClock
 
 TOKEN = "s3cret"
 T0 = 1_700_000_000.0
@@ -27,21 +28,13 @@ SCALE = "/apis/apps/v1/namespaces/llm/deployments/vllm/scale"
 LWS_SCALE = "/apis/leaderworkerset.x-k8s.io/v1/namespaces/llm/leaderworkersets/lws/scale"
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.t = T0
-
-    def __call__(self) -> float:
-        return self.t
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(T0)
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def store(clock: Clock) -> KubeStore:
+def store(clock: FakeClock) -> KubeStore:
     s = KubeStore(clock)
     s.add_deployment("llm", "vllm", 2, {"app": "vllm", "role": "server"})
     s.register_kind(*LWS)
@@ -265,7 +258,7 @@ async def test_get_scale_and_object(store: KubeStore, http: aiohttp.ClientSessio
     assert scale["spec"] == {}  # replicas 0 is omitted (omitempty), as upstream
 
 
-async def test_status_is_computed_from_pods(store: KubeStore, clock: Clock) -> None:
+async def test_status_is_computed_from_pods(store: KubeStore, clock: FakeClock) -> None:
     labels = {"app": "vllm", "role": "server"}
     rv0 = store.get_workload("llm", "vllm")["metadata"]["resourceVersion"]
     store.add_pod("llm", "p1", labels, ready=True)
@@ -277,7 +270,7 @@ async def test_status_is_computed_from_pods(store: KubeStore, clock: Clock) -> N
     rv1 = dep["metadata"]["resourceVersion"]
     store.set_pod_ready("llm", "p2")
     assert store.get_workload("llm", "vllm")["status"]["readyReplicas"] == 2
-    clock.t += 5
+    clock.advance(5)
     store.mark_pod_terminating("llm", "p1", grace_period_seconds=30)
     pod = store.get_pod("llm", "p1")
     assert pod["metadata"]["deletionTimestamp"] == "2023-11-14T22:13:55Z"

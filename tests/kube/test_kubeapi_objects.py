@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from scaler.sim.kubeapi import KubeApiServer, KubeStore
-from tests.kube.test_kubeapi import TOKEN, Clock, call
+from tests.kube.test_kubeapi import T0, TOKEN, call
+from tests.support.clock import FakeClock
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/ctl/leases"
 POD = "/api/v1/namespaces/llm/pods/vllm-a"
@@ -18,7 +19,7 @@ MICRO = "2024-06-10T06:13:20.000000Z"
 
 @pytest.fixture
 def store() -> KubeStore:
-    s = KubeStore(Clock())
+    s = KubeStore(FakeClock(T0))
     s.add_deployment("llm", "vllm", 2, {"app": "vllm"})
     s.add_pod("llm", "vllm-a", {"app": "vllm"}, ready=True)
     return s

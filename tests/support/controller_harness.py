@@ -43,6 +43,7 @@ from scaler.controller.loop import Controller, TargetReport
 from scaler.sim.kubeapi import KubeApiServer, KubeStore, RecordedRequest, write_kubeconfig
 from scaler.sources.prometheus import PrometheusSource
 from scaler.telemetry.metrics import ScalerMetrics
+from tests.support.clock import FakeClock
 from tests.support.fakeprom import FakePrometheus
 
 TOKEN = "case-token"
@@ -52,19 +53,6 @@ NAME = "vllm"
 LABELS = {"app": "vllm"}
 KEY = "llm/Deployment/vllm"
 SCALE_PATH = "/apis/apps/v1/namespaces/llm/deployments/vllm/scale"
-
-
-class FakeClock:
-    """The only "now" of the controller, the actuator and the stand-in; advanced by hand."""
-
-    def __init__(self, now: float = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def case_policy(**overrides: Any) -> Policy:
@@ -223,7 +211,7 @@ async def open_harness(
 ) -> AsyncIterator[Harness]:
     """Start the stand-ins with Deployment ``llm/vllm`` (``replicas``, ready pods) and the loop."""
     policy = policy or case_policy()
-    clock = FakeClock()
+    clock = FakeClock(T0)
     store = KubeStore(clock)
     store.add_deployment(NS, NAME, replicas, LABELS)
     fake = FakePrometheus()
