@@ -206,7 +206,6 @@ class ReplicaEngine:
         self.clock = 0.0
         self.accepting = True
         self.steps = 0
-        self.finished: list[SimRequest] = []
         self._waiting: deque[SimRequest] = deque()
         # Insertion-ordered: popitem() gives the most recently admitted (preemption victim).
         self._running: dict[int, SimRequest] = {}
@@ -467,7 +466,9 @@ class ReplicaEngine:
         self._free(req)
         req.tokens_generated = max(req.tokens_generated, req.output_tokens)
         req.finished_at = end
-        self.finished.append(req)
+        # The engine forgets a finished request (its results are on the request the caller
+        # holds): a list of every finished request grew by ~15 requests per 5 s cycle in the
+        # soak, without bound over a long-lived pod's life.
         m = self.metrics
         if m is not None:
             m.request_success["stop"] += 1

@@ -15,26 +15,30 @@ Per control cycle, two controllers see the same fleet:
 Checked: no exception; every scale-down had every signal usable and equals the reference's
 decision; once no fault has touched the last ``horizon`` seconds (the longest stabilization
 window plus one interval) the two decide identically; the decision state and the emulated
-Prometheus stay bounded, and so does memory.
+Prometheus stay bounded, and so does memory: the Python heap traced by :mod:`tracemalloc` over
+the last cycles (RSS also moves with the allocator's fragmentation; it is reported too).
 
-``python -m tests.soak.soak [cycles] [seed]`` prints the figures.
+``python -m tests.soak.soak [cycles] [seed] [heap_cycles]`` prints the figures.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import math
 import random
 import resource
 import sys
 import time
+import tracemalloc
 from collections import Counter
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs
 
 import httpx
 
+from scaler.bench import tsdb as tsdb_module
 from scaler.bench.controllers import bench_workload, snapshot
 from scaler.bench.prometheus_api import prometheus_transport
 from scaler.bench.tsdb import Tsdb
@@ -52,6 +56,9 @@ INTERVAL = 5  # control interval, seconds (virtual)
 RATE_WINDOW = 60.0
 PROM_FAULTS = ("timeout", "transport", "http_5xx", "empty", "nan", "partial")
 ALL_KINDS = tuple(QueryKind)
+# Cycles traced before the heap baseline: longer than the emulated Prometheus' 900 s retention
+# (180 cycles) and the 120 s stabilization window, so what comes and goes has turned over.
+HEAP_WARMUP_CYCLES = 200
 
 
 def soak_policy() -> TargetPolicy:
@@ -89,8 +96,11 @@ class SoakFigures:
     max_recommendations: int = 0
     max_scale_events: int = 0
     max_series: int = 0
+    max_samples: int = 0
     peak_replicas: int = 0
     rss_growth_mb: float = 0.0
+    heap_cycles: int = 0
+    heap_growth_kb: float = 0.0
     first_mismatch: str = ""
 
     def as_json(self) -> dict[str, object]:
@@ -104,6 +114,17 @@ def _rss_mb() -> float:
     with open("/proc/self/statm") as f:
         pages = int(f.read().split()[1])
     return pages * resource.getpagesize() / 2**20
+
+
+def _traced_heap_bytes() -> int:
+    """Bytes allocated since tracing started and still alive, after a collection, leaving out
+    the emulated Prometheus' samples (they come and go with the pods, by a few MB; their
+    count is bounded by its retention and checked as ``max_samples``)."""
+    gc.collect()
+    snap = tracemalloc.take_snapshot().filter_traces(
+        [tracemalloc.Filter(False, tsdb_module.__file__)]
+    )
+    return sum(t.size for t in snap.traces)
 
 
 def _faulty_transport(
@@ -167,9 +188,22 @@ def _same(a: Decision, b: Decision) -> bool:
     )
 
 
-def run_soak(cycles: int = 10_000, seed: int = 1, fault_rate: float = 0.03) -> SoakFigures:
-    """Run ``cycles`` control cycles (5 virtual seconds apart) and return the figures."""
+def run_soak(
+    cycles: int = 10_000, seed: int = 1, fault_rate: float = 0.03, heap_cycles: int = 0
+) -> SoakFigures:
+    """Run ``cycles`` control cycles (5 virtual seconds apart) and return the figures.
+
+    With ``heap_cycles``, the last ``heap_cycles`` cycles run under :mod:`tracemalloc` (which
+    slows them several times): ``heap_growth_kb`` is the traced heap's growth from
+    :data:`HEAP_WARMUP_CYCLES` into them to the end, and ``rss_growth_mb`` stops before them.
+    """
+    rss_from = min(2000, cycles // 5)
+    if heap_cycles and not HEAP_WARMUP_CYCLES < heap_cycles < cycles - rss_from:
+        raise ValueError(f"heap_cycles must be in ({HEAP_WARMUP_CYCLES}, {cycles - rss_from})")
     started = time.monotonic()
+    trace_from = cycles - heap_cycles if heap_cycles else cycles
+    heap0 = 0
+    we_trace = False
     rnd = random.Random(seed)
     policy = soak_policy()
     horizon = (
@@ -280,20 +314,36 @@ def run_soak(cycles: int = 10_000, seed: int = 1, fault_rate: float = 0.03) -> S
             fig.max_recommendations = max(fig.max_recommendations, len(state_a.recommendations))
             fig.max_scale_events = max(fig.max_scale_events, len(state_a.scale_events))
             fig.max_series = max(fig.max_series, len(tsdb.series))
+            fig.max_samples = max(
+                fig.max_samples, max((len(s.samples) for s in tsdb.series.values()), default=0)
+            )
             fig.peak_replicas = max(fig.peak_replicas, fleet.spec_replicas)
-            if c % 500 == 0:  # the harness' own bookkeeping: keep only what is in flight
-                fleet.requests = [r for r in fleet.requests if not r.done]
-                fleet.gone.clear()
-            if c == min(2000, cycles // 5):
+            # The fleet records every request and deleted pod for a run's report; the soak
+            # keeps only what is in flight, every cycle, so that its own records neither grow
+            # nor swing the traced heap measured below.
+            fleet.requests = [r for r in fleet.requests if r.finished_at is None]
+            fleet.gone.clear()
+            if c == rss_from:
                 rss0 = _rss_mb()
             fig.cycles += 1
+            if c + 1 == trace_from:
+                fig.rss_growth_mb = round(_rss_mb() - rss0, 1)
+                if heap_cycles and not tracemalloc.is_tracing():
+                    tracemalloc.start()
+                    we_trace = True
+            if heap_cycles and c + 1 == trace_from + HEAP_WARMUP_CYCLES:
+                heap0 = _traced_heap_bytes()
+        if heap_cycles:
+            fig.heap_cycles = heap_cycles - HEAP_WARMUP_CYCLES
+            fig.heap_growth_kb = round((_traced_heap_bytes() - heap0) / 1024, 1)
     finally:
+        if we_trace:
+            tracemalloc.stop()
         loop.run_until_complete(faulty_http.aclose())
         loop.run_until_complete(clean_http.aclose())
         loop.close()
     fig.requests = i
     fig.virtual_seconds = cycles * INTERVAL
-    fig.rss_growth_mb = round(_rss_mb() - rss0, 1)
     fig.wall_seconds = round(time.monotonic() - started, 1)
     return fig
 
@@ -306,4 +356,5 @@ if __name__ == "__main__":
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
     s = int(sys.argv[2]) if len(sys.argv) > 2 else 1
-    print(json.dumps(run_soak(n, s).as_json(), indent=1))
+    h = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+    print(json.dumps(run_soak(n, s, heap_cycles=h).as_json(), indent=1))

@@ -34,14 +34,19 @@ def check(fig: SoakFigures, cycles: int) -> None:
     assert fig.max_recommendations <= 120 / 5 + 2
     assert fig.max_scale_events <= 30 / 5 + 1
     assert fig.max_series <= fig.peak_replicas * 2 + 2
-    assert fig.rss_growth_mb < 50, fig.as_json()
+    assert fig.max_samples <= 900 / 5 + 1  # its 900 s retention, one scrape per cycle
+    # memory: the Python heap traced over the last cycles does not grow (it moves by less than
+    # 40 KB); a leak of ~1 KB per cycle, a few requests, breaks this. RSS is looser: it also
+    # moves with the allocator's fragmentation (before the fix, 34.5 MB over 8,000 cycles).
+    assert fig.heap_cycles > 0 and fig.heap_growth_kb < 256, fig.as_json()
+    assert fig.rss_growth_mb < 20, fig.as_json()
 
 
 def test_soak_short() -> None:
-    check(run_soak(1_500, seed=3), 1_500)
+    check(run_soak(1_500, seed=3, heap_cycles=500), 1_500)
 
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("seed", [1])
 def test_soak_10000_cycles(seed: int) -> None:
-    check(run_soak(10_000, seed=seed), 10_000)
+    check(run_soak(10_000, seed=seed, heap_cycles=1_200), 10_000)
