@@ -122,6 +122,7 @@ def run_backtest(
             hist.spec,
             hist.ready,
             model_load_seconds=model_load_seconds,
+            ttft_window_seconds=policy.rate_window_seconds,
         )
         out.append(TargetBacktest(t, hist, result))
     return out

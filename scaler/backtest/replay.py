@@ -172,6 +172,7 @@ def replay(
     actual_ready: Sequence[float | None],
     *,
     model_load_seconds: float,
+    ttft_window_seconds: float = 60.0,
 ) -> ReplayResult:
     """Replay one target's history through :func:`~scaler.core.decide.decide`.
 
@@ -181,6 +182,7 @@ def replay(
         readings: per step, one reading per enabled signal.
         actual_spec, actual_ready: the actual replicas per step (None where unknown).
         model_load_seconds: seconds from a scale-up until the new replicas are ready.
+        ttft_window_seconds: the TTFT ``rate()`` window (the policy's ``rate_window_seconds``).
 
     Raises:
         ValueError: the sequences differ in length, are empty, or the actual replicas are
@@ -207,7 +209,13 @@ def replay(
     for i, now in enumerate(times):
         n_ready = sum(1 for t in ready_at if t <= now)
         counts = ReplicaCounts(current=r, status=r, ready=n_ready, starting=r - n_ready)
-        decision = decide(policy, Observation(counts, readings[i]), state, now)
+        decision = decide(
+            policy,
+            Observation(counts, readings[i]),
+            state,
+            now,
+            ttft_window_seconds=ttft_window_seconds,
+        )
         state = decision.state
         desired = decision.desired_replicas
         if desired != r:

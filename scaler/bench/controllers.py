@@ -138,7 +138,9 @@ class VllmScalerController:
         key = self.policy.key
         result = self._loop.run_until_complete(self._source.read([self.policy], {key: snap}))
         obs = Observation(snap.counts(self.policy.model_load_timeout_seconds), result.readings(key))
-        d = decide(self.policy, obs, self.state, ctx.now)
+        d = decide(
+            self.policy, obs, self.state, ctx.now, ttft_window_seconds=self.rate_window_seconds
+        )
         state = d.state
         if d.direction is not Direction.NONE:
             state = record_write(

@@ -617,7 +617,13 @@ class Controller:
     ) -> TargetReport:
         control = control or _Control()
         obs = Observation(snap.counts(t.model_load_timeout_seconds), readings.signals)
-        core = decide(t, obs, self._state_for(t, snap.spec_replicas, now), now)
+        core = decide(
+            t,
+            obs,
+            self._state_for(t, snap.spec_replicas, now),
+            now,
+            ttft_window_seconds=self.policy.rate_window_seconds,
+        )
         decision = self._override(core, control)
         state = decision.state
         if decision.reason in (Reason.CONFLICT, Reason.PAUSED):

@@ -13,8 +13,17 @@ limits) with changes for LLM serving:
      compared with the replicas already asked for, not with the ready ones.
    - TTFT quantile: ``ratio = value / target`` and ``desired = ceil(min(ratio, 2) x ready)``
      (HPA Object metric, with AIBrix APA's 2x step because latency is not proportional to
-     load); an idle TTFT asks for nothing, and while replicas are starting TTFT asks for no
-     more than the replicas already asked for (it lags until they serve).
+     load); an idle TTFT asks for nothing, and while replicas are starting, and for two TTFT
+     rate windows ``W`` after the last cycle that saw one starting, TTFT asks for no more
+     than the replicas already asked for. TTFT lags twice: nothing changes before the new
+     replicas serve, and after that the quantile over ``rate(...[W])`` still holds the first
+     tokens of requests that queued before they served: the last cycle that saw a replica
+     starting is up to one control interval before it was ready, the old queue then drains
+     over some seconds (each request's TTFT is recorded at its first token), and each of
+     those first tokens stays in the window for ``W`` seconds. Read during that time TTFT
+     would double the fleet again for a queue the new replicas already drain (a 2x overshoot
+     the bench showed on ``conv``). ``2 W`` covers the window plus the drain and the
+     interval; queue depth and KV cache are instant readings and keep scaling up meanwhile.
    - inside the band ``[1 - down_tolerance, 1 + up_tolerance]`` the signal asks for the
      current replicas; a result that would move against the ratio's direction is replaced by
      the current replicas (HPA does the same).
@@ -46,6 +55,10 @@ from scaler.core.state import Recommendation, ScaleEvent, TargetState, compact
 _EPS = 1e-9
 # The most a latency signal may multiply the ready replicas by in one decision.
 _LATENCY_MAX_RATIO = 2.0
+# For this many TTFT rate windows after the last cycle that saw replicas starting, TTFT asks
+# for no more than the current replicas (its window still holds the queue they drain; see
+# the module docstring).
+_TTFT_SETTLE_WINDOWS = 2.0
 
 
 class Direction(StrEnum):
@@ -132,9 +145,17 @@ def _ceil(x: float) -> int:
 
 
 def evaluate_signal(
-    policy: TargetPolicy, reading: SignalReading, counts: ReplicaCounts
+    policy: TargetPolicy,
+    reading: SignalReading,
+    counts: ReplicaCounts,
+    *,
+    ttft_settling: bool = False,
 ) -> SignalEvaluation:
     """Apply HPA's proportional rule with the target's tolerance band to one reading.
+
+    ``ttft_settling``: replicas were starting less than two TTFT rate windows ago, so the
+    TTFT quantile may still reflect the queue from before they served; TTFT may then ask for
+    no more than the current replicas, as while replicas are starting.
 
     Returns an evaluation whose ``desired_replicas`` is ``None`` when the reading is unusable.
     Computation is in floating point, so huge values clamp later instead of wrapping.
@@ -158,9 +179,10 @@ def evaluate_signal(
         # Latency is not proportional to load (it grows without bound near saturation), so
         # one decision may at most double the serving replicas on it (AIBrix APA's 2x step).
         proposed = _ceil(min(ratio, _LATENCY_MAX_RATIO) * max(counts.ready, 1))
-        if counts.starting > 0:
-            # TTFT cannot improve before the starting replicas serve: it may not ask for
-            # capacity beyond what is already asked for (no cascade on a lagging signal).
+        if counts.starting > 0 or ttft_settling:
+            # TTFT cannot improve before the starting replicas serve, nor read as improved
+            # until its rate window has passed since they did: it may not ask for capacity
+            # beyond what is already asked for (no cascade on a lagging signal).
             proposed = min(proposed, current)
     tol = policy.tolerance
     if ratio > 1 + tol.scale_up + _EPS:
@@ -238,11 +260,25 @@ def _prune(state: TargetState, policy: TargetPolicy, now: float) -> TargetState:
         evs = past + moved
     if rewrite is not None and rewrite > now:
         rewrite = now
-    return replace(state, recommendations=recs, scale_events=evs, last_rewrite_at=rewrite)
+    starting = state.last_starting_at
+    if starting is not None and starting > now:
+        starting = now
+    return replace(
+        state,
+        recommendations=recs,
+        scale_events=evs,
+        last_rewrite_at=rewrite,
+        last_starting_at=starting,
+    )
 
 
 def decide(
-    policy: TargetPolicy, observation: Observation, state: TargetState | None, now: float
+    policy: TargetPolicy,
+    observation: Observation,
+    state: TargetState | None,
+    now: float,
+    *,
+    ttft_window_seconds: float = 60.0,
 ) -> Decision:
     """Decide the desired replicas of one target for this cycle.
 
@@ -253,6 +289,9 @@ def decide(
         state: the state returned by the previous decision, or ``None`` on the first cycle
             (the history is then seeded with the current replicas).
         now: the controller's clock, seconds.
+        ttft_window_seconds: the ``rate()`` window ``W`` of the TTFT query (the policy
+            file's ``rate_window_seconds``), seconds: for ``2 W`` after the last cycle that
+            saw replicas starting, TTFT asks for no more than the current replicas.
 
     Returns:
         A :class:`Decision`; never raises for any observation.
@@ -266,8 +305,21 @@ def decide(
             else replace(state, recommendations=(Recommendation(now, current),))
         )
 
+    if counts.starting > 0:
+        state = replace(state, last_starting_at=now)
+    # min(): after the clock went backwards the stored time is in the future (see _prune)
+    settling = (
+        state.last_starting_at is not None
+        and now - min(state.last_starting_at, now)
+        < _TTFT_SETTLE_WINDOWS * ttft_window_seconds - _EPS
+    )
     evaluations = tuple(
-        evaluate_signal(policy, observation.signals.get(name) or _missing_reading(name), counts)
+        evaluate_signal(
+            policy,
+            observation.signals.get(name) or _missing_reading(name),
+            counts,
+            ttft_settling=settling,
+        )
         for name in policy.signals.enabled()
     )
     usable = [e for e in evaluations if e.valid and e.desired_replicas is not None]
@@ -311,6 +363,21 @@ def decide(
                 f"demand is covered by {current} replicas asked for, "
                 f"{counts.starting} of them still starting"
             )
+        elif recommended == current and settling:
+            lagging = [
+                e
+                for e in usable
+                if e.name is SignalName.TTFT_P95
+                and (e.ratio or 0.0) > 1 + policy.tolerance.scale_up + _EPS
+            ]
+            if lagging:
+                reason = Reason.WAITING_FOR_PENDING
+                settle = _TTFT_SETTLE_WINDOWS * ttft_window_seconds
+                message = (
+                    f"ttft_p95 {lagging[0].value:.3g} s may still count requests that queued "
+                    f"before the replicas started within the last {settle:.0f} s served; "
+                    f"holding {current}"
+                )
 
     state = _prune(state, policy, now)
     earlier = state.recommendations

@@ -24,7 +24,8 @@ class Reason(StrEnum):
       - ``within_tolerance``: every signal's ratio to its target lies in the tolerance band.
       - ``stabilized``: the stabilization window held back a change the signals asked for.
       - ``waiting_for_pending``: replicas still loading their model already cover the demand,
-        or a scale-down waits until they are ready.
+        or a scale-down waits until they are ready, or TTFT asks for more while its rate
+        window may still hold requests that queued before the newest replicas were ready.
       - ``waiting_for_drain``: a scale-down waits until the pods removed earlier are gone.
       - ``scale_down_blocked_missing_signal``: a scale-down was asked while an enabled signal
         was missing or invalid (HPA's rule: never scale down on a partial picture).

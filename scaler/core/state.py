@@ -38,12 +38,16 @@ class TargetState:
         scale_events: our own writes within the longest step-limit period.
         last_written_replicas: the value we last wrote, to notice writes by someone else.
         last_rewrite_at: when we last overwrote someone else's value (once per cooldown).
+        last_starting_at: the last cycle (seconds, controller clock) that saw replicas
+            starting; TTFT may not ask for more replicas until two TTFT rate windows after it
+            (see :func:`scaler.core.decide.decide`).
     """
 
     recommendations: tuple[Recommendation, ...] = ()
     scale_events: tuple[ScaleEvent, ...] = ()
     last_written_replicas: int | None = None
     last_rewrite_at: float | None = None
+    last_starting_at: float | None = None
 
     @classmethod
     def seeded(cls, current_replicas: int, now: float) -> TargetState:
@@ -96,6 +100,7 @@ def encode_state(state: TargetState) -> dict[str, object]:
         "e": [[e.at, e.from_replicas, e.to_replicas] for e in s.scale_events],
         "w": s.last_written_replicas,
         "rw": s.last_rewrite_at,
+        "st": s.last_starting_at,
     }
 
 
@@ -112,11 +117,13 @@ def decode_state(data: object) -> TargetState:
         events = tuple(ScaleEvent(float(at), int(a), int(b)) for at, a, b in data.get("e") or [])
         written = data.get("w")
         rewrite = data.get("rw")
+        starting = data.get("st")  # absent in states saved before it existed
         return TargetState(
             recommendations=tuple(sorted(recs, key=lambda r: r.at)),
             scale_events=tuple(sorted(events, key=lambda e: e.at)),
             last_written_replicas=None if written is None else int(written),
             last_rewrite_at=None if rewrite is None else float(rewrite),
+            last_starting_at=None if starting is None else float(starting),
         )
     except (TypeError, ValueError) as err:
         raise ValueError(f"not an encoded target state: {err}") from None

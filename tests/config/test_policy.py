@@ -21,6 +21,12 @@ def test_defaults_and_selector() -> None:
         SignalName.TTFT_P95,
     )
     assert t.scale_down.stabilization_window_seconds == 300
+    # scale-up fires at 0.7 x 1.1 = 0.77 KV-cache usage, before vLLM runs out of free blocks
+    assert t.signals.kv_cache_usage.target_ratio == 0.7
+    assert (t.signals.queue_depth.target_per_replica, t.signals.ttft_p95.target_seconds) == (
+        10.0,
+        2.0,
+    )
     assert t.promql_selector() == 'namespace="llm",pod=~"vllm-[a-z0-9]+-[a-z0-9]+"'
     assert t.workload.resource == "deployments" and t.workload.group == "apps"
 

@@ -265,8 +265,57 @@ def test_ttft_asks_for_nothing_more_while_replicas_start():
     assert d.desired_replicas == 4  # TTFT lags until the 2 starting replicas serve
     assert d.reason is Reason.WAITING_FOR_PENDING
     o = obs(4, ok(TTFT, 6.0), ready=4, starting=0)
+    d = decide(policy, o, d.state, 120.0)
+    assert d.desired_replicas == 8  # two rate windows later: ceil(min(3.0, 2) x 4)
+
+
+def test_ttft_holds_for_one_rate_window_after_replicas_become_ready():
+    # The TTFT quantile over rate(...[W]) still counts requests that queued before the new
+    # replicas served: for 2 W after the last cycle that saw replicas starting it may not ask
+    # for more than the replicas asked for (the queue and KV cache still may).
+    policy = make_policy(
+        signals={"queue_depth": {"enabled": False}, "kv_cache_usage": {"enabled": False}}
+    )
+    d = decide(policy, obs(4, ok(TTFT, 6.0), ready=2, starting=2), None, 0.0)
+    assert d.state.last_starting_at == 0.0
+    ready = obs(4, ok(TTFT, 6.0), ready=4, starting=0)
+    held = decide(policy, ready, d.state, 105.0)
+    assert held.desired_replicas == 4
+    assert held.reason is Reason.WAITING_FOR_PENDING
+    assert "ttft_p95 6 s" in held.message
+    assert held.signals[0].ratio == 3.0  # the reading is reported unchanged
+    assert decide(policy, ready, d.state, 120.0).desired_replicas == 8
+    # a longer rate window holds longer
+    assert decide(policy, ready, d.state, 165.0, ttft_window_seconds=90.0).desired_replicas == 4
+    assert decide(policy, ready, d.state, 180.0, ttft_window_seconds=90.0).desired_replicas == 8
+    # a fresh controller (no state) has seen nothing starting: TTFT acts at once
+    assert decide(policy, ready, None, 45.0).desired_replicas == 8
+
+
+def test_queue_still_scales_up_while_ttft_settles():
+    policy = make_policy()
+    d = decide(
+        policy,
+        obs(4, ok(Q, 20, pods=2), ok(KV, 1.0, pods=2), ok(TTFT, 6.0), ready=2, starting=2),
+        None,
+        0.0,
+    )
+    o = obs(4, ok(Q, 80, pods=4), ok(KV, 2.0, pods=4), ok(TTFT, 6.0))
     d = decide(policy, o, d.state, 30.0)
-    assert d.desired_replicas == 8  # now ready: ceil(min(3.0, 2) x 4)
+    assert d.desired_replicas == 8  # queue: ceil(80 / 10); TTFT alone would hold 4
+    assert d.driving_signal is Q
+
+
+def test_ttft_settle_time_survives_a_clock_jump_back():
+    policy = make_policy(
+        signals={"queue_depth": {"enabled": False}, "kv_cache_usage": {"enabled": False}}
+    )
+    d = decide(policy, obs(4, ok(TTFT, 6.0), ready=2, starting=2), None, 5000.0)
+    ready = obs(4, ok(TTFT, 6.0), ready=4, starting=0)
+    # the clock went back an hour: the settle time is moved to now, not held for an hour
+    d = decide(policy, ready, d.state, 1400.0)
+    assert d.desired_replicas == 4 and d.state.last_starting_at == 1400.0
+    assert decide(policy, ready, d.state, 1520.0).desired_replicas == 8
 
 
 # --- case 11: stale series of deleted pods -----------------------------------------------

@@ -63,9 +63,13 @@ def test_encode_decode_round_trip() -> None:
         scale_events=(ScaleEvent(15.0, 4, 3),),
         last_written_replicas=3,
         last_rewrite_at=None,
+        last_starting_at=12.5,
     )
     text = json.dumps(encode_state(s))
     assert decode_state(json.loads(text)) == s
+    # a state saved before last_starting_at existed decodes with None
+    old = {k: v for k, v in encode_state(s).items() if k != "st"}
+    assert decode_state(old).last_starting_at is None
     with pytest.raises(ValueError):
         decode_state({"r": [["x"]]})
     with pytest.raises(ValueError):
