@@ -67,9 +67,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
         output: Annotated[str, typer.Option(help="'table' or 'json'.")] = "table",
     ) -> None:
-        """Compare vllm-scaler with KEDA, HPA-on-KV-cache, a KPA-style policy and an oracle
-        on a real trace, in virtual time with the same replica model; print the figures and
-        write a plot."""
+        """Compare vllm-scaler with KEDA, HPA-on-KV-cache, a KPA-style policy, the cheapest
+        fixed fleet and an oracle on a real trace, in virtual time with the same replica
+        model; print the figures and write a plot."""
         from scaler.bench.report import as_json, format_table, plot_bench
         from scaler.bench.runner import BenchOptions, run_bench
         from scaler.sim.demo import resolve_trace

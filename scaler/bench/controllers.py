@@ -40,6 +40,7 @@ from scaler.sim.fleet import Fleet
 from scaler.sources.prometheus import PrometheusSource
 
 __all__ = [
+    "FixedController",
     "KedaHpaController",
     "KpaController",
     "KvHpaController",
@@ -202,6 +203,29 @@ class KedaHpaController:
         status = len(ctx.fleet.live_pods)
         desired = external_average_value_replicas(self.value, self.threshold, status)
         return self.hpa.normalize(desired, current, ctx.now)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class FixedController:
+    """A fleet that never scales: ``replicas`` from start to end (static provisioning).
+
+    Args:
+        replicas: the constant ``spec.replicas``.
+    """
+
+    def __init__(self, replicas: int, *, name: str = "fixed") -> None:
+        self.name = name
+        self.interval_seconds = 60
+        self.replicas = replicas
+
+    def observe(self, ctx: TickContext) -> None:
+        """Nothing to observe."""
+
+    def decide(self, ctx: TickContext) -> int:
+        """Always ``replicas``."""
+        return self.replicas
 
     def close(self) -> None:
         """Nothing to release."""

@@ -16,6 +16,8 @@ _DESCRIPTIONS = {
     "HPA default behavior",
     "hpa-kv": "HPA on average vllm:kv_cache_usage_perc, target 0.8, default behavior",
     "kpa": "KPA-style on in-flight per replica (stable 180 s, panic 60 s at 2x)",
+    "fixed": "cheapest constant fleet keeping >= 99% of requests within the SLO, chosen in "
+    "hindsight, ready from the start (static provisioning)",
     "oracle": "oracle: fewest replicas per minute meeting the SLO, instant start",
 }
 

@@ -1,4 +1,4 @@
-"""The benchmark: one trace, five policies, the same replica model, in virtual time.
+"""The benchmark: one trace, six policies, the same replica model, in virtual time.
 
 :func:`run_bench` resolves the rate scale (``auto``: the smallest multiple of 0.25 at which the
 oracle needs at least ``min_peak_replicas`` replicas in the trace's busiest minutes), measures
@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from scaler.bench.controllers import (
+    FixedController,
     KedaHpaController,
     KpaController,
     KvHpaController,
@@ -38,6 +39,7 @@ __all__ = [
     "BenchResult",
     "Goal",
     "auto_rate_scale",
+    "cheapest_fixed",
     "default_policy",
     "run_bench",
 ]
@@ -47,6 +49,8 @@ BASELINE = "keda-queue"
 # Knative's default container-concurrency-target-percentage: aim at 70% of capacity.
 _KPA_UTILIZATION = 0.7
 _RATE_STEP = 0.25
+#: The share of requests within the SLO the fixed fleet is sized for (the issue's goal).
+FIXED_SLO_SHARE = 0.99
 
 
 def default_policy(max_replicas: int = 32) -> Policy:
@@ -193,6 +197,7 @@ class _Job:
     max_replicas: int = 32
     kpa_target: float = 1.0
     slo: float = 2.0
+    fixed_replicas: int = 1
 
 
 def _controller(job: _Job) -> Controller:
@@ -207,6 +212,8 @@ def _controller(job: _Job) -> Controller:
         return KedaHpaController(max_replicas=job.max_replicas)
     if job.kind == "hpa-kv":
         return KvHpaController(max_replicas=job.max_replicas)
+    if job.kind == "fixed":
+        return FixedController(job.fixed_replicas)
     return KpaController(KpaConfig(job.kpa_target, max_replicas=job.max_replicas))
 
 
@@ -219,6 +226,47 @@ def _run_job(job: _Job) -> PolicyFigures:
         scrape_interval_seconds=job.scrape,
     )
     return figures_of_run(run, job.slo)
+
+
+def cheapest_fixed(
+    run: Callable[[int], PolicyFigures],
+    start: int,
+    max_replicas: int,
+    share: float = FIXED_SLO_SHARE,
+) -> PolicyFigures:
+    """The run of the smallest constant fleet in ``[1, max_replicas]`` that keeps at least
+    ``share`` (0-1) of the requests within the SLO; the ``max_replicas`` run if none does.
+
+    Walks from ``start`` (the oracle's peak: a few runs) down while the fleet one smaller still
+    meets ``share``, or up until one meets it; assumes attainment does not fall as replicas are
+    added (more idle capacity never delays a request in the replica model).
+    """
+    runs: dict[int, PolicyFigures] = {}
+
+    def meets(n: int) -> bool:
+        if n not in runs:
+            runs[n] = run(n)
+        return runs[n].slo_request_share >= share
+
+    n = min(max(1, start), max_replicas)
+    if meets(n):
+        while n > 1 and meets(n - 1):
+            n -= 1
+        return runs[n]
+    while n < max_replicas:
+        n += 1
+        if meets(n):
+            return runs[n]
+    return runs[n]
+
+
+def _run_fixed(base: _Job, start: int) -> PolicyFigures:
+    """:func:`cheapest_fixed` on simulated runs, each fleet ready from the start."""
+
+    def run(n: int) -> PolicyFigures:
+        return _run_job(replace(base, kind="fixed", fixed_replicas=n, initial_replicas=n))
+
+    return cheapest_fixed(run, start, base.max_replicas)
 
 
 def _goals(result: dict[str, PolicyFigures]) -> tuple[Goal, ...]:
@@ -300,13 +348,15 @@ def run_bench(options: BenchOptions) -> BenchResult:
         with ProcessPoolExecutor(max_workers=options.jobs) as pool:
             # The oracle is the longest job: start it first.
             oracle_future = pool.submit(compute_oracle, trace, model, slo)
-            runs = list(pool.map(_run_job, jobs))
-            oracle = oracle_future.result()
+            futures = [pool.submit(_run_job, j) for j in jobs]
+            oracle = figures_of_oracle(oracle_future.result(), trace.duration_seconds, slo)
+            fixed_future = pool.submit(_run_fixed, base, oracle.peak_replicas)
+            runs = [f.result() for f in futures] + [fixed_future.result()]
     else:
-        oracle = compute_oracle(trace, model, slo)
-        runs = [_run_job(j) for j in jobs]
+        oracle = figures_of_oracle(compute_oracle(trace, model, slo), trace.duration_seconds, slo)
+        runs = [_run_job(j) for j in jobs] + [_run_fixed(base, oracle.peak_replicas)]
     figures = {f.name: f for f in runs}
-    figures["oracle"] = figures_of_oracle(oracle, trace.duration_seconds, slo)
+    figures["oracle"] = oracle
     per_second = [0.0] * max(1, math.ceil(trace.duration_seconds / 10))
     for r in trace.requests:
         per_second[min(len(per_second) - 1, int(r.arrival_seconds // 10))] += 0.1
@@ -322,7 +372,9 @@ def run_bench(options: BenchOptions) -> BenchResult:
         initial_replicas=initial,
         policy_source=options.policy_source,
         arrivals_per_second=tuple(per_second),
-        policies=tuple(figures[n] for n in ("vllm-scaler", BASELINE, "hpa-kv", "kpa", "oracle")),
+        policies=tuple(
+            figures[n] for n in ("vllm-scaler", BASELINE, "hpa-kv", "kpa", "fixed", "oracle")
+        ),
         goals=_goals(figures),
         elapsed_seconds=time.monotonic() - started,
     )

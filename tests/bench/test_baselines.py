@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from scaler.bench.figures import PolicyFigures
 from scaler.bench.hpa import (
     HpaPodState,
     HpaScaler,
@@ -11,6 +12,7 @@ from scaler.bench.hpa import (
     pods_metric_replicas,
 )
 from scaler.bench.kpa import Kpa, KpaConfig
+from scaler.bench.runner import cheapest_fixed
 
 R, P, T = HpaPodState.READY, HpaPodState.PENDING, HpaPodState.TERMINATING
 
@@ -106,3 +108,44 @@ def test_kpa_panic_and_no_scale_down_in_panic() -> None:
     # panic over; stable 0 asks for 0, but at most ready / 2 per decision: floor(9 / 2)
     assert kpa2.decide(now2 + 240, ready=9) == 4
     assert not kpa2.panicking
+
+
+def _fixed_figures(n: int, share: float) -> PolicyFigures:
+    return PolicyFigures(
+        name="fixed", requests=100, served=100, cut=0, unfinished=0, slo_request_share=share,
+        slo_minute_share=share, violating_minutes=0, ttft_p50=0.1, ttft_p95=0.2, ttft_p99=0.3,
+        gpu_hours=float(n), scale_events=0, scale_ups=0, scale_downs=0, reversals=0,
+        peak_queue=0, peak_replicas=n, minute_p95=(), replicas_over_time=((0.0, n),),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("start", "expected", "runs"),
+    [
+        (8, 7, [8, 7, 6]),  # from the oracle's peak down while the smaller fleet still meets it
+        (4, 7, [4, 5, 6, 7]),  # up until one meets it
+        (7, 7, [7, 6]),
+        (40, 7, [32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14,
+                 13, 12, 11, 10, 9, 8, 7, 6]),  # start clamped to max
+    ],
+)  # fmt: skip
+def test_cheapest_fixed_fleet_is_the_smallest_meeting_the_share(
+    start: int, expected: int, runs: list[int]
+) -> None:
+    # attainment per fleet size: 7 replicas is the first to reach 99%
+    share = {n: min(1.0, 0.9 + 0.0142 * n) for n in range(1, 33)}
+    asked: list[int] = []
+
+    def run(n: int) -> PolicyFigures:
+        asked.append(n)
+        return _fixed_figures(n, share[n])
+
+    assert share[6] < 0.99 <= share[7]
+    best = cheapest_fixed(run, start, 32)
+    assert best.peak_replicas == expected
+    assert asked == runs
+
+
+def test_cheapest_fixed_fleet_falls_back_to_max_when_none_meets() -> None:
+    best = cheapest_fixed(lambda n: _fixed_figures(n, 0.5), 3, 5)
+    assert best.peak_replicas == 5
