@@ -46,7 +46,7 @@ from pathlib import Path
 import httpx
 import typer
 
-from scaler.config.policy import TargetPolicy, WorkloadRef
+from scaler.config.policy import Signals, TargetPolicy, TtftSignal, WorkloadRef
 from scaler.core.decide import decide
 from scaler.core.observation import Observation, PodInfo, WorkloadSnapshot
 from scaler.core.signals import SignalName, SignalReading
@@ -98,6 +98,7 @@ class ScaleResult:
     setup_seconds: float
     disagreeing_signals: int = 0
     ttft_selection_floor_seconds: float = 0.0
+    ttft_enabled: bool = True
 
     def as_json(self) -> dict[str, object]:
         """A JSON-able dict."""
@@ -120,14 +121,17 @@ class _Pod:
     target: int
 
 
-def _fleet(targets: int, pods: int, namespaces: int) -> tuple[list[TargetPolicy], list[_Pod]]:
+def _fleet(
+    targets: int, pods: int, namespaces: int, *, ttft: bool = True
+) -> tuple[list[TargetPolicy], list[_Pod]]:
     policies: list[TargetPolicy] = []
+    signals = Signals(ttft_p95=TtftSignal(enabled=ttft))
     all_pods: list[_Pod] = []
     for i in range(targets):
         ns = f"team-{i % namespaces:03d}"
         name = f"llm-{i:04d}"
         ref = WorkloadRef(api_version="apps/v1", kind="Deployment", namespace=ns, name=name)
-        policies.append(TargetPolicy(workload=ref, max_replicas=max(pods * 2, 10)))
+        policies.append(TargetPolicy(workload=ref, max_replicas=max(pods * 2, 10), signals=signals))
         rs = f"{zlib.crc32(name.encode()) % 10**9:09x}"[:9]
         for j in range(pods):
             all_pods.append(_Pod(ns, f"{name}-{rs}-p{j:03d}", i))
@@ -349,6 +353,7 @@ async def _selection_floor(http: httpx.AsyncClient, url: str) -> float:
 async def run_scale_bench(
     *,
     targets: int = 1000,
+    ttft: bool = True,
     pods_per_target: int = 8,
     namespaces: int = 50,
     cycles: int = 20,
@@ -362,11 +367,12 @@ async def run_scale_bench(
 ) -> ScaleResult:
     """Run the benchmark (see the module docstring) and return its figures.
 
-    ``per_target_cycles`` 0 skips the one-query-per-target comparison. Measuring starts once
+    ``per_target_cycles`` 0 skips the one-query-per-target comparison; ``ttft`` False disables
+    ``ttft_p95`` on every target (three per-pod queries a cycle). Measuring starts once
     every pod has a whole ``rate_window_seconds`` of samples, so both plans read full windows.
     """
     started = time.monotonic()
-    policies, pods = _fleet(targets, pods_per_target, namespaces)
+    policies, pods = _fleet(targets, pods_per_target, namespaces, ttft=ttft)
     snaps = _snapshots(policies, pods)
 
     def say(msg: str) -> None:
@@ -457,6 +463,7 @@ async def run_scale_bench(
         setup_seconds=round(setup, 1),
         disagreeing_signals=_disagreements(ours, theirs),
         ttft_selection_floor_seconds=floor,
+        ttft_enabled=ttft,
     )
 
 
@@ -491,6 +498,8 @@ def format_result(r: ScaleResult) -> str:
         f"{r.targets} targets x {r.pods_per_target} pods = {r.targets * r.pods_per_target} pods "
         f"in {r.namespaces} namespaces, ~{r.series} series, scrape every "
         f"{r.scrape_interval_seconds:g} s (setup {r.setup_seconds:g} s)",
+        "signals read: queue depth, KV cache"
+        + (", TTFT p95" if r.ttft_enabled else " (TTFT p95 disabled on every target)"),
         "",
         f"{'approach':36} {'queries/cycle':>13} {'cycles':>6} {'p50 s':>8} {'p95 s':>8} "
         f"{'max s':>8} {'RSS +MB':>8} {'failed':>6}",
@@ -521,7 +530,7 @@ def format_result(r: ScaleResult) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m scaler.bench.scale [--targets N] [--pods N] [--cycles N] [--json]``."""
+    """``python -m scaler.bench.scale [--targets N] [--pods N] [--cycles N] [--no-ttft]``."""
     import argparse
 
     parser = argparse.ArgumentParser(
@@ -533,6 +542,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cycles", type=int, default=20)
     parser.add_argument("--per-target-cycles", type=int, default=5)
     parser.add_argument("--scrape-interval", type=float, default=15.0)
+    parser.add_argument("--no-ttft", action="store_true", help="disable ttft_p95 on every target")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     _quiet()
@@ -544,6 +554,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             cycles=args.cycles,
             per_target_cycles=args.per_target_cycles,
             scrape_interval_seconds=args.scrape_interval,
+            ttft=not args.no_ttft,
             progress=True,
         )
     )
@@ -564,6 +575,9 @@ def register_scale(app: typer.Typer) -> None:
             3, help="Cycles with one query per target and signal (0: skip)."
         ),
         scrape_interval: float = typer.Option(15.0, help="Prometheus scrape interval, s."),
+        no_ttft: bool = typer.Option(
+            False, "--no-ttft", help="Disable ttft_p95 on every target (queue and KV only)."
+        ),
         json_output: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
         """Scale benchmark: many targets on a real Prometheus; queries, cycle time, RSS."""
@@ -576,6 +590,7 @@ def register_scale(app: typer.Typer) -> None:
                     f"--cycles={cycles}",
                     f"--per-target-cycles={per_target_cycles}",
                     f"--scrape-interval={scrape_interval}",
+                    *(["--no-ttft"] if no_ttft else []),
                     *(["--json"] if json_output else []),
                 ]
             )

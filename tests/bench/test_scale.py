@@ -44,3 +44,15 @@ async def test_query_count_is_constant_and_per_target_is_five_per_target() -> No
     # the floor query ran and the controller's own share is a part of the cycle
     assert r.ttft_selection_floor_seconds > 0
     assert 0 < ours.outside_queries_p50_seconds <= ours.cycle_p50_seconds
+
+
+def test_without_ttft_the_plan_has_the_three_per_pod_queries() -> None:
+    from scaler.bench.scale import _fleet
+    from scaler.sources.promql import QueryKind, build_query_plan
+
+    policies, pods = _fleet(10, 2, 2, ttft=False)
+    assert len(pods) == 20
+    plan = build_query_plan(policies, rate_window_seconds=60)
+    assert set(plan.queries) == {QueryKind.WAITING, QueryKind.RUNNING, QueryKind.KV_CACHE}
+    with_ttft, _ = _fleet(10, 2, 2)
+    assert len(build_query_plan(with_ttft, rate_window_seconds=60).queries) == 5
