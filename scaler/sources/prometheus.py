@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import collections
 import functools
 import math
 import re
@@ -399,22 +398,29 @@ class _PodSeries:
 
     by_pod: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
     no_pod_label: int = 0
-    _strays: list[tuple[str, str]] | None = None
+    _strays: dict[str, list[str]] | None = None
 
     @property
     def count(self) -> int:
         return len(self.by_pod) + self.no_pod_label
 
-    def strays(self, known_pods: set[tuple[str, str]]) -> list[tuple[str, str]]:
-        """Sorted keys of series whose pod no snapshot lists (or without a namespace label).
+    def strays(self, known_pods: set[tuple[str, str]], namespace: str) -> list[tuple[str, str]]:
+        """Keys of series in ``namespace`` (or without a namespace label) whose pod no
+        snapshot lists, sorted.
 
-        Computed once per cycle and group: each target of a namespace group then looks up
-        its own pods by name and scans only these, instead of the whole group's series
-        (1,000 targets in 50 namespaces would otherwise scan 160,000 series per query).
+        Indexed once per cycle and group: each target of the default group then looks its own
+        pods up by name and scans only these, instead of every series of every namespace
+        (1,000 targets of 8,000 pods would otherwise scan 8 million per query).
         """
         if self._strays is None:
-            self._strays = sorted(k for k in self.by_pod if not k[0] or k not in known_pods)
-        return self._strays
+            index: dict[str, list[str]] = {}
+            for ns, pod in sorted(self.by_pod):
+                if not ns or (ns, pod) not in known_pods:
+                    index.setdefault(ns, []).append(pod)
+            self._strays = index
+        return [("", pod) for pod in self._strays.get("", [])] + [
+            (namespace, pod) for pod in self._strays.get(namespace, [])
+        ]
 
 
 def _split_per_pod(answer: _Answer, kind: QueryKind) -> dict[str, _PodSeries]:
@@ -677,7 +683,6 @@ def read_targets(
     known_pods: set[tuple[str, str]] = {
         (snap.namespace, p.name) for snap in snapshots.values() for p in snap.pods
     }
-    group_sizes = collections.Counter(plan.selector_group.values())
     return {
         t.key: _TargetReader(
             target=t,
@@ -688,7 +693,6 @@ def read_targets(
             target_series=target_series,
             known_pods=known_pods,
             rate_window_seconds=rate_window_seconds,
-            shared_group=group_sizes[plan.selector_group[t.key]] > 1,
         ).read()
         for t in policy_targets
     }
@@ -712,7 +716,6 @@ class _TargetReader:
     target_series: dict[QueryKind, dict[str, float]]
     known_pods: set[tuple[str, str]]
     rate_window_seconds: float
-    shared_group: bool = False  # other targets' selectors are merged into this one's
     dropped: list[DroppedSeries] = field(default_factory=list)
     series_found: dict[QueryKind, int] = field(default_factory=dict)
     _pod_cache: dict[QueryKind, dict[str, dict[str, float]] | None] = field(default_factory=dict)
@@ -740,11 +743,11 @@ class _TargetReader:
         if groups is None:
             return None
         grp = groups.get(self.gid, _PodSeries())
-        # A default-selector target shares its group with the other default targets of its
-        # namespace (see build_query_plan): only series its own pod pattern picks are its.
+        # A default-selector target's group selects whole namespaces (see build_query_plan):
+        # only its own pods' series, and gone pods its pod-name pattern picks, are its.
         own = (
             _pattern(self.target.pod_name_regex())
-            if self.target.prometheus_matchers is None and self.shared_group
+            if self.target.prometheus_matchers is None
             else None
         )
         snap = self.snapshot
@@ -807,7 +810,7 @@ class _TargetReader:
                 else:
                     reason = DropReason.TERMINATING if p.terminating else DropReason.NOT_READY
                     dropped.append(DroppedSeries(kind, ns, p.name, reason))
-        for series_ns, pod in grp.strays(self.known_pods):
+        for series_ns, pod in grp.strays(self.known_pods, ns):
             if (series_ns or ns) != ns or pod in own_names or (ns, pod) in self.known_pods:
                 continue  # another namespace's, already counted, or another target's pod
             if own.fullmatch(pod):  # a gone pod of this target

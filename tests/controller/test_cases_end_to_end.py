@@ -554,13 +554,14 @@ async def test_case_11_stale_series_are_dropped_not_counted(
 ) -> None:
     case_file("11-stale-series-deleted-pods.md")
     h = await make_harness(replicas=2, ready=["pod-a", "pod-b"])  # just scaled 3 -> 2
+    c = "vllm-5c4d9-ccccc"  # pod-c: a gone pod is known as the Deployment's by its name
     if variant == "terminating":
-        h.add_ready(["pod-c"])
-        h.store.mark_pod_terminating(NS, "pod-c")
+        h.add_ready([c])
+        h.store.mark_pod_terminating(NS, c)
     h.fake.set(
-        waiting=per_pod({"pod-a": "0", "pod-b": "1", "pod-c": "30"}),
-        running=per_pod({"pod-a": "0", "pod-b": "1", "pod-c": "1"}),
-        kv_cache=kv({"pod-a": "0.1", "pod-b": "0.1", "pod-c": "0.95"}),
+        waiting=per_pod({"pod-a": "0", "pod-b": "1", c: "30"}),
+        running=per_pod({"pod-a": "0", "pod-b": "1", c: "1"}),
+        kv_cache=kv({"pod-a": "0.1", "pod-b": "0.1", c: "0.95"}),
         **ttft("NaN", "0"),
     )
     for cycle in (1, 2):

@@ -61,7 +61,8 @@ def _two_targets() -> Any:
 
 
 def _all_signals(h: Harness) -> None:
-    two = pods(2)
+    # the harness' pods, and one named as the "missing" Deployment's would be
+    two = [*pods(2), "missing-5c4d9-aaaaa"]
     h.fake.set(
         waiting=per_pod(dict.fromkeys(two, "1")),
         running=per_pod(dict.fromkeys(two, "1")),

@@ -180,11 +180,12 @@ async def test_stale_series_of_deleted_pods_are_dropped_and_counted(
 ) -> None:
     h = await make_harness(policy=no_window_policy(), replicas=4, ready=PODS, answers=quiet(PODS))
     # Prometheus still returns (within its 5 min lookback) a deleted pod with a long queue.
-    h.fake.set(waiting=per_pod({**dict.fromkeys(PODS, "0"), "pod-gone": "500"}))
+    gone = "vllm-5c4d9-ggggg"  # the Deployment's pod name pattern: its, not another app's
+    h.fake.set(waiting=per_pod({**dict.fromkeys(PODS, "0"), gone: "500", "other-app-0": "9"}))
     r = await h.next_cycle()
     assert r.decision is not None and r.decision.reason is Reason.STEP_LIMITED  # 4 -> 3
     assert h.target_value("vllm_scaler_stale_series_dropped_total") == 1
-    assert r.readings is not None and [d.pod for d in r.readings.dropped] == ["pod-gone"]
+    assert r.readings is not None and [d.pod for d in r.readings.dropped] == [gone]
 
 
 async def test_outage_longer_than_the_window_then_a_whole_window_before_scale_down(

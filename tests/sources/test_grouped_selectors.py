@@ -1,4 +1,4 @@
-"""Default-selector targets of one namespace share one per-pod sub-expression (scale)."""
+"""Default-selector targets share one per-pod group read by namespace; TTFT per namespace."""
 
 from __future__ import annotations
 
@@ -12,15 +12,15 @@ from tests.support.fakeprom import FakePrometheus, kv, per_pod, snapshot, target
 SourceFactory = Callable[..., PrometheusSource]
 
 
-def test_default_targets_of_a_namespace_share_one_group() -> None:
+def test_default_targets_share_one_group_read_by_namespace() -> None:
     a, b, c = target("a"), target("b"), target("c", namespace="other")
     custom = target("d", prometheus_matchers={"namespace": "llm", "model_name": "m"})
     plan = build_query_plan([a, b, c, custom], rate_window_seconds=60)
-    assert plan.selector_group == {a.key: "s0", b.key: "s0", c.key: "s1", custom.key: "s2"}
-    assert (
-        plan.selectors["s0"] == 'namespace="llm",pod=~"a-[a-z0-9]+-[a-z0-9]+|b-[a-z0-9]+-[a-z0-9]+"'
-    )
-    assert plan.queries[QueryKind.WAITING].count("label_replace") == 3
+    # every default-selector target, whatever its namespace, is in one group read by namespace
+    assert plan.selector_group == {a.key: "s0", b.key: "s0", c.key: "s0", custom.key: "s1"}
+    assert plan.selectors["s0"] == 'namespace=~"llm|other"'
+    assert plan.selectors["s1"] == 'model_name="m",namespace="llm"'
+    assert plan.queries[QueryKind.WAITING].count("label_replace") == 2
     # TTFT: one expression for a and b (the target key taken from the pod name), c and d alone
     ttft = plan.queries[QueryKind.TTFT_QUANTILE]
     assert ttft.count("label_replace") == 3

@@ -316,10 +316,11 @@ async def test_case_07_dry_run_check_without_any_series(
 async def test_dry_run_check_passes_when_every_query_has_series(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
+    pod = "vllm-7d9f8-x2x2x"  # a pod of the target's by name, ready or not
     fake_prom.set(
-        waiting=R(sample("other-pod", "1")),  # any series at all, ready or not
-        running=R(sample("other-pod", "1")),
-        kv_cache=kv({"other-pod": "0.1"}),
+        waiting=R(sample(pod, "1")),
+        running=R(sample(pod, "1")),
+        kv_cache=kv({pod: "0.1"}),
         ttft_quantile=R({"metric": {}, "value": [1718000000, "NaN"]}),
     )
     assert await check_configured_queries(make_source(), [target()]) == []
@@ -346,17 +347,20 @@ async def test_case_11_deleted_pod_series_dropped_and_counted(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
     case_file("11-stale-series-deleted-pods.md")
+    # pod-c no longer exists: a gone pod is known by its name, one of the Deployment's
+    # (<name>-<hash>-<suffix>); other pods of the namespace are not this target's.
+    gone = "vllm-5c4d9-ccccc"
     fake_prom.set(
-        waiting=per_pod({"pod-a": "0", "pod-b": "1", "pod-c": "30"}),
-        kv_cache=kv({"pod-a": "0.1", "pod-b": "0.2", "pod-c": "0.99"}),
+        waiting=per_pod({"pod-a": "0", "pod-b": "1", gone: "30", "other-app-0": "9"}),
+        kv_cache=kv({"pod-a": "0.1", "pod-b": "0.2", gone: "0.99", "other-app-0": "0.9"}),
     )
     result = await make_source().read([target()], {KEY: snapshot(["pod-a", "pod-b"])})
     readings = result.readings(KEY)
     assert readings[Q].value == 1.0
     assert math.isclose(readings[KV].value or 0, 0.3)
     assert {(d.pod, d.reason, d.query) for d in result.targets[KEY].dropped} == {
-        ("pod-c", DropReason.UNKNOWN_POD, QueryKind.WAITING),
-        ("pod-c", DropReason.UNKNOWN_POD, QueryKind.KV_CACHE),
+        (gone, DropReason.UNKNOWN_POD, QueryKind.WAITING),
+        (gone, DropReason.UNKNOWN_POD, QueryKind.KV_CACHE),
     }
 
 
@@ -487,6 +491,4 @@ async def test_series_of_a_same_named_pod_in_another_namespace_is_not_counted(
     )
     result = await make_source().read([target()], {KEY: snapshot(["pod-0"])})
     assert result.readings(KEY)[Q].value == 1.0
-    assert [(d.namespace, d.reason) for d in result.targets[KEY].dropped] == [
-        ("other", DropReason.UNKNOWN_POD)
-    ]
+    assert result.targets[KEY].dropped == ()  # another namespace's pod: not ours at all

@@ -41,14 +41,15 @@ def test_promql_string_escapes() -> None:
 def test_query_plan_for_the_default_target_is_pinned() -> None:
     plan = build_query_plan([target()], rate_window_seconds=60)
     sel = 'namespace="llm",pod=~"vllm-[a-z0-9]+-[a-z0-9]+"'
+    ns = 'namespace="llm"'  # per-pod queries: the source picks the target's pods by name
     assert plan.queries == {
         QueryKind.WAITING: "label_replace(sum by (namespace, pod) "
-        f'(vllm:num_requests_waiting{{{sel}}}), "scaler_selector", "s0", "", "")',
+        f'(vllm:num_requests_waiting{{{ns}}}), "scaler_selector", "s0", "", "")',
         QueryKind.RUNNING: "label_replace(sum by (namespace, pod) "
-        f'(vllm:num_requests_running{{{sel}}}), "scaler_selector", "s0", "", "")',
+        f'(vllm:num_requests_running{{{ns}}}), "scaler_selector", "s0", "", "")',
         QueryKind.KV_CACHE: "label_replace(max by (namespace, pod, __name__) "
         '({__name__=~"vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc",'
-        f'{sel}}}), "scaler_selector", "s0", "", "")',
+        f'{ns}}}), "scaler_selector", "s0", "", "")',
         QueryKind.TTFT_QUANTILE: "label_replace(histogram_quantile(0.95, sum by (le) "
         f"(rate(vllm:time_to_first_token_seconds_bucket{{{sel}}}[60s]))), "
         '"scaler_target", "llm/Deployment/vllm", "", "")',
