@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    Info,
+    PlatformCollector,
+    ProcessCollector,
+)
 
 from scaler import __version__
 from scaler.core.decide import Decision
@@ -22,7 +31,14 @@ class ScalerMetrics:
     """Holds every metric vllm-scaler exports; one instance per process (or per test)."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry if registry is not None else CollectorRegistry()
+        if registry is None:
+            registry = CollectorRegistry()
+            # The standard process_* (RSS, CPU, open fds), python_gc_* and python_info series
+            # every Python exporter has, so memory and CPU can be watched over weeks.
+            ProcessCollector(registry=registry)
+            PlatformCollector(registry=registry)
+            GCCollector(registry=registry)
+        self.registry = registry
         r = self.registry
         t = ["target"]
         self.current_replicas = Gauge(

@@ -66,6 +66,10 @@ async def test_metrics_health_and_readiness() -> None:
         assert (
             samples[("vllm_scaler_decisions_total", (("reason", "scale_up"), ("target", key)))] == 1
         )
+        # the standard process series, to watch memory and CPU over weeks
+        assert samples[("process_resident_memory_bytes", ())] > 10 * 2**20
+        assert ("process_cpu_seconds_total", ()) in samples
+        assert any(name == "python_gc_collections_total" for name, _ in samples)
     finally:
         await server.stop()
 
