@@ -30,7 +30,8 @@ KNOWN_PLURALS: dict[str, str] = {
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a YAML ``true``, ``"yes"`` or ``"0.8"`` is not silently read as a number or a flag
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class WorkloadRef(_Strict):
@@ -174,23 +175,36 @@ class ScalingRules(_Strict):
     max_percent_per_period: float = Field(default=0, ge=0, le=1000)
     period_seconds: float = Field(default=60, gt=0, le=1800)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _step_limit_as_a_whole(cls, data: Any) -> Any:
+        # The two step limits are one rule, as an HPA's ``policies`` list is: a block that sets
+        # one of them means exactly that limit, not that limit or the other's default.
+        if isinstance(data, dict):
+            if "max_replicas_per_period" in data and "max_percent_per_period" not in data:
+                data = {**data, "max_percent_per_period": 0}
+            elif "max_percent_per_period" in data and "max_replicas_per_period" not in data:
+                data = {**data, "max_replicas_per_period": 1}
+        return data
 
-def _default_up() -> ScalingRules:
-    return ScalingRules(
-        stabilization_window_seconds=0,
-        max_replicas_per_period=4,
-        max_percent_per_period=100,
-        period_seconds=60,
-    )
+
+class ScaleUpRules(ScalingRules):
+    """Scale-up rules; each field defaults on its own (HPA's scale-up defaults, but +4 pods or
+    +100% per 60 s: a vLLM replica takes minutes to load, so a faster period only stacks up
+    starting replicas)."""
+
+    stabilization_window_seconds: float = Field(default=0, ge=0, le=3600)
+    max_replicas_per_period: int = Field(default=4, ge=1)
+    max_percent_per_period: float = Field(default=100, ge=0, le=1000)
 
 
-def _default_down() -> ScalingRules:
-    return ScalingRules(
-        stabilization_window_seconds=300,
-        max_replicas_per_period=1,
-        max_percent_per_period=0,
-        period_seconds=60,
-    )
+class ScaleDownRules(ScalingRules):
+    """Scale-down rules; each field defaults on its own (HPA's 300 s window; one replica per
+    60 s, so each removal drains before the next)."""
+
+    stabilization_window_seconds: float = Field(default=300, ge=0, le=3600)
+    max_replicas_per_period: int = Field(default=1, ge=1)
+    max_percent_per_period: float = Field(default=0, ge=0, le=1000)
 
 
 class TargetPolicy(_Strict):
@@ -209,8 +223,8 @@ class TargetPolicy(_Strict):
     max_replicas: int = Field(default=10, ge=1)
     signals: Signals = Signals()
     tolerance: Tolerance = Tolerance()
-    scale_up: ScalingRules = Field(default_factory=_default_up)
-    scale_down: ScalingRules = Field(default_factory=_default_down)
+    scale_up: ScaleUpRules = Field(default_factory=ScaleUpRules)
+    scale_down: ScaleDownRules = Field(default_factory=ScaleDownRules)
     model_load_timeout_seconds: float = Field(default=600, gt=0)
 
     @model_validator(mode="after")
@@ -302,9 +316,21 @@ def parse_policy(data: Any, *, source: str = "<policy>") -> Policy:
     except ValidationError as err:
         lines = []
         for e in err.errors():
+            where = f"{source}: {_loc(tuple(e['loc']))}"
+            if e["type"] == "missing":
+                lines.append(f"{where}: required field missing")
+                continue
             value = e.get("input")
             shown = repr(value) if not isinstance(value, dict | list) else type(value).__name__
-            lines.append(f"{source}: {_loc(tuple(e['loc']))}: value {shown}: {e['msg']}")
+            hint = ""
+            if (
+                e["loc"]
+                and e["loc"][-1] == "target_ratio"
+                and isinstance(value, int | float)
+                and 1 < value <= 100
+            ):
+                hint = f" (a 0-1 ratio, not a percent: {value:g}% is {value / 100:g})"
+            lines.append(f"{where}: value {shown}: {e['msg']}{hint}")
         raise PolicyError("invalid policy\n  " + "\n  ".join(lines)) from None
 
 

@@ -100,3 +100,51 @@ def test_file_errors(tmp_path: Path) -> None:
 def test_shipped_demo_policy_is_valid() -> None:
     path = Path(__file__).resolve().parents[2] / "scaler" / "examples" / "demo-policy.yaml"
     assert load_policy(path).targets[0].key == "llm/Deployment/vllm"
+
+
+def _target(**extra: object) -> dict[str, object]:
+    workload = {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "llm", "name": "v"}
+    return {"targets": [{"workload": workload, **extra}]}
+
+
+def test_a_partial_scaling_block_keeps_the_other_defaults() -> None:
+    t = parse_policy(
+        _target(scale_down={"stabilization_window_seconds": 600}, scale_up={"period_seconds": 30})
+    ).targets[0]
+    assert (t.scale_down.stabilization_window_seconds, t.scale_down.max_replicas_per_period) == (
+        600,
+        1,
+    )
+    assert t.scale_down.period_seconds == 60
+    assert (t.scale_up.stabilization_window_seconds, t.scale_up.period_seconds) == (0, 30)
+    assert (t.scale_up.max_replicas_per_period, t.scale_up.max_percent_per_period) == (4, 100)
+
+
+def test_one_step_limit_given_means_exactly_that_limit() -> None:
+    # as an HPA's policies list: setting one limit does not keep the other's default
+    t = parse_policy(_target(scale_up={"max_replicas_per_period": 2})).targets[0]
+    assert (t.scale_up.max_replicas_per_period, t.scale_up.max_percent_per_period) == (2, 0)
+    t = parse_policy(_target(scale_up={"max_percent_per_period": 50})).targets[0]
+    assert (t.scale_up.max_replicas_per_period, t.scale_up.max_percent_per_period) == (1, 50)
+
+
+@pytest.mark.parametrize(
+    ("signals", "field"),
+    [
+        ({"queue_depth": {"target_per_replica": True}}, "target_per_replica"),
+        ({"queue_depth": {"enabled": "yes"}}, "enabled"),
+        ({"kv_cache_usage": {"target_ratio": "0.8"}}, "target_ratio"),
+    ],
+)
+def test_wrong_types_are_not_coerced(signals: dict[str, object], field: str) -> None:
+    with pytest.raises(PolicyError, match=field):
+        parse_policy(_target(signals=signals), source="p.yaml")
+
+
+def test_a_missing_field_and_a_percent_for_a_ratio_say_so() -> None:
+    with pytest.raises(PolicyError) as err:
+        parse_policy({"targets": [{"workload": {"kind": "Deployment"}}]}, source="p.yaml")
+    assert "p.yaml: targets[0].workload.apiVersion: required field missing" in str(err.value)
+    with pytest.raises(PolicyError) as err:
+        parse_policy(_target(signals={"kv_cache_usage": {"target_ratio": 80}}), source="p.yaml")
+    assert "(a 0-1 ratio, not a percent: 80% is 0.8)" in str(err.value)

@@ -42,7 +42,7 @@ from scaler.bench import tsdb as tsdb_module
 from scaler.bench.controllers import bench_workload, snapshot
 from scaler.bench.prometheus_api import prometheus_transport
 from scaler.bench.tsdb import Tsdb
-from scaler.config.policy import ScalingRules, TargetPolicy
+from scaler.config.policy import ScaleDownRules, TargetPolicy
 from scaler.core.decide import Decision, Direction, decide
 from scaler.core.observation import Observation, WorkloadSnapshot
 from scaler.core.state import TargetState, record_write
@@ -66,7 +66,7 @@ def soak_policy() -> TargetPolicy:
     return TargetPolicy(
         workload=bench_workload(),
         max_replicas=16,
-        scale_down=ScalingRules(
+        scale_down=ScaleDownRules(
             stabilization_window_seconds=120, max_replicas_per_period=1, period_seconds=30
         ),
     )
