@@ -1,15 +1,17 @@
-"""The ``vllm-scaler bench`` command: five autoscaling policies on one trace, in virtual time."""
+"""The ``vllm-scaler bench`` command: six autoscaling policies on one trace, in virtual time."""
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from scaler.config.options import option_errors
 from scaler.config.policy import PolicyError, load_policy
 
 
@@ -19,6 +21,18 @@ def _quiet_logs() -> None:
     import structlog
 
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
+
+
+# option -> (low, low inclusive, high): what each numeric option of ``bench`` accepts
+_BOUNDS = {
+    "--slo-ttft": (0.0, False, 3600.0),
+    "--model-load-seconds": (0.0, True, 86400.0),
+    "--min-peak-replicas": (1.0, True, 1000.0),
+    "--jobs": (0.0, True, 64.0),
+    "--start-minute": (0.0, True, math.inf),
+    "--minutes": (0.0, False, math.inf),
+    "--rate-scale": (0.0, False, 1000.0),
+}
 
 
 def register(app: typer.Typer) -> None:
@@ -89,14 +103,34 @@ def register(app: typer.Typer) -> None:
                     err=True,
                 )
                 raise typer.Exit(2) from None
+        errors = option_errors(
+            _BOUNDS,
+            slo_ttft=slo_ttft,
+            model_load_seconds=model_load_seconds,
+            min_peak_replicas=min_peak_replicas,
+            jobs=jobs,
+            start_minute=start_minute,
+            **({"rate_scale": scale} if scale is not None else {}),
+            **({"minutes": minutes} if minutes is not None else {}),
+        )
+        if errors:
+            typer.echo("\n".join(f"vllm-scaler: {e}" for e in errors), err=True)
+            raise typer.Exit(2)
         loaded = None
         if policy is not None:
             try:
                 loaded = load_policy(policy)
             except PolicyError as err:
-                typer.echo(f"vllm-scaler: {err}", err=True)
+                typer.echo(f"vllm-scaler: --policy: {' '.join(str(err).split())}", err=True)
                 raise typer.Exit(2) from None
         path = resolve_trace(trace)
+        if not path.is_file():
+            typer.echo(
+                f"vllm-scaler: --trace: {trace}: no such file (expected 'code', 'conv' or a "
+                "CSV/JSONL trace file)",
+                err=True,
+            )
+            raise typer.Exit(2)
         options = BenchOptions(
             trace_path=path,
             time_column=time_column,
@@ -119,7 +153,12 @@ def register(app: typer.Typer) -> None:
         try:
             result = run_bench(options)
         except (OSError, ValueError) as err:
-            typer.echo(f"vllm-scaler: --trace: {err}", err=True)
+            hint = (
+                " (name them with --time-column, --prompt-column, --output-column)"
+                if "missing column" in str(err)
+                else ""
+            )
+            typer.echo(f"vllm-scaler: --trace: {err}{hint}", err=True)
             raise typer.Exit(2) from None
         name = trace if trace in ("code", "conv") else path.stem
         png = plot_bench(result, plot or Path("out/bench") / f"{name}-bench.png")

@@ -319,6 +319,16 @@ def run_bench(options: BenchOptions) -> BenchResult:
             seed=options.seed,
         )
 
+    if not load(1.0).requests:
+        end = (
+            f"{(options.start_seconds + options.duration_seconds) / 60:g}"
+            if options.duration_seconds is not None
+            else "the end"
+        )
+        raise ValueError(
+            f"no requests in minutes {options.start_seconds / 60:g} to {end} of "
+            f"{options.trace_path} (check --start-minute and --minutes)"
+        )
     scale = options.rate_scale
     if scale is None:
         scale = auto_rate_scale(load, model, slo, options.min_peak_replicas)

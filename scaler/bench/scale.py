@@ -46,6 +46,7 @@ from pathlib import Path
 import httpx
 import typer
 
+from scaler.config.options import option_errors
 from scaler.config.policy import Signals, TargetPolicy, TtftSignal, WorkloadRef
 from scaler.core.decide import decide
 from scaler.core.observation import Observation, PodInfo, WorkloadSnapshot
@@ -517,16 +518,32 @@ def format_result(r: ScaleResult) -> str:
         f"exposition server runs in a child process), Prometheus {r.prometheus_peak_rss_mb:.1f} MB",
         f"readings that differ between the two plans: {r.disagreeing_signals} (target, signal)",
         f"vllm-scaler's own work per cycle (outside the slowest query), p50: "
-        f"{ours.outside_queries_p50_seconds:.3f} s; Prometheus selecting the "
-        f"{r.targets * r.pods_per_target * (len(TTFT_BUCKETS) + 1)} TTFT bucket series once "
-        f"(count(), nothing else): {r.ttft_selection_floor_seconds:.3f} s, the floor of any "
-        "cycle that reads TTFT p95 from raw buckets",
+        f"{ours.outside_queries_p50_seconds:.3f} s"
+        + (
+            f"; Prometheus selecting the {r.targets * r.pods_per_target * (len(TTFT_BUCKETS) + 1)}"
+            " TTFT bucket series once (count(), nothing else): "
+            f"{r.ttft_selection_floor_seconds:.3f} s, the floor of any cycle that reads TTFT p95"
+            " from raw buckets"
+            if r.ttft_enabled
+            else ""
+        ),
         "goals (vllm-scaler): "
         f"<= 6 queries/cycle: {'met' if ours.queries_per_cycle <= 6 else 'NOT met'}; "
         f"p95 < 1 s: {'met' if ours.cycle_p95_seconds < 1 else 'NOT met'}; "
         f"RSS < 150 MB: {'met' if r.process_peak_rss_mb < 150 else 'NOT met'}",
     ]
     return "\n".join(lines)
+
+
+# option -> (low, low inclusive, high)
+_BOUNDS = {
+    "--targets": (1.0, True, 100_000.0),
+    "--pods": (1.0, True, 1000.0),
+    "--namespaces": (1.0, True, 100_000.0),
+    "--cycles": (1.0, True, 100_000.0),
+    "--per-target-cycles": (0.0, True, 100_000.0),
+    "--scrape-interval": (0.0, False, 3600.0),
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -545,6 +562,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-ttft", action="store_true", help="disable ttft_p95 on every target")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    errors = option_errors(
+        _BOUNDS,
+        targets=args.targets,
+        pods=args.pods,
+        namespaces=args.namespaces,
+        cycles=args.cycles,
+        per_target_cycles=args.per_target_cycles,
+        scrape_interval=args.scrape_interval,
+    )
+    if not errors and args.namespaces > args.targets:
+        errors.append(
+            f"--namespaces: value {args.namespaces}: expected at most --targets ({args.targets})"
+        )
+    if errors:
+        print("\n".join(f"vllm-scaler: {e}" for e in errors), file=sys.stderr)
+        return 2
     _quiet()
     result = asyncio.run(
         run_scale_bench(

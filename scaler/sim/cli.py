@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from scaler.config.options import option_errors
 from scaler.sim.prometheus_server import PrometheusNotInstalledError, PrometheusStartError
 
 
@@ -142,14 +143,4 @@ def check_options(**values: float) -> list[str]:
 
     Keyword names are the options' (``rate_scale`` is ``--rate-scale``).
     """
-    errors = []
-    for key, value in values.items():
-        option = "--" + key.replace("_", "-")
-        low, inclusive, high = _BOUNDS[option]
-        ok = math.isfinite(value) and (value >= low if inclusive else value > low) and value <= high
-        if not ok:
-            expected = f"a number {'>=' if inclusive else '>'} {low:g}"
-            if math.isfinite(high):
-                expected += f" and <= {high:g}"
-            errors.append(f"{option}: value {value:g}: expected {expected}")
-    return errors
+    return option_errors(_BOUNDS, **values)

@@ -1,0 +1,60 @@
+"""Bad input to ``vllm-scaler bench`` and ``bench-scale``: one line naming the option, exit 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from scaler.cli import app
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--slo-ttft", "0"], "--slo-ttft: value 0: expected a number > 0"),
+        (["--rate-scale", "-1"], "--rate-scale: value -1: expected a number > 0"),
+        (["--rate-scale", "fast"], "--rate-scale: expected a number or 'auto', got 'fast'"),
+        (["--minutes", "0"], "--minutes: value 0: expected a number > 0"),
+        (["--model-load-seconds", "-5"], "--model-load-seconds: value -5"),
+        (["--min-peak-replicas", "0"], "--min-peak-replicas: value 0"),
+        (["--trace", "/nonexistent.csv"], "--trace: /nonexistent.csv: no such file"),
+        (["--trace", "conv", "--start-minute", "999"], "--trace: no requests in minutes 999"),
+    ],
+)
+def test_bench_rejects_bad_options(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(app, ["bench", *args])
+    assert result.exit_code == 2
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_bench_names_the_columns_options_and_the_policy_option(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b,c\n1,2,3\n")
+    result = CliRunner().invoke(app, ["bench", "--trace", str(bad)])
+    assert result.exit_code == 2 and "--time-column" in result.output
+    policy = tmp_path / "p.yaml"
+    policy.write_text("targets: [\n")
+    result = CliRunner().invoke(app, ["bench", "--policy", str(policy)])
+    assert result.exit_code == 2
+    [line] = result.output.strip().splitlines()
+    assert line.startswith("vllm-scaler: --policy: ") and "not valid YAML" in line
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--cycles", "0"], "--cycles: value 0: expected a number >= 1"),
+        (["--scrape-interval", "0"], "--scrape-interval: value 0: expected a number > 0"),
+        (["--targets", "0"], "--targets: value 0"),
+        (["--pods", "-1"], "--pods: value -1"),
+        (["--targets", "2", "--namespaces", "5"], "--namespaces: value 5: expected at most"),
+    ],
+)
+def test_bench_scale_rejects_bad_options(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(app, ["bench-scale", *args])
+    assert result.exit_code == 2
+    assert message in result.output
+    assert "Traceback" not in result.output
