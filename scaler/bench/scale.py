@@ -611,9 +611,16 @@ def register_scale(app: typer.Typer) -> None:
         no_ttft: bool = typer.Option(
             False, "--no-ttft", help="Disable ttft_p95 on every target (queue and KV only)."
         ),
-        json_output: bool = typer.Option(False, "--json", help="Print JSON."),
+        output: str = typer.Option("table", help="'table' or 'json'."),
+        json_output: bool = typer.Option(False, "--json", help="Same as --output json."),
     ) -> None:
         """Scale benchmark: many targets on a real Prometheus; queries, cycle time, RSS."""
+        if output not in ("table", "json"):
+            typer.echo(
+                f"vllm-scaler: --output: expected 'table' or 'json', got {output!r}", err=True
+            )
+            raise typer.Exit(2)
+        json_output = json_output or output == "json"
         raise typer.Exit(
             main(
                 [

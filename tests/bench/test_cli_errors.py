@@ -51,6 +51,7 @@ def test_bench_names_the_columns_options_and_the_policy_option(tmp_path: Path) -
         (["--targets", "0"], "--targets: value 0"),
         (["--pods", "-1"], "--pods: value -1"),
         (["--targets", "2", "--namespaces", "5"], "--namespaces: value 5: expected at most"),
+        (["--output", "xml"], "--output: expected 'table' or 'json', got 'xml'"),
     ],
 )
 def test_bench_scale_rejects_bad_options(args: list[str], message: str) -> None:
