@@ -30,42 +30,11 @@ from scaler.sim.prometheus_server import wait_for_series, write_file_sd
 from scaler.sim.trace import load_trace
 from scaler.telemetry.metrics import ScalerMetrics
 from scaler.telemetry.server import TelemetryServer
+from tests.support.sim_policy import sim_policy
 
 INTERVAL_SECONDS = 2.0
 SCALER_JOB = "vllm-scaler"
-POLICY = {
-    "rate_window_seconds": 8,
-    "targets": [
-        {
-            "workload": {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "namespace": "llm",
-                "name": "vllm",
-            },
-            "min_replicas": 1,
-            "max_replicas": 4,
-            "signals": {
-                "queue_depth": {"target_per_replica": 8},
-                "kv_cache_usage": {"target_ratio": 0.8},
-                "ttft_p95": {"target_seconds": 2.0},
-            },
-            "scale_up": {
-                "stabilization_window_seconds": 0,
-                "max_replicas_per_period": 2,
-                "max_percent_per_period": 100,
-                "period_seconds": 10,
-            },
-            "scale_down": {
-                "stabilization_window_seconds": 15,
-                "max_replicas_per_period": 1,
-                "max_percent_per_period": 50,
-                "period_seconds": 10,
-            },
-            "model_load_timeout_seconds": 30,
-        }
-    ],
-}
+POLICY = sim_policy(max_replicas=4, up_pods_per_period=2, down_window_seconds=15)
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,42 +29,11 @@ from scaler.sim.engine import ReplicaModel
 from scaler.sim.fleet import FleetConfig
 from scaler.sim.prometheus_server import find_prometheus_binary, wait_for_series
 from scaler.sim.trace import load_trace
+from tests.support.sim_policy import sim_policy
 
 DOWN_WINDOW_SECONDS = 20.0
 INTERVAL_SECONDS = 2.0
-POLICY = {
-    "rate_window_seconds": 8,
-    "targets": [
-        {
-            "workload": {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "namespace": "llm",
-                "name": "vllm",
-            },
-            "min_replicas": 1,
-            "max_replicas": 6,
-            "signals": {
-                "queue_depth": {"target_per_replica": 8},
-                "kv_cache_usage": {"target_ratio": 0.8},
-                "ttft_p95": {"target_seconds": 2.0},
-            },
-            "scale_up": {
-                "stabilization_window_seconds": 0,
-                "max_replicas_per_period": 4,
-                "max_percent_per_period": 100,
-                "period_seconds": 10,
-            },
-            "scale_down": {
-                "stabilization_window_seconds": DOWN_WINDOW_SECONDS,
-                "max_replicas_per_period": 1,
-                "max_percent_per_period": 50,
-                "period_seconds": 10,
-            },
-            "model_load_timeout_seconds": 30,
-        }
-    ],
-}
+POLICY = sim_policy(max_replicas=6, up_pods_per_period=4, down_window_seconds=DOWN_WINDOW_SECONDS)
 
 pytestmark = pytest.mark.e2e
 
