@@ -98,6 +98,7 @@ class ScaleResult:
     approaches: tuple[ScaleFigures, ...]
     setup_seconds: float
     disagreeing_signals: int = 0
+    disagreements: tuple[str, ...] = ()
     ttft_selection_floor_seconds: float = 0.0
     ttft_enabled: bool = True
 
@@ -160,7 +161,9 @@ def _page(pod: str, now: float) -> bytes:
     waiting = h % 7
     running = 1 + h % 5
     kv = (h % 90) / 100.0
-    rate = 0.5 + (h % 4) / 2.0  # requests/s
+    # requests/s: enough that a short rate() window holds hundreds of counts, so two reads a
+    # moment apart give nearly the same quantile (few counts would jump between buckets)
+    rate = 10.0 + (h % 4) * 5.0
     count = int(now * rate) % 10**9
     labels = f'engine="0",model_name="{_MODEL}"'
     lines = [
@@ -452,6 +455,7 @@ async def run_scale_bench(
                 )
         series = len(pods) * (5 + len(TTFT_BUCKETS) + 1)
         prom_rss = _peak_rss_mb(prom._proc.pid if prom._proc is not None else None)
+    differ = _disagreements(ours, theirs)
     return ScaleResult(
         targets=targets,
         pods_per_target=pods_per_target,
@@ -462,7 +466,8 @@ async def run_scale_bench(
         prometheus_peak_rss_mb=round(prom_rss, 1),
         approaches=tuple(approaches),
         setup_seconds=round(setup, 1),
-        disagreeing_signals=_disagreements(ours, theirs),
+        disagreeing_signals=len(differ),
+        disagreements=differ,
         ttft_selection_floor_seconds=floor,
         ttft_enabled=ttft,
     )
@@ -471,13 +476,13 @@ async def run_scale_bench(
 def _disagreements(
     ours: dict[str, dict[SignalName, SignalReading]],
     theirs: dict[str, dict[SignalName, SignalReading]],
-) -> int:
-    """(target, signal) pairs whose status or value differ between the two plans.
+) -> tuple[str, ...]:
+    """The (target, signal) readings whose status or value differ between the two plans.
 
     The gauges are static, so per-pod values must be equal; TTFT is read at a slightly
     different time by each plan (counters grow), so it may differ by 10%.
     """
-    bad = 0
+    bad: list[str] = []
     for key, mine in ours.items():
         other = theirs.get(key)
         if other is None:
@@ -485,12 +490,12 @@ def _disagreements(
         for name, a in mine.items():
             b = other.get(name)
             if b is None or a.status is not b.status:
-                bad += 1
+                bad.append(f"{key} {name}: {a.status} vs {b.status if b else 'none'}")
             elif a.value is not None and b.value is not None:
                 tol = 1e-9 if name.per_pod else 0.1
                 if abs(a.value - b.value) > tol * max(1.0, abs(b.value)):
-                    bad += 1
-    return bad
+                    bad.append(f"{key} {name}: {a.value!r} vs {b.value!r}")
+    return tuple(bad)
 
 
 def format_result(r: ScaleResult) -> str:
