@@ -442,7 +442,8 @@ async def run_scale_bench(
             outside: list[float] = []
             d, q, f = await _ours(source, policies, snaps, cycles, ours, outside)
             approaches = [_figures("vllm-scaler", d, q, f, _rss_mb() - rss0, outside)]
-            floor = await _selection_floor(http, prom.url)
+            # only a cycle that reads TTFT pays this floor
+            floor = await _selection_floor(http, prom.url) if ttft else 0.0
             if per_target_cycles > 0:
                 n = len(policies) * len(plan.queries)
                 say(f"per-target: {per_target_cycles} cycles of {n} queries")
