@@ -250,7 +250,7 @@ def check_policy(path: Annotated[Path, typer.Argument(help="YAML policy file.")]
 def dashboards(ctx: typer.Context) -> None:
     """Generate the Grafana dashboards' JSON (--out DIR, --check, --previews DIR; see --help)."""
     try:
-        from scaler.telemetry.dashboards import main as dashboards_main
+        from scaler.dashboards import main as dashboards_main
     except ImportError as err:
         raise _fail(f"{err.name} is missing: pip install 'vllm-scaler[dashboards]'") from None
     raise typer.Exit(dashboards_main(ctx.args))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from scaler.telemetry import dashboards as dash
+from scaler import dashboards as dash
 from scaler.telemetry.metrics import ScalerMetrics
 
 ROOT = Path(__file__).resolve().parents[2]

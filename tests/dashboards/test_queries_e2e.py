@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from scaler.sim.prometheus_server import find_prometheus_binary
-from scaler.telemetry import dashboards as dash
+from scaler import dashboards as dash
 from tests.dashboards.sim_run import SCALER_JOB, simulated_run
 
 pytestmark = pytest.mark.e2e
