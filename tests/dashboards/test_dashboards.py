@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from scaler import dashboards as dash
+from scaler.dashboards import queries
 from scaler.telemetry.metrics import ScalerMetrics
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,7 +71,7 @@ def test_importable_with_datasource_input(name: str, uid: str, title: str) -> No
     ds = {"type": "prometheus", "uid": "${DS_PROMETHEUS}"}
     for v in doc["templating"]["list"]:
         assert v["datasource"] == ds
-    panels = list(dash._walk_panels(doc))
+    panels = list(dash.walk_panels(doc))
     assert len({p["id"] for p in panels}) == len(panels)
     for p in panels:
         if p["type"] == "row":
@@ -151,7 +152,7 @@ def test_variable_regexes_extract_namespace_and_workload() -> None:
     targets = ["llm/Deployment/vllm", "other/StatefulSet/big"]
     decisions = {v["name"]: v for v in dash.decisions_dashboard()["templating"]["list"]}
     fleet = {v["name"]: v for v in dash.fleet_dashboard()["templating"]["list"]}
-    ns = dash._js_regex(decisions["namespace"]["regex"])
-    assert dash._apply_regex(ns, targets) == ["llm", "other"]
-    wl = dash._js_regex(fleet["target"]["regex"])
-    assert dash._apply_regex(wl, targets) == ["big", "vllm"]
+    ns = queries._js_regex(decisions["namespace"]["regex"])
+    assert queries._apply_regex(ns, targets) == ["llm", "other"]
+    wl = queries._js_regex(fleet["target"]["regex"])
+    assert queries._apply_regex(wl, targets) == ["big", "vllm"]

@@ -17,8 +17,8 @@ import httpx
 import pytest
 import yaml
 
-from scaler.sim.prometheus_server import find_prometheus_binary
 from scaler import dashboards as dash
+from scaler.sim.prometheus_server import find_prometheus_binary
 from tests.dashboards.sim_run import SCALER_JOB, simulated_run
 
 pytestmark = pytest.mark.e2e
