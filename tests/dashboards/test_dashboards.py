@@ -57,8 +57,13 @@ def test_main_writes_and_checks(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "uid", "title"),
     [
-        ("vllm-scaler-decisions.json", "vllm-scaler-decisions", "vllm-scaler: decisions"),
-        ("vllm-fleet.json", "vllm-scaler-vllm-fleet", "vLLM fleet"),
+        pytest.param(
+            "vllm-scaler-decisions.json",
+            "vllm-scaler-decisions",
+            "vllm-scaler: decisions",
+            id="decisions",
+        ),
+        pytest.param("vllm-fleet.json", "vllm-scaler-vllm-fleet", "vLLM fleet", id="fleet"),
     ],
 )
 def test_importable_with_datasource_input(name: str, uid: str, title: str) -> None:
@@ -138,10 +143,27 @@ def test_fleet_queries_fall_back_to_the_old_vllm_names() -> None:
 @pytest.mark.parametrize(
     ("expr", "values", "expected"),
     [
-        ('x{target=~"$target"}', {"target": "a/B/c"}, 'x{target=~"a/B/c"}'),
-        ('x{m=~"${model}"}', {"model": "m-3.1"}, 'x{m=~"m-3\\\\.1"}'),
-        ('rate(x{n="$namespace"}[$__rate_interval])', {"namespace": "llm"}, 'rate(x{n="llm"}[1m])'),
-        ("x[$__interval] $unknown", {}, "x[15s] $unknown"),
+        pytest.param(
+            'x{target=~"$target"}',
+            {"target": "a/B/c"},
+            'x{target=~"a/B/c"}',
+            id="a value without regex characters is kept",
+        ),
+        pytest.param(
+            'x{m=~"${model}"}',
+            {"model": "m-3.1"},
+            'x{m=~"m-3\\\\.1"}',
+            id="braced variable, its dot regex-escaped",
+        ),
+        pytest.param(
+            'rate(x{n="$namespace"}[$__rate_interval])',
+            {"namespace": "llm"},
+            'rate(x{n="llm"}[1m])',
+            id="single-value variable and the rate interval",
+        ),
+        pytest.param(
+            "x[$__interval] $unknown", {}, "x[15s] $unknown", id="an unknown variable is left as is"
+        ),
     ],
 )
 def test_substitute(expr: str, values: dict[str, str], expected: str) -> None:

@@ -235,14 +235,16 @@ async def test_conflict_twice_gives_up(
 @pytest.mark.parametrize(
     ("status", "retry_after", "outcome"),
     [
-        (403, None, ScaleOutcome.FORBIDDEN),
-        (401, None, ScaleOutcome.FORBIDDEN),
-        (404, None, ScaleOutcome.NOT_FOUND),
-        (429, 7, ScaleOutcome.THROTTLED),
-        (500, None, ScaleOutcome.SERVER_ERROR),
-        (503, 2, ScaleOutcome.SERVER_ERROR),
-        (422, None, ScaleOutcome.INVALID),
-        (400, None, ScaleOutcome.INVALID),
+        pytest.param(403, None, ScaleOutcome.FORBIDDEN, id="403 is forbidden"),
+        pytest.param(401, None, ScaleOutcome.FORBIDDEN, id="401 counts as forbidden"),
+        pytest.param(404, None, ScaleOutcome.NOT_FOUND, id="404 is not found"),
+        pytest.param(429, 7, ScaleOutcome.THROTTLED, id="429 with Retry-After is throttled"),
+        pytest.param(500, None, ScaleOutcome.SERVER_ERROR, id="500 is a server error"),
+        pytest.param(
+            503, 2, ScaleOutcome.SERVER_ERROR, id="503 with Retry-After is a server error"
+        ),
+        pytest.param(422, None, ScaleOutcome.INVALID, id="422 is invalid"),
+        pytest.param(400, None, ScaleOutcome.INVALID, id="400 is invalid"),
     ],
 )
 async def test_failure_outcomes(
