@@ -7,6 +7,7 @@ import math
 import re
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -21,25 +22,37 @@ from scaler.dashboards.queries import (
 )
 
 
-def _query_range(
-    client: httpx.Client, url: str, expr: str, start: float, end: float, step: float
-) -> list[dict[str, Any]]:
-    resp = client.post(
-        f"{url}/api/v1/query_range",
-        data={"query": expr, "start": start, "end": end, "step": step},
-    )
-    body = resp.json()
-    if body.get("status") != "success":
-        raise RuntimeError(f"query failed: {expr!r}: {body.get('error', resp.text[:300])}")
-    return list(body["data"]["result"])
+@dataclass(frozen=True, slots=True)
+class _Reader:
+    """How a preview reads one dashboard: its queries with the variables' ``values`` and the
+    ``builtins`` substituted, asked of the Prometheus at ``url`` over ``start``..``end``
+    (epoch seconds) every ``step`` seconds; instant queries (tables) at ``end``."""
 
+    client: httpx.Client
+    url: str
+    values: Mapping[str, str]
+    builtins: Mapping[str, str]
+    start: float
+    end: float
+    step: float
 
-def _query_instant(client: httpx.Client, url: str, expr: str, at: float) -> list[dict[str, Any]]:
-    resp = client.post(f"{url}/api/v1/query", data={"query": expr, "time": at})
-    body = resp.json()
-    if body.get("status") != "success":
-        raise RuntimeError(f"query failed: {expr!r}: {body.get('error', resp.text[:300])}")
-    return list(body["data"]["result"])
+    def range(self, expr: str) -> list[dict[str, Any]]:
+        """The series of a range query."""
+        return self._ask(
+            "query_range", expr, {"start": self.start, "end": self.end, "step": self.step}
+        )
+
+    def instant(self, expr: str) -> list[dict[str, Any]]:
+        """The samples of an instant query at ``end``."""
+        return self._ask("query", expr, {"time": self.end})
+
+    def _ask(self, api: str, expr: str, params: Mapping[str, float]) -> list[dict[str, Any]]:
+        expr = substitute(expr, self.values, builtins=self.builtins)
+        resp = self.client.post(f"{self.url}/api/v1/{api}", data={"query": expr, **params})
+        body = resp.json()
+        if body.get("status") != "success":
+            raise RuntimeError(f"query failed: {expr!r}: {body.get('error', resp.text[:300])}")
+        return list(body["data"]["result"])
 
 
 def _legend_text(fmt: str, labels: Mapping[str, str]) -> str:
@@ -80,9 +93,8 @@ def render_previews(
             options = resolve_variables(prometheus_url, doc, start=start, end=end, client=client)
             values = {k: v[0] for k, v in options.items() if v}
             with plt.style.context("dark_background"):
-                fig = _draw_dashboard(
-                    doc, client, prometheus_url, values, builtins, start, end, step
-                )
+                reader = _Reader(client, prometheus_url, values, builtins, start, end, step)
+                fig = _draw_dashboard(doc, reader)
                 path = out_dir / (Path(name).stem + ".png")
                 fig.savefig(path, dpi=80, facecolor=fig.get_facecolor())
                 plt.close(fig)
@@ -90,42 +102,33 @@ def render_previews(
     return written
 
 
-def _draw_dashboard(
-    doc: Mapping[str, Any],
-    client: httpx.Client,
-    url: str,
-    values: Mapping[str, str],
-    builtins: Mapping[str, str],
-    start: float,
-    end: float,
-    step: float,
-) -> Any:
+def _draw_dashboard(doc: Mapping[str, Any], prom: _Reader) -> Any:
     import matplotlib.pyplot as plt
 
     panels = list(doc["panels"])
     rows = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in panels) + 2
     fig = plt.figure(figsize=(20, rows * 0.38), facecolor="#111217")
-    title = f"{doc['title']}   " + "   ".join(f"{k}={v}" for k, v in values.items())
+    title = f"{doc['title']}   " + "   ".join(f"{k}={v}" for k, v in prom.values.items())
     fig.text(0.01, 1 - 0.9 / rows, title, fontsize=14, weight="bold", color="white")
-    events = _annotation_times(doc, client, url, values, builtins, start, end, step)
+    events = _annotation_times(doc, prom)
     for panel in panels:
         g = panel["gridPos"]
         left, width = g["x"] / 24, g["w"] / 24
         bottom, height = 1 - (g["y"] + 2 + g["h"]) / rows, g["h"] / rows
         if panel["type"] == "row":
-            label = _display(panel["title"], values)
+            label = _display(panel["title"], prom.values)
             fig.text(left + 0.005, bottom + height / 2, label, fontsize=12, color="#ccccdc")
             continue
         # Room on the left for the tick labels, as Grafana keeps inside the panel.
         ax = fig.add_axes((left + 0.035, bottom + 0.16 * height, width - 0.045, height * 0.72))
         ax.set_facecolor("#181b1f")
-        ax.set_title(_display(panel["title"], values), fontsize=10, loc="left")
+        ax.set_title(_display(panel["title"], prom.values), fontsize=10, loc="left")
         if panel["type"] == "table":
-            _draw_table(ax, panel, client, url, values, builtins, end)
+            _draw_table(ax, panel, prom)
         else:
-            _draw_timeseries(ax, panel, client, url, values, builtins, start, end, step)
+            _draw_timeseries(ax, panel, prom)
             for t in events:
-                ax.axvline(t - start, color="orange", linestyle=":", linewidth=1)
+                ax.axvline(t - prom.start, color="orange", linestyle=":", linewidth=1)
     return fig
 
 
@@ -134,25 +137,14 @@ def _display(text: str, values: Mapping[str, str]) -> str:
     return substitute(text, values, regex_escaped=())
 
 
-def _annotation_times(
-    doc: Mapping[str, Any],
-    client: httpx.Client,
-    url: str,
-    values: Mapping[str, str],
-    builtins: Mapping[str, str],
-    start: float,
-    end: float,
-    step: float,
-) -> list[float]:
+def _annotation_times(doc: Mapping[str, Any], prom: _Reader) -> list[float]:
     # Grafana draws a region per run of points; the preview marks where each run begins.
     times: list[float] = []
     for q in annotation_queries(doc):
-        for series in _query_range(
-            client, url, substitute(q.expr, values, builtins=builtins), start, end, step
-        ):
+        for series in prom.range(q.expr):
             prev = -math.inf
             for ts, _ in series["values"]:
-                if float(ts) - prev > 1.5 * step:
+                if float(ts) - prev > 1.5 * prom.step:
                     times.append(float(ts))
                 prev = float(ts)
     return times
@@ -175,17 +167,7 @@ def _format_axis(ax: Any, unit: str) -> None:
     ax.grid(color="#2c3235", linewidth=0.5)
 
 
-def _draw_timeseries(
-    ax: Any,
-    panel: Mapping[str, Any],
-    client: httpx.Client,
-    url: str,
-    values: Mapping[str, str],
-    builtins: Mapping[str, str],
-    start: float,
-    end: float,
-    step: float,
-) -> None:
+def _draw_timeseries(ax: Any, panel: Mapping[str, Any], prom: _Reader) -> None:
     defaults = panel.get("fieldConfig", {}).get("defaults", {})
     custom = defaults.get("custom", {})
     overrides: dict[str, dict[str, Any]] = {}
@@ -195,10 +177,9 @@ def _draw_timeseries(
             props.update({p["id"]: p.get("value") for p in o["properties"]})
     lines: dict[str, tuple[list[float], list[float]]] = {}
     for t in panel.get("targets", []):
-        expr = substitute(t["expr"], values, builtins=builtins)
-        for series in _query_range(client, url, expr, start, end, step):
+        for series in prom.range(t["expr"]):
             label = _legend_text(t.get("legendFormat", ""), series["metric"])
-            xs = [float(ts) - start for ts, _ in series["values"]]
+            xs = [float(ts) - prom.start for ts, _ in series["values"]]
             ys = [float(v) for _, v in series["values"]]
             lines[label] = (xs, ys)
     if custom.get("drawStyle") == "bars":
@@ -233,15 +214,7 @@ def _draw_timeseries(
         ax.text(0.5, 0.5, "No data", ha="center", va="center", transform=ax.transAxes)
 
 
-def _draw_table(
-    ax: Any,
-    panel: Mapping[str, Any],
-    client: httpx.Client,
-    url: str,
-    values: Mapping[str, str],
-    builtins: Mapping[str, str],
-    at: float,
-) -> None:
+def _draw_table(ax: Any, panel: Mapping[str, Any], prom: _Reader) -> None:
     # Mirrors the panel's merge + organize transformations: one row per target.
     organize: dict[str, Any] = next(
         (t["options"] for t in panel.get("transformations", []) if t["id"] == "organize"), {}
@@ -250,9 +223,8 @@ def _draw_table(
     rows: dict[str, dict[str, str]] = {}
     columns = ["target"]
     for t in panel.get("targets", []):
-        expr = substitute(t["expr"], values, builtins=builtins)
         column = rename.get(f"Value #{t['refId']}")
-        for s in _query_instant(client, url, expr, at):
+        for s in prom.instant(t["expr"]):
             row = rows.setdefault(s["metric"].get("target", ""), {})
             for k, v in s["metric"].items():
                 row[k] = v
