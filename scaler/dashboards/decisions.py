@@ -21,6 +21,7 @@ from scaler.dashboards.panels import (
     model_variable,
     prometheus_query,
     query_variable,
+    target_variable,
     timeseries,
     with_overrides,
 )
@@ -53,13 +54,7 @@ def _decisions_variables(b: gd.Dashboard) -> gd.Dashboard:
                 multi=False,
             ).current(gm.VariableOption(selected=True, text="", value=""))
         )
-        .with_variable(
-            query_variable(
-                "target",
-                "Target",
-                'label_values(vllm_scaler_current_replicas{target=~"$namespace/.*"}, target)',
-            )
-        )
+        .with_variable(target_variable())
         .with_variable(model_variable())
     )
 

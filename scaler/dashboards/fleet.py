@@ -15,6 +15,7 @@ from scaler.dashboards.panels import (
     finish,
     model_variable,
     query_variable,
+    target_variable,
     timeseries,
 )
 
@@ -38,14 +39,7 @@ def _fleet_variables(b: gd.Dashboard) -> gd.Dashboard:
                 multi=False,
             ).current(gm.VariableOption(selected=True, text="", value=""))
         )
-        .with_variable(
-            query_variable(
-                "target",
-                "Target",
-                'label_values(vllm_scaler_current_replicas{target=~"$namespace/.*"}, target)',
-                regex="/^(?<text>[^/]+/[^/]+/(?<value>[^/]+))$/",
-            )
-        )
+        .with_variable(target_variable(regex="/^(?<text>[^/]+/[^/]+/(?<value>[^/]+))$/"))
         .with_variable(model_variable())
     )
 

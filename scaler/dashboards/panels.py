@@ -137,6 +137,17 @@ def finish(b: gd.Dashboard) -> dict[str, Any]:
     return doc
 
 
+def target_variable(*, regex: str = "") -> gd.QueryVariable:
+    """The ``target`` variable: the targets vllm-scaler reports in the selected namespace
+    (``ns/Kind/name``); ``regex`` may turn each into another value."""
+    return query_variable(
+        "target",
+        "Target",
+        'label_values(vllm_scaler_current_replicas{target=~"$namespace/.*"}, target)',
+        regex=regex,
+    )
+
+
 def model_variable() -> gd.QueryVariable:
     """The ``model`` variable: the models vLLM serves in the selected namespace."""
     return query_variable(
