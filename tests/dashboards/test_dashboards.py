@@ -125,8 +125,9 @@ def test_queries_use_only_exported_metric_names() -> None:
 def test_alerts_use_only_exported_metric_names() -> None:
     import yaml
 
-    doc = yaml.safe_load((ROOT / "deploy" / "prometheusrule.yaml").read_text(encoding="utf-8"))
-    for rule in (r for g in doc["spec"]["groups"] for r in g["rules"]):
+    rules = ROOT / "deploy" / "rules" / "vllm-scaler.rules.yaml"
+    doc = yaml.safe_load(rules.read_text(encoding="utf-8"))
+    for rule in (r for g in doc["groups"] for r in g["rules"]):
         for name in re.findall(r"\bvllm_scaler_\w+", rule["expr"]):
             assert name in exported_names(), f"{rule['alert']}: {name}"
 
