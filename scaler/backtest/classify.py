@@ -24,8 +24,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from scaler.config.policy import TargetPolicy
+from scaler.config.vocabulary import SignalName
 from scaler.core.observation import PodInfo, WorkloadSnapshot
-from scaler.core.signals import SignalName, SignalReading, SignalStatus
+from scaler.core.signals import SignalReading, SignalStatus
 from scaler.sources.prometheus import (
     QueryOutcome,
     _Answer,

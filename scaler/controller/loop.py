@@ -44,11 +44,11 @@ from scaler.actuators.kubernetes import (
     ScaleResult,
 )
 from scaler.config.policy import Policy, TargetPolicy, WorkloadRef
+from scaler.config.vocabulary import SignalName
 from scaler.core.decide import Decision, Direction, decide
 from scaler.core.drain import plan_removal
 from scaler.core.observation import Observation, WorkloadSnapshot
 from scaler.core.reasons import Reason
-from scaler.core.signals import SignalName
 from scaler.core.state import (
     STATE_FORMAT_VERSION,
     TargetState,

@@ -31,8 +31,9 @@ import httpx
 import structlog
 
 from scaler.config.policy import TargetPolicy
+from scaler.config.vocabulary import SignalName
 from scaler.core.observation import WorkloadSnapshot
-from scaler.core.signals import SignalName, SignalReading, SignalStatus
+from scaler.core.signals import SignalReading, SignalStatus
 from scaler.sources.promql import (
     KV_METRICS,
     SELECTOR_LABEL,

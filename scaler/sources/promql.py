@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from scaler.config.policy import TargetPolicy
-from scaler.core.signals import SignalName
+from scaler.config.vocabulary import SignalName
 
 __all__ = [
     "KV_METRICS",

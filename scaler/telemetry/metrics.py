@@ -20,9 +20,10 @@ from prometheus_client import (
 )
 
 from scaler import __version__
+from scaler.config.vocabulary import SignalName
 from scaler.core.decide import Decision
 from scaler.core.reasons import Reason
-from scaler.core.signals import SignalName, SignalStatus
+from scaler.core.signals import SignalStatus
 
 _CYCLE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 

@@ -12,8 +12,9 @@ import pytest
 
 from scaler.backtest.classify import readings_at_step
 from scaler.config.policy import TargetPolicy, parse_policy
+from scaler.config.vocabulary import SignalName
 from scaler.core.observation import PodInfo, WorkloadSnapshot
-from scaler.core.signals import SignalName, SignalStatus
+from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus import PrometheusSource
 from scaler.sources.promql import QueryKind, build_query_plan
 

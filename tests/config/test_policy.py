@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from scaler.config.policy import PolicyError, load_policy, parse_policy
-from scaler.core.signals import SignalName
+from scaler.config.vocabulary import SignalName
 
 WORKLOAD = {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "llm", "name": "vllm"}
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from scaler.config.vocabulary import SignalName
 from scaler.core.reasons import Reason
-from scaler.core.signals import SignalName
 from tests.support.controller_harness import (
     KEY,
     NAME,

@@ -15,8 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scaler.config.policy import TargetPolicy
+from scaler.config.vocabulary import SignalName
 from scaler.core.observation import PodInfo, WorkloadSnapshot
-from scaler.core.signals import SignalName, SignalStatus
+from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus import (
     DropReason,
     QueryOutcome,

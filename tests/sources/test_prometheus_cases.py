@@ -12,7 +12,8 @@ import socket
 import time
 from collections.abc import Callable
 
-from scaler.core.signals import SignalName, SignalStatus
+from scaler.config.vocabulary import SignalName
+from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus import DropReason, PrometheusSource, check_configured_queries
 from scaler.sources.promql import QueryKind
 from tests.support.fakeprom import (

@@ -13,7 +13,8 @@ import httpx
 import pytest
 from aiohttp import web
 
-from scaler.core.signals import SignalName, SignalStatus
+from scaler.config.vocabulary import SignalName
+from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus import (
     BearerTokenFileAuth,
     PrometheusSource,
