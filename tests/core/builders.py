@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from scaler.config.policy import TargetPolicy, parse_policy
+from scaler.config.policy import Policy, TargetPolicy, parse_policy
+from scaler.config.vocabulary import SignalName
+from scaler.core import decide as core
 from scaler.core.observation import Observation, ReplicaCounts
-from scaler.core.signals import SignalName, SignalReading, SignalStatus
+from scaler.core.signals import SignalReading, SignalStatus
+from scaler.core.state import TargetState
 
 Q = SignalName.QUEUE_DEPTH
 KV = SignalName.KV_CACHE_USAGE
@@ -33,6 +36,22 @@ def make_policy(**overrides: Any) -> TargetPolicy:
     }
     target.update(overrides)
     return parse_policy({"targets": [target]}).targets[0]
+
+
+#: The policy file's default ``rate_window_seconds``: the TTFT window of these tests.
+RATE_WINDOW_SECONDS: float = Policy.model_fields["rate_window_seconds"].default
+
+
+def decide(
+    policy: TargetPolicy,
+    observation: Observation,
+    state: TargetState | None,
+    now: float,
+    *,
+    ttft_window_seconds: float = RATE_WINDOW_SECONDS,
+) -> core.Decision:
+    """:func:`scaler.core.decide.decide`, by default with the policy file's default TTFT window."""
+    return core.decide(policy, observation, state, now, ttft_window_seconds=ttft_window_seconds)
 
 
 def ok(name: SignalName, value: float, *, pods: int = 0, missing: int = 0) -> SignalReading:

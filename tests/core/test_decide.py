@@ -10,12 +10,12 @@ from dataclasses import replace
 
 import pytest
 
-from scaler.core.decide import Decision, decide
+from scaler.core.decide import Decision
 from scaler.core.reasons import Reason
 from scaler.core.signals import SignalStatus
 from scaler.core.state import TargetState, record_write
 
-from .builders import KV, TTFT, Q, bad, idle_ttft, make_policy, obs, ok
+from .builders import KV, TTFT, Q, bad, decide, idle_ttft, make_policy, obs, ok
 
 
 def run(policy, cycles, *, start=0.0, interval=30.0, state=None) -> list[Decision]:

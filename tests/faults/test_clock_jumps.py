@@ -7,10 +7,10 @@ import random
 
 import pytest
 
-from scaler.core.decide import Decision, Direction, decide
+from scaler.core.decide import Decision, Direction
 from scaler.core.reasons import Reason
 from scaler.core.state import TargetState, record_write
-from tests.core.builders import KV, TTFT, Q, make_policy, obs, ok
+from tests.core.builders import KV, TTFT, Q, decide, make_policy, obs, ok
 from tests.faults.helpers import names, quiet
 from tests.support.controller_harness import HarnessFactory
 

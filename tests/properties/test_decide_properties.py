@@ -8,12 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scaler.config.policy import TargetPolicy
-from scaler.core.decide import Decision, Direction, decide
+from scaler.core.decide import Decision, Direction
 from scaler.core.observation import Observation, ReplicaCounts
 from scaler.core.reasons import Reason
 from scaler.core.signals import SignalName, SignalReading, SignalStatus
 from scaler.core.state import TargetState, record_write
-from tests.core.builders import make_policy
+from tests.core.builders import decide, make_policy
 
 values = st.one_of(
     st.floats(min_value=0, max_value=1e6),

@@ -34,7 +34,7 @@ async def test_metrics_health_and_readiness() -> None:
                 ),
             },
         )
-        d = decide(policy, obs, None, 0.0)
+        d = decide(policy, obs, None, 0.0, ttft_window_seconds=60.0)
         metrics.record_decision(
             policy.key, d, min_replicas=1, max_replicas=10, tolerance_up=0.1, tolerance_down=0.1
         )
