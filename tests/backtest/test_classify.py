@@ -160,7 +160,9 @@ def test_same_readings_as_the_live_source(v: dict[QueryKind, list[Sample]]) -> N
 
     async def live() -> Any:
         async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
-            src = PrometheusSource(client, base_url="http://prom", timeout_seconds=5)
+            src = PrometheusSource(
+                client, base_url="http://prom", timeout_seconds=5, rate_window_seconds=60
+            )
             return await src.read(POLICY.targets, {KEY: snap})
 
     got = asyncio.run(live()).targets[KEY]

@@ -8,6 +8,7 @@ import pytest
 
 from scaler.config.policy import PolicyError, load_policy, parse_policy
 from scaler.config.vocabulary import SignalName
+from scaler.sources.promql import target_selector
 
 WORKLOAD = {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "llm", "name": "vllm"}
 
@@ -27,18 +28,18 @@ def test_defaults_and_selector() -> None:
         10.0,
         2.0,
     )
-    assert t.promql_selector() == 'namespace="llm",pod=~"vllm-[a-z0-9]+-[a-z0-9]+"'
+    assert target_selector(t) == 'namespace="llm",pod=~"vllm-[a-z0-9]+-[a-z0-9]+"'
     assert t.workload.resource == "deployments" and t.workload.group == "apps"
 
 
 def test_statefulset_and_custom_matchers() -> None:
     sts = {**WORKLOAD, "kind": "StatefulSet", "name": "big"}
     t = parse_policy({"targets": [{"workload": sts}]}).targets[0]
-    assert t.promql_selector() == 'namespace="llm",pod=~"big-[0-9]+"'
+    assert target_selector(t) == 'namespace="llm",pod=~"big-[0-9]+"'
     t = parse_policy(
         {"targets": [{"workload": WORKLOAD, "prometheus_matchers": {"job": 'a"b'}}]}
     ).targets[0]
-    assert t.promql_selector() == 'job="a\\"b"'
+    assert target_selector(t) == 'job="a\\"b"'
 
 
 @pytest.mark.parametrize(

@@ -105,7 +105,9 @@ async def open_rig(tmp_path: Path) -> AsyncIterator[Rig]:
         http = await stack.enter_async_context(httpx.AsyncClient())
         controller = Controller(
             policy=policy,
-            source=PrometheusSource(http, base_url=prom.url, timeout_seconds=5),
+            source=PrometheusSource(
+                http, base_url=prom.url, timeout_seconds=5, rate_window_seconds=60
+            ),
             actuator=KubernetesActuator(api, clock=clock),
             metrics=ScalerMetrics(),
             clock=clock,

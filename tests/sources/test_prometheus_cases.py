@@ -169,7 +169,9 @@ async def test_case_04_connection_refused_is_transport(http_client: object) -> N
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     async with httpx.AsyncClient() as client:
-        source = PrometheusSource(client, base_url=f"http://127.0.0.1:{port}", timeout_seconds=2)
+        source = PrometheusSource(
+            client, base_url=f"http://127.0.0.1:{port}", timeout_seconds=2, rate_window_seconds=60
+        )
         result = await source.read([target()], {KEY: snapshot(pods(9))})
     assert {o.status for o in result.queries.values()} == {SignalStatus.TRANSPORT}
     for r in result.readings(KEY).values():

@@ -116,7 +116,9 @@ async def test_bearer_token_is_reread_on_every_request(
         bearer_token_file=token, ca_file=None, timeout_seconds=5, headers={"X-Scope-OrgID": "t1"}
     )
     async with client:
-        source = PrometheusSource(client, base_url=fake_prom.url + "/", timeout_seconds=5)
+        source = PrometheusSource(
+            client, base_url=fake_prom.url + "/", timeout_seconds=5, rate_window_seconds=60
+        )
         await source.read([target()], {KEY: snapshot(["pod-0"])})
         token.write_text("rotated-token")
         await source.read([target()], {KEY: snapshot(["pod-0"])})
@@ -132,7 +134,9 @@ async def test_unreadable_token_file_is_transport_not_a_crash(
     async with build_http_client(
         bearer_token_file=tmp_path / "missing", ca_file=None, timeout_seconds=5
     ) as client:
-        source = PrometheusSource(client, base_url=fake_prom.url, timeout_seconds=5)
+        source = PrometheusSource(
+            client, base_url=fake_prom.url, timeout_seconds=5, rate_window_seconds=60
+        )
         result = await source.read([target()], {KEY: snapshot(["pod-0"])})
     r = result.readings(KEY)[SignalName.QUEUE_DEPTH]
     assert r.status is SignalStatus.TRANSPORT
@@ -150,7 +154,9 @@ async def test_token_file_failing_after_start_names_the_file_never_the_content(
     token.write_text("good-token")
     fake_prom.set(waiting=per_pod({"pod-0": "1"}))
     async with build_http_client(bearer_token_file=token, ca_file=None, timeout_seconds=5) as c:
-        source = PrometheusSource(c, base_url=fake_prom.url, timeout_seconds=5)
+        source = PrometheusSource(
+            c, base_url=fake_prom.url, timeout_seconds=5, rate_window_seconds=60
+        )
         ok = await source.read([target()], {KEY: snapshot(["pod-0"])})
         token.write_bytes(b"\xff\xfeSECRET-half-rotated")  # a rotation caught mid-write
         bad = await source.read([target()], {KEY: snapshot(["pod-0"])})
@@ -214,15 +220,15 @@ async def test_ca_file_verifies_prometheus_tls(tls_prom: tuple[str, Path]) -> No
     url, cert = tls_prom
     t = target(signals={"kv_cache_usage": {"enabled": False}, "ttft_p95": {"enabled": False}})
     async with build_http_client(bearer_token_file=None, ca_file=cert, timeout_seconds=5) as c:
-        result = await PrometheusSource(c, base_url=url, timeout_seconds=5).read(
-            [t], {KEY: snapshot(["pod-0"])}
-        )
+        result = await PrometheusSource(
+            c, base_url=url, timeout_seconds=5, rate_window_seconds=60
+        ).read([t], {KEY: snapshot(["pod-0"])})
     assert result.readings(KEY)[SignalName.QUEUE_DEPTH].value == 7.0
     # without the CA the certificate is rejected: a transport failure, never a value
     async with build_http_client(bearer_token_file=None, ca_file=None, timeout_seconds=5) as c:
-        result = await PrometheusSource(c, base_url=url, timeout_seconds=5).read(
-            [t], {KEY: snapshot(["pod-0"])}
-        )
+        result = await PrometheusSource(
+            c, base_url=url, timeout_seconds=5, rate_window_seconds=60
+        ).read([t], {KEY: snapshot(["pod-0"])})
     assert result.readings(KEY)[SignalName.QUEUE_DEPTH].status is SignalStatus.TRANSPORT
 
 
@@ -280,13 +286,13 @@ async def test_mutual_tls_client_certificate(mtls_prom: tuple[str, dict[str, Pat
         client_cert_file=f["cli"],
         client_key_file=f["cli-key"],
     ) as c:
-        result = await PrometheusSource(c, base_url=url, timeout_seconds=5).read(
-            [t], {KEY: snapshot(["pod-0"])}
-        )
+        result = await PrometheusSource(
+            c, base_url=url, timeout_seconds=5, rate_window_seconds=60
+        ).read([t], {KEY: snapshot(["pod-0"])})
     assert result.readings(KEY)[SignalName.QUEUE_DEPTH].value == 7.0
     # without the client certificate the server refuses the handshake: transport, no value
     async with build_http_client(bearer_token_file=None, ca_file=f["ca"], timeout_seconds=5) as c:
-        result = await PrometheusSource(c, base_url=url, timeout_seconds=5).read(
-            [t], {KEY: snapshot(["pod-0"])}
-        )
+        result = await PrometheusSource(
+            c, base_url=url, timeout_seconds=5, rate_window_seconds=60
+        ).read([t], {KEY: snapshot(["pod-0"])})
     assert result.readings(KEY)[SignalName.QUEUE_DEPTH].status is SignalStatus.TRANSPORT
