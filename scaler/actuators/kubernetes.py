@@ -645,13 +645,13 @@ class KubernetesActuator:
             except Exception as exc:
                 err = self._classify(exc)
                 if err.outcome is not ScaleOutcome.CONFLICT or attempt == 2:
-                    return self._failed(ref, err, before, replicas, rv, sent, attempt)
+                    return self._failed(ref, err, before, replicas, rv, sent)
                 log.info("scale_conflict_reread", target=ref.key(), resource_version=rv)
                 try:
                     sent += 1
                     fresh = await self._get_scale(ref)
                 except Exception as exc2:
-                    return self._failed(ref, self._classify(exc2), before, replicas, rv, sent, 1)
+                    return self._failed(ref, self._classify(exc2), before, replicas, rv, sent)
                 before, rv = fresh.spec_replicas, fresh.resource_version
                 if before == replicas:
                     return ScaleResult(
@@ -690,7 +690,6 @@ class KubernetesActuator:
         replicas: int,
         rv: str,
         sent: int,
-        attempts: int,
     ) -> ScaleResult:
         what = {
             ScaleOutcome.CONFLICT: "still conflicting after a re-read and retry",
@@ -703,15 +702,8 @@ class KubernetesActuator:
         }.get(err.outcome, err.outcome.value)
         if err.retry_after_seconds is not None:
             what += f" (retry after {err.retry_after_seconds:g}s)"
+        # Not logged here: the result carries the failure, and the controller logs it once.
         message = f"cannot scale {ref.key()} from {before} to {replicas}: {what}: {err.message}"
-        log.warning(
-            "scale_failed",
-            target=ref.key(),
-            outcome=err.outcome.value,
-            http_status=err.http_status,
-            attempts=attempts,
-            message=err.message,
-        )
         return ScaleResult(
             err.outcome,
             message,

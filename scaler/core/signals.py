@@ -39,7 +39,8 @@ class SignalStatus(StrEnum):
     - ``timeout``: the HTTP request timed out on our side.
     - ``transport``: the connection failed (refused, reset, DNS).
     - ``bad_response``: the body was not the Prometheus API's JSON shape.
-    - ``disabled``: the policy switched the signal off (never reaches the decision).
+
+    A signal the policy switches off has no reading at all.
     """
 
     OK = "ok"
@@ -55,7 +56,6 @@ class SignalStatus(StrEnum):
     TIMEOUT = "timeout"
     TRANSPORT = "transport"
     BAD_RESPONSE = "bad_response"
-    DISABLED = "disabled"
 
     @property
     def usable_for_scale_up(self) -> bool:

@@ -6,8 +6,6 @@ The dashboards in ``dashboards/`` and the alerts in ``deploy/`` read exactly the
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -20,7 +18,6 @@ from prometheus_client import (
 )
 
 from scaler import __version__
-from scaler.config.vocabulary import SignalName
 from scaler.core.decide import Decision
 from scaler.core.reasons import Reason
 from scaler.core.signals import SignalStatus
@@ -281,8 +278,6 @@ class ScalerMetrics:
             self.signal_ratio.labels(target, e.name).set(e.ratio if e.ratio is not None else nan)
             self.signal_valid.labels(target, e.name).set(1 if e.valid else 0)
             for status in SignalStatus:
-                if status is SignalStatus.DISABLED:
-                    continue
                 self.signal_status.labels(target, e.name, status).set(
                     1 if status is e.status else 0
                 )
@@ -291,8 +286,3 @@ class ScalerMetrics:
             self.last_reason.labels(target, reason).set(1 if reason is decision.reason else 0)
         if decision.outside_write:
             self.outside_writes.labels(target).inc()
-
-    def record_pods_missing(self, target: str, missing: Iterable[tuple[SignalName, int]]) -> None:
-        """Export ready pods without series, per per-pod signal."""
-        for name, n in missing:
-            self.pods_missing_metrics.labels(target, name).set(n)

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from scaler.config.vocabulary import SignalName
+from scaler.controller.report import report_json
 from scaler.core.reasons import Reason
 from tests.support.controller_harness import (
     KEY,
@@ -501,7 +502,7 @@ async def test_case_07_old_kv_name_is_used_and_reported(make_harness: HarnessFac
     assert (
         h.target_value("vllm_scaler_kv_cache_metric_info", metric="vllm:gpu_cache_usage_perc") == 1
     )
-    assert report.as_json()["kv_cache_metric"] == "vllm:gpu_cache_usage_perc"
+    assert report_json(report)["kv_cache_metric"] == "vllm:gpu_cache_usage_perc"
 
 
 # --- 10: replicas that are still loading must not cause a cascade ------------------------
@@ -537,7 +538,7 @@ async def test_case_10_starting_pods_count_as_asked_for(make_harness: HarnessFac
     assert h.target_value("vllm_scaler_pending_replicas") == 2
     assert h.target_value("vllm_scaler_ready_replicas") == 2
     decision_logs = [e for e in logs if e["event"] == "decision"]
-    assert [(e["pending"], e["ready"], e["reason"]) for e in decision_logs] == [
+    assert [(e["starting"], e["ready"], e["reason"]) for e in decision_logs] == [
         (2, 2, "waiting_for_pending")
     ]
 

@@ -32,7 +32,7 @@ import httpx
 import pytest
 import structlog
 
-from scaler.controller.loop import TargetReport
+from scaler.controller.report import TargetReport
 from scaler.core.decide import Decision
 from scaler.core.observation import PodInfo, WorkloadSnapshot
 from scaler.core.state import TargetState

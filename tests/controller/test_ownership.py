@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from scaler.config.policy import parse_policy
-from scaler.controller.loop import PAUSED_ANNOTATION, PINNED_ANNOTATION
+from scaler.controller.overrides import PAUSED_ANNOTATION, PINNED_ANNOTATION
 from tests.support.controller_harness import (
     KEY,
     NAME,

@@ -39,7 +39,8 @@ from kubernetes_asyncio.client import ApiClient
 
 from scaler.actuators.kubernetes import KubernetesActuator, build_api_client
 from scaler.config.policy import Policy, parse_policy
-from scaler.controller.loop import Controller, TargetReport
+from scaler.controller.loop import Controller
+from scaler.controller.report import TargetReport
 from scaler.sim.kubeapi import KubeApiServer, KubeStore, RecordedRequest, write_kubeconfig
 from scaler.sources.prometheus import PrometheusSource
 from scaler.telemetry.metrics import ScalerMetrics
