@@ -445,7 +445,7 @@ def recommend(
     if asked < current:
         held = _scale_down_guard(counts, evaluations, asked)
     elif asked == current:
-        held = _pending_guard(policy, counts, usable, settling=settling, window=window)
+        held = _starting_guard(policy, counts, usable, settling=settling, window=window)
     else:
         held = None
     return Recommended(current if held else asked, driving, held)
@@ -462,7 +462,7 @@ def _scale_down_guard(
             + _describe_invalid(blocking)
         )
     if counts.starting > 0:
-        return Reason.WAITING_FOR_PENDING, (
+        return Reason.WAITING_FOR_STARTING, (
             f"{counts.starting} replica(s) still starting; no scale-down until ready"
         )
     if counts.terminating > 0 or counts.live > counts.current:
@@ -473,7 +473,7 @@ def _scale_down_guard(
     return None
 
 
-def _pending_guard(
+def _starting_guard(
     policy: TargetPolicy,
     counts: ReplicaCounts,
     usable: list[SignalEvaluation],
@@ -484,7 +484,7 @@ def _pending_guard(
     """Why a hold at the current replicas is the starting replicas' doing, if it is."""
     current = counts.current
     if counts.starting > 0 and any((e.demand_replicas or 0) > counts.ready for e in usable):
-        return Reason.WAITING_FOR_PENDING, (
+        return Reason.WAITING_FOR_STARTING, (
             f"demand is covered by {current} replicas asked for, "
             f"{counts.starting} of them still starting"
         )
@@ -498,7 +498,7 @@ def _pending_guard(
     if not lagging:
         return None
     settle = _TTFT_SETTLE_WINDOWS * window
-    return Reason.WAITING_FOR_PENDING, (
+    return Reason.WAITING_FOR_STARTING, (
         f"ttft_p95 {lagging[0].value:.3g} s may still count requests that queued "
         f"before the replicas started within the last {settle:.0f} s served; "
         f"holding {current}"

@@ -57,7 +57,8 @@ class ScalerMetrics:
         self.ready_replicas = Gauge(
             "vllm_scaler_ready_replicas", "Live pods whose Ready condition is True.", t, registry=r
         )
-        self.pending_replicas = Gauge(
+        # Starting replicas; the metric keeps its first name (see scaler.core.reasons).
+        self.starting_replicas = Gauge(
             "vllm_scaler_pending_replicas",
             "Replicas asked for that are not ready yet and younger than the model load timeout.",
             t,
@@ -264,7 +265,7 @@ class ScalerMetrics:
         self.desired_replicas.labels(target).set(decision.desired_replicas)
         self.recommended_replicas.labels(target).set(decision.recommended_replicas)
         self.ready_replicas.labels(target).set(c.ready)
-        self.pending_replicas.labels(target).set(c.starting)
+        self.starting_replicas.labels(target).set(c.starting)
         self.stuck_replicas.labels(target).set(c.stuck)
         self.terminating_replicas.labels(target).set(c.terminating)
         self.min_replicas.labels(target).set(min_replicas)

@@ -533,7 +533,7 @@ async def test_case_10_starting_pods_count_as_asked_for(make_harness: HarnessFac
     assert (d.replicas.ready, d.replicas.starting) == (2, 2)
     # 44 waiting against the 4 replicas asked for: ratio 1.1, demand ceil(44/10) = 5 covered
     assert d.signals[0].value == 11.0 and d.signals[0].demand_replicas == 5
-    assert (d.desired_replicas, d.reason) == (4, Reason.WAITING_FOR_PENDING)
+    assert (d.desired_replicas, d.reason) == (4, Reason.WAITING_FOR_STARTING)
     assert_hold(h, 4, 1)  # never 4 x 22 / 10 -> 9
     assert h.target_value("vllm_scaler_pending_replicas") == 2
     assert h.target_value("vllm_scaler_ready_replicas") == 2

@@ -225,7 +225,7 @@ def test_case_10_starting_pods_count_as_capacity_asked_for(policy):
     d1 = decide(policy, o, state, 30.0)
     assert d1.desired_replicas in (4, 5)
     assert d1.desired_replicas == 4  # 44 / (10 x 4) = 1.1 is inside the band
-    assert d1.reason is Reason.WAITING_FOR_PENDING
+    assert d1.reason is Reason.WAITING_FOR_STARTING
     # Ten more cycles of the same busy ready pods never cascade.
     for i in range(10):
         d1 = decide(policy, o, d1.state, 60.0 + 30 * i)
@@ -243,7 +243,7 @@ def test_no_scale_down_while_replicas_start(policy):
     o = obs(4, ok(Q, 2, pods=2), ok(KV, 0.2, pods=2), idle_ttft(), ready=2, starting=2)
     state = TargetState.seeded(4, -1000.0)
     d = decide(policy, o, state, 0.0)
-    assert d.desired_replicas == 4 and d.reason is Reason.WAITING_FOR_PENDING
+    assert d.desired_replicas == 4 and d.reason is Reason.WAITING_FOR_STARTING
 
 
 def test_ttft_doubles_at_most_per_decision():
@@ -263,7 +263,7 @@ def test_ttft_asks_for_nothing_more_while_replicas_start():
     o = obs(4, ok(TTFT, 6.0), ready=2, starting=2)
     d = decide(policy, o, None, 0.0)
     assert d.desired_replicas == 4  # TTFT lags until the 2 starting replicas serve
-    assert d.reason is Reason.WAITING_FOR_PENDING
+    assert d.reason is Reason.WAITING_FOR_STARTING
     o = obs(4, ok(TTFT, 6.0), ready=4, starting=0)
     d = decide(policy, o, d.state, 120.0)
     assert d.desired_replicas == 8  # two rate windows later: ceil(min(3.0, 2) x 4)
@@ -281,7 +281,7 @@ def test_ttft_holds_for_one_rate_window_after_replicas_become_ready():
     ready = obs(4, ok(TTFT, 6.0), ready=4, starting=0)
     held = decide(policy, ready, d.state, 105.0)
     assert held.desired_replicas == 4
-    assert held.reason is Reason.WAITING_FOR_PENDING
+    assert held.reason is Reason.WAITING_FOR_STARTING
     assert "ttft_p95 6 s" in held.message
     assert held.signals[0].ratio == 3.0  # the reading is reported unchanged
     assert decide(policy, ready, d.state, 120.0).desired_replicas == 8

@@ -19,9 +19,9 @@ import pytest
 from aiohttp import web
 
 from scaler.actuators.kubernetes import (
+    ApiFailure,
     KubeApiError,
     KubernetesActuator,
-    ScaleOutcome,
     build_api_client,
 )
 from scaler.controller.loop import Controller
@@ -156,10 +156,10 @@ async def test_unanswered_api_is_transport_and_the_cycle_goes_on(
             actuator = KubernetesActuator(api, clock=h.clock, request_timeout=0.3)
             with pytest.raises(KubeApiError) as info:
                 await actuator.read(h.policy.targets[0].workload)
-            assert info.value.outcome is ScaleOutcome.TRANSPORT
+            assert info.value.outcome is ApiFailure.TRANSPORT
             snap = WorkloadSnapshot(NS, 2, 2, "app=vllm", "1")
             result = await actuator.scale(h.policy.targets[0].workload, 6, current=snap)
-            assert result.outcome is ScaleOutcome.TRANSPORT and not result.ok
+            assert result.outcome is ApiFailure.TRANSPORT and not result.ok
             assert "cannot reach the API server" in result.message
 
             metrics = ScalerMetrics()
