@@ -14,8 +14,9 @@ from scaler.core.decide import Decision
 from scaler.core.reasons import Reason
 from scaler.core.signals import SignalStatus
 from scaler.core.state import TargetState, record_write
+from tests.support.policies import case_target
 
-from .builders import KV, TTFT, Q, bad, decide, idle_ttft, make_policy, obs, ok
+from .builders import KV, TTFT, Q, bad, decide, idle_ttft, obs, ok
 
 
 def run(policy, cycles, *, start=0.0, interval=30.0, state=None) -> list[Decision]:
@@ -82,7 +83,7 @@ def test_case_02_nan_does_not_block_scale_up_from_another_signal(policy):
 
 
 def test_case_02c_huge_value_clamps_to_max_never_wraps():
-    policy = make_policy(
+    policy = case_target(
         signals={"queue_depth": {"target_per_replica": 0.1}},
         scale_up={
             "stabilization_window_seconds": 0,
@@ -100,7 +101,7 @@ def test_case_02c_huge_value_clamps_to_max_never_wraps():
 
 
 def test_case_02c_with_default_step_limit_still_reports_the_clamp():
-    policy = make_policy(signals={"queue_depth": {"target_per_replica": 0.1}})
+    policy = case_target(signals={"queue_depth": {"target_per_replica": 0.1}})
     d = decide(
         policy, obs(4, ok(Q, 214748365, pods=1), ok(KV, 0.4, pods=4), idle_ttft()), None, 0.0
     )
@@ -133,7 +134,7 @@ def test_case_03_idle_scales_down_to_min_after_window(policy):
 
 
 def test_case_03_idle_scales_to_min_with_unlimited_step():
-    policy = make_policy(
+    policy = case_target(
         scale_down={"stabilization_window_seconds": 300, "max_replicas_per_period": 10}
     )
     state = decide(policy, obs(4, *all_good(4, 0, 0.0)), None, 0.0).state
@@ -143,7 +144,7 @@ def test_case_03_idle_scales_to_min_with_unlimited_step():
 
 
 def test_case_03_counter_case_nan_with_traffic_blocks_scale_down():
-    policy = make_policy(
+    policy = case_target(
         scale_down={"stabilization_window_seconds": 300, "max_replicas_per_period": 10}
     )
     state = decide(policy, obs(4, *all_good(4, 0, 0.0)), None, 0.0).state
@@ -158,7 +159,7 @@ def test_case_03_counter_case_nan_with_traffic_blocks_scale_down():
 
 
 def test_case_04_outage_then_partial_coverage_holds_then_window_of_good_samples(policy):
-    policy = make_policy(
+    policy = case_target(
         scale_down={"stabilization_window_seconds": 300, "max_replicas_per_period": 10}
     )
     cycles = [obs(9, ok(Q, 90, pods=9), ok(KV, 9 * 0.8, pods=9), ok(TTFT, 2.0))]
@@ -217,7 +218,7 @@ def test_case_07_absent_kv_blocks_scale_down_allows_scale_up(policy):
 
 
 def test_case_10_starting_pods_count_as_capacity_asked_for(policy):
-    policy = make_policy(model_load_timeout_seconds=600)
+    policy = case_target(model_load_timeout_seconds=600)
     d0 = decide(policy, obs(2, ok(Q, 40, pods=2), ok(KV, 0.6, pods=2), idle_ttft()), None, 0.0)
     assert d0.desired_replicas == 4
     state = record_write(d0.state, from_replicas=2, to_replicas=4, now=0.0)
@@ -233,7 +234,7 @@ def test_case_10_starting_pods_count_as_capacity_asked_for(policy):
 
 
 def test_case_10_more_demand_than_asked_for_still_scales_up():
-    policy = make_policy()
+    policy = case_target()
     o = obs(4, ok(Q, 60, pods=2), ok(KV, 0.6, pods=2), idle_ttft(), ready=2, starting=2)
     d = decide(policy, o, None, 0.0)
     assert d.desired_replicas == 6  # ceil(60 / 10), never 4 x 30 / 10 = 12
@@ -247,7 +248,7 @@ def test_no_scale_down_while_replicas_start(policy):
 
 
 def test_ttft_doubles_at_most_per_decision():
-    policy = make_policy(
+    policy = case_target(
         signals={"queue_depth": {"enabled": False}, "kv_cache_usage": {"enabled": False}},
         scale_up={"stabilization_window_seconds": 0, "max_replicas_per_period": 100},
     )
@@ -257,7 +258,7 @@ def test_ttft_doubles_at_most_per_decision():
 
 
 def test_ttft_asks_for_nothing_more_while_replicas_start():
-    policy = make_policy(
+    policy = case_target(
         signals={"queue_depth": {"enabled": False}, "kv_cache_usage": {"enabled": False}}
     )
     o = obs(4, ok(TTFT, 6.0), ready=2, starting=2)
@@ -273,7 +274,7 @@ def test_ttft_holds_for_one_rate_window_after_replicas_become_ready():
     # The TTFT quantile over rate(...[W]) still counts requests that queued before the new
     # replicas served: for 2 W after the last cycle that saw replicas starting it may not ask
     # for more than the replicas asked for (the queue and KV cache still may).
-    policy = make_policy(
+    policy = case_target(
         signals={"queue_depth": {"enabled": False}, "kv_cache_usage": {"enabled": False}}
     )
     d = decide(policy, obs(4, ok(TTFT, 6.0), ready=2, starting=2), None, 0.0)
@@ -293,7 +294,7 @@ def test_ttft_holds_for_one_rate_window_after_replicas_become_ready():
 
 
 def test_queue_still_scales_up_while_ttft_settles():
-    policy = make_policy()
+    policy = case_target()
     d = decide(
         policy,
         obs(4, ok(Q, 20, pods=2), ok(KV, 1.0, pods=2), ok(TTFT, 6.0), ready=2, starting=2),
@@ -307,7 +308,7 @@ def test_queue_still_scales_up_while_ttft_settles():
 
 
 def test_ttft_settle_time_survives_a_clock_jump_back():
-    policy = make_policy(
+    policy = case_target(
         signals={"queue_depth": {"enabled": False}, "kv_cache_usage": {"enabled": False}}
     )
     d = decide(policy, obs(4, ok(TTFT, 6.0), ready=2, starting=2), None, 5000.0)
@@ -353,7 +354,7 @@ def test_case_12_missing_pod_blocks_scale_down(policy):
 
 
 def _queue_only(**kw):
-    return make_policy(
+    return case_target(
         max_replicas=20,
         signals={
             "queue_depth": {"target_per_replica": 4},
@@ -414,19 +415,19 @@ def test_restart_never_scales_down_at_once(policy):
 
 
 def test_current_below_min_is_raised_to_min():
-    policy = make_policy(min_replicas=3)
+    policy = case_target(min_replicas=3)
     d = decide(policy, obs(1, *all_good(1, 5, 0.5)), None, 0.0)
     assert d.desired_replicas == 3 and d.reason is Reason.AT_MIN
 
 
 def test_current_above_max_is_lowered_to_max():
-    policy = make_policy(max_replicas=4)
+    policy = case_target(max_replicas=4)
     d = decide(policy, obs(7, *all_good(7, 70, 0.8)), None, 0.0)
     assert d.desired_replicas == 4 and d.reason is Reason.AT_MAX
 
 
 def test_scale_up_stabilization_window_takes_lowest_recommendation():
-    policy = make_policy(
+    policy = case_target(
         scale_up={"stabilization_window_seconds": 60, "max_replicas_per_period": 10}
     )
     d0 = decide(policy, obs(2, *all_good(2, 20, 0.4)), None, 0.0)
@@ -437,7 +438,7 @@ def test_scale_up_stabilization_window_takes_lowest_recommendation():
 
 
 def test_step_limit_counts_earlier_scale_ups_in_the_period():
-    policy = make_policy(
+    policy = case_target(
         max_replicas=50,
         scale_up={
             "stabilization_window_seconds": 0,
@@ -459,7 +460,7 @@ def test_step_limit_counts_earlier_scale_ups_in_the_period():
 
 
 def test_scale_down_reason_and_message_name_the_driving_signal():
-    policy = make_policy(
+    policy = case_target(
         scale_down={"stabilization_window_seconds": 0, "max_replicas_per_period": 10}
     )
     d = decide(policy, obs(6, ok(Q, 20, pods=6), ok(KV, 6 * 0.2, pods=6), idle_ttft()), None, 0.0)

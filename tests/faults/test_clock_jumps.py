@@ -10,11 +10,12 @@ import pytest
 from scaler.core.decide import Decision, Direction
 from scaler.core.reasons import Reason
 from scaler.core.state import TargetState, record_write
-from tests.core.builders import KV, TTFT, Q, decide, make_policy, obs, ok
+from tests.core.builders import KV, TTFT, Q, decide, obs, ok
 from tests.faults.helpers import names, quiet
 from tests.support.controller_harness import HarnessFactory
+from tests.support.policies import case_target
 
-POLICY = make_policy()
+POLICY = case_target()
 
 
 def step(state: TargetState | None, current: int, queue: float, now: float) -> Decision:
@@ -111,7 +112,7 @@ async def test_controller_survives_a_backward_clock_jump(make_harness: HarnessFa
 def test_step_limit_never_reverses_a_scale_up_after_an_outside_write() -> None:
     """Found by tests/properties: we scaled 1 -> 4, someone set 2, the signals ask for 3.
     The up limit (start of period = 2 - 3 moved, floored at 0, plus 1) was 1: a scale-down."""
-    policy = make_policy(
+    policy = case_target(
         max_replicas=3,
         tolerance={"scale_up": 0, "scale_down": 0},
         scale_up={
