@@ -43,6 +43,7 @@ def all_good(current: int, waiting: float, kv_each: float = 0.1) -> tuple:
 
 
 def test_case_01_all_empty_holds_current(policy):
+    """Case 01: an empty answer for every signal is no data, never zero load: hold the replicas."""
     first = decide(policy, obs(6, *all_good(6, 48)), None, 0.0)
     empty = obs(
         6, bad(Q, SignalStatus.EMPTY), bad(KV, SignalStatus.EMPTY), bad(TTFT, SignalStatus.EMPTY)
@@ -60,12 +61,20 @@ def test_case_01_all_empty_holds_current(policy):
 @pytest.mark.parametrize(
     ("readings", "status"),
     [
-        ((bad(Q, SignalStatus.NAN), ok(KV, 4 * 0.5, pods=4), idle_ttft()), SignalStatus.NAN),
-        ((ok(Q, 8, pods=4), bad(KV, SignalStatus.INF), idle_ttft()), SignalStatus.INF),
+        pytest.param(
+            (bad(Q, SignalStatus.NAN), ok(KV, 4 * 0.5, pods=4), idle_ttft()),
+            SignalStatus.NAN,
+            id="a: queue NaN holds",
+        ),
+        pytest.param(
+            (ok(Q, 8, pods=4), bad(KV, SignalStatus.INF), idle_ttft()),
+            SignalStatus.INF,
+            id="b: KV cache +Inf holds",
+        ),
     ],
-    ids=["a-queue-nan", "b-kv-inf"],
 )
 def test_case_02_non_finite_signal_is_invalid_and_holds(policy, readings, status):
+    """Case 02: a NaN or +Inf reading makes its signal invalid (never 0, never huge): hold."""
     d = decide(policy, obs(4, *readings), None, 0.0)
     assert d.desired_replicas == 4
     assert d.reason is Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL
@@ -74,6 +83,7 @@ def test_case_02_non_finite_signal_is_invalid_and_holds(policy, readings, status
 
 
 def test_case_02_nan_does_not_block_scale_up_from_another_signal(policy):
+    """Case 02: a NaN signal does not stop a scale-up another valid signal asks for."""
     d = decide(
         policy, obs(4, bad(Q, SignalStatus.NAN), ok(KV, 4 * 1.0, pods=4), idle_ttft()), None, 0.0
     )
@@ -83,6 +93,8 @@ def test_case_02_nan_does_not_block_scale_up_from_another_signal(policy):
 
 
 def test_case_02c_huge_value_clamps_to_max_never_wraps():
+    """Case 02c: a huge finite value is computed in floating point and clamped to max, never
+    wrapped."""
     policy = case_target(
         signals={"queue_depth": {"target_per_replica": 0.1}},
         scale_up={
@@ -101,6 +113,8 @@ def test_case_02c_huge_value_clamps_to_max_never_wraps():
 
 
 def test_case_02c_with_default_step_limit_still_reports_the_clamp():
+    """Case 02c: under the default step limit a huge value still reports the max clamp among the
+    limits."""
     policy = case_target(signals={"queue_depth": {"target_per_replica": 0.1}})
     d = decide(
         policy, obs(4, ok(Q, 214748365, pods=1), ok(KV, 0.4, pods=4), idle_ttft()), None, 0.0
@@ -114,6 +128,8 @@ def test_case_02c_with_default_step_limit_still_reports_the_clamp():
 
 
 def test_case_03_idle_scales_down_to_min_after_window(policy):
+    """Case 03: an idle TTFT (NaN at zero request rate) is valid and lets the target go to min
+    after the window."""
     idle = obs(4, ok(Q, 0, pods=4), ok(KV, 0.0, pods=4), idle_ttft())
     state = None
     replicas = 4
@@ -134,6 +150,8 @@ def test_case_03_idle_scales_down_to_min_after_window(policy):
 
 
 def test_case_03_idle_scales_to_min_with_unlimited_step():
+    """Case 03: idle, with no step limit, the target goes to min in one step once the window has
+    passed."""
     policy = case_target(
         scale_down={"stabilization_window_seconds": 300, "max_replicas_per_period": 10}
     )
@@ -144,6 +162,7 @@ def test_case_03_idle_scales_to_min_with_unlimited_step():
 
 
 def test_case_03_counter_case_nan_with_traffic_blocks_scale_down():
+    """Case 03: a NaN TTFT while requests flow is invalid and blocks the scale-down."""
     policy = case_target(
         scale_down={"stabilization_window_seconds": 300, "max_replicas_per_period": 10}
     )
@@ -159,6 +178,8 @@ def test_case_03_counter_case_nan_with_traffic_blocks_scale_down():
 
 
 def test_case_04_outage_then_partial_coverage_holds_then_window_of_good_samples(policy):
+    """Case 04: an outage and then partial data hold; scale down only after a whole window of good
+    samples."""
     policy = case_target(
         scale_down={"stabilization_window_seconds": 300, "max_replicas_per_period": 10}
     )
@@ -186,6 +207,7 @@ def test_case_04_outage_then_partial_coverage_holds_then_window_of_good_samples(
 
 
 def test_case_05_timeout_on_ttft_blocks_scale_down(policy):
+    """Case 05: one signal unavailable (TTFT timeout) means no scale-down."""
     state = decide(policy, obs(5, *all_good(5, 0)), None, -400.0).state
     o = obs(5, ok(Q, 0, pods=5), ok(KV, 0.5, pods=5), bad(TTFT, SignalStatus.QUERY_ERROR))
     d = decide(policy, o, state, 0.0)
@@ -195,6 +217,7 @@ def test_case_05_timeout_on_ttft_blocks_scale_down(policy):
 
 
 def test_case_05_scale_up_uses_the_valid_signals(policy):
+    """Case 05: with one signal unavailable, scale-up still uses the valid signals."""
     o = obs(5, ok(Q, 80, pods=5), ok(KV, 0.5, pods=5), bad(TTFT, SignalStatus.QUERY_ERROR))
     d = decide(policy, o, None, 0.0)
     assert d.desired_replicas == 8
@@ -205,6 +228,7 @@ def test_case_05_scale_up_uses_the_valid_signals(policy):
 
 
 def test_case_07_absent_kv_blocks_scale_down_allows_scale_up(policy):
+    """Case 07: an absent KV-cache signal blocks scale-down and allows scale-up on the others."""
     state = decide(policy, obs(4, *all_good(4, 0)), None, -400.0).state
     low = obs(4, ok(Q, 6, pods=4), bad(KV, SignalStatus.ABSENT), idle_ttft())
     d = decide(policy, low, state, 0.0)
@@ -218,6 +242,8 @@ def test_case_07_absent_kv_blocks_scale_down_allows_scale_up(policy):
 
 
 def test_case_10_starting_pods_count_as_capacity_asked_for(policy):
+    """Case 10: demand is compared with the replicas asked for (starting ones included), never only
+    the ready ones."""
     policy = case_target(model_load_timeout_seconds=600)
     d0 = decide(policy, obs(2, ok(Q, 40, pods=2), ok(KV, 0.6, pods=2), idle_ttft()), None, 0.0)
     assert d0.desired_replicas == 4
@@ -234,6 +260,7 @@ def test_case_10_starting_pods_count_as_capacity_asked_for(policy):
 
 
 def test_case_10_more_demand_than_asked_for_still_scales_up():
+    """Case 10: demand above the replicas asked for still scales up while replicas are starting."""
     policy = case_target()
     o = obs(4, ok(Q, 60, pods=2), ok(KV, 0.6, pods=2), idle_ttft(), ready=2, starting=2)
     d = decide(policy, o, None, 0.0)
@@ -323,6 +350,7 @@ def test_ttft_settle_time_survives_a_clock_jump_back():
 
 
 def test_case_11_after_scale_down_waits_for_drain(policy):
+    """Case 11: after a scale-down, no further scale-down while removed pods are still draining."""
     # The source dropped pod-c's series; two ready pods with 0 and 1 waiting, pod-c terminating.
     state = TargetState.seeded(2, -1000.0)
     o = obs(2, ok(Q, 1, pods=2), ok(KV, 0.1, pods=2), idle_ttft(), terminating=1)
@@ -335,6 +363,7 @@ def test_case_11_after_scale_down_waits_for_drain(policy):
 
 
 def test_case_12_missing_pod_counts_as_zero_for_scale_up(policy):
+    """Case 12: a ready pod without series counts as zero load for a scale-up."""
     o = obs(4, ok(Q, 83, pods=3, missing=1), ok(KV, 1.5, pods=3, missing=1), idle_ttft())
     d = decide(policy, o, None, 0.0)
     assert d.recommended_replicas == 9
@@ -343,6 +372,7 @@ def test_case_12_missing_pod_counts_as_zero_for_scale_up(policy):
 
 
 def test_case_12_missing_pod_blocks_scale_down(policy):
+    """Case 12: a ready pod without series blocks a scale-down (partial coverage)."""
     state = TargetState.seeded(4, -1000.0)
     o = obs(4, ok(Q, 3, pods=3, missing=1), ok(KV, 0.3, pods=3, missing=1), idle_ttft())
     d = decide(policy, o, state, 0.0)
@@ -369,15 +399,35 @@ def _queue_only(**kw):
 @pytest.mark.parametrize(
     ("tolerance", "waiting", "expected", "reason"),
     [
-        ({"scale_up": 0.1, "scale_down": 0.1}, 41, 10, Reason.WITHIN_TOLERANCE),
-        ({"scale_up": 0.1, "scale_down": 0.1}, 44, 10, Reason.WITHIN_TOLERANCE),  # exactly 1.10
-        ({"scale_up": 0.1, "scale_down": 0.1}, 45, 12, Reason.SCALE_UP),
-        ({"scale_up": 0.0, "scale_down": 0.1}, 41, 11, Reason.SCALE_UP),
-        ({"scale_up": 0.0, "scale_down": 0.1}, 36, 10, Reason.WITHIN_TOLERANCE),  # exactly 0.90
-        ({"scale_up": 0.0, "scale_down": 0.1}, 35, 9, Reason.SCALE_DOWN),
+        pytest.param(
+            {"scale_up": 0.1, "scale_down": 0.1}, 41, 10, Reason.WITHIN_TOLERANCE,
+            id="1.025 within 0.1 holds",
+        ),
+        pytest.param(
+            {"scale_up": 0.1, "scale_down": 0.1}, 44, 10, Reason.WITHIN_TOLERANCE,
+            id="exactly 1.10 holds",
+        ),
+        pytest.param(
+            {"scale_up": 0.1, "scale_down": 0.1}, 45, 12, Reason.SCALE_UP,
+            id="1.125 above 1.10 scales up",
+        ),
+        pytest.param(
+            {"scale_up": 0.0, "scale_down": 0.1}, 41, 11, Reason.SCALE_UP,
+            id="up tolerance 0: 1.025 scales up",
+        ),
+        pytest.param(
+            {"scale_up": 0.0, "scale_down": 0.1}, 36, 10, Reason.WITHIN_TOLERANCE,
+            id="exactly 0.90 holds",
+        ),
+        pytest.param(
+            {"scale_up": 0.0, "scale_down": 0.1}, 35, 9, Reason.SCALE_DOWN,
+            id="0.875 below 0.90 scales down",
+        ),
     ],
-)
+)  # fmt: skip
 def test_case_15_tolerance_boundaries(tolerance, waiting, expected, reason):
+    """Case 15: the tolerance bands are strict and separate: exactly 1.10 or 0.90 holds, beyond
+    them moves."""
     policy = _queue_only(tolerance=tolerance)
     d = decide(policy, obs(10, ok(Q, waiting, pods=10)), TargetState.seeded(10, -10.0), 0.0)
     assert (d.desired_replicas, d.reason) == (expected, reason)
@@ -387,6 +437,8 @@ def test_case_15_tolerance_boundaries(tolerance, waiting, expected, reason):
 
 
 def test_case_16_outside_write_is_noticed_and_reapplied_at_most_once_per_cooldown(policy):
+    """Case 16: an outside write of spec.replicas is noticed and re-applied at most once per
+    cooldown."""
     busy = (ok(Q, 60, pods=2), ok(KV, 1.0, pods=2), idle_ttft())
     state = record_write(TargetState.seeded(6, -100.0), from_replicas=2, to_replicas=6, now=0.0)
     state = replace(state, scale_events=())

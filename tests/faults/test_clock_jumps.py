@@ -36,7 +36,15 @@ def test_backward_jump_does_not_block_scale_up() -> None:
     assert "stabilization" not in d.limits
 
 
-@pytest.mark.parametrize("jump", [1.0, 60.0, 3600.0, 86_400.0 * 365])
+@pytest.mark.parametrize(
+    "jump",
+    [
+        pytest.param(1.0, id="1 s"),
+        pytest.param(60.0, id="1 min"),
+        pytest.param(3600.0, id="1 h"),
+        pytest.param(86_400.0 * 365, id="1 year"),
+    ],
+)
 def test_backward_jump_never_scales_down(jump: float) -> None:
     # busy for five minutes at 8 replicas, then the load drops and the clock jumps back
     now = 50_000.0
@@ -70,7 +78,10 @@ def test_forward_jump_lets_windows_expire_and_steps_stay_limited() -> None:
     assert (d.direction, d.desired_replicas, d.reason) == (Direction.DOWN, 7, Reason.STEP_LIMITED)
 
 
-@pytest.mark.parametrize("forward", [True, False], ids=["both_ways", "backward_only"])
+@pytest.mark.parametrize(
+    "forward",
+    [pytest.param(True, id="both ways"), pytest.param(False, id="backward only")],
+)
 def test_random_jumps_never_crash_and_state_stays_bounded(forward: bool) -> None:
     rnd = random.Random(7)
     state: TargetState | None = None

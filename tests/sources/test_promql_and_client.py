@@ -81,13 +81,13 @@ def test_query_plan_uses_each_targets_quantile() -> None:
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [
-        ("3", 3.0),
-        ("0.125", 0.125),
-        ("1e-05", 1e-05),
-        ("-2", -2.0),
-        ("+Inf", math.inf),
-        ("-Inf", -math.inf),
-        ("214748365", 214748365.0),
+        pytest.param("3", 3.0, id="integer"),
+        pytest.param("0.125", 0.125, id="decimal"),
+        pytest.param("1e-05", 1e-05, id="exponent"),
+        pytest.param("-2", -2.0, id="negative"),
+        pytest.param("+Inf", math.inf, id="+Inf"),
+        pytest.param("-Inf", -math.inf, id="-Inf"),
+        pytest.param("214748365", 214748365.0, id="above int32 over 10"),
     ],
 )
 def test_parse_sample_value(raw: str, expected: float) -> None:
