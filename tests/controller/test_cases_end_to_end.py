@@ -1,4 +1,4 @@
-"""Each shared case (/work/shared/cases) through the real code path.
+"""Each shared case (../shared/cases) through the real code path.
 
 Per test: the Kubernetes stand-in (``KubeStore`` + ``KubeApiServer``) over HTTP with Deployment
 ``llm/vllm`` and the case's pods, reached through a kubeconfig and the real kubernetes-asyncio
@@ -334,8 +334,7 @@ async def test_case_03_counter_case_nan_with_traffic_blocks_scale_down(
 async def test_case_04_outage_then_partial_holds_until_a_good_window(
     make_harness: HarnessFactory,
 ) -> None:
-    """Case 04: an outage and then one series of nine hold; a scale-down waits for a window of good
-    data."""
+    """Case 04: an outage, then 1 series of 9, hold; scale-down waits a window of good data."""
     case_file("04-outage-then-partial.md")
     nine = pods(9)
     h = await make_harness(
@@ -458,8 +457,7 @@ async def test_case_05_ttft_query_error_blocks_scale_down_not_scale_up(
 async def test_case_07_no_kv_name_is_absent_blocks_down_allows_up(
     make_harness: HarnessFactory,
 ) -> None:
-    """Case 07: neither KV-cache name while the pods are scraped is 'absent': no scale-down,
-    scale-up allowed."""
+    """Case 07: no KV-cache name while pods are scraped is 'absent': no scale-down, scale-up ok."""
     case_file("07-renamed-kv-metric.md")
     four = pods(4)
     h = await make_harness(replicas=4, ready=four)
@@ -603,8 +601,7 @@ async def test_case_11_stale_series_are_dropped_not_counted(
 async def test_case_12_pod_without_series_counts_as_zero_load(
     make_harness: HarnessFactory,
 ) -> None:
-    """Case 12: one pod's failed scrape does not stall the cycle; it counts as zero load for a
-    scale-up."""
+    """Case 12: a pod's failed scrape never stalls the cycle; it is zero load for a scale-up."""
     case_file("12-one-pod-scrape-fails.md")
     scraped = ["pod-0", "pod-1", "pod-2"]
     h = await make_harness(replicas=4, ready=[*scraped, "pod-3"])

@@ -62,8 +62,7 @@ def conflict_value(h: Harness, owner: str) -> float | None:
 async def test_case_16_variant_conflict_is_refused(
     make_harness: HarnessFactory, make_owner: Any, owner: str
 ) -> None:
-    """Case 16 variant: an HPA or ScaledObject on the workload makes it recommend-only, with a
-    conflict metric and an error log."""
+    """Case 16 variant: an HPA or ScaledObject on the workload makes it recommend-only."""
     case_file("16-another-writer-owns-replicas.md")
     h = await make_harness(replicas=2, ready=PODS)
     make_owner(h.store)

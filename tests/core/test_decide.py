@@ -93,8 +93,7 @@ def test_case_02_nan_does_not_block_scale_up_from_another_signal(policy):
 
 
 def test_case_02c_huge_value_clamps_to_max_never_wraps():
-    """Case 02c: a huge finite value is computed in floating point and clamped to max, never
-    wrapped."""
+    """Case 02c: a huge finite value is computed as a float and clamped to max, never wrapped."""
     policy = case_target(
         signals={"queue_depth": {"target_per_replica": 0.1}},
         scale_up={
@@ -113,8 +112,7 @@ def test_case_02c_huge_value_clamps_to_max_never_wraps():
 
 
 def test_case_02c_with_default_step_limit_still_reports_the_clamp():
-    """Case 02c: under the default step limit a huge value still reports the max clamp among the
-    limits."""
+    """Case 02c: under the default step limit a huge value still reports the max clamp."""
     policy = case_target(signals={"queue_depth": {"target_per_replica": 0.1}})
     d = decide(
         policy, obs(4, ok(Q, 214748365, pods=1), ok(KV, 0.4, pods=4), idle_ttft()), None, 0.0
@@ -128,8 +126,7 @@ def test_case_02c_with_default_step_limit_still_reports_the_clamp():
 
 
 def test_case_03_idle_scales_down_to_min_after_window(policy):
-    """Case 03: an idle TTFT (NaN at zero request rate) is valid and lets the target go to min
-    after the window."""
+    """Case 03: an idle TTFT (NaN at zero request rate) is valid: min after the window."""
     idle = obs(4, ok(Q, 0, pods=4), ok(KV, 0.0, pods=4), idle_ttft())
     state = None
     replicas = 4
@@ -150,8 +147,7 @@ def test_case_03_idle_scales_down_to_min_after_window(policy):
 
 
 def test_case_03_idle_scales_to_min_with_unlimited_step():
-    """Case 03: idle, with no step limit, the target goes to min in one step once the window has
-    passed."""
+    """Case 03: idle, with no step limit, the target goes to min in one step after the window."""
     policy = case_target(
         scale_down={"stabilization_window_seconds": 300, "max_replicas_per_period": 10}
     )
@@ -178,8 +174,7 @@ def test_case_03_counter_case_nan_with_traffic_blocks_scale_down():
 
 
 def test_case_04_outage_then_partial_coverage_holds_then_window_of_good_samples(policy):
-    """Case 04: an outage and then partial data hold; scale down only after a whole window of good
-    samples."""
+    """Case 04: an outage, then partial data, hold; scale down after a window of good samples."""
     policy = case_target(
         scale_down={"stabilization_window_seconds": 300, "max_replicas_per_period": 10}
     )
@@ -242,8 +237,7 @@ def test_case_07_absent_kv_blocks_scale_down_allows_scale_up(policy):
 
 
 def test_case_10_starting_pods_count_as_capacity_asked_for(policy):
-    """Case 10: demand is compared with the replicas asked for (starting ones included), never only
-    the ready ones."""
+    """Case 10: demand is compared with the replicas asked for, starting ones included."""
     policy = case_target(model_load_timeout_seconds=600)
     d0 = decide(policy, obs(2, ok(Q, 40, pods=2), ok(KV, 0.6, pods=2), idle_ttft()), None, 0.0)
     assert d0.desired_replicas == 4
@@ -426,8 +420,7 @@ def _queue_only(**kw):
     ],
 )  # fmt: skip
 def test_case_15_tolerance_boundaries(tolerance, waiting, expected, reason):
-    """Case 15: the tolerance bands are strict and separate: exactly 1.10 or 0.90 holds, beyond
-    them moves."""
+    """Case 15: separate strict tolerance bands: exactly 1.10 or 0.90 holds, beyond moves."""
     policy = _queue_only(tolerance=tolerance)
     d = decide(policy, obs(10, ok(Q, waiting, pods=10)), TargetState.seeded(10, -10.0), 0.0)
     assert (d.desired_replicas, d.reason) == (expected, reason)
@@ -437,8 +430,7 @@ def test_case_15_tolerance_boundaries(tolerance, waiting, expected, reason):
 
 
 def test_case_16_outside_write_is_noticed_and_reapplied_at_most_once_per_cooldown(policy):
-    """Case 16: an outside write of spec.replicas is noticed and re-applied at most once per
-    cooldown."""
+    """Case 16: an outside write is noticed and re-applied at most once per cooldown."""
     busy = (ok(Q, 60, pods=2), ok(KV, 1.0, pods=2), idle_ttft())
     state = record_write(TargetState.seeded(6, -100.0), from_replicas=2, to_replicas=6, now=0.0)
     state = replace(state, scale_events=())

@@ -1,4 +1,4 @@
-"""Case files of /work/shared/cases, at the source level, against a fake Prometheus over HTTP.
+"""Case files of ../shared/cases, at the source level, against a fake Prometheus over HTTP.
 
 Each test feeds the case's Prometheus answers (``R[...]``) through ``PrometheusSource.read``
 and asserts the readings the decision core will get. The replica decisions of the cases are
@@ -293,8 +293,7 @@ async def test_case_07_new_name_preferred_when_both_exported(
 async def test_case_07_neither_kv_name_while_scraped_is_absent(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
-    """Case 07: neither KV-cache name while the pods are scraped is 'absent' and logged as an
-    error."""
+    """Case 07: neither KV-cache name while pods are scraped is 'absent', logged as an error."""
     case_file("07-renamed-kv-metric.md")
     four = pods(4)
     fake_prom.set(
