@@ -131,6 +131,7 @@ def rendered_logs() -> Iterator[None]:
         structlog.configure(**saved)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("rendered_logs")
 async def test_long_run_keeps_tasks_objects_and_heap_bounded(tmp_path: Path) -> None:
     async with open_harness(tmp_path, replicas=4) as h:
