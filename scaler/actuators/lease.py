@@ -97,7 +97,7 @@ class LeaseClient:
         """PUT the Lease; ``body.metadata.resourceVersion`` is the optimistic-lock precondition.
 
         Raises:
-            KubeApiError: the failure, classified (``conflict`` for a stale resourceVersion).
+            KubeApiError: the failure, classified (``stale`` for a stale resourceVersion, 409).
         """
         try:
             obj: dict[str, Any] = await self._custom.replace_namespaced_custom_object(

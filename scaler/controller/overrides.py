@@ -84,17 +84,13 @@ def override(d: Decision, c: Control) -> Decision:
     again.
     """
     core = f"signals: {d.reason}: {d.message}" if d.message else f"signals: {d.reason}"
-    forget = replace(d.state, last_written_replicas=None)
     if c.conflicts:
         names = ", ".join(o.label for o in c.conflicts)
-        return replace(
+        return _hold(
             d,
-            desired_replicas=d.current_replicas,
-            reason=Reason.CONFLICT,
-            outside_write=False,
-            message=f"{names} also scales this workload; recommending "
+            Reason.CONFLICT,
+            f"{names} also scales this workload; recommending "
             f"{d.desired_replicas} without writing ({core})",
-            state=forget,
         )
     if c.paused or c.invalid_pin is not None:
         why = (
@@ -102,13 +98,8 @@ def override(d: Decision, c: Control) -> Decision:
             if c.paused
             else f"{PINNED_ANNOTATION}={c.invalid_pin!r} is not a replica count"
         )
-        return replace(
-            d,
-            desired_replicas=d.current_replicas,
-            reason=Reason.PAUSED,
-            outside_write=False,
-            message=f"paused ({why}); would scale to {d.desired_replicas} ({core})",
-            state=forget,
+        return _hold(
+            d, Reason.PAUSED, f"paused ({why}); would scale to {d.desired_replicas} ({core})"
         )
     if c.pin is not None:
         return replace(
@@ -120,6 +111,18 @@ def override(d: Decision, c: Control) -> Decision:
             f"{d.desired_replicas}; {core})",
         )
     return d
+
+
+def _hold(d: Decision, reason: Reason, message: str) -> Decision:
+    """``d`` held at the current replicas by someone else, forgetting our last write."""
+    return replace(
+        d,
+        desired_replicas=d.current_replicas,
+        reason=reason,
+        outside_write=False,
+        message=message,
+        state=replace(d.state, last_written_replicas=None),
+    )
 
 
 def refusal_events(ref: WorkloadRef, c: Control, core: Decision) -> dict[str, tuple[object, Event]]:
