@@ -234,6 +234,8 @@ def recommend(
 @app.command("check-policy")
 def check_policy(path: Annotated[Path, typer.Argument(help="YAML policy file.")]) -> None:
     """Validate a policy file and print the targets it defines."""
+    from scaler.sources.promql import target_selector
+
     try:
         p = load_policy(path)
     except PolicyError as err:
@@ -242,7 +244,7 @@ def check_policy(path: Annotated[Path, typer.Argument(help="YAML policy file.")]
         typer.echo(
             f"{t.key}: replicas {t.min_replicas}..{t.max_replicas}, signals "
             + ", ".join(str(s) for s in t.signals.enabled())
-            + f", selector {{{t.promql_selector()}}}"
+            + f", selector {{{target_selector(t)}}}"
         )
 
 

@@ -42,6 +42,7 @@ def check(fig: SoakFigures, cycles: int) -> None:
     assert fig.rss_growth_mb < 20, fig.as_json()
 
 
+@pytest.mark.slow
 def test_soak_short() -> None:
     check(run_soak(1_500, seed=3, heap_cycles=500), 1_500)
 
