@@ -152,7 +152,8 @@ def test_same_readings_as_the_live_source(v: dict[QueryKind, list[Sample]]) -> N
     def handler(request: httpx.Request) -> httpx.Response:
         query = parse_qs(request.content.decode())["query"][0]
         result = [
-            {"metric": labels, "value": [1.0, _fmt(value)]} for labels, value in by_query[query]
+            {"metric": labels, "value": [1.0, _fmt(value)]}
+            for labels, value in by_query.get(query, [])
         ]
         return httpx.Response(
             200, json={"status": "success", "data": {"resultType": "vector", "result": result}}

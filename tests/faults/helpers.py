@@ -9,7 +9,7 @@ from scaler.config.policy import Policy
 from tests.support.controller_harness import case_policy
 from tests.support.fakeprom import TS, R, kv, per_pod
 
-QUERY_KINDS = ("waiting", "running", "kv_cache", "ttft_quantile", "ttft_rate")
+QUERY_KINDS = ("waiting", "running", "kv_cache", "ttft_quantile", "ttft_rate", "throughput")
 SIGNALS = ("queue_depth", "kv_cache_usage", "ttft_p95")
 
 
