@@ -16,7 +16,7 @@ import pytest
 
 from scaler.config.policy import parse_policy
 from scaler.core.reasons import Reason
-from tests.support.controller_harness import NS, T0, Harness, HarnessFactory
+from tests.support.controller_harness import NS, T0, Harness, HarnessFactory, captured_logs
 from tests.support.fakeprom import TS, R, kv, per_pod, rates, sample
 from tests.support.policies import case_target_doc
 
@@ -147,3 +147,24 @@ async def test_one_broken_series_touches_only_its_own_target(
     if reason is Reason.DEMAND_COVERED:  # the hold names what it could not use
         d = reports[KEYS[BROKEN]].decision
         assert d is not None and f"left out: {signal} {status} (pod {BROKEN_POD}" in d.message
+
+
+async def test_a_series_that_names_no_target_is_counted_and_logged(
+    make_harness: HarnessFactory,
+) -> None:
+    """A series that names no selector group is nobody's: left out, counted and logged."""
+    h = await make_harness(replicas=2, ready=["pod-0", "pod-1"])
+    stray = sample("pod-0", "500", scaler_target="elsewhere")  # the fake tags bare series only
+    h.fake.set(
+        waiting=R(*per_pod({"pod-0": "15", "pod-1": "5"})["data"]["result"], stray),
+        running=per_pod({"pod-0": "1", "pod-1": "1"}),
+        kv_cache=kv({"pod-0": "0.5", "pod-1": "0.5"}),
+        ttft_quantile=R({"metric": {}, "value": [TS, "1.0"]}),
+        ttft_rate=R({"metric": {}, "value": [TS, "2"]}),
+    )
+    with captured_logs() as logs:
+        r = await h.cycle()
+    assert r.decision is not None and r.decision.signals[0].value == 10.0  # 20 over 2
+    assert h.count("vllm_scaler_unattributed_series_total", query="waiting") == 1
+    warned = [e for e in logs if e["event"] == "series_unattributed"]
+    assert len(warned) == 1 and warned[0]["count"] == 1 and "elsewhere" in warned[0]["first"]
