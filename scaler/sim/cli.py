@@ -11,6 +11,10 @@ import typer
 
 from scaler.config.options import option_errors
 from scaler.sim.prometheus_server import PrometheusNotInstalledError, PrometheusStartError
+from scaler.sim.routing import Routing
+
+#: The accepted ``--routing`` values.
+ROUTING_CHOICES = tuple(m.value for m in Routing)
 
 
 def register(app: typer.Typer) -> None:
@@ -47,7 +51,15 @@ def register(app: typer.Typer) -> None:
         no_controller: Annotated[
             bool, typer.Option("--no-controller", help="Run only the fleet and Prometheus.")
         ] = False,
-        seed: Annotated[int, typer.Option(help="Seed of the rate scaling.")] = 0,
+        seed: Annotated[int, typer.Option(help="Seed of the rate scaling and the routing.")] = 0,
+        routing: Annotated[
+            str,
+            typer.Option(
+                help="How requests reach the pods: 'random' (a Kubernetes Service, kube-proxy "
+                "iptables), 'round-robin' (the production-stack router) or 'least-request' (an "
+                "inference gateway routing on scraped queue depth)."
+            ),
+        ] = "random",
     ) -> None:
         """Replay a real trace against a simulated vLLM fleet.
 
@@ -74,6 +86,10 @@ def register(app: typer.Typer) -> None:
             interval=interval,
             slo_ttft_seconds=slo_ttft_seconds,
         )
+        if routing not in ROUTING_CHOICES:
+            errors.append(
+                f"--routing: expected one of {', '.join(ROUTING_CHOICES)}, got {routing!r}"
+            )
         if errors:
             typer.echo("\n".join(f"vllm-scaler: {e}" for e in errors), err=True)
             raise typer.Exit(2)
@@ -113,6 +129,8 @@ def register(app: typer.Typer) -> None:
             control_interval_seconds=interval,
             slo_ttft_seconds=slo_ttft_seconds,
             with_controller=not no_controller,
+            routing=routing,
+            seed=seed,
         )
         try:
             code = asyncio.run(run_demo(opts))

@@ -181,6 +181,8 @@ class DemoOptions:
     initial_replicas: int = 1
     with_controller: bool = True
     plot: bool = True
+    routing: str = "random"
+    seed: int = 0
 
 
 _UNITS = {"queue_depth": "", "kv_cache_usage": "", "ttft_p95": "s"}
@@ -250,6 +252,8 @@ async def _run_locked(opts: DemoOptions, workdir: Path, out: TextIO) -> int:
             model=ReplicaModel(model_load_seconds=opts.model_load_seconds),
             termination_grace_seconds=opts.termination_grace_seconds,
             initial_replicas=opts.initial_replicas,
+            routing=opts.routing,
+            seed=opts.seed,
         ),
         scrape_interval_seconds=opts.scrape_interval_seconds,
         clock=clock,
@@ -288,7 +292,7 @@ async def _run_locked(opts: DemoOptions, workdir: Path, out: TextIO) -> int:
             f"trace       {opts.trace.description}\n"
             f"fleet       Deployment llm/vllm, {opts.initial_replicas} replica(s) at start, "
             f"model load {opts.model_load_seconds:g} s, drain grace "
-            f"{opts.termination_grace_seconds:g} s\n"
+            f"{opts.termination_grace_seconds:g} s, routing {opts.routing}\n"
             f"prometheus  {prom.url} (scrape every {opts.scrape_interval_seconds:g} s)\n"
             f"kube API    {kube_url} (kubeconfig {kubeconfig})\n"
             f"policy      {opts.policy_file}\n"
@@ -351,7 +355,7 @@ async def _run_locked(opts: DemoOptions, workdir: Path, out: TextIO) -> int:
         slo_ttft_seconds=opts.slo_ttft_seconds,
         window_seconds=opts.window_seconds,
     )
-    title = f"vllm-scaler demo: {opts.trace.description}"
+    title = f"vllm-scaler demo: {opts.trace.description}, routing {opts.routing}"
     out.write("\n" + format_summary(summary, title=title) + "\n")
     if opts.plot and runtime.samples:
         png = plot_run(runtime.samples, summary, workdir / "demo.png", title=title)
