@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from scaler.config.options import option_errors
+from scaler.sim.catalog import TRACE_CHOICES
 from scaler.sim.prometheus_server import PrometheusNotInstalledError, PrometheusStartError
 from scaler.sim.routing import Routing
 
@@ -22,10 +23,14 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def sim(
-        trace: Annotated[
+        trace: Annotated[str, typer.Option(help=f"{TRACE_CHOICES}.")] = "code",
+        time_unit: Annotated[
             str,
-            typer.Option(help="'code' or 'conv' (the bundled Azure traces) or a CSV/JSONL file."),
-        ] = "code",
+            typer.Option(
+                help="Unit of plain-number timestamps: s, ms, us, ns, or auto (detected from "
+                "their range; the run prints what it read)."
+            ),
+        ] = "auto",
         start_minute: Annotated[float, typer.Option(help="Trace minute to start at.")] = 13.0,
         minutes: Annotated[float, typer.Option(help="Trace minutes to replay.")] = 6.0,
         compress: Annotated[
@@ -67,14 +72,10 @@ def register(app: typer.Typer) -> None:
         process, exactly as in a cluster. Prints every decision, then a summary and a plot.
         """
         from scaler.config.policy import PolicyError, load_policy
-        from scaler.sim.demo import (
-            EXAMPLE_POLICY,
-            DemoOptions,
-            WorkdirInUseError,
-            resolve_trace,
-            run_demo,
-        )
-        from scaler.sim.trace import load_trace
+        from scaler.sim.catalog import open_trace
+        from scaler.sim.demo import EXAMPLE_POLICY, DemoOptions, WorkdirInUseError, run_demo
+        from scaler.sim.engine import ReplicaModel
+        from scaler.sim.trace import summary_line
 
         errors = check_options(
             start_minute=start_minute,
@@ -99,10 +100,10 @@ def register(app: typer.Typer) -> None:
         except PolicyError as err:
             typer.echo(f"vllm-scaler: --policy: {err}", err=True)
             raise typer.Exit(2) from None
-        path = resolve_trace(trace)
         try:
-            t = load_trace(
-                path,
+            t = open_trace(
+                trace,
+                time_unit=time_unit,
                 start_seconds=start_minute * 60,
                 duration_seconds=minutes * 60,
                 compress=compress,
@@ -116,10 +117,12 @@ def register(app: typer.Typer) -> None:
             scaled = f" at rate x{rate_scale:g}" if rate_scale != 1 else ""
             typer.echo(
                 f"vllm-scaler: --start-minute/--minutes: no requests in minutes "
-                f"{start_minute:g}-{start_minute + minutes:g} of {path}{scaled}",
+                f"{start_minute:g}-{start_minute + minutes:g} of {trace}{scaled}",
                 err=True,
             )
             raise typer.Exit(2)
+        limit = ReplicaModel().max_model_len
+        typer.echo(summary_line(t, max_model_len=limit, rate_scale=f"x{rate_scale:g}"))
         opts = DemoOptions(
             trace=t,
             workdir=workdir,

@@ -31,6 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TextIO, TypeVar
 
+from scaler.sim.catalog import NAMED_TRACES as NAMED_TRACES  # re-exported for callers
 from scaler.sim.cluster import SimCluster
 from scaler.sim.engine import ReplicaModel
 from scaler.sim.fleet import FleetConfig
@@ -39,11 +40,6 @@ from scaler.sim.report import format_summary, plot_run, summarize
 from scaler.sim.trace import Trace
 
 EXAMPLE_POLICY = Path(__file__).resolve().parent.parent / "examples" / "demo-policy.yaml"
-TRACES = Path(__file__).resolve().parent / "traces"
-NAMED_TRACES = {
-    "code": TRACES / "AzureLLMInferenceTrace_code.csv",
-    "conv": TRACES / "AzureLLMInferenceTrace_conv.csv",
-}
 
 
 _T = TypeVar("_T")
@@ -157,11 +153,6 @@ async def watch_controller(
         stop.set()
         return code
     return None
-
-
-def resolve_trace(name_or_path: str) -> Path:
-    """``code``/``conv`` name the bundled Azure traces; anything else is a file path."""
-    return NAMED_TRACES.get(name_or_path, Path(name_or_path))
 
 
 @dataclass(frozen=True, slots=True)
