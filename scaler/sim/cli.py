@@ -121,8 +121,6 @@ def register(app: typer.Typer) -> None:
                 err=True,
             )
             raise typer.Exit(2)
-        limit = ReplicaModel().max_model_len
-        typer.echo(summary_line(t, max_model_len=limit, rate_scale=f"x{rate_scale:g}"))
         opts = DemoOptions(
             trace=t,
             workdir=workdir,
@@ -134,6 +132,9 @@ def register(app: typer.Typer) -> None:
             with_controller=not no_controller,
             routing=routing,
             seed=seed,
+            trace_summary=summary_line(
+                t, max_model_len=ReplicaModel().max_model_len, rate_scale=f"x{rate_scale:g}"
+            ),
         )
         try:
             code = asyncio.run(run_demo(opts))

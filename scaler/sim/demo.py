@@ -174,6 +174,7 @@ class DemoOptions:
     plot: bool = True
     routing: str = "random"
     seed: int = 0
+    trace_summary: str = ""
 
 
 _UNITS = {"queue_depth": "", "kv_cache_usage": "", "ttft_p95": "s"}
@@ -279,6 +280,8 @@ async def _run_locked(opts: DemoOptions, workdir: Path, out: TextIO) -> int:
             kubeconfig=kubeconfig,
             policy=opts.policy_file,
         )
+        if opts.trace_summary:
+            out.write(opts.trace_summary + "\n")
         out.write(
             f"trace       {opts.trace.description}\n"
             f"fleet       Deployment llm/vllm, {opts.initial_replicas} replica(s) at start, "
