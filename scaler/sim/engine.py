@@ -27,9 +27,11 @@ about O(batch / block_size) amortised.
 
 from __future__ import annotations
 
+import copy
 import heapq
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 from scaler.sim.exposition import VllmMetrics
 
@@ -227,6 +229,16 @@ class ReplicaEngine:
         self._seq = 0  # heap tie-breaker keeps event order deterministic
         self._key = 0  # internal key per admission (caller ids may repeat)
         self._keys: dict[int, int] = {}  # id(request) -> key in _running
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ReplicaEngine:
+        """A copy of the engine with copies of its requests (a fork of a simulation); the
+        index from request identity to batch key is rebuilt for the copies."""
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        for key, value in self.__dict__.items():
+            setattr(new, key, copy.deepcopy(value, memo))
+        new._keys = {id(r): k for k, r in new._running.items()}
+        return new
 
     # ----------------------------------------------------------------- state
     @property

@@ -7,23 +7,52 @@ pods (:mod:`scaler.sim.routing`: a Service by default, which picks a Ready pod a
 
 It is synchronous and takes time as an argument (seconds on the store's clock), so the same
 code runs under the wall clock (``vllm-scaler sim``, see :mod:`scaler.sim.serving`) and in
-virtual time.
+virtual time. The objects live in a :class:`PodStore`: the Kubernetes API stand-in
+(:class:`~scaler.sim.kubeapi.KubeStore`) when a controller talks to the cluster over HTTP, or
+a plain in-memory one when nothing else reads them (the benchmark).
 """
 
 from __future__ import annotations
 
 import random
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from scaler.sim.engine import ReplicaEngine, ReplicaModel, SimRequest
 from scaler.sim.exposition import KV_METRIC_NEW, VllmMetrics
-from scaler.sim.kubeapi import KubeStore, ScaleChange
+from scaler.sim.kubeapi import ScaleChange
 from scaler.sim.routing import GATEWAY_SCRAPE_SECONDS, Routing, make_router
 
 #: Annotation the ReplicaSet controller reads to pick which pods to remove first.
 POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+
+
+class PodStore(Protocol):
+    """The Kubernetes objects a :class:`Fleet` keeps in step (KubeStore's methods)."""
+
+    def add_deployment(
+        self, namespace: str, name: str, replicas: int, labels: Mapping[str, str]
+    ) -> object: ...
+
+    def on_scale_change(self, callback: Callable[[ScaleChange], None]) -> object: ...
+
+    def get_spec_replicas(self, namespace: str, name: str) -> int: ...
+
+    def add_pod(
+        self, namespace: str, name: str, labels: Mapping[str, str], *, created_at: float | None
+    ) -> object: ...
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any]: ...
+
+    def set_pod_ready(self, namespace: str, name: str, ready: bool = True) -> None: ...
+
+    def mark_pod_terminating(
+        self, namespace: str, name: str, *, grace_period_seconds: int = 30
+    ) -> None: ...
+
+    def delete_pod(self, namespace: str, name: str) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +74,8 @@ class FleetConfig:
             ``random`` (a Service), ``round-robin`` or ``least-request`` (a gateway).
         gateway_scrape_seconds: with ``least-request``, how often the gateway reads the
             replicas' queues, seconds.
+        export_metrics: give every replica its vLLM metrics (:class:`VllmMetrics`); off where
+            nothing scrapes them (faster, and the fleet can be deep-copied).
 
     Raises:
         ValueError: an unknown ``routing``.
@@ -61,6 +92,7 @@ class FleetConfig:
     seed: int = 0
     routing: Routing | str = Routing.RANDOM
     gateway_scrape_seconds: float = GATEWAY_SCRAPE_SECONDS
+    export_metrics: bool = True
 
     def __post_init__(self) -> None:
         make_router(self.routing, scrape_interval_seconds=self.gateway_scrape_seconds)
@@ -68,11 +100,12 @@ class FleetConfig:
 
 @dataclass(slots=True, eq=False)
 class SimPod:
-    """One pod: a replica engine plus its lifecycle times (seconds on the store's clock)."""
+    """One pod: a replica engine plus its lifecycle times (seconds on the store's clock);
+    ``metrics`` is None when the fleet exports none."""
 
     name: str
     engine: ReplicaEngine
-    metrics: VllmMetrics
+    metrics: VllmMetrics | None
     created_at: float
     ready_at: float | None = None
     terminating_since: float | None = None
@@ -93,15 +126,16 @@ class StepChanges:
 
 
 class Fleet:
-    """The pods of one simulated vLLM Deployment, kept in step with a :class:`KubeStore`.
+    """The pods of one simulated vLLM Deployment, kept in step with a :class:`PodStore`.
 
     Args:
-        store: the Kubernetes stand-in's objects; the Deployment is created here.
+        store: the Kubernetes objects (the API stand-in's, or in memory); the Deployment is
+            created here.
         config: the workload.
         now: the start time, seconds on the store's clock.
     """
 
-    def __init__(self, store: KubeStore, config: FleetConfig, *, now: float) -> None:
+    def __init__(self, store: PodStore, config: FleetConfig, *, now: float) -> None:
         self.store = store
         self.config = config
         self.pods: dict[str, SimPod] = {}
@@ -145,8 +179,18 @@ class Fleet:
     # ------------------------------------------------------------------ traffic
     def submit(self, req: SimRequest, now: float) -> None:
         """Route a request to a ready pod (:attr:`FleetConfig.routing`), or hold it in the
-        backlog while no pod is ready (clients retrying)."""
+        backlog while no pod is ready (clients retrying).
+
+        A request longer than the model's context (``max_model_len``) is answered at once with
+        an error by whichever replica gets it, as vLLM's API server does, and changes nothing
+        in any replica; it is marked rejected here without being routed, so that it takes no
+        routing decision (no random draw, no turn) either.
+        """
         self.requests.append(req)
+        if req.prompt_tokens + max(1, req.output_tokens) > self.config.model.max_model_len:
+            req.rejected = True
+            req.finished_at = now
+            return
         pod = self._pick(now)
         if pod is None:
             self.backlog.append(req)
@@ -223,11 +267,15 @@ class Fleet:
             name = f"{self.config.name}-{self._hash}-{suffix}"
             if name not in self.pods:
                 break
-        metrics = VllmMetrics(
-            model_name=self.config.model_name,
-            kv_metric_name=self.config.kv_metric_name,
-            block_size=self.config.model.block_size,
-            num_gpu_blocks=self.config.model.kv_cache_blocks,
+        metrics = (
+            VllmMetrics(
+                model_name=self.config.model_name,
+                kv_metric_name=self.config.kv_metric_name,
+                block_size=self.config.model.block_size,
+                num_gpu_blocks=self.config.model.kv_cache_blocks,
+            )
+            if self.config.export_metrics
+            else None
         )
         engine = ReplicaEngine(self.config.model, name=name, metrics=metrics)
         engine.advance_to(now)

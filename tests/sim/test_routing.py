@@ -78,7 +78,10 @@ def test_fleet_routes_only_to_ready_pods(routing: str) -> None:
     fleet.step(31.0)
     loading = {p.name for p in fleet.pods.values() if not p.ready}
     assert len(loading) == 2
-    per_pod = {p.name: p.metrics.request_success["stop"] for p in fleet.pods.values()}
+    per_pod = {}
+    for p in fleet.pods.values():
+        assert p.metrics is not None
+        per_pod[p.name] = p.metrics.request_success["stop"]
     assert sum(per_pod.values()) == 60
     assert all(per_pod[name] == 0 for name in loading)
     assert sum(1 for name, n in per_pod.items() if n > 0) == 3
