@@ -47,6 +47,11 @@ replica level, an off-gap of ``g`` minutes is filled when ``60 g <= model_load_s
 (keeping the replica costs no more than reloading it). The replay of that schedule is what the
 benchmark reports; if its share falls short (random routing draws differ once the counts
 differ), the instant search is run again with the goal raised by the shortfall.
+
+A constant fleet is a schedule too: the benchmark reports the cheapest fixed fleet under a
+reference's name when it keeps the share at fewer GPU-hours (it happens where the needs per
+minute are noisy, e.g. long prompts colliding under random routing, and the load-paying
+schedule keeps too many replicas through their peaks).
 """
 
 from __future__ import annotations

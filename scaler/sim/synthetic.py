@@ -15,9 +15,10 @@ Shapes (rates before the rate scale; lengths in tokens):
   within 30 s, holds until minute 20, falls back to 0.5 within 30 s. Conversational lengths.
   The step's start (600 s) is :attr:`~scaler.sim.trace.Trace.step_seconds`, from which
   ``bench`` measures each policy's reaction time.
-- ``steady-long`` (45 min): a steady 0.4 requests/s with long prompts: median 8000 (sigma 0.9,
-  512-60,000), output median 300 (sigma 0.7, 1-4096); about 6% of the requests exceed a
-  32,768-token context and are rejected.
+- ``steady-long`` (45 min): a steady 1 request/s with long prompts: median 4000 (sigma 0.6,
+  512-16,000), output median 250 (sigma 0.7, 1-2048); besides, 8% of the requests carry a
+  prompt beyond a 32,768-token context (median 45,000, sigma 0.2, 33,000-100,000), which vLLM
+  rejects (public traces with long conversations have 7-16% of such requests).
 """
 
 from __future__ import annotations
@@ -78,6 +79,8 @@ class Shape:
         rate_points: ``(seconds, requests/s)`` corners of the arrival rate, linear between.
         prompt, output: the length mixes.
         step_seconds: start of a load step (for reaction times), or None.
+        oversize_share: share of requests whose prompt is drawn from ``oversize`` instead.
+        oversize: prompts beyond the context (rejected requests), or None.
     """
 
     name: str
@@ -86,6 +89,8 @@ class Shape:
     prompt: LengthMix
     output: LengthMix
     step_seconds: float | None = None
+    oversize_share: float = 0.0
+    oversize: LengthMix | None = None
 
 
 _CHAT_PROMPT = LengthMix(1000, 0.9, 16, 24_000)
@@ -111,9 +116,11 @@ SHAPES: dict[str, Shape] = {
     "steady-long": Shape(
         "steady-long",
         2700.0,
-        ((0.0, 0.4),),
-        LengthMix(8000, 0.9, 512, 60_000),
-        LengthMix(300, 0.7, 1, 4096),
+        ((0.0, 1.0),),
+        LengthMix(4000, 0.6, 512, 16_000),
+        LengthMix(250, 0.7, 1, 2048),
+        oversize_share=0.08,
+        oversize=LengthMix(45_000, 0.2, 33_000, 100_000),
     ),
 }
 
@@ -130,7 +137,9 @@ def synthetic_rows(shape: Shape, seed: int = 0) -> list[tuple[float, int, int]]:
         if t >= shape.duration_seconds:
             return rows
         if rng.random() * peak <= rate(t):
-            rows.append((t, shape.prompt.draw(rng), shape.output.draw(rng)))
+            long = shape.oversize is not None and rng.random() < shape.oversize_share
+            prompt = (shape.oversize if long and shape.oversize else shape.prompt).draw(rng)
+            rows.append((t, prompt, shape.output.draw(rng)))
 
 
 def synthetic_trace(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from scaler.bench.controllers import KedaHpaController
@@ -13,7 +15,7 @@ from scaler.bench.hpa import (
     pods_metric_replicas,
 )
 from scaler.bench.kpa import Kpa, KpaConfig
-from scaler.bench.runner import cheapest_fixed
+from scaler.bench.runner import _cheapest_reference, cheapest_fixed
 from scaler.bench.simulate import BenchStore, TickContext
 from scaler.bench.tsdb import Tsdb
 from scaler.sim.fleet import Fleet, FleetConfig
@@ -221,3 +223,28 @@ def test_keda_queries_prometheus_on_every_hpa_sync_unless_cached(
     # max(1 + 4, 2 x 1) = 5 in one period. With cached metrics the HPA still reads the poll
     # KEDA made at 0 s (nothing waiting) until the next one at 30 s.
     assert desired == expected
+
+
+@pytest.mark.parametrize(
+    ("fixed_share", "fixed_n", "expected"),
+    [
+        pytest.param(
+            0.995, 6, ("hindsight-load", 6.0, (6, 6, 6)), id="cheaper-fixed-fleet-is-the-reference"
+        ),
+        pytest.param(0.995, 8, ("searched", 7.0, (3, 9, 4)), id="searched-schedule-cheaper"),
+        pytest.param(0.98, 6, ("searched", 7.0, (3, 9, 4)), id="fixed-fleet-misses-the-share"),
+    ],
+)
+def test_a_constant_fleet_is_a_reference_when_it_is_cheaper(
+    fixed_share: float, fixed_n: int, expected: tuple[str, float, tuple[int, ...]]
+) -> None:
+    figures = {
+        "fixed": _fixed_figures(fixed_n, fixed_share),
+        "hindsight-instant": replace(_fixed_figures(5, 0.991), name="searched"),
+        "hindsight-load": replace(_fixed_figures(7, 0.992), name="searched"),
+    }
+    schedules = {"hindsight-instant": (2, 8, 3), "hindsight-load": (3, 9, 4)}
+    _cheapest_reference(figures, schedules, 180.0)
+    load = figures["hindsight-load"]
+    assert (load.name, load.gpu_hours, schedules["hindsight-load"]) == expected
+    assert figures["hindsight-instant"].gpu_hours == 5.0  # cheaper than every fleet here

@@ -100,3 +100,16 @@ def test_sim_refuses_an_unknown_routing() -> None:
     assert "--routing: expected one of random, round-robin, least-request, got 'sticky'" in (
         result.output
     )
+
+
+def test_a_request_longer_than_the_context_is_answered_without_routing() -> None:
+    clock = [0.0]
+    store = KubeStore(lambda: clock[0])
+    fleet = Fleet(store, FleetConfig(initial_replicas=2, routing="round-robin"), now=0.0)
+    too_long = SimRequest(0, 0.0, 40_000, 10)
+    fleet.submit(too_long, 0.0)
+    assert too_long.rejected and too_long.finished_at == 0.0
+    assert fleet.requests == [too_long]
+    # It took no turn: the next request goes to the first pod.
+    fleet.submit(SimRequest(1, 0.0, 100, 5), 0.0)
+    assert [p.engine.in_flight for p in fleet.pods.values()] == [1, 0]
