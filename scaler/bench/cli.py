@@ -15,8 +15,8 @@ import typer
 from scaler.config.options import option_errors
 from scaler.config.policy import PolicyError, load_policy
 from scaler.sim.catalog import TRACE_CHOICES, trace_label
-from scaler.sim.routing import Routing
-from scaler.sim.trace import TIME_UNITS
+from scaler.sim.routing import ROUTING_HELP, routing_option_error
+from scaler.sim.trace import TIME_UNIT_HELP, time_unit_option_error
 
 
 def _quiet_logs() -> None:
@@ -71,13 +71,7 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         time_column: Annotated[str, typer.Option(help="Arrival time column.")] = "TIMESTAMP",
-        time_unit: Annotated[
-            str,
-            typer.Option(
-                help="Unit of plain-number timestamps: s, ms, us, ns, or auto (detected from "
-                "their range; the run prints what it read)."
-            ),
-        ] = "auto",
+        time_unit: Annotated[str, typer.Option(help=TIME_UNIT_HELP)] = "auto",
         prompt_column: Annotated[str, typer.Option(help="Prompt tokens column.")] = "ContextTokens",
         output_column: Annotated[
             str, typer.Option(help="Output tokens column.")
@@ -89,14 +83,7 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[
             int, typer.Option(help="Seed of the rate scaling, synthetic shapes and routing.")
         ] = 0,
-        routing: Annotated[
-            str,
-            typer.Option(
-                help="How requests reach the pods: 'random' (a Kubernetes Service, kube-proxy "
-                "iptables), 'round-robin' (the production-stack router) or 'least-request' (an "
-                "inference gateway routing on scraped queue depth)."
-            ),
-        ] = "random",
+        routing: Annotated[str, typer.Option(help=ROUTING_HELP)] = "random",
         keda_cached_metrics: Annotated[
             bool,
             typer.Option(
@@ -144,13 +131,11 @@ def register(app: typer.Typer) -> None:
             **({"rate_scale": scale} if scale is not None else {}),
             **({"minutes": minutes} if minutes is not None else {}),
         )
-        routings = [m.value for m in Routing]
-        if routing not in routings:
-            errors.append(f"--routing: expected one of {', '.join(routings)}, got {routing!r}")
-        if time_unit != "auto" and time_unit not in TIME_UNITS:
-            errors.append(
-                f"--time-unit: expected one of auto, {', '.join(TIME_UNITS)}, got {time_unit!r}"
-            )
+        errors += [
+            e
+            for e in (routing_option_error(routing), time_unit_option_error(time_unit))
+            if e is not None
+        ]
         if errors:
             typer.echo("\n".join(f"vllm-scaler: {e}" for e in errors), err=True)
             raise typer.Exit(2)

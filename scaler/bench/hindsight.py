@@ -23,10 +23,14 @@ The search (forward, one minute at a time, state carried):
    candidate count ``c`` is tried on a copy of it (:meth:`Simulation.fork`) for that minute.
 2. A request is *decided* once its first token came (a hit if within the SLO) or once
    ``arrival + SLO`` passed without it (a miss); rejected requests never count. ``c`` is
-   acceptable when, at the end of minute ``m``, the hits are at least ``share`` of every
-   decided request so far: the running share never drops below the goal, so the share at the
-   end of the trace (the last minute runs until every request is decided) meets it. Spreading
-   the allowance this way follows the load: a minute may spend 1% of what has arrived.
+   acceptable when the hits are at least ``share`` of every request decided so far once all
+   of the minute's own requests are decided: the trial holds ``c`` for ``SLO`` seconds into
+   the next minute for those of its last seconds (without this look-ahead a minute's choice
+   ignored them, and the next minute met misses it could no longer prevent). The state carried
+   on is the trial's at the end of the minute, and only what was decided by then is counted
+   as final. The last minute runs until every request is decided and is checked on the whole
+   replay, so the replay's share meets the goal (unless no count could, point 4). The allowance
+   follows the load: a minute may spend 1% of what has arrived.
 3. The count is the smallest acceptable ``c``: gallop from the previous minute's count (down
    while acceptable, or up until acceptable) by doubling steps, then bisect. Bisection assumes
    more replicas never decide fewer hits, which holds for least-request routing up to noise and
@@ -39,7 +43,8 @@ The search (forward, one minute at a time, state carried):
 
 The search is greedy, so its schedule is not proven cheapest: spending the allowance where
 extra replicas cost most (a short burst) could save more. It costs a few replays of each
-minute (about 3 per minute on the bundled traces), each from a copy of the state.
+minute (2 to 3.5 per minute on the bundled traces and the synthetic shapes; 1-6 s for an hour
+of trace), each from a copy of the state.
 
 Paying model load starts from the instant schedule (the service each minute needs) and
 provides it at least cost when every start costs ``model_load_seconds`` of loading: at each

@@ -12,10 +12,8 @@ import typer
 from scaler.config.options import option_errors
 from scaler.sim.catalog import TRACE_CHOICES
 from scaler.sim.prometheus_server import PrometheusNotInstalledError, PrometheusStartError
-from scaler.sim.routing import Routing
-
-#: The accepted ``--routing`` values.
-ROUTING_CHOICES = tuple(m.value for m in Routing)
+from scaler.sim.routing import ROUTING_HELP, routing_option_error
+from scaler.sim.trace import TIME_UNIT_HELP, time_unit_option_error
 
 
 def register(app: typer.Typer) -> None:
@@ -24,13 +22,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def sim(
         trace: Annotated[str, typer.Option(help=f"{TRACE_CHOICES}.")] = "code",
-        time_unit: Annotated[
-            str,
-            typer.Option(
-                help="Unit of plain-number timestamps: s, ms, us, ns, or auto (detected from "
-                "their range; the run prints what it read)."
-            ),
-        ] = "auto",
+        time_unit: Annotated[str, typer.Option(help=TIME_UNIT_HELP)] = "auto",
         start_minute: Annotated[float, typer.Option(help="Trace minute to start at.")] = 13.0,
         minutes: Annotated[float, typer.Option(help="Trace minutes to replay.")] = 6.0,
         compress: Annotated[
@@ -57,14 +49,7 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--no-controller", help="Run only the fleet and Prometheus.")
         ] = False,
         seed: Annotated[int, typer.Option(help="Seed of the rate scaling and the routing.")] = 0,
-        routing: Annotated[
-            str,
-            typer.Option(
-                help="How requests reach the pods: 'random' (a Kubernetes Service, kube-proxy "
-                "iptables), 'round-robin' (the production-stack router) or 'least-request' (an "
-                "inference gateway routing on scraped queue depth)."
-            ),
-        ] = "random",
+        routing: Annotated[str, typer.Option(help=ROUTING_HELP)] = "random",
     ) -> None:
         """Replay a real trace against a simulated vLLM fleet.
 
@@ -87,10 +72,11 @@ def register(app: typer.Typer) -> None:
             interval=interval,
             slo_ttft_seconds=slo_ttft_seconds,
         )
-        if routing not in ROUTING_CHOICES:
-            errors.append(
-                f"--routing: expected one of {', '.join(ROUTING_CHOICES)}, got {routing!r}"
-            )
+        errors += [
+            e
+            for e in (routing_option_error(routing), time_unit_option_error(time_unit))
+            if e is not None
+        ]
         if errors:
             typer.echo("\n".join(f"vllm-scaler: {e}" for e in errors), err=True)
             raise typer.Exit(2)

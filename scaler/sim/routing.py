@@ -30,12 +30,14 @@ from scaler.sim.engine import ReplicaEngine
 
 __all__ = [
     "GATEWAY_SCRAPE_SECONDS",
+    "ROUTING_HELP",
     "LeastRequestRouter",
     "RandomRouter",
     "RoundRobinRouter",
     "Router",
     "Routing",
     "make_router",
+    "routing_option_error",
 ]
 
 #: The endpoint picker's default metrics refresh interval, seconds.
@@ -48,6 +50,22 @@ class Routing(StrEnum):
     RANDOM = "random"
     ROUND_ROBIN = "round-robin"
     LEAST_REQUEST = "least-request"
+
+
+#: Help of the ``--routing`` option of ``sim`` and ``bench``.
+ROUTING_HELP = (
+    "How requests reach the pods: 'random' (a Kubernetes Service, kube-proxy iptables), "
+    "'round-robin' (the production-stack router) or 'least-request' (an inference gateway "
+    "routing on scraped queue depth)."
+)
+
+
+def routing_option_error(value: str) -> str | None:
+    """The error line for a ``--routing`` value that names no mode, else None."""
+    modes = [m.value for m in Routing]
+    if value in modes:
+        return None
+    return f"--routing: expected one of {', '.join(modes)}, got {value!r}"
 
 
 class Router(Protocol):

@@ -39,6 +39,7 @@ __all__ = [
     "MAX_MEAN_RATE",
     "MAX_SPAN_SECONDS",
     "TIME_UNITS",
+    "TIME_UNIT_HELP",
     "Trace",
     "TraceRequest",
     "build_trace",
@@ -46,6 +47,7 @@ __all__ = [
     "per_second_rate",
     "rejected_count",
     "summary_line",
+    "time_unit_option_error",
 ]
 
 #: Seconds per unit of a plain-number timestamp.
@@ -56,6 +58,11 @@ AUTO_MAX_SPAN_SECONDS = 2 * 86400.0
 MAX_SPAN_SECONDS = 7 * 86400.0
 #: Highest mean arrival rate a trace file may have, requests/s.
 MAX_MEAN_RATE = 5000.0
+#: Help of the ``--time-unit`` option of ``sim`` and ``bench``.
+TIME_UNIT_HELP = (
+    "Unit of plain-number timestamps: s, ms, us, ns, or auto (detected from their range; the "
+    "run prints what it read)."
+)
 # Unix epoch magnitudes (2001-09-09 to 2286-11-20) per unit.
 _EPOCH_RANGES = (("s", 1e9, 1e10), ("ms", 1e12, 1e13), ("us", 1e15, 1e16), ("ns", 1e18, 1e19))
 
@@ -199,6 +206,13 @@ def _rows(path: Path, columns: tuple[str, str, str]) -> Iterator[tuple[int, Mapp
 
 def _fmt(x: float) -> str:
     return f"{x:g}"
+
+
+def time_unit_option_error(value: str) -> str | None:
+    """The error line for a ``--time-unit`` value that names no unit, else None."""
+    if value == "auto" or value in TIME_UNITS:
+        return None
+    return f"--time-unit: expected one of auto, {', '.join(TIME_UNITS)}, got {value!r}"
 
 
 def _detect_unit(values: list[float]) -> tuple[str, str]:
