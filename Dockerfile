@@ -1,27 +1,44 @@
-# vllm-scaler controller image.
+# vllm-scaler controller image (BuildKit, the default builder of Docker 23 and later).
 #   docker build -t vllm-scaler .
 #   docker run --rm vllm-scaler --help
-# Stage 1 builds a wheel of the project and of every dependency; stage 2 installs only the
-# wheels, so no compiler or build tool reaches the final image.
-FROM python:3.11-slim-bookworm AS build
-WORKDIR /src
-RUN python -m pip install --no-cache-dir --upgrade pip
-COPY pyproject.toml README.md ./
-COPY scaler ./scaler
-RUN python -m pip wheel --no-cache-dir --wheel-dir /wheels .
+#
+# Reproducible: the base image is pinned by the digest of its multi-platform index, and every
+# dependency by the hashes in requirements.txt (scripts/lock.sh regenerates it from
+# pyproject.toml; tests/deploy/test_image.py checks that the two agree).
+#
+# The digest is python:3.11-slim-bookworm as published for Python 3.11.16 (built on
+# 2026-08-25, Debian bookworm). To move to a newer build (Debian security fixes), read the
+# tag's current index digest and replace it below:
+#   docker buildx imagetools inspect python:3.11-slim-bookworm --format '{{json .Manifest.Digest}}'
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm@sha256:0bee7276f83efd4a1ee05bbbf4281d95ed28e079220a9457f25a93e3f1e3c31b
 
-FROM python:3.11-slim-bookworm
+# Stage 1: wheels of every locked dependency (downloaded and checked against the lock's
+# hashes; --require-hashes also refuses anything the lock does not pin) and of the project,
+# built with the setuptools of the pinned base image, not a fresh download.
+FROM ${PYTHON_IMAGE} AS build
+WORKDIR /src
+COPY requirements.txt pyproject.toml README.md ./
+COPY scaler ./scaler
+RUN python -m pip wheel --no-cache-dir --require-hashes --wheel-dir /wheels -r requirements.txt \
+    && python -m pip wheel --no-cache-dir --no-deps --no-build-isolation --wheel-dir /wheels .
+
+# Stage 2: the wheels are mounted for the install only, so none of them is left in a layer;
+# pip check fails the build if the lock misses a dependency. No compiler, no build tool.
+FROM ${PYTHON_IMAGE}
 LABEL org.opencontainers.image.title="vllm-scaler" \
-      org.opencontainers.image.description="Autoscaling controller for vLLM inference servers on Kubernetes"
+      org.opencontainers.image.description="Autoscaling controller for vLLM inference servers on Kubernetes" \
+      org.opencontainers.image.licenses="Apache-2.0"
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     VLLM_SCALER_LOG_FORMAT=json \
     VLLM_SCALER_POLICY_FILE=/etc/vllm-scaler/policy.yaml
-COPY --from=build /wheels /tmp/wheels
-RUN python -m pip install --no-cache-dir --no-index /tmp/wheels/*.whl \
-    && rm -rf /tmp/wheels \
+RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
+    python -m pip install --no-cache-dir --no-index --no-deps /wheels/*.whl \
+    && python -m pip check \
     && useradd --uid 65532 --no-create-home --shell /usr/sbin/nologin scaler
 # Numeric user so that runAsNonRoot can verify it; nothing is written to the root filesystem.
+# The controller's commands (run, recommend, check-policy) need nothing more; sim, bench,
+# backtest and dashboards say which extra they need (pip install 'vllm-scaler[sim]', ...).
 USER 65532:65532
 EXPOSE 9100
 ENTRYPOINT ["vllm-scaler"]

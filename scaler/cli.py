@@ -7,7 +7,10 @@ Every option of ``run`` and ``recommend`` can also be set as an environment vari
 from __future__ import annotations
 
 import asyncio
+import functools
+import importlib.util
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -231,6 +234,8 @@ def recommend(
 @app.command("check-policy")
 def check_policy(path: Annotated[Path, typer.Argument(help="YAML policy file.")]) -> None:
     """Validate a policy file and print the targets it defines."""
+    from scaler.sources.promql import target_selector
+
     try:
         p = load_policy(path)
     except PolicyError as err:
@@ -239,7 +244,7 @@ def check_policy(path: Annotated[Path, typer.Argument(help="YAML policy file.")]
         typer.echo(
             f"{t.key}: replicas {t.min_replicas}..{t.max_replicas}, signals "
             + ", ".join(str(s) for s in t.signals.enabled())
-            + f", selector {{{t.promql_selector()}}}"
+            + f", selector {{{target_selector(t)}}}"
         )
 
 
@@ -250,7 +255,7 @@ def check_policy(path: Annotated[Path, typer.Argument(help="YAML policy file.")]
 def dashboards(ctx: typer.Context) -> None:
     """Generate the Grafana dashboards' JSON (--out DIR, --check, --previews DIR; see --help)."""
     try:
-        from scaler.telemetry.dashboards import main as dashboards_main
+        from scaler.dashboards import main as dashboards_main
     except ImportError as err:
         raise _fail(f"{err.name} is missing: pip install 'vllm-scaler[dashboards]'") from None
     raise typer.Exit(dashboards_main(ctx.args))
@@ -270,13 +275,54 @@ def _register_subcommands() -> None:
 
 _register_subcommands()
 
+#: Commands that need an optional extra: the extra and the modules it brings.
+EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "sim": ("sim", ("matplotlib",)),
+    "bench": ("sim", ("matplotlib",)),
+    "backtest": ("backtest", ("prometheus_api_client", "matplotlib")),
+    "dashboards": ("dashboards", ("grafana_foundation_sdk", "matplotlib")),
+}
+
+
+def _needs_extra(
+    callback: Callable[..., Any], extra: str, modules: tuple[str, ...]
+) -> Callable[..., Any]:
+    """``callback``, first checking that ``modules`` are installed: without them (the image
+    installs none of the extras) the command prints one line naming the extra and exits 2
+    before doing any work, instead of a traceback at the end. ``--help`` still works."""
+
+    @functools.wraps(callback)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        for module in modules:
+            if importlib.util.find_spec(module) is None:
+                raise _fail(f"{module} is missing: pip install 'vllm-scaler[{extra}]'")
+        return callback(*args, **kwargs)
+
+    return checked
+
+
+def _require_extras() -> None:
+    for info in app.registered_commands:
+        if info.callback is not None:
+            name = info.name or info.callback.__name__.replace("_", "-")
+            if name in EXTRAS:
+                info.callback = _needs_extra(info.callback, *EXTRAS[name])
+
+
+_require_extras()
+
 
 def main() -> None:
     """Console entry point."""
+    from scaler.sim.prometheus_server import PrometheusNotInstalledError
+
     try:
         app()
     except KeyboardInterrupt:
         sys.exit(130)
+    except PrometheusNotInstalledError as err:  # bench-scale where Prometheus is not installed
+        typer.echo(f"vllm-scaler: {err}", err=True)
+        sys.exit(2)
 
 
 OutputChoice = Literal["table", "json"]

@@ -1,39 +1,35 @@
 """The Kubernetes actuator: reads a target's ``scale`` subresource and pods, writes replicas.
 
-Talks to the API server through kubernetes-asyncio. Every API failure is mapped to a
-:class:`ScaleOutcome` in one place, :func:`classify_error`; :meth:`KubernetesActuator.scale`
-returns that outcome in a :class:`ScaleResult` instead of raising, and
-:meth:`KubernetesActuator.read` raises :class:`KubeApiError` carrying it.
+Talks to the API server through kubernetes-asyncio (the client: :mod:`.api_client`). Every
+API failure is classified in one place (:mod:`.errors`); :meth:`KubernetesActuator.scale`
+returns the failure in a :class:`ScaleResult` instead of raising, and
+:meth:`KubernetesActuator.read` raises :class:`~scaler.actuators.errors.KubeApiError`
+carrying it.
 """
 
 from __future__ import annotations
 
-import asyncio
-import email.utils
-import json
-import os
 import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
-import aiohttp
 import structlog
-from kubernetes_asyncio import client, config
+from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
-from kubernetes_asyncio.client.exceptions import ApiException
-from kubernetes_asyncio.config.config_exception import ConfigException
 
+from scaler.actuators.api_client import KubeConfigError, build_api_client
+from scaler.actuators.errors import ApiFailure, KubeApiError, classify_error
 from scaler.config.policy import WorkloadRef
 from scaler.core.observation import PodInfo, WorkloadSnapshot
-from scaler.telemetry.redact import register_secret
 
+# The client and the failures are re-exported: callers build, read and scale through here.
 __all__ = [
     "DELETION_COST_KINDS",
     "POD_DELETION_COST",
+    "ApiFailure",
     "KubeApiError",
     "KubeConfigError",
     "KubernetesActuator",
@@ -54,130 +50,13 @@ POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 DELETION_COST_KINDS = frozenset({"Deployment", "ReplicaSet", "Rollout"})
 
 
-class KubeConfigError(RuntimeError):
-    """No usable cluster configuration (message names the file or the in-cluster source)."""
-
-
-async def build_api_client(
-    *, kubeconfig: Path | None, in_cluster: bool, context: str | None = None
-) -> ApiClient:
-    """Build a kubernetes-asyncio ``ApiClient``.
-
-    Args:
-        kubeconfig: kubeconfig file; None follows kubectl's rules (``$KUBECONFIG``, a
-            ``:``-separated list that is merged, else ``~/.kube/config``).
-        in_cluster: use the pod's service account (token + CA under
-            ``/var/run/secrets/kubernetes.io/serviceaccount``); ``kubeconfig`` is ignored.
-        context: kubeconfig context; None uses ``current-context``.
-
-    Returns:
-        An ApiClient the caller must ``await client.close()``.
-
-    Raises:
-        KubeConfigError: the configuration is missing or invalid.
-    """
-    cfg = client.Configuration()
-    if in_cluster:
-        if "KUBERNETES_SERVICE_HOST" not in os.environ:
-            raise KubeConfigError(
-                "in-cluster configuration asked for, but KUBERNETES_SERVICE_HOST is not set "
-                "(not running in a pod)"
-            )
-        try:
-            config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-        except ConfigException as err:
-            raise KubeConfigError(f"in-cluster configuration: {err}") from None
-        _register_credentials(cfg)
-        return ApiClient(configuration=cfg)
-    source = _kubeconfig_source(kubeconfig)
-    try:
-        # persist_config=False: never write refreshed credentials back to the user's file.
-        await config.load_kube_config(
-            config_file=source, context=context, client_configuration=cfg, persist_config=False
-        )
-    except (ConfigException, OSError, ValueError, TypeError) as err:
-        raise KubeConfigError(f"kubeconfig {source}: {err}") from None
-    _register_credentials(cfg)
-    return ApiClient(configuration=cfg)
-
-
-def _register_credentials(cfg: client.Configuration) -> None:
-    """Mask the cluster credentials in every log line, also after a token refresh.
-
-    An error body that echoes the request's Authorization header (some proxies do) would
-    otherwise put the service-account token into a log line.
-    """
-
-    def register(c: Any) -> None:
-        for value in (getattr(c, "api_key", None) or {}).values():
-            if isinstance(value, str):
-                register_secret(value.removeprefix("Bearer ").strip())
-        password = getattr(c, "password", None)
-        if isinstance(password, str):
-            register_secret(password)
-
-    register(cfg)
-    hook: Any = cfg.refresh_api_key_hook
-    if hook is None:
-        return
-
-    async def refresh_and_register(c: Any) -> None:
-        result = hook(c)
-        if asyncio.iscoroutine(result):
-            await result
-        register(c)
-
-    cfg.refresh_api_key_hook = refresh_and_register
-
-
-def _kubeconfig_source(kubeconfig: Path | None) -> str:
-    """The kubeconfig file(s) to load (``:``-joined), checked to exist.
-
-    Read ``$KUBECONFIG`` now, not at import time as kubernetes_asyncio's default does; the
-    library would only log "Config not found" for a missing file and fail later with an
-    unrelated message.
-
-    Raises:
-        KubeConfigError: the file (or every file of ``$KUBECONFIG``) is missing.
-    """
-    if kubeconfig is not None:
-        path = kubeconfig.expanduser()
-        if not path.is_file():
-            why = "is a directory" if path.is_dir() else "no such file"
-            raise KubeConfigError(f"kubeconfig {kubeconfig}: {why}")
-        return str(path)
-    env = os.environ.get("KUBECONFIG", "")
-    if env:
-        listed = [p for p in env.split(os.pathsep) if p]
-        found = [str(Path(p).expanduser()) for p in listed if Path(p).expanduser().is_file()]
-        if not found:
-            raise KubeConfigError(f"kubeconfig from $KUBECONFIG ({env}): no such file")
-        return os.pathsep.join(found)
-    default = Path("~/.kube/config").expanduser()
-    if not default.is_file():
-        raise KubeConfigError(
-            f"no kubeconfig ({default} does not exist, $KUBECONFIG is not set) and not in a "
-            "cluster (KUBERNETES_SERVICE_HOST is not set)"
-        )
-    return str(default)
-
-
 class ScaleOutcome(StrEnum):
-    """What a scale call (or a failed read) ended in."""
+    """What a scale call that did not fail ended in (a failure is an
+    :class:`~scaler.actuators.errors.ApiFailure`)."""
 
     SCALED = "scaled"
     UNCHANGED = "unchanged"
     DRY_RUN = "dry_run"
-    CONFLICT = "conflict"
-    NOT_FOUND = "not_found"
-    FORBIDDEN = "forbidden"
-    THROTTLED = "throttled"
-    SERVER_ERROR = "server_error"
-    INVALID = "invalid"
-    TRANSPORT = "transport"
-
-
-_OK = frozenset({ScaleOutcome.SCALED, ScaleOutcome.UNCHANGED, ScaleOutcome.DRY_RUN})
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +64,7 @@ class ScaleResult:
     """The result of :meth:`KubernetesActuator.scale`.
 
     Attributes:
-        outcome: what happened.
+        outcome: what happened: a :class:`ScaleOutcome`, or the failure.
         message: one human-readable sentence (includes the server's Status message).
         replicas_before: spec.replicas before the write (from ``current``, or from the
             re-read after a conflict).
@@ -197,7 +76,7 @@ class ScaleResult:
         requests: number of API requests sent (0 for unchanged and dry_run).
     """
 
-    outcome: ScaleOutcome
+    outcome: ScaleOutcome | ApiFailure
     message: str
     replicas_before: int
     replicas_requested: int
@@ -210,110 +89,7 @@ class ScaleResult:
     @property
     def ok(self) -> bool:
         """True for scaled, unchanged and dry_run."""
-        return self.outcome in _OK
-
-
-class KubeApiError(Exception):
-    """A classified Kubernetes API failure (raised by :meth:`KubernetesActuator.read`).
-
-    Attributes:
-        outcome: the failure class (never scaled/unchanged/dry_run).
-        message: the server's Status message or the transport error.
-        http_status: HTTP status, None for transport errors.
-        retry_after_seconds: Retry-After in seconds, when given.
-    """
-
-    def __init__(
-        self,
-        outcome: ScaleOutcome,
-        message: str,
-        *,
-        http_status: int | None = None,
-        retry_after_seconds: float | None = None,
-    ) -> None:
-        super().__init__(f"{outcome.value}: {message}")
-        self.outcome = outcome
-        self.message = message
-        self.http_status = http_status
-        self.retry_after_seconds = retry_after_seconds
-
-
-def _status_message(body: Any) -> tuple[str | None, Mapping[str, Any]]:
-    """(Status.message, Status.details) of an error body, if it is a Status."""
-    if isinstance(body, bytes | bytearray):
-        try:
-            body = json.loads(body)
-        except ValueError:
-            return None, {}
-    elif isinstance(body, str):
-        try:
-            body = json.loads(body)
-        except ValueError:
-            return body or None, {}
-    if isinstance(body, dict):
-        details = body.get("details")
-        return body.get("message"), details if isinstance(details, dict) else {}
-    return None, {}
-
-
-def _retry_after(
-    headers: Mapping[str, str] | None, details: Mapping[str, Any], now: float
-) -> float | None:
-    raw = headers.get("Retry-After") if headers is not None else None
-    if raw:
-        try:
-            return max(0.0, float(raw))
-        except ValueError:
-            try:  # the HTTP-date form
-                when = email.utils.parsedate_to_datetime(raw)
-            except (TypeError, ValueError):
-                when = None
-            if when is not None:
-                return max(0.0, when.timestamp() - now)
-    seconds = details.get("retryAfterSeconds")
-    return float(seconds) if isinstance(seconds, int | float) else None
-
-
-def classify_error(exc: BaseException, *, now: float = 0.0) -> KubeApiError | None:
-    """Map an exception from a kubernetes-asyncio call to a :class:`KubeApiError`.
-
-    The single place where HTTP statuses and transport errors become outcomes:
-    401/403 -> forbidden, 404 -> not_found, 409 -> conflict, 429 -> throttled,
-    5xx -> server_error, other 4xx (400, 415, 422...) -> invalid, connection errors and
-    timeouts -> transport.
-
-    Args:
-        exc: the exception raised by the client.
-        now: epoch seconds, to turn an HTTP-date Retry-After into seconds.
-
-    Returns:
-        None when ``exc`` is not an API or transport failure (a programming error the
-        caller should re-raise).
-    """
-    if isinstance(exc, ApiException):
-        status = int(exc.status or 0)
-        if status == 0:  # the client refused to build the request: our bug
-            return None
-        message, details = _status_message(getattr(exc, "body", None))
-        text = message or f"HTTP {status} {exc.reason or ''}".strip()
-        retry = _retry_after(getattr(exc, "headers", None), details, now)
-        if status in (401, 403):
-            outcome = ScaleOutcome.FORBIDDEN
-        elif status == 404:
-            outcome = ScaleOutcome.NOT_FOUND
-        elif status == 409:
-            outcome = ScaleOutcome.CONFLICT
-        elif status == 429:
-            outcome = ScaleOutcome.THROTTLED
-        elif status >= 500:
-            outcome = ScaleOutcome.SERVER_ERROR
-        else:
-            outcome = ScaleOutcome.INVALID
-        return KubeApiError(outcome, text, http_status=status, retry_after_seconds=retry)
-    if isinstance(exc, aiohttp.ClientError | TimeoutError | asyncio.TimeoutError | OSError):
-        text = str(exc) or type(exc).__name__
-        return KubeApiError(ScaleOutcome.TRANSPORT, f"{type(exc).__name__}: {text}")
-    return None
+        return isinstance(self.outcome, ScaleOutcome)
 
 
 @dataclass(frozen=True, slots=True)
@@ -533,7 +309,7 @@ class KubernetesActuator:
                 )
             except Exception as exc:
                 err = self._classify(exc)
-                if keda and err.outcome is ScaleOutcome.NOT_FOUND:
+                if keda and err.outcome is ApiFailure.NOT_FOUND:
                     continue  # the ScaledObject CRD is not installed
                 raise err from exc
             for item in listing.get("items") or []:
@@ -644,14 +420,14 @@ class KubernetesActuator:
                 new = await self._patch(ref, replicas, rv)
             except Exception as exc:
                 err = self._classify(exc)
-                if err.outcome is not ScaleOutcome.CONFLICT or attempt == 2:
-                    return self._failed(ref, err, before, replicas, rv, sent, attempt)
+                if err.outcome is not ApiFailure.STALE or attempt == 2:
+                    return self._failed(ref, err, before, replicas, rv, sent)
                 log.info("scale_conflict_reread", target=ref.key(), resource_version=rv)
                 try:
                     sent += 1
                     fresh = await self._get_scale(ref)
                 except Exception as exc2:
-                    return self._failed(ref, self._classify(exc2), before, replicas, rv, sent, 1)
+                    return self._failed(ref, self._classify(exc2), before, replicas, rv, sent)
                 before, rv = fresh.spec_replicas, fresh.resource_version
                 if before == replicas:
                     return ScaleResult(
@@ -690,28 +466,20 @@ class KubernetesActuator:
         replicas: int,
         rv: str,
         sent: int,
-        attempts: int,
     ) -> ScaleResult:
         what = {
-            ScaleOutcome.CONFLICT: "still conflicting after a re-read and retry",
-            ScaleOutcome.NOT_FOUND: "the workload or its scale subresource does not exist",
-            ScaleOutcome.FORBIDDEN: "not allowed (check the service account's RBAC for */scale)",
-            ScaleOutcome.THROTTLED: "throttled by the API server",
-            ScaleOutcome.SERVER_ERROR: "API server error",
-            ScaleOutcome.INVALID: "the API server rejected the request",
-            ScaleOutcome.TRANSPORT: "cannot reach the API server",
+            ApiFailure.STALE: "still conflicting after a re-read and retry",
+            ApiFailure.NOT_FOUND: "the workload or its scale subresource does not exist",
+            ApiFailure.FORBIDDEN: "not allowed (check the service account's RBAC for */scale)",
+            ApiFailure.THROTTLED: "throttled by the API server",
+            ApiFailure.SERVER_ERROR: "API server error",
+            ApiFailure.INVALID: "the API server rejected the request",
+            ApiFailure.TRANSPORT: "cannot reach the API server",
         }.get(err.outcome, err.outcome.value)
         if err.retry_after_seconds is not None:
             what += f" (retry after {err.retry_after_seconds:g}s)"
+        # Not logged here: the result carries the failure, and the controller logs it once.
         message = f"cannot scale {ref.key()} from {before} to {replicas}: {what}: {err.message}"
-        log.warning(
-            "scale_failed",
-            target=ref.key(),
-            outcome=err.outcome.value,
-            http_status=err.http_status,
-            attempts=attempts,
-            message=err.message,
-        )
         return ScaleResult(
             err.outcome,
             message,

@@ -3,7 +3,7 @@
 The leader elector (:mod:`scaler.controller.leader`) decides; this module only talks to the
 API. Bodies are plain dicts (the generated ``V1Lease`` model would serialize MicroTime
 fields as ``isoformat()``, which drops the microseconds a real API server requires).
-Failures are classified by :func:`scaler.actuators.kubernetes.classify_error`.
+Failures are classified by :func:`scaler.actuators.errors.classify_error`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
-from scaler.actuators.kubernetes import KubeApiError, ScaleOutcome, classify_error
+from scaler.actuators.errors import ApiFailure, KubeApiError, classify_error
 
 __all__ = ["LEASE_GROUP", "LEASE_PLURAL", "LEASE_VERSION", "LeaseClient"]
 
@@ -68,7 +68,7 @@ class LeaseClient:
             )
         except Exception as exc:
             err = self._classify(exc)
-            if err.outcome is ScaleOutcome.NOT_FOUND:
+            if err.outcome is ApiFailure.NOT_FOUND:
                 return None
             raise err from exc
         return obj
@@ -97,7 +97,7 @@ class LeaseClient:
         """PUT the Lease; ``body.metadata.resourceVersion`` is the optimistic-lock precondition.
 
         Raises:
-            KubeApiError: the failure, classified (``conflict`` for a stale resourceVersion).
+            KubeApiError: the failure, classified (``stale`` for a stale resourceVersion, 409).
         """
         try:
             obj: dict[str, Any] = await self._custom.replace_namespaced_custom_object(

@@ -1,13 +1,13 @@
 """One step of history -> the readings the live source would have produced at that time.
 
 The live source's rules are reused, not re-implemented: the per-step instant vectors are fed
-to the same splitting and per-target classification :class:`scaler.sources.prometheus.
-PrometheusSource` applies to its instant answers (per-pod sums over the ready pods with data,
-``partial`` when some have none, ``absent`` versus ``empty``, the new KV-cache name preferred
-per pod, TTFT ``idle`` only when the request rate is exactly 0, NaN/Inf/negative invalid).
-Those helpers are private to that module (``_Answer``, ``_split_per_pod``,
-``_split_per_target``, ``_TargetReader``); ``tests/backtest/test_classify.py`` pins that this
-adapter and ``PrometheusSource.read`` agree on the same vector, so a change there shows up.
+to the same splitting (:func:`scaler.sources.prometheus.split_answers`) and per-target
+classification (:func:`scaler.sources.prometheus.read_targets`) that
+:class:`scaler.sources.prometheus.PrometheusSource` applies to its instant answers (per-pod
+sums over the ready pods with data, ``partial`` when some have none, ``absent`` versus
+``empty``, the new KV-cache name preferred per pod, TTFT ``idle`` only when the request rate
+is exactly 0, NaN/Inf/negative invalid); ``tests/backtest/test_classify.py`` pins that this
+adapter and ``PrometheusSource.read`` agree on the same vector.
 
 What history does not have is the Kubernetes side: which pods were ready. A pod counts as
 ready at a step when it has a ``vllm:num_requests_running`` sample then (vLLM serves
@@ -24,12 +24,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from scaler.config.policy import TargetPolicy
+from scaler.config.vocabulary import SignalName
 from scaler.core.observation import PodInfo, WorkloadSnapshot
-from scaler.core.signals import SignalName, SignalReading, SignalStatus
+from scaler.core.signals import SignalReading, SignalStatus
 from scaler.sources.prometheus import (
+    Answer,
+    PodSeries,
     QueryOutcome,
-    _Answer,
-    _PodSeries,
     read_targets,
     split_answers,
 )
@@ -56,7 +57,7 @@ class StepReadings:
     kv_metric: str
 
 
-def _snapshot(target: TargetPolicy, group: _PodSeries | None) -> WorkloadSnapshot:
+def _snapshot(target: TargetPolicy, group: PodSeries | None) -> WorkloadSnapshot:
     ns = target.workload.namespace
     # History has no pod list: the target's pods are those its own selector picks. Targets
     # that share a namespace's default selector are told apart by their pod-name pattern.
@@ -98,24 +99,18 @@ def readings_at_step(
     Returns:
         Target key -> :class:`StepReadings`.
     """
-    answers: dict[QueryKind, _Answer] = {}
+    answers: dict[QueryKind, Answer] = {}
     for kind, query in plan.queries.items():
         series = list(vectors.get(kind, ()))
-        answers[kind] = _Answer(
+        answers[kind] = Answer(
             QueryOutcome(kind, SignalStatus.OK, series=len(series), query=query), series
         )
-    pod_groups, target_series = split_answers(answers)
+    split = split_answers(answers)
 
-    running = pod_groups.get(QueryKind.RUNNING, {})
+    running = split.pod_groups.get(QueryKind.RUNNING, {})
     snapshots = {t.key: _snapshot(t, running.get(plan.selector_group[t.key])) for t in targets}
     readings = read_targets(
-        targets,
-        snapshots,
-        plan,
-        answers,
-        pod_groups,
-        target_series,
-        rate_window_seconds=rate_window_seconds,
+        targets, snapshots, plan, split, rate_window_seconds=rate_window_seconds
     )
     out: dict[str, StepReadings] = {}
     for t in targets:

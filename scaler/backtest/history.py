@@ -50,6 +50,7 @@ from scaler.sources.promql import (
     build_query_plan,
     promql_duration,
     promql_string,
+    target_selector,
 )
 
 __all__ = [
@@ -364,7 +365,7 @@ def replica_queries(target: TargetPolicy, source: ReplicaSource) -> tuple[str, s
             f"max(vllm_scaler_current_replicas{{{sel}}})",
             f"max(vllm_scaler_ready_replicas{{{sel}}})",
         )
-    pods = f"count(count by (namespace, pod) ({RUNNING_METRIC}{{{target.promql_selector()}}}))"
+    pods = f"count(count by (namespace, pod) ({RUNNING_METRIC}{{{target_selector(target)}}}))"
     return pods, pods
 
 

@@ -33,10 +33,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from scaler.config.policy import TargetPolicy
+from scaler.config.vocabulary import SignalName
 from scaler.core.decide import decide
 from scaler.core.observation import Observation, ReplicaCounts
 from scaler.core.reasons import Reason
-from scaler.core.signals import SignalName, SignalReading, SignalStatus
+from scaler.core.signals import SignalReading, SignalStatus
 from scaler.core.state import TargetState, record_write
 
 __all__ = ["ReplayResult", "ReplayStep", "ReplaySummary", "ScaleChange", "fill_gaps", "replay"]
@@ -172,7 +173,7 @@ def replay(
     actual_ready: Sequence[float | None],
     *,
     model_load_seconds: float,
-    ttft_window_seconds: float = 60.0,
+    ttft_window_seconds: float,
 ) -> ReplayResult:
     """Replay one target's history through :func:`~scaler.core.decide.decide`.
 

@@ -16,7 +16,7 @@ from typing import Any
 from scaler.backtest.history import ReplicaHistory
 from scaler.backtest.replay import ReplayResult, ReplayStep, ScaleChange
 from scaler.config.policy import TargetPolicy
-from scaler.core.signals import SignalName
+from scaler.config.vocabulary import SignalName
 
 __all__ = ["TargetBacktest", "format_text", "plot_backtest", "to_json"]
 

@@ -247,11 +247,13 @@ async def _decide_all(
     readings: dict[str, dict[SignalName, SignalReading]],
     states: dict[str, TargetState | None],
     now: float,
+    ttft_window_seconds: float,
 ) -> None:
     for t in policies:
         snap = snaps[t.key]
         obs = Observation(snap.counts(t.model_load_timeout_seconds), readings[t.key])
-        states[t.key] = decide(t, obs, states.get(t.key), now).state
+        state = states.get(t.key)
+        states[t.key] = decide(t, obs, state, now, ttft_window_seconds=ttft_window_seconds).state
 
 
 async def _ours(
@@ -269,7 +271,9 @@ async def _ours(
         start = time.monotonic()
         result = await source.read(policies, snaps)
         readings = {k: r.signals for k, r in result.targets.items()}
-        await _decide_all(policies, snaps, readings, states, time.time())
+        await _decide_all(
+            policies, snaps, readings, states, time.time(), source.rate_window_seconds
+        )
         durations.append(time.monotonic() - start)
         # the queries run concurrently: the rest of the cycle is the controller's own work
         slowest = max((o.duration_seconds for o in result.queries.values()), default=0.0)
@@ -303,7 +307,9 @@ async def _per_target(
         start = time.monotonic()
         results = await asyncio.gather(*(one(t) for t in policies))
         readings = {k: s for k, s, _, _ in results}
-        await _decide_all(policies, snaps, readings, states, time.time())
+        await _decide_all(
+            policies, snaps, readings, states, time.time(), source.rate_window_seconds
+        )
         durations.append(time.monotonic() - start)
         last.update(readings)
         queries = sum(q for _, _, q, _ in results)

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Self
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from scaler.core.signals import SignalName
+from scaler.config.vocabulary import SignalName
 
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 _DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
@@ -27,6 +27,13 @@ KNOWN_PLURALS: dict[str, str] = {
     "LeaderWorkerSet": "leaderworkersets",
     "Rollout": "rollouts",
 }
+
+
+#: What a workload's controller appends to the workload's name in its pods' names (RE2), for
+#: the kinds whose pod names give the name back unambiguously: a Deployment's pods are
+#: ``<name>-<pod-template-hash>-<suffix>``, a StatefulSet's ``<name>-<ordinal>``. Other kinds'
+#: pods are matched as ``<name>-.+``.
+POD_NAME_SUFFIX: dict[str, str] = {"Deployment": "-[a-z0-9]+-[a-z0-9]+", "StatefulSet": "-[0-9]+"}
 
 
 class _Strict(BaseModel):
@@ -244,29 +251,15 @@ class TargetPolicy(_Strict):
 
     def pod_name_regex(self) -> str:
         """Regex (RE2, anchored by PromQL) of the pod names the workload's controller creates."""
-        name = re.escape(self.workload.name)
-        if self.workload.kind == "Deployment":
-            return f"{name}-[a-z0-9]+-[a-z0-9]+"
-        if self.workload.kind == "StatefulSet":
-            return f"{name}-[0-9]+"
-        return f"{name}-.+"
+        suffix = POD_NAME_SUFFIX.get(self.workload.kind, "-.+")
+        return re.escape(self.workload.name) + suffix
 
     def matchers(self) -> dict[str, str]:
-        """Exact-match label matchers; ``pod`` is a regex matcher (see :meth:`promql_selector`)."""
+        """Exact-match label matchers of the target's vLLM series: ``prometheus_matchers``, or
+        its namespace (the source then adds its pod names, :meth:`pod_name_regex`)."""
         if self.prometheus_matchers is not None:
             return dict(self.prometheus_matchers)
         return {"namespace": self.workload.namespace}
-
-    def promql_selector(self) -> str:
-        """The label selector body, e.g. ``namespace="llm",pod=~"vllm-[a-z0-9]+-[a-z0-9]+"``."""
-        parts = [f'{k}="{_escape(v)}"' for k, v in sorted(self.matchers().items())]
-        if self.prometheus_matchers is None:
-            parts.append(f'pod=~"{_escape(self.pod_name_regex())}"')
-        return ",".join(parts)
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
 class Policy(_Strict):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import re
 import signal
@@ -18,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TextIO
+from typing import TextIO
 from urllib.parse import urlsplit, urlunsplit
 
 import structlog
@@ -28,7 +27,8 @@ from scaler.actuators.lease import LeaseClient
 from scaler.config.policy import Policy
 from scaler.config.settings import Settings
 from scaler.controller.leader import LeaderElectionConfig, LeaderElector, default_identity
-from scaler.controller.loop import Controller, TargetReport
+from scaler.controller.loop import Controller
+from scaler.controller.report import OutputFormat, print_reports
 from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus import (
     ConfiguredQueryProblem,
@@ -39,8 +39,6 @@ from scaler.sources.prometheus import (
 from scaler.telemetry.metrics import ScalerMetrics
 from scaler.telemetry.redact import register_secret
 from scaler.telemetry.server import TelemetryBindError, TelemetryServer
-
-OutputFormat = Literal["log", "table", "json"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,41 +344,3 @@ def format_startup_problems(
             + "\n  ".join(str(p) for p in empty)
         )
     return "\n".join(sections)
-
-
-def print_reports(reports: list[TargetReport], fmt: OutputFormat, out: TextIO) -> None:
-    """Print one round of reports as a JSON array or a readable table."""
-    if fmt == "json":
-        out.write(
-            json.dumps(
-                [r.as_json() for r in reports], indent=2, allow_nan=False, default=_json_default
-            )
-            + "\n"
-        )
-        out.flush()
-        return
-    for r in reports:
-        d = r.decision
-        if d is None:
-            out.write(f"{r.target}: cannot read the target: {r.error}\n")
-            continue
-        out.write(
-            f"{r.target}: current {d.current_replicas} -> desired {d.desired_replicas} "
-            f"[{d.reason}] {d.message}\n"
-            f"  replicas: ready {d.replicas.ready}, starting {d.replicas.starting}, "
-            f"stuck {d.replicas.stuck}, terminating {d.replicas.terminating}\n"
-        )
-        for e in d.signals:
-            value = "-" if e.value is None else f"{e.value:.4g}"
-            ratio = "-" if e.ratio is None else f"{e.ratio:.2f}"
-            flag = "valid" if e.valid else "INVALID"
-            extra = f" ({e.detail})" if e.detail and e.status.value != "ok" else ""
-            out.write(
-                f"  {e.name:<15} value {value:>8}  target {e.target:<6g} ratio {ratio:>5}  "
-                f"{flag} {e.status}{extra}\n"
-            )
-    out.flush()
-
-
-def _json_default(value: object) -> object:
-    return str(value)

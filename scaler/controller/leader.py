@@ -41,7 +41,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from scaler.actuators.kubernetes import KubeApiError, ScaleOutcome
+from scaler.actuators.errors import ApiFailure, KubeApiError
 from scaler.telemetry.metrics import ScalerMetrics
 
 __all__ = ["LeaderElectionConfig", "LeaderElector", "LeaseApi", "default_identity"]
@@ -277,7 +277,7 @@ class LeaderElector:
                 try:
                     created = await self._leases.create(cfg.namespace, body)
                 except KubeApiError as err:
-                    if err.outcome is ScaleOutcome.CONFLICT and attempt == 1:
+                    if err.outcome is ApiFailure.STALE and attempt == 1:
                         continue  # created by another replica meanwhile: read it
                     raise
                 self._won(created, now)
@@ -297,7 +297,7 @@ class LeaderElector:
             try:
                 result = await self._leases.replace(cfg.namespace, cfg.name, updated)
             except KubeApiError as err:
-                if err.outcome is ScaleOutcome.CONFLICT and attempt == 1:
+                if err.outcome is ApiFailure.STALE and attempt == 1:
                     log.info("lease_conflict_reread", identity=self.identity)
                     continue
                 raise

@@ -1,9 +1,11 @@
-"""The control loop: read every target, decide, act, report.
+"""The control loop: read every target, decide, plan the writes, apply them, report.
 
 One cycle: read each target's scale subresource and pods (Kubernetes actuator), read every
 signal for all targets in a constant number of queries (Prometheus source), run the pure
-decision core per target, write ``spec.replicas`` where the decision changes it, and export
-the outcome (metrics, one log event per decision, Kubernetes Events on rescale).
+decision core per target, apply what overrides it (:mod:`.overrides`: other autoscalers,
+pause, pin), plan the target's writes (:class:`~scaler.controller.plan.WritePlan`), apply the
+plan in one place (:meth:`Controller.apply`), and export the outcome (metrics, one log event
+per decision).
 
 A failure of one target never stops the others; a failure of the whole source is a set of
 invalid signals, which the core turns into holds.
@@ -14,11 +16,7 @@ Ownership of ``spec.replicas`` (the controller's part over the core's decision):
   annotations, Events); the others run the same cycles read-only and export what they would
   decide. A new leader loads the persisted decision state before its first decision, and the
   leader writes it back (on the Lease) at most once per cycle, only when it changed.
-- conflict: an autoscaling/v2 HorizontalPodAutoscaler or KEDA ScaledObject targeting the
-  same workload makes the target recommend-only (``vllm_scaler_conflict``, a Warning Event,
-  an error log naming the other owner).
-- annotations on the workload: ``vllm-scaler.io/paused: "true"`` holds it entirely,
-  ``vllm-scaler.io/pinned-replicas: "N"`` writes N whatever the signals say.
+- conflicts, pause and pin: see :mod:`scaler.controller.overrides`.
 - drain-aware scale-down: before lowering replicas of a kind that removes pods through a
   ReplicaSet (Deployment, ReplicaSet, Argo Rollout), the idlest ready pods get the lowest
   ``controller.kubernetes.io/pod-deletion-cost`` so that they are the ones removed.
@@ -32,23 +30,27 @@ import contextlib
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Protocol
 
 import structlog
 
 from scaler.actuators.kubernetes import (
     DELETION_COST_KINDS,
     KubeApiError,
+    ScaleOutcome,
     ScaleOwner,
     ScaleResult,
 )
 from scaler.config.policy import Policy, TargetPolicy, WorkloadRef
+from scaler.config.vocabulary import SignalName
+from scaler.controller.overrides import REFUSALS, Control, override, read_control, refusal_events
+from scaler.controller.plan import Event, WritePlan, stuck_event, stuck_pods
+from scaler.controller.report import TargetReport
 from scaler.core.decide import Decision, Direction, decide
-from scaler.core.drain import plan_removal
+from scaler.core.drain import RemovalPlan, plan_removal
 from scaler.core.observation import Observation, WorkloadSnapshot
 from scaler.core.reasons import Reason
-from scaler.core.signals import SignalName
 from scaler.core.state import (
     STATE_FORMAT_VERSION,
     TargetState,
@@ -60,14 +62,19 @@ from scaler.core.state import (
 from scaler.sources.prometheus import SourceResult, TargetReadings
 from scaler.telemetry.metrics import ScalerMetrics
 
-#: Workload annotation that pauses vllm-scaler on it (value ``"true"``).
-PAUSED_ANNOTATION = "vllm-scaler.io/paused"
-#: Workload annotation that pins its replicas (a non-negative integer).
-PINNED_ANNOTATION = "vllm-scaler.io/pinned-replicas"
 #: Lease annotation holding the persisted decision state (JSON).
 STATE_ANNOTATION = "vllm-scaler.io/state"
 #: Upper bound of the persisted state (Kubernetes allows 256 KiB of annotations in total).
 MAX_STATE_BYTES = 64 * 1024
+#: Reasons under which the reported level of the decision log is a warning.
+_WARNING_REASONS = frozenset(
+    {
+        Reason.NO_VALID_SIGNALS,
+        Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL,
+        Reason.OUTSIDE_WRITER,
+        Reason.CONFLICT,
+    }
+)
 
 
 class SignalSource(Protocol):
@@ -127,78 +134,19 @@ class _TargetRead:
 
 
 @dataclass(frozen=True, slots=True)
-class _Control:
-    """What, besides the signals, governs a target this cycle."""
-
-    conflicts: tuple[ScaleOwner, ...] = ()
-    paused: bool = False
-    pin: int | None = None
-    invalid_pin: str | None = None  # the annotation's value when it is not a valid count
-
-
-@dataclass(frozen=True, slots=True)
-class TargetReport:
-    """The outcome of one cycle for one target.
+class Applied:
+    """What applying a :class:`~scaler.controller.plan.WritePlan` ended in.
 
     Attributes:
-        target: the target key ``namespace/Kind/name``.
-        decision: the decision, or None when the target could not be read.
-        readings: what the source read (None when the target could not be read).
-        action: ``scaled``, ``unchanged``, ``dry_run`` or the failed write's outcome; ``none``
-            when nothing was asked; ``read_failed`` when the target could not be read.
-        error: why the target could not be read or written.
+        action: ``scaled``, ``unchanged``, ``dry_run`` or the failed write's outcome;
+            ``none`` when nothing was to be written; ``not_leader``.
+        error: why the write failed ('' otherwise).
+        state: the plan's state, with the write added when it succeeded.
     """
 
-    target: str
-    decision: Decision | None
-    readings: TargetReadings | None
     action: str
-    error: str = ""
-
-    def as_json(self) -> dict[str, Any]:
-        """The ``recommend --output json`` object of this target."""
-        d = self.decision
-        out: dict[str, Any] = {"target": self.target, "action": self.action}
-        if d is None:
-            out.update(
-                current_replicas=None,
-                desired_replicas=None,
-                reason="target_read_failed",
-                message=self.error,
-                signals=[],
-            )
-            return out
-        out.update(
-            current_replicas=d.current_replicas,
-            desired_replicas=d.desired_replicas,
-            recommended_replicas=d.recommended_replicas,
-            reason=str(d.reason),
-            message=d.message,
-            driving_signal=str(d.driving_signal) if d.driving_signal else None,
-            limits=list(d.limits),
-            replicas={
-                "ready": d.replicas.ready,
-                "starting": d.replicas.starting,
-                "stuck": d.replicas.stuck,
-                "terminating": d.replicas.terminating,
-            },
-            signals=[
-                {
-                    "name": str(e.name),
-                    "value": e.value,
-                    "target": e.target,
-                    "ratio": e.ratio,
-                    "valid": e.valid,
-                    "status": str(e.status),
-                    "desired_replicas": e.desired_replicas,
-                    "detail": e.detail,
-                }
-                for e in d.signals
-            ],
-        )
-        if self.readings is not None:
-            out["kv_cache_metric"] = self.readings.kv_metric
-        return out
+    error: str
+    state: TargetState
 
 
 class Controller:
@@ -384,9 +332,10 @@ class Controller:
             self._export_queries(result, now)
         for t in readable:
             assert result is not None
-            control = self._control(t, annotations[t.key])
+            owners = self._owners.get(t.workload.namespace, [])
+            control = read_control(t.workload, owners, annotations[t.key])
             reports.append(
-                await self._decide_and_act(t, snapshots[t.key], result.targets[t.key], now, control)
+                await self._cycle_target(t, snapshots[t.key], result.targets[t.key], now, control)
             )
         await self._persist(self.clock())
         self.metrics.cycle_duration.observe(time.monotonic() - started)
@@ -410,226 +359,37 @@ class Controller:
                     detail=outcome.detail,
                 )
 
-    def _control(self, t: TargetPolicy, annotations: Mapping[str, str]) -> _Control:
-        """Conflicts with other autoscalers and the pause/pin annotations of one target."""
-        owners = self._owners.get(t.workload.namespace, [])
-        conflicts = tuple(o for o in owners if o.targets(t.workload))
-        paused = annotations.get(PAUSED_ANNOTATION, "").strip().lower() == "true"
-        raw = annotations.get(PINNED_ANNOTATION)
-        pin: int | None = None
-        invalid: str | None = None
-        if raw is not None:
-            text = raw.strip()
-            if text.isdigit() and int(text) <= 1_000_000:
-                pin = int(text)
-            else:
-                invalid = raw
-        return _Control(conflicts, paused, pin, invalid)
-
-    def _export_control(self, t: TargetPolicy, c: _Control) -> None:
-        m = self.metrics
-        labels = {o.label for o in c.conflicts}
-        for gone in self._conflict_labels.get(t.key, set()) - labels:
-            m.conflict.labels(t.key, gone).set(0)
-        for owner in labels:
-            m.conflict.labels(t.key, owner).set(1)
-        self._conflict_labels[t.key] = labels
-        m.paused.labels(t.key).set(1 if c.paused or c.invalid_pin is not None else 0)
-        if c.pin is not None and not c.paused and not c.conflicts:
-            m.pinned_replicas.labels(t.key).set(c.pin)
-        else:
-            with contextlib.suppress(KeyError):
-                m.pinned_replicas.remove(t.key)
-
-    @staticmethod
-    def _override(d: Decision, c: _Control) -> Decision:
-        """The core's decision with conflicts, pause and pin applied (message keeps the core's)."""
-        core = f"signals: {d.reason}: {d.message}" if d.message else f"signals: {d.reason}"
-        if c.conflicts:
-            names = ", ".join(o.label for o in c.conflicts)
-            return replace(
-                d,
-                desired_replicas=d.current_replicas,
-                reason=Reason.CONFLICT,
-                outside_write=False,
-                message=f"{names} also scales this workload; recommending "
-                f"{d.desired_replicas} without writing ({core})",
-            )
-        if c.paused or c.invalid_pin is not None:
-            why = (
-                f"{PAUSED_ANNOTATION}=true"
-                if c.paused
-                else f"{PINNED_ANNOTATION}={c.invalid_pin!r} is not a replica count"
-            )
-            return replace(
-                d,
-                desired_replicas=d.current_replicas,
-                reason=Reason.PAUSED,
-                outside_write=False,
-                message=f"paused ({why}); would scale to {d.desired_replicas} ({core})",
-            )
-        if c.pin is not None:
-            return replace(
-                d,
-                desired_replicas=c.pin,
-                reason=Reason.PINNED,
-                outside_write=False,
-                message=f"pinned by {PINNED_ANNOTATION}={c.pin} (otherwise "
-                f"{d.desired_replicas}; {core})",
-            )
-        return d
-
-    async def _event_once(
-        self,
-        t: TargetPolicy,
-        kind: str,
-        signature: object,
-        now: float,
-        *,
-        reason: str,
-        message: str,
-        type: str,
-    ) -> None:
-        """Emit a refusal Event unless the same one was emitted less than the repeat ago."""
-        last = self._events.get((t.key, kind))
-        if last is not None and last[0] == signature and now - last[1] < self.event_repeat_seconds:
-            return
-        await self.actuator.emit_event(t.workload, reason=reason, message=message, type=type)
-        self._events[(t.key, kind)] = (signature, now)
-
-    async def _refusal_events(
-        self, t: TargetPolicy, c: _Control, core: Decision, now: float
-    ) -> None:
-        if c.conflicts:
-            names = ", ".join(f"{o.kind} {o.namespace}/{o.name}" for o in c.conflicts)
-            await self._event_once(
-                t,
-                "conflict",
-                tuple(sorted(o.label for o in c.conflicts)),
-                now,
-                reason="ConflictingAutoscaler",
-                type="Warning",
-                message=f"{names} also targets this {t.workload.kind}; vllm-scaler will not "
-                f"write spec.replicas while it exists (recommends {core.desired_replicas}, "
-                f"current {core.current_replicas})",
-            )
-        else:
-            self._events.pop((t.key, "conflict"), None)
-        if c.invalid_pin is not None and not c.conflicts:
-            await self._event_once(
-                t,
-                "invalid_pin",
-                c.invalid_pin,
-                now,
-                reason="InvalidPinnedReplicas",
-                type="Warning",
-                message=f"annotation {PINNED_ANNOTATION}={c.invalid_pin!r} is not a replica "
-                "count (a non-negative integer); holding the current replicas",
-            )
-        else:
-            self._events.pop((t.key, "invalid_pin"), None)
-        if c.paused and not c.conflicts:
-            await self._event_once(
-                t,
-                "paused",
-                True,
-                now,
-                reason="ScalingPaused",
-                type="Normal",
-                message=f"paused by annotation {PAUSED_ANNOTATION}=true; replicas stay "
-                f"{core.current_replicas} (signals ask for {core.desired_replicas}: "
-                f"{core.reason})",
-            )
-        else:
-            self._events.pop((t.key, "paused"), None)
-
-    async def _stuck_event(
-        self, t: TargetPolicy, snap: WorkloadSnapshot, d: Decision, now: float
-    ) -> None:
-        """A Warning Event while replicas are stuck (not Ready past the model load timeout).
-
-        At most one per target and ``event_repeat_seconds`` (a stuck pod stays stuck for
-        hours when the cluster has no free GPU); ``vllm_scaler_stuck_replicas`` carries the
-        count every cycle.
-        """
-        if d.replicas.stuck <= 0:
-            return
-        last = self._stuck_event_at.get(t.key)
-        if last is not None and 0 <= now - last < self.event_repeat_seconds:
-            return
-        timeout = t.model_load_timeout_seconds
-        stuck = sorted(
-            f"{p.name} ({p.phase})"
-            for p in snap.pods
-            if not p.terminating and not p.ready and p.age_seconds >= timeout
-        )
-        shown = ", ".join(stuck[:5]) + (f" and {len(stuck) - 5} more" if len(stuck) > 5 else "")
-        message = (
-            f"{d.replicas.stuck} replica(s) not Ready after model_load_timeout_seconds "
-            f"{timeout:g}: {shown or 'not created yet'}; they serve nothing, and as "
-            "spec.replicas already counts them no replicas are added to replace them "
-            "(Pending for lack of GPUs? see the pods' events)"
-        )
-        self.log.warning(
-            "replicas_stuck", target=t.key, stuck=d.replicas.stuck, pods=stuck[:20], message=message
-        )
-        self._stuck_event_at[t.key] = now
-        await self.actuator.emit_event(
-            t.workload, reason="ReplicasStuck", message=message, type="Warning"
-        )
-
-    async def _prepare_scale_down(
-        self, t: TargetPolicy, snap: WorkloadSnapshot, readings: TargetReadings, d: Decision
-    ) -> None:
-        """Mark the idlest pods with the lowest pod-deletion-cost before a scale-down."""
-        ref = t.workload
-        if ref.kind not in DELETION_COST_KINDS:
-            if t.key not in self._cost_unsupported_logged:
-                self._cost_unsupported_logged.add(t.key)
-                self.log.info(
-                    "pod_deletion_cost_unsupported",
-                    target=t.key,
-                    kind=ref.kind,
-                    message=f"a {ref.kind} removes the highest ordinal on scale-down and "
-                    "ignores pod-deletion-cost; draining relies on the pods' grace period",
-                )
-            return
-        plan = plan_removal(snap.pods, readings.pod_load, d.current_replicas - d.desired_replicas)
-        current = {p.name: p.deletion_cost for p in snap.pods}
-        patched = await self.actuator.set_deletion_costs(ref.namespace, plan.costs, current=current)
-        if patched:
-            self.metrics.pods_annotated.labels(t.key).inc(len(patched))
-        self.log.info(
-            "scale_down_pods_chosen",
-            target=t.key,
-            remove=list(plan.chosen),
-            in_flight=list(plan.load),
-            annotated=patched,
-        )
-
-    async def _decide_and_act(
+    async def _cycle_target(
         self,
         t: TargetPolicy,
         snap: WorkloadSnapshot,
         readings: TargetReadings,
         now: float,
-        control: _Control | None = None,
+        control: Control,
     ) -> TargetReport:
-        control = control or _Control()
+        """Decide one target, export the decision, plan its writes and apply them."""
         obs = Observation(snap.counts(t.model_load_timeout_seconds), readings.signals)
-        core = decide(
-            t,
-            obs,
-            self._state_for(t, snap.spec_replicas, now),
-            now,
-            ttft_window_seconds=self.policy.rate_window_seconds,
-        )
-        decision = self._override(core, control)
-        state = decision.state
-        if decision.reason in (Reason.CONFLICT, Reason.PAUSED):
-            # Another owner (or a person) sets the replicas now: forget our last write, so
-            # that their value is not taken for an outside write once we own them again.
-            state = replace(state, last_written_replicas=None)
+        state = self._state_for(t, snap.spec_replicas, now)
+        window = self.policy.rate_window_seconds
+        core = decide(t, obs, state, now, ttft_window_seconds=window)
+        decision = override(core, control)
+        self._export(t, decision, core, control, readings)
+        applied = await self.apply(self._plan(t, snap, readings, core, decision, control, now))
+        self.states[t.key] = applied.state
+        self._log_decision(t, decision, applied.action)
+        return TargetReport(t.key, decision, readings, applied.action, applied.error)
+
+    # ------------------------------------------------------------------ telemetry
+
+    def _export(
+        self,
+        t: TargetPolicy,
+        decision: Decision,
+        core: Decision,
+        control: Control,
+        readings: TargetReadings,
+    ) -> None:
+        """Metrics and logs of one target's decision (nothing is written to the cluster)."""
         m = self.metrics
         m.record_decision(
             t.key,
@@ -659,8 +419,6 @@ class Controller:
                     status=str(e.status),
                     detail=e.detail,
                 )
-
-        writes = not self.actuator.dry_run and self._leading(now)
         if control.conflicts:
             self.log.error(
                 "scale_conflict",
@@ -669,66 +427,31 @@ class Controller:
                 recommended=core.desired_replicas,
                 message="another autoscaler targets this workload; recommend only",
             )
-        if writes:
-            await self._refusal_events(t, control, core, now)
-            await self._stuck_event(t, snap, decision, now)
         if decision.reason in (Reason.CONFLICT, Reason.PAUSED) and core.direction is not (
             Direction.NONE
         ):
             m.refused_writes.labels(t.key, decision.reason).inc()
 
-        action = "none"
-        error = ""
-        if decision.direction is not Direction.NONE and not self.actuator.dry_run and not writes:
-            action = "not_leader"
-            m.refused_writes.labels(t.key, "not_leader").inc()
-        elif decision.direction is not Direction.NONE:
-            if decision.direction is Direction.DOWN and writes:
-                await self._prepare_scale_down(t, snap, readings, decision)
-            result = await self.actuator.scale(t.workload, decision.desired_replicas, current=snap)
-            action = str(result.outcome)
-            if result.outcome.value == "scaled":
-                state = record_write(
-                    state,
-                    from_replicas=decision.current_replicas,
-                    to_replicas=decision.desired_replicas,
-                    now=now,
-                )
-                m.scale_actions.labels(t.key, decision.direction).inc()
-                await self.actuator.emit_event(
-                    t.workload,
-                    reason="SuccessfulRescale",
-                    message=(
-                        f"New size: {decision.desired_replicas}; reason: {decision.reason}: "
-                        f"{decision.message}"
-                    ),
-                )
-            elif not result.ok:
-                error = result.message
-                m.scale_failures.labels(t.key, result.outcome).inc()
-                self.log.error("scale_failed", target=t.key, outcome=action, error=result.message)
-                await self.actuator.emit_event(
-                    t.workload, reason="FailedRescale", message=result.message, type="Warning"
-                )
-        self.states[t.key] = state
-        self._log_decision(t, decision, readings, action)
-        return TargetReport(t.key, decision, readings, action, error)
+    def _export_control(self, t: TargetPolicy, c: Control) -> None:
+        m = self.metrics
+        labels = {o.label for o in c.conflicts}
+        for gone in self._conflict_labels.get(t.key, set()) - labels:
+            m.conflict.labels(t.key, gone).set(0)
+        for owner in labels:
+            m.conflict.labels(t.key, owner).set(1)
+        self._conflict_labels[t.key] = labels
+        m.paused.labels(t.key).set(1 if c.paused or c.invalid_pin is not None else 0)
+        if c.pin is not None and not c.paused and not c.conflicts:
+            m.pinned_replicas.labels(t.key).set(c.pin)
+        else:
+            with contextlib.suppress(KeyError):
+                m.pinned_replicas.remove(t.key)
 
-    def _log_decision(
-        self, t: TargetPolicy, d: Decision, readings: TargetReadings, action: str
-    ) -> None:
+    def _log_decision(self, t: TargetPolicy, d: Decision, action: str) -> None:
         signals = {
             str(e.name): (round(e.value, 4) if e.value is not None else str(e.status))
             for e in d.signals
         }
-        level = "info"
-        if d.reason.value in (
-            "no_valid_signals",
-            "scale_down_blocked_missing_signal",
-            "outside_writer",
-            "conflict",
-        ):
-            level = "warning"
         if d.outside_write:
             self.log.warning(
                 "outside_write",
@@ -737,7 +460,8 @@ class Controller:
                 found=d.current_replicas,
                 message="spec.replicas was changed by another writer since our last write",
             )
-        getattr(self.log, level)(
+        log = self.log.warning if d.reason in _WARNING_REASONS else self.log.info
+        log(
             "decision",
             target=t.key,
             current=d.current_replicas,
@@ -745,24 +469,171 @@ class Controller:
             reason=str(d.reason),
             action=action,
             ready=d.replicas.ready,
-            pending=d.replicas.starting,
+            starting=d.replicas.starting,
             terminating=d.replicas.terminating,
             signals=signals,
             message=d.message,
         )
 
-    async def run(self, *, interval_seconds: float, stop: asyncio.Event) -> None:
-        """Run cycles every ``interval_seconds`` until ``stop`` is set.
+    # ------------------------------------------------------------------ writes
 
-        A cycle that raises unexpectedly is logged and the loop goes on (no crash loop);
-        the next cycle starts one interval after the previous one started.
+    def _plan(
+        self,
+        t: TargetPolicy,
+        snap: WorkloadSnapshot,
+        readings: TargetReadings,
+        core: Decision,
+        decision: Decision,
+        control: Control,
+        now: float,
+    ) -> WritePlan:
+        """What to write for one target: Events, pod annotations, the scale, the state."""
+        writes = not self.actuator.dry_run and self._leading(now)
+        events: tuple[Event, ...] = ()
+        if writes:
+            events = (
+                *self._refusal_events(t, control, core, now),
+                *self._stuck_event(t, snap, decision, now),
+            )
+        changes = decision.direction is not Direction.NONE
+        not_leader = changes and not self.actuator.dry_run and not writes
+        removal = None
+        if changes and writes and decision.direction is Direction.DOWN:
+            removal = self._removal(t, snap, readings, decision)
+        return WritePlan(
+            target=t,
+            snapshot=snap,
+            decision=decision,
+            state=decision.state,
+            now=now,
+            events=events,
+            removal=removal,
+            scale=changes and not not_leader,
+            not_leader=not_leader,
+        )
+
+    def _refusal_events(
+        self, t: TargetPolicy, control: Control, core: Decision, now: float
+    ) -> list[Event]:
+        """The refusal Events due: each kind at most every ``event_repeat_seconds`` while
+        unchanged, and again at once when it changes."""
+        wanted = refusal_events(t.workload, control, core)
+        due: list[Event] = []
+        for kind in REFUSALS:
+            if kind not in wanted:
+                self._events.pop((t.key, kind), None)
+                continue
+            signature, event = wanted[kind]
+            last = self._events.get((t.key, kind))
+            if (
+                last is not None
+                and last[0] == signature
+                and now - last[1] < self.event_repeat_seconds
+            ):
+                continue
+            self._events[(t.key, kind)] = (signature, now)
+            due.append(event)
+        return due
+
+    def _stuck_event(
+        self, t: TargetPolicy, snap: WorkloadSnapshot, d: Decision, now: float
+    ) -> list[Event]:
+        """A Warning Event while replicas are stuck (not Ready past the model load timeout).
+
+        At most one per target and ``event_repeat_seconds`` (a stuck pod stays stuck for
+        hours when the cluster has no free GPU); ``vllm_scaler_stuck_replicas`` carries the
+        count every cycle.
         """
-        while not stop.is_set():
-            started = time.monotonic()
-            try:
-                await self.run_cycle()
-            except Exception:  # the loop must survive a bug in one cycle
-                self.log.exception("cycle_failed")
-            delay = max(0.0, interval_seconds - (time.monotonic() - started))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=delay)
+        event = stuck_event(t, snap, d)
+        if event is None:
+            return []
+        last = self._stuck_event_at.get(t.key)
+        if last is not None and 0 <= now - last < self.event_repeat_seconds:
+            return []
+        self.log.warning(
+            "replicas_stuck",
+            target=t.key,
+            stuck=d.replicas.stuck,
+            pods=stuck_pods(snap, t.model_load_timeout_seconds)[:20],
+            message=event.message,
+        )
+        self._stuck_event_at[t.key] = now
+        return [event]
+
+    def _removal(
+        self, t: TargetPolicy, snap: WorkloadSnapshot, readings: TargetReadings, d: Decision
+    ) -> RemovalPlan | None:
+        """The idlest pods to mark with the lowest pod-deletion-cost before a scale-down."""
+        ref = t.workload
+        if ref.kind not in DELETION_COST_KINDS:
+            if t.key not in self._cost_unsupported_logged:
+                self._cost_unsupported_logged.add(t.key)
+                self.log.info(
+                    "pod_deletion_cost_unsupported",
+                    target=t.key,
+                    kind=ref.kind,
+                    message=f"a {ref.kind} removes the highest ordinal on scale-down and "
+                    "ignores pod-deletion-cost; draining relies on the pods' grace period",
+                )
+            return None
+        return plan_removal(snap.pods, readings.pod_load, d.current_replicas - d.desired_replicas)
+
+    async def apply(self, plan: WritePlan) -> Applied:
+        """Write what ``plan`` says, in order: Events, pod annotations, the scale.
+
+        The one place the control loop writes to the cluster. Each failure is counted and
+        logged once here (the actuator returns it) and reported as a ``FailedRescale`` Event.
+        """
+        t, d = plan.target, plan.decision
+        ref = t.workload
+        for e in plan.events:
+            await self.actuator.emit_event(ref, reason=e.reason, message=e.message, type=e.type)
+        if plan.not_leader:
+            self.metrics.refused_writes.labels(t.key, "not_leader").inc()
+            return Applied("not_leader", "", plan.state)
+        if not plan.scale:
+            return Applied("none", "", plan.state)
+        if plan.removal is not None:
+            current = {p.name: p.deletion_cost for p in plan.snapshot.pods}
+            patched = await self.actuator.set_deletion_costs(
+                ref.namespace, plan.removal.costs, current=current
+            )
+            if patched:
+                self.metrics.pods_annotated.labels(t.key).inc(len(patched))
+            self.log.info(
+                "scale_down_pods_chosen",
+                target=t.key,
+                remove=list(plan.removal.chosen),
+                in_flight=list(plan.removal.load),
+                annotated=patched,
+            )
+        result = await self.actuator.scale(ref, d.desired_replicas, current=plan.snapshot)
+        if result.outcome is ScaleOutcome.SCALED:
+            state = record_write(
+                plan.state,
+                from_replicas=d.current_replicas,
+                to_replicas=d.desired_replicas,
+                now=plan.now,
+            )
+            self.metrics.scale_actions.labels(t.key, d.direction).inc()
+            await self.actuator.emit_event(
+                ref,
+                reason="SuccessfulRescale",
+                message=f"New size: {d.desired_replicas}; reason: {d.reason}: {d.message}",
+            )
+            return Applied(str(result.outcome), "", state)
+        if result.ok:
+            return Applied(str(result.outcome), "", plan.state)
+        self.metrics.scale_failures.labels(t.key, result.outcome).inc()
+        self.log.error(
+            "scale_failed",
+            target=t.key,
+            outcome=str(result.outcome),
+            http_status=result.http_status,
+            requests=result.requests,
+            error=result.message,
+        )
+        await self.actuator.emit_event(
+            ref, reason="FailedRescale", message=result.message, type="Warning"
+        )
+        return Applied(str(result.outcome), result.message, plan.state)

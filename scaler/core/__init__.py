@@ -1,1 +1,14 @@
-"""vllm-scaler."""
+"""The pure decision core: signals and state in, a decision with its reason out.
+
+No I/O, no asyncio, no clock reads; it imports only :mod:`scaler.config`. The live loop, the
+backtest and the benchmarks all decide through it.
+
+- :mod:`.decide`: one target's decision as named phases (recommend with guards, stabilize,
+  step limit, clamp, outside writer), after the Kubernetes HPA.
+- :mod:`.signals`: the readings a source hands to the core, with their statuses.
+- :mod:`.observation`: replica counts and pods of a target (ready, starting, stuck,
+  terminating).
+- :mod:`.state`: what a target's decisions remember from cycle to cycle, and its encoding.
+- :mod:`.reasons`: the fixed vocabulary of decision reasons.
+- :mod:`.drain`: which pods a scale-down should remove (pod-deletion-cost).
+"""

@@ -46,9 +46,10 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from scaler.config.policy import ScalingRules, TargetPolicy
+from scaler.config.vocabulary import SignalName
 from scaler.core.observation import Observation, ReplicaCounts
 from scaler.core.reasons import Reason
-from scaler.core.signals import SignalName, SignalReading, SignalStatus
+from scaler.core.signals import SignalReading, SignalStatus
 from scaler.core.state import Recommendation, ScaleEvent, TargetState, compact
 
 # Float noise must not turn 5.0000000001 into 6 replicas or put 1.1 outside a 0.1 band.
@@ -111,8 +112,8 @@ class Decision:
         reason: one :class:`~scaler.core.reasons.Reason`.
         driving_signal: the signal whose result won, if any.
         message: one human sentence that explains the reason with the numbers.
-        limits: every limit that changed the result (``stabilization``, ``step_limit``,
-            ``max_replicas``, ``min_replicas``), even when another one gives the reason.
+        limits: every :class:`Limit` that changed the result, in phase order, even when
+            another one gives the reason.
         signals: each enabled signal's evaluation.
         outside_write: ``spec.replicas`` differs from the value we last wrote.
         state: the new state to keep for the next cycle.
@@ -124,7 +125,7 @@ class Decision:
     reason: Reason
     driving_signal: SignalName | None
     message: str
-    limits: tuple[str, ...]
+    limits: tuple[Limit, ...]
     signals: tuple[SignalEvaluation, ...]
     replicas: ReplicaCounts
     outside_write: bool
@@ -138,6 +139,41 @@ class Decision:
         if self.desired_replicas < self.current_replicas:
             return Direction.DOWN
         return Direction.NONE
+
+
+class Limit(StrEnum):
+    """What changed the recommended replicas into the desired ones (``Decision.limits``).
+
+    The values are stable: they appear in ``recommend --output json`` (``limits``).
+    """
+
+    STABILIZATION = "stabilization"
+    STEP_LIMIT = "step_limit"
+    MAX_REPLICAS = "max_replicas"
+    MIN_REPLICAS = "min_replicas"
+
+
+@dataclass(frozen=True, slots=True)
+class Recommended:
+    """The outcome of :func:`recommend`: what the signals ask for after the guards.
+
+    Attributes:
+        replicas: the recommendation (the current replicas when a guard holds a scale-down).
+        driving: the evaluation whose result won, if any signal was usable.
+        held: the reason and message of a guard that holds the current replicas, if any.
+    """
+
+    replicas: int
+    driving: SignalEvaluation | None = None
+    held: tuple[Reason, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """The outcome of one phase after :func:`recommend`: replicas and what limited them."""
+
+    replicas: int
+    limits: tuple[Limit, ...] = ()
 
 
 def _ceil(x: float) -> int:
@@ -165,7 +201,15 @@ def evaluate_signal(
     raw = reading.value
     if not valid or raw is None or not math.isfinite(raw) or raw < 0:
         return SignalEvaluation(
-            reading.name, reading.status, None, target, None, None, None, False, reading.detail
+            name=reading.name,
+            status=reading.status,
+            value=None,
+            target=target,
+            ratio=None,
+            demand_replicas=None,
+            desired_replicas=None,
+            valid=False,
+            detail=reading.detail,
         )
     current = counts.current
     if reading.name.per_pod:
@@ -192,7 +236,15 @@ def evaluate_signal(
     else:
         desired = current
     return SignalEvaluation(
-        reading.name, reading.status, value, target, ratio, proposed, desired, True, reading.detail
+        name=reading.name,
+        status=reading.status,
+        value=value,
+        target=target,
+        ratio=ratio,
+        demand_replicas=proposed,
+        desired_replicas=desired,
+        valid=True,
+        detail=reading.detail,
     )
 
 
@@ -278,9 +330,13 @@ def decide(
     state: TargetState | None,
     now: float,
     *,
-    ttft_window_seconds: float = 60.0,
+    ttft_window_seconds: float,
 ) -> Decision:
     """Decide the desired replicas of one target for this cycle.
+
+    The phases, in order (HPA's ``normalizeDesiredReplicasWithBehaviors``): :func:`recommend`
+    (per-signal rule and guards), :func:`stabilize`, :func:`limit_step`, :func:`clamp`, then
+    :func:`hold_for_outside_writer`.
 
     Args:
         policy: the target's policy.
@@ -298,21 +354,8 @@ def decide(
     """
     counts = observation.replicas
     current = counts.current
-    if state is None or not state.recommendations:
-        state = (
-            TargetState.seeded(current, now)
-            if state is None
-            else replace(state, recommendations=(Recommendation(now, current),))
-        )
-
-    if counts.starting > 0:
-        state = replace(state, last_starting_at=now)
-    # min(): after the clock went backwards the stored time is in the future (see _prune)
-    settling = (
-        state.last_starting_at is not None
-        and now - min(state.last_starting_at, now)
-        < _TTFT_SETTLE_WINDOWS * ttft_window_seconds - _EPS
-    )
+    state = _begin(state, counts, now)
+    settling = _ttft_settling(state, now, ttft_window_seconds)
     evaluations = tuple(
         evaluate_signal(
             policy,
@@ -322,137 +365,221 @@ def decide(
         )
         for name in policy.signals.enabled()
     )
-    usable = [e for e in evaluations if e.valid and e.desired_replicas is not None]
-    blocking = [e for e in evaluations if not e.status.usable_for_scale_down]
-
-    reason: Reason | None = None
-    driving: SignalEvaluation | None = None
-    message = ""
-    if not usable:
-        recommended = current
-        reason = Reason.NO_VALID_SIGNALS
-        message = "no signal could be read: " + _describe_invalid(evaluations)
-    else:
-        driving = max(usable, key=lambda e: (e.desired_replicas or 0, e.ratio or 0.0))
-        recommended = driving.desired_replicas or 0
-        if recommended < current and blocking:
-            reason = Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL
-            message = (
-                f"signals ask for {recommended} but scale-down needs every signal; "
-                + _describe_invalid(blocking)
-            )
-            recommended = current
-        elif recommended < current and counts.starting > 0:
-            reason = Reason.WAITING_FOR_PENDING
-            message = f"{counts.starting} replica(s) still starting; no scale-down until ready"
-            recommended = current
-        elif recommended < current and (counts.terminating > 0 or counts.live > current):
-            reason = Reason.WAITING_FOR_DRAIN
-            message = (
-                f"{max(counts.terminating, counts.live - current)} pod(s) removed earlier "
-                "still draining; no further scale-down until they are gone"
-            )
-            recommended = current
-        elif (
-            recommended == current
-            and counts.starting > 0
-            and any((e.demand_replicas or 0) > counts.ready for e in usable)
-        ):
-            reason = Reason.WAITING_FOR_PENDING
-            message = (
-                f"demand is covered by {current} replicas asked for, "
-                f"{counts.starting} of them still starting"
-            )
-        elif recommended == current and settling:
-            lagging = [
-                e
-                for e in usable
-                if e.name is SignalName.TTFT_P95
-                and (e.ratio or 0.0) > 1 + policy.tolerance.scale_up + _EPS
-            ]
-            if lagging:
-                reason = Reason.WAITING_FOR_PENDING
-                settle = _TTFT_SETTLE_WINDOWS * ttft_window_seconds
-                message = (
-                    f"ttft_p95 {lagging[0].value:.3g} s may still count requests that queued "
-                    f"before the replicas started within the last {settle:.0f} s served; "
-                    f"holding {current}"
-                )
-
+    rec = recommend(policy, counts, evaluations, settling=settling, window=ttft_window_seconds)
     state = _prune(state, policy, now)
-    earlier = state.recommendations
-    state = replace(state, recommendations=(*earlier, Recommendation(now, recommended)))
+    stabilized = stabilize(policy, state, current, rec.replicas, now)
+    state = replace(
+        state, recommendations=(*state.recommendations, Recommendation(now, rec.replicas))
+    )
+    stepped = limit_step(policy, state, current, stabilized.replicas, now)
+    clamped = clamp(policy, rec.replicas, stepped.replicas)
+    limits = stabilized.limits + stepped.limits + clamped.limits
+    desired, state, held = hold_for_outside_writer(policy, state, current, clamped.replicas, now)
+    held = held or rec.held
+    if held is None or desired != current:
+        held = _final_reason(policy, current, rec.replicas, desired, limits, rec.driving, held)
+    return Decision(
+        current_replicas=current,
+        desired_replicas=desired,
+        recommended_replicas=rec.replicas,
+        reason=held[0],
+        driving_signal=rec.driving.name if rec.driving else None,
+        message=held[1],
+        limits=limits,
+        signals=evaluations,
+        replicas=counts,
+        outside_write=_outside_write(state, current),
+        state=state,
+    )
 
-    # HPA stabilization: up to the min over the up window, down to the max over the down
-    # window; earlier entries count only when strictly inside the window.
+
+def _begin(state: TargetState | None, counts: ReplicaCounts, now: float) -> TargetState:
+    """The state this cycle starts from: seeded with the current replicas when it has no
+    history, and noting that replicas are starting now."""
+    if state is None or not state.recommendations:
+        state = (
+            TargetState.seeded(counts.current, now)
+            if state is None
+            else replace(state, recommendations=(Recommendation(now, counts.current),))
+        )
+    if counts.starting > 0:
+        state = replace(state, last_starting_at=now)
+    return state
+
+
+def _ttft_settling(state: TargetState, now: float, window: float) -> bool:
+    """Replicas were starting less than two TTFT rate windows ago (see the module docstring)."""
+    # min(): after the clock went backwards the stored time is in the future (see _prune)
+    return (
+        state.last_starting_at is not None
+        and now - min(state.last_starting_at, now) < _TTFT_SETTLE_WINDOWS * window - _EPS
+    )
+
+
+def recommend(
+    policy: TargetPolicy,
+    counts: ReplicaCounts,
+    evaluations: tuple[SignalEvaluation, ...],
+    *,
+    settling: bool,
+    window: float,
+) -> Recommended:
+    """The largest per-signal result, then the guards that hold the current replicas.
+
+    Scale-up may use any usable signal; scale-down needs every enabled signal valid, no
+    replica starting and no pod still draining. ``settling`` and ``window`` (seconds) as in
+    :func:`decide`.
+    """
+    current = counts.current
+    usable = [e for e in evaluations if e.valid and e.desired_replicas is not None]
+    if not usable:
+        return Recommended(
+            current,
+            held=(
+                Reason.NO_VALID_SIGNALS,
+                "no signal could be read: " + _describe_invalid(evaluations),
+            ),
+        )
+    driving = max(usable, key=lambda e: (e.desired_replicas or 0, e.ratio or 0.0))
+    asked = driving.desired_replicas or 0
+    if asked < current:
+        held = _scale_down_guard(counts, evaluations, asked)
+    elif asked == current:
+        held = _starting_guard(policy, counts, usable, settling=settling, window=window)
+    else:
+        held = None
+    return Recommended(current if held else asked, driving, held)
+
+
+def _scale_down_guard(
+    counts: ReplicaCounts, evaluations: tuple[SignalEvaluation, ...], asked: int
+) -> tuple[Reason, str] | None:
+    """Why a scale-down to ``asked`` must wait, if it must."""
+    blocking = [e for e in evaluations if not e.status.usable_for_scale_down]
+    if blocking:
+        return Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL, (
+            f"signals ask for {asked} but scale-down needs every signal; "
+            + _describe_invalid(blocking)
+        )
+    if counts.starting > 0:
+        return Reason.WAITING_FOR_STARTING, (
+            f"{counts.starting} replica(s) still starting; no scale-down until ready"
+        )
+    if counts.terminating > 0 or counts.live > counts.current:
+        return Reason.WAITING_FOR_DRAIN, (
+            f"{max(counts.terminating, counts.live - counts.current)} pod(s) removed earlier "
+            "still draining; no further scale-down until they are gone"
+        )
+    return None
+
+
+def _starting_guard(
+    policy: TargetPolicy,
+    counts: ReplicaCounts,
+    usable: list[SignalEvaluation],
+    *,
+    settling: bool,
+    window: float,
+) -> tuple[Reason, str] | None:
+    """Why a hold at the current replicas is the starting replicas' doing, if it is."""
+    current = counts.current
+    if counts.starting > 0 and any((e.demand_replicas or 0) > counts.ready for e in usable):
+        return Reason.WAITING_FOR_STARTING, (
+            f"demand is covered by {current} replicas asked for, "
+            f"{counts.starting} of them still starting"
+        )
+    if not settling:
+        return None
+    lagging = [
+        e
+        for e in usable
+        if e.name is SignalName.TTFT_P95 and (e.ratio or 0.0) > 1 + policy.tolerance.scale_up + _EPS
+    ]
+    if not lagging:
+        return None
+    settle = _TTFT_SETTLE_WINDOWS * window
+    return Reason.WAITING_FOR_STARTING, (
+        f"ttft_p95 {lagging[0].value:.3g} s may still count requests that queued "
+        f"before the replicas started within the last {settle:.0f} s served; "
+        f"holding {current}"
+    )
+
+
+def stabilize(
+    policy: TargetPolicy, state: TargetState, current: int, recommended: int, now: float
+) -> Phase:
+    """HPA stabilization: up to the min over the scale-up window, down to the max over the
+    scale-down window of ``state``'s earlier recommendations and ``recommended``.
+
+    Earlier entries count only when strictly inside the window.
+    """
+    earlier = state.recommendations
     up_cut = now - policy.scale_up.stabilization_window_seconds
     down_cut = now - policy.scale_down.stabilization_window_seconds
     up_rec = min([recommended, *(r.replicas for r in earlier if r.at > up_cut)])
     down_rec = max([recommended, *(r.replicas for r in earlier if r.at > down_cut)])
-    stabilized = current
-    if stabilized < up_rec:
-        stabilized = up_rec
-    if stabilized > down_rec:
-        stabilized = down_rec
+    stabilized = min(max(current, up_rec), down_rec)
+    return Phase(stabilized, (Limit.STABILIZATION,) if stabilized != recommended else ())
 
-    limits: list[str] = []
-    if stabilized != recommended:
-        limits.append("stabilization")
 
-    desired = stabilized
+def limit_step(
+    policy: TargetPolicy, state: TargetState, current: int, desired: int, now: float
+) -> Phase:
+    """HPA ``behavior`` rate limits: the most the replicas may move in this period."""
     if desired > current:
         # never below current: after an outside write lowered the replicas, our own moves in
         # the period can exceed the current count, and the limit must not turn into a cut
         limit = max(_up_limit(policy, state, current, now), current)
         if desired > limit:
-            desired = limit
-            limits.append("step_limit")
+            return Phase(limit, (Limit.STEP_LIMIT,))
     elif desired < current:
         limit = min(_down_limit(policy, state, current, now), current)
         if desired < limit:
-            desired = limit
-            limits.append("step_limit")
-    if desired > policy.max_replicas or recommended > policy.max_replicas:
-        if desired > policy.max_replicas:
-            desired = policy.max_replicas
-        limits.append("max_replicas")
-    if desired < policy.min_replicas or recommended < policy.min_replicas:
-        if desired < policy.min_replicas:
-            desired = policy.min_replicas
-        limits.append("min_replicas")
+            return Phase(limit, (Limit.STEP_LIMIT,))
+    return Phase(desired)
 
-    outside = state.last_written_replicas is not None and state.last_written_replicas != current
-    if outside and desired != current:
-        cooldown = max(policy.scale_down.stabilization_window_seconds, 60.0)
-        if state.last_rewrite_at is not None and now - state.last_rewrite_at < cooldown:
-            reason = Reason.OUTSIDE_WRITER
-            message = (
+
+def clamp(policy: TargetPolicy, recommended: int, desired: int) -> Phase:
+    """Min/max replicas. A limit is reported when it cut the recommendation too, even if the
+    earlier phases already kept ``desired`` inside the range."""
+    limits: tuple[Limit, ...] = ()
+    if desired > policy.max_replicas or recommended > policy.max_replicas:
+        desired = min(desired, policy.max_replicas)
+        limits += (Limit.MAX_REPLICAS,)
+    if desired < policy.min_replicas or recommended < policy.min_replicas:
+        desired = max(desired, policy.min_replicas)
+        limits += (Limit.MIN_REPLICAS,)
+    return Phase(desired, limits)
+
+
+def _outside_write(state: TargetState, current: int) -> bool:
+    return state.last_written_replicas is not None and state.last_written_replicas != current
+
+
+def hold_for_outside_writer(
+    policy: TargetPolicy, state: TargetState, current: int, desired: int, now: float
+) -> tuple[int, TargetState, tuple[Reason, str] | None]:
+    """Re-apply over another writer of ``spec.replicas`` at most once per cooldown.
+
+    Returns:
+        ``(desired, state, held)``: the replicas to write (``current`` when holding), the
+        state (noting a re-apply now), and the reason and message of a hold.
+    """
+    if not _outside_write(state, current) or desired == current:
+        return desired, state, None
+    cooldown = max(policy.scale_down.stabilization_window_seconds, 60.0)
+    if state.last_rewrite_at is not None and now - state.last_rewrite_at < cooldown:
+        return (
+            current,
+            state,
+            (
+                Reason.OUTSIDE_WRITER,
                 f"spec.replicas was changed to {current} by another writer (we wrote "
                 f"{state.last_written_replicas}); already re-applied within the "
-                f"{cooldown:.0f} s cooldown, holding instead of fighting"
-            )
-            desired = current
-        else:
-            state = replace(state, last_rewrite_at=now)
-
-    if reason is None or desired != current:
-        reason, message = _final_reason(
-            policy, current, recommended, desired, limits, driving, reason, message
+                f"{cooldown:.0f} s cooldown, holding instead of fighting",
+            ),
         )
-
-    return Decision(
-        current_replicas=current,
-        desired_replicas=desired,
-        recommended_replicas=recommended,
-        reason=reason,
-        driving_signal=driving.name if driving else None,
-        message=message,
-        limits=tuple(limits),
-        signals=evaluations,
-        replicas=counts,
-        outside_write=outside,
-        state=state,
-    )
+    return desired, replace(state, last_rewrite_at=now), None
 
 
 def _final_reason(
@@ -460,11 +587,12 @@ def _final_reason(
     current: int,
     recommended: int,
     desired: int,
-    limits: list[str],
+    limits: tuple[Limit, ...],
     driving: SignalEvaluation | None,
-    held_reason: Reason | None,
-    held_message: str,
+    held: tuple[Reason, str] | None,
 ) -> tuple[Reason, str]:
+    """The decision's reason and message: a hold's own when nothing changes, else the limit
+    that shaped the change."""
     sig = ""
     if driving is not None and driving.value is not None and driving.ratio is not None:
         sig = (
@@ -472,38 +600,38 @@ def _final_reason(
             f"ratio {driving.ratio:.2f})"
         )
     if desired == current:
-        if held_reason is not None:
-            return held_reason, held_message
+        if held is not None:
+            return held
         if recommended > current and current >= policy.max_replicas:
             return Reason.AT_MAX, f"signals ask for {recommended}, already at max {current}{sig}"
         if recommended < current and current <= policy.min_replicas:
             return Reason.AT_MIN, f"signals ask for {recommended}, already at min {current}{sig}"
-        if "stabilization" in limits:
+        if Limit.STABILIZATION in limits:
             return Reason.STABILIZED, (
                 f"signals ask for {recommended}; the stabilization window holds {current}{sig}"
             )
-        if "step_limit" in limits:
+        if Limit.STEP_LIMIT in limits:
             return Reason.STEP_LIMITED, (
                 f"signals ask for {recommended}; the per-period step is used up{sig}"
             )
         return Reason.WITHIN_TOLERANCE, f"every signal is within tolerance of its target{sig}"
     verb = "up" if desired > current else "down"
-    if "max_replicas" in limits and desired == policy.max_replicas:
+    if Limit.MAX_REPLICAS in limits and desired == policy.max_replicas:
         return Reason.AT_MAX, (
             f"scale {verb} {current} -> {desired}: signals ask for {recommended}, clamped to "
             f"max_replicas {policy.max_replicas}{sig}"
         )
-    if "min_replicas" in limits and desired == policy.min_replicas:
+    if Limit.MIN_REPLICAS in limits and desired == policy.min_replicas:
         return Reason.AT_MIN, (
             f"scale {verb} {current} -> {desired}: signals ask for {recommended}, clamped to "
             f"min_replicas {policy.min_replicas}{sig}"
         )
-    if "step_limit" in limits:
+    if Limit.STEP_LIMIT in limits:
         return Reason.STEP_LIMITED, (
             f"scale {verb} {current} -> {desired}: signals ask for {recommended}, "
             f"limited by the per-period step{sig}"
         )
-    if "stabilization" in limits:
+    if Limit.STABILIZATION in limits:
         return Reason.STABILIZED, (
             f"scale {verb} {current} -> {desired}: signals ask for {recommended}, "
             f"the stabilization window allows {desired}{sig}"

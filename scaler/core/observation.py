@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from scaler.core.signals import SignalName, SignalReading
+from scaler.config.vocabulary import SignalName
+from scaler.core.signals import SignalReading
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,11 @@
 Every decision carries exactly one :class:`Reason`. The values are stable: they appear in
 logs, in the ``vllm_scaler_decisions_total{reason=...}`` counter, in Kubernetes Events and in
 ``recommend --output json``. Add to this list; never rename.
+
+One word in the code for a replica asked for but not yet Ready: *starting*
+(:attr:`~scaler.core.observation.ReplicaCounts.starting`). Two stable names keep the older
+word: the value ``waiting_for_pending`` of :attr:`Reason.WAITING_FOR_STARTING` and the metric
+``vllm_scaler_pending_replicas``.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ class Reason(StrEnum):
     Holds (desired == current):
       - ``within_tolerance``: every signal's ratio to its target lies in the tolerance band.
       - ``stabilized``: the stabilization window held back a change the signals asked for.
-      - ``waiting_for_pending``: replicas still loading their model already cover the demand,
+      - ``waiting_for_pending`` (:attr:`WAITING_FOR_STARTING`): replicas still starting
+        (loading their model) already cover the demand,
         or a scale-down waits until they are ready, or TTFT asks for more while its rate
         window may still hold requests that queued before the newest replicas were ready.
       - ``waiting_for_drain``: a scale-down waits until the pods removed earlier are gone.
@@ -47,7 +53,7 @@ class Reason(StrEnum):
     AT_MIN = "at_min"
     WITHIN_TOLERANCE = "within_tolerance"
     STABILIZED = "stabilized"
-    WAITING_FOR_PENDING = "waiting_for_pending"
+    WAITING_FOR_STARTING = "waiting_for_pending"
     WAITING_FOR_DRAIN = "waiting_for_drain"
     SCALE_DOWN_BLOCKED_MISSING_SIGNAL = "scale_down_blocked_missing_signal"
     NO_VALID_SIGNALS = "no_valid_signals"

@@ -2,7 +2,8 @@
 
 A reading is the source's verdict on one signal of one target for one control cycle:
 a value plus a status that says whether the value may be trusted. The decision core
-never sees raw Prometheus answers, only these.
+never sees raw Prometheus answers, only these. The signal names themselves are the shared
+vocabulary of :mod:`scaler.config.vocabulary` (re-exported here).
 """
 
 from __future__ import annotations
@@ -10,27 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from scaler.config.vocabulary import SignalName
 
-class SignalName(StrEnum):
-    """The signals vllm-scaler scales on.
-
-    - ``queue_depth``: requests waiting in vLLM's scheduler
-      (``vllm:num_requests_waiting``, summed over engines per pod). Per-pod signal.
-    - ``kv_cache_usage``: KV-cache usage as a 0-1 ratio (``vllm:kv_cache_usage_perc``,
-      ``vllm:gpu_cache_usage_perc`` before vLLM 0.9.2; max over engines per pod). Per-pod signal.
-    - ``ttft_p95``: time to first token, 95th percentile, seconds
-      (``histogram_quantile`` over ``vllm:time_to_first_token_seconds_bucket``).
-      Target-level signal.
-    """
-
-    QUEUE_DEPTH = "queue_depth"
-    KV_CACHE_USAGE = "kv_cache_usage"
-    TTFT_P95 = "ttft_p95"
-
-    @property
-    def per_pod(self) -> bool:
-        """True for signals read per pod and summed over the target's ready pods."""
-        return self is not SignalName.TTFT_P95
+__all__ = ["SignalName", "SignalReading", "SignalStatus"]
 
 
 class SignalStatus(StrEnum):
@@ -56,7 +39,8 @@ class SignalStatus(StrEnum):
     - ``timeout``: the HTTP request timed out on our side.
     - ``transport``: the connection failed (refused, reset, DNS).
     - ``bad_response``: the body was not the Prometheus API's JSON shape.
-    - ``disabled``: the policy switched the signal off (never reaches the decision).
+
+    A signal the policy switches off has no reading at all.
     """
 
     OK = "ok"
@@ -72,7 +56,6 @@ class SignalStatus(StrEnum):
     TIMEOUT = "timeout"
     TRANSPORT = "transport"
     BAD_RESPONSE = "bad_response"
-    DISABLED = "disabled"
 
     @property
     def usable_for_scale_up(self) -> bool:

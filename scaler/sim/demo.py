@@ -199,7 +199,7 @@ def format_event(event: dict[str, object], start: float) -> str:
     change = f"{event.get('current')} -> {event.get('desired')}"
     line = (
         f"{t}replicas {change:<8} {event.get('reason')!s:<34} "
-        f"ready {event.get('ready')} starting {event.get('pending')} "
+        f"ready {event.get('ready')} starting {event.get('starting')} "
         f"draining {event.get('terminating')} | {' '.join(parts)}"
     )
     if event.get("current") != event.get("desired"):

@@ -7,7 +7,7 @@ sub-expression is tagged with :func:`label_replace` so the answer can be split b
 - per-pod queries (waiting, running, KV cache) are grouped by label selector: every target
   with the default selector (its namespace and its pods' names) is in one group selected by
   namespace alone, and targets with explicit ``prometheus_matchers`` group by distinct
-  selector (:meth:`TargetPolicy.promql_selector`). Each series is tagged
+  selector (:func:`target_selector`). Each series is tagged
   ``scaler_selector="s<i>"`` and keeps ``namespace`` and ``pod`` so the source can match it
   to the target's live, ready pods (by name in the default group). Tagging (rather than
   merging with a plain ``or``) keeps a series of a pod picked by two selectors in both
@@ -44,8 +44,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from scaler.config.policy import TargetPolicy
-from scaler.core.signals import SignalName
+from scaler.config.policy import POD_NAME_SUFFIX, TargetPolicy
+from scaler.config.vocabulary import SignalName
 
 __all__ = [
     "KV_METRICS",
@@ -59,8 +59,10 @@ __all__ = [
     "QueryKind",
     "QueryPlan",
     "build_query_plan",
+    "label_value",
     "promql_duration",
     "promql_string",
+    "target_selector",
 ]
 
 #: Label that tags per-pod series with their selector group ("s0", "s1", ...).
@@ -99,9 +101,27 @@ SIGNAL_QUERY: dict[SignalName, QueryKind] = {
 }
 
 
+def label_value(value: str) -> str:
+    """Escape ``value`` for the inside of a PromQL double-quoted string (a label matcher's
+    value): backslash, double quote and newline."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
 def promql_string(value: str) -> str:
     """Quote ``value`` as a PromQL double-quoted string literal."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    return f'"{label_value(value)}"'
+
+
+def target_selector(target: TargetPolicy) -> str:
+    """The label selector body of one target's vLLM series, e.g.
+    ``namespace="llm",pod=~"vllm-[a-z0-9]+-[a-z0-9]+"``: its exact-match
+    :meth:`~scaler.config.policy.TargetPolicy.matchers`, and with the default matchers a regex
+    on the pod names of the workload (:meth:`~scaler.config.policy.TargetPolicy.pod_name_regex`).
+    """
+    parts = [f'{k}="{label_value(v)}"' for k, v in sorted(target.matchers().items())]
+    if target.prometheus_matchers is None:
+        parts.append(f'pod=~"{label_value(target.pod_name_regex())}"')
+    return ",".join(parts)
 
 
 def _replacement(value: str) -> str:
@@ -119,16 +139,6 @@ def promql_duration(seconds: float) -> str:
         raise ValueError(f"duration must be positive, got {seconds!r}")
     ms = max(1, round(seconds * 1000))
     return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
-
-
-# What follows the workload name in its pods' names (TargetPolicy.pod_name_regex) for the
-# kinds whose pod names give the name back unambiguously.
-_POD_NAME_SUFFIX = {"Deployment": "-[a-z0-9]+-[a-z0-9]+", "StatefulSet": "-[0-9]+"}
-
-
-def _label_value(value: str) -> str:
-    # the escaping of TargetPolicy.promql_selector(), so one target's selector is unchanged
-    return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _tag(expr: str, label: str, value: str) -> str:
@@ -196,12 +206,12 @@ def build_query_plan(targets: Sequence[TargetPolicy], *, rate_window_seconds: fl
         if t.prometheus_matchers is None and t.workload.namespace not in default_namespaces:
             default_namespaces.append(t.workload.namespace)
     if len(default_namespaces) == 1:
-        default_selector = f'namespace="{_label_value(default_namespaces[0])}"'
+        default_selector = f'namespace="{label_value(default_namespaces[0])}"'
     else:
         union = "|".join(re.escape(ns) for ns in default_namespaces)
-        default_selector = f'namespace=~"{_label_value(union)}"'
+        default_selector = f'namespace=~"{label_value(union)}"'
     for t in targets:
-        sel = default_selector if t.prometheus_matchers is None else t.promql_selector()
+        sel = default_selector if t.prometheus_matchers is None else target_selector(t)
         if sel not in group_of_selector:
             gid = f"s{len(group_of_selector)}"
             group_of_selector[sel] = gid
@@ -250,7 +260,7 @@ def build_query_plan(targets: Sequence[TargetPolicy], *, rate_window_seconds: fl
         single: list[TargetPolicy] = []
         for t in ttft_targets:
             q = repr(float(t.signals.ttft_p95.quantile))
-            if t.prometheus_matchers is None and t.workload.kind in _POD_NAME_SUFFIX:
+            if t.prometheus_matchers is None and t.workload.kind in POD_NAME_SUFFIX:
                 grouped.setdefault((t.workload.namespace, t.workload.kind, q), []).append(t)
             else:
                 single.append(t)
@@ -259,8 +269,8 @@ def build_query_plan(targets: Sequence[TargetPolicy], *, rate_window_seconds: fl
                 single.append(members[0])
                 continue
             names = "|".join(re.escape(t.workload.name) for t in members)
-            capture = f"({names}){_POD_NAME_SUFFIX[kind]}"
-            sel = f'namespace="{_label_value(ns)}",pod=~"{_label_value(capture)}"'
+            capture = f"({names}){POD_NAME_SUFFIX[kind]}"
+            sel = f'namespace="{label_value(ns)}",pod=~"{label_value(capture)}"'
             key = f"{ns}/{kind}/$1"
 
             def keyed(metric: str, sel: str = sel, key: str = key, capture: str = capture) -> str:
@@ -275,7 +285,7 @@ def build_query_plan(targets: Sequence[TargetPolicy], *, rate_window_seconds: fl
             )
             rates.append(f"sum by ({TARGET_LABEL}) ({keyed(TTFT_COUNT_METRIC)})")
         for t in sorted(single, key=lambda t: ttft_targets.index(t)):
-            sel = t.promql_selector()
+            sel = target_selector(t)
             q = repr(float(t.signals.ttft_p95.quantile))
             quantiles.append(
                 _tag(

@@ -6,8 +6,6 @@ The dashboards in ``dashboards/`` and the alerts in ``deploy/`` read exactly the
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -22,7 +20,7 @@ from prometheus_client import (
 from scaler import __version__
 from scaler.core.decide import Decision
 from scaler.core.reasons import Reason
-from scaler.core.signals import SignalName, SignalStatus
+from scaler.core.signals import SignalStatus
 
 _CYCLE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
@@ -59,7 +57,8 @@ class ScalerMetrics:
         self.ready_replicas = Gauge(
             "vllm_scaler_ready_replicas", "Live pods whose Ready condition is True.", t, registry=r
         )
-        self.pending_replicas = Gauge(
+        # Starting replicas; the metric keeps its first name (see scaler.core.reasons).
+        self.starting_replicas = Gauge(
             "vllm_scaler_pending_replicas",
             "Replicas asked for that are not ready yet and younger than the model load timeout.",
             t,
@@ -266,7 +265,7 @@ class ScalerMetrics:
         self.desired_replicas.labels(target).set(decision.desired_replicas)
         self.recommended_replicas.labels(target).set(decision.recommended_replicas)
         self.ready_replicas.labels(target).set(c.ready)
-        self.pending_replicas.labels(target).set(c.starting)
+        self.starting_replicas.labels(target).set(c.starting)
         self.stuck_replicas.labels(target).set(c.stuck)
         self.terminating_replicas.labels(target).set(c.terminating)
         self.min_replicas.labels(target).set(min_replicas)
@@ -280,8 +279,6 @@ class ScalerMetrics:
             self.signal_ratio.labels(target, e.name).set(e.ratio if e.ratio is not None else nan)
             self.signal_valid.labels(target, e.name).set(1 if e.valid else 0)
             for status in SignalStatus:
-                if status is SignalStatus.DISABLED:
-                    continue
                 self.signal_status.labels(target, e.name, status).set(
                     1 if status is e.status else 0
                 )
@@ -290,8 +287,3 @@ class ScalerMetrics:
             self.last_reason.labels(target, reason).set(1 if reason is decision.reason else 0)
         if decision.outside_write:
             self.outside_writes.labels(target).inc()
-
-    def record_pods_missing(self, target: str, missing: Iterable[tuple[SignalName, int]]) -> None:
-        """Export ready pods without series, per per-pod signal."""
-        for name, n in missing:
-            self.pods_missing_metrics.labels(target, name).set(n)

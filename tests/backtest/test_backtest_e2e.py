@@ -28,7 +28,7 @@ from scaler.backtest.history import (
 )
 from scaler.backtest.pipeline import run_backtest
 from scaler.config.policy import parse_policy
-from scaler.core.signals import SignalName
+from scaler.config.vocabulary import SignalName
 from scaler.sim.prometheus_server import find_prometheus_binary
 from tests.dashboards.sim_run import POLICY, SimRun, simulated_run
 

@@ -12,8 +12,9 @@ import pytest
 
 from scaler.backtest.classify import readings_at_step
 from scaler.config.policy import TargetPolicy, parse_policy
+from scaler.config.vocabulary import SignalName
 from scaler.core.observation import PodInfo, WorkloadSnapshot
-from scaler.core.signals import SignalName, SignalStatus
+from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus import PrometheusSource
 from scaler.sources.promql import QueryKind, build_query_plan
 
@@ -126,12 +127,22 @@ def test_no_pods_is_empty_and_missing_signal_with_pods_is_absent() -> None:
 @pytest.mark.parametrize(
     "v",
     [
-        vectors(running={A: 3, B: 4}, waiting={A: 5, B: 7}, kv_new={A: 0.5}, kv_old={B: 0.2},
-                ttft=1.5, rate=2.0),
-        vectors(running={A: 1, B: 1}, waiting={A: 6}, kv_old={A: 0.5, B: 0.5}, ttft=math.nan,
-                rate=0.0),
-        vectors(running={A: 1}, waiting={A: math.inf}, kv_new={A: -1.0}, ttft=math.nan, rate=1.0),
-        vectors(running={A: 1}),
+        pytest.param(
+            vectors(running={A: 3, B: 4}, waiting={A: 5, B: 7}, kv_new={A: 0.5}, kv_old={B: 0.2},
+                    ttft=1.5, rate=2.0),
+            id="every signal ok, KV cache names mixed",
+        ),
+        pytest.param(
+            vectors(running={A: 1, B: 1}, waiting={A: 6}, kv_old={A: 0.5, B: 0.5}, ttft=math.nan,
+                    rate=0.0),
+            id="partial queue, old KV name, idle TTFT",
+        ),
+        pytest.param(
+            vectors(running={A: 1}, waiting={A: math.inf}, kv_new={A: -1.0}, ttft=math.nan,
+                    rate=1.0),
+            id="Inf queue, negative KV, NaN TTFT under load",
+        ),
+        pytest.param(vectors(running={A: 1}), id="only running series: absent"),
     ],
 )  # fmt: skip
 def test_same_readings_as_the_live_source(v: dict[QueryKind, list[Sample]]) -> None:
@@ -159,7 +170,9 @@ def test_same_readings_as_the_live_source(v: dict[QueryKind, list[Sample]]) -> N
 
     async def live() -> Any:
         async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
-            src = PrometheusSource(client, base_url="http://prom", timeout_seconds=5)
+            src = PrometheusSource(
+                client, base_url="http://prom", timeout_seconds=5, rate_window_seconds=60
+            )
             return await src.read(POLICY.targets, {KEY: snap})
 
     got = asyncio.run(live()).targets[KEY]

@@ -6,8 +6,9 @@ import pytest
 
 from scaler.backtest.replay import fill_gaps, replay
 from scaler.config.policy import TargetPolicy
+from scaler.config.vocabulary import SignalName
 from scaler.core.reasons import Reason
-from scaler.core.signals import SignalName, SignalReading, SignalStatus
+from scaler.core.signals import SignalReading, SignalStatus
 
 STEP = 10.0
 
@@ -54,6 +55,7 @@ def test_scale_up_is_step_limited_and_replicas_become_ready_after_the_load() -> 
         [2.0] * n,
         [2.0] * n,
         model_load_seconds=25.0,
+        ttft_window_seconds=60.0,
     )
     policy = [s.policy_replicas for s in res.steps]
     ready = [s.policy_ready for s in res.steps]
@@ -81,7 +83,15 @@ def test_scale_down_waits_for_the_window_and_risk_counts_slow_steps_below_actual
     # (2 x 60 s) before TTFT may ask again, hence 22 slow steps.
     readings = [_readings(0.0, ttft=1.0 if i < 10 else 3.0) for i in range(n)]
     # The actual fleet stays at 4 (someone pinned it).
-    res = replay(_policy(), times, readings, [4.0] * n, [4.0] * n, model_load_seconds=60)
+    res = replay(
+        _policy(),
+        times,
+        readings,
+        [4.0] * n,
+        [4.0] * n,
+        model_load_seconds=60,
+        ttft_window_seconds=60.0,
+    )
     policy = [s.policy_replicas for s in res.steps]
     assert policy[0] == 4
     assert res.steps[0].reason is Reason.STABILIZED
@@ -108,6 +118,7 @@ def test_start_uses_actual_ready_and_missing_actual_is_carried() -> None:
         [3.0, None, 3.0],
         [1.0, None, None],
         model_load_seconds=15,
+        ttft_window_seconds=60.0,
     )  # fmt: skip
     assert [s.policy_ready for s in res.steps] == [1, 1, 3]
     # ready unknown where spec is known: spec stands in for it
@@ -119,4 +130,4 @@ def test_start_uses_actual_ready_and_missing_actual_is_carried() -> None:
 
 def test_lengths_must_match() -> None:
     with pytest.raises(ValueError):
-        replay(_policy(), [0.0], [], [1.0], [1.0], model_load_seconds=1)
+        replay(_policy(), [0.0], [], [1.0], [1.0], model_load_seconds=1, ttft_window_seconds=60.0)

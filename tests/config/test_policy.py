@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from scaler.config.policy import PolicyError, load_policy, parse_policy
-from scaler.core.signals import SignalName
+from scaler.config.vocabulary import SignalName
+from scaler.sources.promql import target_selector
 
 WORKLOAD = {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "llm", "name": "vllm"}
 
@@ -27,39 +28,57 @@ def test_defaults_and_selector() -> None:
         10.0,
         2.0,
     )
-    assert t.promql_selector() == 'namespace="llm",pod=~"vllm-[a-z0-9]+-[a-z0-9]+"'
+    assert target_selector(t) == 'namespace="llm",pod=~"vllm-[a-z0-9]+-[a-z0-9]+"'
     assert t.workload.resource == "deployments" and t.workload.group == "apps"
 
 
 def test_statefulset_and_custom_matchers() -> None:
     sts = {**WORKLOAD, "kind": "StatefulSet", "name": "big"}
     t = parse_policy({"targets": [{"workload": sts}]}).targets[0]
-    assert t.promql_selector() == 'namespace="llm",pod=~"big-[0-9]+"'
+    assert target_selector(t) == 'namespace="llm",pod=~"big-[0-9]+"'
     t = parse_policy(
         {"targets": [{"workload": WORKLOAD, "prometheus_matchers": {"job": 'a"b'}}]}
     ).targets[0]
-    assert t.promql_selector() == 'job="a\\"b"'
+    assert target_selector(t) == 'job="a\\"b"'
 
 
 @pytest.mark.parametrize(
     ("target", "expected"),
     [
-        ({"min_replicas": 0}, "targets[0].min_replicas: value 0"),
-        ({"max_replicas": 2, "min_replicas": 3}, "max_replicas (2) must be >= min_replicas (3)"),
-        ({"signals": {"kv_cache_usage": {"target_ratio": 80}}}, "target_ratio: value 80"),
-        ({"tolerance": {"scale_up": -0.1}}, "tolerance.scale_up: value -0.1"),
-        (
+        pytest.param({"min_replicas": 0}, "targets[0].min_replicas: value 0", id="min_replicas 0"),
+        pytest.param(
+            {"max_replicas": 2, "min_replicas": 3},
+            "max_replicas (2) must be >= min_replicas (3)",
+            id="max below min",
+        ),
+        pytest.param(
+            {"signals": {"kv_cache_usage": {"target_ratio": 80}}},
+            "target_ratio: value 80",
+            id="KV target as a percent",
+        ),
+        pytest.param(
+            {"tolerance": {"scale_up": -0.1}},
+            "tolerance.scale_up: value -0.1",
+            id="negative tolerance",
+        ),
+        pytest.param(
             {"scale_down": {"stabilization_window_seconds": 7200, "max_replicas_per_period": 1}},
             "scale_down.stabilization_window_seconds: value 7200",
+            id="window over an hour",
         ),
-        ({"maxReplicas": 4}, "targets[0].maxReplicas: value 4: Extra inputs are not permitted"),
-        (
+        pytest.param(
+            {"maxReplicas": 4},
+            "targets[0].maxReplicas: value 4: Extra inputs are not permitted",
+            id="unknown field",
+        ),
+        pytest.param(
             {
                 "signals": {
                     n: {"enabled": False} for n in ("queue_depth", "kv_cache_usage", "ttft_p95")
                 }
             },
             "at least one signal must be enabled",
+            id="every signal off",
         ),
     ],
 )
@@ -131,9 +150,13 @@ def test_one_step_limit_given_means_exactly_that_limit() -> None:
 @pytest.mark.parametrize(
     ("signals", "field"),
     [
-        ({"queue_depth": {"target_per_replica": True}}, "target_per_replica"),
-        ({"queue_depth": {"enabled": "yes"}}, "enabled"),
-        ({"kv_cache_usage": {"target_ratio": "0.8"}}, "target_ratio"),
+        pytest.param(
+            {"queue_depth": {"target_per_replica": True}}, "target_per_replica", id="true as 1"
+        ),
+        pytest.param({"queue_depth": {"enabled": "yes"}}, "enabled", id="'yes' as true"),
+        pytest.param(
+            {"kv_cache_usage": {"target_ratio": "0.8"}}, "target_ratio", id="'0.8' as 0.8"
+        ),
     ],
 )
 def test_wrong_types_are_not_coerced(signals: dict[str, object], field: str) -> None:

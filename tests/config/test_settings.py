@@ -40,9 +40,13 @@ def test_negative_interval_is_refused() -> None:
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [
-        ('{"X-Scope-OrgID": "t1"}', {"X-Scope-OrgID": "t1"}),
-        ("X-Scope-OrgID=t1, X-Other = two", {"X-Scope-OrgID": "t1", "X-Other": "two"}),
-        ("", {}),
+        pytest.param('{"X-Scope-OrgID": "t1"}', {"X-Scope-OrgID": "t1"}, id="JSON"),
+        pytest.param(
+            "X-Scope-OrgID=t1, X-Other = two",
+            {"X-Scope-OrgID": "t1", "X-Other": "two"},
+            id="K=V pairs",
+        ),
+        pytest.param("", {}, id="empty"),
     ],
 )
 def test_prometheus_headers_json_or_pairs(
@@ -54,7 +58,14 @@ def test_prometheus_headers_json_or_pairs(
     assert "t1" not in repr(s)  # values never in the settings' repr
 
 
-@pytest.mark.parametrize("raw", ["no-equals-sign", "bad name=secret-value", "{not json"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param("no-equals-sign", id="no equals sign"),
+        pytest.param("bad name=secret-value", id="space in a header name"),
+        pytest.param("{not json", id="broken JSON"),
+    ],
+)
 def test_invalid_headers_never_echo_the_value(monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
     monkeypatch.setenv("VLLM_SCALER_PROMETHEUS_HEADERS", raw)
     with pytest.raises(SettingsError) as err:
@@ -99,9 +110,11 @@ def _one_line(err: pytest.ExceptionInfo[SettingsError]) -> str:
 @pytest.mark.parametrize(
     ("field", "expected"),
     [
-        ("prometheus_ca_file", "a PEM CA bundle"),
-        ("prometheus_bearer_token_file", "a file holding a token"),
-        ("prometheus_client_cert_file", "a PEM client certificate"),
+        pytest.param("prometheus_ca_file", "a PEM CA bundle", id="CA file"),
+        pytest.param("prometheus_bearer_token_file", "a file holding a token", id="token file"),
+        pytest.param(
+            "prometheus_client_cert_file", "a PEM client certificate", id="client certificate"
+        ),
     ],
 )
 def test_missing_file_names_variable_option_value_and_expectation(

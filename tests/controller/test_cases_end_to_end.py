@@ -1,4 +1,4 @@
-"""Each shared case (/work/shared/cases) through the real code path.
+"""Each shared case (../shared/cases) through the real code path.
 
 Per test: the Kubernetes stand-in (``KubeStore`` + ``KubeApiServer``) over HTTP with Deployment
 ``llm/vllm`` and the case's pods, reached through a kubeconfig and the real kubernetes-asyncio
@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
+from scaler.config.vocabulary import SignalName
+from scaler.controller.report import report_json
 from scaler.core.reasons import Reason
-from scaler.core.signals import SignalName
 from tests.support.controller_harness import (
     KEY,
     NAME,
@@ -84,6 +85,7 @@ def assert_hold(h: Harness, replicas: int, patches_before: int) -> None:
 
 
 async def test_case_01_empty_answers_hold_and_count_empty(make_harness: HarnessFactory) -> None:
+    """Case 01: empty answers for every query hold the replicas, count 'empty' errors and warn."""
     case_file("01-empty-result-is-not-zero.md")
     six = pods(6)
     h = await make_harness(
@@ -121,6 +123,7 @@ async def test_case_01_empty_answers_hold_and_count_empty(make_harness: HarnessF
 
 
 async def test_case_02a_nan_queue_is_invalid_and_holds(make_harness: HarnessFactory) -> None:
+    """Case 02a: a NaN queue reading is invalid ('nan') and holds."""
     case_file("02-nan-inf-overflow.md")
     four = pods(4)
     h = await make_harness(replicas=4, ready=four)
@@ -146,6 +149,7 @@ async def test_case_02a_nan_queue_is_invalid_and_holds(make_harness: HarnessFact
 async def test_case_02a_nan_queue_does_not_block_scale_up_on_kv(
     make_harness: HarnessFactory,
 ) -> None:
+    """Case 02a: a NaN queue reading does not block a scale-up on the KV cache."""
     case_file("02-nan-inf-overflow.md")
     four = pods(4)
     h = await make_harness(replicas=4, ready=four)
@@ -172,6 +176,7 @@ async def test_case_02a_nan_queue_does_not_block_scale_up_on_kv(
 
 
 async def test_case_02b_inf_kv_is_invalid_and_holds(make_harness: HarnessFactory) -> None:
+    """Case 02b: a +Inf KV-cache reading is invalid ('inf') and holds."""
     case_file("02-nan-inf-overflow.md")
     four = pods(4)
     h = await make_harness(replicas=4, ready=four)
@@ -195,6 +200,7 @@ async def test_case_02b_inf_kv_is_invalid_and_holds(make_harness: HarnessFactory
 async def test_case_02c_huge_queue_is_computed_in_float_and_clamped_to_max(
     make_harness: HarnessFactory,
 ) -> None:
+    """Case 02c: a huge queue is computed in floating point and clamped to max, and says so."""
     case_file("02-nan-inf-overflow.md")
     four = pods(4)
     policy = case_policy(
@@ -240,6 +246,7 @@ async def test_case_02c_huge_queue_is_computed_in_float_and_clamped_to_max(
 async def test_case_02c_literal_huge_answer_on_ttft_query_clamps(
     make_harness: HarnessFactory,
 ) -> None:
+    """Case 02c: a literal huge TTFT answer is finite and valid, and is clamped to max."""
     case_file("02-nan-inf-overflow.md")
     four = pods(4)
     h = await make_harness(replicas=4, ready=four)
@@ -273,6 +280,7 @@ def _idle(names: list[str], rate: str) -> dict[str, Any]:
 async def test_case_03_idle_ttft_is_valid_and_target_goes_to_min(
     make_harness: HarnessFactory,
 ) -> None:
+    """Case 03: an idle TTFT is valid, and after the window the target goes to min."""
     case_file("03-idle-ttft-nan.md")
     live = pods(4)
     h = await make_harness(replicas=4, ready=live, answers=_idle(live, "0"))
@@ -304,6 +312,7 @@ async def test_case_03_idle_ttft_is_valid_and_target_goes_to_min(
 async def test_case_03_counter_case_nan_with_traffic_blocks_scale_down(
     make_harness: HarnessFactory,
 ) -> None:
+    """Case 03: a NaN TTFT while requests flow is invalid and blocks the scale-down."""
     case_file("03-idle-ttft-nan.md")
     four = pods(4)
     h = await make_harness(replicas=4, ready=four, answers=_idle(four, "3.2"))
@@ -325,6 +334,7 @@ async def test_case_03_counter_case_nan_with_traffic_blocks_scale_down(
 async def test_case_04_outage_then_partial_holds_until_a_good_window(
     make_harness: HarnessFactory,
 ) -> None:
+    """Case 04: an outage, then 1 series of 9, hold; scale-down waits a window of good data."""
     case_file("04-outage-then-partial.md")
     nine = pods(9)
     h = await make_harness(
@@ -396,6 +406,7 @@ async def test_case_04_outage_then_partial_holds_until_a_good_window(
 async def test_case_05_ttft_query_error_blocks_scale_down_not_scale_up(
     make_harness: HarnessFactory,
 ) -> None:
+    """Case 05: a TTFT query error blocks scale-down, not scale-up on the valid signals."""
     case_file("05-one-signal-missing.md")
     five = pods(5)
     h = await make_harness(replicas=5, ready=five)
@@ -446,6 +457,7 @@ async def test_case_05_ttft_query_error_blocks_scale_down_not_scale_up(
 async def test_case_07_no_kv_name_is_absent_blocks_down_allows_up(
     make_harness: HarnessFactory,
 ) -> None:
+    """Case 07: no KV-cache name while pods are scraped is 'absent': no scale-down, scale-up ok."""
     case_file("07-renamed-kv-metric.md")
     four = pods(4)
     h = await make_harness(replicas=4, ready=four)
@@ -477,6 +489,7 @@ async def test_case_07_no_kv_name_is_absent_blocks_down_allows_up(
 
 
 async def test_case_07_old_kv_name_is_used_and_reported(make_harness: HarnessFactory) -> None:
+    """Case 07: the pre-0.9.2 KV-cache name is read when it is the only one, and reported."""
     case_file("07-renamed-kv-metric.md")
     four = pods(4)
     h = await make_harness(replicas=4, ready=four)
@@ -501,13 +514,14 @@ async def test_case_07_old_kv_name_is_used_and_reported(make_harness: HarnessFac
     assert (
         h.target_value("vllm_scaler_kv_cache_metric_info", metric="vllm:gpu_cache_usage_perc") == 1
     )
-    assert report.as_json()["kv_cache_metric"] == "vllm:gpu_cache_usage_perc"
+    assert report_json(report)["kv_cache_metric"] == "vllm:gpu_cache_usage_perc"
 
 
 # --- 10: replicas that are still loading must not cause a cascade ------------------------
 
 
 async def test_case_10_starting_pods_count_as_asked_for(make_harness: HarnessFactory) -> None:
+    """Case 10: starting pods count as capacity asked for: no scale-up cascade while they load."""
     case_file("10-starting-pods-cascade.md")
     h = await make_harness(
         replicas=2,
@@ -532,12 +546,12 @@ async def test_case_10_starting_pods_count_as_asked_for(make_harness: HarnessFac
     assert (d.replicas.ready, d.replicas.starting) == (2, 2)
     # 44 waiting against the 4 replicas asked for: ratio 1.1, demand ceil(44/10) = 5 covered
     assert d.signals[0].value == 11.0 and d.signals[0].demand_replicas == 5
-    assert (d.desired_replicas, d.reason) == (4, Reason.WAITING_FOR_PENDING)
+    assert (d.desired_replicas, d.reason) == (4, Reason.WAITING_FOR_STARTING)
     assert_hold(h, 4, 1)  # never 4 x 22 / 10 -> 9
     assert h.target_value("vllm_scaler_pending_replicas") == 2
     assert h.target_value("vllm_scaler_ready_replicas") == 2
     decision_logs = [e for e in logs if e["event"] == "decision"]
-    assert [(e["pending"], e["ready"], e["reason"]) for e in decision_logs] == [
+    assert [(e["starting"], e["ready"], e["reason"]) for e in decision_logs] == [
         (2, 2, "waiting_for_pending")
     ]
 
@@ -547,11 +561,15 @@ async def test_case_10_starting_pods_count_as_asked_for(make_harness: HarnessFac
 
 @pytest.mark.parametrize(
     ("variant", "reason"),
-    [("terminating", Reason.WAITING_FOR_DRAIN), ("deleted", Reason.STABILIZED)],
+    [
+        pytest.param("terminating", Reason.WAITING_FOR_DRAIN, id="terminating pod: wait for drain"),
+        pytest.param("deleted", Reason.STABILIZED, id="deleted pod: its series is not counted"),
+    ],
 )
 async def test_case_11_stale_series_are_dropped_not_counted(
     make_harness: HarnessFactory, variant: str, reason: Reason
 ) -> None:
+    """Case 11: series of terminating or deleted pods are dropped and counted, not read as load."""
     case_file("11-stale-series-deleted-pods.md")
     h = await make_harness(replicas=2, ready=["pod-a", "pod-b"])  # just scaled 3 -> 2
     c = "vllm-5c4d9-ccccc"  # pod-c: a gone pod is known as the Deployment's by its name
@@ -583,6 +601,7 @@ async def test_case_11_stale_series_are_dropped_not_counted(
 async def test_case_12_pod_without_series_counts_as_zero_load(
     make_harness: HarnessFactory,
 ) -> None:
+    """Case 12: a pod's failed scrape never stalls the cycle; it is zero load for a scale-up."""
     case_file("12-one-pod-scrape-fails.md")
     scraped = ["pod-0", "pod-1", "pod-2"]
     h = await make_harness(replicas=4, ready=[*scraped, "pod-3"])
@@ -625,6 +644,7 @@ def _case_15_answers(total: int) -> dict[str, Any]:
 
 
 async def test_case_15_run_1_exact_boundary_holds(make_harness: HarnessFactory) -> None:
+    """Case 15: a ratio of exactly 1 + tolerance holds; above it scales up."""
     case_file("15-tolerance-boundary.md")
     h = await make_harness(replicas=10, ready=pods(10), policy=_case_15_policy(0.1, 0.1))
     seen = []
@@ -644,14 +664,15 @@ async def test_case_15_run_1_exact_boundary_holds(make_harness: HarnessFactory) 
 @pytest.mark.parametrize(
     ("total", "replicas", "reason"),
     [
-        (41, 11, Reason.SCALE_UP),  # scale-up tolerance 0: ratio 1.025 is above
-        (36, 10, Reason.WITHIN_TOLERANCE),  # ratio 0.9 is not below 1 - 0.1
-        (35, 10, Reason.STABILIZED),  # 0.875 is below: asks for 9, the window holds 10
+        pytest.param(41, 11, Reason.SCALE_UP, id="up tolerance 0: 1.025 scales up"),
+        pytest.param(36, 10, Reason.WITHIN_TOLERANCE, id="exactly 0.90 holds"),
+        pytest.param(35, 10, Reason.STABILIZED, id="0.875 asks for 9, the window holds 10"),
     ],
 )
 async def test_case_15_run_2_separate_up_and_down_tolerances(
     make_harness: HarnessFactory, total: int, replicas: int, reason: Reason
 ) -> None:
+    """Case 15: the scale-up and scale-down tolerances are separate settings."""
     case_file("15-tolerance-boundary.md")
     h = await make_harness(
         replicas=10,
@@ -690,6 +711,7 @@ async def _case_16_start(make_harness: HarnessFactory) -> Harness:
 async def test_case_16_outside_write_is_counted_and_reapplied_once_per_cooldown(
     make_harness: HarnessFactory,
 ) -> None:
+    """Case 16: an outside write is counted and re-applied at most once per cooldown."""
     case_file("16-another-writer-owns-replicas.md")
     h = await _case_16_start(make_harness)
     outside = "vllm_scaler_outside_writes_total"
@@ -732,6 +754,7 @@ async def test_case_16_outside_write_is_counted_and_reapplied_once_per_cooldown(
 async def test_case_16_outside_write_that_we_reapply_is_warned(
     make_harness: HarnessFactory,
 ) -> None:
+    """Case 16: an outside write is logged as a warning naming what we wrote and what was found."""
     case_file("16-another-writer-owns-replicas.md")
     h = await _case_16_start(make_harness)
     h.store.external_scale(NS, NAME, 2)

@@ -105,7 +105,9 @@ async def open_rig(tmp_path: Path) -> AsyncIterator[Rig]:
         http = await stack.enter_async_context(httpx.AsyncClient())
         controller = Controller(
             policy=policy,
-            source=PrometheusSource(http, base_url=prom.url, timeout_seconds=5),
+            source=PrometheusSource(
+                http, base_url=prom.url, timeout_seconds=5, rate_window_seconds=60
+            ),
             actuator=KubernetesActuator(api, clock=clock),
             metrics=ScalerMetrics(),
             clock=clock,
@@ -168,7 +170,10 @@ async def test_without_deletion_cost_the_busy_pods_would_be_cut(tmp_path: Path) 
         assert [r.cut for r in fleet.requests] == [True, True]
 
 
-@pytest.mark.parametrize("loads", [{"a": 3.0, "b": 0.0, "c": 1.0, "d": 0.0}])
+@pytest.mark.parametrize(
+    "loads",
+    [pytest.param({"a": 3.0, "b": 0.0, "c": 1.0, "d": 0.0}, id="two idle pods of four")],
+)
 def test_plan_removal_orders_by_load(loads: dict[str, float]) -> None:
     from scaler.core.drain import plan_removal
     from scaler.core.observation import PodInfo

@@ -32,7 +32,7 @@ import httpx
 import pytest
 import structlog
 
-from scaler.controller.loop import TargetReport
+from scaler.controller.report import TargetReport
 from scaler.core.decide import Decision
 from scaler.core.observation import PodInfo, WorkloadSnapshot
 from scaler.core.state import TargetState
@@ -131,6 +131,7 @@ def rendered_logs() -> Iterator[None]:
         structlog.configure(**saved)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("rendered_logs")
 async def test_long_run_keeps_tasks_objects_and_heap_bounded(tmp_path: Path) -> None:
     async with open_harness(tmp_path, replicas=4) as h:

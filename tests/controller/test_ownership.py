@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from scaler.config.policy import parse_policy
-from scaler.controller.loop import PAUSED_ANNOTATION, PINNED_ANNOTATION
+from scaler.controller.overrides import PAUSED_ANNOTATION, PINNED_ANNOTATION
 from tests.support.controller_harness import (
     KEY,
     NAME,
@@ -42,23 +42,27 @@ def conflict_value(h: Harness, owner: str) -> float | None:
 @pytest.mark.parametrize(
     ("make_owner", "owner"),
     [
-        (
+        pytest.param(
             lambda s: s.add_hpa(NS, "vllm-hpa", target_name=NAME),
             "HorizontalPodAutoscaler/vllm-hpa",
+            id="HPA on the Deployment",
         ),
-        (  # an HPA may leave scaleTargetRef.apiVersion out
+        pytest.param(
             lambda s: s.add_hpa(NS, "bare", target_name=NAME, target_api_version=None),
             "HorizontalPodAutoscaler/bare",
+            id="HPA without scaleTargetRef.apiVersion",
         ),
-        (  # KEDA's defaults: kind Deployment, apiVersion apps/v1
+        pytest.param(
             lambda s: s.add_scaled_object(NS, "vllm-keda", target_name=NAME),
             "ScaledObject/vllm-keda",
+            id="ScaledObject with KEDA's defaults (Deployment, apps/v1)",
         ),
     ],
 )
 async def test_case_16_variant_conflict_is_refused(
     make_harness: HarnessFactory, make_owner: Any, owner: str
 ) -> None:
+    """Case 16 variant: an HPA or ScaledObject on the workload makes it recommend-only."""
     case_file("16-another-writer-owns-replicas.md")
     h = await make_harness(replicas=2, ready=PODS)
     make_owner(h.store)
@@ -181,10 +185,15 @@ def _kind_policy(api_version: str, kind: str, name: str) -> Any:
 @pytest.mark.parametrize(
     ("group", "version", "kind", "plural"),
     [
-        ("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", "leaderworkersets"),
-        ("argoproj.io", "v1alpha1", "Rollout", "rollouts"),
+        pytest.param(
+            "leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", "leaderworkersets",
+            id="LeaderWorkerSet: no pod-deletion-cost",
+        ),
+        pytest.param(
+            "argoproj.io", "v1alpha1", "Rollout", "rollouts", id="Rollout: pod-deletion-cost"
+        ),
     ],
-)
+)  # fmt: skip
 async def test_lws_and_rollout_targets(
     make_harness: HarnessFactory, group: str, version: str, kind: str, plural: str
 ) -> None:

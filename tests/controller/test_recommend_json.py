@@ -56,6 +56,7 @@ def _ttft(value: str, rate: str) -> dict[str, Any]:
 
 
 async def test_recommend_json_case_05_dry_run_scale_up(make_harness: HarnessFactory) -> None:
+    """Case 05: the dry-run recommendation scales up on the valid signals and writes nothing."""
     case_file("05-one-signal-missing.md")
     five = pods(5)
     h = await make_harness(replicas=5, ready=five)
@@ -98,6 +99,7 @@ async def test_recommend_json_case_05_dry_run_scale_up(make_harness: HarnessFact
 async def test_recommend_json_case_01_holds_without_valid_signals(
     make_harness: HarnessFactory,
 ) -> None:
+    """Case 01: the dry-run recommendation holds when no signal is valid, and says so."""
     case_file("01-empty-result-is-not-zero.md")
     h = await make_harness(replicas=6, ready=pods(6))  # every query answers R[]
     [obj] = await _recommend(h)
@@ -125,6 +127,7 @@ def _case_07(h: Harness, *, kv_answer: dict[str, Any]) -> None:
 async def test_recommend_check_queries_case_07_no_kv_series_fails_naming_query(
     make_harness: HarnessFactory,
 ) -> None:
+    """Case 07: the dry-run recommendation fails at start, naming a query with no series."""
     case_file("07-renamed-kv-metric.md")
     h = await make_harness(replicas=4, ready=pods(4))
     _case_07(h, kv_answer=R())  # neither KV name
@@ -144,6 +147,7 @@ async def test_recommend_check_queries_case_07_no_kv_series_fails_naming_query(
 async def test_recommend_check_queries_passes_with_the_old_kv_name(
     make_harness: HarnessFactory,
 ) -> None:
+    """Case 07: the start-up check passes when only the old KV-cache name has series."""
     case_file("07-renamed-kv-metric.md")
     h = await make_harness(replicas=4, ready=pods(4))
     _case_07(h, kv_answer=kv(dict.fromkeys(pods(4), "0.25"), name="vllm:gpu_cache_usage_perc"))

@@ -300,7 +300,9 @@ def test_unknown_variables_are_warned_about_at_start(files: dict[str, Path]) -> 
     ]
 
 
-@pytest.mark.parametrize("command", ["run", "recommend"])
+@pytest.mark.parametrize(
+    "command", [pytest.param("run", id="run"), pytest.param("recommend", id="recommend")]
+)
 def test_help_shows_every_options_variable_and_default_within_80_columns(command: str) -> None:
     result = CliRunner().invoke(app, [command, "--help"], terminal_width=80)
     assert result.exit_code == 0

@@ -1,38 +1,34 @@
-"""Helpers for decision-core tests: the shared cases' default policy and observations."""
+"""Helpers for decision-core tests: readings, observations and ``decide`` with the default
+TTFT window (the policy comes from :mod:`tests.support.policies`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from scaler.config.policy import TargetPolicy, parse_policy
+from scaler.config.policy import Policy, TargetPolicy
+from scaler.config.vocabulary import SignalName
+from scaler.core import decide as core
 from scaler.core.observation import Observation, ReplicaCounts
-from scaler.core.signals import SignalName, SignalReading, SignalStatus
+from scaler.core.signals import SignalReading, SignalStatus
+from scaler.core.state import TargetState
 
 Q = SignalName.QUEUE_DEPTH
 KV = SignalName.KV_CACHE_USAGE
 TTFT = SignalName.TTFT_P95
 
 
-def make_policy(**overrides: Any) -> TargetPolicy:
-    """The defaults of ../shared/cases/README.md: min 1, max 10, 300 s down window,
-    10 waiting per replica, KV 0.8, TTFT p95 2 s; ``overrides`` are merged into the target."""
-    target: dict[str, Any] = {
-        "workload": {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "namespace": "llm",
-            "name": "vllm",
-        },
-        "min_replicas": 1,
-        "max_replicas": 10,
-        "signals": {
-            "queue_depth": {"target_per_replica": 10},
-            "kv_cache_usage": {"target_ratio": 0.8},
-            "ttft_p95": {"target_seconds": 2.0},
-        },
-    }
-    target.update(overrides)
-    return parse_policy({"targets": [target]}).targets[0]
+#: The policy file's default ``rate_window_seconds``: the TTFT window of these tests.
+RATE_WINDOW_SECONDS: float = Policy.model_fields["rate_window_seconds"].default
+
+
+def decide(
+    policy: TargetPolicy,
+    observation: Observation,
+    state: TargetState | None,
+    now: float,
+    *,
+    ttft_window_seconds: float = RATE_WINDOW_SECONDS,
+) -> core.Decision:
+    """:func:`scaler.core.decide.decide`, by default with the policy file's default TTFT window."""
+    return core.decide(policy, observation, state, now, ttft_window_seconds=ttft_window_seconds)
 
 
 def ok(name: SignalName, value: float, *, pods: int = 0, missing: int = 0) -> SignalReading:

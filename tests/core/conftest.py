@@ -3,11 +3,10 @@ from __future__ import annotations
 import pytest
 
 from scaler.config.policy import TargetPolicy
-
-from .builders import make_policy
+from tests.support.policies import case_target
 
 
 @pytest.fixture
 def policy() -> TargetPolicy:
     """The shared cases' default policy."""
-    return make_policy()
+    return case_target()

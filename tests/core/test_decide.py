@@ -10,12 +10,13 @@ from dataclasses import replace
 
 import pytest
 
-from scaler.core.decide import Decision, decide
+from scaler.core.decide import Decision
 from scaler.core.reasons import Reason
 from scaler.core.signals import SignalStatus
 from scaler.core.state import TargetState, record_write
+from tests.support.policies import case_target
 
-from .builders import KV, TTFT, Q, bad, idle_ttft, make_policy, obs, ok
+from .builders import KV, TTFT, Q, bad, decide, idle_ttft, obs, ok
 
 
 def run(policy, cycles, *, start=0.0, interval=30.0, state=None) -> list[Decision]:
@@ -42,6 +43,7 @@ def all_good(current: int, waiting: float, kv_each: float = 0.1) -> tuple:
 
 
 def test_case_01_all_empty_holds_current(policy):
+    """Case 01: an empty answer for every signal is no data, never zero load: hold the replicas."""
     first = decide(policy, obs(6, *all_good(6, 48)), None, 0.0)
     empty = obs(
         6, bad(Q, SignalStatus.EMPTY), bad(KV, SignalStatus.EMPTY), bad(TTFT, SignalStatus.EMPTY)
@@ -59,12 +61,20 @@ def test_case_01_all_empty_holds_current(policy):
 @pytest.mark.parametrize(
     ("readings", "status"),
     [
-        ((bad(Q, SignalStatus.NAN), ok(KV, 4 * 0.5, pods=4), idle_ttft()), SignalStatus.NAN),
-        ((ok(Q, 8, pods=4), bad(KV, SignalStatus.INF), idle_ttft()), SignalStatus.INF),
+        pytest.param(
+            (bad(Q, SignalStatus.NAN), ok(KV, 4 * 0.5, pods=4), idle_ttft()),
+            SignalStatus.NAN,
+            id="a: queue NaN holds",
+        ),
+        pytest.param(
+            (ok(Q, 8, pods=4), bad(KV, SignalStatus.INF), idle_ttft()),
+            SignalStatus.INF,
+            id="b: KV cache +Inf holds",
+        ),
     ],
-    ids=["a-queue-nan", "b-kv-inf"],
 )
 def test_case_02_non_finite_signal_is_invalid_and_holds(policy, readings, status):
+    """Case 02: a NaN or +Inf reading makes its signal invalid (never 0, never huge): hold."""
     d = decide(policy, obs(4, *readings), None, 0.0)
     assert d.desired_replicas == 4
     assert d.reason is Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL
@@ -73,6 +83,7 @@ def test_case_02_non_finite_signal_is_invalid_and_holds(policy, readings, status
 
 
 def test_case_02_nan_does_not_block_scale_up_from_another_signal(policy):
+    """Case 02: a NaN signal does not stop a scale-up another valid signal asks for."""
     d = decide(
         policy, obs(4, bad(Q, SignalStatus.NAN), ok(KV, 4 * 1.0, pods=4), idle_ttft()), None, 0.0
     )
@@ -82,7 +93,8 @@ def test_case_02_nan_does_not_block_scale_up_from_another_signal(policy):
 
 
 def test_case_02c_huge_value_clamps_to_max_never_wraps():
-    policy = make_policy(
+    """Case 02c: a huge finite value is computed as a float and clamped to max, never wrapped."""
+    policy = case_target(
         signals={"queue_depth": {"target_per_replica": 0.1}},
         scale_up={
             "stabilization_window_seconds": 0,
@@ -100,7 +112,8 @@ def test_case_02c_huge_value_clamps_to_max_never_wraps():
 
 
 def test_case_02c_with_default_step_limit_still_reports_the_clamp():
-    policy = make_policy(signals={"queue_depth": {"target_per_replica": 0.1}})
+    """Case 02c: under the default step limit a huge value still reports the max clamp."""
+    policy = case_target(signals={"queue_depth": {"target_per_replica": 0.1}})
     d = decide(
         policy, obs(4, ok(Q, 214748365, pods=1), ok(KV, 0.4, pods=4), idle_ttft()), None, 0.0
     )
@@ -113,6 +126,7 @@ def test_case_02c_with_default_step_limit_still_reports_the_clamp():
 
 
 def test_case_03_idle_scales_down_to_min_after_window(policy):
+    """Case 03: an idle TTFT (NaN at zero request rate) is valid: min after the window."""
     idle = obs(4, ok(Q, 0, pods=4), ok(KV, 0.0, pods=4), idle_ttft())
     state = None
     replicas = 4
@@ -133,7 +147,8 @@ def test_case_03_idle_scales_down_to_min_after_window(policy):
 
 
 def test_case_03_idle_scales_to_min_with_unlimited_step():
-    policy = make_policy(
+    """Case 03: idle, with no step limit, the target goes to min in one step after the window."""
+    policy = case_target(
         scale_down={"stabilization_window_seconds": 300, "max_replicas_per_period": 10}
     )
     state = decide(policy, obs(4, *all_good(4, 0, 0.0)), None, 0.0).state
@@ -143,7 +158,8 @@ def test_case_03_idle_scales_to_min_with_unlimited_step():
 
 
 def test_case_03_counter_case_nan_with_traffic_blocks_scale_down():
-    policy = make_policy(
+    """Case 03: a NaN TTFT while requests flow is invalid and blocks the scale-down."""
+    policy = case_target(
         scale_down={"stabilization_window_seconds": 300, "max_replicas_per_period": 10}
     )
     state = decide(policy, obs(4, *all_good(4, 0, 0.0)), None, 0.0).state
@@ -158,7 +174,8 @@ def test_case_03_counter_case_nan_with_traffic_blocks_scale_down():
 
 
 def test_case_04_outage_then_partial_coverage_holds_then_window_of_good_samples(policy):
-    policy = make_policy(
+    """Case 04: an outage, then partial data, hold; scale down after a window of good samples."""
+    policy = case_target(
         scale_down={"stabilization_window_seconds": 300, "max_replicas_per_period": 10}
     )
     cycles = [obs(9, ok(Q, 90, pods=9), ok(KV, 9 * 0.8, pods=9), ok(TTFT, 2.0))]
@@ -185,6 +202,7 @@ def test_case_04_outage_then_partial_coverage_holds_then_window_of_good_samples(
 
 
 def test_case_05_timeout_on_ttft_blocks_scale_down(policy):
+    """Case 05: one signal unavailable (TTFT timeout) means no scale-down."""
     state = decide(policy, obs(5, *all_good(5, 0)), None, -400.0).state
     o = obs(5, ok(Q, 0, pods=5), ok(KV, 0.5, pods=5), bad(TTFT, SignalStatus.QUERY_ERROR))
     d = decide(policy, o, state, 0.0)
@@ -194,6 +212,7 @@ def test_case_05_timeout_on_ttft_blocks_scale_down(policy):
 
 
 def test_case_05_scale_up_uses_the_valid_signals(policy):
+    """Case 05: with one signal unavailable, scale-up still uses the valid signals."""
     o = obs(5, ok(Q, 80, pods=5), ok(KV, 0.5, pods=5), bad(TTFT, SignalStatus.QUERY_ERROR))
     d = decide(policy, o, None, 0.0)
     assert d.desired_replicas == 8
@@ -204,6 +223,7 @@ def test_case_05_scale_up_uses_the_valid_signals(policy):
 
 
 def test_case_07_absent_kv_blocks_scale_down_allows_scale_up(policy):
+    """Case 07: an absent KV-cache signal blocks scale-down and allows scale-up on the others."""
     state = decide(policy, obs(4, *all_good(4, 0)), None, -400.0).state
     low = obs(4, ok(Q, 6, pods=4), bad(KV, SignalStatus.ABSENT), idle_ttft())
     d = decide(policy, low, state, 0.0)
@@ -217,7 +237,8 @@ def test_case_07_absent_kv_blocks_scale_down_allows_scale_up(policy):
 
 
 def test_case_10_starting_pods_count_as_capacity_asked_for(policy):
-    policy = make_policy(model_load_timeout_seconds=600)
+    """Case 10: demand is compared with the replicas asked for, starting ones included."""
+    policy = case_target(model_load_timeout_seconds=600)
     d0 = decide(policy, obs(2, ok(Q, 40, pods=2), ok(KV, 0.6, pods=2), idle_ttft()), None, 0.0)
     assert d0.desired_replicas == 4
     state = record_write(d0.state, from_replicas=2, to_replicas=4, now=0.0)
@@ -225,7 +246,7 @@ def test_case_10_starting_pods_count_as_capacity_asked_for(policy):
     d1 = decide(policy, o, state, 30.0)
     assert d1.desired_replicas in (4, 5)
     assert d1.desired_replicas == 4  # 44 / (10 x 4) = 1.1 is inside the band
-    assert d1.reason is Reason.WAITING_FOR_PENDING
+    assert d1.reason is Reason.WAITING_FOR_STARTING
     # Ten more cycles of the same busy ready pods never cascade.
     for i in range(10):
         d1 = decide(policy, o, d1.state, 60.0 + 30 * i)
@@ -233,7 +254,8 @@ def test_case_10_starting_pods_count_as_capacity_asked_for(policy):
 
 
 def test_case_10_more_demand_than_asked_for_still_scales_up():
-    policy = make_policy()
+    """Case 10: demand above the replicas asked for still scales up while replicas are starting."""
+    policy = case_target()
     o = obs(4, ok(Q, 60, pods=2), ok(KV, 0.6, pods=2), idle_ttft(), ready=2, starting=2)
     d = decide(policy, o, None, 0.0)
     assert d.desired_replicas == 6  # ceil(60 / 10), never 4 x 30 / 10 = 12
@@ -243,11 +265,11 @@ def test_no_scale_down_while_replicas_start(policy):
     o = obs(4, ok(Q, 2, pods=2), ok(KV, 0.2, pods=2), idle_ttft(), ready=2, starting=2)
     state = TargetState.seeded(4, -1000.0)
     d = decide(policy, o, state, 0.0)
-    assert d.desired_replicas == 4 and d.reason is Reason.WAITING_FOR_PENDING
+    assert d.desired_replicas == 4 and d.reason is Reason.WAITING_FOR_STARTING
 
 
 def test_ttft_doubles_at_most_per_decision():
-    policy = make_policy(
+    policy = case_target(
         signals={"queue_depth": {"enabled": False}, "kv_cache_usage": {"enabled": False}},
         scale_up={"stabilization_window_seconds": 0, "max_replicas_per_period": 100},
     )
@@ -257,13 +279,13 @@ def test_ttft_doubles_at_most_per_decision():
 
 
 def test_ttft_asks_for_nothing_more_while_replicas_start():
-    policy = make_policy(
+    policy = case_target(
         signals={"queue_depth": {"enabled": False}, "kv_cache_usage": {"enabled": False}}
     )
     o = obs(4, ok(TTFT, 6.0), ready=2, starting=2)
     d = decide(policy, o, None, 0.0)
     assert d.desired_replicas == 4  # TTFT lags until the 2 starting replicas serve
-    assert d.reason is Reason.WAITING_FOR_PENDING
+    assert d.reason is Reason.WAITING_FOR_STARTING
     o = obs(4, ok(TTFT, 6.0), ready=4, starting=0)
     d = decide(policy, o, d.state, 120.0)
     assert d.desired_replicas == 8  # two rate windows later: ceil(min(3.0, 2) x 4)
@@ -273,7 +295,7 @@ def test_ttft_holds_for_one_rate_window_after_replicas_become_ready():
     # The TTFT quantile over rate(...[W]) still counts requests that queued before the new
     # replicas served: for 2 W after the last cycle that saw replicas starting it may not ask
     # for more than the replicas asked for (the queue and KV cache still may).
-    policy = make_policy(
+    policy = case_target(
         signals={"queue_depth": {"enabled": False}, "kv_cache_usage": {"enabled": False}}
     )
     d = decide(policy, obs(4, ok(TTFT, 6.0), ready=2, starting=2), None, 0.0)
@@ -281,7 +303,7 @@ def test_ttft_holds_for_one_rate_window_after_replicas_become_ready():
     ready = obs(4, ok(TTFT, 6.0), ready=4, starting=0)
     held = decide(policy, ready, d.state, 105.0)
     assert held.desired_replicas == 4
-    assert held.reason is Reason.WAITING_FOR_PENDING
+    assert held.reason is Reason.WAITING_FOR_STARTING
     assert "ttft_p95 6 s" in held.message
     assert held.signals[0].ratio == 3.0  # the reading is reported unchanged
     assert decide(policy, ready, d.state, 120.0).desired_replicas == 8
@@ -293,7 +315,7 @@ def test_ttft_holds_for_one_rate_window_after_replicas_become_ready():
 
 
 def test_queue_still_scales_up_while_ttft_settles():
-    policy = make_policy()
+    policy = case_target()
     d = decide(
         policy,
         obs(4, ok(Q, 20, pods=2), ok(KV, 1.0, pods=2), ok(TTFT, 6.0), ready=2, starting=2),
@@ -307,7 +329,7 @@ def test_queue_still_scales_up_while_ttft_settles():
 
 
 def test_ttft_settle_time_survives_a_clock_jump_back():
-    policy = make_policy(
+    policy = case_target(
         signals={"queue_depth": {"enabled": False}, "kv_cache_usage": {"enabled": False}}
     )
     d = decide(policy, obs(4, ok(TTFT, 6.0), ready=2, starting=2), None, 5000.0)
@@ -322,6 +344,7 @@ def test_ttft_settle_time_survives_a_clock_jump_back():
 
 
 def test_case_11_after_scale_down_waits_for_drain(policy):
+    """Case 11: after a scale-down, no further scale-down while removed pods are still draining."""
     # The source dropped pod-c's series; two ready pods with 0 and 1 waiting, pod-c terminating.
     state = TargetState.seeded(2, -1000.0)
     o = obs(2, ok(Q, 1, pods=2), ok(KV, 0.1, pods=2), idle_ttft(), terminating=1)
@@ -334,6 +357,7 @@ def test_case_11_after_scale_down_waits_for_drain(policy):
 
 
 def test_case_12_missing_pod_counts_as_zero_for_scale_up(policy):
+    """Case 12: a ready pod without series counts as zero load for a scale-up."""
     o = obs(4, ok(Q, 83, pods=3, missing=1), ok(KV, 1.5, pods=3, missing=1), idle_ttft())
     d = decide(policy, o, None, 0.0)
     assert d.recommended_replicas == 9
@@ -342,6 +366,7 @@ def test_case_12_missing_pod_counts_as_zero_for_scale_up(policy):
 
 
 def test_case_12_missing_pod_blocks_scale_down(policy):
+    """Case 12: a ready pod without series blocks a scale-down (partial coverage)."""
     state = TargetState.seeded(4, -1000.0)
     o = obs(4, ok(Q, 3, pods=3, missing=1), ok(KV, 0.3, pods=3, missing=1), idle_ttft())
     d = decide(policy, o, state, 0.0)
@@ -353,7 +378,7 @@ def test_case_12_missing_pod_blocks_scale_down(policy):
 
 
 def _queue_only(**kw):
-    return make_policy(
+    return case_target(
         max_replicas=20,
         signals={
             "queue_depth": {"target_per_replica": 4},
@@ -368,15 +393,34 @@ def _queue_only(**kw):
 @pytest.mark.parametrize(
     ("tolerance", "waiting", "expected", "reason"),
     [
-        ({"scale_up": 0.1, "scale_down": 0.1}, 41, 10, Reason.WITHIN_TOLERANCE),
-        ({"scale_up": 0.1, "scale_down": 0.1}, 44, 10, Reason.WITHIN_TOLERANCE),  # exactly 1.10
-        ({"scale_up": 0.1, "scale_down": 0.1}, 45, 12, Reason.SCALE_UP),
-        ({"scale_up": 0.0, "scale_down": 0.1}, 41, 11, Reason.SCALE_UP),
-        ({"scale_up": 0.0, "scale_down": 0.1}, 36, 10, Reason.WITHIN_TOLERANCE),  # exactly 0.90
-        ({"scale_up": 0.0, "scale_down": 0.1}, 35, 9, Reason.SCALE_DOWN),
+        pytest.param(
+            {"scale_up": 0.1, "scale_down": 0.1}, 41, 10, Reason.WITHIN_TOLERANCE,
+            id="1.025 within 0.1 holds",
+        ),
+        pytest.param(
+            {"scale_up": 0.1, "scale_down": 0.1}, 44, 10, Reason.WITHIN_TOLERANCE,
+            id="exactly 1.10 holds",
+        ),
+        pytest.param(
+            {"scale_up": 0.1, "scale_down": 0.1}, 45, 12, Reason.SCALE_UP,
+            id="1.125 above 1.10 scales up",
+        ),
+        pytest.param(
+            {"scale_up": 0.0, "scale_down": 0.1}, 41, 11, Reason.SCALE_UP,
+            id="up tolerance 0: 1.025 scales up",
+        ),
+        pytest.param(
+            {"scale_up": 0.0, "scale_down": 0.1}, 36, 10, Reason.WITHIN_TOLERANCE,
+            id="exactly 0.90 holds",
+        ),
+        pytest.param(
+            {"scale_up": 0.0, "scale_down": 0.1}, 35, 9, Reason.SCALE_DOWN,
+            id="0.875 below 0.90 scales down",
+        ),
     ],
-)
+)  # fmt: skip
 def test_case_15_tolerance_boundaries(tolerance, waiting, expected, reason):
+    """Case 15: separate strict tolerance bands: exactly 1.10 or 0.90 holds, beyond moves."""
     policy = _queue_only(tolerance=tolerance)
     d = decide(policy, obs(10, ok(Q, waiting, pods=10)), TargetState.seeded(10, -10.0), 0.0)
     assert (d.desired_replicas, d.reason) == (expected, reason)
@@ -386,6 +430,7 @@ def test_case_15_tolerance_boundaries(tolerance, waiting, expected, reason):
 
 
 def test_case_16_outside_write_is_noticed_and_reapplied_at_most_once_per_cooldown(policy):
+    """Case 16: an outside write is noticed and re-applied at most once per cooldown."""
     busy = (ok(Q, 60, pods=2), ok(KV, 1.0, pods=2), idle_ttft())
     state = record_write(TargetState.seeded(6, -100.0), from_replicas=2, to_replicas=6, now=0.0)
     state = replace(state, scale_events=())
@@ -414,19 +459,19 @@ def test_restart_never_scales_down_at_once(policy):
 
 
 def test_current_below_min_is_raised_to_min():
-    policy = make_policy(min_replicas=3)
+    policy = case_target(min_replicas=3)
     d = decide(policy, obs(1, *all_good(1, 5, 0.5)), None, 0.0)
     assert d.desired_replicas == 3 and d.reason is Reason.AT_MIN
 
 
 def test_current_above_max_is_lowered_to_max():
-    policy = make_policy(max_replicas=4)
+    policy = case_target(max_replicas=4)
     d = decide(policy, obs(7, *all_good(7, 70, 0.8)), None, 0.0)
     assert d.desired_replicas == 4 and d.reason is Reason.AT_MAX
 
 
 def test_scale_up_stabilization_window_takes_lowest_recommendation():
-    policy = make_policy(
+    policy = case_target(
         scale_up={"stabilization_window_seconds": 60, "max_replicas_per_period": 10}
     )
     d0 = decide(policy, obs(2, *all_good(2, 20, 0.4)), None, 0.0)
@@ -437,7 +482,7 @@ def test_scale_up_stabilization_window_takes_lowest_recommendation():
 
 
 def test_step_limit_counts_earlier_scale_ups_in_the_period():
-    policy = make_policy(
+    policy = case_target(
         max_replicas=50,
         scale_up={
             "stabilization_window_seconds": 0,
@@ -459,7 +504,7 @@ def test_step_limit_counts_earlier_scale_ups_in_the_period():
 
 
 def test_scale_down_reason_and_message_name_the_driving_signal():
-    policy = make_policy(
+    policy = case_target(
         scale_down={"stabilization_window_seconds": 0, "max_replicas_per_period": 10}
     )
     d = decide(policy, obs(6, ok(Q, 20, pods=6), ok(KV, 6 * 0.2, pods=6), idle_ttft()), None, 0.0)

@@ -9,7 +9,6 @@ import random
 import pytest
 
 from scaler.config.policy import TargetPolicy
-from scaler.core.decide import decide
 from scaler.core.observation import Observation, ReplicaCounts
 from scaler.core.signals import SignalName, SignalReading, SignalStatus
 from scaler.core.state import (
@@ -21,6 +20,7 @@ from scaler.core.state import (
     encode_state,
     resume,
 )
+from tests.core.builders import decide
 from tests.support.fakeprom import target
 
 

@@ -112,7 +112,7 @@ async def simulated_run(
 async def _render(out_dir: Path) -> None:
     import tempfile
 
-    from scaler.telemetry.dashboards import render_previews
+    from scaler.dashboards import render_previews
 
     with tempfile.TemporaryDirectory() as tmp:
         async with simulated_run(

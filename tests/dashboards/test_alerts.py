@@ -1,7 +1,9 @@
-"""deploy/prometheusrule.yaml: valid for promtool, complete, and unit-tested per alert."""
+"""deploy/rules/vllm-scaler.rules.yaml: accepted by promtool as shipped, complete, each alert
+unit-tested and linked to its runbook, and aggregated over the controller's replicas."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -11,8 +13,13 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-RULE = ROOT / "deploy" / "prometheusrule.yaml"
+RULES_DIR = ROOT / "deploy" / "rules"
+RULES = RULES_DIR / "vllm-scaler.rules.yaml"
 TESTS = ROOT / "deploy" / "alerts-tests.yaml"
+RUNBOOKS = ROOT / "docs" / "runbooks.md"
+RUNBOOK_BASE = "https://github.com/vllm-scaler/vllm-scaler/blob/main/docs/runbooks.md#"
+# Labels that name one replica of the controller (or its scrape), never kept by an alert.
+REPLICA_LABELS = {"instance", "pod", "container", "endpoint", "service"}
 
 
 def _promtool() -> str:
@@ -23,59 +30,67 @@ def _promtool() -> str:
 
 
 def _rules() -> list[dict[str, Any]]:
-    doc = yaml.safe_load(RULE.read_text(encoding="utf-8"))
-    return [r for g in doc["spec"]["groups"] for r in g["rules"]]
+    doc = yaml.safe_load(RULES.read_text(encoding="utf-8"))
+    return [r for g in doc["groups"] for r in g["rules"]]
 
 
-@pytest.fixture()
-def rules_dir(tmp_path: Path) -> Path:
-    """A folder with the spec's groups as a plain rule file and the promtool tests beside it."""
-    doc = yaml.safe_load(RULE.read_text(encoding="utf-8"))
-    plain = {"groups": doc["spec"]["groups"]}
-    (tmp_path / "prometheusrule.rules.yaml").write_text(yaml.safe_dump(plain), encoding="utf-8")
-    shutil.copy(TESTS, tmp_path / TESTS.name)
-    return tmp_path
-
-
-def test_is_a_prometheusrule() -> None:
-    doc = yaml.safe_load(RULE.read_text(encoding="utf-8"))
-    assert doc["apiVersion"] == "monitoring.coreos.com/v1"
-    assert doc["kind"] == "PrometheusRule"
-    assert doc["metadata"]["name"]
+def _tests() -> list[dict[str, Any]]:
+    tests: list[dict[str, Any]] = yaml.safe_load(TESTS.read_text(encoding="utf-8"))["tests"]
+    return tests
 
 
 def test_every_alert_is_complete() -> None:
     rules = _rules()
-    assert len(rules) >= 8
+    assert len(rules) >= 9
     for r in rules:
         assert r.get("alert"), r
         assert r.get("for"), r["alert"]
         assert r["labels"]["severity"] in {"critical", "warning", "info"}, r["alert"]
-        for key in ("summary", "description", "runbook"):
+        for key in ("summary", "description", "runbook_url"):
             assert r["annotations"].get(key), f"{r['alert']} lacks {key}"
 
 
+def _anchor(heading: str) -> str:
+    """The anchor a Markdown renderer gives a heading: lower case, punctuation dropped,
+    spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_alert_links_to_its_written_runbook() -> None:
+    text = RUNBOOKS.read_text(encoding="utf-8")
+    sections = {
+        _anchor(m[1]): m[2]
+        for m in re.finditer(r"^## ([^\n]+)\n(.*?)(?=^## |\Z)", text, flags=re.M | re.S)
+    }
+    for r in _rules():
+        url = r["annotations"]["runbook_url"]
+        assert url == RUNBOOK_BASE + _anchor(r["alert"]), url
+        body = sections.get(_anchor(r["alert"]))
+        assert body is not None, f"docs/runbooks.md has no section {r['alert']}"
+        for part in ("**Meaning.**", "**Check.**", "**Act.**"):
+            assert part in body, f"runbook {r['alert']} lacks {part}"
+
+
 def test_the_required_alerts_exist() -> None:
-    exprs = {r["alert"]: r["expr"] for r in _rules()}
-    joined = "\n".join(exprs.values())
+    joined = "\n".join(r["expr"] for r in _rules())
     for needle in (
         'absent(up{job=~".*vllm-scaler.*"}',
         "vllm_scaler_leader",
-        "time() - vllm_scaler_last_successful_query_timestamp_seconds",
-        "vllm_scaler_signal_valid == 0",
+        "vllm_scaler_last_successful_query_timestamp_seconds",
+        "vllm_scaler_signal_valid",
         "vllm_scaler_max_replicas",
-        'vllm_scaler_signal_status{status="absent"} == 1',
+        'vllm_scaler_signal_status{status="absent"}',
         "vllm_scaler_conflict",
-        "vllm_scaler_stuck_replicas > 0",
+        "vllm_scaler_stuck_replicas",
+        "vllm_scaler_scale_failures_total",
     ):
         assert needle in joined, needle
 
 
 def test_every_alert_has_a_firing_and_a_quiet_unit_test() -> None:
-    tests = yaml.safe_load(TESTS.read_text(encoding="utf-8"))["tests"]
     firing: set[str] = set()
     quiet: set[str] = set()
-    for t in tests:
+    for t in _tests():
         for a in t["alert_rule_test"]:
             (firing if a["exp_alerts"] else quiet).add(a["alertname"])
     names = {r["alert"] for r in _rules()}
@@ -83,21 +98,43 @@ def test_every_alert_has_a_firing_and_a_quiet_unit_test() -> None:
     assert names <= quiet, names - quiet
 
 
-def test_promtool_check_rules(rules_dir: Path) -> None:
+def test_per_target_alerts_fire_once_for_two_controller_replicas() -> None:
+    """Every alert on per-target series has a unit test in which two replicas of the
+    controller export the same series and exactly one alert is expected, and no expected
+    alert carries a label of one replica."""
+    per_target = {r["alert"] for r in _rules() if "target" in r["expr"] or "signal" in r["expr"]}
+    per_target -= {"VllmScalerDown", "VllmScalerNotLeading"}
+    covered: set[str] = set()
+    for t in _tests():
+        instances = {
+            m for s in t["input_series"] for m in re.findall(r'instance="([^"]+)"', s["series"])
+        }
+        for a in t["alert_rule_test"]:
+            for e in a["exp_alerts"]:
+                assert not REPLICA_LABELS & set(e["exp_labels"]), (t["name"], e["exp_labels"])
+            if len(instances) >= 2 and len(a["exp_alerts"]) == 1:
+                covered.add(a["alertname"])
+    assert per_target, "no per-target alert found"
+    assert per_target <= covered, per_target - covered
+
+
+def test_promtool_check_rules_as_shipped() -> None:
+    files = sorted(str(p) for p in RULES_DIR.iterdir())
+    assert files == [str(RULES)]
     out = subprocess.run(
-        [_promtool(), "check", "rules", str(rules_dir / "prometheusrule.rules.yaml")],
+        [_promtool(), "check", "rules", *files], capture_output=True, text=True, check=False
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "SUCCESS: 9 rules found" in out.stdout, out.stdout
+
+
+def test_promtool_test_rules_as_shipped() -> None:
+    out = subprocess.run(
+        [_promtool(), "test", "rules", str(TESTS)],
         capture_output=True,
         text=True,
         check=False,
+        cwd=ROOT,
     )
     assert out.returncode == 0, out.stdout + out.stderr
-
-
-def test_promtool_test_rules(rules_dir: Path) -> None:
-    out = subprocess.run(
-        [_promtool(), "test", "rules", str(rules_dir / TESTS.name)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
+    assert "SUCCESS" in out.stdout + out.stderr

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from scaler.telemetry import dashboards as dash
+from scaler import dashboards as dash
+from scaler.dashboards import queries
 from scaler.telemetry.metrics import ScalerMetrics
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,8 +57,13 @@ def test_main_writes_and_checks(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "uid", "title"),
     [
-        ("vllm-scaler-decisions.json", "vllm-scaler-decisions", "vllm-scaler: decisions"),
-        ("vllm-fleet.json", "vllm-scaler-vllm-fleet", "vLLM fleet"),
+        pytest.param(
+            "vllm-scaler-decisions.json",
+            "vllm-scaler-decisions",
+            "vllm-scaler: decisions",
+            id="decisions",
+        ),
+        pytest.param("vllm-fleet.json", "vllm-scaler-vllm-fleet", "vLLM fleet", id="fleet"),
     ],
 )
 def test_importable_with_datasource_input(name: str, uid: str, title: str) -> None:
@@ -70,7 +76,7 @@ def test_importable_with_datasource_input(name: str, uid: str, title: str) -> No
     ds = {"type": "prometheus", "uid": "${DS_PROMETHEUS}"}
     for v in doc["templating"]["list"]:
         assert v["datasource"] == ds
-    panels = list(dash._walk_panels(doc))
+    panels = list(dash.walk_panels(doc))
     assert len({p["id"] for p in panels}) == len(panels)
     for p in panels:
         if p["type"] == "row":
@@ -119,8 +125,9 @@ def test_queries_use_only_exported_metric_names() -> None:
 def test_alerts_use_only_exported_metric_names() -> None:
     import yaml
 
-    doc = yaml.safe_load((ROOT / "deploy" / "prometheusrule.yaml").read_text(encoding="utf-8"))
-    for rule in (r for g in doc["spec"]["groups"] for r in g["rules"]):
+    rules = ROOT / "deploy" / "rules" / "vllm-scaler.rules.yaml"
+    doc = yaml.safe_load(rules.read_text(encoding="utf-8"))
+    for rule in (r for g in doc["groups"] for r in g["rules"]):
         for name in re.findall(r"\bvllm_scaler_\w+", rule["expr"]):
             assert name in exported_names(), f"{rule['alert']}: {name}"
 
@@ -137,10 +144,27 @@ def test_fleet_queries_fall_back_to_the_old_vllm_names() -> None:
 @pytest.mark.parametrize(
     ("expr", "values", "expected"),
     [
-        ('x{target=~"$target"}', {"target": "a/B/c"}, 'x{target=~"a/B/c"}'),
-        ('x{m=~"${model}"}', {"model": "m-3.1"}, 'x{m=~"m-3\\\\.1"}'),
-        ('rate(x{n="$namespace"}[$__rate_interval])', {"namespace": "llm"}, 'rate(x{n="llm"}[1m])'),
-        ("x[$__interval] $unknown", {}, "x[15s] $unknown"),
+        pytest.param(
+            'x{target=~"$target"}',
+            {"target": "a/B/c"},
+            'x{target=~"a/B/c"}',
+            id="a value without regex characters is kept",
+        ),
+        pytest.param(
+            'x{m=~"${model}"}',
+            {"model": "m-3.1"},
+            'x{m=~"m-3\\\\.1"}',
+            id="braced variable, its dot regex-escaped",
+        ),
+        pytest.param(
+            'rate(x{n="$namespace"}[$__rate_interval])',
+            {"namespace": "llm"},
+            'rate(x{n="llm"}[1m])',
+            id="single-value variable and the rate interval",
+        ),
+        pytest.param(
+            "x[$__interval] $unknown", {}, "x[15s] $unknown", id="an unknown variable is left as is"
+        ),
     ],
 )
 def test_substitute(expr: str, values: dict[str, str], expected: str) -> None:
@@ -151,7 +175,7 @@ def test_variable_regexes_extract_namespace_and_workload() -> None:
     targets = ["llm/Deployment/vllm", "other/StatefulSet/big"]
     decisions = {v["name"]: v for v in dash.decisions_dashboard()["templating"]["list"]}
     fleet = {v["name"]: v for v in dash.fleet_dashboard()["templating"]["list"]}
-    ns = dash._js_regex(decisions["namespace"]["regex"])
-    assert dash._apply_regex(ns, targets) == ["llm", "other"]
-    wl = dash._js_regex(fleet["target"]["regex"])
-    assert dash._apply_regex(wl, targets) == ["big", "vllm"]
+    ns = queries._js_regex(decisions["namespace"]["regex"])
+    assert queries._apply_regex(ns, targets) == ["llm", "other"]
+    wl = queries._js_regex(fleet["target"]["regex"])
+    assert queries._apply_regex(wl, targets) == ["big", "vllm"]

@@ -17,8 +17,8 @@ import httpx
 import pytest
 import yaml
 
+from scaler import dashboards as dash
 from scaler.sim.prometheus_server import find_prometheus_binary
-from scaler.telemetry import dashboards as dash
 from tests.dashboards.sim_run import SCALER_JOB, simulated_run
 
 pytestmark = pytest.mark.e2e
@@ -58,8 +58,9 @@ def _check_everything(url: str, start: float, end: float, model: str, out: Path)
                 failures.append(f"{q.panel} {q.ref_id}: error {body.get('error')}: {expr}")
             elif not body["data"]["result"]:
                 failures.append(f"{q.panel} {q.ref_id}: no series: {expr}")
-    doc = yaml.safe_load((ROOT / "deploy" / "prometheusrule.yaml").read_text(encoding="utf-8"))
-    for rule in (r for g in doc["spec"]["groups"] for r in g["rules"]):
+    rules = ROOT / "deploy" / "rules" / "vllm-scaler.rules.yaml"
+    doc = yaml.safe_load(rules.read_text(encoding="utf-8"))
+    for rule in (r for g in doc["groups"] for r in g["rules"]):
         body = _post(url, "/api/v1/query", {"query": rule["expr"], "time": end})
         if body.get("status") != "success":
             failures.append(f"alert {rule['alert']}: error {body.get('error')}")

@@ -1,16 +1,14 @@
 """The manifests in deploy/: built with kustomize, validated offline against the Kubernetes
 OpenAPI schemas (kubernetes-validate), hardened, and RBAC that grants exactly the API calls the
-controller makes (recorded against the Kubernetes API stand-in)."""
+controller makes (recorded against the Kubernetes API stand-in), cluster-wide or in the
+policy's namespaces only."""
 
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-from pathlib import Path
+from collections import defaultdict
 from typing import Any
 
-import kubernetes_validate
 import pytest
 import yaml
 
@@ -18,57 +16,30 @@ from scaler.actuators.kubernetes import build_api_client
 from scaler.actuators.lease import LeaseClient
 from scaler.config.policy import WorkloadRef
 from scaler.controller.leader import LeaderElectionConfig, LeaderElector
+from tests.deploy.render import DEPLOY, files, helm_render, kustomize, one, validate
 from tests.support.controller_harness import case_policy, open_harness
 from tests.support.fakeprom import kv, per_pod
-
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
-K8S_VERSION = "1.32.0"
-# Custom resources whose schemas kubernetes-validate does not ship.
-CRD_KINDS = {"ServiceMonitor", "PrometheusRule"}
-
-
-def _kustomize(path: Path) -> list[dict[str, Any]]:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl (with its built-in kustomize) is not installed")
-    out = subprocess.run(
-        [kubectl, "kustomize", str(path)], check=True, capture_output=True, text=True
-    ).stdout
-    return [d for d in yaml.safe_load_all(out) if d]
-
-
-def _files(path: Path) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(path.read_text()) if d]
 
 
 @pytest.fixture(scope="module")
 def base() -> list[dict[str, Any]]:
-    return _kustomize(DEPLOY / "base")
+    return kustomize(DEPLOY / "base")
 
 
 @pytest.fixture(scope="module")
 def recommend_only() -> list[dict[str, Any]]:
-    return _kustomize(DEPLOY / "overlays" / "recommend-only")
-
-
-def _validate(docs: list[dict[str, Any]]) -> None:
-    for doc in docs:
-        if doc["kind"] in CRD_KINDS:
-            assert doc["apiVersion"] == "monitoring.coreos.com/v1"
-            assert doc["metadata"]["name"] and doc["spec"]
-            continue
-        kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+    return kustomize(DEPLOY / "overlays" / "recommend-only")
 
 
 def test_base_and_overlay_validate_against_openapi(base, recommend_only) -> None:
-    _validate(base)
-    _validate(recommend_only)
+    validate(base)
+    validate(recommend_only)
     kinds = sorted(d["kind"] for d in base)
     assert kinds == sorted(
         [
             "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
             "RoleBinding", "ConfigMap", "Deployment", "PodDisruptionBudget", "Service",
-            "ServiceMonitor",
+            "ServiceMonitor", "PrometheusRule",
         ]
     )  # fmt: skip
 
@@ -98,8 +69,8 @@ def test_base_runs_two_replicas_with_leader_election(base) -> None:
 
 
 def test_example_vllm_deployment_validates_and_drains() -> None:
-    docs = _files(DEPLOY / "examples" / "vllm-deployment.yaml")
-    _validate(docs)
+    docs = files(DEPLOY / "examples" / "vllm-deployment.yaml")
+    validate(docs)
     pod = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"]
     assert pod["terminationGracePeriodSeconds"] >= 60
     container = pod["containers"][0]
@@ -144,7 +115,7 @@ def test_recommend_only_runs_dry_and_grants_no_write(recommend_only) -> None:
 
 _PATH = re.compile(
     r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
-    r"/namespaces/[^/]+/(?P<resource>[^/]+)(?:/(?P<name>[^/]+)(?:/(?P<sub>[^/]+))?)?$"
+    r"/namespaces/(?P<ns>[^/]+)/(?P<resource>[^/]+)(?:/(?P<name>[^/]+)(?:/(?P<sub>[^/]+))?)?$"
 )
 _VERB = {"GET": "get", "PATCH": "patch", "PUT": "update", "POST": "create", "DELETE": "delete"}
 
@@ -158,6 +129,12 @@ def _call(method: str, path: str) -> tuple[str, str, str]:
     if method == "GET" and not m["name"]:
         verb = "list"
     return group, resource, verb
+
+
+def _namespace(path: str) -> str:
+    m = _PATH.match(path)
+    assert m, path
+    return m["ns"]
 
 
 def _allowed(rules: list[dict[str, Any]], call: tuple[str, str, str]) -> bool:
@@ -247,11 +224,72 @@ async def test_rbac_grants_exactly_the_calls_the_controller_makes(base, tmp_path
             await api.close()
         recorded = [r for r in h.kube.requests if r.path.startswith("/api")]
     assert any(r.method == "PATCH" and "/pods/" in r.path for r in recorded)
-    lease_ns = "/namespaces/vllm-scaler/"
-    cluster_calls = {_call(r.method, r.path) for r in recorded if lease_ns not in r.path}
-    lease_calls = {_call(r.method, r.path) for r in recorded if lease_ns in r.path}
+    calls: dict[str, set[tuple[str, str, str]]] = defaultdict(set)
+    for r in recorded:
+        calls[_namespace(r.path)].add(_call(r.method, r.path))
+    lease_calls = calls.pop("vllm-scaler")
     assert lease_calls == {
         ("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")
     }
-    _check_rules(next(d for d in base if d["kind"] == "ClusterRole")["rules"], cluster_calls)
-    _check_rules(next(d for d in base if d["kind"] == "Role")["rules"], lease_calls)
+    # Every call on the targets is in the policy's namespace.
+    assert set(calls) == {t.workload.namespace for t in policy.targets} == {"llm"}
+    target_calls = set().union(*calls.values())
+
+    # Cluster scope: the kustomize base and the chart's defaults.
+    for docs in (base, helm_render()):
+        _check_rules(one(docs, "ClusterRole")["rules"], target_calls)
+        _check_rules(one(docs, "Role", "vllm-scaler-leader-election")["rules"], lease_calls)
+
+    # Namespace scope: Roles in exactly the policy's namespaces and nothing cluster-wide; the
+    # chart rendered with this run's policy, the overlay generated from deploy/base/policy.yaml
+    # (whose targets are in the same namespace).
+    base_policy = yaml.safe_load((DEPLOY / "base" / "policy.yaml").read_text())
+    assert {t["workload"]["namespace"] for t in base_policy["targets"]} == set(calls)
+    raw_policy = policy.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    chart = helm_render({"rbac": {"scope": "namespaces"}, "policy": raw_policy})
+    overlay = kustomize(DEPLOY / "overlays" / "namespaced")
+    for docs in (chart, overlay):
+        validate(docs)
+        assert not [d for d in docs if d["kind"] in ("ClusterRole", "ClusterRoleBinding")]
+        roles = {
+            d["metadata"]["namespace"]: d
+            for d in docs
+            if d["kind"] == "Role" and d["metadata"]["name"] == "vllm-scaler"
+        }
+        assert set(roles) == set(calls)
+        for ns, role in roles.items():
+            _check_rules(role["rules"], calls[ns])
+            binding = one([d for d in docs if d["metadata"].get("namespace") == ns], "RoleBinding")
+            assert binding["roleRef"] == {
+                "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "vllm-scaler"
+            }  # fmt: skip
+            assert binding["subjects"] == [
+                {"kind": "ServiceAccount", "name": "vllm-scaler", "namespace": "vllm-scaler"}
+            ]
+        _check_rules(one(docs, "Role", "vllm-scaler-leader-election")["rules"], lease_calls)
+
+
+def test_namespaced_roles_cover_every_namespace_of_the_policy_and_no_other() -> None:
+    """Three targets in two namespaces: two Roles, two RoleBindings, nothing cluster-wide."""
+    target = {"min_replicas": 1, "max_replicas": 2}
+    policy = {
+        "targets": [
+            {"workload": {"apiVersion": "apps/v1", "kind": kind, "namespace": ns, "name": name},
+             **target}
+            for kind, ns, name in (
+                ("Deployment", "team-b", "a"), ("StatefulSet", "team-a", "b"),
+                ("Deployment", "team-b", "c"),
+            )
+        ]
+    }  # fmt: skip
+    docs = helm_render({"rbac": {"scope": "namespaces"}, "policy": policy})
+    workload_roles = [
+        (d["kind"], d["metadata"]["namespace"])
+        for d in docs
+        if d["kind"] in ("Role", "RoleBinding") and d["metadata"]["name"] == "vllm-scaler"
+    ]
+    assert sorted(workload_roles) == [
+        ("Role", "team-a"), ("Role", "team-b"), ("RoleBinding", "team-a"),
+        ("RoleBinding", "team-b"),
+    ]  # fmt: skip
+    assert not [d for d in docs if d["kind"].startswith("Cluster")]

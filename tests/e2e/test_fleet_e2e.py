@@ -22,7 +22,8 @@ import pytest
 import yaml
 
 from scaler.config.policy import parse_policy
-from scaler.controller.loop import Controller, TargetReport
+from scaler.controller.loop import Controller
+from scaler.controller.report import TargetReport
 from scaler.sim.cluster import SimCluster
 from scaler.sim.demo import NAMED_TRACES
 from scaler.sim.engine import ReplicaModel

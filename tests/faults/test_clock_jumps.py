@@ -7,14 +7,15 @@ import random
 
 import pytest
 
-from scaler.core.decide import Decision, Direction, decide
+from scaler.core.decide import Decision, Direction
 from scaler.core.reasons import Reason
 from scaler.core.state import TargetState, record_write
-from tests.core.builders import KV, TTFT, Q, make_policy, obs, ok
+from tests.core.builders import KV, TTFT, Q, decide, obs, ok
 from tests.faults.helpers import names, quiet
 from tests.support.controller_harness import HarnessFactory
+from tests.support.policies import case_target
 
-POLICY = make_policy()
+POLICY = case_target()
 
 
 def step(state: TargetState | None, current: int, queue: float, now: float) -> Decision:
@@ -35,7 +36,15 @@ def test_backward_jump_does_not_block_scale_up() -> None:
     assert "stabilization" not in d.limits
 
 
-@pytest.mark.parametrize("jump", [1.0, 60.0, 3600.0, 86_400.0 * 365])
+@pytest.mark.parametrize(
+    "jump",
+    [
+        pytest.param(1.0, id="1 s"),
+        pytest.param(60.0, id="1 min"),
+        pytest.param(3600.0, id="1 h"),
+        pytest.param(86_400.0 * 365, id="1 year"),
+    ],
+)
 def test_backward_jump_never_scales_down(jump: float) -> None:
     # busy for five minutes at 8 replicas, then the load drops and the clock jumps back
     now = 50_000.0
@@ -69,7 +78,10 @@ def test_forward_jump_lets_windows_expire_and_steps_stay_limited() -> None:
     assert (d.direction, d.desired_replicas, d.reason) == (Direction.DOWN, 7, Reason.STEP_LIMITED)
 
 
-@pytest.mark.parametrize("forward", [True, False], ids=["both_ways", "backward_only"])
+@pytest.mark.parametrize(
+    "forward",
+    [pytest.param(True, id="both ways"), pytest.param(False, id="backward only")],
+)
 def test_random_jumps_never_crash_and_state_stays_bounded(forward: bool) -> None:
     rnd = random.Random(7)
     state: TargetState | None = None
@@ -111,7 +123,7 @@ async def test_controller_survives_a_backward_clock_jump(make_harness: HarnessFa
 def test_step_limit_never_reverses_a_scale_up_after_an_outside_write() -> None:
     """Found by tests/properties: we scaled 1 -> 4, someone set 2, the signals ask for 3.
     The up limit (start of period = 2 - 3 moved, floored at 0, plus 1) was 1: a scale-down."""
-    policy = make_policy(
+    policy = case_target(
         max_replicas=3,
         tolerance={"scale_up": 0, "scale_down": 0},
         scale_up={

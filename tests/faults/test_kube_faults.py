@@ -19,9 +19,9 @@ import pytest
 from aiohttp import web
 
 from scaler.actuators.kubernetes import (
+    ApiFailure,
     KubeApiError,
     KubernetesActuator,
-    ScaleOutcome,
     build_api_client,
 )
 from scaler.controller.loop import Controller
@@ -42,13 +42,13 @@ def failed_rescale_events(h: Harness) -> list[dict[str, object]]:
 @pytest.mark.parametrize(
     ("status", "times", "retry_after", "outcome"),
     [
-        (403, 1, None, "forbidden"),
-        (404, 1, None, "not_found"),
-        (409, 2, None, "conflict"),
-        (429, 1, 7, "throttled"),
-        (500, 1, None, "server_error"),
-        (503, 1, 3, "server_error"),
-        (422, 1, None, "invalid"),
+        pytest.param(403, 1, None, "forbidden", id="403 forbidden"),
+        pytest.param(404, 1, None, "not_found", id="404 not found"),
+        pytest.param(409, 2, None, "conflict", id="409 twice: stale after the re-read"),
+        pytest.param(429, 1, 7, "throttled", id="429 with Retry-After"),
+        pytest.param(500, 1, None, "server_error", id="500"),
+        pytest.param(503, 1, 3, "server_error", id="503 with Retry-After"),
+        pytest.param(422, 1, None, "invalid", id="422 invalid"),
     ],
 )
 async def test_failed_write_is_reported_and_retried_next_cycle(
@@ -78,12 +78,12 @@ async def test_failed_write_is_reported_and_retried_next_cycle(
 @pytest.mark.parametrize(
     ("path", "status", "outcome"),
     [
-        (SCALE, 403, "forbidden"),
-        (SCALE, 404, "not_found"),
-        (SCALE, 429, "throttled"),
-        (SCALE, 500, "server_error"),
-        ("/pods$", 503, "server_error"),
-        ("/deployments/vllm$", 403, "forbidden"),  # the annotations read
+        pytest.param(SCALE, 403, "forbidden", id="scale 403"),
+        pytest.param(SCALE, 404, "not_found", id="scale 404"),
+        pytest.param(SCALE, 429, "throttled", id="scale 429"),
+        pytest.param(SCALE, 500, "server_error", id="scale 500"),
+        pytest.param("/pods$", 503, "server_error", id="pod list 503"),
+        pytest.param("/deployments/vllm$", 403, "forbidden", id="annotations read 403"),
     ],
 )
 async def test_failed_read_skips_the_target_for_the_cycle(
@@ -156,10 +156,10 @@ async def test_unanswered_api_is_transport_and_the_cycle_goes_on(
             actuator = KubernetesActuator(api, clock=h.clock, request_timeout=0.3)
             with pytest.raises(KubeApiError) as info:
                 await actuator.read(h.policy.targets[0].workload)
-            assert info.value.outcome is ScaleOutcome.TRANSPORT
+            assert info.value.outcome is ApiFailure.TRANSPORT
             snap = WorkloadSnapshot(NS, 2, 2, "app=vllm", "1")
             result = await actuator.scale(h.policy.targets[0].workload, 6, current=snap)
-            assert result.outcome is ScaleOutcome.TRANSPORT and not result.ok
+            assert result.outcome is ApiFailure.TRANSPORT and not result.ok
             assert "cannot reach the API server" in result.message
 
             metrics = ScalerMetrics()

@@ -62,6 +62,7 @@ async def test_echoed_credentials_are_masked_in_every_log_line(
                 http,
                 base_url=f"http://{PROM_USER}:{PROM_PASSWORD}@127.0.0.1:{port}",
                 timeout_seconds=5,
+                rate_window_seconds=60,
             )
             policy = case_policy()
             controller = Controller(

@@ -11,6 +11,7 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from scaler.actuators.kubernetes import (
+    ApiFailure,
     KubeApiError,
     KubeConfigError,
     KubernetesActuator,
@@ -142,13 +143,13 @@ async def test_read_failures_raise_classified(
     missing = REF.model_copy(update={"name": "nope"})
     with pytest.raises(KubeApiError) as info:
         await actuator.read(missing)
-    assert info.value.outcome is ScaleOutcome.NOT_FOUND
+    assert info.value.outcome is ApiFailure.NOT_FOUND
     assert info.value.http_status == 404
     assert info.value.message == 'deployments.apps "nope" not found'
     server.store.inject_fault("GET", "/pods$", 500)
     with pytest.raises(KubeApiError) as info:
         await actuator.read(REF)
-    assert info.value.outcome is ScaleOutcome.SERVER_ERROR
+    assert info.value.outcome is ApiFailure.SERVER_ERROR
 
 
 # ------------------------------------------------------------------ scale
@@ -221,7 +222,7 @@ async def test_conflict_twice_gives_up(
     store.inject_fault("PATCH", "/scale$", 409, times=2)
     server.requests.clear()
     result = await actuator.scale(REF, 5, current=snap)
-    assert result.outcome is ScaleOutcome.CONFLICT and not result.ok
+    assert result.outcome is ApiFailure.STALE and not result.ok
     assert result.http_status == 409
     assert "still conflicting" in result.message
     assert [(r.method, r.status) for r in server.requests] == [
@@ -235,14 +236,14 @@ async def test_conflict_twice_gives_up(
 @pytest.mark.parametrize(
     ("status", "retry_after", "outcome"),
     [
-        (403, None, ScaleOutcome.FORBIDDEN),
-        (401, None, ScaleOutcome.FORBIDDEN),
-        (404, None, ScaleOutcome.NOT_FOUND),
-        (429, 7, ScaleOutcome.THROTTLED),
-        (500, None, ScaleOutcome.SERVER_ERROR),
-        (503, 2, ScaleOutcome.SERVER_ERROR),
-        (422, None, ScaleOutcome.INVALID),
-        (400, None, ScaleOutcome.INVALID),
+        pytest.param(403, None, ApiFailure.FORBIDDEN, id="403 is forbidden"),
+        pytest.param(401, None, ApiFailure.FORBIDDEN, id="401 counts as forbidden"),
+        pytest.param(404, None, ApiFailure.NOT_FOUND, id="404 is not found"),
+        pytest.param(429, 7, ApiFailure.THROTTLED, id="429 with Retry-After is throttled"),
+        pytest.param(500, None, ApiFailure.SERVER_ERROR, id="500 is a server error"),
+        pytest.param(503, 2, ApiFailure.SERVER_ERROR, id="503 with Retry-After is a server error"),
+        pytest.param(422, None, ApiFailure.INVALID, id="422 is invalid"),
+        pytest.param(400, None, ApiFailure.INVALID, id="400 is invalid"),
     ],
 )
 async def test_failure_outcomes(
@@ -270,7 +271,7 @@ async def test_missing_workload_is_not_found(
     snap = await actuator.read(REF)
     ghost = REF.model_copy(update={"name": "ghost"})
     result = await actuator.scale(ghost, 5, current=snap)
-    assert result.outcome is ScaleOutcome.NOT_FOUND
+    assert result.outcome is ApiFailure.NOT_FOUND
     assert 'deployments.apps "ghost" not found' in result.message
 
 
@@ -288,10 +289,10 @@ async def test_wrong_token_is_forbidden(
         act = KubernetesActuator(api, clock=clock)
         snap = WorkloadSnapshot("llm", 3, 3, "app=vllm", "1")
         result = await act.scale(REF, 4, current=snap)
-        assert (result.outcome, result.http_status) == (ScaleOutcome.FORBIDDEN, 401)
+        assert (result.outcome, result.http_status) == (ApiFailure.FORBIDDEN, 401)
         with pytest.raises(KubeApiError) as info:
             await act.read(REF)
-        assert info.value.outcome is ScaleOutcome.FORBIDDEN
+        assert info.value.outcome is ApiFailure.FORBIDDEN
     finally:
         await api.close()
 
@@ -302,12 +303,12 @@ async def test_connection_refused_is_transport(
     snap = await actuator.read(REF)
     await server.stop()
     result = await actuator.scale(REF, 5, current=snap)
-    assert result.outcome is ScaleOutcome.TRANSPORT
+    assert result.outcome is ApiFailure.TRANSPORT
     assert result.http_status is None
     assert "cannot reach the API server" in result.message
     with pytest.raises(KubeApiError) as info:
         await actuator.read(REF)
-    assert info.value.outcome is ScaleOutcome.TRANSPORT
+    assert info.value.outcome is ApiFailure.TRANSPORT
     assert await actuator.emit_event(REF, reason="Scaled", message="x") is False
     assert store.get_spec_replicas("llm", "vllm") == 3
 
@@ -422,12 +423,12 @@ def test_classify_error_mapping() -> None:
     err = classify_error(exc, now=T0)
     assert err is not None
     assert (err.outcome, err.message, err.retry_after_seconds) == (
-        ScaleOutcome.THROTTLED,
+        ApiFailure.THROTTLED,
         "slow down",
         30.0,
     )
     err = classify_error(ApiException(http_resp=_any(Resp(415, b"not json", {}))), now=T0)
-    assert err is not None and err.outcome is ScaleOutcome.INVALID
+    assert err is not None and err.outcome is ApiFailure.INVALID
     assert classify_error(TimeoutError()) is not None
     assert classify_error(KeyError("bug")) is None
     assert classify_error(ApiException(status=0, reason="cannot prepare")) is None

@@ -77,30 +77,32 @@ async def call(
 LABELS = {"app": "vllm", "tier": "gpu", "zone": "a", "n": "5"}
 
 SELECTOR_TABLE = [
-    ("", True),
-    ("app=vllm", True),
-    ("app==vllm", True),
-    ("app = vllm", True),
-    ("app=other", False),
-    ("app!=other", True),
-    ("app!=vllm", False),
-    ("missing!=x", True),  # != matches an absent key
-    ("app in (vllm,sglang)", True),
-    ("app in (sglang)", False),
-    ("app notin (sglang)", True),
-    ("app notin (vllm, sglang)", False),
-    ("missing notin (x)", True),
-    ("missing in (x)", False),
-    ("tier", True),
-    ("missing", False),
-    ("!missing", True),
-    ("!tier", False),
-    ("app=vllm,tier=gpu,!missing", True),
-    ("app=vllm,tier=cpu", False),
-    ("app in (vllm),zone notin (b,c),tier", True),
-    ("n>4", True),
-    ("n<5", False),
-    ("example.com/role", False),
+    pytest.param("", True, id="empty selector matches everything"),
+    pytest.param("app=vllm", True, id="equality matches"),
+    pytest.param("app==vllm", True, id="double equals is equality"),
+    pytest.param("app = vllm", True, id="spaces around the operator are ignored"),
+    pytest.param("app=other", False, id="equality with another value fails"),
+    pytest.param("app!=other", True, id="inequality with another value holds"),
+    pytest.param("app!=vllm", False, id="inequality with the value fails"),
+    pytest.param("missing!=x", True, id="inequality matches an absent key"),
+    pytest.param("app in (vllm,sglang)", True, id="in: the value is in the set"),
+    pytest.param("app in (sglang)", False, id="in: the value is not in the set"),
+    pytest.param("app notin (sglang)", True, id="notin: the value is outside the set"),
+    pytest.param("app notin (vllm, sglang)", False, id="notin: the value is in the set"),
+    pytest.param("missing notin (x)", True, id="notin matches an absent key"),
+    pytest.param("missing in (x)", False, id="in never matches an absent key"),
+    pytest.param("tier", True, id="a bare key exists"),
+    pytest.param("missing", False, id="a bare absent key fails"),
+    pytest.param("!missing", True, id="not-exists on an absent key holds"),
+    pytest.param("!tier", False, id="not-exists on a present key fails"),
+    pytest.param("app=vllm,tier=gpu,!missing", True, id="all requirements hold"),
+    pytest.param("app=vllm,tier=cpu", False, id="one requirement of two fails"),
+    pytest.param(
+        "app in (vllm),zone notin (b,c),tier", True, id="set-based and exists requirements mixed"
+    ),
+    pytest.param("n>4", True, id="greater than on an integer value"),
+    pytest.param("n<5", False, id="less than is strict"),
+    pytest.param("example.com/role", False, id="an absent prefixed key fails"),
 ]
 
 
@@ -112,20 +114,20 @@ def test_label_selector_grammar(selector: str, expected: bool) -> None:
 @pytest.mark.parametrize(
     "bad",
     [
-        "app=",
-        "=vllm",
-        "app in ()",
-        "app in vllm",
-        "app in (a",
-        "app,,tier",
-        "app=a b",
-        "-bad=x",
-        "app=-x-",
-        "app=vllm,",
-        "!",
-        "a b",
-        "n>x",
-        "app notin",
+        pytest.param("app=", id="'app=' is valid upstream: it selects the empty value"),
+        pytest.param("=vllm", id="no key"),
+        pytest.param("app in ()", id="empty value set"),
+        pytest.param("app in vllm", id="set without parentheses"),
+        pytest.param("app in (a", id="unclosed set"),
+        pytest.param("app,,tier", id="empty requirement between commas"),
+        pytest.param("app=a b", id="space inside a value"),
+        pytest.param("-bad=x", id="key starting with a dash"),
+        pytest.param("app=-x-", id="value starting and ending with a dash"),
+        pytest.param("app=vllm,", id="trailing comma"),
+        pytest.param("!", id="not-exists without a key"),
+        pytest.param("a b", id="two keys without a comma"),
+        pytest.param("n>x", id="greater than a non-integer"),
+        pytest.param("app notin", id="notin without a set"),
     ],
 )
 def test_bad_label_selectors_raise(bad: str) -> None:
@@ -355,29 +357,76 @@ async def test_stale_resource_version_conflicts(
 @pytest.mark.parametrize(
     ("path", "content_type", "body", "status"),
     [
-        (SCALE, "application/merge-patch+json", {"spec": {"replicas": 4}}, 200),
-        (SCALE, "application/merge-patch+json; charset=utf-8", {"spec": {"replicas": 4}}, 200),
-        (SCALE, "application/strategic-merge-patch+json", {"spec": {"replicas": 4}}, 200),
-        (
+        pytest.param(
+            SCALE, "application/merge-patch+json", {"spec": {"replicas": 4}}, 200, id="merge patch"
+        ),
+        pytest.param(
+            SCALE,
+            "application/merge-patch+json; charset=utf-8",
+            {"spec": {"replicas": 4}},
+            200,
+            id="merge patch with a charset parameter",
+        ),
+        pytest.param(
+            SCALE,
+            "application/strategic-merge-patch+json",
+            {"spec": {"replicas": 4}},
+            200,
+            id="strategic merge patch on a built-in kind",
+        ),
+        pytest.param(
             SCALE,
             "application/json-patch+json",
             [{"op": "replace", "path": "/spec/replicas", "value": 4}],
             200,
+            id="JSON patch replace",
         ),
-        (
+        pytest.param(
             SCALE,
             "application/json-patch+json",
             [{"op": "test", "path": "/spec/replicas", "value": 9}],
             422,
+            id="JSON patch whose test fails is 422",
         ),
-        (SCALE, "application/json-patch+json", {"not": "a list"}, 400),
-        (SCALE, "application/json", {"spec": {"replicas": 4}}, 415),
-        (SCALE, "text/plain", "replicas=4", 415),
-        (LWS_SCALE, "application/merge-patch+json", {"spec": {"replicas": 4}}, 200),
-        # Custom resources do not support strategic merge patch, as for CRDs.
-        (LWS_SCALE, "application/strategic-merge-patch+json", {"spec": {"replicas": 4}}, 415),
-        (SCALE, "application/merge-patch+json", "{not json", 400),
-        (SCALE, "application/merge-patch+json", {"spec": {"replicas": "4"}}, 400),
+        pytest.param(
+            SCALE,
+            "application/json-patch+json",
+            {"not": "a list"},
+            400,
+            id="JSON patch that is not a list is 400",
+        ),
+        pytest.param(
+            SCALE,
+            "application/json",
+            {"spec": {"replicas": 4}},
+            415,
+            id="plain application/json is 415",
+        ),
+        pytest.param(SCALE, "text/plain", "replicas=4", 415, id="text/plain is 415"),
+        pytest.param(
+            LWS_SCALE,
+            "application/merge-patch+json",
+            {"spec": {"replicas": 4}},
+            200,
+            id="merge patch on a custom resource",
+        ),
+        pytest.param(
+            LWS_SCALE,
+            "application/strategic-merge-patch+json",
+            {"spec": {"replicas": 4}},
+            415,
+            id="strategic merge on a custom resource is 415 as for CRDs",
+        ),
+        pytest.param(
+            SCALE, "application/merge-patch+json", "{not json", 400, id="malformed JSON is 400"
+        ),
+        pytest.param(
+            SCALE,
+            "application/merge-patch+json",
+            {"spec": {"replicas": "4"}},
+            400,
+            id="replicas as a string is 400",
+        ),
     ],
 )
 async def test_patch_content_types(

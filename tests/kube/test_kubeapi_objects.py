@@ -87,12 +87,36 @@ async def test_lease_create_get_update_with_optimistic_locking(http: Any) -> Non
 @pytest.mark.parametrize(
     ("body", "status", "reason"),
     [
-        (lease(renewTime="2024-06-10T06:13:20Z"), 400, "BadRequest"),  # not a MicroTime
-        (lease(leaseDurationSeconds=0), 422, "Invalid"),
-        (lease(leaseTransitions=-1), 422, "Invalid"),
-        ({**lease(), "kind": "ConfigMap"}, 400, "BadRequest"),
-        ({**lease(), "metadata": {"name": "Bad_Name"}}, 422, "Invalid"),
-        ({**lease(), "metadata": {"name": "x", "annotations": {"n": 1}}}, 400, "BadRequest"),
+        pytest.param(
+            lease(renewTime="2024-06-10T06:13:20Z"),
+            400,
+            "BadRequest",
+            id="renewTime not a MicroTime is 400",
+        ),
+        pytest.param(
+            lease(leaseDurationSeconds=0), 422, "Invalid", id="leaseDurationSeconds 0 is 422"
+        ),
+        pytest.param(
+            lease(leaseTransitions=-1), 422, "Invalid", id="negative leaseTransitions is 422"
+        ),
+        pytest.param(
+            {**lease(), "kind": "ConfigMap"},
+            400,
+            "BadRequest",
+            id="another kind in the body is 400",
+        ),
+        pytest.param(
+            {**lease(), "metadata": {"name": "Bad_Name"}},
+            422,
+            "Invalid",
+            id="name not a DNS subdomain is 422",
+        ),
+        pytest.param(
+            {**lease(), "metadata": {"name": "x", "annotations": {"n": 1}}},
+            400,
+            "BadRequest",
+            id="annotation value not a string is 400",
+        ),
     ],
 )
 async def test_lease_validation(http: Any, body: dict[str, Any], status: int, reason: str) -> None:

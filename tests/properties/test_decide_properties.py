@@ -8,12 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scaler.config.policy import TargetPolicy
-from scaler.core.decide import Decision, Direction, decide
+from scaler.core.decide import Decision, Direction
 from scaler.core.observation import Observation, ReplicaCounts
 from scaler.core.reasons import Reason
 from scaler.core.signals import SignalName, SignalReading, SignalStatus
 from scaler.core.state import TargetState, record_write
-from tests.core.builders import make_policy
+from tests.core.builders import decide
+from tests.support.policies import case_target
 
 values = st.one_of(
     st.floats(min_value=0, max_value=1e6),
@@ -31,7 +32,7 @@ readings = st.builds(
 def policies(draw: st.DrawFn) -> TargetPolicy:
     lo = draw(st.integers(1, 5))
     hi = draw(st.integers(lo, 30))
-    return make_policy(
+    return case_target(
         min_replicas=lo,
         max_replicas=hi,
         tolerance={

@@ -111,7 +111,9 @@ def _read(replies: dict[QueryKind, tuple[int, str]]) -> Any:
 
     async def go() -> Any:
         async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as http:
-            source = PrometheusSource(http, base_url="http://prom", timeout_seconds=5)
+            source = PrometheusSource(
+                http, base_url="http://prom", timeout_seconds=5, rate_window_seconds=60
+            )
             return await source.read([TARGET], {TARGET.key: SNAP})
 
     return asyncio.run(go())

@@ -273,8 +273,20 @@ def run_soak(
             snap = snapshot(fleet, t)
             res_a, res_b = loop.run_until_complete(_read_both(faulty_src, clean_src, policy, snap))
             counts = snap.counts(policy.model_load_timeout_seconds)
-            d_a = decide(policy, Observation(counts, res_a.readings(key)), state_a, t)
-            d_b = decide(policy, Observation(counts, res_b.readings(key)), state_b, t)
+            d_a = decide(
+                policy,
+                Observation(counts, res_a.readings(key)),
+                state_a,
+                t,
+                ttft_window_seconds=RATE_WINDOW,
+            )
+            d_b = decide(
+                policy,
+                Observation(counts, res_b.readings(key)),
+                state_b,
+                t,
+                ttft_window_seconds=RATE_WINDOW,
+            )
             state_a, state_b = d_a.state, d_b.state
             fig.reasons[str(d_a.reason)] += 1
 

@@ -42,11 +42,12 @@ def check(fig: SoakFigures, cycles: int) -> None:
     assert fig.rss_growth_mb < 20, fig.as_json()
 
 
+@pytest.mark.slow
 def test_soak_short() -> None:
     check(run_soak(1_500, seed=3, heap_cycles=500), 1_500)
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("seed", [1])
+@pytest.mark.parametrize("seed", [pytest.param(1, id="seed 1")])
 def test_soak_10000_cycles(seed: int) -> None:
     check(run_soak(10_000, seed=seed, heap_cycles=1_200), 10_000)

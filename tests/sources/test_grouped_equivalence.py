@@ -15,12 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scaler.config.policy import TargetPolicy
+from scaler.config.vocabulary import SignalName
 from scaler.core.observation import PodInfo, WorkloadSnapshot
-from scaler.core.signals import SignalName, SignalStatus
+from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus import (
+    Answer,
     DropReason,
     QueryOutcome,
-    _Answer,
     read_targets,
     split_answers,
 )
@@ -110,13 +111,10 @@ def test_fast_path_equals_the_plain_scan(
         for (ns, pod), value in group.items()
     ]  # fmt: skip
     answers = {
-        kind: _Answer(QueryOutcome(kind, SignalStatus.OK, series=len(vector)), list(vector))
+        kind: Answer(QueryOutcome(kind, SignalStatus.OK, series=len(vector)), list(vector))
         for kind in (QueryKind.WAITING, QueryKind.RUNNING)
     }
-    pod_groups, target_series = split_answers(answers)
-    readings = read_targets(
-        targets, snaps, plan, answers, pod_groups, target_series, rate_window_seconds=60
-    )
+    readings = read_targets(targets, snaps, plan, split_answers(answers), rate_window_seconds=60)
     known = {(NS, p.name) for s in snaps.values() for p in s.pods}
     for t in targets:
         total, dropped, found = _reference(t, snaps[t.key], group, known)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from scaler.core.signals import SignalName, SignalStatus
+from scaler.config.vocabulary import SignalName
+from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus import PrometheusSource
 from scaler.sources.promql import QueryKind, build_query_plan
 from tests.support.fakeprom import FakePrometheus, kv, per_pod, snapshot, target

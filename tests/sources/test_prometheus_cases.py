@@ -1,4 +1,4 @@
-"""Case files of /work/shared/cases, at the source level, against a fake Prometheus over HTTP.
+"""Case files of ../shared/cases, at the source level, against a fake Prometheus over HTTP.
 
 Each test feeds the case's Prometheus answers (``R[...]``) through ``PrometheusSource.read``
 and asserts the readings the decision core will get. The replica decisions of the cases are
@@ -12,7 +12,8 @@ import socket
 import time
 from collections.abc import Callable
 
-from scaler.core.signals import SignalName, SignalStatus
+from scaler.config.vocabulary import SignalName
+from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus import DropReason, PrometheusSource, check_configured_queries
 from scaler.sources.promql import QueryKind
 from tests.support.fakeprom import (
@@ -38,6 +39,7 @@ SourceFactory = Callable[..., PrometheusSource]
 async def test_case_01_empty_results_are_empty_never_zero(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
+    """Case 01: an empty answer is 'empty', never a value of zero."""
     case_file("01-empty-result-is-not-zero.md")
     # every query answers R[] (the fake's default) while 6 pods are ready
     result = await make_source().read([target()], {KEY: snapshot(pods(6))})
@@ -55,6 +57,7 @@ async def test_case_01_empty_results_are_empty_never_zero(
 async def test_case_02a_nan_queue_is_nan(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
+    """Case 02a: a NaN sample is 'nan', never a number."""
     case_file("02-nan-inf-overflow.md")
     fake_prom.set(waiting=R(sample("pod-0", "NaN")), running=per_pod({"pod-0": "1"}))
     result = await make_source().read([target()], {KEY: snapshot(pods(4))})
@@ -67,6 +70,7 @@ async def test_case_02a_nan_queue_is_nan(
 async def test_case_02b_inf_kv_is_inf(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
+    """Case 02b: a +Inf sample is 'inf', never a number."""
     case_file("02-nan-inf-overflow.md")
     fake_prom.set(kv_cache=kv({"pod-0": "+Inf"}))
     r = (await make_source().read([target()], {KEY: snapshot(pods(4))})).readings(KEY)[KV]
@@ -77,6 +81,7 @@ async def test_case_02b_inf_kv_is_inf(
 async def test_case_02_negative_and_minus_inf(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
+    """Case 02: a negative or -Inf sample is invalid ('negative', 'inf')."""
     fake_prom.set(
         waiting=per_pod({"pod-0": "1", "pod-1": "-1"}),
         kv_cache=kv({"pod-0": "-Inf", "pod-1": "0.5"}),
@@ -90,6 +95,7 @@ async def test_case_02_negative_and_minus_inf(
 async def test_case_02c_huge_finite_value_read_exactly(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
+    """Case 02c: a huge finite sample is read exactly, as a float."""
     case_file("02-nan-inf-overflow.md")
     fake_prom.set(
         waiting=R(sample("pod-0", "214748365")),
@@ -106,6 +112,7 @@ async def test_case_02c_huge_finite_value_read_exactly(
 async def test_case_02c_series_without_pod_label_is_dropped_not_counted(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
+    """Case 02c: a per-pod series without a pod label is dropped and counted, not read as load."""
     # The case's literal {"metric":{}} on a per-pod query cannot be matched to a pod.
     fake_prom.set(waiting=R({"metric": {}, "value": [1718000000, "214748365"]}))
     result = await make_source().read([target()], {KEY: snapshot(["pod-0"])})
@@ -117,6 +124,7 @@ async def test_case_02c_series_without_pod_label_is_dropped_not_counted(
 async def test_case_03_idle_ttft_nan_with_zero_rate_is_idle(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
+    """Case 03: a NaN TTFT with a request rate of exactly 0 is 'idle' (valid)."""
     case_file("03-idle-ttft-nan.md")
     four = pods(4)
     fake_prom.set(
@@ -137,6 +145,7 @@ async def test_case_03_idle_ttft_nan_with_zero_rate_is_idle(
 async def test_case_03_ttft_nan_while_requests_flow_is_nan(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
+    """Case 03: a NaN TTFT while requests flow is 'nan' (invalid)."""
     case_file("03-idle-ttft-nan.md")
     fake_prom.set(
         ttft_quantile=R({"metric": {}, "value": [1718000000, "NaN"]}),
@@ -151,6 +160,7 @@ async def test_case_03_ttft_nan_while_requests_flow_is_nan(
 async def test_case_03_ttft_nan_with_unknown_rate_is_nan(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
+    """Case 03: a NaN TTFT with an unknown request rate is 'nan' (invalid)."""
     fake_prom.set(
         ttft_quantile=R({"metric": {}, "value": [1718000000, "NaN"]}),
         ttft_rate=Reply("boom", status=500),
@@ -161,6 +171,7 @@ async def test_case_03_ttft_nan_with_unknown_rate_is_nan(
 
 
 async def test_case_04_connection_refused_is_transport(http_client: object) -> None:
+    """Case 04: a refused connection is 'transport' for every signal, never zero."""
     case_file("04-outage-then-partial.md")
     import httpx
 
@@ -168,7 +179,9 @@ async def test_case_04_connection_refused_is_transport(http_client: object) -> N
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     async with httpx.AsyncClient() as client:
-        source = PrometheusSource(client, base_url=f"http://127.0.0.1:{port}", timeout_seconds=2)
+        source = PrometheusSource(
+            client, base_url=f"http://127.0.0.1:{port}", timeout_seconds=2, rate_window_seconds=60
+        )
         result = await source.read([target()], {KEY: snapshot(pods(9))})
     assert {o.status for o in result.queries.values()} == {SignalStatus.TRANSPORT}
     for r in result.readings(KEY).values():
@@ -179,6 +192,7 @@ async def test_case_04_connection_refused_is_transport(http_client: object) -> N
 async def test_case_04_stalled_prometheus_is_timeout(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
+    """Case 04: a Prometheus that does not answer in time is 'timeout'."""
     case_file("04-outage-then-partial.md")
     for kind in QueryKind:
         fake_prom.answers[kind] = Reply(R(), stall=True)
@@ -193,6 +207,7 @@ async def test_case_04_stalled_prometheus_is_timeout(
 async def test_case_04_single_series_after_restart_is_partial(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
+    """Case 04: one series for nine ready pods after a restart is 'partial'."""
     case_file("04-outage-then-partial.md")
     fake_prom.set(waiting=R(sample("pod-3", "0")), running=R(sample("pod-3", "0")))
     result = await make_source().read([target()], {KEY: snapshot(pods(9))})
@@ -207,6 +222,7 @@ async def test_case_04_single_series_after_restart_is_partial(
 async def test_case_05_query_error_keeps_error_text(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
+    """Case 05: a query error is 'query_error' and keeps Prometheus' error text."""
     case_file("05-one-signal-missing.md")
     five = pods(5)
     fake_prom.set(
@@ -236,6 +252,7 @@ async def test_case_05_query_error_keeps_error_text(
 async def test_case_07_old_kv_name_only_is_found_and_reported(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
+    """Case 07: the old KV-cache name alone is found and reported as the metric used."""
     case_file("07-renamed-kv-metric.md")
     four = pods(4)
     fake_prom.set(
@@ -258,6 +275,7 @@ async def test_case_07_old_kv_name_only_is_found_and_reported(
 async def test_case_07_new_name_preferred_when_both_exported(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
+    """Case 07: when a pod exports both KV-cache names the new one is used."""
     fake_prom.set(
         kv_cache=R(
             sample("pod-0", "0.9", __name__="vllm:gpu_cache_usage_perc"),
@@ -275,6 +293,7 @@ async def test_case_07_new_name_preferred_when_both_exported(
 async def test_case_07_neither_kv_name_while_scraped_is_absent(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
+    """Case 07: neither KV-cache name while pods are scraped is 'absent', logged as an error."""
     case_file("07-renamed-kv-metric.md")
     four = pods(4)
     fake_prom.set(
@@ -303,6 +322,7 @@ async def test_case_07_neither_kv_name_while_scraped_is_absent(
 async def test_case_07_dry_run_check_without_any_series(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
+    """Case 07: the start-up check names each configured query that returns no series."""
     case_file("07-renamed-kv-metric.md")
     problems = await check_configured_queries(make_source(), [target()])
     assert {(p.signal, p.status) for p in problems} == {
@@ -329,6 +349,7 @@ async def test_dry_run_check_passes_when_every_query_has_series(
 async def test_case_11_terminating_pod_series_dropped_and_counted(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
+    """Case 11: the series of a terminating pod is dropped and counted."""
     case_file("11-stale-series-deleted-pods.md")
     fake_prom.set(waiting=per_pod({"pod-a": "0", "pod-b": "1", "pod-c": "30"}))
     snap = snapshot(["pod-a", "pod-b"], terminating=["pod-c"])
@@ -346,6 +367,7 @@ async def test_case_11_terminating_pod_series_dropped_and_counted(
 async def test_case_11_deleted_pod_series_dropped_and_counted(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
+    """Case 11: the series of a deleted pod is dropped and counted."""
     case_file("11-stale-series-deleted-pods.md")
     # pod-c no longer exists: a gone pod is known by its name, one of the Deployment's
     # (<name>-<hash>-<suffix>); other pods of the namespace are not this target's.
@@ -367,6 +389,7 @@ async def test_case_11_deleted_pod_series_dropped_and_counted(
 async def test_case_11_not_ready_pod_series_dropped(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
+    """Case 11: the series of a pod that is not Ready is dropped."""
     fake_prom.set(waiting=per_pod({"pod-a": "2", "pod-new": "50"}))
     snap = snapshot(["pod-a"], not_ready=["pod-new"])
     result = await make_source().read([target()], {KEY: snap})
@@ -377,6 +400,7 @@ async def test_case_11_not_ready_pod_series_dropped(
 async def test_case_12_one_pod_without_series_is_partial(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
+    """Case 12: a ready pod without series makes a per-pod signal 'partial'."""
     case_file("12-one-pod-scrape-fails.md")
     fake_prom.set(
         waiting=per_pod({"pod-0": "25", "pod-1": "30", "pod-2": "28"}),

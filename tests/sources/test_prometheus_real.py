@@ -21,7 +21,8 @@ import pytest_asyncio
 from aiohttp import web
 
 from scaler.config.policy import TargetPolicy, WorkloadRef
-from scaler.core.signals import SignalName, SignalStatus
+from scaler.config.vocabulary import SignalName
+from scaler.core.signals import SignalStatus
 from scaler.sim.prometheus_server import (
     PrometheusNotInstalledError,
     PrometheusServer,

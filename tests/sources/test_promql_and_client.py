@@ -13,7 +13,8 @@ import httpx
 import pytest
 from aiohttp import web
 
-from scaler.core.signals import SignalName, SignalStatus
+from scaler.config.vocabulary import SignalName
+from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus import (
     BearerTokenFileAuth,
     PrometheusSource,
@@ -80,13 +81,13 @@ def test_query_plan_uses_each_targets_quantile() -> None:
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [
-        ("3", 3.0),
-        ("0.125", 0.125),
-        ("1e-05", 1e-05),
-        ("-2", -2.0),
-        ("+Inf", math.inf),
-        ("-Inf", -math.inf),
-        ("214748365", 214748365.0),
+        pytest.param("3", 3.0, id="integer"),
+        pytest.param("0.125", 0.125, id="decimal"),
+        pytest.param("1e-05", 1e-05, id="exponent"),
+        pytest.param("-2", -2.0, id="negative"),
+        pytest.param("+Inf", math.inf, id="+Inf"),
+        pytest.param("-Inf", -math.inf, id="-Inf"),
+        pytest.param("214748365", 214748365.0, id="above int32 over 10"),
     ],
 )
 def test_parse_sample_value(raw: str, expected: float) -> None:
@@ -115,7 +116,9 @@ async def test_bearer_token_is_reread_on_every_request(
         bearer_token_file=token, ca_file=None, timeout_seconds=5, headers={"X-Scope-OrgID": "t1"}
     )
     async with client:
-        source = PrometheusSource(client, base_url=fake_prom.url + "/", timeout_seconds=5)
+        source = PrometheusSource(
+            client, base_url=fake_prom.url + "/", timeout_seconds=5, rate_window_seconds=60
+        )
         await source.read([target()], {KEY: snapshot(["pod-0"])})
         token.write_text("rotated-token")
         await source.read([target()], {KEY: snapshot(["pod-0"])})
@@ -131,7 +134,9 @@ async def test_unreadable_token_file_is_transport_not_a_crash(
     async with build_http_client(
         bearer_token_file=tmp_path / "missing", ca_file=None, timeout_seconds=5
     ) as client:
-        source = PrometheusSource(client, base_url=fake_prom.url, timeout_seconds=5)
+        source = PrometheusSource(
+            client, base_url=fake_prom.url, timeout_seconds=5, rate_window_seconds=60
+        )
         result = await source.read([target()], {KEY: snapshot(["pod-0"])})
     r = result.readings(KEY)[SignalName.QUEUE_DEPTH]
     assert r.status is SignalStatus.TRANSPORT
@@ -149,7 +154,9 @@ async def test_token_file_failing_after_start_names_the_file_never_the_content(
     token.write_text("good-token")
     fake_prom.set(waiting=per_pod({"pod-0": "1"}))
     async with build_http_client(bearer_token_file=token, ca_file=None, timeout_seconds=5) as c:
-        source = PrometheusSource(c, base_url=fake_prom.url, timeout_seconds=5)
+        source = PrometheusSource(
+            c, base_url=fake_prom.url, timeout_seconds=5, rate_window_seconds=60
+        )
         ok = await source.read([target()], {KEY: snapshot(["pod-0"])})
         token.write_bytes(b"\xff\xfeSECRET-half-rotated")  # a rotation caught mid-write
         bad = await source.read([target()], {KEY: snapshot(["pod-0"])})
@@ -213,15 +220,15 @@ async def test_ca_file_verifies_prometheus_tls(tls_prom: tuple[str, Path]) -> No
     url, cert = tls_prom
     t = target(signals={"kv_cache_usage": {"enabled": False}, "ttft_p95": {"enabled": False}})
     async with build_http_client(bearer_token_file=None, ca_file=cert, timeout_seconds=5) as c:
-        result = await PrometheusSource(c, base_url=url, timeout_seconds=5).read(
-            [t], {KEY: snapshot(["pod-0"])}
-        )
+        result = await PrometheusSource(
+            c, base_url=url, timeout_seconds=5, rate_window_seconds=60
+        ).read([t], {KEY: snapshot(["pod-0"])})
     assert result.readings(KEY)[SignalName.QUEUE_DEPTH].value == 7.0
     # without the CA the certificate is rejected: a transport failure, never a value
     async with build_http_client(bearer_token_file=None, ca_file=None, timeout_seconds=5) as c:
-        result = await PrometheusSource(c, base_url=url, timeout_seconds=5).read(
-            [t], {KEY: snapshot(["pod-0"])}
-        )
+        result = await PrometheusSource(
+            c, base_url=url, timeout_seconds=5, rate_window_seconds=60
+        ).read([t], {KEY: snapshot(["pod-0"])})
     assert result.readings(KEY)[SignalName.QUEUE_DEPTH].status is SignalStatus.TRANSPORT
 
 
@@ -279,13 +286,13 @@ async def test_mutual_tls_client_certificate(mtls_prom: tuple[str, dict[str, Pat
         client_cert_file=f["cli"],
         client_key_file=f["cli-key"],
     ) as c:
-        result = await PrometheusSource(c, base_url=url, timeout_seconds=5).read(
-            [t], {KEY: snapshot(["pod-0"])}
-        )
+        result = await PrometheusSource(
+            c, base_url=url, timeout_seconds=5, rate_window_seconds=60
+        ).read([t], {KEY: snapshot(["pod-0"])})
     assert result.readings(KEY)[SignalName.QUEUE_DEPTH].value == 7.0
     # without the client certificate the server refuses the handshake: transport, no value
     async with build_http_client(bearer_token_file=None, ca_file=f["ca"], timeout_seconds=5) as c:
-        result = await PrometheusSource(c, base_url=url, timeout_seconds=5).read(
-            [t], {KEY: snapshot(["pod-0"])}
-        )
+        result = await PrometheusSource(
+            c, base_url=url, timeout_seconds=5, rate_window_seconds=60
+        ).read([t], {KEY: snapshot(["pod-0"])})
     assert result.readings(KEY)[SignalName.QUEUE_DEPTH].status is SignalStatus.TRANSPORT

@@ -38,13 +38,15 @@ from aiohttp import web
 from kubernetes_asyncio.client import ApiClient
 
 from scaler.actuators.kubernetes import KubernetesActuator, build_api_client
-from scaler.config.policy import Policy, parse_policy
-from scaler.controller.loop import Controller, TargetReport
+from scaler.config.policy import Policy
+from scaler.controller.loop import Controller
+from scaler.controller.report import TargetReport
 from scaler.sim.kubeapi import KubeApiServer, KubeStore, RecordedRequest, write_kubeconfig
 from scaler.sources.prometheus import PrometheusSource
 from scaler.telemetry.metrics import ScalerMetrics
 from tests.support.clock import FakeClock
 from tests.support.fakeprom import FakePrometheus
+from tests.support.policies import case_policy
 
 TOKEN = "case-token"
 T0 = 1_718_000_000.0
@@ -53,31 +55,6 @@ NAME = "vllm"
 LABELS = {"app": "vllm"}
 KEY = "llm/Deployment/vllm"
 SCALE_PATH = "/apis/apps/v1/namespaces/llm/deployments/vllm/scale"
-
-
-def case_policy(**overrides: Any) -> Policy:
-    """The defaults of the shared cases' README, as a whole policy file.
-
-    One target ``Deployment llm/vllm``, min 1, max 10, 300 s scale-down window, targets of
-    10 waiting per replica, KV 0.8 and TTFT p95 2 s; ``overrides`` are merged into the target.
-    """
-    target: dict[str, Any] = {
-        "workload": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": NS, "name": NAME},
-        "min_replicas": 1,
-        "max_replicas": 10,
-        "signals": {
-            "queue_depth": {"target_per_replica": 10},
-            "kv_cache_usage": {"target_ratio": 0.8},
-            "ttft_p95": {"target_seconds": 2.0},
-        },
-        "scale_down": {
-            "stabilization_window_seconds": 300,
-            "max_replicas_per_period": 1,
-            "period_seconds": 60,
-        },
-    }
-    target.update(overrides)
-    return parse_policy({"targets": [target]}, source="case-policy")
 
 
 class PromServer:

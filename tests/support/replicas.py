@@ -22,7 +22,8 @@ import httpx
 from scaler.actuators.kubernetes import KubernetesActuator, build_api_client
 from scaler.actuators.lease import LeaseClient
 from scaler.controller.leader import LeaderElectionConfig, LeaderElector
-from scaler.controller.loop import Controller, TargetReport
+from scaler.controller.loop import Controller
+from scaler.controller.report import TargetReport
 from scaler.sim.kubeapi import KubeStore, ScaleChange
 from scaler.sources.prometheus import PrometheusSource
 from scaler.telemetry.metrics import ScalerMetrics

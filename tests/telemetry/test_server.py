@@ -13,7 +13,7 @@ from scaler.core.observation import Observation, ReplicaCounts
 from scaler.core.signals import SignalName, SignalReading, SignalStatus
 from scaler.telemetry.metrics import ScalerMetrics
 from scaler.telemetry.server import TelemetryBindError, TelemetryServer
-from tests.core.builders import make_policy
+from tests.support.policies import case_target
 
 
 async def test_metrics_health_and_readiness() -> None:
@@ -22,7 +22,7 @@ async def test_metrics_health_and_readiness() -> None:
     server = TelemetryServer(metrics, host="127.0.0.1", port=0, ready=lambda: ready)
     await server.start()
     try:
-        policy = make_policy()
+        policy = case_target()
         obs = Observation(
             ReplicaCounts(current=3, status=3, ready=2, starting=1),
             {
@@ -34,7 +34,7 @@ async def test_metrics_health_and_readiness() -> None:
                 ),
             },
         )
-        d = decide(policy, obs, None, 0.0)
+        d = decide(policy, obs, None, 0.0, ttft_window_seconds=60.0)
         metrics.record_decision(
             policy.key, d, min_replicas=1, max_replicas=10, tolerance_up=0.1, tolerance_down=0.1
         )

@@ -1,0 +1,125 @@
+{{/* Names, labels, the policy and its namespaces, and the RBAC rules. */}}
+
+{{- define "vllm-scaler.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "vllm-scaler.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "vllm-scaler.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "vllm-scaler.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "vllm-scaler.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "vllm-scaler.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: vllm-scaler
+{{- end }}
+
+{{- define "vllm-scaler.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "vllm-scaler.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "vllm-scaler.image" -}}
+{{- $tag := default .Chart.AppVersion .Values.image.tag }}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository $tag }}
+{{- end }}
+{{- end }}
+
+{{/* The policy file's text: values.policy is a mapping or the file's text. */}}
+{{- define "vllm-scaler.policyText" -}}
+{{- if kindIs "string" .Values.policy }}
+{{- .Values.policy }}
+{{- else }}
+{{- toYaml .Values.policy }}
+{{- end }}
+{{- end }}
+
+{{/* The namespaces of the policy's targets, sorted and unique, joined by commas. */}}
+{{- define "vllm-scaler.targetNamespaces" -}}
+{{- $policy := include "vllm-scaler.policyText" . | fromYaml }}
+{{- if hasKey $policy "Error" }}
+{{- fail (printf "policy: not a YAML mapping: %s" $policy.Error) }}
+{{- end }}
+{{- $namespaces := list }}
+{{- range $i, $t := $policy.targets }}
+{{- $ns := dig "workload" "namespace" "" $t }}
+{{- if not $ns }}
+{{- fail (printf "policy.targets[%d].workload.namespace: missing; rbac.scope=namespaces needs every target's namespace" $i) }}
+{{- end }}
+{{- $namespaces = append $namespaces $ns }}
+{{- end }}
+{{- if not $namespaces }}
+{{- fail "policy.targets: empty; rbac.scope=namespaces needs at least one target" }}
+{{- end }}
+{{- $namespaces | uniq | sortAlpha | join "," }}
+{{- end }}
+
+{{/*
+The calls the controller makes on the targets' namespaces, exactly (tests/deploy checks them
+against the calls recorded on the Kubernetes API stand-in). Recommend-only: read verbs only.
+*/}}
+{{- define "vllm-scaler.workloadRules" -}}
+{{- $write := not .Values.recommendOnly -}}
+# Read the scaled workloads' pods (readiness, age, termination); before a scale-down, mark the
+# idlest ones with controller.kubernetes.io/pod-deletion-cost (a merge patch of that
+# annotation only).
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: {{ ternary (list "list" "patch") (list "list") $write | toJson }}
+# Read the workloads themselves for the vllm-scaler.io/paused and pinned-replicas annotations
+# (never written).
+- apiGroups: ["apps"]
+  resources: ["deployments", "statefulsets", "replicasets"]
+  verbs: ["get"]
+- apiGroups: ["leaderworkerset.x-k8s.io"]
+  resources: ["leaderworkersets"]
+  verbs: ["get"]
+- apiGroups: ["argoproj.io"]
+  resources: ["rollouts"]
+  verbs: ["get"]
+# Other autoscalers on the same workload (conflict: recommend only).
+- apiGroups: ["autoscaling"]
+  resources: ["horizontalpodautoscalers"]
+  verbs: ["list"]
+- apiGroups: ["keda.sh"]
+  resources: ["scaledobjects"]
+  verbs: ["list"]
+# Read and write replicas through the scale subresource only, never the workload itself.
+- apiGroups: ["apps"]
+  resources: ["deployments/scale", "statefulsets/scale", "replicasets/scale"]
+  verbs: {{ ternary (list "get" "patch") (list "get") $write | toJson }}
+- apiGroups: ["leaderworkerset.x-k8s.io"]
+  resources: ["leaderworkersets/scale"]
+  verbs: {{ ternary (list "get" "patch") (list "get") $write | toJson }}
+- apiGroups: ["argoproj.io"]
+  resources: ["rollouts/scale"]
+  verbs: {{ ternary (list "get" "patch") (list "get") $write | toJson }}
+{{- if $write }}
+# Events on the targets, as HPA writes them (kubectl describe shows them).
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create"]
+{{- end }}
+{{- end }}

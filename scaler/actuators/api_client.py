@@ -1,0 +1,128 @@
+"""The kubernetes-asyncio client: in-cluster service account or kubeconfig, credentials masked.
+
+:func:`build_api_client` is called once, by the composition root; every API call of the
+actuators goes through the client it returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+from kubernetes_asyncio import client, config
+from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.config.config_exception import ConfigException
+
+from scaler.telemetry.redact import register_secret
+
+__all__ = ["KubeConfigError", "build_api_client"]
+
+
+class KubeConfigError(RuntimeError):
+    """No usable cluster configuration (message names the file or the in-cluster source)."""
+
+
+async def build_api_client(
+    *, kubeconfig: Path | None, in_cluster: bool, context: str | None = None
+) -> ApiClient:
+    """Build a kubernetes-asyncio ``ApiClient``.
+
+    Args:
+        kubeconfig: kubeconfig file; None follows kubectl's rules (``$KUBECONFIG``, a
+            ``:``-separated list that is merged, else ``~/.kube/config``).
+        in_cluster: use the pod's service account (token + CA under
+            ``/var/run/secrets/kubernetes.io/serviceaccount``); ``kubeconfig`` is ignored.
+        context: kubeconfig context; None uses ``current-context``.
+
+    Returns:
+        An ApiClient the caller must ``await client.close()``.
+
+    Raises:
+        KubeConfigError: the configuration is missing or invalid.
+    """
+    cfg = client.Configuration()
+    if in_cluster:
+        if "KUBERNETES_SERVICE_HOST" not in os.environ:
+            raise KubeConfigError(
+                "in-cluster configuration asked for, but KUBERNETES_SERVICE_HOST is not set "
+                "(not running in a pod)"
+            )
+        try:
+            config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+        except ConfigException as err:
+            raise KubeConfigError(f"in-cluster configuration: {err}") from None
+        _register_credentials(cfg)
+        return ApiClient(configuration=cfg)
+    source = _kubeconfig_source(kubeconfig)
+    try:
+        # persist_config=False: never write refreshed credentials back to the user's file.
+        await config.load_kube_config(
+            config_file=source, context=context, client_configuration=cfg, persist_config=False
+        )
+    except (ConfigException, OSError, ValueError, TypeError) as err:
+        raise KubeConfigError(f"kubeconfig {source}: {err}") from None
+    _register_credentials(cfg)
+    return ApiClient(configuration=cfg)
+
+
+def _register_credentials(cfg: client.Configuration) -> None:
+    """Mask the cluster credentials in every log line, also after a token refresh.
+
+    An error body that echoes the request's Authorization header (some proxies do) would
+    otherwise put the service-account token into a log line.
+    """
+
+    def register(c: Any) -> None:
+        for value in (getattr(c, "api_key", None) or {}).values():
+            if isinstance(value, str):
+                register_secret(value.removeprefix("Bearer ").strip())
+        password = getattr(c, "password", None)
+        if isinstance(password, str):
+            register_secret(password)
+
+    register(cfg)
+    hook: Any = cfg.refresh_api_key_hook
+    if hook is None:
+        return
+
+    async def refresh_and_register(c: Any) -> None:
+        result = hook(c)
+        if asyncio.iscoroutine(result):
+            await result
+        register(c)
+
+    cfg.refresh_api_key_hook = refresh_and_register
+
+
+def _kubeconfig_source(kubeconfig: Path | None) -> str:
+    """The kubeconfig file(s) to load (``:``-joined), checked to exist.
+
+    Read ``$KUBECONFIG`` now, not at import time as kubernetes_asyncio's default does; the
+    library would only log "Config not found" for a missing file and fail later with an
+    unrelated message.
+
+    Raises:
+        KubeConfigError: the file (or every file of ``$KUBECONFIG``) is missing.
+    """
+    if kubeconfig is not None:
+        path = kubeconfig.expanduser()
+        if not path.is_file():
+            why = "is a directory" if path.is_dir() else "no such file"
+            raise KubeConfigError(f"kubeconfig {kubeconfig}: {why}")
+        return str(path)
+    env = os.environ.get("KUBECONFIG", "")
+    if env:
+        listed = [p for p in env.split(os.pathsep) if p]
+        found = [str(Path(p).expanduser()) for p in listed if Path(p).expanduser().is_file()]
+        if not found:
+            raise KubeConfigError(f"kubeconfig from $KUBECONFIG ({env}): no such file")
+        return os.pathsep.join(found)
+    default = Path("~/.kube/config").expanduser()
+    if not default.is_file():
+        raise KubeConfigError(
+            f"no kubeconfig ({default} does not exist, $KUBECONFIG is not set) and not in a "
+            "cluster (KUBERNETES_SERVICE_HOST is not set)"
+        )
+    return str(default)

@@ -1,0 +1,33 @@
+"""The words every layer shares: the names of the signals vllm-scaler scales on.
+
+The lowest layer, so that the policy (:mod:`scaler.config.policy`), the decision core, the
+sources and the telemetry all speak of the same signals without importing each other.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+__all__ = ["SignalName"]
+
+
+class SignalName(StrEnum):
+    """The signals vllm-scaler scales on.
+
+    - ``queue_depth``: requests waiting in vLLM's scheduler
+      (``vllm:num_requests_waiting``, summed over engines per pod). Per-pod signal.
+    - ``kv_cache_usage``: KV-cache usage as a 0-1 ratio (``vllm:kv_cache_usage_perc``,
+      ``vllm:gpu_cache_usage_perc`` before vLLM 0.9.2; max over engines per pod). Per-pod signal.
+    - ``ttft_p95``: time to first token, 95th percentile, seconds
+      (``histogram_quantile`` over ``vllm:time_to_first_token_seconds_bucket``).
+      Target-level signal.
+    """
+
+    QUEUE_DEPTH = "queue_depth"
+    KV_CACHE_USAGE = "kv_cache_usage"
+    TTFT_P95 = "ttft_p95"
+
+    @property
+    def per_pod(self) -> bool:
+        """True for signals read per pod and summed over the target's ready pods."""
+        return self is not SignalName.TTFT_P95

@@ -1,0 +1,167 @@
+"""What overrides the decision core on a target: other autoscalers, pause and pin (pure).
+
+- conflict: an autoscaling/v2 HorizontalPodAutoscaler or a KEDA ScaledObject targets the same
+  workload; vllm-scaler then recommends only, never writes.
+- ``vllm-scaler.io/paused: "true"`` on the workload holds it entirely (an invalid pin too).
+- ``vllm-scaler.io/pinned-replicas: "N"`` on the workload writes N whatever the signals say.
+
+In that order: a conflict wins over a pause, a pause over a pin. The decision's message keeps
+what the signals asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+
+from scaler.actuators.kubernetes import ScaleOwner
+from scaler.config.policy import WorkloadRef
+from scaler.controller.plan import Event
+from scaler.core.decide import Decision
+from scaler.core.reasons import Reason
+
+__all__ = [
+    "PAUSED_ANNOTATION",
+    "PINNED_ANNOTATION",
+    "REFUSALS",
+    "Control",
+    "override",
+    "read_control",
+    "refusal_events",
+]
+
+#: Workload annotation that pauses vllm-scaler on it (value ``"true"``).
+PAUSED_ANNOTATION = "vllm-scaler.io/paused"
+#: Workload annotation that pins its replicas (a non-negative integer).
+PINNED_ANNOTATION = "vllm-scaler.io/pinned-replicas"
+#: The kinds of refusal Event, each repeated at most every few minutes while unchanged.
+REFUSALS = ("conflict", "invalid_pin", "paused")
+
+
+@dataclass(frozen=True, slots=True)
+class Control:
+    """What, besides the signals, governs a target this cycle.
+
+    Attributes:
+        conflicts: the other autoscalers that target the workload.
+        paused: the workload carries ``vllm-scaler.io/paused: "true"``.
+        pin: the replicas of a valid ``vllm-scaler.io/pinned-replicas`` annotation.
+        invalid_pin: the annotation's value when it is not a replica count.
+    """
+
+    conflicts: tuple[ScaleOwner, ...] = ()
+    paused: bool = False
+    pin: int | None = None
+    invalid_pin: str | None = None
+
+
+def read_control(
+    ref: WorkloadRef, owners: Iterable[ScaleOwner], annotations: Mapping[str, str]
+) -> Control:
+    """Conflicts with other autoscalers and the pause/pin annotations of one target.
+
+    A pin is a non-negative integer up to 1,000,000; anything else is ``invalid_pin``.
+    """
+    conflicts = tuple(o for o in owners if o.targets(ref))
+    paused = annotations.get(PAUSED_ANNOTATION, "").strip().lower() == "true"
+    raw = annotations.get(PINNED_ANNOTATION)
+    pin: int | None = None
+    invalid: str | None = None
+    if raw is not None:
+        text = raw.strip()
+        if text.isdigit() and int(text) <= 1_000_000:
+            pin = int(text)
+        else:
+            invalid = raw
+    return Control(conflicts, paused, pin, invalid)
+
+
+def override(d: Decision, c: Control) -> Decision:
+    """The core's decision with conflicts, pause and pin applied (message keeps the core's).
+
+    Under a conflict or a pause the state forgets our last write: another owner (or a
+    person) sets the replicas now, and their value is no outside write once we own them
+    again.
+    """
+    core = f"signals: {d.reason}: {d.message}" if d.message else f"signals: {d.reason}"
+    if c.conflicts:
+        names = ", ".join(o.label for o in c.conflicts)
+        return _hold(
+            d,
+            Reason.CONFLICT,
+            f"{names} also scales this workload; recommending "
+            f"{d.desired_replicas} without writing ({core})",
+        )
+    if c.paused or c.invalid_pin is not None:
+        why = (
+            f"{PAUSED_ANNOTATION}=true"
+            if c.paused
+            else f"{PINNED_ANNOTATION}={c.invalid_pin!r} is not a replica count"
+        )
+        return _hold(
+            d, Reason.PAUSED, f"paused ({why}); would scale to {d.desired_replicas} ({core})"
+        )
+    if c.pin is not None:
+        return replace(
+            d,
+            desired_replicas=c.pin,
+            reason=Reason.PINNED,
+            outside_write=False,
+            message=f"pinned by {PINNED_ANNOTATION}={c.pin} (otherwise "
+            f"{d.desired_replicas}; {core})",
+        )
+    return d
+
+
+def _hold(d: Decision, reason: Reason, message: str) -> Decision:
+    """``d`` held at the current replicas by someone else, forgetting our last write."""
+    return replace(
+        d,
+        desired_replicas=d.current_replicas,
+        reason=reason,
+        outside_write=False,
+        message=message,
+        state=replace(d.state, last_written_replicas=None),
+    )
+
+
+def refusal_events(ref: WorkloadRef, c: Control, core: Decision) -> dict[str, tuple[object, Event]]:
+    """The refusal Events ``c`` calls for, by kind (see :data:`REFUSALS`).
+
+    Each comes with a signature: the same kind with the same signature is a repeat.
+    """
+    out: dict[str, tuple[object, Event]] = {}
+    if c.conflicts:
+        names = ", ".join(f"{o.kind} {o.namespace}/{o.name}" for o in c.conflicts)
+        out["conflict"] = (
+            tuple(sorted(o.label for o in c.conflicts)),
+            Event(
+                "ConflictingAutoscaler",
+                f"{names} also targets this {ref.kind}; vllm-scaler will not "
+                f"write spec.replicas while it exists (recommends {core.desired_replicas}, "
+                f"current {core.current_replicas})",
+                "Warning",
+            ),
+        )
+        return out
+    if c.invalid_pin is not None:
+        out["invalid_pin"] = (
+            c.invalid_pin,
+            Event(
+                "InvalidPinnedReplicas",
+                f"annotation {PINNED_ANNOTATION}={c.invalid_pin!r} is not a replica "
+                "count (a non-negative integer); holding the current replicas",
+                "Warning",
+            ),
+        )
+    if c.paused:
+        out["paused"] = (
+            True,
+            Event(
+                "ScalingPaused",
+                f"paused by annotation {PAUSED_ANNOTATION}=true; replicas stay "
+                f"{core.current_replicas} (signals ask for {core.desired_replicas}: "
+                f"{core.reason})",
+            ),
+        )
+    return out

@@ -1,0 +1,85 @@
+"""What the controller writes for one target in one cycle, as a value.
+
+The control loop first plans every write of a target (:class:`WritePlan`: Kubernetes Events,
+pod-deletion-cost annotations, the scale subresource, the state to keep), then one function
+applies the plan (:meth:`scaler.controller.loop.Controller.apply`). Planning is pure apart
+from the loop's memory of Events already sent; applying is the only place that writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scaler.config.policy import TargetPolicy
+from scaler.core.decide import Decision
+from scaler.core.drain import RemovalPlan
+from scaler.core.observation import WorkloadSnapshot
+from scaler.core.state import TargetState
+
+__all__ = ["Event", "WritePlan", "stuck_event"]
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A Kubernetes Event about the target (``reason`` in CamelCase, as HPA writes them)."""
+
+    reason: str
+    message: str
+    type: str = "Normal"
+
+
+@dataclass(frozen=True, slots=True)
+class WritePlan:
+    """Everything to write for one target this cycle, in the order it is written.
+
+    Attributes:
+        target: the target.
+        snapshot: the target's scale subresource and pods as read this cycle (the scale
+            write's resourceVersion precondition).
+        decision: the decision to carry out (after pause, pin and conflicts).
+        events: Events to send first (refusals, stuck replicas); empty unless this process
+            may write.
+        removal: before a scale-down, the pod-deletion-cost annotations that make the idlest
+            pods the ones removed; None when not scaling down or the kind ignores them.
+        scale: write ``decision.desired_replicas`` (the actuator answers ``dry_run`` in a dry
+            run).
+        not_leader: the decision changes the replicas but another replica leads: nothing is
+            written.
+        state: the state to keep; a successful scale adds its write to it.
+        now: the cycle's time (controller clock, seconds), the time of the write.
+    """
+
+    target: TargetPolicy
+    snapshot: WorkloadSnapshot
+    decision: Decision
+    state: TargetState
+    now: float
+    events: tuple[Event, ...] = ()
+    removal: RemovalPlan | None = None
+    scale: bool = False
+    not_leader: bool = False
+
+
+def stuck_event(t: TargetPolicy, snap: WorkloadSnapshot, d: Decision) -> Event | None:
+    """A Warning Event naming the replicas not Ready past the model load timeout, if any."""
+    if d.replicas.stuck <= 0:
+        return None
+    timeout = t.model_load_timeout_seconds
+    stuck = stuck_pods(snap, timeout)
+    shown = ", ".join(stuck[:5]) + (f" and {len(stuck) - 5} more" if len(stuck) > 5 else "")
+    message = (
+        f"{d.replicas.stuck} replica(s) not Ready after model_load_timeout_seconds "
+        f"{timeout:g}: {shown or 'not created yet'}; they serve nothing, and as "
+        "spec.replicas already counts them no replicas are added to replace them "
+        "(Pending for lack of GPUs? see the pods' events)"
+    )
+    return Event("ReplicasStuck", message, "Warning")
+
+
+def stuck_pods(snap: WorkloadSnapshot, timeout_seconds: float) -> list[str]:
+    """``name (phase)`` of the live pods not Ready past the model load timeout, sorted."""
+    return sorted(
+        f"{p.name} ({p.phase})"
+        for p in snap.pods
+        if not p.terminating and not p.ready and p.age_seconds >= timeout_seconds
+    )

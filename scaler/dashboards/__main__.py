@@ -1,0 +1,5 @@
+"""``python -m scaler.dashboards`` runs ``vllm-scaler dashboards``."""
+
+from scaler.dashboards.cli import main
+
+raise SystemExit(main())

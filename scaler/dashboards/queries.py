@@ -1,0 +1,165 @@
+"""Reading a dashboard's PromQL back (tests and previews): every panel and annotation query,
+Grafana's variable substitution, and the variables' options as Grafana would resolve them.
+
+Works on the JSON alone: nothing here needs grafana-foundation-sdk.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import httpx
+
+
+@dataclass(frozen=True, slots=True)
+class PanelQuery:
+    """One PromQL query of a dashboard (``panel`` is the panel title or ``annotation: name``)."""
+
+    dashboard: str
+    panel: str
+    ref_id: str
+    expr: str
+    instant: bool
+
+
+def walk_panels(doc: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    for panel in doc.get("panels", []):
+        yield panel
+        yield from panel.get("panels", [])  # panels of collapsed rows
+
+
+def panel_queries(doc: Mapping[str, Any]) -> list[PanelQuery]:
+    """Every panel target's PromQL in ``doc`` (rows and collapsed rows included)."""
+    out = []
+    for panel in walk_panels(doc):
+        for t in panel.get("targets", []):
+            out.append(
+                PanelQuery(
+                    dashboard=str(doc["uid"]),
+                    panel=str(panel.get("title", "")),
+                    ref_id=str(t.get("refId", "")),
+                    expr=str(t["expr"]),
+                    instant=bool(t.get("instant", False)),
+                )
+            )
+    return out
+
+
+def annotation_queries(doc: Mapping[str, Any]) -> list[PanelQuery]:
+    """The PromQL of ``doc``'s annotations (evaluated as range queries by Grafana)."""
+    return [
+        PanelQuery(str(doc["uid"]), f"annotation: {a['name']}", "", str(a["expr"]), False)
+        for a in (doc.get("annotations") or {}).get("list", [])
+        if a.get("expr")
+    ]
+
+
+_VAR_RE: Final = re.compile(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)|\[\[(\w+)\]\]")
+_REGEX_SPECIAL: Final = re.compile(r"([\\^$*+?.()|{}\[\]])")
+DEFAULT_BUILTINS: Final[Mapping[str, str]] = {
+    "__rate_interval": "1m",
+    "__interval": "15s",
+    "__range": "1h",
+}
+
+
+def substitute(
+    expr: str,
+    values: Mapping[str, str],
+    *,
+    builtins: Mapping[str, str] = DEFAULT_BUILTINS,
+    regex_escaped: Sequence[str] = ("target", "model"),
+) -> str:
+    """Replace Grafana variables in ``expr`` as Grafana's Prometheus datasource would.
+
+    Args:
+        expr: a panel or variable query.
+        values: one value per dashboard variable (``namespace``, ``target``, ``model``).
+        builtins: ``$__rate_interval`` and friends.
+        regex_escaped: multi-value variables; Grafana escapes regex characters in their
+            values (``.`` becomes ``\\\\.`` inside a PromQL string).
+    """
+
+    def repl(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(2) or m.group(3)
+        if name in builtins:
+            return builtins[name]
+        if name not in values:
+            return m.group(0)
+        value = values[name]
+        return _REGEX_SPECIAL.sub(r"\\\\\1", value) if name in regex_escaped else value
+
+    return _VAR_RE.sub(repl, expr)
+
+
+_LABEL_VALUES: Final = re.compile(r"^label_values\((?:(?P<sel>.+),\s*)?(?P<label>\w+)\)$")
+
+
+def _js_regex(regex: str) -> re.Pattern[str] | None:
+    # Grafana variable regexes are JavaScript literals (/.../flags) with (?<name>) groups.
+    if not regex:
+        return None
+    body = regex[1 : regex.rindex("/")] if regex.startswith("/") else regex
+    return re.compile(body.replace("(?<", "(?P<").replace("\\/", "/"))
+
+
+def _apply_regex(pattern: re.Pattern[str] | None, values: Sequence[str]) -> list[str]:
+    if pattern is None:
+        return sorted(set(values))
+    out = set()
+    for v in values:
+        m = pattern.search(v)
+        if m is None:
+            continue
+        groups = m.groupdict()
+        if groups.get("value") is not None:
+            out.add(groups["value"])
+        elif m.groups():
+            out.add(m.group(1))
+        else:
+            out.add(m.group(0))
+    return sorted(out)
+
+
+def resolve_variables(
+    prometheus_url: str,
+    doc: Mapping[str, Any],
+    *,
+    start: float,
+    end: float,
+    client: httpx.Client | None = None,
+) -> dict[str, list[str]]:
+    """Run ``doc``'s variable queries as Grafana would; every variable's options, in order.
+
+    Each query sees the first option of the variables before it. ``label_values(sel, label)``
+    becomes ``/api/v1/label/<label>/values?match[]=sel``; the variable's regex (with its
+    ``text``/``value`` capture groups) is applied to the answer.
+    """
+    own = client or httpx.Client(timeout=10.0)
+    chosen: dict[str, str] = {}
+    options: dict[str, list[str]] = {}
+    try:
+        for var in doc.get("templating", {}).get("list", []):
+            raw = var.get("query")
+            query = str(raw.get("query") if isinstance(raw, dict) else raw)
+            m = _LABEL_VALUES.match(substitute(query, chosen).strip())
+            if m is None:
+                raise ValueError(f"unsupported variable query {query!r}")
+            params: dict[str, str | float] = {"start": start, "end": end}
+            if m.group("sel"):
+                params["match[]"] = m.group("sel")
+            resp = own.get(
+                f"{prometheus_url}/api/v1/label/{m.group('label')}/values", params=params
+            )
+            resp.raise_for_status()
+            found = _apply_regex(_js_regex(str(var.get("regex", ""))), resp.json()["data"])
+            options[str(var["name"])] = found
+            if found:
+                chosen[str(var["name"])] = found[0]
+    finally:
+        if client is None:
+            own.close()
+    return options

@@ -1,0 +1,134 @@
+"""The ``autoscaling/v1 Scale`` subresource of every workload kind: read, PUT and PATCH."""
+
+from __future__ import annotations
+
+import copy
+
+from scaler.sim.kubeapi.base import Kind
+from scaler.sim.kubeapi.errors import (
+    JSON,
+    ApiError,
+    bad_request,
+    conflict,
+    invalid,
+    name_mismatch,
+    namespace_mismatch,
+    resource_version_required,
+)
+from scaler.sim.kubeapi.selectors import format_selector
+from scaler.sim.kubeapi.workloads import ScaleChange, Workload, Workloads
+
+
+class ScaleSubresource(Workloads):
+    """``spec.replicas`` of the workloads as Scale objects (see the package docstring)."""
+
+    def _scale_of(self, w: Workload) -> JSON:
+        meta = w.obj["metadata"]
+        spec: JSON = {}
+        if w.obj["spec"]["replicas"]:
+            spec["replicas"] = w.obj["spec"]["replicas"]  # omitempty: 0 is left out
+        return {
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": {
+                "name": meta["name"],
+                "namespace": meta["namespace"],
+                "uid": meta["uid"],
+                "resourceVersion": meta["resourceVersion"],
+                "creationTimestamp": meta["creationTimestamp"],
+            },
+            "spec": spec,
+            "status": {
+                "replicas": w.obj["status"].get("replicas", 0),
+                "selector": format_selector(w.obj["spec"]["selector"]["matchLabels"]),
+            },
+        }
+
+    def get_scale(self, group: str, version: str, plural: str, namespace: str, name: str) -> JSON:
+        """The ``autoscaling/v1 Scale`` of a workload.
+
+        Raises:
+            ApiError: 404 for an unknown kind/version or workload.
+        """
+        if self._kind(group, version, plural) is None:
+            raise ApiError.generic(404)
+        return self._scale_of(self._workload(group, plural, namespace, name))
+
+    def write_scale(
+        self,
+        group: str,
+        version: str,
+        plural: str,
+        namespace: str,
+        name: str,
+        new_scale: JSON,
+        *,
+        require_rv: bool,
+        dry_run: bool = False,
+    ) -> JSON:
+        """Store ``spec.replicas`` of ``new_scale`` (an updated Scale object).
+
+        ``require_rv``: an empty resourceVersion is 422 for custom kinds (PUT semantics);
+        PATCH passes False because its result always carries one.
+
+        Raises:
+            ApiError: 404, 400 (name/type mismatch), 409 (resourceVersion), 422 (replicas).
+        """
+        kind = self._kind(group, version, plural)
+        if kind is None:
+            raise ApiError.generic(404)
+        w = self._workload(group, plural, namespace, name)
+        meta = new_scale.get("metadata") or {}
+        if not isinstance(meta, dict):
+            raise bad_request("metadata must be an object")
+        if meta.get("name", name) != name:
+            raise name_mismatch(meta.get("name"), name)
+        if meta.get("namespace", namespace) != namespace:
+            raise namespace_mismatch()
+        rv = meta.get("resourceVersion") or ""
+        if not isinstance(rv, str):
+            raise bad_request("metadata.resourceVersion must be a string")
+        if rv == "" and require_rv and not kind.builtin:
+            raise resource_version_required(plural, group, name)
+        if rv and not rv.isdigit():
+            raise bad_request(f"invalid resource version: {rv!r}")
+        if rv and rv != w.obj["metadata"]["resourceVersion"]:
+            raise conflict(group, plural, name)
+        spec = new_scale.get("spec") or {}
+        if not isinstance(spec, dict):
+            raise bad_request("spec must be an object")
+        replicas = spec.get("replicas", 0)
+        if isinstance(replicas, bool) or not isinstance(replicas, int):
+            raise bad_request(
+                f"unable to decode Scale: spec.replicas: expected int32, got {replicas!r}"
+            )
+        if replicas < 0:
+            raise invalid(
+                "Scale",
+                "autoscaling",
+                name,
+                [
+                    (
+                        "spec.replicas",
+                        "FieldValueInvalid",
+                        f"Invalid value: {replicas}: must be greater than or equal to 0",
+                    )
+                ],
+            )
+        old = int(w.obj["spec"]["replicas"])
+        if dry_run:
+            preview = copy.deepcopy(w)
+            preview.obj["spec"]["replicas"] = replicas
+            return self._scale_of(preview)
+        if replicas != old:  # a no-op write leaves the resourceVersion alone
+            w.obj["spec"]["replicas"] = replicas
+            w.obj["metadata"]["generation"] += 1
+            w.obj["status"]["observedGeneration"] = w.obj["metadata"]["generation"]
+            new_rv = self._bump()
+            w.obj["metadata"]["resourceVersion"] = new_rv
+            self._notify(ScaleChange(group, plural, namespace, name, old, replicas, new_rv, "api"))
+        return self._scale_of(w)
+
+    def scale_kind(self, group: str, version: str, plural: str) -> Kind | None:
+        """The registered kind at ``/apis/{group}/{version}/.../{plural}``, if any."""
+        return self._kind(group, version, plural)

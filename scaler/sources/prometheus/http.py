@@ -1,0 +1,227 @@
+"""HTTP to Prometheus: the client (TLS, bearer token, headers) and one instant query.
+
+:func:`build_http_client` builds the httpx client the source uses; :func:`instant_query` sends
+one query as a POST form body and turns every transport, HTTP and API fault into a named
+:class:`~scaler.sources.prometheus.answers.QueryOutcome` status (it never raises for them).
+Secrets (the token, a password in the URL) are registered for masking before any use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import ssl
+import time
+from collections.abc import Generator, Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from scaler.core.signals import SignalStatus
+from scaler.sources.prometheus.answers import (
+    Answer,
+    BadResponse,
+    QueryOutcome,
+    parse_vector,
+    short_detail,
+)
+from scaler.sources.promql import QueryKind, promql_duration
+from scaler.telemetry.redact import register_secret
+
+__all__ = [
+    "BearerTokenFileAuth",
+    "TokenFileError",
+    "build_http_client",
+    "instant_query",
+    "register_url_credentials",
+]
+
+
+class TokenFileError(OSError):
+    """The bearer token file cannot be read; the message names the file, never the token."""
+
+
+class BearerTokenFileAuth(httpx.Auth):
+    """``Authorization: Bearer <token>`` with the token re-read from a file on every request.
+
+    Re-reading picks up rotated tokens (projected service-account tokens rotate hourly).
+    The token is never logged and not part of ``repr``.
+
+    Raises (from the request):
+        TokenFileError: the file cannot be read; :class:`PrometheusSource` reports
+            ``transport`` with a detail naming the file (never its content).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __repr__(self) -> str:
+        return f"BearerTokenFileAuth(path={str(self.path)!r})"
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        try:
+            token = self.path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as err:
+            reason = err.strerror if isinstance(err, OSError) and err.strerror else "not UTF-8 text"
+            raise TokenFileError(f"cannot read bearer token file {self.path}: {reason}") from None
+        register_secret(token)
+        request.headers["Authorization"] = f"Bearer {token}"
+        yield request
+
+
+def build_http_client(
+    *,
+    bearer_token_file: Path | None,
+    ca_file: Path | None,
+    timeout_seconds: float,
+    headers: Mapping[str, str] | None = None,
+    client_cert_file: Path | None = None,
+    client_key_file: Path | None = None,
+) -> httpx.AsyncClient:
+    """Build the HTTP client :class:`PrometheusSource` uses.
+
+    Args:
+        bearer_token_file: file holding a bearer token, re-read at each request; None for
+            no authentication.
+        ca_file: PEM bundle to verify Prometheus' TLS certificate; None for system CAs.
+        timeout_seconds: per-request timeout (connect, read, write, pool).
+        headers: extra headers on every request (for example ``X-Scope-OrgID`` for a
+            multi-tenant Thanos/Mimir front end).
+        client_cert_file: PEM client certificate for mutual TLS (it may also hold the key).
+        client_key_file: PEM key of the client certificate, when in a separate file.
+
+    The caller owns the client and closes it (``await client.aclose()``).
+
+    Raises:
+        ValueError: a CA or client certificate file cannot be loaded (at start); the
+            message names the file and the reason. :class:`~scaler.config.settings.Settings`
+            checks the same files first, naming the setting.
+    """
+    verify: ssl.SSLContext | bool = True
+    if ca_file is not None or client_cert_file is not None:
+        try:
+            ctx = ssl.create_default_context(cafile=str(ca_file) if ca_file is not None else None)
+        except OSError as err:  # ssl.SSLError is an OSError
+            raise ValueError(f"CA file {ca_file}: {_os_reason(err)}") from None
+        if client_cert_file is not None:
+            try:
+                ctx.load_cert_chain(
+                    str(client_cert_file),
+                    str(client_key_file) if client_key_file is not None else None,
+                )
+            except OSError as err:
+                files = f"{client_cert_file}" + (f" / {client_key_file}" if client_key_file else "")
+                raise ValueError(f"client certificate {files}: {_os_reason(err)}") from None
+        verify = ctx
+    auth = BearerTokenFileAuth(bearer_token_file) if bearer_token_file is not None else None
+    return httpx.AsyncClient(
+        auth=auth,
+        verify=verify,
+        timeout=httpx.Timeout(timeout_seconds),
+        headers=dict(headers or {}),
+        follow_redirects=False,
+    )
+
+
+def _os_reason(err: OSError) -> str:
+    if isinstance(err, ssl.SSLError):
+        return str(err.reason or err).replace("_", " ").lower()
+    return err.strerror or str(err)
+
+
+def register_url_credentials(url: str) -> None:
+    """Mask a password in the URL's user-info, and the Basic credential httpx derives from it."""
+    parts = httpx.URL(url)
+    if not parts.password:
+        return
+    register_secret(parts.password)
+    basic = f"{parts.username}:{parts.password}".encode()
+    register_secret(base64.b64encode(basic).decode())
+
+
+async def instant_query(
+    client: httpx.AsyncClient, url: str, kind: QueryKind, promql: str, *, timeout_seconds: float
+) -> Answer:
+    """Run one instant query (``POST url`` with ``query`` and ``timeout`` form fields).
+
+    Args:
+        client: the HTTP client (see :func:`build_http_client`).
+        url: the query endpoint, ``<base>/api/v1/query``.
+        kind: which query of the cycle this is.
+        promql: the expression.
+        timeout_seconds: deadline of the whole exchange (also sent to Prometheus).
+
+    Returns:
+        An :class:`~scaler.sources.prometheus.answers.Answer`; never raises for network or
+        Prometheus faults (each is the outcome's status).
+    """
+    start = time.monotonic()
+
+    def fail(status: SignalStatus, detail: str) -> Answer:
+        # Not logged here: the outcome carries the detail, and the controller logs one
+        # ``query_failed`` event per failed query.
+        outcome = QueryOutcome(
+            kind,
+            status,
+            detail=short_detail(detail),
+            duration_seconds=time.monotonic() - start,
+            query=promql,
+        )
+        return Answer(outcome, [])
+
+    try:
+        # httpx timeouts are per operation; asyncio.timeout bounds the whole exchange
+        # (a server trickling bytes would otherwise never time out).
+        async with asyncio.timeout(timeout_seconds):
+            resp = await client.post(
+                url,
+                data={"query": promql, "timeout": promql_duration(timeout_seconds)},
+                timeout=timeout_seconds,
+            )
+    except (TimeoutError, httpx.TimeoutException):
+        return fail(SignalStatus.TIMEOUT, f"no answer within {timeout_seconds}s")
+    except httpx.TransportError as err:
+        return fail(SignalStatus.TRANSPORT, f"{type(err).__name__}: {err}")
+    except TokenFileError as err:
+        return fail(SignalStatus.TRANSPORT, f"request not sent: {err}")
+    except OSError as err:
+        return fail(SignalStatus.TRANSPORT, f"request not sent: {err.strerror or err}")
+    except httpx.HTTPError as err:  # e.g. too many redirects, invalid URL
+        return fail(SignalStatus.TRANSPORT, f"{type(err).__name__}: {err}")
+
+    try:
+        body: Any = resp.json()
+    except ValueError:
+        body = None
+    is_prom = isinstance(body, dict) and body.get("status") in ("success", "error")
+    if is_prom and body["status"] == "error":
+        # Prometheus' own error (400 bad_data, 422 execution, 503 timeout/canceled...).
+        return fail(
+            SignalStatus.QUERY_ERROR,
+            f"{body.get('errorType', '?')}: {body.get('error', '')} (HTTP {resp.status_code})",
+        )
+    if not resp.is_success:
+        return fail(
+            SignalStatus.HTTP_ERROR, f"HTTP {resp.status_code}: {short_detail(resp.text) or '-'}"
+        )
+    if not is_prom:
+        return fail(
+            SignalStatus.BAD_RESPONSE,
+            f"not a Prometheus API answer: {short_detail(resp.text) or '(empty body)'}",
+        )
+    try:
+        series, warnings = parse_vector(body)
+    except BadResponse as err:
+        return fail(SignalStatus.BAD_RESPONSE, str(err))
+    return Answer(
+        QueryOutcome(
+            kind,
+            SignalStatus.OK,
+            series=len(series),
+            duration_seconds=time.monotonic() - start,
+            query=promql,
+            warnings=warnings,
+        ),
+        series,
+    )

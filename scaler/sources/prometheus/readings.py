@@ -1,0 +1,469 @@
+"""Each target's readings from one cycle's split answers (pure, no I/O).
+
+:func:`read_targets` matches per-pod series to each target's live, ready pods (by name in a
+namespace's default selector group, where a gone pod is told by the workload's pod-name
+pattern), sums them per signal, and names every fault: ``empty`` when a query answered with
+no series, ``absent`` when the signal is missing while the pods are provably scraped,
+``partial`` when some ready pods lack series, NaN/Inf/negative values, TTFT ``idle`` only
+when the request rate is exactly 0. Missing data is never read as zero.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from scaler.config.policy import TargetPolicy
+from scaler.config.vocabulary import SignalName
+from scaler.core.observation import WorkloadSnapshot
+from scaler.core.signals import SignalReading, SignalStatus
+from scaler.sources.prometheus.answers import QueryOutcome
+from scaler.sources.prometheus.split import PodSeries, SplitAnswers
+from scaler.sources.promql import (
+    KV_METRICS,
+    SIGNAL_QUERY,
+    WAITING_METRIC,
+    QueryKind,
+    QueryPlan,
+    promql_duration,
+)
+
+__all__ = ["DropReason", "DroppedSeries", "TargetReadings", "read_targets"]
+
+
+class DropReason(StrEnum):
+    """Why a per-pod series was not counted for its target."""
+
+    TERMINATING = "terminating"  # the pod has a deletionTimestamp
+    NOT_READY = "not_ready"  # live but not Ready (still loading, or failing probes)
+    UNKNOWN_POD = "unknown_pod"  # not among the workload's pods: deleted, or foreign
+    NO_POD_LABEL = "no_pod_label"  # the series has no ``pod`` label to match
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedSeries:
+    """A per-pod series the selector picked but that does not count (stale, not ready...)."""
+
+    query: QueryKind
+    namespace: str
+    pod: str
+    reason: DropReason
+
+
+@dataclass(frozen=True, slots=True)
+class TargetReadings:
+    """What the source read for one target.
+
+    Attributes:
+        key: the target key (``namespace/kind/name``).
+        signals: one reading per *enabled* signal of the target's policy.
+        kv_metric: KV-cache metric name(s) found on the ready pods, preferred name first,
+            comma-separated when pods differ (mid-upgrade); '' when none was found.
+        pods_missing: per-pod signal -> ready pods with no series for it.
+        pods_unscraped: ready pods without a ``vllm:num_requests_running`` series (not
+            scraped, or scrape failing); empty when the running query failed.
+        dropped: series picked by the selector but not counted (pods not live or not ready).
+        series_found: query -> series the target's selector (or TTFT expression) returned
+            before any pod filtering; the dry-run check uses it.
+        pod_load: ready pod -> requests in flight (``vllm:num_requests_running`` plus
+            ``vllm:num_requests_waiting``, summed over engines); only pods with both series
+            (running only when the waiting query was not sent). Ranks pods for scale-down.
+    """
+
+    key: str
+    signals: dict[SignalName, SignalReading]
+    kv_metric: str = ""
+    pods_missing: dict[SignalName, frozenset[str]] = field(default_factory=dict)
+    pods_unscraped: frozenset[str] = frozenset()
+    dropped: tuple[DroppedSeries, ...] = ()
+    series_found: dict[QueryKind, int] = field(default_factory=dict)
+    pod_load: dict[str, float] = field(default_factory=dict)
+
+
+def _names(pods: Sequence[str] | frozenset[str], limit: int = 5) -> str:
+    ordered = sorted(pods)
+    shown = ", ".join(ordered[:limit])
+    return shown + (f" and {len(ordered) - limit} more" if len(ordered) > limit else "")
+
+
+def _bad_value_reading(
+    name: SignalName, value: float, where: str, source_metric: str = ""
+) -> SignalReading | None:
+    """A reading for a non-finite or negative value, or None if the value is fine."""
+    if math.isnan(value):
+        status, shown = SignalStatus.NAN, "NaN"
+    elif math.isinf(value):
+        status, shown = SignalStatus.INF, "+Inf" if value > 0 else "-Inf"
+    elif value < 0:
+        status, shown = SignalStatus.NEGATIVE, repr(value)
+    else:
+        return None
+    return SignalReading(
+        name, status, source_metric=source_metric, detail=f"{where}: value {shown}"
+    )
+
+
+def read_targets(
+    policy_targets: Sequence[TargetPolicy],
+    snapshots: Mapping[str, WorkloadSnapshot],
+    plan: QueryPlan,
+    split: SplitAnswers,
+    *,
+    rate_window_seconds: float,
+) -> dict[str, TargetReadings]:
+    """Classify the split answers of one cycle into each target's readings (pure, no I/O).
+
+    Per-pod series count only for the snapshot's live, ready pods; a series of a pod that
+    belongs to another target (picked by a shared selector) is that target's, not stale.
+
+    Args:
+        policy_targets: the targets the plan was built for.
+        snapshots: target key -> its Kubernetes snapshot (a target without one gets
+            ``empty`` per-pod signals).
+        plan: the cycle's query plan (for each target's selector group).
+        split: the cycle's answers, split (:func:`~scaler.sources.prometheus.split.
+            split_answers`).
+        rate_window_seconds: the TTFT ``rate()`` window (for messages only).
+
+    Returns:
+        Target key -> :class:`TargetReadings`, for every target of ``policy_targets``.
+        Nothing is logged: an ``absent`` signal is a configuration problem the caller reports.
+    """
+    known_pods: set[tuple[str, str]] = {
+        (snap.namespace, p.name) for snap in snapshots.values() for p in snap.pods
+    }
+    return {
+        t.key: _TargetReader(
+            target=t,
+            snapshot=snapshots.get(t.key),
+            gid=plan.selector_group[t.key],
+            split=split,
+            known_pods=known_pods,
+            rate_window_seconds=rate_window_seconds,
+        ).read()
+        for t in policy_targets
+    }
+
+
+@functools.lru_cache(maxsize=4096)
+def _pattern(regex: str) -> re.Pattern[str]:
+    """A pod-name pattern of :meth:`TargetPolicy.pod_name_regex` (PromQL anchors it: fullmatch)."""
+    return re.compile(regex)
+
+
+@dataclass(slots=True)
+class _TargetReader:
+    """Turns the split answers into one target's readings."""
+
+    target: TargetPolicy
+    snapshot: WorkloadSnapshot | None
+    gid: str
+    split: SplitAnswers
+    known_pods: set[tuple[str, str]]
+    rate_window_seconds: float
+    dropped: list[DroppedSeries] = field(default_factory=list)
+    series_found: dict[QueryKind, int] = field(default_factory=dict)
+    _pod_cache: dict[QueryKind, dict[str, dict[str, float]] | None] = field(default_factory=dict)
+
+    @property
+    def ready(self) -> frozenset[str]:
+        return self.snapshot.ready_pod_names if self.snapshot else frozenset()
+
+    def outcome(self, kind: QueryKind) -> QueryOutcome | None:
+        ans = self.split.answers.get(kind)
+        return ans.outcome if ans else None
+
+    def pod_values(self, kind: QueryKind) -> dict[str, dict[str, float]] | None:
+        """Ready pod -> {metric: value} for a per-pod query; None if the query failed.
+
+        Series of pods that are not live and ready are recorded in ``dropped`` (once per
+        query: the result is cached).
+        """
+        if kind not in self._pod_cache:
+            self._pod_cache[kind] = self._pod_values(kind)
+        return self._pod_cache[kind]
+
+    def _pod_values(self, kind: QueryKind) -> dict[str, dict[str, float]] | None:
+        groups = self.split.pod_groups.get(kind)
+        if groups is None:
+            return None
+        grp = groups.get(self.gid, PodSeries())
+        # A default-selector target's group selects whole namespaces (see build_query_plan):
+        # only its own pods' series, and gone pods its pod-name pattern picks, are its.
+        own = (
+            _pattern(self.target.pod_name_regex())
+            if self.target.prometheus_matchers is None
+            else None
+        )
+        snap = self.snapshot
+        if own is not None and snap is not None:
+            return self._own_pod_values(kind, grp, own, snap)
+        namespace = self.target.workload.namespace
+        if own is None:
+            self.series_found[kind] = grp.count
+        else:
+            self.series_found[kind] = grp.no_pod_label + sum(
+                1
+                for ns, pod in grp.by_pod
+                if (ns or namespace) == namespace
+                and (namespace, pod) not in self.known_pods
+                and own.fullmatch(pod)
+            )
+        out: dict[str, dict[str, float]] = {}
+        if snap is None:
+            return out
+        pods = {p.name: p for p in snap.pods}
+        ready = snap.ready_pod_names
+        for _ in range(grp.no_pod_label):
+            self.dropped.append(DroppedSeries(kind, snap.namespace, "", DropReason.NO_POD_LABEL))
+        for (ns, pod), metrics in sorted(grp.by_pod.items()):
+            ns = ns or snap.namespace
+            if ns == snap.namespace and pod in ready:
+                out[pod] = metrics
+                continue
+            info = pods.get(pod) if ns == snap.namespace else None
+            if info is not None:
+                reason = DropReason.TERMINATING if info.terminating else DropReason.NOT_READY
+            elif (ns, pod) in self.known_pods:
+                continue  # another target's pod, picked by a shared selector
+            else:
+                reason = DropReason.UNKNOWN_POD
+            self.dropped.append(DroppedSeries(kind, ns, pod, reason))
+        return out
+
+    def _own_pod_values(
+        self, kind: QueryKind, grp: PodSeries, own: re.Pattern[str], snap: WorkloadSnapshot
+    ) -> dict[str, dict[str, float]]:
+        """:meth:`_pod_values` for a target sharing its namespace's group: the series of its
+        own pods (looked up by name), plus the stray series its pod-name pattern picks."""
+        ns = snap.namespace
+        ready = snap.ready_pod_names
+        own_names = {p.name for p in snap.pods}
+        found = grp.no_pod_label
+        out: dict[str, dict[str, float]] = {}
+        dropped: list[DroppedSeries] = []
+        for p in snap.pods:
+            # A series without a namespace label is matched on the target's namespace; the
+            # namespaced one wins when both exist.
+            for key in (("", p.name), (ns, p.name)):
+                metrics = grp.by_pod.get(key)
+                if metrics is None:
+                    continue
+                found += 1
+                if p.name in ready:
+                    out[p.name] = metrics
+                else:
+                    reason = DropReason.TERMINATING if p.terminating else DropReason.NOT_READY
+                    dropped.append(DroppedSeries(kind, ns, p.name, reason))
+        for series_ns, pod in grp.strays(self.known_pods, ns):
+            if (series_ns or ns) != ns or pod in own_names or (ns, pod) in self.known_pods:
+                continue  # another namespace's, already counted, or another target's pod
+            if own.fullmatch(pod):  # a gone pod of this target
+                found += 1
+                dropped.append(DroppedSeries(kind, ns, pod, DropReason.UNKNOWN_POD))
+        self.series_found[kind] = found
+        self.dropped.extend(
+            [DroppedSeries(kind, ns, "", DropReason.NO_POD_LABEL)] * grp.no_pod_label
+        )
+        self.dropped.extend(sorted(dropped, key=lambda d: d.pod))
+        return out
+
+    def read(self) -> TargetReadings:
+        running = self.pod_values(QueryKind.RUNNING)
+        scraped = bool(running)  # at least one ready pod of this target exports vLLM series
+        unscraped = self.ready - set(running) if running is not None else frozenset()
+
+        signals: dict[SignalName, SignalReading] = {}
+        pods_missing: dict[SignalName, frozenset[str]] = {}
+        kv_metric = ""
+        for name in self.target.signals.enabled():
+            if name is SignalName.TTFT_P95:
+                signals[name] = self.ttft(scraped)
+                continue
+            reading, missing = self.per_pod(name, scraped)
+            signals[name] = reading
+            if missing:
+                pods_missing[name] = missing
+            if name is SignalName.KV_CACHE_USAGE:
+                kv_metric = reading.source_metric
+        return TargetReadings(
+            key=self.target.key,
+            signals=signals,
+            kv_metric=kv_metric,
+            pods_missing=pods_missing,
+            pods_unscraped=frozenset(unscraped),
+            dropped=tuple(self.dropped),
+            series_found=dict(self.series_found),
+            pod_load=self.pod_load(running),
+        )
+
+    def pod_load(self, running: dict[str, dict[str, float]] | None) -> dict[str, float]:
+        """Requests in flight per ready pod (running + waiting); pods lacking data are left out."""
+        if not running:
+            return {}
+        waiting_sent = QueryKind.WAITING in self.split.answers
+        waiting = self.pod_values(QueryKind.WAITING) if waiting_sent else {}
+        if waiting is None:
+            return {}
+        out: dict[str, float] = {}
+        for pod, metrics in running.items():
+            if waiting_sent and pod not in waiting:
+                continue
+            total = math.fsum(metrics.values()) + math.fsum((waiting.get(pod) or {}).values())
+            if math.isfinite(total) and total >= 0:
+                out[pod] = total
+        return out
+
+    def per_pod(self, name: SignalName, scraped: bool) -> tuple[SignalReading, frozenset[str]]:
+        """Reading of a per-pod signal: the sum over the ready pods with data."""
+        kind = SIGNAL_QUERY[name]
+        outcome = self.outcome(kind)
+        values = self.pod_values(kind)
+        if outcome is None or values is None:
+            status = outcome.status if outcome else SignalStatus.EMPTY
+            detail = outcome.detail if outcome else "query not sent"
+            return SignalReading(name, status, detail=f"{kind} query: {detail}"), frozenset()
+        if self.snapshot is None:
+            return SignalReading(name, SignalStatus.EMPTY, detail="no workload snapshot"), (
+                frozenset()
+            )
+        ready = self.ready
+        if not ready:
+            return SignalReading(name, SignalStatus.EMPTY, detail="no ready pods"), frozenset()
+
+        per_pod: dict[str, float] = {}
+        metric_used: dict[str, str] = {}
+        for pod, metrics in values.items():
+            if name is SignalName.KV_CACHE_USAGE:
+                # Prefer the new name per pod: vLLM 0.9.2-0.10 exports both.
+                metric = next((m for m in KV_METRICS if m in metrics), None)
+                if metric is None:
+                    continue
+            else:
+                metric = next(iter(metrics))
+            per_pod[pod] = metrics[metric]
+            metric_used[pod] = metric
+        if name is SignalName.KV_CACHE_USAGE:
+            # Mid-upgrade pods may differ: report every name found, preferred first.
+            source_metric = ",".join(m for m in KV_METRICS if m in metric_used.values())
+            wanted = " or ".join(KV_METRICS)
+        else:
+            source_metric = wanted = WAITING_METRIC
+
+        if not per_pod:
+            if scraped:
+                return SignalReading(
+                    name,
+                    SignalStatus.ABSENT,
+                    pods_missing=len(ready),
+                    source_metric=source_metric,
+                    detail=f"no {wanted} series for {len(ready)} ready pods, although their "
+                    "vllm:num_requests_running series exist (renamed or disabled metric?)",
+                ), ready
+            return SignalReading(
+                name,
+                SignalStatus.EMPTY,
+                pods_missing=len(ready),
+                source_metric=source_metric,
+                detail=f"no series for any of {len(ready)} ready pods",
+            ), ready
+
+        for pod in sorted(per_pod):
+            bad = _bad_value_reading(name, per_pod[pod], f"pod {pod}", source_metric)
+            if bad is not None:
+                return bad, frozenset(ready - per_pod.keys())
+
+        total = math.fsum(per_pod.values())
+        missing = frozenset(ready - per_pod.keys())
+        if missing:
+            return SignalReading(
+                name,
+                SignalStatus.PARTIAL,
+                value=total,
+                pods_with_data=len(per_pod),
+                pods_missing=len(missing),
+                source_metric=source_metric,
+                detail=f"{len(missing)} of {len(ready)} ready pods have no series: "
+                + _names(missing),
+            ), missing
+        return SignalReading(
+            name,
+            SignalStatus.OK,
+            value=total,
+            pods_with_data=len(per_pod),
+            source_metric=source_metric,
+        ), missing
+
+    def ttft(self, scraped: bool) -> SignalReading:
+        """Reading of the TTFT quantile: ok, idle (NaN with zero request rate) or a fault."""
+        name = SignalName.TTFT_P95
+        metric = "vllm:time_to_first_token_seconds"
+        key = self.target.key
+        outcome = self.outcome(QueryKind.TTFT_QUANTILE)
+        series = self.split.target_series.get(QueryKind.TTFT_QUANTILE)
+        if outcome is None or series is None:
+            status = outcome.status if outcome else SignalStatus.EMPTY
+            detail = outcome.detail if outcome else "query not sent"
+            return SignalReading(name, status, source_metric=metric, detail=f"ttft query: {detail}")
+        self.series_found[QueryKind.TTFT_QUANTILE] = int(key in series)
+        if key not in series:
+            if scraped:
+                return SignalReading(
+                    name,
+                    SignalStatus.ABSENT,
+                    source_metric=metric,
+                    detail="no TTFT histogram series although the pods are scraped",
+                )
+            return SignalReading(
+                name, SignalStatus.EMPTY, source_metric=metric, detail="no TTFT histogram series"
+            )
+        value = series[key]
+        if math.isnan(value):
+            return self.ttft_nan()
+        bad = _bad_value_reading(name, value, "TTFT quantile", metric)
+        if bad is not None:
+            return bad
+        return SignalReading(name, SignalStatus.OK, value=value, source_metric=metric)
+
+    def ttft_nan(self) -> SignalReading:
+        """NaN quantile: idle only when the request rate is known to be exactly zero."""
+        name = SignalName.TTFT_P95
+        metric = "vllm:time_to_first_token_seconds"
+        window = promql_duration(self.rate_window_seconds)
+        rate_outcome = self.outcome(QueryKind.TTFT_RATE)
+        rates = self.split.target_series.get(QueryKind.TTFT_RATE)
+        if rates is None:
+            why = rate_outcome.status if rate_outcome else "not sent"
+            return SignalReading(
+                name,
+                SignalStatus.NAN,
+                source_metric=metric,
+                detail=f"TTFT quantile NaN and request rate unknown (rate query: {why})",
+            )
+        rate = rates.get(self.target.key)
+        if rate is None:
+            return SignalReading(
+                name,
+                SignalStatus.NAN,
+                source_metric=metric,
+                detail="TTFT quantile NaN and the request-rate query has no series",
+            )
+        if rate == 0.0:
+            # 0/0 in histogram_quantile: no requests in the window. Valid, no pressure.
+            return SignalReading(
+                name,
+                SignalStatus.IDLE,
+                value=0.0,
+                source_metric=metric,
+                detail=f"no requests in the last {window} (request rate 0)",
+            )
+        return SignalReading(
+            name,
+            SignalStatus.NAN,
+            source_metric=metric,
+            detail=f"TTFT quantile NaN while requests flow at {rate:g}/s",
+        )

@@ -1,0 +1,355 @@
+"""The Helm chart deploy/helm/vllm-scaler: rendered and linted by Helm's own engine for its
+defaults and variants, every object valid against the Kubernetes schemas, the same objects as
+the kustomize base and overlays, and the files rendered from it up to date."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from scaler.config.policy import parse_policy
+from scaler.config.settings import unknown_env_vars
+from tests.deploy.render import (
+    CRD_KINDS,
+    DEPLOY,
+    ROOT,
+    Doc,
+    files,
+    helm_lint,
+    helm_render,
+    kustomize,
+    normal_form,
+    one,
+    validate,
+)
+
+TWO_NAMESPACES = {
+    "targets": [
+        {
+            "workload": {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "namespace": ns,
+                "name": name,
+            },
+            "min_replicas": 1,
+            "max_replicas": 4,
+        }
+        for ns, name in (("team-b", "llama"), ("team-a", "qwen"), ("team-b", "mistral"))
+    ]
+}
+
+AUTH = {
+    "prometheus": {
+        "url": "https://prometheus.example.svc:9091",
+        "bearerTokenSecret": {"name": "prom-token", "key": "token"},
+        "tls": {
+            "caConfigMap": {"name": "kube-root-ca.crt", "key": "ca.crt"},
+            "clientCertSecret": {"name": "prom-client"},
+        },
+        "headers": {"X-Scope-OrgID": "team-a"},
+    }
+}
+
+VARIANTS = [
+    pytest.param({}, id="defaults"),
+    pytest.param({"recommendOnly": True}, id="recommend-only"),
+    pytest.param({"rbac": {"scope": "namespaces"}, "policy": TWO_NAMESPACES}, id="rbac-namespaces"),
+    pytest.param(AUTH, id="prometheus-auth"),
+    pytest.param(
+        {
+            "prometheus": {
+                "headersSecret": {"name": "tenant", "key": "headers"},
+                "tls": {"caSecret": {"name": "prom-ca"}},
+            }
+        },
+        id="headers-and-ca-from-secrets",
+    ),
+    pytest.param(
+        {
+            "image": {"digest": "sha256:" + "ab" * 32},
+            "podAntiAffinity": "hard",
+            "topologySpreadConstraints": [],
+            "nodeSelector": {"pool": "cpu"},
+            "tolerations": [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}],
+            "priorityClassName": "system-cluster-critical",
+            "extraEnv": [{"name": "VLLM_SCALER_METRICS_ADDRESS", "value": "0.0.0.0"}],
+        },
+        id="scheduling-and-digest",
+    ),
+    pytest.param(
+        {
+            "serviceMonitor": {"enabled": False},
+            "prometheusRule": {"enabled": False},
+            "dashboards": {"enabled": False},
+            "podDisruptionBudget": {"enabled": False},
+            "leaderElection": {"enabled": False},
+            "replicas": 1,
+        },
+        id="minimal",
+    ),
+    pytest.param({"policy": (DEPLOY / "base" / "policy.yaml").read_text()}, id="policy-as-text"),
+]
+
+
+def _env(docs: list[Doc]) -> dict[str, dict[str, Any]]:
+    dep = one(docs, "Deployment")
+    return {e["name"]: e for e in dep["spec"]["template"]["spec"]["containers"][0]["env"]}
+
+
+@pytest.mark.parametrize("values", VARIANTS)
+def test_renders_lints_and_validates(values: dict[str, Any], monkeypatch) -> None:
+    report = helm_lint(values)
+    assert report["errors"] == [], report
+    assert [m for m in report["messages"] if m["severity"] >= 2] == [], report
+    docs = helm_render(values)
+    validate(docs)
+    # Every object is namespaced to the release, but the cluster-wide RBAC and the Roles in
+    # the targets' namespaces.
+    for d in docs:
+        if d["kind"] in ("ClusterRole", "ClusterRoleBinding"):
+            assert "namespace" not in d["metadata"]
+        elif d["kind"] not in ("Role", "RoleBinding") or "leader" in d["metadata"]["name"]:
+            assert d["metadata"]["namespace"] == "vllm-scaler", d["metadata"]
+    # The policy mounted is a valid policy.
+    cm = one(docs, "ConfigMap", "vllm-scaler-policy")
+    assert parse_policy(yaml.safe_load(cm["data"]["policy.yaml"])).targets
+    # Every environment variable is a setting the controller knows.
+    for name, e in _env(docs).items():
+        monkeypatch.setenv(name, e.get("value", "from-a-secret"))
+    assert unknown_env_vars() == []
+
+
+@pytest.mark.parametrize(
+    ("values", "kustomization"),
+    [
+        pytest.param({}, DEPLOY / "base", id="defaults-and-base"),
+        pytest.param(
+            {"recommendOnly": True}, DEPLOY / "overlays" / "recommend-only", id="recommend-only"
+        ),
+        pytest.param(
+            {"rbac": {"scope": "namespaces"}}, DEPLOY / "overlays" / "namespaced", id="namespaced"
+        ),
+    ],
+)
+def test_chart_and_kustomize_produce_the_same_objects(
+    values: dict[str, Any], kustomization: Path
+) -> None:
+    """Object by object, but for the dashboards' ConfigMaps (chart only: kustomize cannot
+    read files outside its folder) and the Namespace (kustomize only: Helm creates it with
+    --create-namespace)."""
+    chart = normal_form([d for d in helm_render(values) if "grafana_dashboard" not in _labels(d)])
+    built = normal_form([d for d in kustomize(kustomization) if d["kind"] != "Namespace"])
+    assert chart.keys() == built.keys()
+    for key in chart:
+        assert chart[key] == built[key], key
+
+
+def test_files_rendered_from_the_chart_are_up_to_date() -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "render-manifests.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def _labels(doc: Doc) -> dict[str, str]:
+    labels: dict[str, str] = doc["metadata"].get("labels", {})
+    return labels
+
+
+def test_prometheusrule_holds_exactly_the_plain_rules_file() -> None:
+    plain = yaml.safe_load((DEPLOY / "rules" / "vllm-scaler.rules.yaml").read_text())["groups"]
+    chart = one(helm_render(), "PrometheusRule")
+    base = one(kustomize(DEPLOY / "base"), "PrometheusRule")
+    assert chart["spec"]["groups"] == plain
+    assert base["spec"]["groups"] == plain
+    assert base["metadata"]["namespace"] == "vllm-scaler"
+    # A mirror of the runbooks moves every runbook_url, nothing else.
+    mirror = "https://wiki.example.com/vllm-scaler/runbooks"
+    moved = one(helm_render({"prometheusRule": {"runbookBaseUrl": mirror + "/"}}), "PrometheusRule")
+    urls = [r["annotations"]["runbook_url"] for g in moved["spec"]["groups"] for r in g["rules"]]
+    assert urls and all(u.startswith(mirror + "#vllmscaler") for u in urls), urls
+
+
+def test_monitoring_labels_and_interval_are_configurable() -> None:
+    docs = helm_render(
+        {
+            "serviceMonitor": {
+                "labels": {"release": "kps"},
+                "interval": "30s",
+                "scrapeTimeout": "10s",
+            },
+            "prometheusRule": {"labels": {"release": "kps", "team": "ml"}},
+        }
+    )
+    sm = one(docs, "ServiceMonitor")
+    assert sm["metadata"]["labels"]["release"] == "kps"
+    assert sm["spec"]["endpoints"] == [
+        {"port": "metrics", "path": "/metrics", "interval": "30s", "scrapeTimeout": "10s"}
+    ]
+    service = one(docs, "Service")
+    assert sm["spec"]["selector"]["matchLabels"] == service["spec"]["selector"]
+    rule = one(docs, "PrometheusRule")
+    assert rule["metadata"]["labels"]["release"] == "kps"
+    assert rule["metadata"]["labels"]["team"] == "ml"
+    off = helm_render({"serviceMonitor": {"enabled": False}, "prometheusRule": {"enabled": False}})
+    assert not CRD_KINDS & {d["kind"] for d in off}
+
+
+def test_dashboards_are_configmaps_for_grafanas_sidecar() -> None:
+    docs = helm_render({"dashboards": {"annotations": {"grafana_folder": "vLLM"}}})
+    maps = [d for d in docs if _labels(d).get("grafana_dashboard") == "1"]
+    committed = sorted((ROOT / "dashboards").glob("*.json"))
+    assert len(maps) == len(committed) >= 2
+    for cm, path in zip(sorted(maps, key=lambda d: d["metadata"]["name"]), committed, strict=True):
+        assert cm["metadata"]["annotations"] == {"grafana_folder": "vLLM"}
+        ((key, text),) = cm["data"].items()
+        assert key == path.name
+        dashboard = json.loads(text)
+        # The committed dashboard, with the import input replaced by the datasource's uid.
+        expected = json.loads(path.read_text().replace("${DS_PROMETHEUS}", "prometheus"))
+        assert dashboard == expected
+        assert "${DS_PROMETHEUS}" not in text
+        assert len(text.encode()) < 1_000_000  # a ConfigMap holds at most 1 MiB
+
+
+def test_prometheus_auth_is_mounted_as_files() -> None:
+    docs = helm_render(AUTH)
+    env = _env(docs)
+    pod = one(docs, "Deployment")["spec"]["template"]["spec"]
+    mounts = {m["name"]: m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    token = env["VLLM_SCALER_PROMETHEUS_BEARER_TOKEN_FILE"]["value"]
+    assert token == mounts["prometheus-token"] + "/token"
+    assert volumes["prometheus-token"]["secret"]["secretName"] == "prom-token"
+    assert env["VLLM_SCALER_PROMETHEUS_CA_FILE"]["value"] == mounts["prometheus-ca"] + "/ca.crt"
+    assert volumes["prometheus-ca"]["configMap"]["name"] == "kube-root-ca.crt"
+    assert env["VLLM_SCALER_PROMETHEUS_CLIENT_CERT_FILE"]["value"].startswith(
+        mounts["prometheus-client"]
+    )
+    assert volumes["prometheus-client"]["secret"]["secretName"] == "prom-client"
+    assert json.loads(env["VLLM_SCALER_PROMETHEUS_HEADERS"]["value"]) == {"X-Scope-OrgID": "team-a"}
+    secret_headers = _env(helm_render({"prometheus": {"headersSecret": {"name": "tenant"}}}))
+    assert secret_headers["VLLM_SCALER_PROMETHEUS_HEADERS"]["valueFrom"]["secretKeyRef"] == {
+        "name": "tenant",
+        "key": "headers",
+    }
+
+
+def test_two_replicas_spread_over_nodes_and_zones_with_a_disruption_budget() -> None:
+    docs = helm_render()
+    dep = one(docs, "Deployment")
+    pod = dep["spec"]["template"]["spec"]
+    selector = dep["spec"]["selector"]["matchLabels"]
+    assert dep["spec"]["replicas"] == 2
+    term = pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term[0]["podAffinityTerm"]["labelSelector"]["matchLabels"] == selector
+    assert term[0]["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    (spread,) = pod["topologySpreadConstraints"]
+    assert spread["labelSelector"]["matchLabels"] == selector
+    pdb = one(docs, "PodDisruptionBudget")
+    assert pdb["spec"] == {"maxUnavailable": 1, "selector": {"matchLabels": selector}}
+    hard = one(helm_render({"podAntiAffinity": "hard"}), "Deployment")
+    affinity = hard["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+    assert affinity["requiredDuringSchedulingIgnoredDuringExecution"][0]["labelSelector"] == {
+        "matchLabels": selector
+    }
+    own = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["cpu"]}]}
+                ]
+            }
+        }
+    }
+    merged = one(helm_render({"affinity": own}), "Deployment")["spec"]["template"]["spec"]
+    assert set(merged["affinity"]) == {"nodeAffinity", "podAntiAffinity"}
+
+
+def test_recommend_only_never_writes() -> None:
+    docs = helm_render({"recommendOnly": True})
+    dep = one(docs, "Deployment")
+    assert dep["spec"]["replicas"] == 1
+    assert dep["spec"]["template"]["spec"]["containers"][0]["args"] == ["run", "--dry-run"]
+    verbs = {v for rule in one(docs, "ClusterRole")["rules"] for v in rule["verbs"]}
+    assert verbs <= {"get", "list", "watch"}
+    assert not [d for d in docs if d["kind"] in ("Role", "RoleBinding")]
+
+
+def test_image_by_tag_or_digest() -> None:
+    def image(values: dict[str, Any]) -> str:
+        dep = one(helm_render(values), "Deployment")
+        return str(dep["spec"]["template"]["spec"]["containers"][0]["image"])
+
+    assert image({}) == "ghcr.io/vllm-scaler/vllm-scaler:0.1.0"
+    assert image({"image": {"tag": "0.2.0"}}) == "ghcr.io/vllm-scaler/vllm-scaler:0.2.0"
+    digest = "sha256:" + "0f" * 32
+    assert image({"image": {"digest": digest}}) == f"ghcr.io/vllm-scaler/vllm-scaler@{digest}"
+
+
+def test_a_changed_policy_rolls_the_pods() -> None:
+    def checksum(values: dict[str, Any]) -> str:
+        dep = one(helm_render(values), "Deployment")
+        return str(dep["spec"]["template"]["metadata"]["annotations"]["checksum/policy"])
+
+    assert checksum({}) != checksum({"policy": TWO_NAMESPACES})
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        pytest.param(
+            {"rbac": {"scope": "everywhere"}}, 'rbac.scope: value "everywhere"', id="rbac-scope"
+        ),
+        pytest.param(
+            {"podAntiAffinity": "maybe"}, 'podAntiAffinity: value "maybe"', id="anti-affinity"
+        ),
+        pytest.param(
+            {"prometheus": {"tls": {"caSecret": {"name": "a"}, "caConfigMap": {"name": "b"}}}},
+            "prometheus.tls: set caSecret or caConfigMap, not both",
+            id="two-cas",
+        ),
+        pytest.param(
+            {"prometheus": {"headers": {"a": "b"}, "headersSecret": {"name": "h"}}},
+            "prometheus: set headers or headersSecret, not both",
+            id="two-headers",
+        ),
+        pytest.param(
+            {"rbac": {"scope": "namespaces"}, "policy": {"targets": []}},
+            "policy.targets: empty",
+            id="namespaces-without-targets",
+        ),
+        pytest.param(
+            {"rbac": {"scope": "namespaces"}, "policy": {"targets": [{"workload": {"name": "x"}}]}},
+            "policy.targets[0].workload.namespace: missing",
+            id="target-no-namespace",
+        ),
+        pytest.param(
+            {"serviceAccount": {"create": False}},
+            "serviceAccount.name is required",
+            id="no-service-account",
+        ),
+    ],
+)
+def test_invalid_values_fail_naming_the_value(values: dict[str, Any], message: str) -> None:
+    helm = pytest.importorskip("helm_python")
+    with pytest.raises(helm.HelmError) as err:
+        helm_render(values)
+    assert message in str(err.value)
+
+
+def test_namespaced_overlay_roles_follow_the_base_policy() -> None:
+    policy = yaml.safe_load((DEPLOY / "base" / "policy.yaml").read_text())
+    wanted = {t["workload"]["namespace"] for t in policy["targets"]}
+    generated = files(DEPLOY / "overlays" / "namespaced" / "rbac.yaml")
+    assert {d["metadata"]["namespace"] for d in generated if d["kind"] == "Role"} == wanted

@@ -1,0 +1,233 @@
+"""The image: a base pinned by digest, every runtime dependency from the hash-pinned lock
+(requirements.txt) that matches pyproject.toml, no wheel left in a layer, and the commands
+that need an extra say so in one line instead of failing with a traceback."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from dockerfile_parse import DockerfileParser
+from packaging.markers import default_environment
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from typer.testing import CliRunner
+
+from scaler.cli import EXTRAS, app
+
+ROOT = Path(__file__).resolve().parents[2]
+LOCK = ROOT / "requirements.txt"
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+PROJECT = "vllm-scaler (pyproject.toml)"
+# The image's interpreter and platform, for the lock's environment markers.
+IMAGE_ENV = {
+    **default_environment(),
+    "python_version": "3.11",
+    "python_full_version": "3.11.16",
+    "sys_platform": "linux",
+    "platform_system": "Linux",
+    "os_name": "posix",
+    "implementation_name": "cpython",
+    "platform_python_implementation": "CPython",
+}
+
+
+@dataclass
+class Pin:
+    requirement: Requirement
+    hashes: list[str] = field(default_factory=list)
+    via: set[str] = field(default_factory=set)
+
+    @property
+    def version(self) -> str:
+        (spec,) = self.requirement.specifier
+        assert spec.operator == "==", self.requirement
+        return spec.version
+
+
+def _lock() -> dict[str, Pin]:
+    """The lock's entries by canonical name: ``name==version [; marker]`` lines with their
+    ``--hash`` options and ``# via`` comments, as pip-compile and uv write them."""
+    pins: dict[str, Pin] = {}
+    current: Pin | None = None
+    in_via = False
+    for raw in LOCK.read_text(encoding="utf-8").splitlines():
+        line = raw.strip().removesuffix("\\").strip()
+        if not line:
+            continue
+        if not raw.startswith((" ", "#")):
+            current = Pin(Requirement(line))
+            pins[canonicalize_name(current.requirement.name)] = current
+            in_via = False
+        elif line.startswith("--hash="):
+            assert current is not None
+            current.hashes.append(line.removeprefix("--hash="))
+        elif current is not None and line.startswith("# via"):
+            parent = line.removeprefix("# via").strip()
+            in_via = not parent
+            if parent:
+                current.via.add(parent)
+        elif current is not None and in_via and line.startswith("#   "):
+            current.via.add(line.removeprefix("#").strip())
+    return pins
+
+
+def _project_dependencies() -> list[Requirement]:
+    return [Requirement(r) for r in PYPROJECT["project"]["dependencies"]]
+
+
+def test_lock_pins_exactly_the_runtime_dependencies_of_pyproject() -> None:
+    pins = _lock()
+    direct = _project_dependencies()
+    for req in direct:
+        pin = pins.get(canonicalize_name(req.name))
+        assert pin is not None, f"{req} is in pyproject.toml but not in requirements.txt"
+        assert req.specifier.contains(pin.version, prereleases=True), (
+            f"requirements.txt pins {req.name}=={pin.version}, outside pyproject's {req}: "
+            "run scripts/lock.sh"
+        )
+        assert PROJECT in pin.via, pin
+    # Nothing is locked as a direct dependency that pyproject no longer asks for.
+    locked_direct = {name for name, pin in pins.items() if PROJECT in pin.via}
+    assert locked_direct == {canonicalize_name(r.name) for r in direct}, (
+        "requirements.txt is stale: run scripts/lock.sh"
+    )
+    # No extra's dependency (matplotlib, the dashboards SDK, ...) in the image.
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    extra_only = {
+        canonicalize_name(Requirement(r).name)
+        for name, reqs in extras.items()
+        if name != "dev"
+        for r in reqs
+    } - locked_direct
+    assert extra_only and not extra_only & set(pins), extra_only & set(pins)
+
+
+def test_lock_is_hashed_and_closed() -> None:
+    pins = _lock()
+    assert len(pins) >= len(_project_dependencies())
+    header = LOCK.read_text(encoding="utf-8").splitlines()[:3]
+    assert any("scripts/lock.sh" in line for line in header), header
+    for name, pin in pins.items():
+        assert pin.hashes, f"{name} has no --hash"
+        assert all(re.fullmatch(r"sha256:[0-9a-f]{64}", h) for h in pin.hashes), name
+        assert pin.via, f"{name}: nothing depends on it"
+        for parent in pin.via - {PROJECT}:
+            assert canonicalize_name(parent) in pins, f"{name} via {parent}, which is not locked"
+
+
+def test_lock_holds_every_requirement_of_the_locked_packages() -> None:
+    """Closure by the packages' own metadata: for each locked package installed here at the
+    locked version, every requirement that applies to the image (Linux, CPython 3.11, no
+    extras) is locked too, at a version it accepts."""
+    pins = _lock()
+    checked = 0
+    for name, pin in pins.items():
+        try:
+            dist = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        if dist.version != pin.version:
+            continue
+        checked += 1
+        for text in dist.requires or []:
+            req = Requirement(text)
+            if req.marker is not None and not req.marker.evaluate({**IMAGE_ENV, "extra": ""}):
+                continue
+            dep = pins.get(canonicalize_name(req.name))
+            assert dep is not None, f"{name} {pin.version} requires {req}, not in the lock"
+            assert req.specifier.contains(dep.version, prereleases=True), (name, req, dep.version)
+    assert checked >= len(pins) // 2, f"only {checked} of {len(pins)} locked versions installed"
+
+
+def _dockerfile() -> DockerfileParser:
+    return DockerfileParser(str(ROOT / "Dockerfile"))
+
+
+def test_base_image_is_pinned_by_digest() -> None:
+    parents = _dockerfile().parent_images
+    assert len(parents) == 2
+    assert len(set(parents)) == 1, parents
+    assert re.fullmatch(r"python:3\.11-slim-bookworm@sha256:[0-9a-f]{64}", parents[0]), parents
+
+
+def test_image_installs_from_the_lock_and_leaves_no_wheel_in_a_layer() -> None:
+    instructions = _dockerfile().structure
+    stages: list[list[tuple[str, str]]] = []
+    for ins in instructions:
+        if ins["instruction"] == "FROM":
+            stages.append([])
+        if stages and ins["instruction"] != "COMMENT":
+            stages[-1].append((ins["instruction"], " ".join(ins["value"].split())))
+    build, final = stages
+    build_runs = " ".join(v for i, v in build if i == "RUN")
+    assert "--require-hashes" in build_runs and "-r requirements.txt" in build_runs
+    assert "--no-deps --no-build-isolation" in build_runs  # the project with the base's setuptools
+    assert ("COPY", "requirements.txt pyproject.toml README.md ./") in build
+    # The final stage copies nothing from the build stage: the wheels are only mounted.
+    assert not [v for i, v in final if i in ("COPY", "ADD")], final
+    (install,) = [v for i, v in final if i == "RUN"]
+    assert install.startswith("--mount=type=bind,from=build,source=/wheels,target=/wheels ")
+    assert "pip install --no-cache-dir --no-index --no-deps /wheels/*.whl" in install
+    assert "pip check" in install
+    assert "install --upgrade" not in build_runs + install  # nothing unpinned
+    assert ("USER", "65532:65532") in final
+
+
+def test_every_extra_command_names_an_extra_that_brings_its_modules() -> None:
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    registered = {
+        info.name or info.callback.__name__.replace("_", "-")
+        for info in app.registered_commands
+        if info.callback is not None
+    }
+    providers = importlib.metadata.packages_distributions()
+    for command, (extra, modules) in EXTRAS.items():
+        assert command in registered, command
+        wanted = {canonicalize_name(Requirement(r).name) for r in extras[extra]}
+        for module in modules:
+            dists = {canonicalize_name(d) for d in providers.get(module, [])}
+            assert dists & wanted, f"{command}: {module} does not come with [{extra}]"
+
+
+@pytest.mark.parametrize(
+    ("args", "missing", "line"),
+    [
+        pytest.param(
+            ["bench", "--trace", "conv"], "matplotlib",
+            "vllm-scaler: matplotlib is missing: pip install 'vllm-scaler[sim]'", id="bench",
+        ),
+        pytest.param(
+            ["sim", "--minutes", "1"], "matplotlib",
+            "vllm-scaler: matplotlib is missing: pip install 'vllm-scaler[sim]'", id="sim",
+        ),
+        pytest.param(
+            ["backtest", "--start", "now-1h"], "prometheus_api_client",
+            "vllm-scaler: prometheus_api_client is missing: pip install 'vllm-scaler[backtest]'",
+            id="backtest",
+        ),
+        pytest.param(
+            ["dashboards", "--check"], "grafana_foundation_sdk",
+            "vllm-scaler: grafana_foundation_sdk is missing: "
+            "pip install 'vllm-scaler[dashboards]'",
+            id="dashboards",
+        ),
+    ],
+)  # fmt: skip
+def test_a_command_without_its_extra_prints_one_line(
+    args: list[str], missing: str, line: str, monkeypatch
+) -> None:
+    """As in the image, where no extra is installed: the module cannot be found (a None in
+    sys.modules is how importlib spells that), so the command stops before any work."""
+    monkeypatch.setitem(sys.modules, missing, None)
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert result.output.splitlines() == [line]
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    if args[0] != "dashboards":  # its --help belongs to the generator
+        assert CliRunner().invoke(app, [args[0], "--help"]).exit_code == 0
