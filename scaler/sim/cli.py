@@ -10,7 +10,12 @@ from typing import Annotated
 import typer
 
 from scaler.config.options import option_errors
+from scaler.sim.catalog import TRACE_CHOICES
 from scaler.sim.prometheus_server import PrometheusNotInstalledError, PrometheusStartError
+from scaler.sim.routing import Routing
+
+#: The accepted ``--routing`` values.
+ROUTING_CHOICES = tuple(m.value for m in Routing)
 
 
 def register(app: typer.Typer) -> None:
@@ -18,10 +23,14 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def sim(
-        trace: Annotated[
+        trace: Annotated[str, typer.Option(help=f"{TRACE_CHOICES}.")] = "code",
+        time_unit: Annotated[
             str,
-            typer.Option(help="'code' or 'conv' (the bundled Azure traces) or a CSV/JSONL file."),
-        ] = "code",
+            typer.Option(
+                help="Unit of plain-number timestamps: s, ms, us, ns, or auto (detected from "
+                "their range; the run prints what it read)."
+            ),
+        ] = "auto",
         start_minute: Annotated[float, typer.Option(help="Trace minute to start at.")] = 13.0,
         minutes: Annotated[float, typer.Option(help="Trace minutes to replay.")] = 6.0,
         compress: Annotated[
@@ -47,7 +56,15 @@ def register(app: typer.Typer) -> None:
         no_controller: Annotated[
             bool, typer.Option("--no-controller", help="Run only the fleet and Prometheus.")
         ] = False,
-        seed: Annotated[int, typer.Option(help="Seed of the rate scaling.")] = 0,
+        seed: Annotated[int, typer.Option(help="Seed of the rate scaling and the routing.")] = 0,
+        routing: Annotated[
+            str,
+            typer.Option(
+                help="How requests reach the pods: 'random' (a Kubernetes Service, kube-proxy "
+                "iptables), 'round-robin' (the production-stack router) or 'least-request' (an "
+                "inference gateway routing on scraped queue depth)."
+            ),
+        ] = "random",
     ) -> None:
         """Replay a real trace against a simulated vLLM fleet.
 
@@ -55,14 +72,10 @@ def register(app: typer.Typer) -> None:
         process, exactly as in a cluster. Prints every decision, then a summary and a plot.
         """
         from scaler.config.policy import PolicyError, load_policy
-        from scaler.sim.demo import (
-            EXAMPLE_POLICY,
-            DemoOptions,
-            WorkdirInUseError,
-            resolve_trace,
-            run_demo,
-        )
-        from scaler.sim.trace import load_trace
+        from scaler.sim.catalog import open_trace
+        from scaler.sim.demo import EXAMPLE_POLICY, DemoOptions, WorkdirInUseError, run_demo
+        from scaler.sim.engine import ReplicaModel
+        from scaler.sim.trace import summary_line
 
         errors = check_options(
             start_minute=start_minute,
@@ -74,6 +87,10 @@ def register(app: typer.Typer) -> None:
             interval=interval,
             slo_ttft_seconds=slo_ttft_seconds,
         )
+        if routing not in ROUTING_CHOICES:
+            errors.append(
+                f"--routing: expected one of {', '.join(ROUTING_CHOICES)}, got {routing!r}"
+            )
         if errors:
             typer.echo("\n".join(f"vllm-scaler: {e}" for e in errors), err=True)
             raise typer.Exit(2)
@@ -83,10 +100,10 @@ def register(app: typer.Typer) -> None:
         except PolicyError as err:
             typer.echo(f"vllm-scaler: --policy: {err}", err=True)
             raise typer.Exit(2) from None
-        path = resolve_trace(trace)
         try:
-            t = load_trace(
-                path,
+            t = open_trace(
+                trace,
+                time_unit=time_unit,
                 start_seconds=start_minute * 60,
                 duration_seconds=minutes * 60,
                 compress=compress,
@@ -100,7 +117,7 @@ def register(app: typer.Typer) -> None:
             scaled = f" at rate x{rate_scale:g}" if rate_scale != 1 else ""
             typer.echo(
                 f"vllm-scaler: --start-minute/--minutes: no requests in minutes "
-                f"{start_minute:g}-{start_minute + minutes:g} of {path}{scaled}",
+                f"{start_minute:g}-{start_minute + minutes:g} of {trace}{scaled}",
                 err=True,
             )
             raise typer.Exit(2)
@@ -113,6 +130,11 @@ def register(app: typer.Typer) -> None:
             control_interval_seconds=interval,
             slo_ttft_seconds=slo_ttft_seconds,
             with_controller=not no_controller,
+            routing=routing,
+            seed=seed,
+            trace_summary=summary_line(
+                t, max_model_len=ReplicaModel().max_model_len, rate_scale=f"x{rate_scale:g}"
+            ),
         )
         try:
             code = asyncio.run(run_demo(opts))

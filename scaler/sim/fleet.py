@@ -2,8 +2,8 @@
 
 :class:`Fleet` plays the parts of the cluster that vllm-scaler does not own: the workload
 controller (a ReplicaSet that creates and removes pods to match ``spec.replicas``), the
-kubelet (model load before Ready, draining on deletion) and the Service in front of the pods
-(each request goes to the ready pod with the fewest requests in flight).
+kubelet (model load before Ready, draining on deletion) and whatever routes requests to the
+pods (:mod:`scaler.sim.routing`: a Service by default, which picks a Ready pod at random).
 
 It is synchronous and takes time as an argument (seconds on the store's clock), so the same
 code runs under the wall clock (``vllm-scaler sim``, see :mod:`scaler.sim.serving`) and in
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from scaler.sim.engine import ReplicaEngine, ReplicaModel, SimRequest
 from scaler.sim.exposition import KV_METRIC_NEW, VllmMetrics
 from scaler.sim.kubeapi import KubeStore, ScaleChange
+from scaler.sim.routing import GATEWAY_SCRAPE_SECONDS, Routing, make_router
 
 #: Annotation the ReplicaSet controller reads to pick which pods to remove first.
 POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
@@ -39,7 +40,14 @@ class FleetConfig:
         initial_replicas: pods that exist, ready, at the start.
         kv_metric_name: which KV-cache gauge the replicas export (emulates vLLM versions).
         model_name: the ``model_name`` label.
-        seed: seeds pod names.
+        seed: seeds pod names and the routing.
+        routing: how requests reach the Ready pods (:class:`~scaler.sim.routing.Routing`):
+            ``random`` (a Service), ``round-robin`` or ``least-request`` (a gateway).
+        gateway_scrape_seconds: with ``least-request``, how often the gateway reads the
+            replicas' queues, seconds.
+
+    Raises:
+        ValueError: an unknown ``routing``.
     """
 
     namespace: str = "llm"
@@ -51,6 +59,11 @@ class FleetConfig:
     kv_metric_name: str = KV_METRIC_NEW
     model_name: str = "meta-llama/Llama-3.1-8B-Instruct"
     seed: int = 0
+    routing: Routing | str = Routing.RANDOM
+    gateway_scrape_seconds: float = GATEWAY_SCRAPE_SECONDS
+
+    def __post_init__(self) -> None:
+        make_router(self.routing, scrape_interval_seconds=self.gateway_scrape_seconds)
 
 
 @dataclass(slots=True, eq=False)
@@ -97,6 +110,11 @@ class Fleet:
         self.requests: list[SimRequest] = []
         self.scale_changes: list[tuple[float, ScaleChange]] = []
         self._rng = random.Random(config.seed)
+        self.router = make_router(
+            config.routing,
+            seed=config.seed,
+            scrape_interval_seconds=config.gateway_scrape_seconds,
+        )
         self._hash = "".join(self._rng.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(9))
         self._now = now
         store.add_deployment(
@@ -126,20 +144,23 @@ class Fleet:
 
     # ------------------------------------------------------------------ traffic
     def submit(self, req: SimRequest, now: float) -> None:
-        """Route a request to the ready pod with the fewest in flight (or hold it in the
-        Service's backlog while no pod is ready)."""
+        """Route a request to a ready pod (:attr:`FleetConfig.routing`), or hold it in the
+        backlog while no pod is ready (clients retrying)."""
         self.requests.append(req)
-        pod = self._pick()
+        pod = self._pick(now)
         if pod is None:
             self.backlog.append(req)
         else:
             pod.engine.submit(req, now)
 
-    def _pick(self) -> SimPod | None:
-        ready = [p for p in self.pods.values() if p.ready and p.engine.accepting]
+    def _candidates(self) -> list[SimPod]:
+        return [p for p in self.pods.values() if p.ready and p.engine.accepting]
+
+    def _pick(self, now: float) -> SimPod | None:
+        ready = self._candidates()
         if not ready:
             return None
-        return min(ready, key=lambda p: (p.engine.in_flight, p.created_at, p.name))
+        return ready[self.router.pick([p.engine for p in ready], now)]
 
     # ---------------------------------------------------------------- lifecycle
     def step(self, now: float) -> StepChanges:
@@ -148,6 +169,7 @@ class Fleet:
         Returns the pods whose endpoints appeared (Ready) or went away (deleted).
         """
         self._now = now
+        self.router.observe([p.engine for p in self._candidates()], now)
         changes = StepChanges()
         for pod in list(self.pods.values()):
             pod.engine.advance_to(now)
@@ -164,7 +186,7 @@ class Fleet:
                     changes.gone.append(pod)
         self._reconcile(now)
         while self.backlog:
-            target = self._pick()
+            target = self._pick(now)
             if target is None:
                 break
             target.engine.submit(self.backlog.popleft(), now)
