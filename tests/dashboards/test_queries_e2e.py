@@ -3,13 +3,15 @@
 A real Prometheus scrapes the simulated fleet and the in-process controller's own /metrics
 (job ``vllm-scaler``) during ~40 s of the code trace (:mod:`tests.dashboards.sim_run`). Then:
 the variable queries find the namespace, target and model; every panel query (variables
-substituted as Grafana would) returns at least one series over the run; the annotation finds
-the scale events; every alert expression evaluates; the previews render.
+substituted as Grafana would, as the dashboard opens and with one target and model chosen)
+returns at least one finite sample over the run; the annotation finds the scale events; every
+alert expression evaluates; the previews render.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,12 @@ def _post(url: str, path: str, data: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
+def _finite_samples(result: list[dict[str, Any]]) -> int:
+    """Samples that Grafana draws: NaN (0/0 of an idle window) and infinities are gaps."""
+    points = [v for s in result for v in (s.get("values") or [s.get("value")]) if v]
+    return sum(1 for _, v in points if math.isfinite(float(v)))
+
+
 def _check_everything(url: str, start: float, end: float, model: str, out: Path) -> None:
     expected = {
         dash.DECISIONS_UID: {
@@ -46,18 +54,22 @@ def _check_everything(url: str, start: float, end: float, model: str, out: Path)
     for doc in dash.build_dashboards().values():
         options = dash.resolve_variables(url, doc, start=start, end=end)
         assert options == expected[doc["uid"]], doc["uid"]
-        values = {k: v[0] for k, v in options.items()}
-        for q in [*dash.panel_queries(doc), *dash.annotation_queries(doc)]:
-            expr = dash.substitute(q.expr, values, builtins=BUILTINS)
-            if q.instant:
-                body = _post(url, "/api/v1/query", {"query": expr, "time": end})
-            else:
-                data = {"query": expr, "start": start, "end": end, "step": 1}
-                body = _post(url, "/api/v1/query_range", data)
-            if body.get("status") != "success":
-                failures.append(f"{q.panel} {q.ref_id}: error {body.get('error')}: {expr}")
-            elif not body["data"]["result"]:
-                failures.append(f"{q.panel} {q.ref_id}: no series: {expr}")
+        alls = dash.all_values(doc, options)
+        # As the dashboard opens ("All" targets and models), and with one of each chosen.
+        opened = dash.selected_values(doc, options)
+        assert opened == {"namespace": "llm", "target": dash.ALL, "model": dash.ALL}
+        for values in (opened, {k: v[0] for k, v in options.items()}):
+            for q in [*dash.panel_queries(doc), *dash.annotation_queries(doc)]:
+                expr = dash.substitute(q.expr, values, builtins=BUILTINS, all_values=alls)
+                if q.instant:
+                    body = _post(url, "/api/v1/query", {"query": expr, "time": end})
+                else:
+                    data = {"query": expr, "start": start, "end": end, "step": 1}
+                    body = _post(url, "/api/v1/query_range", data)
+                if body.get("status") != "success":
+                    failures.append(f"{q.panel} {q.ref_id}: error {body.get('error')}: {expr}")
+                elif not _finite_samples(body["data"]["result"]):
+                    failures.append(f"{q.panel} {q.ref_id}: no data: {expr}")
     doc = yaml.safe_load((ROOT / "deploy" / "prometheusrule.yaml").read_text(encoding="utf-8"))
     for rule in (r for g in doc["spec"]["groups"] for r in g["rules"]):
         body = _post(url, "/api/v1/query", {"query": rule["expr"], "time": end})
