@@ -1,7 +1,8 @@
-"""Every dashboard query and alert expression against real data.
+"""Every dashboard query and alert expression against real data, on both backends.
 
-A real Prometheus scrapes the simulated fleet and the in-process controller's own /metrics
-(job ``vllm-scaler``) during ~40 s of the code trace (:mod:`tests.dashboards.sim_run`). Then:
+A real Prometheus and a real VictoriaMetrics both scrape the simulated fleet and the
+in-process controller's own /metrics (job ``vllm-scaler``) during ~40 s of the code trace
+(:mod:`tests.dashboards.sim_run`; one run serves both). Then, on each backend:
 the variable queries find the namespace, target and model; every panel query (variables
 substituted as Grafana would, as the dashboard opens and with one target and model chosen)
 returns at least one finite sample over the run; the annotation finds the scale events; every
@@ -12,18 +13,21 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import pytest_asyncio
 import yaml
 
 from scaler import dashboards as dash
 from scaler.sim.prometheus_server import find_prometheus_binary
-from tests.dashboards.sim_run import SCALER_JOB, simulated_run
+from scaler.sim.victoria_metrics import find_victoria_metrics_binary
+from tests.dashboards.sim_run import SCALER_JOB, SimRun, simulated_run
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILTINS = {"__rate_interval": "1m", "__interval": "15s", "__range": "1m"}
@@ -84,20 +88,49 @@ def _check_everything(url: str, start: float, end: float, model: str, out: Path)
     assert all(p.stat().st_size > 10_000 for p in pngs)
 
 
-async def test_every_dashboard_query_and_alert_works_on_a_simulated_run(tmp_path: Path) -> None:
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def run(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[SimRun]:
+    """One simulated run scraped by Prometheus and, where installed, VictoriaMetrics."""
     try:
         find_prometheus_binary()
     except Exception as err:  # the message says how to install it
         pytest.skip(str(err))
-    async with simulated_run(tmp_path, trace_seconds=100.0, compress=4.0, tail_seconds=15.0) as run:
-        assert run.scale_events, "the slice should make the controller scale"
-        assert SCALER_JOB
-        # Blocking HTTP in a thread: the fleet and our /metrics keep serving on this loop.
-        await asyncio.to_thread(
-            _check_everything,
-            run.prometheus_url,
-            run.start,
-            run.end,
-            run.model_name,
-            tmp_path / "previews",
-        )
+    try:
+        find_victoria_metrics_binary()
+        victoria_metrics = True
+    except Exception:
+        victoria_metrics = False  # its test row skips with the reason
+    workdir = tmp_path_factory.mktemp("dashboards-run")
+    async with simulated_run(
+        workdir,
+        trace_seconds=100.0,
+        compress=4.0,
+        tail_seconds=15.0,
+        victoria_metrics=victoria_metrics,
+    ) as run:
+        yield run
+
+
+@pytest.mark.parametrize(
+    "backend",
+    [
+        pytest.param("prometheus", id="prometheus"),
+        pytest.param("victoria-metrics", id="victoria-metrics"),
+    ],
+)
+async def test_every_dashboard_query_and_alert_works_on_a_simulated_run(
+    run: SimRun, backend: str, tmp_path: Path
+) -> None:
+    if backend not in run.backends:
+        find_victoria_metrics_binary()  # raises with how to install it
+    assert run.scale_events, "the slice should make the controller scale"
+    assert SCALER_JOB
+    # Blocking HTTP in a thread: the fleet and our /metrics keep serving on this loop.
+    await asyncio.to_thread(
+        _check_everything,
+        run.backends[backend],
+        run.start,
+        run.end,
+        run.model_name,
+        tmp_path / "previews",
+    )
