@@ -322,49 +322,49 @@ class _VllmCollector(Collector):
         for reason, n in m.request_success.items():
             success.add_metric([*values, reason], n)
         yield success
-        yield histogram(
-            "vllm:request_prompt_tokens",
-            "Number of prefill tokens processed.",
-            m.request_prompt_tokens,
-        )
-        yield histogram(
-            "vllm:request_generation_tokens",
-            "Number of generation tokens processed.",
-            m.request_generation_tokens,
-        )
-        yield histogram(
-            "vllm:iteration_tokens_total",
-            "Histogram of number of tokens per engine_step.",
-            m.iteration_tokens,
-        )
-        yield histogram(
-            "vllm:request_params_n", "Histogram of the n request parameter.", m.request_params_n
-        )
-        yield histogram(
-            "vllm:request_params_max_tokens",
-            "Histogram of the max_tokens request parameter.",
-            m.request_params_max_tokens,
-        )
-        yield histogram(
-            "vllm:time_to_first_token_seconds",
-            "Histogram of time to first token in seconds.",
-            m.ttft,
-        )
-        for itl in m.itl_names:
-            what = "time per output token" if itl == _OLD_ITL else "inter-token latency"
-            yield histogram(itl, f"Histogram of {what} in seconds.", m.inter_token_latency)
-        for name, phase, h in (
-            ("vllm:e2e_request_latency_seconds", "", m.e2e_latency),
-            ("vllm:request_queue_time_seconds", "WAITING", m.queue_time),
-            ("vllm:request_inference_time_seconds", "RUNNING", m.inference_time),
-            ("vllm:request_prefill_time_seconds", "PREFILL", m.prefill_time),
-            ("vllm:request_decode_time_seconds", "DECODE", m.decode_time),
+        itl = {
+            _NEW_ITL: "Histogram of inter-token latency in seconds.",
+            _OLD_ITL: "Histogram of time per output token in seconds.",
+        }
+        phase = "Histogram of time spent in {} phase for request."
+        for name, doc, h in (
+            (
+                "vllm:request_prompt_tokens",
+                "Number of prefill tokens processed.",
+                m.request_prompt_tokens,
+            ),
+            (
+                "vllm:request_generation_tokens",
+                "Number of generation tokens processed.",
+                m.request_generation_tokens,
+            ),
+            (
+                "vllm:iteration_tokens_total",
+                "Histogram of number of tokens per engine_step.",
+                m.iteration_tokens,
+            ),
+            ("vllm:request_params_n", "Histogram of the n request parameter.", m.request_params_n),
+            (
+                "vllm:request_params_max_tokens",
+                "Histogram of the max_tokens request parameter.",
+                m.request_params_max_tokens,
+            ),
+            (
+                "vllm:time_to_first_token_seconds",
+                "Histogram of time to first token in seconds.",
+                m.ttft,
+            ),
+            *((name, itl[name], m.inter_token_latency) for name in m.itl_names),
+            (
+                "vllm:e2e_request_latency_seconds",
+                "Histogram of e2e request latency in seconds.",
+                m.e2e_latency,
+            ),
+            ("vllm:request_queue_time_seconds", phase.format("WAITING"), m.queue_time),
+            ("vllm:request_inference_time_seconds", phase.format("RUNNING"), m.inference_time),
+            ("vllm:request_prefill_time_seconds", phase.format("PREFILL"), m.prefill_time),
+            ("vllm:request_decode_time_seconds", phase.format("DECODE"), m.decode_time),
         ):
-            doc = (
-                f"Histogram of time spent in {phase} phase for request."
-                if phase
-                else "Histogram of e2e request latency in seconds."
-            )
             yield histogram(name, doc, h)
         info = GaugeMetricFamily(
             "vllm:cache_config_info",

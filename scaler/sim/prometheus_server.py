@@ -204,6 +204,10 @@ class ScrapingServer(abc.ABC):
     name: ClassVar[str]
     #: Path that answers 200 once the server takes queries.
     ready_path: ClassVar[str]
+    #: File name of the scrape configuration in :attr:`workdir`.
+    config_name: ClassVar[str]
+    #: More settings of the ``file_sd_configs`` entry.
+    file_sd_options: ClassVar[dict[str, str]] = {}
     start_error: ClassVar[type[ServerStartError]] = ServerStartError
 
     def __init__(
@@ -251,9 +255,35 @@ class ScrapingServer(abc.ABC):
     def find_binary(self, binary: str | None) -> str:
         """The binary to run (raises a :class:`ServerNotInstalledError`)."""
 
-    @abc.abstractmethod
+    @property
+    def config_path(self) -> Path:
+        """The scrape configuration written at start (``workdir/<config_name>``)."""
+        return self.workdir / self.config_name
+
+    def global_options(self, interval: str) -> dict[str, str]:
+        """More ``global`` settings of the scrape configuration (``interval``: the scrape one)."""
+        return {}
+
     def write_config(self) -> None:
-        """Write the scrape configuration into :attr:`workdir`."""
+        """One job, ``vllm``, whose targets come from :attr:`sd_file`, every scrape interval."""
+        interval = duration(self.scrape_interval_seconds)
+        # JSON is valid YAML: no YAML writer needed.
+        config = {
+            "global": {
+                "scrape_interval": interval,
+                "scrape_timeout": interval,
+                **self.global_options(interval),
+            },
+            "scrape_configs": [
+                {
+                    "job_name": "vllm",
+                    "file_sd_configs": [
+                        {"files": [str(self.sd_file.resolve())], **self.file_sd_options}
+                    ],
+                }
+            ],
+        }
+        self.config_path.write_text(json.dumps(config, indent=1), encoding="utf-8")
 
     @abc.abstractmethod
     def command(self, binary: str, port: int) -> list[str]:
@@ -392,36 +422,16 @@ class PrometheusServer(ScrapingServer):
     name = "prometheus"
     ready_path = "/-/ready"
     start_error = PrometheusStartError
-
-    @property
-    def config_path(self) -> Path:
-        """The ``prometheus.yml`` written at start."""
-        return self.workdir / "prometheus.yml"
+    config_name = "prometheus.yml"
+    file_sd_options: ClassVar[dict[str, str]] = {"refresh_interval": "1s"}
 
     def find_binary(self, binary: str | None) -> str:
         """See :func:`find_prometheus_binary`."""
         return find_prometheus_binary(binary)
 
-    def write_config(self) -> None:
-        """One job, ``vllm``, whose targets come from :attr:`sd_file` (refreshed every second)."""
-        interval = duration(self.scrape_interval_seconds)
-        # JSON is valid YAML: no YAML writer needed.
-        config = {
-            "global": {
-                "scrape_interval": interval,
-                "scrape_timeout": interval,
-                "evaluation_interval": interval,
-            },
-            "scrape_configs": [
-                {
-                    "job_name": "vllm",
-                    "file_sd_configs": [
-                        {"files": [str(self.sd_file.resolve())], "refresh_interval": "1s"}
-                    ],
-                }
-            ],
-        }
-        self.config_path.write_text(json.dumps(config, indent=1), encoding="utf-8")
+    def global_options(self, interval: str) -> dict[str, str]:
+        """Rules are evaluated every scrape interval."""
+        return {"evaluation_interval": interval}
 
     def command(self, binary: str, port: int) -> list[str]:
         """``prometheus`` with its config, TSDB and listen address."""

@@ -19,8 +19,6 @@ What it needs beyond Prometheus' configuration, and why:
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Final
 
 from scaler.sim.prometheus_server import (
@@ -79,29 +77,11 @@ class VictoriaMetricsServer(ScrapingServer):
     name = "victoria-metrics"
     ready_path = "/health"
     start_error = VictoriaMetricsStartError
-
-    @property
-    def config_path(self) -> Path:
-        """The ``scrape.yml`` written at start."""
-        return self.workdir / "scrape.yml"
+    config_name = "scrape.yml"
 
     def find_binary(self, binary: str | None) -> str:
         """See :func:`find_victoria_metrics_binary`."""
         return find_victoria_metrics_binary(binary)
-
-    def write_config(self) -> None:
-        """One job, ``vllm``, whose targets come from :attr:`sd_file` (Prometheus' format)."""
-        interval = duration(self.scrape_interval_seconds)
-        config = {
-            "global": {"scrape_interval": interval, "scrape_timeout": interval},
-            "scrape_configs": [
-                {
-                    "job_name": "vllm",
-                    "file_sd_configs": [{"files": [str(self.sd_file.resolve())]}],
-                }
-            ],
-        }
-        self.config_path.write_text(json.dumps(config, indent=1), encoding="utf-8")
 
     def command(self, binary: str, port: int) -> list[str]:
         """``victoria-metrics`` with its scrape config, data path, listen address, a
