@@ -540,9 +540,9 @@ class _TargetReader:
             detail = outcome.detail if outcome else "query not sent"
             return SignalReading(name, status, source_metric=metric, detail=f"ttft query: {detail}")
         fault = self.split.target_faults.get(QueryKind.TTFT_QUANTILE, {}).get(key)
+        self.series_found[QueryKind.TTFT_QUANTILE] = int(key in series or fault is not None)
         if fault is not None:
             return SignalReading(name, fault.status, source_metric=metric, detail=fault.detail)
-        self.series_found[QueryKind.TTFT_QUANTILE] = int(key in series)
         if key not in series:
             rates = self.split.target_series.get(QueryKind.TTFT_RATE) or {}
             if rates.get(key) == 0.0:

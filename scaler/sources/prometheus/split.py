@@ -52,7 +52,8 @@ class PodSeries:
 
     @property
     def count(self) -> int:
-        return len(self.by_pod) + self.no_pod_label
+        """Series in the group (a pod whose only series was malformed counts too)."""
+        return len(self.by_pod) + self.no_pod_label + len(self.faults.keys() - self.by_pod.keys())
 
     def fault(self, namespace: str, pod: str) -> SeriesFault | None:
         """The fault of ``pod``'s series in this answer (with or without a namespace label)."""
