@@ -510,7 +510,8 @@ class _TargetReader:
         source_metric: str,
     ) -> SignalReading:
         """The reading when some ready pods are frozen or hung: the sum over the others."""
-        kept = {p: v for p, v in per_pod.items() if all(s.pod != p for s in stuck)}
+        left_out = {s.pod for s in stuck}
+        kept = {p: v for p, v in per_pod.items() if p not in left_out}
         hung = any(s.kind is StallKind.HUNG for s in stuck)
         detail = "; ".join(s.describe() for s in stuck[:3])
         if len(stuck) > 3:
