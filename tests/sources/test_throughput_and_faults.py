@@ -130,8 +130,8 @@ async def test_per_pod_rates_are_on_the_readings(
     [
         pytest.param(rates({"pod-0": "1"}), SignalStatus.PARTIAL, {"pod-0"},
                      "1 of 2 ready pods have no rates: pod-1", id="a pod ready for one scrape"),
-        pytest.param(R(), SignalStatus.ABSENT, set(), "although they are scraped",
-                     id="no counters although scraped"),
+        pytest.param(R(), SignalStatus.EMPTY, set(), "started less than two scrapes ago",
+                     id="no rates for any pod yet"),
         pytest.param(rates({"pod-0": "1", "pod-1": ("NaN", "1", "1")}), SignalStatus.NAN,
                      {"pod-0"}, "pod pod-1: vllm:request_success_total rate nan",
                      id="a NaN rate"),

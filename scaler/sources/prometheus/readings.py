@@ -325,7 +325,6 @@ class _TargetReader:
             self.pod_values(QueryKind.THROUGHPUT),
             self.faults.get(QueryKind.THROUGHPUT, {}),
             self.ready,
-            scraped=scraped,
         )
         history, stalled = track_stalls(self.history, self.gauges(running), dict(throughput.pods))
 

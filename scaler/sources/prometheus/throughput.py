@@ -73,8 +73,8 @@ class Throughput:
     Attributes:
         status: ``ok`` when every ready pod has its three rates; ``partial`` when some lack
             one (a pod ready for less than two scrapes has no ``rate()`` yet); ``empty``
-            when no ready pod has them (or the query was not sent); ``absent`` when none
-            has them although the pods are scraped; the query's failure status; or, for one
+            when no ready pod has them (all just started, counters not exported, or the
+            query not sent); the query's failure status; or, for one
             of its ready pods, ``duplicate_series``, ``bad_response``, ``nan``, ``inf`` or
             ``negative`` (that pod is then left out, the others are kept).
         pods: ready pod -> its rates, for the pods whose three rates are usable.
@@ -109,8 +109,6 @@ def read_throughput(
     values: Mapping[str, Mapping[str, float]] | None,
     faults: Mapping[str, SeriesFault],
     ready: frozenset[str],
-    *,
-    scraped: bool,
 ) -> Throughput:
     """Classify the throughput series of a target's ready pods.
 
@@ -119,8 +117,6 @@ def read_throughput(
         values: ready pod -> counter name -> rate per second (None: the query failed).
         faults: ready pod -> the fault of its series in the answer, if any.
         ready: the target's live, ready pods.
-        scraped: some ready pod exports ``vllm:num_requests_running`` (tells ``absent``
-            from ``empty``).
 
     Returns:
         A :class:`Throughput`; never raises.
@@ -156,15 +152,12 @@ def read_throughput(
     if not ready:
         return Throughput(SignalStatus.EMPTY, detail="no ready pods")
     if not pods:
-        if scraped:
-            return Throughput(
-                SignalStatus.ABSENT,
-                missing=missing,
-                detail=f"no rates of {', '.join(THROUGHPUT_METRICS)} for {len(ready)} ready "
-                "pods, although they are scraped",
-            )
+        # Not ``absent``: right after the pods start, rate() has fewer than two samples.
         return Throughput(
-            SignalStatus.EMPTY, missing=missing, detail=f"no series for any of {len(ready)} pods"
+            SignalStatus.EMPTY,
+            missing=missing,
+            detail=f"no rates of {', '.join(THROUGHPUT_METRICS)} for any of {len(ready)} ready "
+            "pods (started less than two scrapes ago, or the counters are not exported)",
         )
     if missing:
         shown = ", ".join(sorted(missing)[:5]) + (" and more" if len(missing) > 5 else "")
