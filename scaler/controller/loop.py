@@ -451,10 +451,13 @@ class Controller:
         m.frozen_pods.labels(t.key).set(sum(k is StallKind.FROZEN for k in kinds.values()))
         m.hung_pods.labels(t.key).set(sum(k is StallKind.HUNG for k in kinds.values()))
         before = self._stalled.get(t.key, {})
+        reads_per_pod = any(n.per_pod for n in t.signals.enabled())
         for pod, s in sorted(readings.stalled.items()):
             if before.get(pod) is s.kind:
                 continue
-            if s.kind is StallKind.FROZEN:
+            if not reads_per_pod:
+                consequence = "it ranks first for removal on a scale-down"
+            elif s.kind is StallKind.FROZEN:
                 consequence = (
                     "its queue and KV-cache values are left out of scale-up; scale-down waits "
                     "until they move"
