@@ -9,12 +9,20 @@ from __future__ import annotations
 
 import pytest
 
+from scaler.core.decide import Decision
+from scaler.core.observation import Observation
 from scaler.core.reasons import Reason
 from scaler.core.signals import SignalReading, SignalStatus
 from scaler.core.state import TargetState
 from tests.support.policies import case_target
 
 from .builders import KV, TTFT, Q, bad, decide, idle_ttft, obs, ok
+
+
+def settled(o: Observation) -> Decision:
+    """The default case policy's decision on ``o``, with a history of the current replicas
+    long past every window (so no window holds anything)."""
+    return decide(case_target(), o, TargetState.seeded(o.replicas.current, -1000.0), 0.0)
 
 
 @pytest.mark.parametrize(
@@ -44,24 +52,13 @@ def test_a_hold_says_whether_the_ratio_is_in_its_band_or_rounds_to_current(
     current: int, waiting: float, reason: Reason, message: str
 ) -> None:
     """A hold is 'within tolerance' only inside the band; outside it the rounding is shown."""
-    policy = case_target()
-    d = decide(
-        policy,
-        obs(current, ok(Q, waiting, pods=current), ok(KV, 0.0, pods=current), idle_ttft()),
-        TargetState.seeded(current, -1000.0),
-        0.0,
-    )
+    d = settled(obs(current, ok(Q, waiting, pods=current), ok(KV, 0.0, pods=current), idle_ttft()))
     assert (d.desired_replicas, d.reason, d.message) == (current, reason, message)
 
 
 def test_ttft_above_its_band_covered_by_stuck_replicas_is_not_within_tolerance() -> None:
     """TTFT at 1.5x its target from 2 ready replicas asks for 3; 4 are asked for, 2 stuck."""
-    d = decide(
-        case_target(),
-        obs(4, ok(Q, 40, pods=2), ok(KV, 1.6, pods=2), ok(TTFT, 3.0), ready=2, stuck=2),
-        TargetState.seeded(4, -1000.0),
-        0.0,
-    )
+    d = settled(obs(4, ok(Q, 40, pods=2), ok(KV, 1.6, pods=2), ok(TTFT, 3.0), ready=2, stuck=2))
     assert (d.desired_replicas, d.reason) == (4, Reason.DEMAND_COVERED)
     assert d.message == (
         "ttft_p95 3 s vs target 2 s (ratio 1.50) is above its tolerance band 0.90-1.10, but "
@@ -72,12 +69,7 @@ def test_ttft_above_its_band_covered_by_stuck_replicas_is_not_within_tolerance()
 
 def test_a_hold_names_the_signals_it_left_out() -> None:
     """A hold decided by the usable signals says which ones it could not use."""
-    d = decide(
-        case_target(),
-        obs(2, ok(Q, 19, pods=2), bad(KV, SignalStatus.DUPLICATE_SERIES), idle_ttft()),
-        TargetState.seeded(2, -1000.0),
-        0.0,
-    )
+    d = settled(obs(2, ok(Q, 19, pods=2), bad(KV, SignalStatus.DUPLICATE_SERIES), idle_ttft()))
     assert d.reason is Reason.WITHIN_TOLERANCE
     assert d.message.endswith("; left out: kv_cache_usage duplicate_series (test duplicate_series)")
 
@@ -99,12 +91,7 @@ def test_a_frozen_signal_blocks_a_scale_down_and_says_why() -> None:
     frozen = SignalReading(
         Q, SignalStatus.FROZEN, 0.0, pods_with_data=1, detail="pod pod-0 frozen: ..."
     )
-    d = decide(
-        case_target(),
-        obs(2, frozen, ok(KV, 0.0, pods=2), idle_ttft()),
-        TargetState.seeded(2, -1000.0),
-        0.0,
-    )
+    d = settled(obs(2, frozen, ok(KV, 0.0, pods=2), idle_ttft()))
     assert (d.desired_replicas, d.reason) == (2, Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL)
     assert d.message == (
         "signals ask for 0, but scale-down needs every signal valid: queue_depth frozen "
