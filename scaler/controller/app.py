@@ -36,6 +36,7 @@ from scaler.sources.prometheus import (
     build_http_client,
     check_configured_queries,
 )
+from scaler.telemetry.health import Heartbeat
 from scaler.telemetry.metrics import ScalerMetrics
 from scaler.telemetry.redact import register_secret
 from scaler.telemetry.server import TelemetryBindError, TelemetryServer
@@ -91,8 +92,13 @@ async def serve(
     *,
     out: TextIO = sys.stdout,
     clock: Callable[[], float] = time.time,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> int:
     """Build the clients, run the loop until SIGTERM/SIGINT (or one cycle), clean up.
+
+    ``clock`` (epoch seconds) is the controller's "now"; ``monotonic`` measures the leader
+    election's durations (lease expiry, renew deadline, see
+    :mod:`scaler.controller.leader`) and the probes' (:mod:`scaler.telemetry.health`).
 
     Returns the process exit code: 0 on a clean stop; with ``once``, 1 when a target
     could not be read (the round is printed all the same).
@@ -163,13 +169,15 @@ async def serve(
     )
     elector_task: asyncio.Task[None] | None = None
     cycles_done = 0
+    heartbeat = Heartbeat(settings.control_interval_seconds, clock=monotonic)
     telemetry: TelemetryServer | None = None
     if settings.metrics_port and not options.once:
         telemetry = TelemetryServer(
             metrics,
             host=settings.metrics_address,
             port=settings.metrics_port,
-            ready=lambda: cycles_done > 0,
+            live=heartbeat.live,
+            ready=heartbeat.ready,
         )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -213,6 +221,7 @@ async def serve(
                 reports = []
                 code = 1
             cycles_done += 1
+            heartbeat.beat()
             if options.output != "log":
                 print_reports(reports, options.output, out)
             if options.once:
