@@ -154,6 +154,7 @@ async def serve(
             ),
             LeaseClient(api, clock=clock),
             clock=clock,
+            monotonic=monotonic,
             metrics=metrics,
         )
     controller = Controller(
@@ -304,7 +305,8 @@ async def _check_queries(
     Targets that cannot be read are reported first (a missing Deployment also leaves its
     selector without series); then the queries, by cause: Prometheus unreachable, query
     errors, or no series. Target read failures alone do not fail the check: the round
-    reports them (and ``recommend --once`` exits 1).
+    reports them (and ``recommend --once`` exits 1). A target at 0 replicas is not checked:
+    scaling is disabled for it and it has no series to find.
     """
     snapshots = {}
     unreadable: list[str] = []
@@ -315,7 +317,10 @@ async def _check_queries(
             unreadable.append(f"{t.key}: {err}")
         except Exception as err:
             unreadable.append(f"{t.key}: {type(err).__name__}: {err}")
-    problems = await check_configured_queries(source, policy.targets, snapshots)
+    parked = {key for key, snap in snapshots.items() if snap.spec_replicas <= 0}
+    checked = [t for t in policy.targets if t.key not in parked]
+    snapshots = {key: snap for key, snap in snapshots.items() if key not in parked}
+    problems = await check_configured_queries(source, checked, snapshots) if checked else []
     if problems:
         raise StartupError(
             format_startup_problems(unreadable, problems, redact_url(prometheus_url)), exit_code=1
