@@ -40,11 +40,15 @@ from scaler.config.settings import (
 
 __all__ = [
     "OPTION_NAMES",
+    "OPTION_ONLY",
     "PROMETHEUS_FIELDS",
     "OutputFormat",
     "OutputOpt",
     "fail",
+    "load_command_settings",
+    "option_names",
     "register_configured_secrets",
+    "register_environment_secrets",
     "settings_options",
 ]
 

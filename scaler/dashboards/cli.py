@@ -110,7 +110,13 @@ def register(app: typer.Typer) -> None:
 
 
 def main() -> None:
-    """``python -m scaler.dashboards``: the ``dashboards`` command alone."""
+    """``python -m scaler.dashboards``: the ``dashboards`` command alone, printing through the
+    same secret-masking streams as ``vllm-scaler``."""
+    from scaler.config.cli_options import register_environment_secrets
+    from scaler.telemetry import redact
+
+    redact.install()
+    register_environment_secrets()
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     register(app)
     app()
