@@ -1,7 +1,7 @@
 """The ``vllm-scaler`` command line (typer).
 
 Every setting (:class:`scaler.config.settings.Settings`) is an option of ``run`` and an
-environment variable ``VLLM_SCALER_<NAME>``; options win. Every command prints
+environment variable ``VLLM_SCALER_<NAME>``; options win. Every command takes
 ``--output text|json``, and everything any command prints passes through the secret-masking
 streams installed before it runs (:mod:`scaler.telemetry.redact`).
 """
