@@ -110,12 +110,18 @@ def write_env_file(path: Path, *, prometheus_url: str, kubeconfig: Path, policy:
     return path
 
 
+#: The Prometheus client settings that belong to a real Prometheus, not to the demo's own.
+_FOREIGN_PROMETHEUS = tuple(
+    f"VLLM_SCALER_PROMETHEUS_{name}"
+    for name in ("BEARER_TOKEN_FILE", "CA_FILE", "CLIENT_CERT_FILE", "CLIENT_KEY_FILE", "HEADERS")
+)
+
+
 def controller_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """The environment the demo's controller starts with: ours without any ``VLLM_SCALER_*``
-    setting. The controller talks to the demo's own Prometheus and Kubernetes API only, so
-    a token file, headers or TLS files configured for a real Prometheus are not its own
-    (and the token is never sent to the demo's Prometheus)."""
-    return {k: v for k, v in environ.items() if not k.upper().startswith("VLLM_SCALER_")}
+    """The environment the demo's controller starts with: ours without the credentials and
+    TLS files of a real Prometheus (the demo's Prometheus is a local one that needs none, and
+    a token is never sent to it). Other ``VLLM_SCALER_*`` settings pass on."""
+    return {k: v for k, v in environ.items() if k.upper() not in _FOREIGN_PROMETHEUS}
 
 
 async def until_stopped(aw: Awaitable[_T], stop: asyncio.Event) -> tuple[bool, _T | None]:

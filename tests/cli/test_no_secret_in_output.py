@@ -245,3 +245,18 @@ def test_every_commands_usage_errors_pass_through_the_masking(
     assert result.exit_code == 2, result.output
     assert "***" in result.output
     assert "env-token-Zr55w" not in result.output
+
+
+def test_sim_keeps_a_real_prometheus_credentials_from_its_own_controller() -> None:
+    from scaler.sim.demo import controller_environment
+
+    env = {
+        "VLLM_SCALER_PROMETHEUS_BEARER_TOKEN_FILE": "/run/token",
+        "VLLM_SCALER_PROMETHEUS_HEADERS": f"X-Api-Key={API_KEY}",
+        "VLLM_SCALER_PROMETHEUS_CA_FILE": "/etc/ca.pem",
+        "VLLM_SCALER_PROMETHEUS_CLIENT_CERT_FILE": "/etc/cert.pem",
+        "VLLM_SCALER_PROMETHEUS_CLIENT_KEY_FILE": "/etc/key.pem",
+        "VLLM_SCALER_LOG_LEVEL": "debug",
+        "PATH": "/usr/bin",
+    }
+    assert controller_environment(env) == {"VLLM_SCALER_LOG_LEVEL": "debug", "PATH": "/usr/bin"}
