@@ -24,6 +24,11 @@ limits) with changes for LLM serving:
      would double the fleet again for a queue the new replicas already drain (a 2x overshoot
      the bench showed on ``conv``). ``2 W`` covers the window plus the drain and the
      interval; queue depth and KV cache are instant readings and keep scaling up meanwhile.
+   - a ``saturated`` reading is only a lower bound of the quantile (the histogram's top finite
+     bucket): above the band it asks for the largest step a latency signal may take
+     (``ceil(2 x ready)``), since the true ratio is at least the one read and its size is
+     unknown; at or below the band it holds the current replicas (and, not being fully
+     valid, blocks a scale-down).
    - inside the band ``[1 - down_tolerance, 1 + up_tolerance]`` the signal asks for the
      current replicas; a result that would move against the ratio's direction is replaced by
      the current replicas (HPA does the same).
@@ -222,7 +227,12 @@ def evaluate_signal(
         ratio = 0.0 if reading.status is SignalStatus.IDLE else raw / target
         # Latency is not proportional to load (it grows without bound near saturation), so
         # one decision may at most double the serving replicas on it (AIBrix APA's 2x step).
-        proposed = _ceil(min(ratio, _LATENCY_MAX_RATIO) * max(counts.ready, 1))
+        step = min(ratio, _LATENCY_MAX_RATIO)
+        if reading.status is SignalStatus.SATURATED:
+            # A lower bound: above the band the true ratio is unknown but larger, so the
+            # largest step; otherwise nothing is known beyond "at least this": hold.
+            step = _LATENCY_MAX_RATIO if ratio > 1 + policy.tolerance.scale_up + _EPS else 1.0
+        proposed = _ceil(step * max(counts.ready, 1))
         if counts.starting > 0 or ttft_settling:
             # TTFT cannot improve before the starting replicas serve, nor read as improved
             # until its rate window has passed since they did: it may not ask for capacity
@@ -231,6 +241,8 @@ def evaluate_signal(
     tol = policy.tolerance
     if ratio > 1 + tol.scale_up + _EPS:
         desired = max(proposed, current)
+    elif reading.status is SignalStatus.SATURATED:
+        desired = current
     elif ratio < 1 - tol.scale_down - _EPS:
         desired = min(proposed, current)
     else:
@@ -595,9 +607,11 @@ def _final_reason(
     that shaped the change."""
     sig = ""
     if driving is not None and driving.value is not None and driving.ratio is not None:
+        # a saturated reading is a lower bound: say so
+        at_least = ">= " if driving.status is SignalStatus.SATURATED else ""
         sig = (
-            f" ({driving.name} {driving.value:.3g} vs target {driving.target:.3g}, "
-            f"ratio {driving.ratio:.2f})"
+            f" ({driving.name} {at_least}{driving.value:.3g} vs target {driving.target:.3g}, "
+            f"ratio {at_least}{driving.ratio:.2f})"
         )
     if desired == current:
         if held is not None:

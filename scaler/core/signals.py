@@ -26,6 +26,11 @@ class SignalStatus(StrEnum):
       and it asks for no capacity.
     - ``partial``: per-pod signal with some ready pods missing series. Usable to scale up
       (missing pods count as zero load, HPA's rule); blocks scale-down.
+    - ``saturated``: a quantile read from a histogram that is only a lower bound: the rank
+      fell in the ``+Inf`` bucket, so the value is the largest finite bucket bound and the
+      true quantile is at least that, size unknown (``histogram_quantile`` clamps). Usable
+      to scale up (above its target it asks for the largest step a latency signal may take);
+      blocks scale-down.
 
     Unusable statuses (the signal is invalid this cycle; never read as zero):
 
@@ -46,6 +51,7 @@ class SignalStatus(StrEnum):
     OK = "ok"
     IDLE = "idle"
     PARTIAL = "partial"
+    SATURATED = "saturated"
     EMPTY = "empty"
     ABSENT = "absent"
     NAN = "nan"
@@ -60,7 +66,12 @@ class SignalStatus(StrEnum):
     @property
     def usable_for_scale_up(self) -> bool:
         """True when the value may drive a scale-up."""
-        return self in (SignalStatus.OK, SignalStatus.IDLE, SignalStatus.PARTIAL)
+        return self in (
+            SignalStatus.OK,
+            SignalStatus.IDLE,
+            SignalStatus.PARTIAL,
+            SignalStatus.SATURATED,
+        )
 
     @property
     def usable_for_scale_down(self) -> bool:
@@ -77,7 +88,8 @@ class SignalReading:
         status: the outcome; see :class:`SignalStatus`.
         value: for per-pod signals the **sum** over the target's live, ready pods that have
             data (waiting requests; KV-cache usage as a sum of 0-1 ratios); for ``ttft_p95``
-            the quantile in seconds. ``None`` when the status is not usable.
+            the quantile in seconds (for ``saturated`` a lower bound of it). ``None`` when
+            the status is not usable.
         pods_with_data: ready pods whose series were found (per-pod signals; 0 otherwise).
         pods_missing: ready pods with no series (per-pod signals; 0 otherwise).
         source_metric: the vLLM metric name the value came from (for the KV-cache rename).

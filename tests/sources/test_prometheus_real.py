@@ -217,7 +217,12 @@ async def test_real_prometheus_dry_run_check(prometheus: PrometheusServer) -> No
         source = PrometheusSource(
             client, base_url=prometheus.url, timeout_seconds=5, rate_window_seconds=RATE_WINDOW
         )
-        problems = await check_configured_queries(source, [a, c, d])
+        snaps = {
+            a.key: snapshot(["vllm-a-0", "vllm-a-1"]),
+            c.key: snapshot(["vllm-c-0"]),
+            d.key: snapshot(["vllm-d-0"]),  # listed, never scraped
+        }
+        problems = await check_configured_queries(source, [a, c, d], snaps)
     got = {(p.target, p.signal, p.status) for p in problems}
     assert got == {
         (c.key, KV, SignalStatus.ABSENT),

@@ -3,7 +3,9 @@
 The fake is a real aiohttp server speaking the ``/api/v1/query`` protocol (POST form body).
 It picks a canned answer per query by the metric name in the ``query`` field, and tags the
 series the way the source's ``label_replace`` would (``scaler_selector`` / ``scaler_target``
-taken from the query), so case inputs can be written in the cases' ``R[pod-0:"3"]`` shorthand.
+taken from the query, ``scaler_histogram="classic"`` on the TTFT request rates), so case
+inputs can be written in the cases' ``R[pod-0:"3"]`` shorthand. :class:`Ttft` stands for a
+TTFT histogram on every scraped pod when a test only cares about the quantile it yields.
 """
 
 from __future__ import annotations
@@ -23,7 +25,14 @@ from aiohttp import web
 from scaler.config.policy import TargetPolicy, WorkloadRef
 from scaler.core.observation import PodInfo, WorkloadSnapshot
 from scaler.sources.prometheus import PrometheusSource
-from scaler.sources.promql import SELECTOR_LABEL, TARGET_LABEL, QueryKind
+from scaler.sources.promql import (
+    HISTOGRAM_LABEL,
+    POD_GROUP_LABEL,
+    SELECTOR_LABEL,
+    TARGET_LABEL,
+    HistogramKind,
+    QueryKind,
+)
 
 TS = 1718000000
 
@@ -69,9 +78,29 @@ class Reply:
     stall: bool = False  # never answer (until the test ends)
 
 
+@dataclass
+class Ttft:
+    """A TTFT histogram on every scraped pod, for tests that only care about its quantile.
+
+    Round one (``ttft_rate``) answers ``rate`` first tokens per second spread evenly over the
+    pods of the ``running`` answer; round two (``ttft_buckets``) answers bucket rates whose
+    0.95 quantile is exactly ``p95`` (``le=p95``: 0.95 x rate, ``+Inf``: rate), or, for
+    ``"NaN"``, a ``+Inf`` bucket alone (a broken histogram: NaN while requests flow).
+    """
+
+    p95: str
+    rate: str
+
+
+def ttft_answers(p95: str, rate: str = "4") -> dict[str, Ttft]:
+    """Both TTFT rounds answered by one :class:`Ttft` (``ttft_answers("NaN", "0")``: idle)."""
+    answer = Ttft(p95, rate)
+    return {"ttft_rate": answer, "ttft_buckets": answer}
+
+
 _KIND_BY_METRIC: list[tuple[str, QueryKind]] = [
-    ("time_to_first_token_seconds_bucket", QueryKind.TTFT_QUANTILE),
     ("time_to_first_token_seconds_count", QueryKind.TTFT_RATE),
+    ("time_to_first_token_seconds", QueryKind.TTFT_BUCKETS),
     ("num_requests_waiting", QueryKind.WAITING),
     ("num_requests_running", QueryKind.RUNNING),
     ("kv_cache_usage_perc", QueryKind.KV_CACHE),
@@ -90,13 +119,13 @@ def kind_of(query: str) -> QueryKind:
 class FakePrometheus:
     """A fake Prometheus API. Set ``answers[kind]``; unset kinds answer ``R[]``."""
 
-    answers: dict[QueryKind, dict[str, Any] | Reply] = field(default_factory=dict)
+    answers: dict[QueryKind, dict[str, Any] | Reply | Ttft] = field(default_factory=dict)
     requests: list[dict[str, str]] = field(default_factory=list)
     headers: list[Mapping[str, str]] = field(default_factory=list)
     url: str = ""
     release: asyncio.Event = field(default_factory=asyncio.Event)
 
-    def set(self, **answers: dict[str, Any] | Reply) -> None:
+    def set(self, **answers: dict[str, Any] | Reply | Ttft) -> None:
         for name, ans in answers.items():
             self.answers[QueryKind(name)] = ans
 
@@ -109,14 +138,47 @@ class FakePrometheus:
         self.requests.append(fields)
         self.headers.append(dict(request.headers))
         query = fields.get("query", "")
-        reply = self.answers.get(kind_of(query), R())
+        kind = kind_of(query)
+        reply = self.answers.get(kind, R())
+        if isinstance(reply, Ttft):
+            reply = self._ttft(reply, kind)
         if not isinstance(reply, Reply):
             reply = Reply(reply)
         if reply.stall:
             await self.release.wait()
         if isinstance(reply.body, str):
             return web.Response(status=reply.status, text=reply.body)
-        return web.json_response(_tagged(reply.body, query), status=reply.status)
+        body = _tagged(reply.body, query)
+        if kind is QueryKind.TTFT_RATE:
+            body = _classic(body)
+        return web.json_response(body, status=reply.status)
+
+    def _ttft(self, ttft: Ttft, kind: QueryKind) -> dict[str, Any]:
+        if kind is QueryKind.TTFT_RATE:
+            running = self.answers.get(QueryKind.RUNNING)
+            body = running.body if isinstance(running, Reply) else running
+            if not isinstance(body, dict):
+                return R()
+            found = [i["metric"].get("pod") for i in body["data"]["result"]]
+            scraped = [p for p in found if p]
+            each = repr(float(ttft.rate) / len(scraped)) if scraped else ttft.rate
+            return R(*(sample(p, each) for p in scraped))
+        if ttft.p95 == "NaN":
+            return R(sample(None, ttft.rate, le="+Inf"))
+        share = repr(0.95 * float(ttft.rate))
+        return R(sample(None, share, le=ttft.p95), sample(None, ttft.rate, le="+Inf"))
+
+
+def _classic(body: dict[str, Any]) -> dict[str, Any]:
+    """Request-rate series without a representation tag are the classic histogram's."""
+    data = body.get("data")
+    if not isinstance(data, dict) or not isinstance(data.get("result"), list):
+        return body
+    for item in data["result"]:
+        metric = item.get("metric") if isinstance(item, dict) else None
+        if isinstance(metric, dict):
+            metric.setdefault(HISTOGRAM_LABEL, str(HistogramKind.CLASSIC))
+    return body
 
 
 def _tagged(body: dict[str, Any], query: str) -> dict[str, Any]:
@@ -129,7 +191,8 @@ def _tagged(body: dict[str, Any], query: str) -> dict[str, Any]:
     body = json.loads(json.dumps(body))
     for item in body["data"]["result"]:
         metric = item.get("metric") if isinstance(item, dict) else None
-        if isinstance(metric, dict) and SELECTOR_LABEL not in metric and TARGET_LABEL not in metric:
+        tagged = {SELECTOR_LABEL, TARGET_LABEL, POD_GROUP_LABEL}
+        if isinstance(metric, dict) and not tagged & metric.keys():
             metric[label] = value
     return body
 

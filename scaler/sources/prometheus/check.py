@@ -52,18 +52,22 @@ async def check_configured_queries(
 ) -> list[ConfiguredQueryProblem]:
     """Check at start that every enabled signal's query returns series (dry-run).
 
-    A signal fails the check when its query fails or when the target's selector (or TTFT
-    expression) returns no series at all, before any pod filtering. Snapshots are
-    optional: without them only the raw series count is checked.
+    A signal fails the check when its query fails or when no series of the target's own
+    pods (the snapshot's, by name; with explicit matchers, whatever they pick) is returned,
+    before any readiness filtering. A default-selector target without a snapshot has no pods
+    to attribute series to: it is left out, for the caller to report as unreadable.
 
     Returns:
         The problems, empty when every configured query returns data. The caller should
         fail loudly (log an error naming each query, exit non-zero) when it is not empty;
         ``str(problem)`` is a one-line message naming target, signal, status and query.
     """
-    result = await source.read(policy_targets, snapshots or {})
+    snapshots = snapshots or {}
+    result = await source.read(policy_targets, snapshots)
     problems: list[ConfiguredQueryProblem] = []
     for t in policy_targets:
+        if t.prometheus_matchers is None and t.key not in snapshots:
+            continue  # no pod list to attribute series to: the caller reports the target
         tr = result.targets[t.key]
         running_found = tr.series_found.get(QueryKind.RUNNING, 0) > 0
         own = build_query_plan([t], rate_window_seconds=source.rate_window_seconds).queries
@@ -71,6 +75,12 @@ async def check_configured_queries(
             kind = SIGNAL_QUERY[name]
             outcome = result.queries.get(kind)
             query = own.get(kind, "")
+            if kind is QueryKind.TTFT_BUCKETS:
+                # Which pods have a TTFT histogram is the first round's request-rate query; the
+                # second is sent only for targets with requests.
+                query = own.get(QueryKind.TTFT_RATE, "")
+                if outcome is None or outcome.ok:
+                    outcome = result.queries.get(QueryKind.TTFT_RATE)
             if outcome is None or not outcome.ok:
                 status = outcome.status if outcome else SignalStatus.EMPTY
                 detail = outcome.detail if outcome else "query not sent"
@@ -78,7 +88,16 @@ async def check_configured_queries(
                 continue
             if tr.series_found.get(kind, 0) > 0:
                 continue
-            if running_found:
+            reading = tr.signals.get(name)
+            if (
+                kind is QueryKind.TTFT_BUCKETS
+                and reading is not None
+                and (reading.status in (SignalStatus.ABSENT, SignalStatus.EMPTY))
+            ):
+                # names both histogram representations, or a rate window that is too short
+                status = reading.status
+                detail = f"ttft_rate query for {t.key}: {reading.detail}"
+            elif running_found:
                 status = SignalStatus.ABSENT
                 detail = (
                     f"{kind} query returns no series for {t.key} although "
@@ -86,9 +105,17 @@ async def check_configured_queries(
                 )
             else:
                 status = SignalStatus.EMPTY
-                detail = (
-                    f"{kind} query returns no series for {t.key}: no vLLM series match "
-                    f"its selector {{{target_selector(t)}}}"
-                )
+                detail = f"{kind} query returns no series for {t.key}: {_whose(t, snapshots)}"
             problems.append(ConfiguredQueryProblem(t.key, name, status, query, detail))
     return problems
+
+
+def _whose(t: TargetPolicy, snapshots: Mapping[str, WorkloadSnapshot]) -> str:
+    """Whose series were looked for, for the message of a signal without any."""
+    if t.prometheus_matchers is not None:
+        return f"no vLLM series match its selector {{{target_selector(t)}}}"
+    snap = snapshots[t.key]
+    return (
+        f"none of its {len(snap.pods)} pods (selector {snap.selector or 'none'} in namespace "
+        f"{snap.namespace}) has vLLM series"
+    )

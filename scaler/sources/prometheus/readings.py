@@ -1,18 +1,17 @@
 """Each target's readings from one cycle's split answers (pure, no I/O).
 
-:func:`read_targets` matches per-pod series to each target's live, ready pods (by name in a
-namespace's default selector group, where a gone pod is told by the workload's pod-name
-pattern), sums them per signal, and names every fault: ``empty`` when a query answered with
-no series, ``absent`` when the signal is missing while the pods are provably scraped,
-``partial`` when some ready pods lack series, NaN/Inf/negative values, TTFT ``idle`` only
-when the request rate is exactly 0. Missing data is never read as zero.
+:func:`read_targets` matches per-pod series to each target's live, ready pods by their exact
+names (:mod:`.attribution`: the pods the Kubernetes API lists for the target, and the ones it
+listed until recently, whose lingering series are dropped as ``gone``; other pods of a shared
+namespace are not the target's at all), sums them per signal, and names every fault:
+``empty`` when a query answered with no series, ``absent`` when the signal is missing while
+the pods are provably scraped, ``partial`` when some ready pods lack series, NaN/Inf/negative
+values. TTFT is read by :mod:`.ttft`. Missing data is never read as zero.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -23,13 +22,13 @@ from scaler.core.observation import WorkloadSnapshot
 from scaler.core.signals import SignalReading, SignalStatus
 from scaler.sources.prometheus.answers import QueryOutcome
 from scaler.sources.prometheus.split import PodSeries, SplitAnswers
+from scaler.sources.prometheus.ttft import TtftPlan, TtftRoute, read_ttft, ttft_metric_name
 from scaler.sources.promql import (
     KV_METRICS,
     SIGNAL_QUERY,
     WAITING_METRIC,
     QueryKind,
     QueryPlan,
-    promql_duration,
 )
 
 __all__ = ["DropReason", "DroppedSeries", "TargetReadings", "read_targets"]
@@ -40,7 +39,8 @@ class DropReason(StrEnum):
 
     TERMINATING = "terminating"  # the pod has a deletionTimestamp
     NOT_READY = "not_ready"  # live but not Ready (still loading, or failing probes)
-    UNKNOWN_POD = "unknown_pod"  # not among the workload's pods: deleted, or foreign
+    GONE = "gone"  # listed for the target until recently, no longer listed (deleted)
+    UNKNOWN_POD = "unknown_pod"  # picked by the target's explicit matchers, not its pod
     NO_POD_LABEL = "no_pod_label"  # the series has no ``pod`` label to match
 
 
@@ -72,6 +72,9 @@ class TargetReadings:
         pod_load: ready pod -> requests in flight (``vllm:num_requests_running`` plus
             ``vllm:num_requests_waiting``, summed over engines); only pods with both series
             (running only when the waiting query was not sent). Ranks pods for scale-down.
+        ttft_metric: the TTFT histogram read (``..._bucket``, or the native histogram's
+            name with ``(native histogram)``); '' when none was found.
+        ttft_query: ``recorded`` (the recording rules' per-group buckets) or ``raw``.
     """
 
     key: str
@@ -82,6 +85,8 @@ class TargetReadings:
     dropped: tuple[DroppedSeries, ...] = ()
     series_found: dict[QueryKind, int] = field(default_factory=dict)
     pod_load: dict[str, float] = field(default_factory=dict)
+    ttft_metric: str = ""
+    ttft_query: str = ""
 
 
 def _names(pods: Sequence[str] | frozenset[str], limit: int = 5) -> str:
@@ -114,6 +119,9 @@ def read_targets(
     split: SplitAnswers,
     *,
     rate_window_seconds: float,
+    ttft_plan: TtftPlan | None = None,
+    former: Mapping[str, frozenset[str]] | None = None,
+    scrape_intervals: Mapping[str, float] | None = None,
 ) -> dict[str, TargetReadings]:
     """Classify the split answers of one cycle into each target's readings (pure, no I/O).
 
@@ -126,8 +134,13 @@ def read_targets(
             ``empty`` per-pod signals).
         plan: the cycle's query plan (for each target's selector group).
         split: the cycle's answers, split (:func:`~scaler.sources.prometheus.split.
-            split_answers`).
+            split_answers`), both rounds.
         rate_window_seconds: the TTFT ``rate()`` window (for messages only).
+        ttft_plan: how each target's TTFT was asked (:func:`~scaler.sources.prometheus.
+            ttft.plan_ttft`); None: TTFT reads as not asked.
+        former: target key -> pods it listed until recently (:class:`~scaler.sources.
+            prometheus.attribution.PodMemory`); their series are dropped as ``gone``.
+        scrape_intervals: target key -> its pods' scrape interval found at start, seconds.
 
     Returns:
         Target key -> :class:`TargetReadings`, for every target of ``policy_targets``.
@@ -136,6 +149,9 @@ def read_targets(
     known_pods: set[tuple[str, str]] = {
         (snap.namespace, p.name) for snap in snapshots.values() for p in snap.pods
     }
+    former = former or {}
+    routes = ttft_plan.routes if ttft_plan is not None else {}
+    intervals = scrape_intervals or {}
     return {
         t.key: _TargetReader(
             target=t,
@@ -143,16 +159,13 @@ def read_targets(
             gid=plan.selector_group[t.key],
             split=split,
             known_pods=known_pods,
+            former=former.get(t.key, frozenset()),
             rate_window_seconds=rate_window_seconds,
+            ttft_route=routes.get(t.key),
+            scrape_interval=intervals.get(t.key),
         ).read()
         for t in policy_targets
     }
-
-
-@functools.lru_cache(maxsize=4096)
-def _pattern(regex: str) -> re.Pattern[str]:
-    """A pod-name pattern of :meth:`TargetPolicy.pod_name_regex` (PromQL anchors it: fullmatch)."""
-    return re.compile(regex)
 
 
 @dataclass(slots=True)
@@ -164,7 +177,10 @@ class _TargetReader:
     gid: str
     split: SplitAnswers
     known_pods: set[tuple[str, str]]
+    former: frozenset[str]
     rate_window_seconds: float
+    ttft_route: TtftRoute | None = None
+    scrape_interval: float | None = None
     dropped: list[DroppedSeries] = field(default_factory=list)
     series_found: dict[QueryKind, int] = field(default_factory=dict)
     _pod_cache: dict[QueryKind, dict[str, dict[str, float]] | None] = field(default_factory=dict)
@@ -192,27 +208,15 @@ class _TargetReader:
         if groups is None:
             return None
         grp = groups.get(self.gid, PodSeries())
-        # A default-selector target's group selects whole namespaces (see build_query_plan):
-        # only its own pods' series, and gone pods its pod-name pattern picks, are its.
-        own = (
-            _pattern(self.target.pod_name_regex())
-            if self.target.prometheus_matchers is None
-            else None
-        )
         snap = self.snapshot
-        if own is not None and snap is not None:
-            return self._own_pod_values(kind, grp, own, snap)
-        namespace = self.target.workload.namespace
-        if own is None:
-            self.series_found[kind] = grp.count
-        else:
-            self.series_found[kind] = grp.no_pod_label + sum(
-                1
-                for ns, pod in grp.by_pod
-                if (ns or namespace) == namespace
-                and (namespace, pod) not in self.known_pods
-                and own.fullmatch(pod)
-            )
+        if self.target.prometheus_matchers is None:
+            # The default group selects whole namespaces (see build_query_plan): only the
+            # target's own pods' series are its, looked up by their exact names.
+            if snap is None:
+                self.series_found[kind] = 0
+                return {}
+            return self._own_pod_values(kind, grp, snap)
+        self.series_found[kind] = grp.count
         out: dict[str, dict[str, float]] = {}
         if snap is None:
             return out
@@ -228,6 +232,8 @@ class _TargetReader:
             info = pods.get(pod) if ns == snap.namespace else None
             if info is not None:
                 reason = DropReason.TERMINATING if info.terminating else DropReason.NOT_READY
+            elif ns == snap.namespace and pod in self.former:
+                reason = DropReason.GONE
             elif (ns, pod) in self.known_pods:
                 continue  # another target's pod, picked by a shared selector
             else:
@@ -236,40 +242,37 @@ class _TargetReader:
         return out
 
     def _own_pod_values(
-        self, kind: QueryKind, grp: PodSeries, own: re.Pattern[str], snap: WorkloadSnapshot
+        self, kind: QueryKind, grp: PodSeries, snap: WorkloadSnapshot
     ) -> dict[str, dict[str, float]]:
         """:meth:`_pod_values` for a target sharing its namespace's group: the series of its
-        own pods (looked up by name), plus the stray series its pod-name pattern picks."""
+        own pods, looked up by name; those of pods it listed until recently are dropped."""
         ns = snap.namespace
         ready = snap.ready_pod_names
-        own_names = {p.name for p in snap.pods}
         found = grp.no_pod_label
         out: dict[str, dict[str, float]] = {}
         dropped: list[DroppedSeries] = []
-        for p in snap.pods:
+        listed = {p.name: p for p in snap.pods}
+        for name in sorted(listed.keys() | self.former):
             # A series without a namespace label is matched on the target's namespace; the
             # namespaced one wins when both exist.
-            for key in (("", p.name), (ns, p.name)):
+            for key in (("", name), (ns, name)):
                 metrics = grp.by_pod.get(key)
                 if metrics is None:
                     continue
                 found += 1
-                if p.name in ready:
-                    out[p.name] = metrics
+                info = listed.get(name)
+                if info is None:
+                    dropped.append(DroppedSeries(kind, ns, name, DropReason.GONE))
+                elif name in ready:
+                    out[name] = metrics
                 else:
-                    reason = DropReason.TERMINATING if p.terminating else DropReason.NOT_READY
-                    dropped.append(DroppedSeries(kind, ns, p.name, reason))
-        for series_ns, pod in grp.strays(self.known_pods, ns):
-            if (series_ns or ns) != ns or pod in own_names or (ns, pod) in self.known_pods:
-                continue  # another namespace's, already counted, or another target's pod
-            if own.fullmatch(pod):  # a gone pod of this target
-                found += 1
-                dropped.append(DroppedSeries(kind, ns, pod, DropReason.UNKNOWN_POD))
+                    reason = DropReason.TERMINATING if info.terminating else DropReason.NOT_READY
+                    dropped.append(DroppedSeries(kind, ns, name, reason))
         self.series_found[kind] = found
         self.dropped.extend(
             [DroppedSeries(kind, ns, "", DropReason.NO_POD_LABEL)] * grp.no_pod_label
         )
-        self.dropped.extend(sorted(dropped, key=lambda d: d.pod))
+        self.dropped.extend(dropped)
         return out
 
     def read(self) -> TargetReadings:
@@ -280,9 +283,19 @@ class _TargetReader:
         signals: dict[SignalName, SignalReading] = {}
         pods_missing: dict[SignalName, frozenset[str]] = {}
         kv_metric = ""
+        route = self.ttft_route
         for name in self.target.signals.enabled():
             if name is SignalName.TTFT_P95:
-                signals[name] = self.ttft(scraped)
+                signals[name] = read_ttft(
+                    self.target,
+                    route,
+                    self.split,
+                    scraped=scraped,
+                    ready=len(self.ready),
+                    rate_window_seconds=self.rate_window_seconds,
+                    scrape_interval=self.scrape_interval,
+                )
+                self.series_found[QueryKind.TTFT_BUCKETS] = len(route.pods) if route else 0
                 continue
             reading, missing = self.per_pod(name, scraped)
             signals[name] = reading
@@ -299,6 +312,8 @@ class _TargetReader:
             dropped=tuple(self.dropped),
             series_found=dict(self.series_found),
             pod_load=self.pod_load(running),
+            ttft_metric=ttft_metric_name(route.representation) if route and route.pods else "",
+            ttft_query=route.query if route and route.asked else "",
         )
 
     def pod_load(self, running: dict[str, dict[str, float]] | None) -> dict[str, float]:
@@ -397,73 +412,3 @@ class _TargetReader:
             pods_with_data=len(per_pod),
             source_metric=source_metric,
         ), missing
-
-    def ttft(self, scraped: bool) -> SignalReading:
-        """Reading of the TTFT quantile: ok, idle (NaN with zero request rate) or a fault."""
-        name = SignalName.TTFT_P95
-        metric = "vllm:time_to_first_token_seconds"
-        key = self.target.key
-        outcome = self.outcome(QueryKind.TTFT_QUANTILE)
-        series = self.split.target_series.get(QueryKind.TTFT_QUANTILE)
-        if outcome is None or series is None:
-            status = outcome.status if outcome else SignalStatus.EMPTY
-            detail = outcome.detail if outcome else "query not sent"
-            return SignalReading(name, status, source_metric=metric, detail=f"ttft query: {detail}")
-        self.series_found[QueryKind.TTFT_QUANTILE] = int(key in series)
-        if key not in series:
-            if scraped:
-                return SignalReading(
-                    name,
-                    SignalStatus.ABSENT,
-                    source_metric=metric,
-                    detail="no TTFT histogram series although the pods are scraped",
-                )
-            return SignalReading(
-                name, SignalStatus.EMPTY, source_metric=metric, detail="no TTFT histogram series"
-            )
-        value = series[key]
-        if math.isnan(value):
-            return self.ttft_nan()
-        bad = _bad_value_reading(name, value, "TTFT quantile", metric)
-        if bad is not None:
-            return bad
-        return SignalReading(name, SignalStatus.OK, value=value, source_metric=metric)
-
-    def ttft_nan(self) -> SignalReading:
-        """NaN quantile: idle only when the request rate is known to be exactly zero."""
-        name = SignalName.TTFT_P95
-        metric = "vllm:time_to_first_token_seconds"
-        window = promql_duration(self.rate_window_seconds)
-        rate_outcome = self.outcome(QueryKind.TTFT_RATE)
-        rates = self.split.target_series.get(QueryKind.TTFT_RATE)
-        if rates is None:
-            why = rate_outcome.status if rate_outcome else "not sent"
-            return SignalReading(
-                name,
-                SignalStatus.NAN,
-                source_metric=metric,
-                detail=f"TTFT quantile NaN and request rate unknown (rate query: {why})",
-            )
-        rate = rates.get(self.target.key)
-        if rate is None:
-            return SignalReading(
-                name,
-                SignalStatus.NAN,
-                source_metric=metric,
-                detail="TTFT quantile NaN and the request-rate query has no series",
-            )
-        if rate == 0.0:
-            # 0/0 in histogram_quantile: no requests in the window. Valid, no pressure.
-            return SignalReading(
-                name,
-                SignalStatus.IDLE,
-                value=0.0,
-                source_metric=metric,
-                detail=f"no requests in the last {window} (request rate 0)",
-            )
-        return SignalReading(
-            name,
-            SignalStatus.NAN,
-            source_metric=metric,
-            detail=f"TTFT quantile NaN while requests flow at {rate:g}/s",
-        )

@@ -1,16 +1,19 @@
 """The Prometheus signal source: every target's readings in a constant number of queries.
 
 :class:`PrometheusSource` sends the cycle's instant queries (:mod:`scaler.sources.promql`, at
-most five whatever the number of targets) concurrently, splits the answers per target
-(:mod:`.split`) and classifies them into readings (:mod:`.readings`). ``read`` never raises
-for Prometheus trouble: every fault is a named status.
+most five whatever the number of targets) in two rounds: the per-pod queries concurrently,
+then the TTFT query that their answers shape (:mod:`.ttft`: which targets have requests, in
+which histogram representation, read raw or from the recording rules). It splits the answers
+per target (:mod:`.split`), attributes series to the pods each target owns
+(:mod:`.attribution`) and classifies them into readings (:mod:`.readings`). ``read`` never
+raises for Prometheus trouble: every fault is a named status.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import httpx
@@ -20,10 +23,12 @@ from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
 from scaler.core.observation import WorkloadSnapshot
 from scaler.core.signals import SignalReading, SignalStatus
-from scaler.sources.prometheus.answers import QueryOutcome
+from scaler.sources.prometheus.answers import Answer, QueryOutcome
+from scaler.sources.prometheus.attribution import PodMemory
 from scaler.sources.prometheus.http import instant_query, register_url_credentials
 from scaler.sources.prometheus.readings import TargetReadings, read_targets
-from scaler.sources.prometheus.split import split_answers
+from scaler.sources.prometheus.split import split_answers, with_ttft
+from scaler.sources.prometheus.ttft import plan_ttft
 from scaler.sources.promql import SIGNAL_QUERY, QueryKind, build_query_plan
 
 __all__ = ["PrometheusSource", "SourceResult"]
@@ -47,7 +52,8 @@ class SourceResult:
 
     @property
     def queries_sent(self) -> int:
-        """Number of HTTP queries sent (constant in the number of targets, at most 5)."""
+        """Number of HTTP queries sent (constant in the number of targets, at most 5: four
+        per-pod ones and the TTFT query, which is left out when no target needs it)."""
         return len(self.queries)
 
     def readings(self, key: str) -> dict[SignalName, SignalReading]:
@@ -67,6 +73,13 @@ class PrometheusSource:
             as the ``timeout`` parameter so it stops evaluating).
         rate_window_seconds: ``rate()`` window of the TTFT queries
             (``Policy.rate_window_seconds``).
+        clock: seconds, for how long a pod a target no longer lists is still known as its
+            own (:class:`~scaler.sources.prometheus.attribution.PodMemory`).
+
+    Attributes:
+        scrape_intervals: target key -> its pods' scrape interval, seconds, once found at
+            start (:func:`~scaler.sources.prometheus.check.check_rate_window`); a TTFT
+            without data then names a rate window that is too short.
 
     Raises:
         ValueError: a non-positive timeout or rate window.
@@ -79,6 +92,7 @@ class PrometheusSource:
         base_url: str,
         timeout_seconds: float,
         rate_window_seconds: float,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not timeout_seconds > 0:
             raise ValueError(f"timeout_seconds must be positive, got {timeout_seconds!r}")
@@ -89,6 +103,8 @@ class PrometheusSource:
         register_url_credentials(base_url)
         self._timeout = timeout_seconds
         self.rate_window_seconds = rate_window_seconds
+        self.scrape_intervals: dict[str, float] = {}
+        self._memory = PodMemory(clock)
 
     async def read(
         self,
@@ -109,20 +125,24 @@ class PrometheusSource:
             its target's pods are scraped is logged as an error (a configuration problem).
         """
         start = time.monotonic()
-        plan = build_query_plan(policy_targets, rate_window_seconds=self.rate_window_seconds)
-        answers = await asyncio.gather(
-            *(
-                instant_query(self._client, self._url, kind, promql, timeout_seconds=self._timeout)
-                for kind, promql in plan.queries.items()
-            )
-        )
-        split = split_answers(dict(zip(plan.queries, answers, strict=True)))
+        window = self.rate_window_seconds
+        plan = build_query_plan(policy_targets, rate_window_seconds=window)
+        former = self._memory.update(snapshots, rate_window_seconds=window)
+        first = await asyncio.gather(*(self._query(k, q) for k, q in plan.queries.items()))
+        split = split_answers(dict(zip(plan.queries, first, strict=True)))
+        ttft_plan = plan_ttft(policy_targets, snapshots, former, plan, split)
+        if ttft_plan.query is not None:
+            ttft = await self._query(QueryKind.TTFT_BUCKETS, ttft_plan.query)
+            split = with_ttft(split, ttft)
         targets = read_targets(
             policy_targets,
             snapshots,
             plan,
             split,
-            rate_window_seconds=self.rate_window_seconds,
+            rate_window_seconds=window,
+            ttft_plan=ttft_plan,
+            former=former,
+            scrape_intervals=self.scrape_intervals,
         )
         queries = {k: a.outcome for k, a in split.answers.items()}
         _log_absent(targets.values(), queries)
@@ -130,6 +150,11 @@ class PrometheusSource:
             targets=targets,
             queries=queries,
             duration_seconds=time.monotonic() - start,
+        )
+
+    async def _query(self, kind: QueryKind, promql: str) -> Answer:
+        return await instant_query(
+            self._client, self._url, kind, promql, timeout_seconds=self._timeout
         )
 
 
