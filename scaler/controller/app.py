@@ -35,6 +35,7 @@ from scaler.sources.prometheus import (
     PrometheusSource,
     build_http_client,
     check_configured_queries,
+    check_rate_window,
 )
 from scaler.telemetry.metrics import ScalerMetrics
 from scaler.telemetry.redact import register_secret
@@ -184,6 +185,7 @@ async def serve(
                 raise StartupError(str(err)) from None
         if options.check_queries:
             await _check_queries(controller, source, policy, str(settings.prometheus_url))
+        await _check_rate_window(controller, source, policy)
         log.info(
             "started",
             targets=[t.key for t in policy.targets],
@@ -311,6 +313,32 @@ async def _check_queries(
         raise StartupError(
             format_startup_problems(unreadable, problems, redact_url(prometheus_url)), exit_code=1
         )
+
+
+async def _check_rate_window(
+    controller: Controller, source: PrometheusSource, policy: Policy
+) -> None:
+    """At start: find the pods' scrape interval (exported, and kept by the source so that a
+    TTFT without data names the window) and warn, with both numbers and the fix, about a
+    rate window shorter than four scrape intervals."""
+    log = structlog.get_logger("vllm_scaler")
+    metrics = controller.metrics
+    metrics.rate_window.set(policy.rate_window_seconds)
+    snapshots = {}
+    for t in policy.targets:
+        with contextlib.suppress(Exception):  # an unreadable target is reported by the round
+            snapshots[t.key] = await controller.actuator.read(t.workload)
+    for problem in await check_rate_window(source, policy.targets, snapshots):
+        log.warning(
+            "rate_window_too_short",
+            target=problem.target,
+            rate_window_seconds=problem.rate_window_seconds,
+            scrape_interval_seconds=problem.scrape_interval_seconds,
+            minimum_seconds=problem.minimum_seconds,
+            message=str(problem),
+        )
+    for key, seconds in source.scrape_intervals.items():
+        metrics.scrape_interval.labels(key).set(seconds)
 
 
 _UNREACHABLE = frozenset({SignalStatus.TRANSPORT, SignalStatus.TIMEOUT})

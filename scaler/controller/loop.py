@@ -51,6 +51,7 @@ from scaler.core.decide import Decision, Direction, decide
 from scaler.core.drain import RemovalPlan, plan_removal
 from scaler.core.observation import Observation, WorkloadSnapshot
 from scaler.core.reasons import Reason
+from scaler.core.signals import SignalStatus
 from scaler.core.state import (
     STATE_FORMAT_VERSION,
     TargetState,
@@ -196,6 +197,7 @@ class Controller:
         self._events: dict[tuple[str, str], tuple[object, float]] = {}
         self._stuck_event_at: dict[str, float] = {}
         self._cost_unsupported_logged: set[str] = set()
+        self._ttft_labels: dict[str, tuple[str, str]] = {}
         metrics.dry_run.set(1 if actuator.dry_run else 0)
         if leader is None:
             metrics.leader.set(0 if actuator.dry_run else 1)
@@ -409,6 +411,7 @@ class Controller:
             m.stale_series_dropped.labels(t.key).inc(len(readings.dropped))
         if readings.kv_metric:
             m.kv_metric.labels(t.key, readings.kv_metric).set(1)
+        self._export_histograms(t, decision, readings)
         for e in decision.signals:
             if not e.status.usable_for_scale_down:
                 m.query_errors.labels(str(e.name), str(e.status)).inc()
@@ -431,6 +434,39 @@ class Controller:
             Direction.NONE
         ):
             m.refused_writes.labels(t.key, decision.reason).inc()
+
+    def _export_histograms(
+        self, t: TargetPolicy, decision: Decision, readings: TargetReadings
+    ) -> None:
+        """How TTFT was read, and a warning while a quantile is only a lower bound."""
+        m = self.metrics
+        labels = (
+            ("native" if "native" in readings.ttft_metric else "classic", readings.ttft_query)
+            if readings.ttft_metric and readings.ttft_query
+            else None
+        )
+        old = self._ttft_labels.get(t.key)
+        if old is not None and old != labels:
+            m.ttft_histogram.remove(t.key, *old)
+        if labels is not None:
+            m.ttft_histogram.labels(t.key, *labels).set(1)
+            self._ttft_labels[t.key] = labels
+        for e in decision.signals:
+            if e.name.per_pod:
+                continue
+            saturated = e.status is SignalStatus.SATURATED
+            m.top_bucket_too_low.labels(t.key, str(e.name)).set(1 if saturated else 0)
+            if saturated:
+                self.log.warning(
+                    "histogram_top_bucket_too_low",
+                    target=t.key,
+                    signal=str(e.name),
+                    top_bucket_seconds=e.value,
+                    detail=e.detail,
+                    message=f"{e.name} is at least {e.value:g} s, beyond the top finite bucket "
+                    "of its histogram, true size unknown: raise the histogram's top bucket "
+                    "(current vLLM TTFT buckets reach 2560 s; early releases stopped at 10 s)",
+                )
 
     def _export_control(self, t: TargetPolicy, c: Control) -> None:
         m = self.metrics

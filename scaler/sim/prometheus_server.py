@@ -156,7 +156,10 @@ class PrometheusServer:
         sd_file: the file-SD JSON file (refreshed every second; it may not exist yet).
         binary: Prometheus binary; default ``prometheus`` on PATH, then /usr/bin/prometheus.
         ready_timeout_seconds: bound on the wait for ``/-/ready``.
-        extra_args: more command-line flags (for example ``--query.lookback-delta=30s``).
+        extra_args: more command-line flags (for example ``--query.lookback-delta=30s``, or
+            ``--enable-feature=native-histograms``).
+        rule_files: rule files to load (``rule_files`` of the config); more can be added
+            later with :meth:`reload`.
     """
 
     def __init__(
@@ -168,8 +171,10 @@ class PrometheusServer:
         binary: str | None = None,
         ready_timeout_seconds: float = 30.0,
         extra_args: Sequence[str] = (),
+        rule_files: Sequence[Path] = (),
     ) -> None:
         self.workdir = workdir
+        self.rule_files = tuple(rule_files)
         self.scrape_interval_seconds = scrape_interval_seconds
         self.sd_file = sd_file
         self._binary = binary
@@ -210,6 +215,7 @@ class PrometheusServer:
                 "scrape_timeout": interval,
                 "evaluation_interval": interval,
             },
+            "rule_files": [str(f.resolve()) for f in self.rule_files],
             "scrape_configs": [
                 {
                     "job_name": "vllm",
@@ -220,6 +226,15 @@ class PrometheusServer:
             ],
         }
         self.config_path.write_text(json.dumps(config, indent=1), encoding="utf-8")
+
+    def reload(self, rule_files: Sequence[Path]) -> None:
+        """Rewrite the config with ``rule_files`` and have Prometheus re-read it (SIGHUP);
+        returns at once (the rules run from their group's next evaluation)."""
+        self.rule_files = tuple(rule_files)
+        self._write_config()
+        if self._proc is None or self._proc.poll() is not None:
+            raise RuntimeError("PrometheusServer is not running")
+        self._proc.send_signal(signal.SIGHUP)
 
     def _spawn(self) -> None:
         binary = find_prometheus_binary(self._binary)

@@ -431,9 +431,9 @@ def build_ttft_query(
           ``histogram_quantile(q, H)``, ``histogram_count(H)`` and ``histogram_fraction(0,
           scalar(histogram_quantile(q, H)), H)``, each tagged with the target and
           ``scaler_native``;
-        - one selector of the recorded groups, ``<recorded>{namespace=~"ns|...",
-          scaler_pod_group=~"g|..."}`` (the source keeps the (namespace, group) pairs it
-          asked for).
+        - one selector of the recorded groups, ``max by (namespace, scaler_pod_group, le)
+          (<recorded>{namespace=~"ns|...", scaler_pod_group=~"g|..."})`` (the source keeps the
+          (namespace, group) pairs it asked for).
     """
     window = promql_duration(rate_window_seconds)
     exprs: list[str] = []
@@ -457,8 +457,11 @@ def build_ttft_query(
     if wanted:
         namespaces = "|".join(re.escape(ns) for ns in sorted(wanted))
         groups = "|".join(sorted({re.escape(g) for gs in wanted.values() for g in gs}))
+        # max by: drops the long metric name from the answer (a third of its bytes) and any
+        # duplicate of a group that a second rule evaluator wrote with other external labels
         exprs.append(
+            f"max by (namespace, {POD_GROUP_LABEL}, le) ("
             f'{recorded_ttft_metric(rate_window_seconds)}{{namespace=~"{label_value(namespaces)}",'
-            f'{POD_GROUP_LABEL}=~"{label_value(groups)}"}}'
+            f'{POD_GROUP_LABEL}=~"{label_value(groups)}"}})'
         )
     return _or(exprs) if exprs else None

@@ -36,11 +36,15 @@ async def test_query_count_is_constant_and_per_target_is_five_per_target() -> No
         )
     finally:
         structlog.configure(**saved)
-    ours, keda = r.approaches
+    ours, keda, rules = r.approaches
     assert ours.queries_per_cycle == 5 and ours.failed_queries == 0
     assert keda.queries_per_cycle == 5 * 20 and keda.failed_queries == 0
-    # grouped queries read what per-target ones read
+    assert rules.queries_per_cycle == 5 and rules.failed_queries == 0
+    # grouped queries read what per-target ones read, and the recording rule what raw ones do
     assert r.disagreeing_signals == 0, r.disagreements
+    assert r.rules_disagreeing_signals == 0, r.rules_disagreements
+    assert (ours.ttft_recorded_targets, rules.ttft_recorded_targets) == (0, 20)
+    assert r.rule_evaluations > 0 and r.rule_interval_seconds == 1.0
     assert "queries/cycle" in format_result(r)
     # the floor query ran and the controller's own share is a part of the cycle
     assert r.ttft_selection_floor_seconds > 0

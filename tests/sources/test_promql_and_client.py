@@ -97,8 +97,9 @@ def test_ttft_query_asks_for_exactly_the_named_pods_raw_native_or_recorded() -> 
         '"fraction", "", "")',
     ]
     recorded = (
+        "max by (namespace, scaler_pod_group, le) ("
         "namespace_scaler_pod_group_le:vllm_time_to_first_token_seconds_bucket:rate30s"
-        r'{namespace=~"llm",scaler_pod_group=~"small\\-7c9d"}'
+        r'{namespace=~"llm",scaler_pod_group=~"small\\-7c9d"})'
     )
     # five parts, a balanced "or": ((a or b) or (c or (d or e)))
     assert query == (f"({classic} or {native[0]}) or ({native[1]} or ({native[2]} or {recorded}))")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -32,7 +33,9 @@ from scaler.sources.promql import (
     TARGET_LABEL,
     HistogramKind,
     QueryKind,
+    pod_group,
 )
+from scaler.sources.quantile import bucket_quantile
 
 TS = 1718000000
 
@@ -92,10 +95,127 @@ class Ttft:
     rate: str
 
 
+def histograms(h: Histograms) -> dict[str, Histograms]:
+    """Both TTFT rounds answered from the pods' histograms."""
+    return {"ttft_rate": h, "ttft_buckets": h}
+
+
 def ttft_answers(p95: str, rate: str = "4") -> dict[str, Ttft]:
     """Both TTFT rounds answered by one :class:`Ttft` (``ttft_answers("NaN", "0")``: idle)."""
     answer = Ttft(p95, rate)
     return {"ttft_rate": answer, "ttft_buckets": answer}
+
+
+def _fmt(value: float) -> str:
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(float(value))
+
+
+def _promql_unescape(text: str) -> str:
+    return re.sub(r"\\(.)", lambda m: {"n": "\n"}.get(m.group(1), m.group(1)), text)
+
+
+_CLASSIC_PART = re.compile(
+    r"rate\(vllm:time_to_first_token_seconds_bucket\{(?P<sel>[^}]*)\}\[[^\]]*\]\)\), "
+    r'"scaler_target", "(?P<key>(?:[^"\\]|\\.)*)"'
+)
+_NATIVE_PART = re.compile(
+    r"histogram_quantile\((?P<q>[0-9.e+-]+), sum\(rate\(vllm:time_to_first_token_seconds"
+    r'\{(?P<sel>[^}]*)\}\[[^\]]*\]\)\)\), "scaler_target", "(?P<key>(?:[^"\\]|\\.)*)"'
+)
+_RECORDED_PART = re.compile(
+    r'_bucket:rate\w+\{namespace=~"(?P<ns>(?:[^"\\]|\\.)*)",'
+    r'scaler_pod_group=~"(?P<groups>(?:[^"\\]|\\.)*)"\}'
+)
+_MATCHER = re.compile(r'(\w+)(=~|=)"((?:[^"\\]|\\.)*)"')
+
+
+def _selects(selector: str, labels: Mapping[str, str]) -> bool:
+    """Whether a PromQL selector body (``=`` and ``=~`` matchers) picks ``labels``."""
+    for name, op, raw in _MATCHER.findall(selector):
+        value, got = _promql_unescape(raw), labels.get(name, "")
+        if (op == "=" and got != value) or (op == "=~" and not re.fullmatch(value, got)):
+            return False
+    return True
+
+
+@dataclass
+class Histograms:
+    """Each pod's TTFT histogram, answered as Prometheus answers both TTFT rounds.
+
+    ``buckets``: pod -> {le: rate of that cumulative bucket over the window}; the pod's
+    request rate is its ``+Inf`` rate. Round one answers every pod's request rate, tagged
+    ``classic`` (``native``: ``native``), and with ``recorded`` the age (5 s) of each pod
+    group's recorded buckets. Round two sums the buckets of exactly the pods each
+    sub-expression's selector picks (its pod alternation, matched as Prometheus matches a
+    regex), and of the pods of each recorded group it names; for a native histogram it
+    answers, as Prometheus would, the quantile (with the classic interpolation), the count
+    and the fraction of observations up to the quantile.
+    """
+
+    buckets: dict[str, dict[str, float]]
+    native: bool = False
+    recorded: bool = False
+    namespace: str = "llm"
+
+    def _labels(self, pod: str) -> dict[str, str]:
+        return {"namespace": self.namespace, "pod": pod}
+
+    def first_round(self, gid: str) -> dict[str, Any]:
+        kind = "native" if self.native else "classic"
+        out = [
+            sample(pod, _fmt(b["+Inf"]), namespace=self.namespace, scaler_selector=gid,
+                   scaler_histogram=kind)
+            for pod, b in self.buckets.items()
+        ]  # fmt: skip
+        if self.recorded and not self.native:
+            for group in sorted({pod_group(p) for p in self.buckets}):
+                labels = {"namespace": self.namespace, "scaler_pod_group": group}
+                out.append(
+                    sample(None, "5", **labels, scaler_selector=gid, scaler_histogram="recorded")
+                )
+        return R(*out)
+
+    def _sum(self, pods: list[str]) -> dict[str, float]:
+        total: dict[str, float] = {}
+        for pod in pods:
+            for le, rate in self.buckets[pod].items():
+                total[le] = total.get(le, 0.0) + rate
+        return total
+
+    def second_round(self, query: str) -> dict[str, Any]:
+        out: list[dict[str, Any]] = []
+        for m in _CLASSIC_PART.finditer(query):
+            picked = [p for p in self.buckets if _selects(m["sel"], self._labels(p))]
+            key = _promql_unescape(m["key"])
+            for le, rate in self._sum(picked).items():
+                out.append(sample(None, _fmt(rate), scaler_target=key, le=le))
+        for m in _NATIVE_PART.finditer(query):
+            picked = [p for p in self.buckets if _selects(m["sel"], self._labels(p))]
+            if not picked:
+                continue
+            total = self._sum(picked)
+            q = float(m["q"])
+            est = bucket_quantile(q, [(float(le), r) for le, r in total.items()])
+            fraction = 1 - est.above_top if est.lower_bound else q
+            key = _promql_unescape(m["key"])
+            for part, value in (
+                ("quantile", est.value),
+                ("count", total["+Inf"]),
+                ("fraction", fraction),
+            ):
+                out.append(sample(None, _fmt(value), scaler_target=key, scaler_native=part))
+        for m in _RECORDED_PART.finditer(query):
+            groups = set(_promql_unescape(m["groups"]).replace("\\", "").split("|"))
+            for g in sorted(groups):
+                pods = [p for p in self.buckets if pod_group(p) == g]
+                for le, rate in self._sum(pods).items():
+                    out.append(
+                        sample(None, _fmt(rate), namespace=self.namespace, scaler_pod_group=g,
+                               le=le)
+                    )  # fmt: skip
+        return R(*out)
 
 
 _KIND_BY_METRIC: list[tuple[str, QueryKind]] = [
@@ -119,13 +239,18 @@ def kind_of(query: str) -> QueryKind:
 class FakePrometheus:
     """A fake Prometheus API. Set ``answers[kind]``; unset kinds answer ``R[]``."""
 
-    answers: dict[QueryKind, dict[str, Any] | Reply | Ttft] = field(default_factory=dict)
+    answers: dict[QueryKind, dict[str, Any] | Reply | Ttft | Histograms] = field(
+        default_factory=dict
+    )
     requests: list[dict[str, str]] = field(default_factory=list)
     headers: list[Mapping[str, str]] = field(default_factory=list)
     url: str = ""
     release: asyncio.Event = field(default_factory=asyncio.Event)
+    #: the start-up probe of the scrape interval (a range vector of running): pod -> the
+    #: timestamps of its samples; none by default (the interval stays unknown)
+    scrape_times: dict[str, list[float]] = field(default_factory=dict)
 
-    def set(self, **answers: dict[str, Any] | Reply | Ttft) -> None:
+    def set(self, **answers: dict[str, Any] | Reply | Ttft | Histograms) -> None:
         for name, ans in answers.items():
             self.answers[QueryKind(name)] = ans
 
@@ -138,10 +263,18 @@ class FakePrometheus:
         self.requests.append(fields)
         self.headers.append(dict(request.headers))
         query = fields.get("query", "")
+        if query.startswith("vllm:num_requests_running{") and query.endswith("]"):
+            return web.json_response(self._matrix())
         kind = kind_of(query)
         reply = self.answers.get(kind, R())
         if isinstance(reply, Ttft):
             reply = self._ttft(reply, kind)
+        elif isinstance(reply, Histograms):
+            if kind is QueryKind.TTFT_RATE:
+                gid = _TAG_RE.search(query)
+                reply = reply.first_round(gid.group(2) if gid else "s0")
+            else:
+                reply = reply.second_round(query)
         if not isinstance(reply, Reply):
             reply = Reply(reply)
         if reply.stall:
@@ -152,6 +285,13 @@ class FakePrometheus:
         if kind is QueryKind.TTFT_RATE:
             body = _classic(body)
         return web.json_response(body, status=reply.status)
+
+    def _matrix(self) -> dict[str, Any]:
+        result = [
+            {"metric": {"namespace": "llm", "pod": pod}, "values": [[t, "1"] for t in times]}
+            for pod, times in self.scrape_times.items()
+        ]
+        return {"status": "success", "data": {"resultType": "matrix", "result": result}}
 
     def _ttft(self, ttft: Ttft, kind: QueryKind) -> dict[str, Any]:
         if kind is QueryKind.TTFT_RATE:

@@ -10,13 +10,21 @@ has its own :class:`~scaler.core.signals.SignalStatus`.
 - :mod:`.readings`: each target's readings from the split answers (pure; the backtest
   replays history through it too).
 - :mod:`.source`: :class:`PrometheusSource`, the three joined for the control loop.
-- :mod:`.check`: the start-up check that every configured query returns series.
+- :mod:`.attribution`: which pods are a target's (listed now, or until recently).
+- :mod:`.ttft`: the second round's TTFT question and the TTFT reading.
+- :mod:`.check`: the start-up checks (every configured query returns series; the rate
+  window holds four scrapes).
 
 The names below are the package's public API.
 """
 
 from scaler.sources.prometheus.answers import Answer, QueryOutcome, parse_sample_value
-from scaler.sources.prometheus.check import ConfiguredQueryProblem, check_configured_queries
+from scaler.sources.prometheus.check import (
+    ConfiguredQueryProblem,
+    RateWindowProblem,
+    check_configured_queries,
+    check_rate_window,
+)
 from scaler.sources.prometheus.http import BearerTokenFileAuth, TokenFileError, build_http_client
 from scaler.sources.prometheus.readings import (
     DroppedSeries,
@@ -36,12 +44,14 @@ __all__ = [
     "PodSeries",
     "PrometheusSource",
     "QueryOutcome",
+    "RateWindowProblem",
     "SourceResult",
     "SplitAnswers",
     "TargetReadings",
     "TokenFileError",
     "build_http_client",
     "check_configured_queries",
+    "check_rate_window",
     "parse_sample_value",
     "read_targets",
     "split_answers",

@@ -1,9 +1,12 @@
-"""The start-up check: every configured signal's query returns series.
+"""The start-up checks: every configured signal's query returns series, and the rate window
+holds enough scrapes.
 
 ``recommend`` (and any caller that wants to fail loudly at start) runs
 :func:`check_configured_queries` once before the first round: a signal whose query fails, or
 whose selector returns no series at all, is a configuration problem (a renamed metric, a
 wrong selector, a Deployment that does not exist) rather than an outage to ride out.
+:func:`check_rate_window` (``run`` and ``recommend``) finds the pods' scrape interval and
+names a ``rate()`` window shorter than four of them, which silently yields no TTFT.
 """
 
 from __future__ import annotations
@@ -16,9 +19,15 @@ from scaler.config.vocabulary import SignalName
 from scaler.core.observation import WorkloadSnapshot
 from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus.source import PrometheusSource
+from scaler.sources.prometheus.ttft import MIN_SCRAPES_PER_WINDOW
 from scaler.sources.promql import SIGNAL_QUERY, QueryKind, build_query_plan, target_selector
 
-__all__ = ["ConfiguredQueryProblem", "check_configured_queries"]
+__all__ = [
+    "ConfiguredQueryProblem",
+    "RateWindowProblem",
+    "check_configured_queries",
+    "check_rate_window",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,3 +128,44 @@ def _whose(t: TargetPolicy, snapshots: Mapping[str, WorkloadSnapshot]) -> str:
         f"none of its {len(snap.pods)} pods (selector {snap.selector or 'none'} in namespace "
         f"{snap.namespace}) has vLLM series"
     )
+
+
+@dataclass(frozen=True, slots=True)
+class RateWindowProblem:
+    """A ``rate()`` window shorter than :data:`~scaler.sources.prometheus.ttft.
+    MIN_SCRAPES_PER_WINDOW` scrape intervals of a target's pods (seconds both)."""
+
+    target: str
+    rate_window_seconds: float
+    scrape_interval_seconds: float
+
+    @property
+    def minimum_seconds(self) -> float:
+        """The shortest window that holds enough scrapes."""
+        return MIN_SCRAPES_PER_WINDOW * self.scrape_interval_seconds
+
+    def __str__(self) -> str:
+        return (
+            f"{self.target}: rate window {self.rate_window_seconds:g}s is shorter than "
+            f"{MIN_SCRAPES_PER_WINDOW} scrape intervals (its pods are scraped every "
+            f"{self.scrape_interval_seconds:g}s): rate() finds fewer than two samples in some "
+            "windows, so TTFT is empty or flickers; set rate_window_seconds to at least "
+            f"{self.minimum_seconds:g}"
+        )
+
+
+async def check_rate_window(
+    source: PrometheusSource,
+    policy_targets: Sequence[TargetPolicy],
+    snapshots: Mapping[str, WorkloadSnapshot],
+) -> list[RateWindowProblem]:
+    """Find the scrape interval of each TTFT-enabled target's pods (kept by ``source`` for its
+    readings) and return the targets whose rate window is shorter than four of them."""
+    ttft = [t for t in policy_targets if SignalName.TTFT_P95 in t.signals.enabled()]
+    intervals = await source.probe_scrape_intervals(ttft, snapshots)
+    window = source.rate_window_seconds
+    return [
+        RateWindowProblem(t.key, window, intervals[t.key])
+        for t in ttft
+        if t.key in intervals and window < MIN_SCRAPES_PER_WINDOW * intervals[t.key]
+    ]

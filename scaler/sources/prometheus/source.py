@@ -12,6 +12,9 @@ raises for Prometheus trouble: every fault is a named status.
 from __future__ import annotations
 
 import asyncio
+import itertools
+import re
+import statistics
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,7 +32,14 @@ from scaler.sources.prometheus.http import instant_query, register_url_credentia
 from scaler.sources.prometheus.readings import TargetReadings, read_targets
 from scaler.sources.prometheus.split import split_answers, with_ttft
 from scaler.sources.prometheus.ttft import plan_ttft
-from scaler.sources.promql import SIGNAL_QUERY, QueryKind, build_query_plan
+from scaler.sources.promql import (
+    RUNNING_METRIC,
+    SIGNAL_QUERY,
+    QueryKind,
+    build_query_plan,
+    label_value,
+    promql_duration,
+)
 
 __all__ = ["PrometheusSource", "SourceResult"]
 
@@ -152,10 +162,77 @@ class PrometheusSource:
             duration_seconds=time.monotonic() - start,
         )
 
+    async def probe_scrape_intervals(
+        self,
+        policy_targets: Sequence[TargetPolicy],
+        snapshots: Mapping[str, WorkloadSnapshot],
+    ) -> dict[str, float]:
+        """Find each target's scrape interval from its pods' samples, once at start.
+
+        One instant query of a range vector, ``vllm:num_requests_running{namespace=~...,
+        pod=~...}[L]`` over one ready pod per target (L: four rate windows, at least 3 min),
+        and the median gap between consecutive samples of that pod. The result is kept in
+        :attr:`scrape_intervals` (a TTFT without data then names a too short rate window) and
+        returned: target key -> seconds, for the targets whose pod had two samples or more.
+        Never raises: on any failure the intervals stay unknown (an empty result).
+        """
+        probe: dict[tuple[str, str], list[str]] = {}
+        for t in policy_targets:
+            snap = snapshots.get(t.key)
+            ready = sorted(snap.ready_pod_names) if snap else []
+            if snap is not None and ready:
+                probe.setdefault((snap.namespace, ready[0]), []).append(t.key)
+        if not probe:
+            return {}
+        lookback = max(4 * self.rate_window_seconds, 180.0)
+        namespaces = "|".join(re.escape(ns) for ns in sorted({ns for ns, _ in probe}))
+        pods = "|".join(re.escape(pod) for pod in sorted({pod for _, pod in probe}))
+        promql = (
+            f'{RUNNING_METRIC}{{namespace=~"{label_value(namespaces)}",'
+            f'pod=~"{label_value(pods)}"}}[{promql_duration(lookback)}]'
+        )
+        try:
+            resp = await self._client.post(
+                self._url,
+                data={"query": promql, "timeout": promql_duration(self._timeout)},
+                timeout=self._timeout,
+            )
+            times = sample_times(resp.json())
+        except (httpx.HTTPError, OSError, ValueError) as err:
+            log.warning("scrape_interval_unknown", error=f"{type(err).__name__}: {err}")
+            return {}
+        found: dict[str, float] = {}
+        for (ns, pod), keys in probe.items():
+            gaps = [b - a for a, b in itertools.pairwise(times.get((ns, pod), []))]
+            if gaps:
+                for key in keys:
+                    found[key] = round(statistics.median(gaps), 3)
+        self.scrape_intervals = found
+        return found
+
     async def _query(self, kind: QueryKind, promql: str) -> Answer:
         return await instant_query(
             self._client, self._url, kind, promql, timeout_seconds=self._timeout
         )
+
+
+def sample_times(body: object) -> dict[tuple[str, str], list[float]]:
+    """(namespace, pod) -> the sorted, distinct timestamps (seconds) of an instant query's
+    range-vector answer (a pod's engines are scraped together: their timestamps coincide).
+
+    Raises:
+        ValueError: the body is not a successful matrix answer.
+    """
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, dict) or data.get("resultType") != "matrix":
+        raise ValueError("not a matrix answer")
+    out: dict[tuple[str, str], set[float]] = {}
+    for item in data.get("result") or []:
+        labels = item.get("metric") or {}
+        values = item.get("values") or []
+        key = (str(labels.get("namespace", "")), str(labels.get("pod", "")))
+        out.setdefault(key, set()).update(float(v[0]) for v in values)
+    return {key: sorted(times) for key, times in out.items()}
 
 
 def _log_absent(
