@@ -183,9 +183,10 @@ async def serve(
                 await telemetry.start()
             except TelemetryBindError as err:
                 raise StartupError(str(err)) from None
+        # first: a TTFT without data at start then names a rate window that is too short
+        await _check_rate_window(controller, source, policy)
         if options.check_queries:
             await _check_queries(controller, source, policy, str(settings.prometheus_url))
-        await _check_rate_window(controller, source, policy)
         log.info(
             "started",
             targets=[t.key for t in policy.targets],

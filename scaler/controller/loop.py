@@ -441,8 +441,11 @@ class Controller:
         """How TTFT was read, and a warning while a quantile is only a lower bound."""
         m = self.metrics
         labels = (
-            ("native" if "native" in readings.ttft_metric else "classic", readings.ttft_query)
-            if readings.ttft_metric and readings.ttft_query
+            (
+                "native" if "native" in readings.ttft_metric else "classic",
+                readings.ttft_query or "none",  # none: idle, no bucket asked for
+            )
+            if readings.ttft_metric
             else None
         )
         old = self._ttft_labels.get(t.key)

@@ -80,6 +80,7 @@ def report_json(report: TargetReport) -> dict[str, Any]:
     )
     if report.readings is not None:
         out["kv_cache_metric"] = report.readings.kv_metric
+        out["ttft_metric"] = report.readings.ttft_metric
     return out
 
 

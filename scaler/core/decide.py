@@ -27,8 +27,8 @@ limits) with changes for LLM serving:
    - a ``saturated`` reading is only a lower bound of the quantile (the histogram's top finite
      bucket): above the band it asks for the largest step a latency signal may take
      (``ceil(2 x ready)``), since the true ratio is at least the one read and its size is
-     unknown; at or below the band it holds the current replicas (and, not being fully
-     valid, blocks a scale-down).
+     unknown; at or below the band it asks for nothing (and, not being fully valid, blocks a
+     scale-down).
    - inside the band ``[1 - down_tolerance, 1 + up_tolerance]`` the signal asks for the
      current replicas; a result that would move against the ratio's direction is replaced by
      the current replicas (HPA does the same).
@@ -229,9 +229,21 @@ def evaluate_signal(
         # one decision may at most double the serving replicas on it (AIBrix APA's 2x step).
         step = min(ratio, _LATENCY_MAX_RATIO)
         if reading.status is SignalStatus.SATURATED:
-            # A lower bound: above the band the true ratio is unknown but larger, so the
-            # largest step; otherwise nothing is known beyond "at least this": hold.
-            step = _LATENCY_MAX_RATIO if ratio > 1 + policy.tolerance.scale_up + _EPS else 1.0
+            if not ratio > 1 + policy.tolerance.scale_up + _EPS:
+                # A lower bound at or below the band says nothing about the true value: the
+                # signal asks for nothing (and, not fully valid, blocks a scale-down).
+                return SignalEvaluation(
+                    name=reading.name,
+                    status=reading.status,
+                    value=value,
+                    target=target,
+                    ratio=ratio,
+                    demand_replicas=None,
+                    desired_replicas=None,
+                    valid=True,
+                    detail=reading.detail,
+                )
+            step = _LATENCY_MAX_RATIO  # the true ratio is larger, by how much is unknown
         proposed = _ceil(step * max(counts.ready, 1))
         if counts.starting > 0 or ttft_settling:
             # TTFT cannot improve before the starting replicas serve, nor read as improved
@@ -241,8 +253,6 @@ def evaluate_signal(
     tol = policy.tolerance
     if ratio > 1 + tol.scale_up + _EPS:
         desired = max(proposed, current)
-    elif reading.status is SignalStatus.SATURATED:
-        desired = current
     elif ratio < 1 - tol.scale_down - _EPS:
         desired = min(proposed, current)
     else:

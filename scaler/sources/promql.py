@@ -64,6 +64,7 @@ __all__ = [
     "KV_METRICS",
     "NATIVE_PART_LABEL",
     "POD_GROUP_LABEL",
+    "POD_GROUP_REGEX",
     "RUNNING_METRIC",
     "SELECTOR_LABEL",
     "SIGNAL_QUERY",

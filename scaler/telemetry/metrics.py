@@ -189,8 +189,8 @@ class ScalerMetrics:
         self.ttft_histogram = Gauge(
             "vllm_scaler_ttft_histogram_info",
             "1 for how the target's TTFT histogram was read: representation (classic buckets "
-            "or native histogram) and query (raw series, or the recording rules' per-group "
-            "buckets).",
+            "or native histogram) and query (raw series, the recording rules' per-group "
+            "buckets, or none while the target is idle).",
             ["target", "representation", "query"],
             registry=r,
         )

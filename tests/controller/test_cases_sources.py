@@ -11,22 +11,38 @@ values, not only in the query text.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from io import StringIO
 from typing import Any
 
 import pytest
 
 from scaler.config.policy import Policy, parse_policy
-from scaler.controller.report import TargetReport
+from scaler.config.settings import Settings
+from scaler.controller.app import RunOptions, StartupError, serve
+from scaler.controller.report import TargetReport, report_json
 from scaler.core.reasons import Reason
+from scaler.sources.prometheus import check_rate_window
 from scaler.sources.promql import QueryKind, pod_group
 from tests.support.controller_harness import (
     KEY,
     NS,
+    T0,
     Harness,
     HarnessFactory,
+    captured_logs,
 )
-from tests.support.fakeprom import Histograms, case_file, histograms, kind_of, kv, per_pod
+from tests.support.fakeprom import (
+    Histograms,
+    R,
+    case_file,
+    histograms,
+    kind_of,
+    kv,
+    per_pod,
+    pods,
+)
 from tests.support.policies import case_target_doc
 
 Q, KV, TTFT = "queue_depth", "kv_cache_usage", "ttft_p95"
@@ -302,3 +318,293 @@ async def test_case_24_two_targets_sharing_a_name_prefix_read_their_own_pods(
     assert value_of(theirs, Q) == 12.0  # its own 12 waiting, none of vllm's
     assert mine.readings is not None and mine.readings.dropped == ()
     assert theirs.readings is not None and theirs.readings.dropped == ()
+
+
+# --- 18: TTFT p95 pinned to the top finite histogram bucket ------------------------------
+
+
+THREE = pods(3)
+
+
+def _case_18_harness_answers(
+    buckets: dict[str, float], *, waiting: str = "10", kv_each: str = "0.8", native: bool = False
+) -> dict[str, Any]:
+    """Queue and KV exactly on their targets (10 per replica, 0.8) unless told; the case's
+    per-le TTFT bucket rates on pod-0 (the other pods had no first token in the window)."""
+    quiet = {le: 0.0 for le in buckets}
+    return {
+        "waiting": per_pod(dict.fromkeys(THREE, waiting)),
+        "running": per_pod(dict.fromkeys(THREE, "4")),
+        "kv_cache": kv(dict.fromkeys(THREE, kv_each)),
+        **histograms(Histograms({"pod-0": buckets, "pod-1": quiet, "pod-2": quiet}, native=native)),
+    }
+
+
+CASE_18 = {"5.0": 2.0, "7.5": 2.0, "10.0": 3.0, "+Inf": 40.0}
+
+
+@pytest.mark.parametrize(
+    ("buckets", "slo", "native"),
+    [
+        pytest.param(CASE_18, 8.0, False, id="case input: early V1 buckets end at 10 s, SLO 8 s"),
+        pytest.param(
+            {"0.5": 0.0, "1.0": 1.0, "2.0": 2.0, "+Inf": 20.0}, 1.5, False,
+            id="custom buckets ending at 2 s, SLO 1.5 s",
+        ),
+        pytest.param({"10.0": 1.0, "+Inf": 40.0}, 8.0, False, id="a single finite bucket"),
+        pytest.param(CASE_18, 8.0, True, id="native histogram with custom buckets (NHCB)"),
+    ],
+)  # fmt: skip
+async def test_case_18_a_quantile_clamped_to_the_top_bucket_takes_the_largest_step(
+    make_harness: HarnessFactory, buckets: dict[str, float], slo: float, native: bool
+) -> None:
+    """Case 18: a quantile clamped to the top finite bucket is a lower bound: the largest step."""
+    case_file("18-ttft-at-top-bucket.md")
+    top = max(float(le) for le in buckets if le != "+Inf")
+    policy = policy_of(
+        signals={
+            "queue_depth": {"target_per_replica": 10},
+            "kv_cache_usage": {"target_ratio": 0.8},
+            "ttft_p95": {"target_seconds": slo},
+        }
+    )
+    h = await make_harness(replicas=3, ready=THREE, policy=policy)
+    h.fake.set(**_case_18_harness_answers(buckets, native=native))
+    with captured_logs() as logs:
+        report = await h.cycle()
+    d = report.decision
+    assert d is not None
+    assert status_of(report, TTFT) == "saturated"
+    assert value_of(report, TTFT) == top  # what histogram_quantile answers: a lower bound
+    # the largest step a latency signal may take (2 x 3 ready), not 3 x top / SLO
+    assert (d.current_replicas, d.desired_replicas, d.reason) == (3, 6, Reason.SCALE_UP)
+    assert str(d.driving_signal) == TTFT
+    assert f"ttft_p95 >= {top:.3g}" in d.message
+    assert h.replicas() == 6 and len(h.patches()) == 1
+    assert h.target_value("vllm_scaler_histogram_top_bucket_too_low", signal=TTFT) == 1
+    assert h.signal_status(TTFT) == "saturated" and h.signal_valid(TTFT) == 1
+    [warning] = [e for e in logs if e["event"] == "histogram_top_bucket_too_low"]
+    assert warning["log_level"] == "warning" and warning["top_bucket_seconds"] == top
+    assert "raise the histogram's top bucket" in warning["message"]
+
+
+async def test_case_18_a_rank_exactly_at_the_top_bucket_is_a_value_not_a_bound(
+    make_harness: HarnessFactory,
+) -> None:
+    """Case 18: a rank that the top finite bucket holds is interpolated, not a lower bound."""
+    case_file("18-ttft-at-top-bucket.md")
+    policy = policy_of(
+        signals={
+            "queue_depth": {"target_per_replica": 10},
+            "kv_cache_usage": {"target_ratio": 0.8},
+            "ttft_p95": {"target_seconds": 8.0},
+        }
+    )
+    h = await make_harness(replicas=3, ready=THREE, policy=policy)
+    # 38 of 40 first tokens within 10 s: the 0.95 rank (38) is the top finite bucket's count
+    h.fake.set(**_case_18_harness_answers({"5.0": 2.0, "7.5": 2.0, "10.0": 38.0, "+Inf": 40.0}))
+    report = await h.cycle()
+    d = report.decision
+    assert d is not None
+    assert status_of(report, TTFT) == "ok" and value_of(report, TTFT) == 10.0
+    assert (d.desired_replicas, d.reason) == (4, Reason.SCALE_UP)  # ceil(3 x 10 / 8)
+    assert h.target_value("vllm_scaler_histogram_top_bucket_too_low", signal=TTFT) == 0
+
+
+async def test_case_18_a_bound_below_its_target_holds_and_blocks_scale_down(
+    make_harness: HarnessFactory,
+) -> None:
+    """Case 18: a lower bound below its target tells nothing: it never allows a scale-down."""
+    case_file("18-ttft-at-top-bucket.md")
+    policy = policy_of(
+        signals={
+            "queue_depth": {"target_per_replica": 10},
+            "kv_cache_usage": {"target_ratio": 0.8},
+            "ttft_p95": {"target_seconds": 20.0},  # above the histogram's top bucket
+        },
+        scale_down={"stabilization_window_seconds": 0, "max_replicas_per_period": 1},
+    )
+    h = await make_harness(replicas=3, ready=THREE, policy=policy)
+    h.fake.set(**_case_18_harness_answers(CASE_18, waiting="0", kv_each="0.1"))
+    report = await h.cycle()
+    d = report.decision
+    assert d is not None
+    assert status_of(report, TTFT) == "saturated"
+    assert (d.desired_replicas, d.reason) == (3, Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL)
+    assert "ttft_p95 saturated (at least 10 s" in d.message
+    assert h.patches() == []
+
+
+# --- 22: native histograms: the _bucket series are gone ----------------------------------
+
+
+FOUR = pods(4)
+
+
+def _idle_native(names: list[str]) -> dict[str, Any]:
+    return {
+        "waiting": per_pod(dict.fromkeys(names, "0")),
+        "running": per_pod(dict.fromkeys(names, "0")),
+        "kv_cache": kv(dict.fromkeys(names, "0.0")),
+        **histograms(Histograms(dict.fromkeys(names, idle_histogram()), native=True)),
+    }
+
+
+async def test_case_22_an_idle_fleet_on_native_histograms_scales_down_after_the_window(
+    make_harness: HarnessFactory,
+) -> None:
+    """Case 22: TTFT read from native histograms; an idle fleet goes to min after the window."""
+    case_file("22-native-histograms.md")
+    live = list(FOUR)
+    h = await make_harness(replicas=4, ready=live, answers=_idle_native(live))
+    timeline: list[tuple[float, int, Reason]] = []
+    for i in range(25):  # 25 cycles of 30 s
+        report = await (h.next_cycle() if i else h.cycle())
+        d = report.decision
+        assert d is not None
+        assert status_of(report, TTFT) == "idle"
+        assert report.readings is not None
+        assert report.readings.ttft_metric == "vllm:time_to_first_token_seconds (native histogram)"
+        timeline.append((h.clock.now - T0, h.replicas(), d.reason))
+        if d.desired_replicas < len(live):  # the Deployment controller removes the pod
+            h.store.delete_pod(NS, live.pop())
+            h.fake.set(**_idle_native(live))
+    assert all(r == 4 and why is Reason.STABILIZED for t, r, why in timeline if t < 300)
+    assert timeline[10] == (300, 3, Reason.STEP_LIMITED)
+    assert timeline[14] == (420, 1, Reason.AT_MIN)
+    assert h.replicas() == 1 and len(h.patches()) == 3
+    assert h.query_errors(TTFT, "absent") == 0
+    info = {"representation": "native", "query": "none"}  # idle: no bucket asked for
+    assert h.target_value("vllm_scaler_ttft_histogram_info", **info) == 1
+    assert report_json(report)["ttft_metric"] == report.readings.ttft_metric
+
+
+async def test_case_22_a_busy_target_on_native_histograms_reads_its_quantile(
+    make_harness: HarnessFactory,
+) -> None:
+    """Case 22: with traffic the native histogram's quantile is read, for the target's pods."""
+    case_file("22-native-histograms.md")
+    h = await make_harness(replicas=4, ready=FOUR)
+    h.fake.set(
+        waiting=per_pod(dict.fromkeys(FOUR, "10")),
+        running=per_pod(dict.fromkeys(FOUR, "4")),
+        kv_cache=kv(dict.fromkeys(FOUR, "0.8")),
+        **histograms(Histograms(dict.fromkeys(FOUR, histogram_p95(1.0, 2.0)), native=True)),
+    )
+    report = await h.cycle()
+    assert status_of(report, TTFT) == "ok" and value_of(report, TTFT) == pytest.approx(1.0)
+    info = {"representation": "native", "query": "raw"}
+    assert h.target_value("vllm_scaler_ttft_histogram_info", **info) == 1
+
+
+async def test_case_22_neither_representation_is_absent_naming_both(
+    make_harness: HarnessFactory,
+) -> None:
+    """Case 22: with neither TTFT histogram representation the signal is absent, naming both."""
+    case_file("22-native-histograms.md")
+    h = await make_harness(replicas=4, ready=FOUR)
+    h.fake.set(
+        waiting=per_pod(dict.fromkeys(FOUR, "0")),
+        running=per_pod(dict.fromkeys(FOUR, "0")),
+        kv_cache=kv(dict.fromkeys(FOUR, "0.0")),
+        ttft_rate=R(),
+    )
+    with captured_logs() as logs:
+        report = await h.cycle()
+    d = report.decision
+    assert d is not None
+    assert status_of(report, TTFT) == "absent"
+    assert d.reason is Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL
+    [error] = [e for e in logs if e["log_level"] == "error"]
+    assert "vllm:time_to_first_token_seconds_bucket" in error["detail"]
+    assert "vllm:time_to_first_token_seconds (native histogram)" in error["detail"]
+
+
+# --- 23: a rate window no longer than the scrape interval --------------------------------
+
+
+def _case_23_policy() -> Policy:
+    return parse_policy(
+        {"rate_window_seconds": 4, "targets": [case_target_doc()]}, source="case-policy"
+    )
+
+
+def _case_23_answers(h: Harness, names: list[str]) -> None:
+    """Two busy pods (TTFT about 7 s), every 4 s a scrape: rate() over 4 s finds one sample."""
+    h.fake.scrape_times = {p: [T0 - 180 + 4 * i for i in range(46)] for p in names}
+    h.fake.set(
+        waiting=per_pod(dict.fromkeys(names, "3")),  # below target: the signals ask for less
+        running=per_pod(dict.fromkeys(names, "4")),
+        kv_cache=kv(dict.fromkeys(names, "0.3")),
+        ttft_rate=R(),  # rate(...[4s]) has fewer than two samples: no series
+    )
+
+
+async def test_case_23_start_names_the_window_the_interval_and_the_fix(
+    make_harness: HarnessFactory,
+) -> None:
+    """Case 23: at start the scrape interval is found; a short window is reported with the fix."""
+    case_file("23-rate-window-vs-scrape-interval.md")
+    two = pods(2)
+    h = await make_harness(replicas=2, ready=two, policy=_case_23_policy())
+    _case_23_answers(h, two)
+    settings = Settings(
+        prometheus_url=h.prom.url, kubeconfig=h.kubeconfig, in_cluster=False, metrics_port=0
+    )
+    options = RunOptions(dry_run=True, once=True, output="json", check_queries=False)
+    out = StringIO()
+    with captured_logs() as logs:
+        code = await serve(settings, h.policy, options, out=out, clock=h.clock)
+    assert code == 0
+    [warning] = [e for e in logs if e["event"] == "rate_window_too_short"]
+    assert (warning["rate_window_seconds"], warning["scrape_interval_seconds"]) == (4.0, 4.0)
+    assert warning["minimum_seconds"] == 16.0
+    assert "set rate_window_seconds to at least 16" in warning["message"]
+    [obj] = json.loads(out.getvalue())
+    [ttft] = [s for s in obj["signals"] if s["name"] == TTFT]
+    assert ttft["status"] == "empty" and "4s rate window" in ttft["detail"]
+    assert "scraped every 4s" in ttft["detail"]
+
+
+async def test_case_23_recommend_fails_at_start_naming_the_window_not_a_missing_metric(
+    make_harness: HarnessFactory,
+) -> None:
+    """Case 23: recommend's start-up check names the short window, not an absent metric."""
+    case_file("23-rate-window-vs-scrape-interval.md")
+    two = pods(2)
+    h = await make_harness(replicas=2, ready=two, policy=_case_23_policy())
+    _case_23_answers(h, two)
+    settings = Settings(
+        prometheus_url=h.prom.url, kubeconfig=h.kubeconfig, in_cluster=False, metrics_port=0
+    )
+    options = RunOptions(dry_run=True, once=True, output="json", check_queries=True)
+    with pytest.raises(StartupError) as err:
+        await serve(settings, h.policy, options, out=StringIO(), clock=h.clock)
+    text = str(err.value)
+    assert f"{KEY} ttft_p95: empty: " in text
+    assert "shorter than 4 scrape intervals" in text and "at least 16" in text
+    assert "absent" not in text
+
+
+async def test_case_23_at_run_time_ttft_names_the_window_and_scale_down_waits(
+    make_harness: HarnessFactory,
+) -> None:
+    """Case 23: at run time TTFT is not called absent but names the window; no scale-down."""
+    case_file("23-rate-window-vs-scrape-interval.md")
+    two = pods(2)
+    h = await make_harness(replicas=2, ready=two, policy=_case_23_policy())
+    _case_23_answers(h, two)
+    snap = await h.actuator.read(h.policy.targets[0].workload)
+    [problem] = await check_rate_window(h.source, h.policy.targets, {KEY: snap})
+    assert (problem.rate_window_seconds, problem.scrape_interval_seconds) == (4.0, 4.0)
+    with captured_logs() as logs:
+        for i in range(5):
+            report = await (h.next_cycle() if i else h.cycle())
+            d = report.decision
+            assert d is not None
+            assert status_of(report, TTFT) == "empty"
+            assert d.reason is Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL
+            assert "the 4s rate window" in d.message and "at least 16" in d.message
+    assert h.replicas() == 2 and h.patches() == []
+    assert h.query_errors(TTFT, "empty") == 5 and h.query_errors(TTFT, "absent") == 0
+    assert not [e for e in logs if e["log_level"] == "error"]  # no "absent" error
