@@ -343,6 +343,16 @@ def _case_18_harness_answers(
 CASE_18 = {"5.0": 2.0, "7.5": 2.0, "10.0": 3.0, "+Inf": 40.0}
 
 
+def _case_18_policy(slo: float, **target: Any) -> Policy:
+    """The cases' targets (10 waiting per replica, KV 0.8) with a TTFT SLO of ``slo`` s."""
+    signals = {
+        "queue_depth": {"target_per_replica": 10},
+        "kv_cache_usage": {"target_ratio": 0.8},
+        "ttft_p95": {"target_seconds": slo},
+    }
+    return policy_of(signals=signals, **target)
+
+
 @pytest.mark.parametrize(
     ("buckets", "slo", "native"),
     [
@@ -361,13 +371,7 @@ async def test_case_18_a_quantile_clamped_to_the_top_bucket_takes_the_largest_st
     """Case 18: a quantile clamped to the top finite bucket is a lower bound: the largest step."""
     case_file("18-ttft-at-top-bucket.md")
     top = max(float(le) for le in buckets if le != "+Inf")
-    policy = policy_of(
-        signals={
-            "queue_depth": {"target_per_replica": 10},
-            "kv_cache_usage": {"target_ratio": 0.8},
-            "ttft_p95": {"target_seconds": slo},
-        }
-    )
+    policy = _case_18_policy(slo)
     h = await make_harness(replicas=3, ready=THREE, policy=policy)
     h.fake.set(**_case_18_harness_answers(buckets, native=native))
     with captured_logs() as logs:
@@ -393,13 +397,7 @@ async def test_case_18_a_rank_exactly_at_the_top_bucket_is_a_value_not_a_bound(
 ) -> None:
     """Case 18: a rank that the top finite bucket holds is interpolated, not a lower bound."""
     case_file("18-ttft-at-top-bucket.md")
-    policy = policy_of(
-        signals={
-            "queue_depth": {"target_per_replica": 10},
-            "kv_cache_usage": {"target_ratio": 0.8},
-            "ttft_p95": {"target_seconds": 8.0},
-        }
-    )
+    policy = _case_18_policy(8.0)
     h = await make_harness(replicas=3, ready=THREE, policy=policy)
     # 38 of 40 first tokens within 10 s: the 0.95 rank (38) is the top finite bucket's count
     h.fake.set(**_case_18_harness_answers({"5.0": 2.0, "7.5": 2.0, "10.0": 38.0, "+Inf": 40.0}))
@@ -416,13 +414,8 @@ async def test_case_18_a_bound_below_its_target_holds_and_blocks_scale_down(
 ) -> None:
     """Case 18: a lower bound below its target tells nothing: it never allows a scale-down."""
     case_file("18-ttft-at-top-bucket.md")
-    policy = policy_of(
-        signals={
-            "queue_depth": {"target_per_replica": 10},
-            "kv_cache_usage": {"target_ratio": 0.8},
-            "ttft_p95": {"target_seconds": 20.0},  # above the histogram's top bucket
-        },
-        scale_down={"stabilization_window_seconds": 0, "max_replicas_per_period": 1},
+    policy = _case_18_policy(  # an SLO above the histogram's top bucket
+        20.0, scale_down={"stabilization_window_seconds": 0, "max_replicas_per_period": 1}
     )
     h = await make_harness(replicas=3, ready=THREE, policy=policy)
     h.fake.set(**_case_18_harness_answers(CASE_18, waiting="0", kv_each="0.1"))
@@ -529,6 +522,23 @@ def _case_23_policy() -> Policy:
     )
 
 
+async def _recommend_once(h: Harness, out: StringIO, *, check_queries: bool) -> int:
+    """``recommend --once --output json`` through :func:`serve`, on the harness' stand-ins."""
+    settings = Settings(
+        prometheus_url=h.prom.url, kubeconfig=h.kubeconfig, in_cluster=False, metrics_port=0
+    )
+    options = RunOptions(dry_run=True, once=True, output="json", check_queries=check_queries)
+    return await serve(settings, h.policy, options, out=out, clock=h.clock)
+
+
+async def _case_23_harness(make_harness: HarnessFactory) -> Harness:
+    """The case's two busy pods, scraped every 4 s, and a 4 s rate window."""
+    two = pods(2)
+    h = await make_harness(replicas=2, ready=two, policy=_case_23_policy())
+    _case_23_answers(h, two)
+    return h
+
+
 def _case_23_answers(h: Harness, names: list[str]) -> None:
     """Two busy pods (TTFT about 7 s), every 4 s a scrape: rate() over 4 s finds one sample."""
     h.fake.scrape_times = {p: [T0 - 180 + 4 * i for i in range(46)] for p in names}
@@ -545,16 +555,10 @@ async def test_case_23_start_names_the_window_the_interval_and_the_fix(
 ) -> None:
     """Case 23: at start the scrape interval is found; a short window is reported with the fix."""
     case_file("23-rate-window-vs-scrape-interval.md")
-    two = pods(2)
-    h = await make_harness(replicas=2, ready=two, policy=_case_23_policy())
-    _case_23_answers(h, two)
-    settings = Settings(
-        prometheus_url=h.prom.url, kubeconfig=h.kubeconfig, in_cluster=False, metrics_port=0
-    )
-    options = RunOptions(dry_run=True, once=True, output="json", check_queries=False)
+    h = await _case_23_harness(make_harness)
     out = StringIO()
     with captured_logs() as logs:
-        code = await serve(settings, h.policy, options, out=out, clock=h.clock)
+        code = await _recommend_once(h, out, check_queries=False)
     assert code == 0
     [warning] = [e for e in logs if e["event"] == "rate_window_too_short"]
     assert (warning["rate_window_seconds"], warning["scrape_interval_seconds"]) == (4.0, 4.0)
@@ -571,15 +575,9 @@ async def test_case_23_recommend_fails_at_start_naming_the_window_not_a_missing_
 ) -> None:
     """Case 23: recommend's start-up check names the short window, not an absent metric."""
     case_file("23-rate-window-vs-scrape-interval.md")
-    two = pods(2)
-    h = await make_harness(replicas=2, ready=two, policy=_case_23_policy())
-    _case_23_answers(h, two)
-    settings = Settings(
-        prometheus_url=h.prom.url, kubeconfig=h.kubeconfig, in_cluster=False, metrics_port=0
-    )
-    options = RunOptions(dry_run=True, once=True, output="json", check_queries=True)
+    h = await _case_23_harness(make_harness)
     with pytest.raises(StartupError) as err:
-        await serve(settings, h.policy, options, out=StringIO(), clock=h.clock)
+        await _recommend_once(h, StringIO(), check_queries=True)
     text = str(err.value)
     assert f"{KEY} ttft_p95: empty: " in text
     assert "shorter than 4 scrape intervals" in text and "at least 16" in text
@@ -591,9 +589,7 @@ async def test_case_23_at_run_time_ttft_names_the_window_and_scale_down_waits(
 ) -> None:
     """Case 23: at run time TTFT is not called absent but names the window; no scale-down."""
     case_file("23-rate-window-vs-scrape-interval.md")
-    two = pods(2)
-    h = await make_harness(replicas=2, ready=two, policy=_case_23_policy())
-    _case_23_answers(h, two)
+    h = await _case_23_harness(make_harness)
     snap = await h.actuator.read(h.policy.targets[0].workload)
     [problem] = await check_rate_window(h.source, h.policy.targets, {KEY: snap})
     assert (problem.rate_window_seconds, problem.scrape_interval_seconds) == (4.0, 4.0)
