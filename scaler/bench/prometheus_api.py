@@ -110,6 +110,8 @@ def prometheus_transport(
         ]
 
     def answer(query: str, t: float) -> list[dict[str, Any]] | None:
+        if query == "histogram_count(vector(0))":  # the source's probe: the function exists
+            return []
         kind = kinds.get(query)
         if kind is not None:
             return per_pod(kind, t)

@@ -276,18 +276,21 @@ def _per_pod_expr(metric_selector: str, agg: str, by: str) -> str:
     return f"{agg} by ({by}) ({metric_selector})"
 
 
-def _ttft_rate_parts(gid: str, sel: str, window: str, recorded: str | None) -> list[str]:
+def _ttft_rate_parts(
+    gid: str, sel: str, window: str, recorded: str | None, native: bool
+) -> list[str]:
     """The TTFT request-rate sub-expressions of one selector group."""
     classic = _per_pod_expr(
         f"rate({TTFT_COUNT_METRIC}{{{sel}}}[{window}])", "sum", "namespace, pod"
     )
-    native = _per_pod_expr(
+    native_count = _per_pod_expr(
         f"histogram_count(rate({TTFT_HISTOGRAM}{{{sel}}}[{window}]))", "sum", "namespace, pod"
     )
-    parts = [
-        _tag(_tag(classic, HISTOGRAM_LABEL, HistogramKind.CLASSIC), SELECTOR_LABEL, gid),
-        _tag(_tag(native, HISTOGRAM_LABEL, HistogramKind.NATIVE), SELECTOR_LABEL, gid),
-    ]
+    parts = [_tag(_tag(classic, HISTOGRAM_LABEL, HistogramKind.CLASSIC), SELECTOR_LABEL, gid)]
+    if native:
+        parts.append(
+            _tag(_tag(native_count, HISTOGRAM_LABEL, HistogramKind.NATIVE), SELECTOR_LABEL, gid)
+        )
     if recorded is not None:
         stamps = f'time() - timestamp({recorded}{{{sel},le="+Inf"}})'
         parts.append(
@@ -296,13 +299,18 @@ def _ttft_rate_parts(gid: str, sel: str, window: str, recorded: str | None) -> l
     return parts
 
 
-def build_query_plan(targets: Sequence[TargetPolicy], *, rate_window_seconds: float) -> QueryPlan:
+def build_query_plan(
+    targets: Sequence[TargetPolicy], *, rate_window_seconds: float, native_histograms: bool = True
+) -> QueryPlan:
     """Build the cycle's per-pod queries for all ``targets`` (the first round).
 
     Args:
         targets: the targets to read (any number; the query count does not grow with it).
         rate_window_seconds: the ``rate()`` window W of the TTFT queries (``Policy.
             rate_window_seconds``, at least 4 scrape intervals).
+        native_histograms: the backend has Prometheus' native-histogram functions
+            (``histogram_count``: Prometheus 2.40 on; not VictoriaMetrics, whose MetricsQL
+            rejects the unknown function and with it the whole query).
 
     Returns:
         A :class:`QueryPlan`. Per kind, the query is the ``or`` of tagged sub-expressions:
@@ -367,7 +375,7 @@ def build_query_plan(targets: Sequence[TargetPolicy], *, rate_window_seconds: fl
                 recorded = None
                 if sel == default_selector:
                     recorded = recorded_ttft_metric(rate_window_seconds)
-                parts += _ttft_rate_parts(gid, sel, window, recorded)
+                parts += _ttft_rate_parts(gid, sel, window, recorded, native_histograms)
                 continue
             if kind is QueryKind.KV_CACHE:
                 matchers = ",".join(m for m in (f'__name__=~"{kv_names}"', sel) if m)

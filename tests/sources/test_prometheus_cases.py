@@ -529,3 +529,20 @@ async def test_series_of_a_same_named_pod_in_another_namespace_is_not_counted(
     result = await make_source().read([target()], {KEY: snapshot(["pod-0"])})
     assert result.readings(KEY)[Q].value == 1.0
     assert result.targets[KEY].dropped == ()  # another namespace's pod: not ours at all
+
+
+async def test_a_backend_without_native_histogram_functions_gets_classic_queries_only(
+    fake_prom: FakePrometheus, make_source: SourceFactory
+) -> None:
+    """VictoriaMetrics rejects histogram_count: asked once, the request-rate query leaves it out."""
+    fake_prom.native_functions = False
+    four = pods(4)
+    fake_prom.set(running=per_pod(dict.fromkeys(four, "1")), **ttft_answers("1.0", "4"))
+    source = make_source()
+    for _ in range(2):
+        result = await source.read([target()], {KEY: snapshot(four)})
+        assert result.readings(KEY)[TTFT].status is SignalStatus.OK
+        assert result.readings(KEY)[TTFT].value == 1.0
+    assert source.native_histograms is False and fake_prom.probes == 1
+    rate_queries = [r["query"] for r in fake_prom.requests if "_count" in r["query"]]
+    assert len(rate_queries) == 2 and not any("histogram_count" in q for q in rate_queries)

@@ -218,6 +218,8 @@ class Histograms:
         return R(*out)
 
 
+NATIVE_PROBE = "histogram_count(vector(0))"
+
 _KIND_BY_METRIC: list[tuple[str, QueryKind]] = [
     ("time_to_first_token_seconds_count", QueryKind.TTFT_RATE),
     ("time_to_first_token_seconds", QueryKind.TTFT_BUCKETS),
@@ -249,6 +251,10 @@ class FakePrometheus:
     #: the start-up probe of the scrape interval (a range vector of running): pod -> the
     #: timestamps of its samples; none by default (the interval stays unknown)
     scrape_times: dict[str, list[float]] = field(default_factory=dict)
+    #: times the source asked whether native-histogram functions exist (once per source)
+    probes: int = 0
+    #: False: answer that probe as VictoriaMetrics does (unknown function)
+    native_functions: bool = True
 
     def set(self, **answers: dict[str, Any] | Reply | Ttft | Histograms) -> None:
         for name, ans in answers.items():
@@ -263,7 +269,19 @@ class FakePrometheus:
         self.requests.append(fields)
         self.headers.append(dict(request.headers))
         query = fields.get("query", "")
+        if query == NATIVE_PROBE:  # the source's one-time question: native histograms known?
+            self.requests.pop()  # not one of the cycle's queries
+            self.headers.pop()
+            self.probes += 1
+            if self.native_functions:
+                return web.json_response(R())
+            error = f'unknown func "histogram_count" in query={query!r}'  # VictoriaMetrics
+            return web.json_response(
+                {"status": "error", "errorType": "422", "error": error}, status=422
+            )
         if query.startswith("vllm:num_requests_running{") and query.endswith("]"):
+            self.requests.pop()  # the start-up probe of the scrape interval
+            self.headers.pop()
             return web.json_response(self._matrix())
         kind = kind_of(query)
         reply = self.answers.get(kind, R())

@@ -31,7 +31,7 @@ from scaler.sources.prometheus.attribution import PodMemory
 from scaler.sources.prometheus.http import instant_query, register_url_credentials
 from scaler.sources.prometheus.readings import TargetReadings, read_targets
 from scaler.sources.prometheus.split import split_answers, with_ttft
-from scaler.sources.prometheus.ttft import plan_ttft
+from scaler.sources.prometheus.ttft import TtftPlan, plan_ttft
 from scaler.sources.promql import (
     RUNNING_METRIC,
     SIGNAL_QUERY,
@@ -114,6 +114,7 @@ class PrometheusSource:
         self._timeout = timeout_seconds
         self.rate_window_seconds = rate_window_seconds
         self.scrape_intervals: dict[str, float] = {}
+        self.native_histograms: bool | None = None  # unknown until the first probe answers
         self._memory = PodMemory(clock)
 
     async def read(
@@ -136,14 +137,32 @@ class PrometheusSource:
         """
         start = time.monotonic()
         window = self.rate_window_seconds
-        plan = build_query_plan(policy_targets, rate_window_seconds=window)
+        if self.native_histograms is None:
+            self.native_histograms = await self._probe_native_histograms()
+        plan = build_query_plan(
+            policy_targets,
+            rate_window_seconds=window,
+            native_histograms=self.native_histograms is not False,
+        )
         former = self._memory.update(snapshots, rate_window_seconds=window)
-        first = await asyncio.gather(*(self._query(k, q) for k, q in plan.queries.items()))
-        split = split_answers(dict(zip(plan.queries, first, strict=True)))
-        ttft_plan = plan_ttft(policy_targets, snapshots, former, plan, split)
-        if ttft_plan.query is not None:
-            ttft = await self._query(QueryKind.TTFT_BUCKETS, ttft_plan.query)
-            split = with_ttft(split, ttft)
+        first = {k: asyncio.ensure_future(self._query(k, q)) for k, q in plan.queries.items()}
+        second: asyncio.Future[Answer] | None = None
+        try:
+            # The TTFT query needs only the request rates: it is sent as soon as they answer,
+            # while the other per-pod queries may still be running.
+            ttft_plan = TtftPlan(None)
+            if QueryKind.TTFT_RATE in first:
+                rates = split_answers({QueryKind.TTFT_RATE: await first[QueryKind.TTFT_RATE]})
+                ttft_plan = plan_ttft(policy_targets, snapshots, former, plan, rates)
+            if ttft_plan.query is not None:
+                second = asyncio.ensure_future(self._query(QueryKind.TTFT_BUCKETS, ttft_plan.query))
+            await asyncio.gather(*first.values(), *([second] if second else []))
+        finally:  # cancelled (a stop mid-cycle): no query outlives the cycle
+            for task in [*first.values(), *([second] if second else [])]:
+                task.cancel()
+        split = split_answers({k: f.result() for k, f in first.items()})
+        if second is not None:
+            split = with_ttft(split, second.result())
         targets = read_targets(
             policy_targets,
             snapshots,
@@ -209,6 +228,25 @@ class PrometheusSource:
                     found[key] = round(statistics.median(gaps), 3)
         self.scrape_intervals = found
         return found
+
+    async def _probe_native_histograms(self) -> bool | None:
+        """Whether the backend knows ``histogram_count`` (asked once, at the first read):
+        Prometheus 2.40 on answers; VictoriaMetrics and older Prometheus reject the unknown
+        function, which would fail the whole request-rate query. None when the answer says
+        neither (an outage): asked again at the next read, native parts kept meanwhile."""
+        answer = await self._query(QueryKind.TTFT_RATE, "histogram_count(vector(0))")
+        outcome = answer.outcome
+        if outcome.ok:
+            return True
+        if outcome.status is SignalStatus.QUERY_ERROR and "histogram_count" in outcome.detail:
+            log.info(
+                "native_histograms_unsupported",
+                detail=outcome.detail,
+                message="the backend has no native-histogram functions: TTFT is read from "
+                "classic histograms only",
+            )
+            return False
+        return None
 
     async def _query(self, kind: QueryKind, promql: str) -> Answer:
         return await instant_query(
