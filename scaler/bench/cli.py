@@ -1,4 +1,5 @@
-"""The ``vllm-scaler bench`` command: six autoscaling policies on one trace, in virtual time."""
+"""The ``vllm-scaler bench`` command: autoscaling policies against hindsight references on one
+trace, in virtual time."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ import typer
 
 from scaler.config.options import option_errors
 from scaler.config.policy import PolicyError, load_policy
+from scaler.sim.catalog import TRACE_CHOICES, trace_label
+from scaler.sim.routing import ROUTING_HELP, routing_option_error
+from scaler.sim.trace import TIME_UNIT_HELP, time_unit_option_error
 
 
 def _quiet_logs() -> None:
@@ -40,10 +44,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def bench(
-        trace: Annotated[
-            str,
-            typer.Option(help="'code' or 'conv' (the bundled Azure traces) or a CSV/JSONL file."),
-        ] = "code",
+        trace: Annotated[str, typer.Option(help=f"{TRACE_CHOICES}.")] = "code",
         rate_scale: Annotated[
             str,
             typer.Option(
@@ -51,9 +52,15 @@ def register(app: typer.Typer) -> None:
             ),
         ] = "auto",
         min_peak_replicas: Annotated[
-            int, typer.Option(help="With --rate-scale auto: replicas the oracle needs at peak.")
+            int,
+            typer.Option(
+                help="With --rate-scale auto: replicas the busiest minutes need (each started "
+                "empty, keeping 99% within the SLO)."
+            ),
         ] = 8,
-        slo_ttft: Annotated[float, typer.Option(help="TTFT p95 SLO, seconds.")] = 2.0,
+        slo_ttft: Annotated[
+            float, typer.Option(help="TTFT SLO, seconds (goal: 99% of requests within it).")
+        ] = 2.0,
         model_load_seconds: Annotated[
             float, typer.Option(help="Time from pod creation to Ready, seconds.")
         ] = 120.0,
@@ -64,6 +71,7 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         time_column: Annotated[str, typer.Option(help="Arrival time column.")] = "TIMESTAMP",
+        time_unit: Annotated[str, typer.Option(help=TIME_UNIT_HELP)] = "auto",
         prompt_column: Annotated[str, typer.Option(help="Prompt tokens column.")] = "ContextTokens",
         output_column: Annotated[
             str, typer.Option(help="Output tokens column.")
@@ -72,7 +80,18 @@ def register(app: typer.Typer) -> None:
         minutes: Annotated[
             float | None, typer.Option(help="Trace minutes to replay (default: all).")
         ] = None,
-        seed: Annotated[int, typer.Option(help="Seed of the rate scaling.")] = 0,
+        seed: Annotated[
+            int, typer.Option(help="Seed of the rate scaling, synthetic shapes and routing.")
+        ] = 0,
+        routing: Annotated[str, typer.Option(help=ROUTING_HELP)] = "random",
+        keda_cached_metrics: Annotated[
+            bool,
+            typer.Option(
+                "--keda-cached-metrics",
+                help="KEDA baseline with useCachedMetrics: the HPA reads KEDA's last 30 s poll "
+                "(default: a fresh query on every HPA sync, as KEDA runs by default).",
+            ),
+        ] = False,
         jobs: Annotated[
             int, typer.Option(help="Processes to simulate in (default: up to 2 CPUs).")
         ] = 0,
@@ -81,12 +100,11 @@ def register(app: typer.Typer) -> None:
         ] = None,
         output: Annotated[str, typer.Option(help="'table' or 'json'.")] = "table",
     ) -> None:
-        """Compare vllm-scaler with KEDA, HPA-on-KV-cache, a KPA-style policy, the cheapest
-        fixed fleet and an oracle on a real trace, in virtual time with the same replica
-        model; print the figures and write a plot."""
+        """Compare vllm-scaler with KEDA, HPA-on-KV-cache and a KPA-style policy, against the
+        cheapest fixed fleet, hindsight schedules and a lower bound, on a trace in virtual time
+        with the same replica model and routing; print the figures and write a plot."""
         from scaler.bench.report import as_json, format_table, plot_bench
         from scaler.bench.runner import BenchOptions, run_bench
-        from scaler.sim.demo import resolve_trace
 
         if output not in ("table", "json"):
             typer.echo(
@@ -113,6 +131,11 @@ def register(app: typer.Typer) -> None:
             **({"rate_scale": scale} if scale is not None else {}),
             **({"minutes": minutes} if minutes is not None else {}),
         )
+        errors += [
+            e
+            for e in (routing_option_error(routing), time_unit_option_error(time_unit))
+            if e is not None
+        ]
         if errors:
             typer.echo("\n".join(f"vllm-scaler: {e}" for e in errors), err=True)
             raise typer.Exit(2)
@@ -123,17 +146,10 @@ def register(app: typer.Typer) -> None:
             except PolicyError as err:
                 typer.echo(f"vllm-scaler: --policy: {' '.join(str(err).split())}", err=True)
                 raise typer.Exit(2) from None
-        path = resolve_trace(trace)
-        if not path.is_file():
-            typer.echo(
-                f"vllm-scaler: --trace: {trace}: no such file (expected 'code', 'conv' or a "
-                "CSV/JSONL trace file)",
-                err=True,
-            )
-            raise typer.Exit(2)
         options = BenchOptions(
-            trace_path=path,
+            trace=trace,
             time_column=time_column,
+            time_unit=time_unit,
             prompt_column=prompt_column,
             output_column=output_column,
             start_seconds=start_minute * 60,
@@ -148,10 +164,14 @@ def register(app: typer.Typer) -> None:
             else ("shipped default policy (max 32)"),
             seed=seed,
             jobs=jobs if jobs > 0 else max(1, min(2, os.cpu_count() or 1)),
+            routing=routing,
+            keda_cached_metrics=keda_cached_metrics,
         )
         _quiet_logs()
         try:
-            result = run_bench(options)
+            # The table starts with the summary line; JSON gets it on stderr, as it is read.
+            progress = (lambda line: typer.echo(line, err=True)) if output == "json" else None
+            result = run_bench(options, progress=progress)
         except (OSError, ValueError) as err:
             hint = (
                 " (name them with --time-column, --prompt-column, --output-column)"
@@ -160,8 +180,7 @@ def register(app: typer.Typer) -> None:
             )
             typer.echo(f"vllm-scaler: --trace: {err}{hint}", err=True)
             raise typer.Exit(2) from None
-        name = trace if trace in ("code", "conv") else path.stem
-        png = plot_bench(result, plot or Path("out/bench") / f"{name}-bench.png")
+        png = plot_bench(result, plot or Path("out/bench") / f"{trace_label(trace)}-bench.png")
         if output == "json":
             typer.echo(json.dumps(as_json(result, png), indent=2))
         else:

@@ -6,9 +6,11 @@
    (:func:`scaler.core.decide.decide`, :func:`scaler.core.state.record_write`).
 2. :class:`KedaHpaController`: what the vLLM-on-Kubernetes guides set up: a KEDA
    ``ScaledObject`` with a Prometheus trigger on ``sum(vllm:num_requests_waiting)``, threshold
-   5 as ``AverageValue`` (desired = ceil(sum / 5)), ``pollingInterval`` 30 s, driving an HPA with
-   the default behavior. The HPA syncs every 15 s on the value KEDA polled last (KEDA's
-   ``useCachedMetrics``); an empty answer counts as 0 (KEDA's ``ignoreNullValues`` default).
+   5 as ``AverageValue`` (desired = ceil(sum / 5)), driving an HPA with the default behavior.
+   The HPA syncs every 15 s and asks KEDA's metrics server, which queries Prometheus afresh
+   (KEDA's default ``useCachedMetrics: false``; ``pollingInterval``, 30 s, only governs
+   activation from and to zero); with ``cached_metrics`` the HPA gets the value of KEDA's last
+   30 s poll instead. An empty answer counts as 0 (KEDA's ``ignoreNullValues`` default).
 3. :class:`KvHpaController`: an HPA on the ``Pods`` metric ``vllm:kv_cache_usage_perc`` with an
    average target of 0.8 (through a metrics adapter), default behavior, 15 s sync.
 4. :class:`KpaController`: Knative / AIBrix KPA on in-flight requests per replica
@@ -174,6 +176,7 @@ class KedaHpaController:
         polling_interval_seconds: KEDA's ``pollingInterval``.
         sync_seconds: the HPA's sync period.
         min_replicas, max_replicas: ``minReplicaCount`` / ``maxReplicaCount``.
+        cached_metrics: ``useCachedMetrics: true`` (the HPA reads KEDA's last poll).
     """
 
     def __init__(
@@ -184,22 +187,27 @@ class KedaHpaController:
         sync_seconds: int = 15,
         min_replicas: int = 1,
         max_replicas: int = 32,
+        cached_metrics: bool = False,
         name: str = "keda-queue",
     ) -> None:
         self.name = name
         self.interval_seconds = sync_seconds
         self.threshold = threshold
         self.polling = polling_interval_seconds
+        self.cached_metrics = cached_metrics
         self.value = 0.0
         self.hpa = HpaScaler(min_replicas, max_replicas, HpaBehavior())
 
     def observe(self, ctx: TickContext) -> None:
-        """KEDA polls Prometheus every ``pollingInterval``; no series reads as 0."""
-        if round(ctx.now) % self.polling == 0:
+        """With cached metrics, KEDA polls Prometheus every ``pollingInterval``."""
+        if self.cached_metrics and round(ctx.now) % self.polling == 0:
             self.value = ctx.tsdb.sum_waiting(ctx.now) or 0.0
 
     def decide(self, ctx: TickContext) -> int:
-        """HPA sync: External AverageValue replicas, then stabilization and rate limits."""
+        """HPA sync: the metric (fresh, or KEDA's cached poll; no series reads as 0), External
+        AverageValue replicas, then stabilization and rate limits."""
+        if not self.cached_metrics:
+            self.value = ctx.tsdb.sum_waiting(ctx.now) or 0.0
         current = ctx.fleet.spec_replicas
         status = len(ctx.fleet.live_pods)
         desired = external_average_value_replicas(self.value, self.threshold, status)
@@ -215,6 +223,8 @@ class FixedController:
     Args:
         replicas: the constant ``spec.replicas``.
     """
+
+    reads_prometheus = False
 
     def __init__(self, replicas: int, *, name: str = "fixed") -> None:
         self.name = name
@@ -286,6 +296,8 @@ class KpaController:
     (Knative's queue-proxy and AIBrix both read pods directly, not Prometheus), including
     requests held while no replica is ready (Knative's activator buffers and reports them).
     """
+
+    reads_prometheus = False
 
     def __init__(self, config: KpaConfig, *, interval_seconds: int = 15, name: str = "kpa") -> None:
         self.name = name

@@ -3,17 +3,24 @@
 Definitions (times in seconds, TTFT measured from arrival to the end of the engine step that
 produced the first token):
 
-- share of requests within the SLO: requests whose TTFT <= SLO over all requests; a request
-  with no first token (cut, or still queued at the end) is a miss;
-- share of minutes within the SLO: over the trace's minutes that have arrivals, those whose
-  TTFT p95 (nearest rank over the requests that *arrived* in that minute) is within the SLO;
+- rejected: requests longer than the model's context (prompt + output above
+  ``max_model_len``), answered at once as vLLM does; they count nowhere else;
+- share of requests within the SLO: accepted requests whose TTFT <= SLO over all accepted
+  requests; a request with no first token (cut, or still queued at the end) is a miss;
+- share of minutes within the SLO: over the trace's minutes that have accepted arrivals, those
+  whose TTFT p95 (nearest rank over the accepted requests that *arrived* in that minute) is
+  within the SLO;
 - GPU-hours: every pod from its creation to its deletion (model load and draining included),
   counted inside the trace window ``[0, duration]``;
 - scale events: writes of ``spec.replicas``; reversals: consecutive events in opposite
   directions;
 - peak queue: the largest number of requests waiting (in replicas, or held while none was
   ready), sampled every second;
-- cut: requests aborted because their pod was killed at the end of its grace period.
+- cut: requests aborted because their pod was killed at the end of its grace period;
+- reaction (on a trace with a load step, :attr:`~scaler.sim.trace.Trace.step_seconds`):
+  seconds from the step's start to the first scale-up write and to the first added replica
+  Ready, counting from ``model load`` seconds before the step (so that a schedule that
+  anticipates it shows a negative time; a reactive policy cannot).
 """
 
 from __future__ import annotations
@@ -23,11 +30,20 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scaler.bench.oracle import OracleResult, nearest_rank
+from scaler.bench.capacity import nearest_rank
 from scaler.bench.simulate import RunRecord
 from scaler.sim.engine import SimRequest
 
-__all__ = ["PolicyFigures", "figures_of_oracle", "figures_of_run", "littles_law", "reversals"]
+__all__ = ["PolicyFigures", "Reaction", "figures_of_run", "littles_law", "reaction", "reversals"]
+
+
+@dataclass(frozen=True, slots=True)
+class Reaction:
+    """Seconds from a load step's start to a policy's first scale-up write and to its first
+    added replica Ready (None: it never did)."""
+
+    first_write_seconds: float | None
+    first_ready_seconds: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +52,8 @@ class PolicyFigures:
 
     Attributes:
         name: the policy's short name.
-        requests, served, cut, unfinished: request counts.
+        requests, served, cut, unfinished: request counts (``requests`` includes rejected).
+        rejected: requests refused for exceeding the context.
         slo_request_share: 0-1.
         slo_minute_share: 0-1.
         violating_minutes: minutes with arrivals whose TTFT p95 missed the SLO.
@@ -47,6 +64,7 @@ class PolicyFigures:
         peak_replicas: the largest replica count asked for.
         minute_p95: TTFT p95 per minute (seconds; NaN for minutes without arrivals).
         replicas_over_time: ``(seconds, pods)`` steps, for the plot.
+        reaction: on a trace with a load step, the reaction times.
     """
 
     name: str
@@ -54,6 +72,7 @@ class PolicyFigures:
     served: int
     cut: int
     unfinished: int
+    rejected: int
     slo_request_share: float
     slo_minute_share: float
     violating_minutes: int
@@ -69,6 +88,7 @@ class PolicyFigures:
     peak_replicas: int
     minute_p95: tuple[float, ...]
     replicas_over_time: tuple[tuple[float, int], ...]
+    reaction: Reaction | None = None
 
 
 def reversals(directions: Sequence[int]) -> int:
@@ -101,16 +121,35 @@ def _service(
     )
 
 
-def figures_of_run(run: RunRecord, slo_seconds: float) -> PolicyFigures:
-    """Figures of a simulated policy run."""
+def reaction(run: RunRecord, step_seconds: float, lead_seconds: float) -> Reaction:
+    """Reaction times to a load step at ``step_seconds`` (see the module docstring); writes
+    and pods from ``step_seconds - lead_seconds`` on count."""
+    since = step_seconds - lead_seconds
+    write = next((t for t, a, b in run.scale_events if t >= since and b > a), None)
+    ready = [p.ready_at for p in run.pods if p.created_at >= since and p.ready_at is not None]
+    return Reaction(
+        None if write is None else write - step_seconds,
+        min(ready) - step_seconds if ready else None,
+    )
+
+
+def figures_of_run(
+    run: RunRecord,
+    slo_seconds: float,
+    *,
+    step_seconds: float | None = None,
+    lead_seconds: float = 0.0,
+) -> PolicyFigures:
+    """Figures of a simulated run (policy or replayed schedule); with ``step_seconds``, the
+    reaction to that load step (``lead_seconds``: as :func:`reaction`)."""
     share, minute_share, bad, (p50, p95, p99), p95s = _service(
         run.requests, run.duration_seconds, slo_seconds
     )
     end = run.duration_seconds
     gpu = 0.0
-    for created, deleted in run.pods:
-        lo = max(created, 0.0)
-        hi = min(deleted if deleted is not None else math.inf, end)
+    for pod in run.pods:
+        lo = max(pod.created_at, 0.0)
+        hi = min(pod.deleted_at if pod.deleted_at is not None else math.inf, end)
         gpu += max(0.0, hi - lo)
     deltas = [b - a for _, a, b in run.scale_events]
     steps: list[tuple[float, int]] = []
@@ -123,6 +162,7 @@ def figures_of_run(run: RunRecord, slo_seconds: float) -> PolicyFigures:
         served=sum(1 for r in run.requests if r.done),
         cut=sum(1 for r in run.requests if r.cut),
         unfinished=sum(1 for r in run.requests if r.finished_at is None),
+        rejected=sum(1 for r in run.requests if r.rejected),
         slo_request_share=share,
         slo_minute_share=minute_share,
         violating_minutes=bad,
@@ -138,39 +178,7 @@ def figures_of_run(run: RunRecord, slo_seconds: float) -> PolicyFigures:
         peak_replicas=max((s.spec_replicas for s in run.samples), default=0),
         minute_p95=p95s,
         replicas_over_time=tuple(steps),
-    )
-
-
-def figures_of_oracle(
-    oracle: OracleResult, duration: float, slo_seconds: float, name: str = "oracle"
-) -> PolicyFigures:
-    """Figures of the oracle's schedule (its replays give the service)."""
-    share, minute_share, bad, (p50, p95, p99), p95s = _service(
-        oracle.requests, duration, slo_seconds
-    )
-    deltas = [b - a for a, b in zip(oracle.replicas, oracle.replicas[1:], strict=False) if b != a]
-    steps = tuple((i * oracle.interval_seconds, n) for i, n in enumerate(oracle.replicas))
-    return PolicyFigures(
-        name=name,
-        requests=len(oracle.requests),
-        served=sum(1 for r in oracle.requests if r.first_token_at is not None),
-        cut=0,
-        unfinished=0,
-        slo_request_share=share,
-        slo_minute_share=minute_share,
-        violating_minutes=bad,
-        ttft_p50=p50,
-        ttft_p95=p95,
-        ttft_p99=p99,
-        gpu_hours=oracle.gpu_seconds / 3600,
-        scale_events=len(deltas),
-        scale_ups=sum(1 for d in deltas if d > 0),
-        scale_downs=sum(1 for d in deltas if d < 0),
-        reversals=reversals(deltas),
-        peak_queue=oracle.peak_waiting,
-        peak_replicas=max(oracle.replicas, default=0),
-        minute_p95=p95s,
-        replicas_over_time=steps,
+        reaction=None if step_seconds is None else reaction(run, step_seconds, lead_seconds),
     )
 
 

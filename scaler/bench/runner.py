@@ -1,10 +1,17 @@
-"""The benchmark: one trace, six policies, the same replica model, in virtual time.
+"""The benchmark: one trace, the policies and the hindsight references, the same replica model,
+in virtual time.
 
 :func:`run_bench` resolves the rate scale (``auto``: the smallest multiple of 0.25 at which the
-oracle needs at least ``min_peak_replicas`` replicas in the trace's busiest minutes), measures
-one replica's capacity on the trace's request mix, computes the oracle, simulates the four
-autoscalers (in parallel processes when ``jobs > 1``; the results do not depend on it) and
-derives every figure and ratio. Same inputs and seed, same numbers.
+trace's busiest minutes need at least ``min_peak_replicas`` replicas, each started empty and
+instantly, to keep 99% of their requests within the SLO), measures one replica's capacity on
+the trace's mix (the KPA's target), finds the hindsight schedules
+(:mod:`scaler.bench.hindsight`) and the cheapest fixed fleet, simulates the four autoscalers
+(in parallel processes when ``jobs > 1``; the results do not depend on it), computes the lower
+bound (:mod:`scaler.bench.bound`) and derives every figure and ratio. Every row, policy or
+reference, is a replay through :mod:`scaler.bench.simulate` with the same routing. Requests
+longer than the model's context are rejected at once, as vLLM does: counted per row, left out
+of every share, the searches, the rate scale and the starting fleet. Same inputs and seed,
+same numbers.
 """
 
 from __future__ import annotations
@@ -12,10 +19,12 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, replace
-from pathlib import Path
+from typing import Any
 
+from scaler.bench.bound import gpu_seconds_lower_bound
+from scaler.bench.capacity import Capacity, peak_need, probe_capacity
 from scaler.bench.controllers import (
     FixedController,
     KedaHpaController,
@@ -24,17 +33,19 @@ from scaler.bench.controllers import (
     VllmScalerController,
     bench_workload,
 )
-from scaler.bench.figures import PolicyFigures, figures_of_oracle, figures_of_run
+from scaler.bench.figures import PolicyFigures, figures_of_run
+from scaler.bench.hindsight import pay_model_load, replay_schedule, search_schedule
 from scaler.bench.kpa import KpaConfig
-from scaler.bench.oracle import Capacity, interval_requests, min_replicas_for, probe_capacity
-from scaler.bench.oracle import run_oracle as compute_oracle
-from scaler.bench.simulate import Controller, simulate
+from scaler.bench.simulate import Controller, RunRecord, simulate
 from scaler.config.policy import Policy, TargetPolicy
+from scaler.sim.catalog import open_trace
 from scaler.sim.engine import ReplicaModel
-from scaler.sim.trace import Trace, load_trace
+from scaler.sim.routing import Routing
+from scaler.sim.trace import Trace, rejected_count, summary_line
 
 __all__ = [
     "BASELINE",
+    "HINDSIGHT",
     "BenchOptions",
     "BenchResult",
     "Goal",
@@ -46,11 +57,17 @@ __all__ = [
 
 #: The policy the others are compared with (policy 2: KEDA on queue depth).
 BASELINE = "keda-queue"
+#: The reference the goals are stated against: the hindsight schedule paying model load.
+HINDSIGHT = "hindsight-load"
+#: Row order of the table.
+ROWS = ("vllm-scaler", BASELINE, "hpa-kv", "kpa", "fixed", "hindsight-instant", HINDSIGHT)
 # Knative's default container-concurrency-target-percentage: aim at 70% of capacity.
 _KPA_UTILIZATION = 0.7
 _RATE_STEP = 0.25
-#: The share of requests within the SLO the fixed fleet is sized for (the issue's goal).
+#: The share of accepted requests within the SLO the references keep (the issue's goal).
 FIXED_SLO_SHARE = 0.99
+# Searches of the load-paying schedule when its replay falls short of the share.
+_LOAD_ATTEMPTS = 3
 
 
 def default_policy(max_replicas: int = 32) -> Policy:
@@ -63,27 +80,32 @@ class BenchOptions:
     """What to benchmark.
 
     Attributes:
-        trace_path: CSV or JSONL trace.
-        time_column, prompt_column, output_column: the trace's columns (see
+        trace: ``code``, ``conv``, ``synthetic:<shape>`` or a CSV/JSONL path
+            (:func:`~scaler.sim.catalog.open_trace`).
+        time_column, prompt_column, output_column, time_unit: how to read a file (see
             :func:`~scaler.sim.trace.load_trace`).
         start_seconds, duration_seconds: the window replayed (real seconds; None: to the end).
         rate_scale: request-rate multiplier, or None for auto.
-        min_peak_replicas: with auto, the oracle's need in the busiest minute to reach.
-        slo_ttft_seconds: the TTFT p95 SLO, seconds.
+        min_peak_replicas: with auto, the busiest minutes' need to reach.
+        slo_ttft_seconds: the TTFT SLO, seconds.
         model_load_seconds: time from pod creation to Ready, seconds.
         policy: vllm-scaler's policy (its first target is used), default :func:`default_policy`.
         control_interval_seconds: vllm-scaler's control interval, seconds.
         scrape_interval_seconds: Prometheus' scrape interval, seconds.
         max_replicas: every baseline's maximum.
-        seed: seed of the rate scaling.
+        seed: seed of the rate scaling, the synthetic shapes and the routing.
         policy_source: how reports name vllm-scaler's policy.
-        jobs: processes to simulate policies in (1: in this process).
+        jobs: processes to simulate in (1: in this process).
+        routing: how requests reach the replicas (:class:`~scaler.sim.routing.Routing`).
+        keda_cached_metrics: the KEDA baseline reuses its last 30 s poll on every HPA sync
+            (``useCachedMetrics: true``) instead of querying afresh (KEDA's default).
     """
 
-    trace_path: Path
+    trace: str
     time_column: str = "TIMESTAMP"
     prompt_column: str = "ContextTokens"
     output_column: str = "GeneratedTokens"
+    time_unit: str = "auto"
     start_seconds: float = 0.0
     duration_seconds: float | None = None
     rate_scale: float | None = None
@@ -97,6 +119,8 @@ class BenchOptions:
     seed: int = 0
     jobs: int = 1
     policy_source: str = "shipped default policy (max 32)"
+    routing: str = Routing.RANDOM.value
+    keda_cached_metrics: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,17 +138,26 @@ class BenchResult:
 
     Attributes:
         trace: the trace's description (window, compression, rate scale, requests).
+        summary: the one line on what was read (requests, duration, unit, rejected, scale).
         rate_scale: the rate scale used; ``rate_scale_auto`` says whether it was searched.
         capacity: one replica's measured capacity on the trace's mix.
         kpa_target: the KPA's target concurrency per replica.
-        initial_replicas: replicas every policy starts with (the oracle's first interval).
+        initial_replicas: replicas every policy starts with (the hindsight schedule's first
+            minute).
         policy_source: where vllm-scaler's policy came from (a file, or the defaults).
-        policies: figures per policy, oracle last.
+        routing: how requests reached the replicas.
+        keda_cached_metrics: whether the KEDA baseline reused its poll.
+        rejected: requests longer than the context (rejected at once, in every row).
+        step_seconds: the trace's load step (synthetic:flash), for the reaction times.
+        policies: figures per row, in :data:`ROWS` order.
+        hindsight_replicas: the instant and load-paying schedules, per minute.
+        lower_bound_gpu_hours: the provable floor (:mod:`scaler.bench.bound`).
         goals: the issue's goals for vllm-scaler.
         elapsed_seconds: wall time of the benchmark.
     """
 
     trace: str
+    summary: str
     duration_seconds: float
     rate_scale: float
     rate_scale_auto: bool
@@ -134,53 +167,59 @@ class BenchResult:
     kpa_target: float
     initial_replicas: int
     policy_source: str
+    routing: str
+    keda_cached_metrics: bool
+    rejected: int
+    step_seconds: float | None
     arrivals_per_second: tuple[float, ...]
     policies: tuple[PolicyFigures, ...]
+    hindsight_replicas: dict[str, tuple[int, ...]]
+    lower_bound_gpu_hours: float
     goals: tuple[Goal, ...]
     elapsed_seconds: float
 
     def by_name(self, name: str) -> PolicyFigures:
-        """The figures of one policy (KeyError when absent)."""
+        """The figures of one row (KeyError when absent)."""
         for p in self.policies:
             if p.name == name:
                 return p
         raise KeyError(name)
 
 
-def _peak_need(trace: Trace, model: ReplicaModel, slo: float, hint: int) -> int:
-    """The oracle's replicas for the busiest minutes (by requests, prompt and output tokens)."""
-    parts = interval_requests(trace, 60.0)
-    keys: list[Callable[[int], float]] = [
-        lambda i: len(parts[i]),
-        lambda i: sum(r.prompt_tokens for r in parts[i]),
-        lambda i: sum(r.output_tokens for r in parts[i]),
-    ]
-    chosen: set[int] = set()
-    for key in keys:
-        chosen.update(sorted(range(len(parts)), key=key, reverse=True)[:3])
-    return max(min_replicas_for(parts[i], model, slo, hint=hint)[0] for i in sorted(chosen))
-
-
 def auto_rate_scale(
-    load: Callable[[float], Trace], model: ReplicaModel, slo: float, min_peak: int
+    load: Callable[[float], Trace],
+    model: ReplicaModel,
+    slo: float,
+    min_peak: int,
+    *,
+    routing: str = Routing.RANDOM.value,
+    seed: int = 0,
 ) -> float:
-    """The smallest multiple of 0.25 at which the oracle needs ``min_peak`` replicas at peak.
+    """The smallest multiple of 0.25 at which the busiest minutes need ``min_peak`` replicas
+    (:func:`~scaler.bench.capacity.peak_need`).
 
     Starts from the capacity estimate ``min_peak x capacity / peak-minute rate`` and walks
     in steps of 0.25.
     """
+
+    def need(x: float) -> int:
+        return peak_need(load(x), model, slo, routing=routing, seed=seed)
+
     base = load(1.0)
     cap = probe_capacity(base, model, slo)
-    parts = interval_requests(base, 60.0)
-    peak_rate = max(len(p) for p in parts) / 60.0 if base.requests else 1.0
+    per_minute = [0] * max(1, math.ceil(base.duration_seconds / 60))
+    for r in base.requests:
+        if r.prompt_tokens + max(1, r.output_tokens) <= model.max_model_len:
+            per_minute[min(len(per_minute) - 1, int(r.arrival_seconds // 60))] += 1
+    peak_rate = max(per_minute) / 60.0 or 1.0
     x = max(_RATE_STEP, math.ceil(min_peak * cap.rate / peak_rate / _RATE_STEP) * _RATE_STEP)
-    if _peak_need(load(x), model, slo, min_peak) >= min_peak:
-        while x > _RATE_STEP and _peak_need(load(x - _RATE_STEP), model, slo, min_peak) >= min_peak:
+    if need(x) >= min_peak:
+        while x > _RATE_STEP and need(x - _RATE_STEP) >= min_peak:
             x -= _RATE_STEP
         return x
     for _ in range(200):
         x += _RATE_STEP
-        if _peak_need(load(x), model, slo, min_peak) >= min_peak:
+        if need(x) >= min_peak:
             break
     return x
 
@@ -192,12 +231,15 @@ class _Job:
     model: ReplicaModel
     initial_replicas: int
     scrape: int
+    routing: str
+    seed: int = 0
     policy: Policy | None = None
     interval: int = 15
     max_replicas: int = 32
     kpa_target: float = 1.0
     slo: float = 2.0
     fixed_replicas: int = 1
+    keda_cached_metrics: bool = False
 
 
 def _controller(job: _Job) -> Controller:
@@ -209,12 +251,23 @@ def _controller(job: _Job) -> Controller:
             interval_seconds=job.interval,
         )
     if job.kind == BASELINE:
-        return KedaHpaController(max_replicas=job.max_replicas)
+        return KedaHpaController(
+            max_replicas=job.max_replicas, cached_metrics=job.keda_cached_metrics
+        )
     if job.kind == "hpa-kv":
         return KvHpaController(max_replicas=job.max_replicas)
     if job.kind == "fixed":
         return FixedController(job.fixed_replicas)
     return KpaController(KpaConfig(job.kpa_target, max_replicas=job.max_replicas))
+
+
+def _figures(job: _Job, run: RunRecord) -> PolicyFigures:
+    return figures_of_run(
+        run,
+        job.slo,
+        step_seconds=job.trace.step_seconds,
+        lead_seconds=job.model.model_load_seconds,
+    )
 
 
 def _run_job(job: _Job) -> PolicyFigures:
@@ -224,8 +277,10 @@ def _run_job(job: _Job) -> PolicyFigures:
         model=job.model,
         initial_replicas=job.initial_replicas,
         scrape_interval_seconds=job.scrape,
+        seed=job.seed,
+        routing=job.routing,
     )
-    return figures_of_run(run, job.slo)
+    return _figures(job, run)
 
 
 def cheapest_fixed(
@@ -237,9 +292,10 @@ def cheapest_fixed(
     """The run of the smallest constant fleet in ``[1, max_replicas]`` that keeps at least
     ``share`` (0-1) of the requests within the SLO; the ``max_replicas`` run if none does.
 
-    Walks from ``start`` (the oracle's peak: a few runs) down while the fleet one smaller still
-    meets ``share``, or up until one meets it; assumes attainment does not fall as replicas are
-    added (more idle capacity never delays a request in the replica model).
+    Walks from ``start`` (an estimate of the peak need: a few runs) down while the fleet one
+    smaller still meets ``share``, or up until one meets it; assumes attainment does not fall
+    as replicas are added (true on average; with random routing one fleet size may do a
+    little worse than the next smaller one, and then the walk stops at the first it meets).
     """
     runs: dict[int, PolicyFigures] = {}
 
@@ -269,9 +325,57 @@ def _run_fixed(base: _Job, start: int) -> PolicyFigures:
     return cheapest_fixed(run, start, base.max_replicas)
 
 
+def _run_hindsight(base: _Job) -> tuple[PolicyFigures, PolicyFigures, dict[str, tuple[int, ...]]]:
+    """The instant-start and load-paying hindsight schedules and their replays."""
+    model, trace, load = base.model, base.trace, base.model.model_load_seconds
+    common: dict[str, Any] = {"routing": base.routing, "seed": base.seed}
+    found = first = search_schedule(trace, model=model, slo_seconds=base.slo, **common)
+    instant_model = replace(model, model_load_seconds=0.0)
+    instant = _figures(
+        base,
+        replay_schedule(
+            trace, found.replicas, model=instant_model, name="hindsight-instant", **common
+        ),
+    )
+    target = FIXED_SLO_SHARE
+    for attempt in range(_LOAD_ATTEMPTS):
+        schedule, lead = pay_model_load(found.replicas, load)
+        paying = _figures(
+            base,
+            replay_schedule(
+                trace, schedule, model=model, lead_seconds=lead, name=HINDSIGHT, **common
+            ),
+        )
+        short = FIXED_SLO_SHARE - paying.slo_request_share
+        if short <= 0 or attempt == _LOAD_ATTEMPTS - 1:
+            break
+        target = min(1.0, target + short + 0.0005)
+        found = search_schedule(trace, model=model, slo_seconds=base.slo, share=target, **common)
+    return instant, paying, {"hindsight-instant": first.replicas, HINDSIGHT: schedule}
+
+
+def _cheapest_reference(
+    figures: dict[str, PolicyFigures],
+    schedules: dict[str, tuple[int, ...]],
+    duration_seconds: float,
+) -> None:
+    """A constant fleet is a schedule too: where the cheapest fixed fleet keeps the share at
+    fewer GPU-hours than a searched schedule (noisy needs per minute, random routing), it is
+    the reference, under the reference's name and with its schedule (in place)."""
+    fixed = figures["fixed"]
+    if fixed.slo_request_share < FIXED_SLO_SHARE:
+        return
+    minutes = max(1, math.ceil(duration_seconds / 60 - 1e-9))
+    for name in ("hindsight-instant", HINDSIGHT):
+        ref = figures[name]
+        if ref.slo_request_share < FIXED_SLO_SHARE or fixed.gpu_hours < ref.gpu_hours:
+            figures[name] = replace(fixed, name=name)
+            schedules[name] = (fixed.peak_replicas,) * minutes
+
+
 def _goals(result: dict[str, PolicyFigures]) -> tuple[Goal, ...]:
-    us, base, oracle = result["vllm-scaler"], result[BASELINE], result["oracle"]
-    cost_oracle = us.gpu_hours / oracle.gpu_hours if oracle.gpu_hours else math.inf
+    us, base, ref = result["vllm-scaler"], result[BASELINE], result[HINDSIGHT]
+    cost_ref = us.gpu_hours / ref.gpu_hours if ref.gpu_hours else math.inf
     cost_base = us.gpu_hours / base.gpu_hours if base.gpu_hours else math.inf
     cheaper = us.slo_request_share >= base.slo_request_share and cost_base <= 0.75
     fewer_bad = (
@@ -283,7 +387,11 @@ def _goals(result: dict[str, PolicyFigures]) -> tuple[Goal, ...]:
             f"{100 * us.slo_request_share:.2f}%",
             us.slo_request_share >= 0.99,
         ),
-        Goal("GPU-hours <= 1.25x the oracle's", f"{cost_oracle:.2f}x", cost_oracle <= 1.25),
+        Goal(
+            f"GPU-hours <= 1.25x the hindsight schedule paying model load ({HINDSIGHT})",
+            f"{cost_ref:.2f}x",
+            cost_ref <= 1.25,
+        ),
         Goal(
             f"vs {BASELINE}: >= 25% fewer GPU-hours at equal or better SLO attainment, or "
             ">= 50% fewer SLO-violating minutes at equal GPU-hours",
@@ -301,23 +409,41 @@ def _goals(result: dict[str, PolicyFigures]) -> tuple[Goal, ...]:
     )
 
 
-def run_bench(options: BenchOptions) -> BenchResult:
-    """Run the whole benchmark (see the module docstring)."""
+def load_bench_trace(options: BenchOptions, scale: float) -> Trace:
+    """The options' trace at ``scale``.
+
+    Raises:
+        FileNotFoundError, ValueError: as :func:`~scaler.sim.catalog.open_trace`.
+    """
+    return open_trace(
+        options.trace,
+        time_column=options.time_column,
+        prompt_column=options.prompt_column,
+        output_column=options.output_column,
+        time_unit=options.time_unit,
+        start_seconds=options.start_seconds,
+        duration_seconds=options.duration_seconds,
+        rate_scale=scale,
+        seed=options.seed,
+    )
+
+
+def run_bench(options: BenchOptions, progress: Callable[[str], None] | None = None) -> BenchResult:
+    """Run the whole benchmark (see the module docstring).
+
+    Args:
+        options: what to run.
+        progress: called with the one-line summary of the trace once the rate scale is known.
+
+    Raises:
+        FileNotFoundError, ValueError: a trace that cannot be read, or an empty window.
+    """
     started = time.monotonic()
     model = ReplicaModel(model_load_seconds=options.model_load_seconds)
     slo = options.slo_ttft_seconds
 
     def load(scale: float) -> Trace:
-        return load_trace(
-            options.trace_path,
-            time_column=options.time_column,
-            prompt_column=options.prompt_column,
-            output_column=options.output_column,
-            start_seconds=options.start_seconds,
-            duration_seconds=options.duration_seconds,
-            rate_scale=scale,
-            seed=options.seed,
-        )
+        return load_bench_trace(options, scale)
 
     if not load(1.0).requests:
         end = (
@@ -327,17 +453,27 @@ def run_bench(options: BenchOptions) -> BenchResult:
         )
         raise ValueError(
             f"no requests in minutes {options.start_seconds / 60:g} to {end} of "
-            f"{options.trace_path} (check --start-minute and --minutes)"
+            f"{options.trace} (check --start-minute and --minutes)"
         )
     scale = options.rate_scale
     if scale is None:
-        scale = auto_rate_scale(load, model, slo, options.min_peak_replicas)
+        scale = auto_rate_scale(
+            load, model, slo, options.min_peak_replicas, routing=options.routing,
+            seed=options.seed,
+        )  # fmt: skip
     trace = load(scale)
+    scale_text = f"x{scale:g}" + (" (auto)" if options.rate_scale is None else "")
+    summary = summary_line(trace, max_model_len=model.max_model_len, rate_scale=scale_text)
+    if progress is not None:
+        progress(summary)
     capacity = probe_capacity(trace, model, slo)
     kpa_target = max(1.0, round(_KPA_UTILIZATION * capacity.concurrency))
-    # Every policy starts sized for the first minute, as the oracle is.
-    first = interval_requests(trace, 60.0)[0]
-    initial = min_replicas_for(first, model, slo)[0]
+    # Every policy starts sized for the first minute, as the hindsight schedule is.
+    initial = search_schedule(
+        trace, model=model, slo_seconds=slo, routing=options.routing, seed=options.seed,
+        first_minute_only=True,
+    ).replicas[0]  # fmt: skip
+    fixed_start = peak_need(trace, model, slo, routing=options.routing, seed=options.seed)
     policy = options.policy or default_policy(options.max_replicas)
     base = _Job(
         kind=BASELINE,
@@ -345,8 +481,11 @@ def run_bench(options: BenchOptions) -> BenchResult:
         model=model,
         initial_replicas=initial,
         scrape=options.scrape_interval_seconds,
+        routing=options.routing,
+        seed=options.seed,
         max_replicas=options.max_replicas,
         slo=slo,
+        keda_cached_metrics=options.keda_cached_metrics,
     )
     jobs = [
         replace(base, kind="vllm-scaler", policy=policy, interval=options.control_interval_seconds),
@@ -356,22 +495,24 @@ def run_bench(options: BenchOptions) -> BenchResult:
     ]
     if options.jobs > 1:
         with ProcessPoolExecutor(max_workers=options.jobs) as pool:
-            # The oracle is the longest job: start it first.
-            oracle_future = pool.submit(compute_oracle, trace, model, slo)
+            # The hindsight search is the longest job: start it first.
+            refs: Future[Any] = pool.submit(_run_hindsight, base)
+            fixed_future = pool.submit(_run_fixed, base, fixed_start)
             futures = [pool.submit(_run_job, j) for j in jobs]
-            oracle = figures_of_oracle(oracle_future.result(), trace.duration_seconds, slo)
-            fixed_future = pool.submit(_run_fixed, base, oracle.peak_replicas)
             runs = [f.result() for f in futures] + [fixed_future.result()]
+            instant, paying, schedules = refs.result()
     else:
-        oracle = figures_of_oracle(compute_oracle(trace, model, slo), trace.duration_seconds, slo)
-        runs = [_run_job(j) for j in jobs] + [_run_fixed(base, oracle.peak_replicas)]
-    figures = {f.name: f for f in runs}
-    figures["oracle"] = oracle
+        instant, paying, schedules = _run_hindsight(base)
+        runs = [_run_job(j) for j in jobs] + [_run_fixed(base, fixed_start)]
+    figures = {f.name: f for f in [*runs, instant, paying]}
+    _cheapest_reference(figures, schedules, trace.duration_seconds)
+    bound = gpu_seconds_lower_bound(trace, model, slo, FIXED_SLO_SHARE) / 3600
     per_second = [0.0] * max(1, math.ceil(trace.duration_seconds / 10))
     for r in trace.requests:
         per_second[min(len(per_second) - 1, int(r.arrival_seconds // 10))] += 0.1
     return BenchResult(
         trace=trace.description,
+        summary=summary,
         duration_seconds=trace.duration_seconds,
         rate_scale=scale,
         rate_scale_auto=options.rate_scale is None,
@@ -381,10 +522,14 @@ def run_bench(options: BenchOptions) -> BenchResult:
         kpa_target=kpa_target,
         initial_replicas=initial,
         policy_source=options.policy_source,
+        routing=options.routing,
+        keda_cached_metrics=options.keda_cached_metrics,
+        rejected=rejected_count(trace, model.max_model_len),
+        step_seconds=trace.step_seconds,
         arrivals_per_second=tuple(per_second),
-        policies=tuple(
-            figures[n] for n in ("vllm-scaler", BASELINE, "hpa-kv", "kpa", "fixed", "oracle")
-        ),
+        policies=tuple(figures[n] for n in ROWS),
+        hindsight_replicas=schedules,
+        lower_bound_gpu_hours=bound,
         goals=_goals(figures),
         elapsed_seconds=time.monotonic() - started,
     )

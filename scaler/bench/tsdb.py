@@ -119,7 +119,7 @@ class Tsdb:
         present: set[str] = set()
         for pod in pods:
             present.add(pod.name)
-            if pod.ready_at is None:
+            if pod.ready_at is None or pod.metrics is None:
                 continue
             s = self.series.get(pod.name)
             if s is None:

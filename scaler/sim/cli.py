@@ -10,7 +10,10 @@ from typing import Annotated
 import typer
 
 from scaler.config.options import option_errors
+from scaler.sim.catalog import TRACE_CHOICES
 from scaler.sim.prometheus_server import PrometheusNotInstalledError, PrometheusStartError
+from scaler.sim.routing import ROUTING_HELP, routing_option_error
+from scaler.sim.trace import TIME_UNIT_HELP, time_unit_option_error
 
 
 def register(app: typer.Typer) -> None:
@@ -18,10 +21,8 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def sim(
-        trace: Annotated[
-            str,
-            typer.Option(help="'code' or 'conv' (the bundled Azure traces) or a CSV/JSONL file."),
-        ] = "code",
+        trace: Annotated[str, typer.Option(help=f"{TRACE_CHOICES}.")] = "code",
+        time_unit: Annotated[str, typer.Option(help=TIME_UNIT_HELP)] = "auto",
         start_minute: Annotated[float, typer.Option(help="Trace minute to start at.")] = 13.0,
         minutes: Annotated[float, typer.Option(help="Trace minutes to replay.")] = 6.0,
         compress: Annotated[
@@ -47,7 +48,8 @@ def register(app: typer.Typer) -> None:
         no_controller: Annotated[
             bool, typer.Option("--no-controller", help="Run only the fleet and Prometheus.")
         ] = False,
-        seed: Annotated[int, typer.Option(help="Seed of the rate scaling.")] = 0,
+        seed: Annotated[int, typer.Option(help="Seed of the rate scaling and the routing.")] = 0,
+        routing: Annotated[str, typer.Option(help=ROUTING_HELP)] = "random",
     ) -> None:
         """Replay a real trace against a simulated vLLM fleet.
 
@@ -55,14 +57,10 @@ def register(app: typer.Typer) -> None:
         process, exactly as in a cluster. Prints every decision, then a summary and a plot.
         """
         from scaler.config.policy import PolicyError, load_policy
-        from scaler.sim.demo import (
-            EXAMPLE_POLICY,
-            DemoOptions,
-            WorkdirInUseError,
-            resolve_trace,
-            run_demo,
-        )
-        from scaler.sim.trace import load_trace
+        from scaler.sim.catalog import open_trace
+        from scaler.sim.demo import EXAMPLE_POLICY, DemoOptions, WorkdirInUseError, run_demo
+        from scaler.sim.engine import ReplicaModel
+        from scaler.sim.trace import summary_line
 
         errors = check_options(
             start_minute=start_minute,
@@ -74,6 +72,11 @@ def register(app: typer.Typer) -> None:
             interval=interval,
             slo_ttft_seconds=slo_ttft_seconds,
         )
+        errors += [
+            e
+            for e in (routing_option_error(routing), time_unit_option_error(time_unit))
+            if e is not None
+        ]
         if errors:
             typer.echo("\n".join(f"vllm-scaler: {e}" for e in errors), err=True)
             raise typer.Exit(2)
@@ -83,10 +86,10 @@ def register(app: typer.Typer) -> None:
         except PolicyError as err:
             typer.echo(f"vllm-scaler: --policy: {err}", err=True)
             raise typer.Exit(2) from None
-        path = resolve_trace(trace)
         try:
-            t = load_trace(
-                path,
+            t = open_trace(
+                trace,
+                time_unit=time_unit,
                 start_seconds=start_minute * 60,
                 duration_seconds=minutes * 60,
                 compress=compress,
@@ -100,7 +103,7 @@ def register(app: typer.Typer) -> None:
             scaled = f" at rate x{rate_scale:g}" if rate_scale != 1 else ""
             typer.echo(
                 f"vllm-scaler: --start-minute/--minutes: no requests in minutes "
-                f"{start_minute:g}-{start_minute + minutes:g} of {path}{scaled}",
+                f"{start_minute:g}-{start_minute + minutes:g} of {trace}{scaled}",
                 err=True,
             )
             raise typer.Exit(2)
@@ -113,6 +116,11 @@ def register(app: typer.Typer) -> None:
             control_interval_seconds=interval,
             slo_ttft_seconds=slo_ttft_seconds,
             with_controller=not no_controller,
+            routing=routing,
+            seed=seed,
+            trace_summary=summary_line(
+                t, max_model_len=ReplicaModel().max_model_len, rate_scale=f"x{rate_scale:g}"
+            ),
         )
         try:
             code = asyncio.run(run_demo(opts))

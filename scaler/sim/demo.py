@@ -31,6 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TextIO, TypeVar
 
+from scaler.sim.catalog import NAMED_TRACES as NAMED_TRACES  # re-exported for callers
 from scaler.sim.cluster import SimCluster
 from scaler.sim.engine import ReplicaModel
 from scaler.sim.fleet import FleetConfig
@@ -39,11 +40,6 @@ from scaler.sim.report import format_summary, plot_run, summarize
 from scaler.sim.trace import Trace
 
 EXAMPLE_POLICY = Path(__file__).resolve().parent.parent / "examples" / "demo-policy.yaml"
-TRACES = Path(__file__).resolve().parent / "traces"
-NAMED_TRACES = {
-    "code": TRACES / "AzureLLMInferenceTrace_code.csv",
-    "conv": TRACES / "AzureLLMInferenceTrace_conv.csv",
-}
 
 
 _T = TypeVar("_T")
@@ -159,11 +155,6 @@ async def watch_controller(
     return None
 
 
-def resolve_trace(name_or_path: str) -> Path:
-    """``code``/``conv`` name the bundled Azure traces; anything else is a file path."""
-    return NAMED_TRACES.get(name_or_path, Path(name_or_path))
-
-
 @dataclass(frozen=True, slots=True)
 class DemoOptions:
     """Options of :func:`run_demo` (times in seconds)."""
@@ -181,6 +172,9 @@ class DemoOptions:
     initial_replicas: int = 1
     with_controller: bool = True
     plot: bool = True
+    routing: str = "random"
+    seed: int = 0
+    trace_summary: str = ""
 
 
 _UNITS = {"queue_depth": "", "kv_cache_usage": "", "ttft_p95": "s"}
@@ -250,6 +244,8 @@ async def _run_locked(opts: DemoOptions, workdir: Path, out: TextIO) -> int:
             model=ReplicaModel(model_load_seconds=opts.model_load_seconds),
             termination_grace_seconds=opts.termination_grace_seconds,
             initial_replicas=opts.initial_replicas,
+            routing=opts.routing,
+            seed=opts.seed,
         ),
         scrape_interval_seconds=opts.scrape_interval_seconds,
         clock=clock,
@@ -284,11 +280,13 @@ async def _run_locked(opts: DemoOptions, workdir: Path, out: TextIO) -> int:
             kubeconfig=kubeconfig,
             policy=opts.policy_file,
         )
+        if opts.trace_summary:
+            out.write(opts.trace_summary + "\n")
         out.write(
             f"trace       {opts.trace.description}\n"
             f"fleet       Deployment llm/vllm, {opts.initial_replicas} replica(s) at start, "
             f"model load {opts.model_load_seconds:g} s, drain grace "
-            f"{opts.termination_grace_seconds:g} s\n"
+            f"{opts.termination_grace_seconds:g} s, routing {opts.routing}\n"
             f"prometheus  {prom.url} (scrape every {opts.scrape_interval_seconds:g} s)\n"
             f"kube API    {kube_url} (kubeconfig {kubeconfig})\n"
             f"policy      {opts.policy_file}\n"
@@ -351,7 +349,7 @@ async def _run_locked(opts: DemoOptions, workdir: Path, out: TextIO) -> int:
         slo_ttft_seconds=opts.slo_ttft_seconds,
         window_seconds=opts.window_seconds,
     )
-    title = f"vllm-scaler demo: {opts.trace.description}"
+    title = f"vllm-scaler demo: {opts.trace.description}, routing {opts.routing}"
     out.write("\n" + format_summary(summary, title=title) + "\n")
     if opts.plot and runtime.samples:
         png = plot_run(runtime.samples, summary, workdir / "demo.png", title=title)

@@ -27,9 +27,11 @@ about O(batch / block_size) amortised.
 
 from __future__ import annotations
 
+import copy
 import heapq
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 from scaler.sim.exposition import VllmMetrics
 
@@ -42,32 +44,46 @@ _FINISH = 1
 
 @dataclass(frozen=True, slots=True)
 class ReplicaModel:
-    """Performance model of one replica; defaults: an 8B model in BF16 on one 24 GB GPU.
+    """Performance model of one replica; defaults: a 7-8B model in BF16 on one 24 GB GPU.
 
-    Calibrated on the figures collected in ``/work/shared/reference/serving-figures.md``
-    (public 2025-2026 write-ups on serving vLLM on Kubernetes, RTX 4090-class GPU):
+    Calibrated on the figures collected in the project's serving-figures reference (public
+    2025-2026 write-ups on serving vLLM), RTX 4090-class GPU:
 
+    - Speed: the concurrency sweep of ``vllm bench serve`` with Mistral-7B-Instruct-v0.3 on an
+      RTX 4090, 256 prompt / 128 output tokens, infinite request rate capped at 4, 8, 16, 32
+      and 48 requests in flight: 210, 377, 644, 975 and 1190 output tokens/s at a mean TTFT of
+      63, 79, 155, 362 and 667 ms. :mod:`scaler.sim.calibration` replays that sweep on this
+      model; it gives 213, 385, 649, 987 and 1194 tokens/s (within 2%) at 48, 95, 191, 383
+      and 574 ms (within 24%), and a test pins it.
     - KV cache: about 6 GB free after 16 GB of weights and 2 GB of overhead, at 144 KB/token
       (Qwen3 8B, GQA, BF16) about 43K tokens: 2688 blocks of 16 tokens = 43,008 tokens
       (PagedAttention block size 16, Kwon et al., SOSP 2023).
-    - TTFT of an 8K prompt on an idle replica about 250 ms: one step of
-      ``step_overhead_seconds`` (29 ms) + 8192 tokens / 37,000 tokens/s (221 ms) = 250 ms.
-    - TPOT on an idle replica about 30 ms: 29 ms + 0.2 ms per sequence + the KV read.
 
-    Step duration, seconds (a simple roofline-style formula)::
+    Where the rougher single figures of the same write-ups disagree with the sweep, the sweep
+    wins: the model gives an idle TPOT of 17.4 ms (not "about 30 ms", which the sweep's own
+    210 tokens/s at concurrency 4 rules out), 41 tokens/s per session at concurrency 16 (not
+    "about 50"), and an idle TTFT of 383 ms for an 8K prompt (not "about 250 ms": the sweep's
+    prefill rate, 21,400 tokens/s, gives that).
 
-        step_overhead_seconds                      # reading the weights once per forward pass
-        + decode_seconds_per_seq * decodes         # per-sequence compute and sampling
-        + kv_read_seconds_per_token * kv_tokens    # decode attention reads the whole batch's KV
-        + prefill_tokens / prefill_tokens_per_second   # compute-bound prefill chunks
+    Step duration, seconds (a roofline: a step is bound by memory bandwidth or by compute,
+    whichever is slower, plus a per-sequence cost that does not overlap)::
+
+        max(step_overhead_seconds                        # reading the weights once per step
+            + kv_read_seconds_per_token * kv_tokens,     # decode attention reads the batch's KV
+            (prefill_tokens + decodes) / prefill_tokens_per_second)   # compute
+        + decode_seconds_per_seq * decodes               # per-sequence sampling and scheduling
 
     where ``kv_tokens`` is the KV blocks in use times the block size. The KV read cost is
     144 KB/token at about 1 TB/s of memory bandwidth: 1.4e-7 s per token, 6 ms for a full
-    cache. A batch of 64 decodes at 2K context takes about 60 ms per step.
+    cache.
 
-    The write-ups also quote about 50 tokens/s per session at concurrency 16; that is
-    faster than their own idle TPOT of 30 ms, so the model keeps the idle TPOT and gives
-    about 27 tokens/s per session at concurrency 16 (2K contexts).
+    ``max_num_batched_tokens`` is 16,384. vLLM's API server defaults to 2,048 on GPUs under
+    70 GB, but the sweep's TTFT at concurrency 32-48 (362-667 ms for waves of 8-12K prompt
+    tokens that arrive together) is only reproduced when such a wave is prefilled in one step:
+    with 2,048 the waves split into small groups and the model's TTFT at concurrency 48 stays
+    near 130 ms. The residual error is the sweep's TTFT growing faster than linearly with the
+    concurrency (79 ms at 8, 667 ms at 48), which a step-time formula linear in the prompt
+    tokens of a wave cannot follow: -24% at concurrency 4, +21-23% at 8-16.
 
     Attributes:
         kv_cache_blocks: KV-cache blocks on the GPU (vLLM's ``num_gpu_blocks``).
@@ -76,10 +92,10 @@ class ReplicaModel:
         max_num_batched_tokens: token budget per step (chunked prefill), tokens.
         max_model_len: longest prompt + output accepted, tokens; longer requests are rejected
             at submission as vLLM's API server does.
-        step_overhead_seconds: fixed cost of one forward pass, seconds.
+        step_overhead_seconds: memory-bound floor of one step (weights read once), seconds.
         decode_seconds_per_seq: extra cost per decoding sequence, seconds.
         kv_read_seconds_per_token: cost per KV token held, seconds.
-        prefill_tokens_per_second: prefill throughput, tokens/s.
+        prefill_tokens_per_second: compute throughput (prefill and decode tokens), tokens/s.
         model_load_seconds: time from pod start to ready (weights load), seconds; used by the
             fleet simulator (30 s to 5 minutes in the write-ups; 120 s is the middle).
     """
@@ -87,12 +103,12 @@ class ReplicaModel:
     kv_cache_blocks: int = 2688
     block_size: int = 16
     max_num_seqs: int = 256
-    max_num_batched_tokens: int = 8192
+    max_num_batched_tokens: int = 16384
     max_model_len: int = 32768
-    step_overhead_seconds: float = 0.029
-    decode_seconds_per_seq: float = 0.0002
+    step_overhead_seconds: float = 0.017
+    decode_seconds_per_seq: float = 0.00035
     kv_read_seconds_per_token: float = 1.4e-7
-    prefill_tokens_per_second: float = 37_000.0
+    prefill_tokens_per_second: float = 21_400.0
     model_load_seconds: float = 120.0
 
     def __post_init__(self) -> None:
@@ -116,13 +132,10 @@ class ReplicaModel:
         return self.kv_cache_blocks * self.block_size
 
     def step_seconds(self, decodes: int, kv_tokens: int, prefill_tokens: int) -> float:
-        """Duration of one engine step, seconds (formula in the class docstring)."""
-        return (
-            self.step_overhead_seconds
-            + self.decode_seconds_per_seq * decodes
-            + self.kv_read_seconds_per_token * kv_tokens
-            + prefill_tokens / self.prefill_tokens_per_second
-        )
+        """Duration of one engine step, seconds (the roofline in the class docstring)."""
+        memory = self.step_overhead_seconds + self.kv_read_seconds_per_token * kv_tokens
+        compute = (prefill_tokens + decodes) / self.prefill_tokens_per_second
+        return max(memory, compute) + self.decode_seconds_per_seq * decodes
 
 
 @dataclass(slots=True, eq=False)
@@ -216,6 +229,16 @@ class ReplicaEngine:
         self._seq = 0  # heap tie-breaker keeps event order deterministic
         self._key = 0  # internal key per admission (caller ids may repeat)
         self._keys: dict[int, int] = {}  # id(request) -> key in _running
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ReplicaEngine:
+        """A copy of the engine with copies of its requests (a fork of a simulation); the
+        index from request identity to batch key is rebuilt for the copies."""
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        for key, value in self.__dict__.items():
+            setattr(new, key, copy.deepcopy(value, memo))
+        new._keys = {id(r): k for k, r in new._running.items()}
+        return new
 
     # ----------------------------------------------------------------- state
     @property
@@ -414,6 +437,9 @@ class ReplicaEngine:
                 prefill_tokens += chunk
                 if req.first_scheduled_at is None:
                     req.first_scheduled_at = start
+                if self.metrics is not None:
+                    # No prefix cache in the model: every looked-up token misses.
+                    self.metrics.prefix_cache_queries += context
                 self._key += 1
                 running[self._key] = req
                 self._keys[id(req)] = self._key
@@ -433,11 +459,13 @@ class ReplicaEngine:
             m.inter_token_latency.observe(duration, decodes)
 
         # 4. Prefills that completed sample their first (or next, after preemption) token.
+        step_prompt_tokens = 0
         for req in completed:
             key = self._keys[id(req)]
             self._prefilling.pop(key, None)
             if req.first_token_at is None:
                 req.first_token_at = end
+                step_prompt_tokens += req.prompt_tokens
                 if m is not None:
                     m.ttft.observe(end - req.arrival)
                     m.prompt_tokens += req.prompt_tokens
@@ -460,6 +488,10 @@ class ReplicaEngine:
             self._finish(req, end)
 
         if m is not None:
+            # vLLM's tokens per engine step: prompts whose prefill completed, plus new tokens.
+            step_tokens = step_prompt_tokens + decodes + len(completed)
+            if step_tokens:
+                m.iteration_tokens.observe(step_tokens)
             self._update_gauges()
 
     def _finish(self, req: SimRequest, end: float) -> None:
@@ -471,10 +503,24 @@ class ReplicaEngine:
         # soak, without bound over a long-lived pod's life.
         m = self.metrics
         if m is not None:
-            m.request_success["stop"] += 1
+            # A request that filled the context stopped on vLLM's length limit.
+            full = req.prompt_tokens + req.tokens_generated >= self.model.max_model_len
+            m.request_success["length" if full else "stop"] += 1
             m.e2e_latency.observe(end - req.arrival)
             first = req.first_scheduled_at if req.first_scheduled_at is not None else end
             m.queue_time.observe(first - req.arrival)
+            # vLLM's phases: RUNNING from the first scheduling, PREFILL until the first token,
+            # DECODE from the first to the last token.
+            first_token = req.first_token_at if req.first_token_at is not None else end
+            m.inference_time.observe(end - first)
+            m.prefill_time.observe(first_token - first)
+            m.decode_time.observe(end - first_token)
+            m.request_prompt_tokens.observe(req.prompt_tokens)
+            m.request_generation_tokens.observe(req.tokens_generated)
+            # One completion per request; max_tokens as vLLM's API server sets it when the
+            # client leaves it out: whatever fits in the context after the prompt.
+            m.request_params_n.observe(1)
+            m.request_params_max_tokens.observe(self.model.max_model_len - req.prompt_tokens)
 
     def _update_gauges(self) -> None:
         m = self.metrics

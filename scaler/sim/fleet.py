@@ -2,27 +2,57 @@
 
 :class:`Fleet` plays the parts of the cluster that vllm-scaler does not own: the workload
 controller (a ReplicaSet that creates and removes pods to match ``spec.replicas``), the
-kubelet (model load before Ready, draining on deletion) and the Service in front of the pods
-(each request goes to the ready pod with the fewest requests in flight).
+kubelet (model load before Ready, draining on deletion) and whatever routes requests to the
+pods (:mod:`scaler.sim.routing`: a Service by default, which picks a Ready pod at random).
 
 It is synchronous and takes time as an argument (seconds on the store's clock), so the same
 code runs under the wall clock (``vllm-scaler sim``, see :mod:`scaler.sim.serving`) and in
-virtual time.
+virtual time. The objects live in a :class:`PodStore`: the Kubernetes API stand-in
+(:class:`~scaler.sim.kubeapi.KubeStore`) when a controller talks to the cluster over HTTP, or
+a plain in-memory one when nothing else reads them (the benchmark).
 """
 
 from __future__ import annotations
 
 import random
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from scaler.sim.engine import ReplicaEngine, ReplicaModel, SimRequest
 from scaler.sim.exposition import KV_METRIC_NEW, VllmMetrics
-from scaler.sim.kubeapi import KubeStore, ScaleChange
+from scaler.sim.kubeapi import ScaleChange
+from scaler.sim.routing import GATEWAY_SCRAPE_SECONDS, Routing, make_router
 
 #: Annotation the ReplicaSet controller reads to pick which pods to remove first.
 POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+
+
+class PodStore(Protocol):
+    """The Kubernetes objects a :class:`Fleet` keeps in step (KubeStore's methods)."""
+
+    def add_deployment(
+        self, namespace: str, name: str, replicas: int, labels: Mapping[str, str]
+    ) -> object: ...
+
+    def on_scale_change(self, callback: Callable[[ScaleChange], None]) -> object: ...
+
+    def get_spec_replicas(self, namespace: str, name: str) -> int: ...
+
+    def add_pod(
+        self, namespace: str, name: str, labels: Mapping[str, str], *, created_at: float | None
+    ) -> object: ...
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any]: ...
+
+    def set_pod_ready(self, namespace: str, name: str, ready: bool = True) -> None: ...
+
+    def mark_pod_terminating(
+        self, namespace: str, name: str, *, grace_period_seconds: int = 30
+    ) -> None: ...
+
+    def delete_pod(self, namespace: str, name: str) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +69,16 @@ class FleetConfig:
         initial_replicas: pods that exist, ready, at the start.
         kv_metric_name: which KV-cache gauge the replicas export (emulates vLLM versions).
         model_name: the ``model_name`` label.
-        seed: seeds pod names.
+        seed: seeds pod names and the routing.
+        routing: how requests reach the Ready pods (:class:`~scaler.sim.routing.Routing`):
+            ``random`` (a Service), ``round-robin`` or ``least-request`` (a gateway).
+        gateway_scrape_seconds: with ``least-request``, how often the gateway reads the
+            replicas' queues, seconds.
+        export_metrics: give every replica its vLLM metrics (:class:`VllmMetrics`); off where
+            nothing scrapes them (faster, and the fleet can be deep-copied).
+
+    Raises:
+        ValueError: an unknown ``routing``.
     """
 
     namespace: str = "llm"
@@ -51,15 +90,22 @@ class FleetConfig:
     kv_metric_name: str = KV_METRIC_NEW
     model_name: str = "meta-llama/Llama-3.1-8B-Instruct"
     seed: int = 0
+    routing: Routing | str = Routing.RANDOM
+    gateway_scrape_seconds: float = GATEWAY_SCRAPE_SECONDS
+    export_metrics: bool = True
+
+    def __post_init__(self) -> None:
+        make_router(self.routing, scrape_interval_seconds=self.gateway_scrape_seconds)
 
 
 @dataclass(slots=True, eq=False)
 class SimPod:
-    """One pod: a replica engine plus its lifecycle times (seconds on the store's clock)."""
+    """One pod: a replica engine plus its lifecycle times (seconds on the store's clock);
+    ``metrics`` is None when the fleet exports none."""
 
     name: str
     engine: ReplicaEngine
-    metrics: VllmMetrics
+    metrics: VllmMetrics | None
     created_at: float
     ready_at: float | None = None
     terminating_since: float | None = None
@@ -80,15 +126,16 @@ class StepChanges:
 
 
 class Fleet:
-    """The pods of one simulated vLLM Deployment, kept in step with a :class:`KubeStore`.
+    """The pods of one simulated vLLM Deployment, kept in step with a :class:`PodStore`.
 
     Args:
-        store: the Kubernetes stand-in's objects; the Deployment is created here.
+        store: the Kubernetes objects (the API stand-in's, or in memory); the Deployment is
+            created here.
         config: the workload.
         now: the start time, seconds on the store's clock.
     """
 
-    def __init__(self, store: KubeStore, config: FleetConfig, *, now: float) -> None:
+    def __init__(self, store: PodStore, config: FleetConfig, *, now: float) -> None:
         self.store = store
         self.config = config
         self.pods: dict[str, SimPod] = {}
@@ -97,6 +144,11 @@ class Fleet:
         self.requests: list[SimRequest] = []
         self.scale_changes: list[tuple[float, ScaleChange]] = []
         self._rng = random.Random(config.seed)
+        self.router = make_router(
+            config.routing,
+            seed=config.seed,
+            scrape_interval_seconds=config.gateway_scrape_seconds,
+        )
         self._hash = "".join(self._rng.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(9))
         self._now = now
         store.add_deployment(
@@ -126,20 +178,33 @@ class Fleet:
 
     # ------------------------------------------------------------------ traffic
     def submit(self, req: SimRequest, now: float) -> None:
-        """Route a request to the ready pod with the fewest in flight (or hold it in the
-        Service's backlog while no pod is ready)."""
+        """Route a request to a ready pod (:attr:`FleetConfig.routing`), or hold it in the
+        backlog while no pod is ready (clients retrying).
+
+        A request longer than the model's context (``max_model_len``) is answered at once with
+        an error by whichever replica gets it, as vLLM's API server does, and changes nothing
+        in any replica; it is marked rejected here without being routed, so that it takes no
+        routing decision (no random draw, no turn) either.
+        """
         self.requests.append(req)
-        pod = self._pick()
+        if req.prompt_tokens + max(1, req.output_tokens) > self.config.model.max_model_len:
+            req.rejected = True
+            req.finished_at = now
+            return
+        pod = self._pick(now)
         if pod is None:
             self.backlog.append(req)
         else:
             pod.engine.submit(req, now)
 
-    def _pick(self) -> SimPod | None:
-        ready = [p for p in self.pods.values() if p.ready and p.engine.accepting]
+    def _candidates(self) -> list[SimPod]:
+        return [p for p in self.pods.values() if p.ready and p.engine.accepting]
+
+    def _pick(self, now: float) -> SimPod | None:
+        ready = self._candidates()
         if not ready:
             return None
-        return min(ready, key=lambda p: (p.engine.in_flight, p.created_at, p.name))
+        return ready[self.router.pick([p.engine for p in ready], now)]
 
     # ---------------------------------------------------------------- lifecycle
     def step(self, now: float) -> StepChanges:
@@ -148,6 +213,7 @@ class Fleet:
         Returns the pods whose endpoints appeared (Ready) or went away (deleted).
         """
         self._now = now
+        self.router.observe([p.engine for p in self._candidates()], now)
         changes = StepChanges()
         for pod in list(self.pods.values()):
             pod.engine.advance_to(now)
@@ -164,7 +230,7 @@ class Fleet:
                     changes.gone.append(pod)
         self._reconcile(now)
         while self.backlog:
-            target = self._pick()
+            target = self._pick(now)
             if target is None:
                 break
             target.engine.submit(self.backlog.popleft(), now)
@@ -201,11 +267,16 @@ class Fleet:
             name = f"{self.config.name}-{self._hash}-{suffix}"
             if name not in self.pods:
                 break
-        metrics = VllmMetrics(
-            model_name=self.config.model_name,
-            kv_metric_name=self.config.kv_metric_name,
-            block_size=self.config.model.block_size,
-            num_gpu_blocks=self.config.model.kv_cache_blocks,
+        metrics = (
+            VllmMetrics(
+                model_name=self.config.model_name,
+                kv_metric_name=self.config.kv_metric_name,
+                max_model_len=self.config.model.max_model_len,
+                block_size=self.config.model.block_size,
+                num_gpu_blocks=self.config.model.kv_cache_blocks,
+            )
+            if self.config.export_metrics
+            else None
         )
         engine = ReplicaEngine(self.config.model, name=name, metrics=metrics)
         engine.advance_to(now)

@@ -64,9 +64,13 @@ class FleetRuntime:
         self._next_id = 0
 
     async def _serve_pod(self, pod: SimPod) -> None:
+        exported = pod.metrics
+        if exported is None:
+            raise ValueError("the fleet exports no metrics (FleetConfig.export_metrics)")
+
         async def metrics(_: web.Request) -> web.Response:
             pod.engine.advance_to(self.clock())
-            return web.Response(body=pod.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
+            return web.Response(body=exported.render(), headers={"Content-Type": CONTENT_TYPE})
 
         app = web.Application()
         app.router.add_get("/metrics", metrics)

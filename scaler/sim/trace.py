@@ -6,6 +6,20 @@ The traces in ``/work/shared/traces`` are the Azure LLM inference traces of Nove
 ``GeneratedTokens``. :func:`load_trace` reads them (or any CSV / JSONL of the same shape),
 cuts a window, compresses time and scales the request rate, and says so in
 :attr:`Trace.description` so that every figure can state what it replayed.
+
+Time units. Wall-clock timestamps carry their unit. Plain numbers are read in ``time_unit``
+(``s``, ``ms``, ``us`` or ``ns``); ``auto`` (the default) decides from the values and says how
+in :attr:`Trace.time_unit_note`:
+
+- Unix epoch timestamps are recognised by their magnitude (2001-2286: 1e9-1e10 seconds,
+  1e12-1e13 ms, 1e15-1e16 us, 1e18-1e19 ns);
+- otherwise (times relative to some start) they are seconds, unless their span read as seconds
+  exceeds :data:`AUTO_MAX_SPAN_SECONDS` (2 days): then the first of ms, us, ns that brings the
+  span under it (a one-hour trace in milliseconds spans 3.6e6, 41.7 days read as seconds).
+
+Plausibility. A file whose timestamps span more than :data:`MAX_SPAN_SECONDS` (7 days), or
+whose mean rate exceeds :data:`MAX_MEAN_RATE` (5,000 requests/s, the span being > 0), is
+refused with the reason: such a file is almost always read in the wrong unit.
 """
 
 from __future__ import annotations
@@ -15,12 +29,42 @@ import json
 import math
 import random
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-__all__ = ["Trace", "TraceRequest", "load_trace", "per_second_rate"]
+__all__ = [
+    "AUTO_MAX_SPAN_SECONDS",
+    "MAX_MEAN_RATE",
+    "MAX_SPAN_SECONDS",
+    "TIME_UNITS",
+    "TIME_UNIT_HELP",
+    "Trace",
+    "TraceRequest",
+    "build_trace",
+    "load_trace",
+    "per_second_rate",
+    "rejected_count",
+    "summary_line",
+    "time_unit_option_error",
+]
+
+#: Seconds per unit of a plain-number timestamp.
+TIME_UNITS: dict[str, float] = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+#: ``auto`` reads relative timestamps as seconds while their span stays under this, seconds.
+AUTO_MAX_SPAN_SECONDS = 2 * 86400.0
+#: Longest span a trace file may have, seconds.
+MAX_SPAN_SECONDS = 7 * 86400.0
+#: Highest mean arrival rate a trace file may have, requests/s.
+MAX_MEAN_RATE = 5000.0
+#: Help of the ``--time-unit`` option of ``sim`` and ``bench``.
+TIME_UNIT_HELP = (
+    "Unit of plain-number timestamps: s, ms, us, ns, or auto (detected from their range; the "
+    "run prints what it read)."
+)
+# Unix epoch magnitudes (2001-09-09 to 2286-11-20) per unit.
+_EPOCH_RANGES = (("s", 1e9, 1e10), ("ms", 1e12, 1e13), ("us", 1e15, 1e16), ("ns", 1e18, 1e19))
 
 # Python's fromisoformat accepts at most 6 fractional digits; the Azure traces carry 7, so
 # the fraction is split off and added as a float.
@@ -60,12 +104,22 @@ class Trace:
         duration_seconds: length of the replayed window in seconds (after compression): the
             slice length, or for an unsliced tail of the file up to its last request (which
             then arrives at exactly ``duration_seconds``).
+        time_unit: how the time column was read: ``wall clock``, ``s``, ``ms``, ``us``, ``ns``
+            (``s`` for synthetic traces).
+        time_unit_note: how the unit was decided (given, or detected and why).
+        file_span_seconds: span of the whole file's timestamps, seconds (before slicing).
+        step_seconds: for a synthetic shape with a load step, when the step starts, seconds
+            on the replay clock (None otherwise).
     """
 
     requests: tuple[TraceRequest, ...]
     source: str
     description: str
     duration_seconds: float
+    time_unit: str = "s"
+    time_unit_note: str = "given"
+    file_span_seconds: float = 0.0
+    step_seconds: float | None = None
 
     def __len__(self) -> int:
         return len(self.requests)
@@ -154,12 +208,69 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
+def time_unit_option_error(value: str) -> str | None:
+    """The error line for a ``--time-unit`` value that names no unit, else None."""
+    if value == "auto" or value in TIME_UNITS:
+        return None
+    return f"--time-unit: expected one of auto, {', '.join(TIME_UNITS)}, got {value!r}"
+
+
+def _detect_unit(values: list[float]) -> tuple[str, str]:
+    """The unit of plain-number timestamps (see the module docstring) and why."""
+    if not values:
+        return "s", "detected: no timestamps"
+    top = max(abs(v) for v in values)
+    for unit, low, high in _EPOCH_RANGES:
+        if low <= top < high:
+            return unit, f"detected: Unix epoch in {unit}"
+    span = max(values) - min(values)
+    if span <= AUTO_MAX_SPAN_SECONDS:
+        return "s", f"detected: span {_fmt(span)} read as seconds is {_span_text(span)}"
+    for unit in ("ms", "us", "ns"):
+        if span * TIME_UNITS[unit] <= AUTO_MAX_SPAN_SECONDS:
+            return unit, (
+                f"detected: span {_fmt(span)} read as seconds would be {_span_text(span)}"
+            )
+    return "ns", f"detected: span {_fmt(span)} is too long for any unit"
+
+
+def _span_text(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.3g} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
+def _check_plausible(path: Path, span: float, count: int, unit: str) -> None:
+    hint = (
+        " (wall-clock timestamps)"
+        if unit == "wall clock"
+        else f" (timestamps read in {unit}; give --time-unit if that is wrong)"
+    )
+    if span > MAX_SPAN_SECONDS:
+        raise ValueError(
+            f"{path}: implausible trace: its timestamps span {_span_text(span)}, more than "
+            f"{_span_text(MAX_SPAN_SECONDS)}{hint}"
+        )
+    if count > 1 and span <= 0:
+        raise ValueError(f"{path}: implausible trace: all {count} requests at the same time")
+    if count > 1 and count / span > MAX_MEAN_RATE:
+        raise ValueError(
+            f"{path}: implausible trace: {count} requests in {_span_text(span)}, a mean of "
+            f"{count / span:,.0f} requests/s, more than {MAX_MEAN_RATE:,.0f}{hint}"
+        )
+
+
 def load_trace(
     path: str | Path,
     *,
     time_column: str = "TIMESTAMP",
     prompt_column: str = "ContextTokens",
     output_column: str = "GeneratedTokens",
+    time_unit: str = "auto",
     start_seconds: float = 0.0,
     duration_seconds: float | None = None,
     compress: float = 1.0,
@@ -171,17 +282,16 @@ def load_trace(
     Args:
         path: the trace file.
         time_column: arrival timestamps: wall clock (``2023-11-16 18:17:03.9799600``, any
-            number of fraction digits, read as UTC when no zone is given) or plain seconds.
+            number of fraction digits, read as UTC when no zone is given) or plain numbers.
         prompt_column: prompt length in tokens.
         output_column: generated tokens.
+        time_unit: unit of plain-number timestamps: ``s``, ``ms``, ``us``, ``ns`` or ``auto``
+            (detected, see the module docstring); ignored for wall-clock timestamps.
         start_seconds: start of the window, seconds after the file's first request (real time).
         duration_seconds: length of the window in real seconds; None = to the end of the file.
         compress: time compression factor (> 0): arrivals are divided by it, so 5 replays a
             window five times faster (and at five times the request rate).
-        rate_scale: request-rate multiplier (> 0). Below 1 each request is kept with that
-            probability (``random.Random(seed)``); above 1 each request appears
-            ``floor(rate_scale)`` or ``floor(rate_scale) + 1`` times (the fraction is spread
-            evenly by error diffusion), the extra copies shifted by a small seeded jitter.
+        rate_scale: request-rate multiplier (> 0), see :func:`build_trace`.
         seed: seed for thinning and jitter; same arguments give the same trace.
 
     Returns:
@@ -189,17 +299,14 @@ def load_trace(
 
     Raises:
         ValueError: naming the file, line, column and value for a missing column or a bad value,
-            or for invalid arguments.
+            an implausible span or rate (with the unit it was read in), or invalid arguments.
     """
     path = Path(path)
-    if not compress > 0 or not math.isfinite(compress):
-        raise ValueError(f"compress must be a finite number > 0, got {compress!r}")
-    if not rate_scale > 0 or not math.isfinite(rate_scale):
-        raise ValueError(f"rate_scale must be a finite number > 0, got {rate_scale!r}")
-    if start_seconds < 0:
-        raise ValueError(f"start_seconds must be >= 0, got {start_seconds!r}")
-    if duration_seconds is not None and not duration_seconds > 0:
-        raise ValueError(f"duration_seconds must be > 0, got {duration_seconds!r}")
+    if time_unit != "auto" and time_unit not in TIME_UNITS:
+        raise ValueError(
+            f"time_unit: expected one of auto, {', '.join(TIME_UNITS)}, got {time_unit!r}"
+        )
+    _check_window(compress, rate_scale, start_seconds, duration_seconds)
 
     raw: list[tuple[datetime | None, float, int, int]] = []
     for lineno, row in _rows(path, (time_column, prompt_column, output_column)):
@@ -217,21 +324,90 @@ def load_trace(
     # Relative seconds: subtract datetimes (exact) and add the fractions separately so the
     # 7th decimal digit survives instead of drowning in a 1.7e9 epoch float.
     times: list[float] = []
+    unit, note = "wall clock", "timestamps with a date"
+    if raw and raw[0][0] is None:
+        if time_unit == "auto":
+            unit, note = _detect_unit([secs for _, secs, _, _ in raw])
+        else:
+            unit, note = time_unit, "given"
+    elif time_unit not in ("auto", "s"):
+        note = f"timestamps with a date; --time-unit {time_unit} ignored"
+    scale = TIME_UNITS.get(unit, 1.0)
     if raw:
         first_stamp, first_secs = raw[0][0], raw[0][1]
         for stamp, secs, _, _ in raw:
             if stamp is None or first_stamp is None:
-                times.append(secs - first_secs)
+                times.append((secs - first_secs) * scale)
             else:
                 times.append((stamp - first_stamp).total_seconds() + secs - first_secs)
         t0 = min(times)
         times = [t - t0 for t in times]
     span = max(times) if times else 0.0
-
-    end = start_seconds + duration_seconds if duration_seconds is not None else math.inf
-    selected = sorted(
-        (t, p, o) for t, (_, _, p, o) in zip(times, raw, strict=True) if start_seconds <= t < end
+    _check_plausible(path, span, len(times), unit)
+    rows = sorted((t, p, o) for t, (_, _, p, o) in zip(times, raw, strict=True))
+    return build_trace(
+        rows,
+        name=path.name,
+        start_seconds=start_seconds,
+        duration_seconds=duration_seconds,
+        compress=compress,
+        rate_scale=rate_scale,
+        seed=seed,
+        time_unit=unit,
+        time_unit_note=note,
     )
+
+
+def _check_window(
+    compress: float, rate_scale: float, start_seconds: float, duration_seconds: float | None
+) -> None:
+    if not compress > 0 or not math.isfinite(compress):
+        raise ValueError(f"compress must be a finite number > 0, got {compress!r}")
+    if not rate_scale > 0 or not math.isfinite(rate_scale):
+        raise ValueError(f"rate_scale must be a finite number > 0, got {rate_scale!r}")
+    if start_seconds < 0:
+        raise ValueError(f"start_seconds must be >= 0, got {start_seconds!r}")
+    if duration_seconds is not None and not duration_seconds > 0:
+        raise ValueError(f"duration_seconds must be > 0, got {duration_seconds!r}")
+
+
+def build_trace(
+    rows: Sequence[tuple[float, int, int]],
+    *,
+    name: str,
+    start_seconds: float = 0.0,
+    duration_seconds: float | None = None,
+    compress: float = 1.0,
+    rate_scale: float = 1.0,
+    seed: int = 0,
+    time_unit: str = "s",
+    time_unit_note: str = "given",
+    span_seconds: float | None = None,
+    step_seconds: float | None = None,
+) -> Trace:
+    """A :class:`Trace` from ``(arrival seconds from 0, prompt tokens, output tokens)`` rows,
+    sorted by arrival: cut the window, compress time and scale the rate.
+
+    Args:
+        rows: the requests of the whole source.
+        name: the source's name for :attr:`Trace.description`.
+        start_seconds, duration_seconds, compress, seed: as :func:`load_trace`.
+        rate_scale: below 1 each request is kept with that probability
+            (``random.Random(seed)``); above 1 each request appears ``floor(rate_scale)`` or
+            ``floor(rate_scale) + 1`` times (the fraction is spread evenly by error diffusion),
+            the extra copies shifted by a small seeded jitter.
+        time_unit, time_unit_note: how the source's times were read.
+        span_seconds: the source's span (default: the last arrival).
+        step_seconds: a load step of the source, seconds from its start (moved to the replay
+            clock with the window and the compression).
+
+    Raises:
+        ValueError: invalid arguments.
+    """
+    _check_window(compress, rate_scale, start_seconds, duration_seconds)
+    span = span_seconds if span_seconds is not None else (rows[-1][0] if rows else 0.0)
+    end = start_seconds + duration_seconds if duration_seconds is not None else math.inf
+    selected = [(t, p, o) for t, p, o in rows if start_seconds <= t < end]
     window_real = (
         duration_seconds if duration_seconds is not None else max(0.0, span - start_seconds)
     )
@@ -270,11 +446,48 @@ def load_trace(
     stop_real = start_seconds + window_real
     time_text = "real time" if compress == 1.0 else f"time compressed {_fmt(compress)}x"
     description = (
-        f"{path.name} minutes {_fmt(round(start_seconds / 60, 2))}-"
+        f"{name} minutes {_fmt(round(start_seconds / 60, 2))}-"
         f"{_fmt(round(stop_real / 60, 2))}, {time_text}, rate x{_fmt(rate_scale)}: "
         f"{len(out)} requests over {window:.0f} s"
     )
-    return Trace(tuple(out), path.name, description, window)
+    step = None
+    if step_seconds is not None and start_seconds <= step_seconds < stop_real:
+        step = (step_seconds - start_seconds) / compress
+    return Trace(
+        tuple(out),
+        name,
+        description,
+        window,
+        time_unit=time_unit,
+        time_unit_note=time_unit_note,
+        file_span_seconds=span,
+        step_seconds=step,
+    )
+
+
+def rejected_count(trace: Trace, max_model_len: int) -> int:
+    """Requests vLLM refuses at once: prompt + output (at least 1) above ``max_model_len``."""
+    return sum(
+        1 for r in trace.requests if r.prompt_tokens + max(1, r.output_tokens) > max_model_len
+    )
+
+
+def summary_line(trace: Trace, *, max_model_len: int, rate_scale: str) -> str:
+    """One line on what was read: source, requests, duration, time unit, rejected, rate scale.
+
+    Args:
+        trace: the trace as replayed.
+        max_model_len: the replicas' context limit, tokens.
+        rate_scale: how to show the rate scale (e.g. ``x2 (auto)``).
+    """
+    unit = trace.time_unit if trace.time_unit == "wall clock" else f"time unit {trace.time_unit}"
+    return (
+        f"read {trace.source}: {len(trace)} requests over "
+        f"{_span_text(trace.duration_seconds)} (file span "
+        f"{_span_text(trace.file_span_seconds)}, {unit}, {trace.time_unit_note}), "
+        f"{rejected_count(trace, max_model_len)} rejected (prompt + output > "
+        f"{max_model_len} tokens), rate scale {rate_scale}"
+    )
 
 
 def per_second_rate(trace: Trace, bucket_seconds: float = 1.0) -> list[float]:

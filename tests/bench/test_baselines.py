@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
+from scaler.bench.controllers import KedaHpaController
 from scaler.bench.figures import PolicyFigures
 from scaler.bench.hpa import (
     HpaPodState,
@@ -12,7 +15,10 @@ from scaler.bench.hpa import (
     pods_metric_replicas,
 )
 from scaler.bench.kpa import Kpa, KpaConfig
-from scaler.bench.runner import cheapest_fixed
+from scaler.bench.runner import _cheapest_reference, cheapest_fixed
+from scaler.bench.simulate import BenchStore, TickContext
+from scaler.bench.tsdb import Tsdb
+from scaler.sim.fleet import Fleet, FleetConfig
 
 R, P, T = HpaPodState.READY, HpaPodState.PENDING, HpaPodState.TERMINATING
 
@@ -20,10 +26,10 @@ R, P, T = HpaPodState.READY, HpaPodState.PENDING, HpaPodState.TERMINATING
 @pytest.mark.parametrize(
     ("total", "status", "expected"),
     [
-        (23.0, 2, 5),  # ratio 2.3: ceil(23 / 5)
-        (10.4, 2, 2),  # ratio 1.04, inside the 0.1 band: keep status.replicas
-        (0.0, 4, 0),  # nothing waiting: 0 (minReplicas clamps later)
-        (4.0, 2, 1),  # ratio 0.4: ceil(4 / 5)
+        pytest.param(23.0, 2, 5, id="ratio-2.3-ceil"),
+        pytest.param(10.4, 2, 2, id="inside-tolerance-keeps-status-replicas"),
+        pytest.param(0.0, 4, 0, id="nothing-waiting-zero-before-min-clamp"),
+        pytest.param(4.0, 2, 1, id="ratio-0.4-ceil"),
     ],
 )
 def test_keda_average_value(total: float, status: int, expected: int) -> None:
@@ -34,17 +40,47 @@ def test_keda_average_value(total: float, status: int, expected: int) -> None:
     ("pods", "metrics", "target", "current", "expected"),
     [
         # plain: ratio 0.9/0.8 = 1.125 -> ceil(1.125 x 3)
-        ({"a": R, "b": R, "c": R}, {"a": 0.9, "b": 0.9, "c": 0.9}, 0.8, 3, 4),
+        pytest.param(
+            {"a": R, "b": R, "c": R}, {"a": 0.9, "b": 0.9, "c": 0.9}, 0.8, 3, 4, id="plain"
+        ),
         # inside the band (1.0625): keep
-        ({"a": R, "b": R, "c": R}, {"a": 0.85, "b": 0.85, "c": 0.85}, 0.8, 3, 3),
+        pytest.param(
+            {"a": R, "b": R, "c": R},
+            {"a": 0.85, "b": 0.85, "c": 0.85},
+            0.8,
+            3,
+            3,
+            id="inside-tolerance",
+        ),
         # scale-up with a ready pod missing a metric: filled with 0, ratio 0.83 flips: keep
-        ({"a": R, "b": R, "c": R}, {"a": 1.0, "b": 1.0}, 0.8, 3, 3),
+        pytest.param(
+            {"a": R, "b": R, "c": R},
+            {"a": 1.0, "b": 1.0},
+            0.8,
+            3,
+            3,
+            id="missing-metric-flips-scale-up",
+        ),
         # scale-up with a pending pod counted as 0: (2/3)/0.5 = 1.33 -> ceil(1.33 x 3)
-        ({"a": R, "b": R, "p": P}, {"a": 1.0, "b": 1.0}, 0.5, 3, 4),
+        pytest.param(
+            {"a": R, "b": R, "p": P},
+            {"a": 1.0, "b": 1.0},
+            0.5,
+            3,
+            4,
+            id="pending-pod-zero-on-scale-up",
+        ),
         # scale-down with a missing pod filled at the target: (1.2/3)/0.8 = 0.5 -> 2
-        ({"a": R, "b": R, "c": R}, {"a": 0.2, "b": 0.2}, 0.8, 3, 2),
+        pytest.param(
+            {"a": R, "b": R, "c": R},
+            {"a": 0.2, "b": 0.2},
+            0.8,
+            3,
+            2,
+            id="missing-metric-at-target-on-scale-down",
+        ),
         # terminating pods are ignored with their metrics
-        ({"a": R, "t": T}, {"a": 0.4, "t": 1.0}, 0.8, 2, 1),
+        pytest.param({"a": R, "t": T}, {"a": 0.4, "t": 1.0}, 0.8, 2, 1, id="terminating-ignored"),
     ],
 )
 def test_hpa_pods_metric(
@@ -112,7 +148,8 @@ def test_kpa_panic_and_no_scale_down_in_panic() -> None:
 
 def _fixed_figures(n: int, share: float) -> PolicyFigures:
     return PolicyFigures(
-        name="fixed", requests=100, served=100, cut=0, unfinished=0, slo_request_share=share,
+        name="fixed", requests=100, served=100, cut=0, unfinished=0, rejected=0,
+        slo_request_share=share,
         slo_minute_share=share, violating_minutes=0, ttft_p50=0.1, ttft_p95=0.2, ttft_p99=0.3,
         gpu_hours=float(n), scale_events=0, scale_ups=0, scale_downs=0, reversals=0,
         peak_queue=0, peak_replicas=n, minute_p95=(), replicas_over_time=((0.0, n),),
@@ -122,11 +159,12 @@ def _fixed_figures(n: int, share: float) -> PolicyFigures:
 @pytest.mark.parametrize(
     ("start", "expected", "runs"),
     [
-        (8, 7, [8, 7, 6]),  # from the oracle's peak down while the smaller fleet still meets it
-        (4, 7, [4, 5, 6, 7]),  # up until one meets it
-        (7, 7, [7, 6]),
-        (40, 7, [32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14,
-                 13, 12, 11, 10, 9, 8, 7, 6]),  # start clamped to max
+        # from the peak estimate down while the smaller fleet meets it
+        pytest.param(8, 7, [8, 7, 6], id="down-from-the-estimate"),
+        pytest.param(4, 7, [4, 5, 6, 7], id="up-until-one-meets"),
+        pytest.param(7, 7, [7, 6], id="estimate-exact"),
+        pytest.param(40, 7, [32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16,
+                             15, 14, 13, 12, 11, 10, 9, 8, 7, 6], id="start-clamped-to-max"),
     ],
 )  # fmt: skip
 def test_cheapest_fixed_fleet_is_the_smallest_meeting_the_share(
@@ -149,3 +187,64 @@ def test_cheapest_fixed_fleet_is_the_smallest_meeting_the_share(
 def test_cheapest_fixed_fleet_falls_back_to_max_when_none_meets() -> None:
     best = cheapest_fixed(lambda n: _fixed_figures(n, 0.5), 3, 5)
     assert best.peak_replicas == 5
+
+
+class _Waiting(Tsdb):
+    """A Prometheus whose sum(vllm:num_requests_waiting) is whatever the test sets."""
+
+    def __init__(self) -> None:
+        super().__init__(15)
+        self.value = 0.0
+
+    def sum_waiting(self, t: float) -> float | None:
+        return self.value
+
+
+@pytest.mark.parametrize(
+    ("cached", "expected"),
+    [
+        pytest.param(False, [1, 5], id="fresh-query-on-every-sync"),
+        pytest.param(True, [1, 1], id="cached-30s-poll"),
+    ],
+)
+def test_keda_queries_prometheus_on_every_hpa_sync_unless_cached(
+    cached: bool, expected: list[int]
+) -> None:
+    fleet = Fleet(BenchStore(), FleetConfig(), now=0.0)
+    tsdb = _Waiting()
+    keda = KedaHpaController(cached_metrics=cached)
+    desired = []
+    for t, waiting in ((0.0, 0.0), (15.0, 40.0)):
+        tsdb.value = waiting
+        ctx = TickContext(t, fleet, tsdb)
+        keda.observe(ctx)
+        desired.append(keda.decide(ctx))
+    # 40 waiting at the 15 s sync asks for ceil(40 / 5) = 8; the HPA's scale-up policies allow
+    # max(1 + 4, 2 x 1) = 5 in one period. With cached metrics the HPA still reads the poll
+    # KEDA made at 0 s (nothing waiting) until the next one at 30 s.
+    assert desired == expected
+
+
+@pytest.mark.parametrize(
+    ("fixed_share", "fixed_n", "expected"),
+    [
+        pytest.param(
+            0.995, 6, ("hindsight-load", 6.0, (6, 6, 6)), id="cheaper-fixed-fleet-is-the-reference"
+        ),
+        pytest.param(0.995, 8, ("searched", 7.0, (3, 9, 4)), id="searched-schedule-cheaper"),
+        pytest.param(0.98, 6, ("searched", 7.0, (3, 9, 4)), id="fixed-fleet-misses-the-share"),
+    ],
+)
+def test_a_constant_fleet_is_a_reference_when_it_is_cheaper(
+    fixed_share: float, fixed_n: int, expected: tuple[str, float, tuple[int, ...]]
+) -> None:
+    figures = {
+        "fixed": _fixed_figures(fixed_n, fixed_share),
+        "hindsight-instant": replace(_fixed_figures(5, 0.991), name="searched"),
+        "hindsight-load": replace(_fixed_figures(7, 0.992), name="searched"),
+    }
+    schedules = {"hindsight-instant": (2, 8, 3), "hindsight-load": (3, 9, 4)}
+    _cheapest_reference(figures, schedules, 180.0)
+    load = figures["hindsight-load"]
+    assert (load.name, load.gpu_hours, schedules["hindsight-load"]) == expected
+    assert figures["hindsight-instant"].gpu_hours == 5.0  # cheaper than every fleet here

@@ -13,14 +13,45 @@ from scaler.cli import app
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--slo-ttft", "0"], "--slo-ttft: value 0: expected a number > 0"),
-        (["--rate-scale", "-1"], "--rate-scale: value -1: expected a number > 0"),
-        (["--rate-scale", "fast"], "--rate-scale: expected a number or 'auto', got 'fast'"),
-        (["--minutes", "0"], "--minutes: value 0: expected a number > 0"),
-        (["--model-load-seconds", "-5"], "--model-load-seconds: value -5"),
-        (["--min-peak-replicas", "0"], "--min-peak-replicas: value 0"),
-        (["--trace", "/nonexistent.csv"], "--trace: /nonexistent.csv: no such file"),
-        (["--trace", "conv", "--start-minute", "999"], "--trace: no requests in minutes 999"),
+        pytest.param(["--slo-ttft", "0"], "--slo-ttft: value 0: expected a number > 0", id="slo"),
+        pytest.param(
+            ["--rate-scale", "-1"], "--rate-scale: value -1: expected a number > 0", id="rate"
+        ),
+        pytest.param(
+            ["--rate-scale", "fast"],
+            "--rate-scale: expected a number or 'auto', got 'fast'",
+            id="rate-word",
+        ),
+        pytest.param(["--minutes", "0"], "--minutes: value 0: expected a number > 0", id="minutes"),
+        pytest.param(
+            ["--model-load-seconds", "-5"], "--model-load-seconds: value -5", id="model-load"
+        ),
+        pytest.param(["--min-peak-replicas", "0"], "--min-peak-replicas: value 0", id="peak"),
+        pytest.param(
+            ["--trace", "/nonexistent.csv"],
+            "--trace: /nonexistent.csv: no such file (expected 'code' or 'conv'",
+            id="no-file",
+        ),
+        pytest.param(
+            ["--trace", "conv", "--start-minute", "999"],
+            "--trace: no requests in minutes 999",
+            id="empty-window",
+        ),
+        pytest.param(
+            ["--trace", "synthetic:wave"],
+            "--trace: unknown synthetic shape 'wave' (expected one of synthetic:ramp",
+            id="unknown-shape",
+        ),
+        pytest.param(
+            ["--routing", "sticky"],
+            "--routing: expected one of random, round-robin, least-request, got 'sticky'",
+            id="routing",
+        ),
+        pytest.param(
+            ["--time-unit", "h"],
+            "--time-unit: expected one of auto, s, ms, us, ns, got 'h'",
+            id="time-unit",
+        ),
     ],
 )
 def test_bench_rejects_bad_options(args: list[str], message: str) -> None:
@@ -46,12 +77,22 @@ def test_bench_names_the_columns_options_and_the_policy_option(tmp_path: Path) -
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--cycles", "0"], "--cycles: value 0: expected a number >= 1"),
-        (["--scrape-interval", "0"], "--scrape-interval: value 0: expected a number > 0"),
-        (["--targets", "0"], "--targets: value 0"),
-        (["--pods", "-1"], "--pods: value -1"),
-        (["--targets", "2", "--namespaces", "5"], "--namespaces: value 5: expected at most"),
-        (["--output", "xml"], "--output: expected 'table' or 'json', got 'xml'"),
+        pytest.param(["--cycles", "0"], "--cycles: value 0: expected a number >= 1", id="cycles"),
+        pytest.param(
+            ["--scrape-interval", "0"],
+            "--scrape-interval: value 0: expected a number > 0",
+            id="scrape-interval",
+        ),
+        pytest.param(["--targets", "0"], "--targets: value 0", id="targets"),
+        pytest.param(["--pods", "-1"], "--pods: value -1", id="pods"),
+        pytest.param(
+            ["--targets", "2", "--namespaces", "5"],
+            "--namespaces: value 5: expected at most",
+            id="namespaces",
+        ),
+        pytest.param(
+            ["--output", "xml"], "--output: expected 'table' or 'json', got 'xml'", id="output"
+        ),
     ],
 )
 def test_bench_scale_rejects_bad_options(args: list[str], message: str) -> None:

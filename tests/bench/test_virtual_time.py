@@ -1,4 +1,5 @@
-"""The virtual-time benchmark: determinism, Little's law, the oracle as a lower bound."""
+"""The virtual-time benchmark: determinism, the references reached by their own replay, the
+lower bound under every row that serves, Little's law, reaction times."""
 
 from __future__ import annotations
 
@@ -6,19 +7,18 @@ from dataclasses import replace
 
 import pytest
 
+from scaler.bench.bound import gpu_seconds_lower_bound
 from scaler.bench.figures import figures_of_run, littles_law
-from scaler.bench.report import as_json
-from scaler.bench.runner import BenchOptions, BenchResult, run_bench
+from scaler.bench.hindsight import replay_schedule
+from scaler.bench.report import as_json, format_table
+from scaler.bench.runner import HINDSIGHT, BenchOptions, BenchResult, run_bench
 from scaler.bench.simulate import TickContext, simulate
-from scaler.sim.demo import NAMED_TRACES
+from scaler.sim.catalog import open_trace
 from scaler.sim.engine import ReplicaModel
-from scaler.sim.trace import load_trace
 
-# Six busy minutes of the code trace, at twice the rate: bursts that need several replicas.
-START, DURATION = 13 * 60.0, 6 * 60.0
-OPTIONS = BenchOptions(
-    trace_path=NAMED_TRACES["code"], start_seconds=START, duration_seconds=DURATION, rate_scale=2.0
-)
+# Six busy minutes of the code trace: bursts that need several replicas.
+WINDOW = {"start_seconds": 13 * 60.0, "duration_seconds": 6 * 60.0, "rate_scale": 1.25}
+OPTIONS = BenchOptions(trace="code", **WINDOW)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")
@@ -37,33 +37,82 @@ def test_same_inputs_same_numbers(result: BenchResult) -> None:
     assert _numbers(again) == _numbers(result)
 
 
-def test_oracle_never_above_a_policy_that_serves_as_well(result: BenchResult) -> None:
-    # The oracle bounds the cost of meeting the SLO; a policy that misses it (hpa-kv sits at
-    # 1-2 replicas through the bursts here) can spend less, and the table shows its misses.
-    oracle = result.by_name("oracle")
-    compared = [p for p in result.policies if p.slo_request_share >= oracle.slo_request_share]
-    assert compared  # the oracle itself at least
-    for p in compared:
-        assert oracle.gpu_hours <= p.gpu_hours + 1e-9, p.name
-
-
-def test_oracle_never_above_the_cheapest_fixed_fleet_meeting_the_slo(result: BenchResult) -> None:
-    trace = load_trace(
-        NAMED_TRACES["code"], rate_scale=2.0, start_seconds=START, duration_seconds=DURATION
+@pytest.mark.parametrize(
+    ("name", "load", "lead"),
+    [
+        pytest.param("hindsight-instant", 0.0, 0, id="instant"),
+        pytest.param(HINDSIGHT, 120.0, 120, id="paying-model-load"),
+    ],
+)
+def test_the_references_are_reached_by_their_own_replay(
+    result: BenchResult, name: str, load: float, lead: int
+) -> None:
+    trace = open_trace("code", **WINDOW)  # type: ignore[arg-type]
+    row = result.by_name(name)
+    run = replay_schedule(
+        trace,
+        result.hindsight_replicas[name],
+        model=ReplicaModel(model_load_seconds=load),
+        lead_seconds=lead,
+        name=name,
     )
-    oracle = result.by_name("oracle")
-    for n in range(1, 33):
-        run = simulate(trace, _Fixed(), model=ReplicaModel(), initial_replicas=n)
-        fixed = figures_of_run(run, 2.0)
-        if fixed.violating_minutes == 0:
-            break
-    assert fixed.violating_minutes == 0
-    assert oracle.gpu_hours <= fixed.gpu_hours
-    assert oracle.peak_replicas <= n
+    assert figures_of_run(run, 2.0) == row
+    assert row.slo_request_share >= 0.99
+
+
+def test_the_lower_bound_is_under_every_row_that_keeps_99_percent(result: BenchResult) -> None:
+    trace = open_trace("code", **WINDOW)  # type: ignore[arg-type]
+    bound = gpu_seconds_lower_bound(trace, ReplicaModel(), 2.0) / 3600
+    assert result.lower_bound_gpu_hours == bound
+    serving = [p for p in result.policies if p.slo_request_share >= 0.99]
+    assert {"fixed", "hindsight-instant", HINDSIGHT} <= {p.name for p in serving}
+    for p in serving:
+        assert bound <= p.gpu_hours, p.name
+    assert result.by_name("hindsight-instant").gpu_hours <= result.by_name(HINDSIGHT).gpu_hours
+
+
+def test_the_report_states_routing_rejections_and_the_reference(result: BenchResult) -> None:
+    doc = as_json(result)
+    assert doc["routing"] == "random" and doc["reference"] == HINDSIGHT
+    assert doc["rejected"] == 0 and all(p["rejected"] == 0 for p in doc["policies"])
+    assert doc["summary"].startswith("read AzureLLMInferenceTrace_code.csv: ")
+    ref = next(p for p in doc["policies"] if p["name"] == HINDSIGHT)
+    assert ref["gpu_hours_vs_hindsight_load"] == 1.0
+    table = format_table(result)
+    assert table.splitlines()[0] == result.summary
+    assert "routing random" in table and "lower bound" in table and " rej " in table
+    assert "oracle" not in table and "oracle" not in str(doc)
 
 
 def test_vllm_scaler_cuts_nothing(result: BenchResult) -> None:
     assert result.by_name("vllm-scaler").cut == 0
+
+
+def test_routing_reaches_every_row() -> None:
+    gateway = run_bench(replace(OPTIONS, routing="least-request"))
+    assert gateway.routing == "least-request" == as_json(gateway)["routing"]
+    assert "routing least-request" in format_table(gateway)
+    assert gateway.by_name("hindsight-instant").slo_request_share >= 0.99
+
+
+def test_reaction_to_the_flash_step() -> None:
+    flash = run_bench(
+        BenchOptions(
+            trace="synthetic:flash", start_seconds=360.0, duration_seconds=420.0, rate_scale=2.0
+        )
+    )
+    assert flash.step_seconds == 240.0
+    us = flash.by_name("vllm-scaler").reaction
+    assert us is not None and us.first_write_seconds is not None
+    # Within one control interval plus one scrape interval, then a model load.
+    assert 0 < us.first_write_seconds <= 30
+    assert us.first_ready_seconds == pytest.approx(us.first_write_seconds + 120.0, abs=1.0)
+    load = flash.by_name(HINDSIGHT).reaction
+    assert load is not None and load.first_write_seconds == -120.0
+    assert load.first_ready_seconds == pytest.approx(0.0, abs=1.0)
+    fixed = flash.by_name("fixed").reaction
+    assert fixed is not None and fixed.first_write_seconds is None
+    assert "reaction to the load step at 240 s" in format_table(flash)
 
 
 class _Fixed:
@@ -83,7 +132,7 @@ class _Fixed:
 
 
 def test_littles_law_holds() -> None:
-    trace = load_trace(NAMED_TRACES["conv"], start_seconds=600.0, duration_seconds=300.0)
+    trace = open_trace("conv", start_seconds=600.0, duration_seconds=300.0)
     run = simulate(trace, _Fixed(), model=ReplicaModel(), initial_replicas=2)
     assert all(r.done for r in run.requests)
     in_system, rate_times_wait = littles_law(run)

@@ -6,7 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from scaler.sim.trace import Trace, TraceRequest, load_trace, per_second_rate
+from scaler.sim.catalog import open_trace
+from scaler.sim.synthetic import SHAPES
+from scaler.sim.trace import (
+    Trace,
+    TraceRequest,
+    load_trace,
+    per_second_rate,
+    rejected_count,
+    summary_line,
+)
 
 SHARED_TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
 BUNDLED_TRACES = Path(__file__).resolve().parents[2] / "scaler" / "sim" / "traces"
@@ -156,3 +165,128 @@ def test_errors_name_file_line_column_and_value(tmp_path: Path) -> None:
         load_trace(p)
     with pytest.raises(ValueError, match="compress"):
         load_trace(p, compress=0)
+
+
+def _jsonl(tmp_path: Path, stamps: list[float]) -> Path:
+    lines = [f'{{"ts": {s!r}, "ContextTokens": 100, "GeneratedTokens": 10}}' for s in stamps]
+    return _write(tmp_path, "t.jsonl", "\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize(
+    ("stamps", "unit", "note", "duration"),
+    [
+        pytest.param(
+            [i * 500.0 for i in range(7201)], "ms", "41.7 days", 3600.0, id="relative-ms-hour"
+        ),
+        pytest.param(
+            [i * 0.5 for i in range(7201)], "s", "60.0 min", 3600.0, id="relative-seconds"
+        ),
+        pytest.param(
+            [1.7e12 + i * 1000.0 for i in range(61)], "ms", "Unix epoch in ms", 60.0, id="epoch-ms"
+        ),
+        pytest.param(
+            [1.7e9 + i for i in range(61)], "s", "Unix epoch in s", 60.0, id="epoch-seconds"
+        ),
+        pytest.param(
+            [1.7e18 + i * 1e9 for i in range(61)], "ns", "Unix epoch in ns", 60.0, id="epoch-ns"
+        ),
+    ],
+)
+def test_time_unit_detected_from_the_range(
+    tmp_path: Path, stamps: list[float], unit: str, note: str, duration: float
+) -> None:
+    t = load_trace(_jsonl(tmp_path, stamps), time_column="ts")
+    assert (t.time_unit, t.duration_seconds) == (unit, pytest.approx(duration))
+    assert t.time_unit_note.startswith("detected: ") and note in t.time_unit_note
+    line = summary_line(t, max_model_len=32768, rate_scale="x1")
+    assert f"time unit {unit}, detected" in line
+    assert line.startswith(f"read t.jsonl: {len(stamps)} requests over ")
+
+
+def test_time_unit_given_wins(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path, [i * 10.0 for i in range(61)])
+    assert load_trace(path, time_column="ts").duration_seconds == 600.0
+    t = load_trace(path, time_column="ts", time_unit="ms")
+    assert (t.duration_seconds, t.time_unit, t.time_unit_note) == (
+        pytest.approx(0.6),
+        "ms",
+        "given",
+    )
+    with pytest.raises(ValueError, match="time_unit: expected one of auto, s, ms, us, ns"):
+        load_trace(path, time_column="ts", time_unit="minutes")
+
+
+@pytest.mark.parametrize(
+    ("stamps", "unit", "message"),
+    [
+        pytest.param(
+            [i * 3600.0 for i in range(300)],
+            "s",
+            r"implausible trace: its timestamps span 12\.5 days, more than 7\.0 days "
+            r"\(timestamps read in s; give --time-unit",
+            id="span-in-seconds",
+        ),
+        pytest.param(
+            [i * 1e-5 for i in range(1000)],
+            "s",
+            r"implausible trace: 1000 requests in 0\.00999 s, a mean of 100,100 requests/s",
+            id="rate",
+        ),
+        pytest.param([5.0, 5.0, 5.0], "auto", "all 3 requests at the same time", id="no-span"),
+    ],
+)
+def test_implausible_traces_are_refused_with_the_reason(
+    tmp_path: Path, stamps: list[float], unit: str, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        load_trace(_jsonl(tmp_path, stamps), time_column="ts", time_unit=unit)
+
+
+def test_summary_counts_rejected_requests(small: Path) -> None:
+    t = load_trace(small)
+    assert summary_line(t, max_model_len=50, rate_scale="x2 (auto)") == (
+        "read small.csv: 100 requests over 49.5 s (file span 49.5 s, wall clock, timestamps "
+        "with a date), 57 rejected (prompt + output > 50 tokens), rate scale x2 (auto)"
+    )
+    assert rejected_count(t, 50) == 57  # prompts 44..100 plus 7 output tokens exceed 50
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in ("ramp", "flash", "steady-long")])
+def test_synthetic_shapes_are_seeded(name: str) -> None:
+    a = open_trace(f"synthetic:{name}", seed=4)
+    assert a == open_trace(f"synthetic:{name}", seed=4)
+    assert a.requests != open_trace(f"synthetic:{name}", seed=5).requests
+    assert a.duration_seconds == SHAPES[name].duration_seconds
+    assert a.source == f"synthetic:{name} (seed 4)"
+
+
+def test_flash_is_ten_times_the_load_within_30_seconds() -> None:
+    t = open_trace("synthetic:flash")
+    assert t.step_seconds == 600.0
+    per_minute = per_second_rate(t, 60.0)
+    before = sum(per_minute[:10]) / 10
+    during = sum(per_minute[11:20]) / 9
+    assert before == pytest.approx(0.5, rel=0.15)
+    assert during == pytest.approx(5.0, rel=0.1)
+    # 30 s after the step the rate is already x10: the window [630, 660) carries ~150.
+    assert sum(1 for r in t.requests if 630 <= r.arrival_seconds < 660) == pytest.approx(
+        150, rel=0.25
+    )
+    sliced = open_trace("synthetic:flash", start_seconds=300, compress=2)
+    assert sliced.step_seconds == 150.0
+
+
+def test_steady_long_has_long_prompts_and_rejected_requests() -> None:
+    t = open_trace("synthetic:steady-long")
+    accepted = sorted(r.prompt_tokens for r in t.requests if r.prompt_tokens <= 16_000)
+    assert accepted[len(accepted) // 2] == pytest.approx(4000, rel=0.1)
+    assert rejected_count(t, 32768) / len(t) == pytest.approx(0.08, abs=0.015)
+    rate = per_second_rate(t, 300.0)
+    assert max(rate) < 1.6 * min(rate)  # steady
+
+
+def test_open_trace_names_what_it_accepts() -> None:
+    with pytest.raises(ValueError, match=r"unknown synthetic shape 'burst'.*synthetic:ramp"):
+        open_trace("synthetic:burst")
+    with pytest.raises(FileNotFoundError, match=r"nope\.csv: no such file.*'code' or 'conv'"):
+        open_trace("nope.csv")

@@ -1,0 +1,78 @@
+"""Where a trace comes from: a bundled trace, a synthetic shape, or a file.
+
+``--trace`` of ``sim`` and ``bench`` accepts ``code`` and ``conv`` (the bundled Azure traces),
+``synthetic:<shape>`` (:mod:`scaler.sim.synthetic`) or the path of a CSV/JSONL file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scaler.sim.synthetic import SHAPES, synthetic_trace
+from scaler.sim.trace import Trace, load_trace
+
+__all__ = ["NAMED_TRACES", "SYNTHETIC_PREFIX", "TRACE_CHOICES", "open_trace", "trace_label"]
+
+TRACES = Path(__file__).resolve().parent / "traces"
+NAMED_TRACES = {
+    "code": TRACES / "AzureLLMInferenceTrace_code.csv",
+    "conv": TRACES / "AzureLLMInferenceTrace_conv.csv",
+}
+SYNTHETIC_PREFIX = "synthetic:"
+#: What ``--trace`` accepts, for help texts and errors.
+TRACE_CHOICES = (
+    "'code' or 'conv' (the bundled Azure traces), "
+    + ", ".join(f"'{SYNTHETIC_PREFIX}{n}'" for n in SHAPES)
+    + " or a CSV/JSONL file"
+)
+
+
+def trace_label(spec: str) -> str:
+    """A short name for file names: ``code``, ``synthetic-flash``, or the file's stem."""
+    if spec in NAMED_TRACES:
+        return spec
+    if spec.startswith(SYNTHETIC_PREFIX):
+        return "synthetic-" + spec[len(SYNTHETIC_PREFIX) :]
+    return Path(spec).stem
+
+
+def open_trace(
+    spec: str,
+    *,
+    time_column: str = "TIMESTAMP",
+    prompt_column: str = "ContextTokens",
+    output_column: str = "GeneratedTokens",
+    time_unit: str = "auto",
+    start_seconds: float = 0.0,
+    duration_seconds: float | None = None,
+    compress: float = 1.0,
+    rate_scale: float = 1.0,
+    seed: int = 0,
+) -> Trace:
+    """Load the trace ``spec`` names (see the module docstring); arguments as
+    :func:`~scaler.sim.trace.load_trace` (columns and unit apply to files only).
+
+    Raises:
+        FileNotFoundError: ``spec`` names no bundled trace, no shape and no file.
+        ValueError: a bad file, an unknown shape, or invalid arguments.
+    """
+    window = {
+        "start_seconds": start_seconds,
+        "duration_seconds": duration_seconds,
+        "compress": compress,
+        "rate_scale": rate_scale,
+        "seed": seed,
+    }
+    if spec.startswith(SYNTHETIC_PREFIX):
+        return synthetic_trace(spec[len(SYNTHETIC_PREFIX) :], **window)  # type: ignore[arg-type]
+    path = NAMED_TRACES.get(spec, Path(spec))
+    if not path.is_file():
+        raise FileNotFoundError(f"{spec}: no such file (expected {TRACE_CHOICES})")
+    return load_trace(
+        path,
+        time_column=time_column,
+        prompt_column=prompt_column,
+        output_column=output_column,
+        time_unit=time_unit,
+        **window,  # type: ignore[arg-type]
+    )
