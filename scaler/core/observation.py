@@ -65,6 +65,9 @@ class PodInfo:
         phase: ``status.phase`` (Pending, Running, ...).
         deletion_cost: the ``controller.kubernetes.io/pod-deletion-cost`` annotation as
             written (None when absent); the ReplicaSet controller removes lower costs first.
+        ready_seconds: seconds since the Ready condition's ``lastTransitionTime`` while the
+            pod is ready; None when it is not ready or the time is unknown. A pod ready for
+            less than a ``rate()`` window cannot have a rate yet (its series are that young).
     """
 
     name: str
@@ -73,6 +76,7 @@ class PodInfo:
     age_seconds: float
     phase: str = "Running"
     deletion_cost: str | None = None
+    ready_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,8 @@ Missing data is never read as zero: an empty answer is ``empty``, a signal missi
 pods are provably scraped is ``absent``, and every transport, HTTP, query and parsing fault
 has its own :class:`~scaler.core.signals.SignalStatus`.
 
-- :mod:`.http`: the HTTP client (TLS, bearer token file, headers) and one instant query.
+- :mod:`.http`: the HTTP clients built from the Prometheus settings (TLS, bearer token file,
+  headers, timeout) and one instant query.
 - :mod:`.answers`: the API's answers checked and parsed (sample values, instant vectors).
 - :mod:`.split`: one cycle's answers split back per selector group and per target.
 - :mod:`.readings`: each target's readings from the split answers (pure; the backtest
@@ -25,7 +26,14 @@ from scaler.sources.prometheus.check import (
     check_configured_queries,
     check_rate_window,
 )
-from scaler.sources.prometheus.http import BearerTokenFileAuth, TokenFileError, build_http_client
+from scaler.sources.prometheus.http import (
+    BearerTokenFileAuth,
+    TokenFileError,
+    build_http_client,
+    client_for,
+    read_bearer_token,
+    sync_client_for,
+)
 from scaler.sources.prometheus.readings import (
     DroppedSeries,
     DropReason,
@@ -52,7 +60,10 @@ __all__ = [
     "build_http_client",
     "check_configured_queries",
     "check_rate_window",
+    "client_for",
     "parse_sample_value",
+    "read_bearer_token",
     "read_targets",
     "split_answers",
+    "sync_client_for",
 ]

@@ -63,8 +63,10 @@ async def check_configured_queries(
 
     A signal fails the check when its query fails or when no series of the target's own
     pods (the snapshot's, by name; with explicit matchers, whatever they pick) is returned,
-    before any readiness filtering. A default-selector target without a snapshot has no pods
-    to attribute series to: it is left out, for the caller to report as unreadable.
+    before any readiness filtering, unless the reading is ``warming_up`` (every ready pod
+    younger than the TTFT rate window: a fresh fleet, not a configuration problem). A
+    default-selector target without a snapshot has no pods to attribute series to: it is left
+    out, for the caller to report as unreadable.
 
     Returns:
         The problems, empty when every configured query returns data. The caller should
@@ -98,6 +100,8 @@ async def check_configured_queries(
             if tr.series_found.get(kind, 0) > 0:
                 continue
             reading = tr.signals.get(name)
+            if reading is not None and reading.status is SignalStatus.WARMING_UP:
+                continue  # a fresh fleet: the series are younger than the rate window
             if (
                 kind is QueryKind.TTFT_BUCKETS
                 and reading is not None

@@ -6,7 +6,8 @@ listed until recently, whose lingering series are dropped as ``gone``; other pod
 namespace are not the target's at all), sums them per signal, and names every fault:
 ``empty`` when a query answered with no series, ``absent`` when the signal is missing while
 the pods are provably scraped, ``partial`` when some ready pods lack series, NaN/Inf/negative
-values. TTFT is read by :mod:`.ttft`. Missing data is never read as zero.
+values. TTFT is read by :mod:`.ttft` (``warming_up`` while every ready pod is younger than the
+rate window). Missing data is never read as zero.
 """
 
 from __future__ import annotations
@@ -294,6 +295,7 @@ class _TargetReader:
                     ready=len(self.ready),
                     rate_window_seconds=self.rate_window_seconds,
                     scrape_interval=self.scrape_interval,
+                    ready_seconds=self.ready_for_less_than_window(),
                 )
                 self.series_found[QueryKind.TTFT_BUCKETS] = len(route.pods) if route else 0
                 continue
@@ -412,3 +414,15 @@ class _TargetReader:
             pods_with_data=len(per_pod),
             source_metric=source_metric,
         ), missing
+
+    def ready_for_less_than_window(self) -> float | None:
+        """Seconds the longest-ready pod has been ready, when every ready pod has been ready
+        for less than the ``rate()`` window (their series cannot hold two samples of it
+        yet); None otherwise, or when a ready time is unknown."""
+        if self.snapshot is None:
+            return None
+        times = [p.ready_seconds for p in self.snapshot.pods if p.ready and not p.terminating]
+        if not times or any(t is None for t in times):
+            return None
+        longest = max(t for t in times if t is not None)
+        return longest if longest < self.rate_window_seconds else None

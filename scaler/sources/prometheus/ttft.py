@@ -4,9 +4,10 @@ The first round's ``ttft_rate`` answer holds, per pod, the first tokens per seco
 histogram, tagged classic or native (and the recording rules' per-group ages). From it
 and each target's own pods (:mod:`.attribution`), :func:`plan_ttft` decides per target:
 
-- no own pod has a TTFT histogram: no question; the reading is ``absent`` (naming both
-  representations), or ``empty`` naming the rate window when it is shorter than four scrape
-  intervals (``rate()`` then finds fewer than two samples);
+- no own pod has a TTFT histogram: no question; the reading is ``warming_up`` while every
+  ready pod is younger than the rate window, ``empty`` naming the rate window when it is
+  shorter than four scrape intervals (``rate()`` then finds fewer than two samples), and
+  ``absent`` otherwise (naming both representations);
 - the own pods' request rate is exactly 0: no question; ``idle``;
 - classic histogram, and every pod group of its pods (:func:`~scaler.sources.promql.
   pod_group`) holds only its own pods and has fresh recorded buckets: read the recording
@@ -275,9 +276,21 @@ def history_ttft_plan(targets: Sequence[TargetPolicy], *, rate_window_seconds: f
 
 
 def _no_histogram(
-    scraped: bool, ready: int, rate_window_seconds: float, scrape_interval: float | None
+    scraped: bool,
+    ready: int,
+    rate_window_seconds: float,
+    scrape_interval: float | None,
+    ready_seconds: float | None,
 ) -> SignalReading:
     window = promql_duration(rate_window_seconds)
+    if scraped and ready_seconds is not None:
+        return SignalReading(
+            _NAME,
+            SignalStatus.WARMING_UP,
+            source_metric=TTFT_BUCKET_METRIC,
+            detail=f"no TTFT rate yet: the pods have been ready for {ready_seconds:.0f}s, less "
+            f"than the {window} rate() window",
+        )
     if scrape_interval is not None and (
         rate_window_seconds < MIN_SCRAPES_PER_WINDOW * scrape_interval
     ):
@@ -362,6 +375,7 @@ def read_ttft(
     ready: int,
     rate_window_seconds: float,
     scrape_interval: float | None = None,
+    ready_seconds: float | None = None,
 ) -> SignalReading:
     """The TTFT reading of one target from both rounds (see the module docstring).
 
@@ -373,13 +387,16 @@ def read_ttft(
         ready: its ready pods (for messages).
         rate_window_seconds: the ``rate()`` window, seconds.
         scrape_interval: the pods' scrape interval found at start, seconds (None: unknown).
+        ready_seconds: how long the longest-ready pod has been ready, when every ready pod
+            has been ready for less than the rate window (a fresh fleet: no rate can exist
+            yet, ``warming_up``); None otherwise.
     """
     first = split.answers.get(QueryKind.TTFT_RATE)
     if first is None or not first.outcome.ok or route is None:
         return _failed(first.outcome if first else None, "ttft_rate")
     metric = ttft_metric_name(route.representation)
     if route.representation is None:
-        return _no_histogram(scraped, ready, rate_window_seconds, scrape_interval)
+        return _no_histogram(scraped, ready, rate_window_seconds, scrape_interval, ready_seconds)
     if not route.asked:
         return _idle(metric, rate_window_seconds)
     second = split.answers.get(QueryKind.TTFT_BUCKETS)
