@@ -77,8 +77,9 @@ async def check_configured_queries(
     result = await source.read(policy_targets, snapshots)
     problems: list[ConfiguredQueryProblem] = []
     for t in policy_targets:
-        if t.prometheus_matchers is None and t.key not in snapshots:
-            continue  # no pod list to attribute series to: the caller reports the target
+        # without its pod list a default-selector target has no series to attribute: only a
+        # failed query is its problem here, the caller reports the target as unreadable
+        unlisted = t.prometheus_matchers is None and t.key not in snapshots
         tr = result.targets[t.key]
         running_found = tr.series_found.get(QueryKind.RUNNING, 0) > 0
         own = build_query_plan([t], rate_window_seconds=source.rate_window_seconds).queries
@@ -97,7 +98,7 @@ async def check_configured_queries(
                 detail = outcome.detail if outcome else "query not sent"
                 problems.append(ConfiguredQueryProblem(t.key, name, status, query, detail))
                 continue
-            if tr.series_found.get(kind, 0) > 0:
+            if unlisted or tr.series_found.get(kind, 0) > 0:
                 continue
             reading = tr.signals.get(name)
             if reading is not None and reading.status is SignalStatus.WARMING_UP:
