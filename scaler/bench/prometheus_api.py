@@ -25,8 +25,10 @@ from scaler.config.policy import TargetPolicy
 from scaler.sources.promql import (
     HISTOGRAM_LABEL,
     KV_METRICS,
+    METRIC_LABEL,
     SELECTOR_LABEL,
     TARGET_LABEL,
+    THROUGHPUT_METRICS,
     TTFT_BUCKET_METRIC,
     HistogramKind,
     QueryKind,
@@ -62,7 +64,7 @@ def prometheus_transport(
         tsdb: the scraped series (all of them belong to ``target``'s workload).
         target: the one target the source reads.
         namespace: the pods' ``namespace`` label.
-        rate_window_seconds: ``rate()`` window W of the TTFT queries, seconds.
+        rate_window_seconds: ``rate()`` window W of the TTFT and throughput queries, seconds.
         clock: the virtual "now", seconds (the evaluation time of each query).
 
     An unknown query is answered with Prometheus' ``bad_data`` error (HTTP 400).
@@ -78,6 +80,13 @@ def prometheus_transport(
                 labels = {"namespace": namespace, "pod": pod, SELECTOR_LABEL: gid}
                 labels[HISTOGRAM_LABEL] = HistogramKind.CLASSIC
                 out.append({"metric": labels, "value": [t, _value(rate)]})
+            return out
+        if kind is QueryKind.THROUGHPUT:
+            for pod, triple in sorted(tsdb.counter_rates(t, rate_window_seconds).items()):
+                for metric, v in zip(THROUGHPUT_METRICS, triple, strict=True):
+                    labels = {"namespace": namespace, "pod": pod, SELECTOR_LABEL: gid}
+                    labels[METRIC_LABEL] = metric
+                    out.append({"metric": labels, "value": [t, _value(v)]})
             return out
         for pod, s in sorted(tsdb.instant(t).items()):
             labels = {"namespace": namespace, "pod": pod, SELECTOR_LABEL: gid}

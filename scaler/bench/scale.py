@@ -13,7 +13,7 @@ Once every pod is scraped, it runs control cycles three ways, one after the othe
 same Prometheus:
 
 - **vllm-scaler, raw**: :class:`~scaler.sources.prometheus.PrometheusSource` (the production
-  query plan, at most five queries whatever the number of targets) then
+  query plan, at most six queries whatever the number of targets) then
   :func:`~scaler.core.decide.decide` for every target, with no recording rule loaded: TTFT
   from the raw bucket series of each target's pods;
 - **per-target** (the KEDA model: one ScaledObject trigger per target and signal): each
@@ -189,6 +189,9 @@ def _page(pod: str, now: float) -> bytes:
         f"vllm:num_requests_waiting{{{labels}}} {waiting}",
         f"vllm:num_requests_running{{{labels}}} {running}",
         f"vllm:kv_cache_usage_perc{{{labels}}} {kv}",
+        f'vllm:request_success_total{{{labels},finished_reason="stop"}} {count}',
+        f"vllm:prompt_tokens_total{{{labels}}} {count * 900}",
+        f"vllm:generation_tokens_total{{{labels}}} {count * 200}",
     ]
     cumulative = 0.0
     n = len(TTFT_BUCKETS)

@@ -31,6 +31,13 @@ class SignalStatus(StrEnum):
       true quantile is at least that, size unknown (``histogram_quantile`` clamps). Usable
       to scale up (above its target it asks for the largest step a latency signal may take);
       blocks scale-down.
+    - ``frozen``: per-pod signal with some ready pods whose values stopped moving: their
+      queue, running requests and KV-cache usage bit-identical over several polls while they
+      produced no token (vLLM refreshes those gauges only when the engine steps). Those pods
+      count as zero load: usable to scale up on the others, blocks scale-down.
+    - ``hung``: per-pod signal with some ready pods whose queue does not drain while they
+      produce no token (an engine that no longer steps). As ``frozen``: those pods count as
+      zero load (their queue is not load more replicas can serve), blocks scale-down.
 
     Unusable statuses (the signal is invalid this cycle; never read as zero):
 
@@ -46,7 +53,11 @@ class SignalStatus(StrEnum):
     - ``http_error``: a non-2xx HTTP status without a usable body.
     - ``timeout``: the HTTP request timed out on our side.
     - ``transport``: the connection failed (refused, reset, DNS).
-    - ``bad_response``: the body was not the Prometheus API's JSON shape.
+    - ``bad_response``: the body was not the Prometheus API's JSON shape, or one of this
+      target's series was malformed (a bad sample value, a label map that is not one).
+    - ``duplicate_series``: the answer held two series for one of this target's pods (or
+      one of its TTFT buckets twice): which one is right cannot be told. Only that target
+      is affected.
 
     A signal the policy switches off has no reading at all.
     """
@@ -54,7 +65,6 @@ class SignalStatus(StrEnum):
     OK = "ok"
     IDLE = "idle"
     PARTIAL = "partial"
-    SATURATED = "saturated"
     EMPTY = "empty"
     WARMING_UP = "warming_up"
     ABSENT = "absent"
@@ -66,21 +76,32 @@ class SignalStatus(StrEnum):
     TIMEOUT = "timeout"
     TRANSPORT = "transport"
     BAD_RESPONSE = "bad_response"
+    FROZEN = "frozen"
+    HUNG = "hung"
+    DUPLICATE_SERIES = "duplicate_series"
+    SATURATED = "saturated"
 
     @property
     def usable_for_scale_up(self) -> bool:
         """True when the value may drive a scale-up."""
-        return self in (
-            SignalStatus.OK,
-            SignalStatus.IDLE,
-            SignalStatus.PARTIAL,
-            SignalStatus.SATURATED,
-        )
+        return self in _USABLE_FOR_SCALE_UP
 
     @property
     def usable_for_scale_down(self) -> bool:
         """True when the value may drive (or allow) a scale-down."""
         return self in (SignalStatus.OK, SignalStatus.IDLE)
+
+
+_USABLE_FOR_SCALE_UP = frozenset(
+    {
+        SignalStatus.OK,
+        SignalStatus.IDLE,
+        SignalStatus.PARTIAL,
+        SignalStatus.FROZEN,
+        SignalStatus.HUNG,
+        SignalStatus.SATURATED,
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,9 +112,9 @@ class SignalReading:
         name: which signal.
         status: the outcome; see :class:`SignalStatus`.
         value: for per-pod signals the **sum** over the target's live, ready pods that have
-            data (waiting requests; KV-cache usage as a sum of 0-1 ratios); for ``ttft_p95``
-            the quantile in seconds (for ``saturated`` a lower bound of it). ``None`` when
-            the status is not usable.
+            data and are neither frozen nor hung (waiting requests; KV-cache usage as a sum
+            of 0-1 ratios); for ``ttft_p95`` the quantile in seconds (for ``saturated`` a
+            lower bound of it). ``None`` when the status is not usable.
         pods_with_data: ready pods whose series were found (per-pod signals; 0 otherwise).
         pods_missing: ready pods with no series (per-pod signals; 0 otherwise).
         source_metric: the vLLM metric name the value came from (for the KV-cache rename).

@@ -1,17 +1,19 @@
 """The PromQL vllm-scaler sends: a fixed set of instant queries covering every target at once.
 
-One control cycle sends at most five instant queries (:class:`QueryKind`), whatever the number
+One control cycle sends at most six instant queries (:class:`QueryKind`), whatever the number
 of targets, in two rounds: the per-pod queries first, then one TTFT query built from their
 answers. Each query is the ``or`` of sub-expressions tagged with :func:`label_replace` so the
 answer can be split back per selector group or per target, and the ``or`` is a balanced tree
 (Prometheus' ``or`` hashes its whole left side, so a left-deep chain of n parts costs n^2).
 
-- Per-pod queries (waiting, running, KV cache, TTFT request rate) are grouped by label
-  selector: every target with the default selector is in one group selected by namespace
-  alone, and targets with explicit ``prometheus_matchers`` group by distinct selector
-  (:func:`target_selector`). Each series is tagged ``scaler_selector="s<i>"`` and keeps
-  ``namespace`` and ``pod``: the source counts a series for a target only when its pod is
-  one the Kubernetes API lists for that target (by exact name), never by a name pattern.
+- Per-pod queries (waiting, running, KV cache, TTFT request rate, throughput) are grouped by
+  label selector: every target with the default selector is in one group selected by
+  namespace alone, and targets with explicit ``prometheus_matchers`` group by distinct
+  selector (:func:`target_selector`). Each series is tagged ``scaler_selector="s<i>"`` and
+  keeps ``namespace`` and ``pod``: the source counts a series for a target only when its pod
+  is one the Kubernetes API lists for that target (by exact name), never by a name pattern.
+  Tagging (rather than merging with a plain ``or``) keeps a series of a pod picked by two
+  selectors in both groups, so each target sees exactly what its own selector picks.
 - The TTFT query (``ttft_buckets``) asks, per target that has requests, for the per-``le``
   rates of the TTFT histogram over exactly its pods (an alternation of their names, which
   Prometheus matches as a set), and the source computes the quantile itself
@@ -44,6 +46,14 @@ Why these expressions:
   native target's TTFT query returns floats only: ``histogram_quantile``, ``histogram_count``
   and ``histogram_fraction(0, quantile)``, which is below the quantile exactly when the rank
   fell in a ``+Inf`` bucket (native histograms with custom buckets).
+- Throughput: per pod, ``sum by (namespace, pod) (rate(C{SEL}[W]))`` of each of vLLM's
+  counters ``vllm:request_success_total`` (finished requests, every ``finished_reason``),
+  ``vllm:prompt_tokens_total`` and ``vllm:generation_tokens_total``, summed over engines, one
+  series per counter: ``rate()`` drops the metric name, so each is tagged
+  ``scaler_metric="<counter>"`` (not ``__name__`` again: ``or`` matches label sets without
+  the name, and would keep only the first counter of each pod). Zero token throughput tells
+  a frozen gauge from a busy pod (:mod:`scaler.sources.prometheus.stalls`); the same per-pod
+  rates are a target's demand.
 
 All expressions were checked against Prometheus 2.42 (``tests/sources/test_prometheus_real.py``).
 Queries get long with many targets: send them as POST form bodies.
@@ -60,15 +70,20 @@ from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
 
 __all__ = [
+    "GENERATION_TOKENS_METRIC",
     "HISTOGRAM_LABEL",
     "KV_METRICS",
+    "METRIC_LABEL",
     "NATIVE_PART_LABEL",
     "POD_GROUP_LABEL",
     "POD_GROUP_REGEX",
+    "PROMPT_TOKENS_METRIC",
+    "REQUESTS_METRIC",
     "RUNNING_METRIC",
     "SELECTOR_LABEL",
     "SIGNAL_QUERY",
     "TARGET_LABEL",
+    "THROUGHPUT_METRICS",
     "TTFT_BUCKET_METRIC",
     "TTFT_COUNT_METRIC",
     "TTFT_HISTOGRAM",
@@ -100,6 +115,8 @@ HISTOGRAM_LABEL = "scaler_histogram"
 NATIVE_PART_LABEL = "scaler_native"
 #: Label of the recording rules' per-group bucket rates: the pod name up to its last dash.
 POD_GROUP_LABEL = "scaler_pod_group"
+#: Label that tags each throughput series with the counter it is the rate of.
+METRIC_LABEL = "scaler_metric"
 
 WAITING_METRIC = "vllm:num_requests_waiting"
 RUNNING_METRIC = "vllm:num_requests_running"
@@ -111,6 +128,16 @@ TTFT_BUCKET_METRIC = f"{TTFT_HISTOGRAM}_bucket"
 TTFT_COUNT_METRIC = f"{TTFT_HISTOGRAM}_count"
 #: RE2 of :func:`pod_group`, for ``label_replace`` (anchored by Prometheus).
 POD_GROUP_REGEX = "(.+)-[^-]*"
+#: vLLM's counters of finished requests, prefill tokens and generated tokens (all versions).
+REQUESTS_METRIC = "vllm:request_success_total"
+PROMPT_TOKENS_METRIC = "vllm:prompt_tokens_total"
+GENERATION_TOKENS_METRIC = "vllm:generation_tokens_total"
+#: The counters whose per-pod rates the throughput query reads (each series' ``scaler_metric``).
+THROUGHPUT_METRICS: tuple[str, ...] = (
+    REQUESTS_METRIC,
+    PROMPT_TOKENS_METRIC,
+    GENERATION_TOKENS_METRIC,
+)
 
 
 class QueryKind(StrEnum):
@@ -121,11 +148,13 @@ class QueryKind(StrEnum):
     KV_CACHE = "kv_cache"
     TTFT_RATE = "ttft_rate"
     TTFT_BUCKETS = "ttft_buckets"
+    THROUGHPUT = "throughput"
 
     @property
     def per_pod(self) -> bool:
-        """True for queries whose series are per (namespace, pod) and tagged by selector;
-        they are sent first, together. ``ttft_buckets`` is built from their answers."""
+        """True for queries whose series are per (namespace, pod) and tagged by selector
+        (waiting, running, KV cache, TTFT request rate, throughput); they are sent first,
+        together. ``ttft_buckets`` is built from their answers."""
         return self is not QueryKind.TTFT_BUCKETS
 
 
@@ -263,7 +292,8 @@ class QueryPlan:
             (for example no target enables TTFT).
         selector_group: target key -> selector group id (the ``scaler_selector`` value).
         selectors: group id -> label selector body.
-        rate_window_seconds: the ``rate()`` window W of the TTFT queries, seconds.
+        rate_window_seconds: the ``rate()`` window W of the TTFT and throughput queries,
+            seconds.
     """
 
     queries: dict[QueryKind, str]
@@ -274,6 +304,12 @@ class QueryPlan:
 
 def _per_pod_expr(metric_selector: str, agg: str, by: str) -> str:
     return f"{agg} by ({by}) ({metric_selector})"
+
+
+def _named_rate(metric: str, sel: str, window: str) -> str:
+    """The per-pod rate of counter ``metric``, tagged with its name (rate() drops the name)."""
+    rate = _per_pod_expr(f"rate({metric}{{{sel}}}[{window}])", "sum", "namespace, pod")
+    return _tag(rate, METRIC_LABEL, metric)
 
 
 def _ttft_rate_parts(
@@ -306,8 +342,8 @@ def build_query_plan(
 
     Args:
         targets: the targets to read (any number; the query count does not grow with it).
-        rate_window_seconds: the ``rate()`` window W of the TTFT queries (``Policy.
-            rate_window_seconds``, at least 4 scrape intervals).
+        rate_window_seconds: the ``rate()`` window W of the TTFT and throughput queries
+            (``Policy.rate_window_seconds``, at least 4 scrape intervals).
         native_histograms: the backend has Prometheus' native-histogram functions
             (``histogram_count``: Prometheus 2.40 on; not VictoriaMetrics, whose MetricsQL
             rejects the unknown function and with it the whole query).
@@ -324,7 +360,11 @@ def build_query_plan(
           (rate(vllm:time_to_first_token_seconds_count{SEL}[W]))`` tagged ``classic``, the
           same with ``histogram_count`` over the native histogram tagged ``native``, and for
           the default group the age, ``time() - timestamp(...)``, of the recorded ``+Inf``
-          buckets tagged ``recorded``.
+          buckets tagged ``recorded``;
+        - ``throughput``: ``label_replace((label_replace(sum by (namespace, pod) (rate(
+          vllm:request_success_total{SEL}[W])), "scaler_metric", "vllm:request_success_total",
+          "", "") or <the same for vllm:prompt_tokens_total and vllm:generation_tokens_total>),
+          "scaler_selector", "s<i>", "", "") or ...`` for every target's selector.
 
         The TTFT query of the second round is :func:`build_ttft_query`.
     """
@@ -380,6 +420,8 @@ def build_query_plan(
             if kind is QueryKind.KV_CACHE:
                 matchers = ",".join(m for m in (f'__name__=~"{kv_names}"', sel) if m)
                 inner = _per_pod_expr(f"{{{matchers}}}", "max", "namespace, pod, __name__")
+            elif kind is QueryKind.THROUGHPUT:
+                inner = "(" + _or([_named_rate(m, sel, window) for m in THROUGHPUT_METRICS]) + ")"
             else:
                 metric = WAITING_METRIC if kind is QueryKind.WAITING else RUNNING_METRIC
                 inner = _per_pod_expr(f"{metric}{{{sel}}}", "sum", "namespace, pod")
@@ -390,6 +432,7 @@ def build_query_plan(
     per_pod(QueryKind.RUNNING, groups_for(None))
     per_pod(QueryKind.KV_CACHE, groups_for(SignalName.KV_CACHE_USAGE))
     per_pod(QueryKind.TTFT_RATE, groups_for(SignalName.TTFT_P95))
+    per_pod(QueryKind.THROUGHPUT, groups_for(None))
     return QueryPlan(
         queries=queries,
         selector_group=selector_group,

@@ -21,6 +21,7 @@ from scaler.sources.promql import (
     POD_GROUP_LABEL,
     SELECTOR_LABEL,
     TARGET_LABEL,
+    THROUGHPUT_METRICS,
     QueryKind,
     build_query_plan,
 )
@@ -78,6 +79,7 @@ def _labels(kind: QueryKind) -> st.SearchStrategy[dict[str, str]]:
             "le": st.sampled_from(["0.5", "1.0", "+Inf", "x", ""]),
             NATIVE_PART_LABEL: st.sampled_from(["quantile", "count", "fraction", "x"]),
             POD_GROUP_LABEL: st.sampled_from(["pod", "other"]),
+            "scaler_metric": st.sampled_from([*THROUGHPUT_METRICS, "x"]),
         },
     )
 
@@ -153,3 +155,9 @@ def test_any_answer_gives_named_statuses_and_usable_values_only_when_usable(
             assert r.value is None and r.detail
         if r.status is SignalStatus.OK and r.name.per_pod:
             assert r.pods_missing == 0 and r.pods_with_data == len(PODS)
+    tp = result.targets[TARGET.key].throughput
+    assert tp.status in SignalStatus and (tp.status is SignalStatus.OK or tp.detail)
+    for rates in tp.pods.values():
+        for v in (rates.requests_per_second, rates.tokens_per_second):
+            assert math.isfinite(v) and v >= 0
+    assert result.targets[TARGET.key].stalled == {}  # one read is never a stall

@@ -52,4 +52,4 @@ async def test_grouped_series_are_split_per_target(
     assert {d.pod for d in rb.dropped} == {"b-2y-gone"}
     assert ra.series_found[QueryKind.WAITING] == 3 and rb.series_found[QueryKind.WAITING] == 2
     assert {(d.pod, d.reason) for d in ra.dropped} == {("a-1x-gone", DropReason.GONE)}
-    assert result.queries_sent == 4  # no TTFT request rate: no second round
+    assert result.queries_sent == 5  # no TTFT request rate: no second round

@@ -68,6 +68,19 @@ def test_query_plan_for_the_default_target_is_pinned() -> None:
         '"scaler_histogram", "native", "", ""), "scaler_selector", "s0", "", "") or '
         f'label_replace(label_replace(time() - timestamp({recorded}{{{ns},le="+Inf"}}), '
         '"scaler_histogram", "recorded", "", ""), "scaler_selector", "s0", "", ""))',
+        # the three counters' rates, or'ed as a balanced tree: a or (b or c)
+        QueryKind.THROUGHPUT: "label_replace(({} or ({} or {})), "
+        '"scaler_selector", "s0", "", "")'.format(
+            *(
+                f"label_replace(sum by (namespace, pod) (rate({m}{{{ns}}}[60s])), "
+                f'"scaler_metric", "{m}", "", "")'
+                for m in (
+                    "vllm:request_success_total",
+                    "vllm:prompt_tokens_total",
+                    "vllm:generation_tokens_total",
+                )
+            )
+        ),
     }
 
 
@@ -165,8 +178,8 @@ async def test_bearer_token_is_reread_on_every_request(
         token.write_text("rotated-token")
         await source.read([target()], {KEY: snapshot(["pod-0"])})
     auths = [h.get("Authorization") for h in fake_prom.headers]
-    # four per-pod queries each; no TTFT request rate, so no second round
-    assert auths == ["Bearer first-token"] * 4 + ["Bearer rotated-token"] * 4
+    # five per-pod queries each; no TTFT request rate, so no second round
+    assert auths == ["Bearer first-token"] * 5 + ["Bearer rotated-token"] * 5
     assert {h.get("X-Scope-OrgID") for h in fake_prom.headers} == {"t1"}
     assert "first-token" not in repr(client.auth) and "rotated" not in repr(client.auth)
 

@@ -27,8 +27,12 @@ from scaler.config.policy import TargetPolicy, WorkloadRef
 from scaler.core.observation import PodInfo, WorkloadSnapshot
 from scaler.sources.prometheus import PrometheusSource
 from scaler.sources.promql import (
+    GENERATION_TOKENS_METRIC,
     HISTOGRAM_LABEL,
+    METRIC_LABEL,
     POD_GROUP_LABEL,
+    PROMPT_TOKENS_METRIC,
+    REQUESTS_METRIC,
     SELECTOR_LABEL,
     TARGET_LABEL,
     HistogramKind,
@@ -70,6 +74,19 @@ def per_pod(values: Mapping[str, str], **labels: str) -> dict[str, Any]:
 def kv(values: Mapping[str, str], name: str = "vllm:kv_cache_usage_perc") -> dict[str, Any]:
     """A KV-cache answer: the query keeps ``__name__``."""
     return per_pod(values, __name__=name)
+
+
+def rates(values: Mapping[str, tuple[str, str, str] | str]) -> dict[str, Any]:
+    """A throughput answer: per pod, the rates of finished requests, prompt tokens and
+    generated tokens (``"0"`` for all three: a pod that produced no token)."""
+    series = []
+    for pod, triple in values.items():
+        per = (triple, triple, triple) if isinstance(triple, str) else triple
+        for metric, value in zip(
+            (REQUESTS_METRIC, PROMPT_TOKENS_METRIC, GENERATION_TOKENS_METRIC), per, strict=True
+        ):
+            series.append(sample(pod, value, **{METRIC_LABEL: metric}))
+    return R(*series)
 
 
 @dataclass
@@ -151,13 +168,21 @@ class Histograms:
     sub-expression's selector picks (its pod alternation, matched as Prometheus matches a
     regex), and of the pods of each recorded group it names; for a native histogram it
     answers, as Prometheus would, the quantile (with the classic interpolation), the count
-    and the fraction of observations up to the quantile.
+    and the fraction of observations up to the quantile. ``edit``, when set, changes each
+    round's series before they are sent (called with ``"ttft_rate"`` or ``"ttft_buckets"``
+    and the answer's ``result`` list): a broken series for the blast-radius tests.
     """
 
     buckets: dict[str, dict[str, float]]
     native: bool = False
     recorded: bool = False
     namespace: str = "llm"
+    edit: Callable[[str, list[dict[str, Any]]], None] | None = None
+
+    def _edited(self, name: str, answer: dict[str, Any]) -> dict[str, Any]:
+        if self.edit is not None:
+            self.edit(name, answer["data"]["result"])
+        return answer
 
     def _labels(self, pod: str) -> dict[str, str]:
         return {"namespace": self.namespace, "pod": pod}
@@ -175,7 +200,7 @@ class Histograms:
                 out.append(
                     sample(None, "5", **labels, scaler_selector=gid, scaler_histogram="recorded")
                 )
-        return R(*out)
+        return self._edited("ttft_rate", R(*out))
 
     def _sum(self, pods: list[str]) -> dict[str, float]:
         total: dict[str, float] = {}
@@ -215,7 +240,7 @@ class Histograms:
                         sample(None, _fmt(rate), namespace=self.namespace, scaler_pod_group=g,
                                le=le)
                     )  # fmt: skip
-        return R(*out)
+        return self._edited("ttft_buckets", R(*out))
 
 
 NATIVE_PROBE = "histogram_count(vector(0))"
@@ -226,6 +251,7 @@ _KIND_BY_METRIC: list[tuple[str, QueryKind]] = [
     ("num_requests_waiting", QueryKind.WAITING),
     ("num_requests_running", QueryKind.RUNNING),
     ("kv_cache_usage_perc", QueryKind.KV_CACHE),
+    ("generation_tokens_total", QueryKind.THROUGHPUT),
 ]
 _TAG_RE = re.compile(r'"(scaler_selector|scaler_target)", "((?:[^"\\]|\\.)*)"')
 

@@ -7,7 +7,15 @@ namespace are not the target's at all), sums them per signal, and names every fa
 ``empty`` when a query answered with no series, ``absent`` when the signal is missing while
 the pods are provably scraped, ``partial`` when some ready pods lack series, NaN/Inf/negative
 values. TTFT is read by :mod:`.ttft` (``warming_up`` while every ready pod is younger than the
-rate window). Missing data is never read as zero.
+rate window, ``idle`` only when the request rate is exactly 0). Missing data is never read as
+zero.
+
+A fault in one series touches only the target that owns it: a pod of the target with two
+series (``duplicate_series``) or a malformed one (``bad_response``), in a per-pod answer or
+among its TTFT buckets, makes that target's signal unusable, and every other target reads
+the same answer as usual. Pods whose values stopped moving (:mod:`.stalls`: frozen gauges,
+hung engines) are kept out of the sums, with the status ``frozen`` or ``hung``; the per-pod
+request and token rates are on each target's readings (:attr:`TargetReadings.throughput`).
 """
 
 from __future__ import annotations
@@ -22,7 +30,15 @@ from scaler.config.vocabulary import SignalName
 from scaler.core.observation import WorkloadSnapshot
 from scaler.core.signals import SignalReading, SignalStatus
 from scaler.sources.prometheus.answers import QueryOutcome
-from scaler.sources.prometheus.split import PodSeries, SplitAnswers
+from scaler.sources.prometheus.split import PodSeries, SeriesFault, SplitAnswers
+from scaler.sources.prometheus.stalls import (
+    PodGauges,
+    PodHistory,
+    PodStall,
+    StallKind,
+    track_stalls,
+)
+from scaler.sources.prometheus.throughput import Throughput, read_throughput
 from scaler.sources.prometheus.ttft import TtftPlan, TtftRoute, read_ttft, ttft_metric_name
 from scaler.sources.promql import (
     KV_METRICS,
@@ -72,10 +88,17 @@ class TargetReadings:
             before any pod filtering; the dry-run check uses it.
         pod_load: ready pod -> requests in flight (``vllm:num_requests_running`` plus
             ``vllm:num_requests_waiting``, summed over engines); only pods with both series
-            (running only when the waiting query was not sent). Ranks pods for scale-down.
+            (running only when the waiting query was not sent); 0 for a frozen or hung pod,
+            whose numbers serve nobody. Ranks pods for scale-down.
         ttft_metric: the TTFT histogram read (``..._bucket``, or the native histogram's
             name with ``(native histogram)``); '' when none was found.
         ttft_query: ``recorded`` (the recording rules' per-group buckets) or ``raw``.
+        throughput: per ready pod, requests, prompt tokens and generated tokens per second
+            over the rate window (:class:`~scaler.sources.prometheus.throughput.Throughput`).
+        stalled: ready pods whose values stopped moving this poll (frozen gauges, hung
+            engines; :mod:`scaler.sources.prometheus.stalls`), kept out of the signals.
+        pod_history: the stall detector's per-pod histories after this poll: hand them to
+            the next :func:`read_targets` of this target.
     """
 
     key: str
@@ -88,6 +111,11 @@ class TargetReadings:
     pod_load: dict[str, float] = field(default_factory=dict)
     ttft_metric: str = ""
     ttft_query: str = ""
+    throughput: Throughput = field(
+        default_factory=lambda: Throughput(SignalStatus.EMPTY, detail="not read")
+    )
+    stalled: dict[str, PodStall] = field(default_factory=dict)
+    pod_history: dict[str, PodHistory] = field(default_factory=dict)
 
 
 def _names(pods: Sequence[str] | frozenset[str], limit: int = 5) -> str:
@@ -123,6 +151,7 @@ def read_targets(
     ttft_plan: TtftPlan | None = None,
     former: Mapping[str, frozenset[str]] | None = None,
     scrape_intervals: Mapping[str, float] | None = None,
+    history: Mapping[str, Mapping[str, PodHistory]] | None = None,
 ) -> dict[str, TargetReadings]:
     """Classify the split answers of one cycle into each target's readings (pure, no I/O).
 
@@ -142,6 +171,8 @@ def read_targets(
         former: target key -> pods it listed until recently (:class:`~scaler.sources.
             prometheus.attribution.PodMemory`); their series are dropped as ``gone``.
         scrape_intervals: target key -> its pods' scrape interval found at start, seconds.
+        history: target key -> the ``pod_history`` of its readings from the previous poll
+            (the stall detector's memory; None or a missing target: a first poll).
 
     Returns:
         Target key -> :class:`TargetReadings`, for every target of ``policy_targets``.
@@ -153,6 +184,7 @@ def read_targets(
     former = former or {}
     routes = ttft_plan.routes if ttft_plan is not None else {}
     intervals = scrape_intervals or {}
+    history = history or {}
     return {
         t.key: _TargetReader(
             target=t,
@@ -164,6 +196,7 @@ def read_targets(
             rate_window_seconds=rate_window_seconds,
             ttft_route=routes.get(t.key),
             scrape_interval=intervals.get(t.key),
+            history=history.get(t.key, {}),
         ).read()
         for t in policy_targets
     }
@@ -180,10 +213,13 @@ class _TargetReader:
     known_pods: set[tuple[str, str]]
     former: frozenset[str]
     rate_window_seconds: float
+    history: Mapping[str, PodHistory]
     ttft_route: TtftRoute | None = None
     scrape_interval: float | None = None
     dropped: list[DroppedSeries] = field(default_factory=list)
     series_found: dict[QueryKind, int] = field(default_factory=dict)
+    # per query: ready pod -> the fault of its series (see split.SeriesFault)
+    faults: dict[QueryKind, dict[str, SeriesFault]] = field(default_factory=dict)
     _pod_cache: dict[QueryKind, dict[str, dict[str, float]] | None] = field(default_factory=dict)
 
     @property
@@ -198,10 +234,19 @@ class _TargetReader:
         """Ready pod -> {metric: value} for a per-pod query; None if the query failed.
 
         Series of pods that are not live and ready are recorded in ``dropped`` (once per
-        query: the result is cached).
+        query: the result is cached). Ready pods whose series are faulty are in
+        ``faults[kind]`` and left out.
         """
         if kind not in self._pod_cache:
-            self._pod_cache[kind] = self._pod_values(kind)
+            values = self._pod_values(kind)
+            grp = (self.split.pod_groups.get(kind) or {}).get(self.gid)
+            if values is not None and grp is not None and grp.faults and self.snapshot:
+                ns = self.snapshot.namespace
+                faults = {p: f for p in self.ready if (f := grp.fault(ns, p)) is not None}
+                if faults:
+                    self.faults[kind] = faults
+                    values = {p: m for p, m in values.items() if p not in faults}
+            self._pod_cache[kind] = values
         return self._pod_cache[kind]
 
     def _pod_values(self, kind: QueryKind) -> dict[str, dict[str, float]] | None:
@@ -259,6 +304,7 @@ class _TargetReader:
             for key in (("", name), (ns, name)):
                 metrics = grp.by_pod.get(key)
                 if metrics is None:
+                    found += key in grp.faults  # its only series was malformed
                     continue
                 found += 1
                 info = listed.get(name)
@@ -280,6 +326,13 @@ class _TargetReader:
         running = self.pod_values(QueryKind.RUNNING)
         scraped = bool(running)  # at least one ready pod of this target exports vLLM series
         unscraped = self.ready - set(running) if running is not None else frozenset()
+        throughput = read_throughput(
+            self.outcome(QueryKind.THROUGHPUT),
+            self.pod_values(QueryKind.THROUGHPUT),
+            self.faults.get(QueryKind.THROUGHPUT, {}),
+            self.ready,
+        )
+        history, stalled = track_stalls(self.history, self.gauges(running), dict(throughput.pods))
 
         signals: dict[SignalName, SignalReading] = {}
         pods_missing: dict[SignalName, frozenset[str]] = {}
@@ -297,9 +350,11 @@ class _TargetReader:
                     scrape_interval=self.scrape_interval,
                     ready_seconds=self.ready_for_less_than_window(),
                 )
-                self.series_found[QueryKind.TTFT_BUCKETS] = len(route.pods) if route else 0
+                # a target whose TTFT series are faulty has series (the check names the fault)
+                found = len(route.pods) or int(route.fault is not None) if route else 0
+                self.series_found[QueryKind.TTFT_BUCKETS] = found
                 continue
-            reading, missing = self.per_pod(name, scraped)
+            reading, missing = self.per_pod(name, scraped, stalled)
             signals[name] = reading
             if missing:
                 pods_missing[name] = missing
@@ -313,13 +368,45 @@ class _TargetReader:
             pods_unscraped=frozenset(unscraped),
             dropped=tuple(self.dropped),
             series_found=dict(self.series_found),
-            pod_load=self.pod_load(running),
+            pod_load=self.pod_load(running, stalled),
             ttft_metric=ttft_metric_name(route.representation) if route and route.pods else "",
             ttft_query=route.query if route and route.asked else "",
+            throughput=throughput,
+            stalled=stalled,
+            pod_history=history,
         )
 
-    def pod_load(self, running: dict[str, dict[str, float]] | None) -> dict[str, float]:
-        """Requests in flight per ready pod (running + waiting); pods lacking data are left out."""
+    def gauges(self, running: dict[str, dict[str, float]] | None) -> dict[str, PodGauges]:
+        """Each ready pod's waiting, running and KV-cache values, for the stall detector:
+        only pods with a value for every query the target reads (others are unknown)."""
+        if not running:
+            return {}
+        enabled = self.target.signals.enabled()
+        waiting = self.pod_values(QueryKind.WAITING) if SignalName.QUEUE_DEPTH in enabled else {}
+        kv = self.pod_values(QueryKind.KV_CACHE) if SignalName.KV_CACHE_USAGE in enabled else {}
+        if waiting is None or kv is None:
+            return {}
+        out: dict[str, PodGauges] = {}
+        for pod, metrics in running.items():
+            w: float | None = None
+            k: float | None = None
+            if SignalName.QUEUE_DEPTH in enabled:
+                if pod not in waiting:
+                    continue
+                w = math.fsum(waiting[pod].values())
+            if SignalName.KV_CACHE_USAGE in enabled:
+                name = next((m for m in KV_METRICS if m in kv.get(pod, {})), None)
+                if name is None:
+                    continue
+                k = kv[pod][name]
+            out[pod] = PodGauges(waiting=w, running=math.fsum(metrics.values()), kv_cache=k)
+        return out
+
+    def pod_load(
+        self, running: dict[str, dict[str, float]] | None, stalled: Mapping[str, PodStall]
+    ) -> dict[str, float]:
+        """Requests in flight per ready pod (running + waiting); pods lacking data are left
+        out; frozen or hung pods count 0 (a scale-down should take them first)."""
         if not running:
             return {}
         waiting_sent = QueryKind.WAITING in self.split.answers
@@ -332,11 +419,14 @@ class _TargetReader:
                 continue
             total = math.fsum(metrics.values()) + math.fsum((waiting.get(pod) or {}).values())
             if math.isfinite(total) and total >= 0:
-                out[pod] = total
+                out[pod] = 0.0 if pod in stalled else total
         return out
 
-    def per_pod(self, name: SignalName, scraped: bool) -> tuple[SignalReading, frozenset[str]]:
-        """Reading of a per-pod signal: the sum over the ready pods with data."""
+    def per_pod(
+        self, name: SignalName, scraped: bool, stalled: Mapping[str, PodStall]
+    ) -> tuple[SignalReading, frozenset[str]]:
+        """Reading of a per-pod signal: the sum over the ready pods with data that are
+        neither frozen nor hung."""
         kind = SIGNAL_QUERY[name]
         outcome = self.outcome(kind)
         values = self.pod_values(kind)
@@ -351,6 +441,19 @@ class _TargetReader:
         ready = self.ready
         if not ready:
             return SignalReading(name, SignalStatus.EMPTY, detail="no ready pods"), frozenset()
+        faults = self.faults.get(kind)
+        if faults:
+            # Which of the pod's series is right cannot be told: this target's signal is
+            # unusable this cycle; other targets of the same answer are not touched.
+            pod = min(faults)
+            return SignalReading(
+                name,
+                faults[pod].status,
+                pods_with_data=len(values),
+                pods_missing=len(ready) - len(values),
+                detail=f"pod {pod}: {faults[pod].detail}"
+                + (f" (and {len(faults) - 1} more pods)" if len(faults) > 1 else ""),
+            ), frozenset(ready - values.keys())
 
         per_pod: dict[str, float] = {}
         metric_used: dict[str, str] = {}
@@ -394,8 +497,11 @@ class _TargetReader:
             if bad is not None:
                 return bad, frozenset(ready - per_pod.keys())
 
-        total = math.fsum(per_pod.values())
         missing = frozenset(ready - per_pod.keys())
+        stuck = [stalled[p] for p in sorted(per_pod) if p in stalled]
+        if stuck:
+            return self.stalled_reading(name, per_pod, stuck, missing, source_metric), missing
+        total = math.fsum(per_pod.values())
         if missing:
             return SignalReading(
                 name,
@@ -414,6 +520,34 @@ class _TargetReader:
             pods_with_data=len(per_pod),
             source_metric=source_metric,
         ), missing
+
+    def stalled_reading(
+        self,
+        name: SignalName,
+        per_pod: dict[str, float],
+        stuck: list[PodStall],
+        missing: frozenset[str],
+        source_metric: str,
+    ) -> SignalReading:
+        """The reading when some ready pods are frozen or hung: the sum over the others."""
+        left_out = {s.pod for s in stuck}
+        kept = {p: v for p, v in per_pod.items() if p not in left_out}
+        hung = any(s.kind is StallKind.HUNG for s in stuck)
+        detail = "; ".join(s.describe() for s in stuck[:3])
+        if len(stuck) > 3:
+            detail += f"; and {len(stuck) - 3} more pods"
+        detail += ": left out of the sum"
+        if missing:
+            detail += f"; {len(missing)} ready pods have no series: " + _names(missing)
+        return SignalReading(
+            name,
+            SignalStatus.HUNG if hung else SignalStatus.FROZEN,
+            value=math.fsum(kept.values()),
+            pods_with_data=len(kept),
+            pods_missing=len(missing),
+            source_metric=source_metric,
+            detail=detail,
+        )
 
     def ready_for_less_than_window(self) -> float | None:
         """Seconds the longest-ready pod has been ready, when every ready pod has been ready

@@ -1,12 +1,16 @@
 """The Prometheus signal source: every target's readings in a constant number of queries.
 
 :class:`PrometheusSource` sends the cycle's instant queries (:mod:`scaler.sources.promql`, at
-most five whatever the number of targets) in two rounds: the per-pod queries concurrently,
+most six whatever the number of targets) in two rounds: the per-pod queries concurrently,
 then the TTFT query that their answers shape (:mod:`.ttft`: which targets have requests, in
 which histogram representation, read raw or from the recording rules). It splits the answers
 per target (:mod:`.split`), attributes series to the pods each target owns
 (:mod:`.attribution`) and classifies them into readings (:mod:`.readings`). ``read`` never
 raises for Prometheus trouble: every fault is a named status.
+
+The source keeps state from one read to the next: the stall detector's per-pod histories
+(:mod:`.stalls`), so that values that stopped moving are recognised across polls, and the
+pods each target listed until recently (:mod:`.attribution`).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import re
 import statistics
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import httpx
 import structlog
@@ -30,7 +34,8 @@ from scaler.sources.prometheus.answers import Answer, QueryOutcome
 from scaler.sources.prometheus.attribution import PodMemory
 from scaler.sources.prometheus.http import instant_query, register_url_credentials
 from scaler.sources.prometheus.readings import TargetReadings, read_targets
-from scaler.sources.prometheus.split import split_answers, with_ttft
+from scaler.sources.prometheus.split import Unattributed, split_answers, with_ttft
+from scaler.sources.prometheus.stalls import PodHistory
 from scaler.sources.prometheus.ttft import TtftPlan, plan_ttft
 from scaler.sources.promql import (
     RUNNING_METRIC,
@@ -54,15 +59,18 @@ class SourceResult:
         targets: target key -> :class:`TargetReadings`, for every target passed in.
         queries: query kind -> :class:`QueryOutcome`, for every query sent.
         duration_seconds: wall time of the whole read.
+        unattributed: query kind -> the series of its answer that named no selector group or
+            target (left out; see :mod:`.split`).
     """
 
     targets: dict[str, TargetReadings]
     queries: dict[QueryKind, QueryOutcome]
     duration_seconds: float = 0.0
+    unattributed: dict[QueryKind, Unattributed] = field(default_factory=dict)
 
     @property
     def queries_sent(self) -> int:
-        """Number of HTTP queries sent (constant in the number of targets, at most 5: four
+        """Number of HTTP queries sent (constant in the number of targets, at most 6: five
         per-pod ones and the TTFT query, which is left out when no target needs it)."""
         return len(self.queries)
 
@@ -81,7 +89,7 @@ class PrometheusSource:
             URL such as ``https://thanos/prometheus``.
         timeout_seconds: total deadline per query (client side; also sent to Prometheus
             as the ``timeout`` parameter so it stops evaluating).
-        rate_window_seconds: ``rate()`` window of the TTFT queries
+        rate_window_seconds: ``rate()`` window of the TTFT and throughput queries
             (``Policy.rate_window_seconds``).
         clock: seconds, for how long a pod a target no longer lists is still known as its
             own (:class:`~scaler.sources.prometheus.attribution.PodMemory`).
@@ -116,6 +124,9 @@ class PrometheusSource:
         self.scrape_intervals: dict[str, float] = {}
         self.native_histograms: bool | None = None  # unknown until the first probe answers
         self._memory = PodMemory(clock)
+        # The stall detector's memory: target -> pod -> history after the last read. Replaced
+        # by each read, so targets and pods not read then start over (never judged on a gap).
+        self._history: dict[str, dict[str, PodHistory]] = {}
 
     async def read(
         self,
@@ -134,6 +145,8 @@ class PrometheusSource:
             A :class:`SourceResult` with a :class:`TargetReadings` per target. Never raises
             for Prometheus faults; each becomes a named status. A signal ``absent`` while
             its target's pods are scraped is logged as an error (a configuration problem).
+            Frozen and hung pods are judged on this read and the previous ones (see
+            :mod:`scaler.sources.prometheus.stalls`).
         """
         start = time.monotonic()
         window = self.rate_window_seconds
@@ -172,13 +185,16 @@ class PrometheusSource:
             ttft_plan=ttft_plan,
             former=former,
             scrape_intervals=self.scrape_intervals,
+            history=self._history,
         )
+        self._history = {k: tr.pod_history for k, tr in targets.items() if tr.pod_history}
         queries = {k: a.outcome for k, a in split.answers.items()}
         _log_absent(targets.values(), queries)
         return SourceResult(
             targets=targets,
             queries=queries,
             duration_seconds=time.monotonic() - start,
+            unattributed=dict(split.unattributed),
         )
 
     async def probe_scrape_intervals(

@@ -2,24 +2,27 @@
 
 Every sub-expression of a cycle's query is tagged (:mod:`scaler.sources.promql`): per-pod
 series with their selector group, TTFT series with their target (or, read from the recording
-rules, with their namespace and pod group). :func:`split_answers` undoes the tagging; an
-answer whose tags do not match the query sent becomes a ``bad_response``. Shared by the live
-source and the backtest's replay of history.
+rules, with their namespace and pod group). :func:`split_answers` undoes the tagging. A fault
+in one series touches only whose series it is: two series for one pod, one target's bucket
+or one recorded group's bucket, or a malformed series (:class:`~scaler.sources.prometheus.
+answers.BadSeries`), become a :class:`SeriesFault` of that pod, target or group, which the
+readings turn into a status of the targets that own it; every other target reads the answer
+as usual. A series that names no group, target or pod group cannot be anybody's: it is left
+out and listed in ``unattributed``, so the pods or targets it might have been read as
+missing, never as zero. Shared by the live source and the backtest's replay of history.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from scaler.sources.prometheus.answers import (
-    Answer,
-    BadResponse,
-    failed_answer,
-    parse_sample_value,
-)
+from scaler.core.signals import SignalStatus
+from scaler.sources.prometheus.answers import Answer, parse_sample_value, short_detail
 from scaler.sources.promql import (
     HISTOGRAM_LABEL,
+    METRIC_LABEL,
     NATIVE_PART_LABEL,
     POD_GROUP_LABEL,
     SELECTOR_LABEL,
@@ -29,22 +32,66 @@ from scaler.sources.promql import (
     QueryKind,
 )
 
-__all__ = ["PodSeries", "SplitAnswers", "TtftSeries", "split_answers", "split_ttft", "with_ttft"]
+__all__ = [
+    "PodSeries",
+    "SeriesFault",
+    "SplitAnswers",
+    "TtftSeries",
+    "Unattributed",
+    "split_answers",
+    "split_ttft",
+    "with_ttft",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesFault:
+    """Why the series of one pod (or one target, or one recorded pod group) in one answer
+    cannot be used.
+
+    Attributes:
+        status: ``duplicate_series`` (two series where the query gives one) or
+            ``bad_response`` (a malformed series).
+        detail: what was found, with the series' labels.
+    """
+
+    status: SignalStatus
+    detail: str
+
+
+def _duplicate(detail: str) -> SeriesFault:
+    return SeriesFault(SignalStatus.DUPLICATE_SERIES, short_detail(detail))
+
+
+def _malformed(detail: str) -> SeriesFault:
+    return SeriesFault(SignalStatus.BAD_RESPONSE, short_detail(detail))
 
 
 @dataclass(slots=True)
 class PodSeries:
-    """Series of one selector group in one per-pod query, keyed by (namespace, pod)."""
+    """Series of one selector group in one per-pod query, keyed by (namespace, pod).
+
+    ``faults`` holds the pods whose series in this answer cannot be used (see
+    :class:`SeriesFault`); their values, if any, stay in ``by_pod`` but must not be read.
+    """
 
     by_pod: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
     no_pod_label: int = 0
+    faults: dict[tuple[str, str], SeriesFault] = field(default_factory=dict)
     #: ``ttft_rate`` only: (namespace, pod group) -> age of its recorded buckets, seconds.
     recorded: dict[tuple[str, str], float] = field(default_factory=dict)
     _strays: dict[str, list[str]] | None = None
 
     @property
     def count(self) -> int:
-        return len(self.by_pod) + self.no_pod_label
+        """Series in the group (a pod whose only series was malformed counts too)."""
+        return len(self.by_pod) + self.no_pod_label + len(self.faults.keys() - self.by_pod.keys())
+
+    def fault(self, namespace: str, pod: str) -> SeriesFault | None:
+        """The fault of ``pod``'s series in this answer (with or without a namespace label)."""
+        if not self.faults:
+            return None
+        return self.faults.get((namespace, pod)) or self.faults.get(("", pod))
 
     def strays(self, known_pods: set[tuple[str, str]], namespace: str) -> list[tuple[str, str]]:
         """Keys of series in ``namespace`` (or without a namespace label) whose pod no
@@ -65,22 +112,28 @@ class PodSeries:
         ]
 
 
-def _split_per_pod(answer: Answer, kind: QueryKind) -> dict[str, PodSeries]:
+def _split_per_pod(answer: Answer, kind: QueryKind) -> tuple[dict[str, PodSeries], list[str]]:
     """Group a per-pod answer by selector group -> (namespace, pod) -> {metric: value}.
 
-    Raises:
-        BadResponse: a series lacks the group tag or is duplicated (the answer does not
-            match the query that was sent).
+    The metric is the TTFT request rate's histogram representation (``scaler_histogram``),
+    else the series' ``__name__`` (KV cache), its ``scaler_metric`` tag (throughput), or the
+    query kind. The recorded groups' ages (``scaler_histogram="recorded"``) go to
+    :attr:`PodSeries.recorded`. Returns the groups and the details of the series that name
+    no group.
     """
     groups: dict[str, PodSeries] = {}
+    unattributed: list[str] = []
     for labels, value in answer.series:
         gid = labels.get(SELECTOR_LABEL)
         if gid is None:
-            raise BadResponse(f"a series has no {SELECTOR_LABEL} label: {labels}")
+            unattributed.append(f"a series has no {SELECTOR_LABEL} label: {labels}")
+            continue
         grp = groups.setdefault(gid, PodSeries())
         histogram = labels.get(HISTOGRAM_LABEL)
         if histogram == HistogramKind.RECORDED:
-            grp.recorded[(labels.get("namespace", ""), labels.get(POD_GROUP_LABEL, ""))] = value
+            group = (labels.get("namespace", ""), labels.get(POD_GROUP_LABEL, ""))
+            # two ages for one group (two rule evaluators): the older one is the one to trust
+            grp.recorded[group] = max(value, grp.recorded.get(group, value))
             continue
         pod = labels.get("pod")
         if not pod:
@@ -88,13 +141,30 @@ def _split_per_pod(answer: Answer, kind: QueryKind) -> dict[str, PodSeries]:
             continue
         # An empty namespace means the series has no namespace label; the source
         # then matches it on the target's namespace (the selector already scoped it).
-        # The TTFT request rate is keyed by the histogram's representation, gauges by name.
-        metric = histogram or labels.get("__name__", str(kind))
-        slot = grp.by_pod.setdefault((labels.get("namespace", ""), pod), {})
+        metric = histogram or labels.get("__name__") or labels.get(METRIC_LABEL) or str(kind)
+        key = (labels.get("namespace", ""), pod)
+        slot = grp.by_pod.setdefault(key, {})
         if metric in slot:
-            raise BadResponse(f"duplicate series for {labels}")
+            grp.faults.setdefault(
+                key, _duplicate(f"duplicate series for {metric} of pod {pod}: {labels}")
+            )
+            continue
         slot[metric] = value
-    return groups
+    for bad in answer.bad:
+        gid = bad.labels.get(SELECTOR_LABEL)
+        if gid is None:
+            unattributed.append(bad.detail)
+            continue
+        grp = groups.setdefault(gid, PodSeries())
+        if bad.labels.get(HISTOGRAM_LABEL) == HistogramKind.RECORDED:
+            continue  # an unreadable age: that group is not known fresh, read raw instead
+        pod = bad.labels.get("pod")
+        if not pod:
+            grp.no_pod_label += 1
+            continue
+        key = (bad.labels.get("namespace", ""), pod)
+        grp.faults.setdefault(key, SeriesFault(SignalStatus.BAD_RESPONSE, bad.detail))
+    return groups, unattributed
 
 
 @dataclass(slots=True)
@@ -105,59 +175,109 @@ class TtftSeries:
         buckets: target key -> ``le`` -> bucket rate (classic histograms, raw).
         native: target key -> :class:`~scaler.sources.promql.NativePart` -> value.
         groups: (namespace, pod group) -> ``le`` -> bucket rate (the recording rule).
-        broken: target key -> why its series do not match the query (a duplicate ``le``...):
-            that target only is ``bad_response``.
+        faults: target key -> why its series cannot be used (a duplicate ``le``, a malformed
+            series...): that target only takes the fault's status.
+        group_faults: (namespace, pod group) -> why its recorded buckets cannot be used: the
+            targets that read that group take the fault's status.
     """
 
     buckets: dict[str, dict[float, float]] = field(default_factory=dict)
     native: dict[str, dict[NativePart, float]] = field(default_factory=dict)
     groups: dict[tuple[str, str], dict[float, float]] = field(default_factory=dict)
-    broken: dict[str, str] = field(default_factory=dict)
+    faults: dict[str, SeriesFault] = field(default_factory=dict)
+    group_faults: dict[tuple[str, str], SeriesFault] = field(default_factory=dict)
 
 
-def _le(labels: dict[str, str]) -> float:
+def _le(labels: Mapping[str, str]) -> float | None:
+    """The bucket's upper bound, or None when the ``le`` label is missing or not a number."""
     try:
-        return parse_sample_value(labels.get("le"))
+        le = parse_sample_value(labels.get("le"))
     except ValueError:
-        raise BadResponse(f"a bucket series has no valid le label: {labels}") from None
+        return None
+    return None if math.isnan(le) else le
 
 
-def split_ttft(answer: Answer) -> TtftSeries:
+def _native_part(value: str) -> NativePart | None:
+    try:
+        return NativePart(value)
+    except ValueError:
+        return None
+
+
+def split_ttft(answer: Answer) -> tuple[TtftSeries, list[str]]:
     """Split the ``ttft_buckets`` answer per target and per recorded group.
 
-    Raises:
-        BadResponse: a series carries no tag of the query (the answer is not this query's).
+    Returns:
+        The split series, and the details of the series that name neither a target nor a
+        recorded pod group (left out). Never raises: a duplicated or malformed series is a
+        fault of its target or group only.
     """
     out = TtftSeries()
+    unattributed: list[str] = []
     for labels, value in answer.series:
         key = labels.get(TARGET_LABEL)
         if key is None:
             if POD_GROUP_LABEL not in labels:
-                raise BadResponse(f"a series has neither {TARGET_LABEL} nor {POD_GROUP_LABEL}")
+                unattributed.append(
+                    f"a series has neither {TARGET_LABEL} nor {POD_GROUP_LABEL}: {labels}"
+                )
+                continue
             group = (labels.get("namespace", ""), labels[POD_GROUP_LABEL])
             le = _le(labels)
             slot = out.groups.setdefault(group, {})
-            if le in slot:
-                raise BadResponse(f"duplicate recorded bucket {labels}")
-            slot[le] = value
+            if le is None:
+                out.group_faults.setdefault(
+                    group, _malformed(f"a recorded bucket has no valid le label: {labels}")
+                )
+            elif le in slot:
+                out.group_faults.setdefault(
+                    group, _duplicate(f"duplicate recorded bucket {labels}")
+                )
+            else:
+                slot[le] = value
             continue
         part = labels.get(NATIVE_PART_LABEL)
-        try:
-            if part is not None:
-                native = out.native.setdefault(key, {})
-                name = NativePart(part)
-                if name in native:
-                    raise BadResponse(f"duplicate {part} series")
+        if part is not None:
+            native = out.native.setdefault(key, {})
+            name = _native_part(part)
+            if name is None:
+                out.faults.setdefault(key, _malformed(f"unknown {NATIVE_PART_LABEL} in {labels}"))
+            elif name in native:
+                out.faults.setdefault(key, _duplicate(f"duplicate {part} series: {labels}"))
+            else:
                 native[name] = value
-                continue
-            buckets = out.buckets.setdefault(key, {})
-            le = _le(labels)
-            if le in buckets:
-                raise BadResponse(f"duplicate bucket le={labels.get('le')}")
+            continue
+        buckets = out.buckets.setdefault(key, {})
+        le = _le(labels)
+        if le is None:
+            out.faults.setdefault(key, _malformed(f"a bucket has no valid le label: {labels}"))
+        elif le in buckets:
+            out.faults.setdefault(key, _duplicate(f"duplicate bucket le={labels['le']}: {labels}"))
+        else:
             buckets[le] = value
-        except (BadResponse, ValueError) as err:
-            out.broken.setdefault(key, str(err))
-    return out
+    for bad in answer.bad:
+        key = bad.labels.get(TARGET_LABEL)
+        if key is not None:
+            out.faults.setdefault(key, SeriesFault(SignalStatus.BAD_RESPONSE, bad.detail))
+        elif POD_GROUP_LABEL in bad.labels:
+            group = (bad.labels.get("namespace", ""), bad.labels[POD_GROUP_LABEL])
+            out.group_faults.setdefault(group, SeriesFault(SignalStatus.BAD_RESPONSE, bad.detail))
+        else:
+            unattributed.append(bad.detail)
+    return out, unattributed
+
+
+@dataclass(frozen=True, slots=True)
+class Unattributed:
+    """Series of one answer that name no selector group (or no target): left out.
+
+    Attributes:
+        count: how many.
+        first: the first one's detail (its labels, or what is malformed).
+    """
+
+    count: int
+    first: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,45 +285,50 @@ class SplitAnswers:
     """One cycle's answers, split.
 
     Attributes:
-        answers: query -> answer, with every answer whose shape did not match its query
-            replaced by a ``bad_response`` one.
-        pod_groups: per-pod query -> selector group -> its series.
-        ttft: the ``ttft_buckets`` answer split per target (None when it was not sent or
-            failed).
+        answers: query -> answer, as received.
+        pod_groups: per-pod query -> selector group -> its series (and its pods' faults).
+        ttft: the ``ttft_buckets`` answer split per target and recorded group (its faults
+            included); None when it was not sent or failed.
+        unattributed: query -> the series that name no group or target (left out).
     """
 
     answers: dict[QueryKind, Answer]
     pod_groups: dict[QueryKind, dict[str, PodSeries]] = field(default_factory=dict)
     ttft: TtftSeries | None = None
+    unattributed: dict[QueryKind, Unattributed] = field(default_factory=dict)
+
+
+def _unattributed(lost: list[str]) -> Unattributed:
+    return Unattributed(len(lost), short_detail(lost[0]))
 
 
 def split_answers(answers: Mapping[QueryKind, Answer]) -> SplitAnswers:
     """Split one cycle's answers: per-pod ones per selector group, TTFT per target.
 
-    Pure: ``answers`` is left as it is; an answer whose shape does not match its query is
-    ``bad_response`` in the result's ``answers``.
+    Pure: ``answers`` is left as it is. A duplicated or malformed series is a fault of its
+    pod, target or recorded group only (see the module docstring); no answer is failed as a
+    whole here.
     """
-    checked = dict(answers)
     pod_groups: dict[QueryKind, dict[str, PodSeries]] = {}
+    unattributed: dict[QueryKind, Unattributed] = {}
     for kind, ans in answers.items():
         if not (kind.per_pod and ans.outcome.ok):
             continue
-        try:
-            pod_groups[kind] = _split_per_pod(ans, kind)
-        except BadResponse as err:
-            checked[kind] = failed_answer(ans, err)
-    split = SplitAnswers(checked, pod_groups)
-    t_ans = checked.get(QueryKind.TTFT_BUCKETS)
+        pod_groups[kind], lost = _split_per_pod(ans, kind)
+        if lost:
+            unattributed[kind] = _unattributed(lost)
+    split = SplitAnswers(dict(answers), pod_groups, unattributed=unattributed)
+    t_ans = answers.get(QueryKind.TTFT_BUCKETS)
     return split if t_ans is None else with_ttft(split, t_ans)
 
 
 def with_ttft(split: SplitAnswers, answer: Answer) -> SplitAnswers:
     """``split`` with the second round's ``ttft_buckets`` answer added (and split)."""
     answers = {**split.answers, QueryKind.TTFT_BUCKETS: answer}
+    unattributed = dict(split.unattributed)
     ttft: TtftSeries | None = None
     if answer.outcome.ok:
-        try:
-            ttft = split_ttft(answer)
-        except BadResponse as err:
-            answers[QueryKind.TTFT_BUCKETS] = failed_answer(answer, err)
-    return SplitAnswers(answers, split.pod_groups, ttft)
+        ttft, lost = split_ttft(answer)
+        if lost:
+            unattributed[QueryKind.TTFT_BUCKETS] = _unattributed(lost)
+    return SplitAnswers(answers, split.pod_groups, ttft, unattributed)
