@@ -18,6 +18,7 @@ from scaler.backtest.history import (
     ReplicaSource,
     StepGrid,
     chunk_grid,
+    history_queries,
     read_replica_history,
     read_signal_history,
     replica_queries,
@@ -26,7 +27,6 @@ from scaler.backtest.replay import replay
 from scaler.backtest.report import TargetBacktest
 from scaler.config.policy import Policy, TargetPolicy
 from scaler.sources.prometheus import PodHistory
-from scaler.sources.promql import build_query_plan
 
 __all__ = ["NoReplicaHistoryError", "Progress", "run_backtest"]
 
@@ -73,9 +73,7 @@ def run_backtest(
     """
     prog = progress or _NoProgress()
     chunks = len(chunk_grid(grid, max_points))
-    plan_kinds = len(
-        build_query_plan(targets, rate_window_seconds=policy.rate_window_seconds).queries
-    )
+    plan_kinds = len(history_queries(targets, rate_window_seconds=policy.rate_window_seconds))
     prog.add_total(chunks * (plan_kinds + 2 * len(targets)))
     signals = read_signal_history(
         query_range,

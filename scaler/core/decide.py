@@ -24,6 +24,11 @@ limits) with changes for LLM serving:
      would double the fleet again for a queue the new replicas already drain (a 2x overshoot
      the bench showed on ``conv``). ``2 W`` covers the window plus the drain and the
      interval; queue depth and KV cache are instant readings and keep scaling up meanwhile.
+   - a ``saturated`` reading is only a lower bound of the quantile (the histogram's top finite
+     bucket): above the band it asks for the largest step a latency signal may take
+     (``ceil(2 x ready)``), since the true ratio is at least the one read and its size is
+     unknown; at or below the band it asks for nothing (and, not being fully valid, blocks a
+     scale-down).
    - inside the band ``[1 - down_tolerance, 1 + up_tolerance]`` the signal asks for the
      current replicas; a result that would move against the ratio's direction is replaced by
      the current replicas (HPA does the same).
@@ -208,17 +213,7 @@ def evaluate_signal(
     valid = reading.status.usable_for_scale_up
     raw = reading.value
     if not valid or raw is None or not math.isfinite(raw) or raw < 0:
-        return SignalEvaluation(
-            name=reading.name,
-            status=reading.status,
-            value=None,
-            target=target,
-            ratio=None,
-            demand_replicas=None,
-            desired_replicas=None,
-            valid=False,
-            detail=reading.detail,
-        )
+        return _asks_nothing(reading, target)
     current = counts.current
     if reading.name.per_pod:
         base = max(current, 1)
@@ -230,7 +225,14 @@ def evaluate_signal(
         ratio = 0.0 if reading.status is SignalStatus.IDLE else raw / target
         # Latency is not proportional to load (it grows without bound near saturation), so
         # one decision may at most double the serving replicas on it (AIBrix APA's 2x step).
-        proposed = _ceil(min(ratio, _LATENCY_MAX_RATIO) * max(counts.ready, 1))
+        step = min(ratio, _LATENCY_MAX_RATIO)
+        if reading.status is SignalStatus.SATURATED:
+            if not ratio > 1 + policy.tolerance.scale_up + _EPS:
+                # A lower bound at or below the band says nothing about the true value: the
+                # signal asks for nothing (and, not fully valid, blocks a scale-down).
+                return _asks_nothing(reading, target, value=value, ratio=ratio)
+            step = _LATENCY_MAX_RATIO  # the true ratio is larger, by how much is unknown
+        proposed = _ceil(step * max(counts.ready, 1))
         if counts.starting > 0 or ttft_settling:
             # TTFT cannot improve before the starting replicas serve, nor read as improved
             # until its rate window has passed since they did: it may not ask for capacity
@@ -243,15 +245,38 @@ def evaluate_signal(
         desired = min(proposed, current)
     else:
         desired = current
+    return _evaluation(reading, target, value, ratio, (proposed, desired))
+
+
+def _asks_nothing(
+    reading: SignalReading,
+    target: float,
+    *,
+    value: float | None = None,
+    ratio: float | None = None,
+) -> SignalEvaluation:
+    """An evaluation that asks for no replicas: an unusable reading (no value), or a lower
+    bound at or below its band (its value and ratio shown, still valid for scale-up)."""
+    return _evaluation(reading, target, value, ratio, None)
+
+
+def _evaluation(
+    reading: SignalReading,
+    target: float,
+    value: float | None,
+    ratio: float | None,
+    asks: tuple[int, int] | None,
+) -> SignalEvaluation:
+    """``asks``: the demand and the desired replicas, None when the signal asks for none."""
     return SignalEvaluation(
         name=reading.name,
         status=reading.status,
         value=value,
         target=target,
         ratio=ratio,
-        demand_replicas=proposed,
-        desired_replicas=desired,
-        valid=True,
+        demand_replicas=asks[0] if asks else None,
+        desired_replicas=asks[1] if asks else None,
+        valid=value is not None,
         detail=reading.detail,
     )
 
@@ -648,9 +673,11 @@ def _final_reason(
     current = counts.current
     sig = ""
     if driving is not None and driving.value is not None and driving.ratio is not None:
+        # a saturated reading is a lower bound: say so
+        at_least = ">= " if driving.status is SignalStatus.SATURATED else ""
         sig = (
-            f" ({driving.name} {driving.value:.3g} vs target {driving.target:.3g}, "
-            f"ratio {driving.ratio:.2f})"
+            f" ({driving.name} {at_least}{driving.value:.3g} vs target {driving.target:.3g}, "
+            f"ratio {at_least}{driving.ratio:.2f})"
         )
     if desired == current:
         if held is not None:
