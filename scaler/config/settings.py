@@ -203,6 +203,34 @@ class PrometheusSettings(BaseSettings):
                 ) from None
         return self
 
+    @model_validator(mode="after")
+    def _one_authentication(self) -> Self:
+        # Prometheus' own scrape and remote configs refuse more than one of basic_auth,
+        # authorization and bearer_token_file; here one would silently replace another
+        # (httpx drops the URL's user-info when a token is set).
+        given = [name for name, used in self._authentications().items() if used]
+        if len(given) > 1:
+            raise ValueError(
+                f"{' and '.join(given)} are set together; expected one authentication "
+                "for Prometheus requests: keep one of them"
+            )
+        return self
+
+    def _authentications(self) -> dict[str, bool]:
+        """Each way a request may authenticate, named by its setting, and whether it is set."""
+        url = self.prometheus_url
+        return {
+            f"{env_name('prometheus_url')} (--prometheus-url) user-info (HTTP Basic "
+            "authentication)": bool(url.username) or url.password is not None,
+            f"{env_name('prometheus_bearer_token_file')} (--prometheus-bearer-token-file)": (
+                self.prometheus_bearer_token_file is not None
+            ),
+            f"an Authorization header in {env_name('prometheus_headers')} "
+            "(--prometheus-headers)": any(
+                name.lower() == "authorization" for name in self.prometheus_headers
+            ),
+        }
+
     @property
     def prometheus_auth(self) -> str:
         """How requests authenticate, without any value: ``bearer token file``, ``basic
@@ -212,7 +240,7 @@ class PrometheusSettings(BaseSettings):
             return "bearer token file"
         if any(name.lower() == "authorization" for name in self.prometheus_headers):
             return "Authorization header"
-        if self.prometheus_url.password is not None:
+        if self.prometheus_url.username or self.prometheus_url.password is not None:
             return "basic (user-info in the URL)"
         return "none"
 
