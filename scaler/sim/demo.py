@@ -38,6 +38,7 @@ from scaler.sim.fleet import FleetConfig
 from scaler.sim.prometheus_server import die_with_parent, wait_for_series
 from scaler.sim.report import RunSummary, format_summary, plot_run, summarize
 from scaler.sim.trace import Trace
+from scaler.telemetry.logging import format_fields
 
 EXAMPLE_POLICY = Path(__file__).resolve().parent.parent / "examples" / "demo-policy.yaml"
 
@@ -203,7 +204,7 @@ def format_event(event: dict[str, object], start: float) -> str:
             t = f"{datetime.fromisoformat(when).timestamp() - start:+6.0f}s "
     if event.get("event") != "decision":
         rest = {k: v for k, v in event.items() if k not in ("timestamp", "event", "level")}
-        return f"{t}{event.get('level', '')}: {event.get('event')} {rest}"
+        return f"{t}{event.get('level', '')}: {event.get('event')} {format_fields(rest)}"
     signals = event.get("signals")
     parts = []
     if isinstance(signals, dict):
