@@ -206,12 +206,17 @@ async def serve(
             started = time.monotonic()
             try:
                 reports = await controller.run_cycle()
-            except Exception:  # a bug in one cycle must not become a crash loop
-                log.exception("cycle_failed")
+            except Exception:  # a bug in one cycle must not become a crash loop...
+                # ...nor pass for a completed cycle: counted, and liveness fails once no
+                # cycle has completed for several intervals.
+                heartbeat.failed()
+                metrics.cycle_failures.inc()
+                log.exception("cycle_failed", failures_in_a_row=heartbeat.failures_in_a_row)
                 reports = []
                 code = 1
+            else:
+                heartbeat.beat()
             cycles_done += 1
-            heartbeat.beat()
             if options.output != "log":
                 print_reports(reports, options.output, out)
             if options.once:

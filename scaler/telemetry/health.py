@@ -2,12 +2,15 @@
 
 - Liveness (``/healthz``): the control loop completes cycles. It fails when no cycle has
   completed for :attr:`Heartbeat.stale_after_seconds` (three control intervals, at least a
-  minute): the loop is stuck (an await that never returns, a deadlock), and a restart helps.
-  A cycle completes during a Prometheus or Kubernetes API outage (its reads fail, the
-  decisions hold), so an outage never fails liveness: restarting every replica would help
-  nobody.
-- Readiness (``/readyz``): one cycle has completed since the process started. It does not
-  depend on Prometheus either; only our own ``/metrics`` sits behind the Service.
+  minute): the loop is stuck (an await that never returns, a deadlock) or every cycle fails
+  with an exception (a bug, or a state a fresh process does not have), and a restart helps.
+  A failed cycle is not a completed one: it decided and wrote nothing. A cycle completes
+  during a Prometheus or Kubernetes API outage (its reads fail, the decisions hold), so an
+  outage never fails liveness: restarting every replica would help nobody.
+- Readiness (``/readyz``): one cycle has ended (completed or failed) since the process
+  started. It does not depend on Prometheus either; only our own ``/metrics`` sits behind
+  the Service, and it is worth scraping then, failures counted
+  (``vllm_scaler_cycle_failures_total``).
 
 Durations are measured on an injected monotonic clock (seconds), so a wall-clock step
 cannot fail the probe.
@@ -43,27 +46,41 @@ class Heartbeat:
         #: no cycle for this long fails liveness (seconds)
         self.stale_after_seconds = max(MISSED_INTERVALS * interval_seconds, MIN_STALE_SECONDS)
         self._last = clock()  # the start counts as a beat: the first cycle has the same time
+        #: cycles completed (decisions made, reads failed or not)
         self.cycles = 0
+        #: cycles that ended with an exception since the last completed one
+        self.failures_in_a_row = 0
 
     def beat(self) -> None:
-        """A control cycle completed (with decisions or with errors) now."""
+        """A control cycle completed now (with decisions, or holding on failed reads)."""
         self._last = self._clock()
         self.cycles += 1
+        self.failures_in_a_row = 0
+
+    def failed(self) -> None:
+        """A control cycle ended with an exception now: it does not count as completed."""
+        self.failures_in_a_row += 1
 
     def live(self) -> Probe:
-        """``/healthz``: False when no cycle completed for ``stale_after_seconds``."""
+        """``/healthz``: False when no cycle completed for ``stale_after_seconds``, whether
+        the loop is stuck or its cycles fail; the answer counts the failed ones."""
         age = self._clock() - self._last
         what = "the last control cycle completed" if self.cycles else "started"
+        failed = (
+            f"; {self.failures_in_a_row} cycle(s) failed since (cycle_failed in the log)"
+            if self.failures_in_a_row
+            else ""
+        )
         if age <= self.stale_after_seconds:
-            return True, f"ok: {what} {age:.0f} s ago"
+            return True, f"ok: {what} {age:.0f} s ago{failed}"
         return False, (
-            f"no control cycle completed for {age:.0f} s ({what} then); the limit is "
-            f"{self.stale_after_seconds:.0f} s ({MISSED_INTERVALS} control intervals of "
+            f"no control cycle completed for {age:.0f} s ({what} then){failed}; the limit "
+            f"is {self.stale_after_seconds:.0f} s ({MISSED_INTERVALS} control intervals of "
             f"{self.interval_seconds:g} s, at least {MIN_STALE_SECONDS:.0f} s)"
         )
 
     def ready(self) -> Probe:
-        """``/readyz``: True once a control cycle has completed."""
-        if self.cycles:
+        """``/readyz``: True once a control cycle has ended, completed or failed."""
+        if self.cycles or self.failures_in_a_row:
             return True, "ok"
-        return False, "no control cycle completed yet"
+        return False, "no control cycle ended yet"

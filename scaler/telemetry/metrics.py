@@ -244,7 +244,18 @@ class ScalerMetrics:
             buckets=_CYCLE_BUCKETS,
             registry=r,
         )
-        self.cycles = Counter("vllm_scaler_cycles", "Control cycles run.", registry=r)
+        self.cycles = Counter(
+            "vllm_scaler_cycles",
+            "Control cycles completed (the failed ones are vllm_scaler_cycle_failures_total).",
+            registry=r,
+        )
+        self.cycle_failures = Counter(
+            "vllm_scaler_cycle_failures",
+            "Control cycles that ended with an exception (cycle_failed in the log): nothing "
+            "was decided or written in them; liveness fails when no cycle completes for three "
+            "control intervals.",
+            registry=r,
+        )
         self.last_cycle = Gauge(
             "vllm_scaler_last_cycle_timestamp_seconds",
             "Unix time the last cycle ended.",

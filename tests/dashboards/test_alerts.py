@@ -85,6 +85,7 @@ def test_the_required_alerts_exist() -> None:
         "vllm_scaler_scale_failures_total",
         "vllm_scaler_hung_pods",
         "vllm_scaler_frozen_pods",
+        "vllm_scaler_cycle_failures_total",
     ):
         assert needle in joined, needle
 
@@ -127,7 +128,7 @@ def test_promtool_check_rules_as_shipped() -> None:
         [_promtool(), "check", "rules", *files], capture_output=True, text=True, check=False
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "SUCCESS: 12 rules found" in out.stdout, out.stdout  # 11 alerts, 1 recording rule
+    assert "SUCCESS: 13 rules found" in out.stdout, out.stdout  # 12 alerts, 1 recording rule
 
 
 def test_promtool_test_rules_as_shipped() -> None:
