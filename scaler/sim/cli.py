@@ -63,6 +63,10 @@ def register(app: typer.Typer) -> None:
         A real Prometheus scrapes the fleet and the controller runs in the loop as its own
         process, exactly as in a cluster. Prints every decision, then a summary and a plot
         (--output json: the decisions on stderr, the summary as one JSON object on stdout).
+
+        Exit codes: 0 when the run completed; 3 when a control cycle of the controller failed
+        (the summary counts them); 1 when the controller exited early or Prometheus could not
+        start; 2 for invalid options; 128 + N when stopped by signal N.
         """
         from scaler.config.policy import PolicyError, load_policy
         from scaler.sim.catalog import open_trace

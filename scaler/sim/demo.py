@@ -16,7 +16,9 @@ a summary and a PNG plot.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import dataclasses
 import fcntl
 import json
 import os
@@ -222,7 +224,14 @@ def format_event(event: dict[str, object], start: float) -> str:
     return line
 
 
-async def _pump(stream: asyncio.StreamReader, out: TextIO, start: float) -> None:
+async def pump_controller_log(
+    stream: asyncio.StreamReader,
+    out: TextIO,
+    start: float,
+    seen: collections.Counter[str] | None = None,
+) -> None:
+    """Print the controller's JSON log lines as :func:`format_event` lines (other lines
+    indented as they are) and count each event name in ``seen`` (``cycle_failed``...)."""
     while raw := await stream.readline():
         text = raw.decode(errors="replace").rstrip("\n")
         try:
@@ -230,9 +239,40 @@ async def _pump(stream: asyncio.StreamReader, out: TextIO, start: float) -> None
         except ValueError:
             out.write(f"  {text}\n")
         else:
-            if isinstance(event, dict) and event.get("event") != "scaled":
-                out.write(format_event(event, start) + "\n")
+            if isinstance(event, dict):
+                if seen is not None:
+                    seen[str(event.get("event"))] += 1
+                if event.get("event") != "scaled":
+                    out.write(format_event(event, start) + "\n")
         out.flush()
+
+
+#: ``sim``'s exit code when a control cycle of the controller failed (``cycle_failed``).
+FAILED_CYCLES_EXIT_CODE = 3
+
+
+def demo_exit_code(
+    *,
+    stop_signal: int | None,
+    early_exit_code: int | None,
+    controller_exit_code: int | None,
+    failed_cycles: int | None,
+) -> tuple[int, str]:
+    """The demo's exit code and the line that explains it (empty for 0), most serious first:
+    128 + a stop signal's number; 1 when the controller exited early or with an error;
+    :data:`FAILED_CYCLES_EXIT_CODE` when one of its control cycles failed; else 0."""
+    if stop_signal is not None:
+        return 128 + stop_signal, ""
+    if early_exit_code is not None:
+        return 1, f"controller exited early with code {early_exit_code}; the run ended without it"
+    if controller_exit_code not in (0, None):
+        return 1, f"controller exited with code {controller_exit_code}"
+    if failed_cycles:
+        return FAILED_CYCLES_EXIT_CODE, (
+            f"{failed_cycles} control cycle(s) of the controller failed (cycle_failed above): "
+            f"exit code {FAILED_CYCLES_EXIT_CODE}"
+        )
+    return 0, ""
 
 
 #: Receives the run's summary and the plot's path (None when none was drawn).
@@ -247,7 +287,9 @@ async def run_demo(
 
     SIGINT, SIGTERM and SIGHUP stop the replay; everything started is stopped and the
     summary of what ran is printed (the exit code is then 128 + the signal's number). A
-    controller that exits early stops the replay too (exit code 1).
+    controller that exits early stops the replay too (exit code 1). A control cycle of the
+    controller that failed is counted in the summary and makes the exit code
+    :data:`FAILED_CYCLES_EXIT_CODE` (see :func:`demo_exit_code`).
 
     Raises:
         WorkdirInUseError: another ``vllm-scaler sim`` runs on the same work directory.
@@ -277,6 +319,7 @@ async def _run_locked(
     fleet, runtime, prom = cluster.fleet, cluster.runtime, cluster.prometheus
     controller: asyncio.subprocess.Process | None = None
     pump: asyncio.Task[None] | None = None
+    seen: collections.Counter[str] = collections.Counter()  # the controller's events by name
     watcher: asyncio.Task[int | None] | None = None
     stop = asyncio.Event()
     received: list[signal.Signals] = []
@@ -340,7 +383,7 @@ async def _run_locked(
             )  # fmt: skip
             assert controller.stdout is not None
             out.write("Decisions of vllm-scaler (every control interval):\n")
-            pump = asyncio.create_task(_pump(controller.stdout, out, start))
+            pump = asyncio.create_task(pump_controller_log(controller.stdout, out, start, seen))
             watcher = asyncio.create_task(watch_controller(controller, pump, stop, out))
         if not stop.is_set():
             await runtime.replay(opts.trace, tail_seconds=opts.tail_seconds, stop=stop)
@@ -373,6 +416,8 @@ async def _run_locked(
         slo_ttft_seconds=opts.slo_ttft_seconds,
         window_seconds=opts.window_seconds,
     )
+    if controller is not None:
+        summary = dataclasses.replace(summary, failed_cycles=seen["cycle_failed"])
     title = f"vllm-scaler demo: {opts.trace.description}, routing {opts.routing}"
     out.write("\n" + format_summary(summary, title=title) + "\n")
     png: Path | None = None
@@ -381,17 +426,14 @@ async def _run_locked(
         out.write(f"plot            {png}\n")
     if report is not None:
         report(summary, png)
-    if received:
-        return 128 + received[0]
-    early = (
-        watcher.result()
+    code, why = demo_exit_code(
+        stop_signal=received[0] if received else None,
+        early_exit_code=watcher.result()
         if watcher is not None and watcher.done() and not watcher.cancelled()
-        else None
+        else None,
+        controller_exit_code=None if controller is None else controller.returncode,
+        failed_cycles=summary.failed_cycles,
     )
-    if early is not None:
-        out.write(f"controller exited early with code {early}; the run ended without it\n")
-        return 1
-    if controller is not None and controller.returncode not in (0, None):
-        out.write(f"controller exited with code {controller.returncode}\n")
-        return 1
-    return 0
+    if why:
+        out.write(why + "\n")
+    return code

@@ -57,6 +57,8 @@ class RunSummary:
         replica_minutes: pod-minutes, from creation to deletion (loading and draining count).
         peak_replicas: the largest ``spec.replicas``.
         scale_events: ``(seconds since start, from, to)`` of every change of ``spec.replicas``.
+        failed_cycles: control cycles of the controller that ended with an exception
+            (``cycle_failed`` in its log); None when no controller ran.
     """
 
     requests: int
@@ -75,6 +77,7 @@ class RunSummary:
     peak_replicas: int
     scale_events: tuple[tuple[float, int, int], ...]
     windows: tuple[WindowTtft, ...]
+    failed_cycles: int | None = None
 
 
 def summarize(
@@ -147,6 +150,14 @@ def format_summary(s: RunSummary, *, title: str) -> str:
             "(loading and draining included)",
             f"scale events    {len(s.scale_events)} ({ups} up, {downs} down): {events}",
         ]
+        + (
+            []
+            if s.failed_cycles is None
+            else [
+                f"failed cycles   {s.failed_cycles} (control cycles that ended with an "
+                "exception: cycle_failed in the controller's log)"
+            ]
+        )
     )
 
 
