@@ -34,6 +34,7 @@ from scaler.sources.prometheus import (
     check_configured_queries,
     check_rate_window,
     client_for,
+    probe_problem,
 )
 from scaler.telemetry.health import Heartbeat
 from scaler.telemetry.metrics import ScalerMetrics
@@ -179,8 +180,10 @@ async def serve(
                 await telemetry.start()
             except TelemetryBindError as err:
                 raise StartupError(str(err)) from None
-        # first: a TTFT without data at start then names a rate window that is too short
-        await _check_rate_window(controller, source, policy)
+        # first: Prometheus answers (a 401 is named as such, not as a missing scrape interval)
+        if await _probe_prometheus(source, settings, fatal=options.check_queries):
+            # then: a TTFT without data at start names a rate window that is too short
+            await _check_rate_window(controller, source, policy)
         if options.check_queries:
             await _check_queries(controller, source, policy, str(settings.prometheus_url))
         log.info(
@@ -305,6 +308,36 @@ async def _check_queries(
         raise StartupError(
             format_startup_problems(unreadable, problems, redact_url(prometheus_url)), exit_code=1
         )
+
+
+async def _probe_prometheus(source: PrometheusSource, settings: Settings, *, fatal: bool) -> bool:
+    """Ask Prometheus one query at start; True when it answered as an API that can be queried.
+
+    A failure is named in one line (:func:`~scaler.sources.prometheus.check.probe_problem`:
+    the URL without its password, the HTTP status and the server's message). With ``fatal``
+    (``recommend``) an answer that refuses the requests (an HTTP status, or not Prometheus'
+    API) stops the start with exit code 1, and an unreachable Prometheus is left to the
+    start-up check of the queries, which names each one; otherwise it is logged as an error
+    and the loop starts all the same: its cycles hold while the reads fail.
+    """
+    outcome = await source.probe()
+    if outcome is None:
+        return True
+    message = probe_problem(
+        outcome, redact_url(str(settings.prometheus_url)), settings.prometheus_auth
+    )
+    if fatal:
+        if outcome.status in _UNREACHABLE:
+            return False  # the query check names every query it hit
+        raise StartupError(message, exit_code=1)
+    structlog.get_logger("vllm_scaler").error(
+        "prometheus_probe_failed",
+        url=redact_url(str(settings.prometheus_url)),
+        status=str(outcome.status),
+        http_status=outcome.http_status,
+        message=message,
+    )
+    return False
 
 
 async def _check_rate_window(

@@ -46,6 +46,10 @@ targets:
 """
 
 
+#: The start-up probe's query (PrometheusSource.probe).
+PROBE = "histogram_count(vector(0))"
+
+
 @dataclass
 class Echo:
     """Refuses everything, echoing the request's credentials; rotates the token file."""
@@ -65,6 +69,12 @@ class Echo:
             # carry (and the output must mask) a token the process has not seen yet.
             self.token_file.write_text(f"{TOKEN}-r{len(self.tokens_seen)}\n")
         kube = not request.path.startswith("/api/v1/")
+        if request.method == "POST" and (await request.post()).get("query") == PROBE:
+            # the start-up probe passes, so that the queries and the targets are read and
+            # their refusals, echoing the credentials, are printed
+            return web.json_response(
+                {"status": "success", "data": {"resultType": "vector", "result": []}}
+            )
         body = (
             f"denied: Authorization={auth} X-Api-Key={request.headers.get('X-Api-Key')} "
             f"X-Scope-OrgID={request.headers.get('X-Scope-OrgID')} password={password}"

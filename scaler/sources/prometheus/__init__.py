@@ -28,6 +28,7 @@ from scaler.sources.prometheus.check import (
     RateWindowProblem,
     check_configured_queries,
     check_rate_window,
+    probe_problem,
 )
 from scaler.sources.prometheus.http import (
     BearerTokenFileAuth,
@@ -90,6 +91,7 @@ __all__ = [
     "check_rate_window",
     "client_for",
     "parse_sample_value",
+    "probe_problem",
     "read_bearer_token",
     "read_targets",
     "read_throughput",

@@ -10,6 +10,8 @@ labels that could be read, so that only the target it belongs to is affected.
 
 from __future__ import annotations
 
+import http
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -24,6 +26,8 @@ __all__ = [
     "BadSeries",
     "QueryOutcome",
     "Series",
+    "error_answer_detail",
+    "http_status_text",
     "parse_sample_value",
     "parse_vector",
     "short_detail",
@@ -51,6 +55,7 @@ class QueryOutcome:
         duration_seconds: wall time of the HTTP request.
         query: the PromQL sent.
         warnings: ``warnings`` Prometheus attached to a successful answer.
+        http_status: the HTTP status of the answer (None when none came).
     """
 
     kind: QueryKind
@@ -60,6 +65,7 @@ class QueryOutcome:
     duration_seconds: float = 0.0
     query: str = ""
     warnings: tuple[str, ...] = ()
+    http_status: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -188,3 +194,26 @@ def short_detail(text: str) -> str:
     """``text`` on one line, cut to 300 characters (a detail for logs and outcomes)."""
     text = " ".join(text.split())
     return text if len(text) <= _DETAIL_MAX else text[: _DETAIL_MAX - 3] + "..."
+
+
+def http_status_text(status_code: int) -> str:
+    """``401 Unauthorized``: the code with its standard reason phrase (RFC 9110), when known."""
+    try:
+        return f"{status_code} {http.HTTPStatus(status_code).phrase}"
+    except ValueError:
+        return str(status_code)
+
+
+def error_answer_detail(status_code: int, text: str) -> str:
+    """What an error answer of Prometheus' HTTP API says, on one line, the same for every
+    command: ``errorType: error (HTTP 422)`` for the API's own error body, else
+    ``HTTP 401 Unauthorized: <the body>`` (a proxy's page, a plain-text refusal)."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and body.get("status") == "error":
+        return short_detail(
+            f"{body.get('errorType', '?')}: {body.get('error', '')} (HTTP {status_code})"
+        )
+    return f"HTTP {http_status_text(status_code)}: {short_detail(text) or '-'}"

@@ -18,6 +18,7 @@ from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
 from scaler.core.observation import WorkloadSnapshot
 from scaler.core.signals import SignalStatus
+from scaler.sources.prometheus.answers import QueryOutcome, http_status_text
 from scaler.sources.prometheus.source import PrometheusSource
 from scaler.sources.prometheus.ttft import MIN_SCRAPES_PER_WINDOW
 from scaler.sources.promql import SIGNAL_QUERY, QueryKind, build_query_plan, target_selector
@@ -27,6 +28,7 @@ __all__ = [
     "RateWindowProblem",
     "check_configured_queries",
     "check_rate_window",
+    "probe_problem",
 ]
 
 
@@ -174,3 +176,32 @@ async def check_rate_window(
         for t in ttft
         if t.key in intervals and window < MIN_SCRAPES_PER_WINDOW * intervals[t.key]
     ]
+
+
+#: What a refusal means, by HTTP status, for the start-up probe's message.
+_REFUSALS = {
+    401: "Prometheus (or the proxy in front of it) did not accept the credentials, or got none",
+    403: "the credentials were accepted but may not query (the token's or the tenant's "
+    "permissions, the proxy's access rules)",
+}
+
+
+def probe_problem(outcome: QueryOutcome, url: str, auth: str) -> str:
+    """The start-up probe's failure in one line, naming the URL (give it without a password,
+    :func:`~scaler.config.settings.redact_url`), the HTTP status with its reason phrase and
+    the server's message, and for 401 and 403 what they mean and the kind of authentication
+    the requests carry (``auth``, never a credential)."""
+    status = outcome.http_status
+    if status is not None and not 200 <= status < 300:
+        phrase = http_status_text(status)
+        said = outcome.detail.removeprefix(f"HTTP {phrase}: ")
+        text = f"Prometheus at {url} answered HTTP {phrase}: {said}"
+        if status in _REFUSALS:
+            text += f"; {_REFUSALS[status]} (authentication: {auth})"
+        return text
+    if outcome.status in (SignalStatus.TRANSPORT, SignalStatus.TIMEOUT):
+        return f"Prometheus at {url} cannot be reached: {outcome.status}: {outcome.detail}"
+    return (
+        f"Prometheus at {url} does not answer as Prometheus' HTTP API: {outcome.status}: "
+        f"{outcome.detail} (check the URL and its path prefix)"
+    )

@@ -26,6 +26,7 @@ from scaler.sources.prometheus.answers import (
     Answer,
     BadResponse,
     QueryOutcome,
+    error_answer_detail,
     parse_vector,
     short_detail,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "build_http_client",
     "client_for",
     "instant_query",
+    "query_body",
     "read_bearer_token",
     "register_url_credentials",
     "sync_client_for",
@@ -210,8 +212,58 @@ async def instant_query(
         Prometheus faults (each is the outcome's status).
     """
     start = time.monotonic()
+    body, failed = await query_body(
+        client, url, kind, promql, timeout_seconds=timeout_seconds, start=start
+    )
+    if failed is not None:
+        return Answer(failed, [])
+    try:
+        series, bad, warnings = parse_vector(body)
+    except BadResponse as err:
+        return Answer(
+            QueryOutcome(
+                kind,
+                SignalStatus.BAD_RESPONSE,
+                detail=short_detail(str(err)),
+                duration_seconds=time.monotonic() - start,
+                query=promql,
+                http_status=200,
+            ),
+            [],
+        )
+    return Answer(
+        QueryOutcome(
+            kind,
+            SignalStatus.OK,
+            series=len(series),
+            duration_seconds=time.monotonic() - start,
+            query=promql,
+            warnings=warnings,
+            http_status=200,
+        ),
+        series,
+        tuple(bad),
+    )
 
-    def fail(status: SignalStatus, detail: str) -> Answer:
+
+async def query_body(
+    client: httpx.AsyncClient,
+    url: str,
+    kind: QueryKind,
+    promql: str,
+    *,
+    timeout_seconds: float,
+    start: float | None = None,
+) -> tuple[dict[str, Any], None] | tuple[None, QueryOutcome]:
+    """Send one instant query (as :func:`instant_query`) and return the body of a successful
+    answer, or the failed outcome: transport, timeout, HTTP status (with the server's
+    message, :func:`~scaler.sources.prometheus.answers.error_answer_detail`), Prometheus'
+    own error, or a body that is not the API's. Never raises for those."""
+    start = time.monotonic() if start is None else start
+
+    def fail(
+        status: SignalStatus, detail: str, http_status: int | None = None
+    ) -> tuple[None, QueryOutcome]:
         # Not logged here: the outcome carries the detail, and the controller logs one
         # ``query_failed`` event per failed query.
         outcome = QueryOutcome(
@@ -220,8 +272,9 @@ async def instant_query(
             detail=short_detail(detail),
             duration_seconds=time.monotonic() - start,
             query=promql,
+            http_status=http_status,
         )
-        return Answer(outcome, [])
+        return None, outcome
 
     try:
         # httpx timeouts are per operation; asyncio.timeout bounds the whole exchange
@@ -248,34 +301,16 @@ async def instant_query(
     except ValueError:
         body = None
     is_prom = isinstance(body, dict) and body.get("status") in ("success", "error")
+    code = resp.status_code
     if is_prom and body["status"] == "error":
         # Prometheus' own error (400 bad_data, 422 execution, 503 timeout/canceled...).
-        return fail(
-            SignalStatus.QUERY_ERROR,
-            f"{body.get('errorType', '?')}: {body.get('error', '')} (HTTP {resp.status_code})",
-        )
+        return fail(SignalStatus.QUERY_ERROR, error_answer_detail(code, resp.text), code)
     if not resp.is_success:
-        return fail(
-            SignalStatus.HTTP_ERROR, f"HTTP {resp.status_code}: {short_detail(resp.text) or '-'}"
-        )
+        return fail(SignalStatus.HTTP_ERROR, error_answer_detail(code, resp.text), code)
     if not is_prom:
         return fail(
             SignalStatus.BAD_RESPONSE,
             f"not a Prometheus API answer: {short_detail(resp.text) or '(empty body)'}",
+            code,
         )
-    try:
-        series, bad, warnings = parse_vector(body)
-    except BadResponse as err:
-        return fail(SignalStatus.BAD_RESPONSE, str(err))
-    return Answer(
-        QueryOutcome(
-            kind,
-            SignalStatus.OK,
-            series=len(series),
-            duration_seconds=time.monotonic() - start,
-            query=promql,
-            warnings=warnings,
-        ),
-        series,
-        tuple(bad),
-    )
+    return body, None

@@ -27,12 +27,13 @@ import httpx
 import structlog
 
 from scaler.config.policy import TargetPolicy
+from scaler.config.settings import redact_url
 from scaler.config.vocabulary import SignalName
 from scaler.core.observation import WorkloadSnapshot
 from scaler.core.signals import SignalReading, SignalStatus
 from scaler.sources.prometheus.answers import Answer, QueryOutcome
 from scaler.sources.prometheus.attribution import PodMemory
-from scaler.sources.prometheus.http import instant_query, register_url_credentials
+from scaler.sources.prometheus.http import instant_query, query_body, register_url_credentials
 from scaler.sources.prometheus.readings import TargetReadings, read_targets
 from scaler.sources.prometheus.split import Unattributed, split_answers, with_ttft
 from scaler.sources.prometheus.stalls import PodHistory
@@ -226,15 +227,16 @@ class PrometheusSource:
             f'{RUNNING_METRIC}{{namespace=~"{label_value(namespaces)}",'
             f'pod=~"{label_value(pods)}"}}[{promql_duration(lookback)}]'
         )
+        # kind: the probe reads the running gauge, as the cycle's running query does
+        body, failed = await query_body(
+            self._client, self._url, QueryKind.RUNNING, promql, timeout_seconds=self._timeout
+        )
         try:
-            resp = await self._client.post(
-                self._url,
-                data={"query": promql, "timeout": promql_duration(self._timeout)},
-                timeout=self._timeout,
-            )
-            times = sample_times(resp.json())
-        except (httpx.HTTPError, OSError, ValueError) as err:
-            log.warning("scrape_interval_unknown", error=f"{type(err).__name__}: {err}")
+            if failed is not None:
+                raise ValueError(f"{failed.status}: {failed.detail}")
+            times = sample_times(body)
+        except ValueError as err:
+            log.warning("scrape_interval_unknown", url=redact_url(self._url), error=str(err))
             return {}
         found: dict[str, float] = {}
         for (ns, pod), keys in probe.items():
@@ -245,13 +247,30 @@ class PrometheusSource:
         self.scrape_intervals = found
         return found
 
+    async def probe(self) -> QueryOutcome | None:
+        """The start-up probe: one query, :meth:`_probe_native_histograms`' (it is not asked
+        again at the first read when it was answered). Returns None when Prometheus answered
+        as an API that can be queried, else the failed outcome (transport, timeout, an HTTP
+        status such as 401 or 403 with the server's message, a body that is not the API's):
+        see :func:`~scaler.sources.prometheus.check.probe_problem`."""
+        outcome = await self._native_histogram_outcome()
+        return None if self.native_histograms is not None else outcome
+
+    async def _native_histogram_outcome(self) -> QueryOutcome:
+        answer = await self._query(QueryKind.TTFT_RATE, "histogram_count(vector(0))")
+        self.native_histograms = self._native_histograms_from(answer.outcome)
+        return answer.outcome
+
     async def _probe_native_histograms(self) -> bool | None:
         """Whether the backend knows ``histogram_count`` (asked once, at the first read):
         Prometheus 2.40 on answers; VictoriaMetrics and older Prometheus reject the unknown
         function, which would fail the whole request-rate query. None when the answer says
         neither (an outage): asked again at the next read, native parts kept meanwhile."""
-        answer = await self._query(QueryKind.TTFT_RATE, "histogram_count(vector(0))")
-        outcome = answer.outcome
+        await self._native_histogram_outcome()
+        return self.native_histograms
+
+    @staticmethod
+    def _native_histograms_from(outcome: QueryOutcome) -> bool | None:
         if outcome.ok:
             return True
         if outcome.status is SignalStatus.QUERY_ERROR and "histogram_count" in outcome.detail:
