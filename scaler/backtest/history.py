@@ -44,10 +44,16 @@ import requests
 import requests.auth
 from prometheus_api_client.exceptions import PrometheusApiClientException
 from prometheus_api_client.prometheus_connect import PrometheusConnect
+from requests.adapters import Retry
 
 from scaler.config.policy import TargetPolicy
 from scaler.config.settings import PrometheusSettings, redact_url
-from scaler.sources.prometheus import TokenFileError, parse_sample_value, read_bearer_token
+from scaler.sources.prometheus import (
+    TokenFileError,
+    error_answer_detail,
+    parse_sample_value,
+    read_bearer_token,
+)
 from scaler.sources.prometheus.ttft import history_ttft_plan
 from scaler.sources.promql import (
     RUNNING_METRIC,
@@ -193,12 +199,16 @@ class PrometheusRangeClient:
         token = settings.prometheus_bearer_token_file
         self._timeout = settings.prometheus_timeout_seconds
         self.url = str(settings.prometheus_url).rstrip("/")
+        # An error answer is reported with its status and the server's message, as the
+        # controller reports it, instead of the library's "HTTP Status Code ... (b'...')".
+        session.hooks["response"].append(self._refused)
         self._prom = PrometheusConnect(
             url=self.url,
             headers=dict(settings.prometheus_headers),
             auth=_BearerTokenFile(token) if token is not None else None,  # type: ignore[arg-type]
             session=session,
             timeout=self._timeout,  # type: ignore[arg-type]  # requests takes a float
+            retry=RETRY,
         )
 
     def __call__(self, query: str, start: float, end: float, step: float) -> list[RawSeries]:
@@ -227,6 +237,22 @@ class PrometheusRangeClient:
     def close(self) -> None:
         """Close the HTTP session."""
         self._prom.close()
+
+    def _refused(self, response: requests.Response, *_args: object, **_kwargs: object) -> None:
+        if not response.ok:
+            detail = error_answer_detail(response.status_code, response.text)
+            raise HistoryError(f"Prometheus at {redact_url(self.url)} refused the query: {detail}")
+
+
+#: Retries of a range query: only answers that say "try again" (429, and a gateway's 502,
+#: 503, 504; Retry-After is honoured), three at most with 0.5, 1, 2 s between. Any other
+#: error answer is reported at once; after the last retry, the last answer is.
+RETRY = Retry(
+    total=3,
+    backoff_factor=0.5,
+    status_forcelist=(429, 502, 503, 504),
+    raise_on_status=False,
+)
 
 
 class _BearerTokenFile(requests.auth.AuthBase):

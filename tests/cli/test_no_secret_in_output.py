@@ -152,7 +152,7 @@ AUTH = [pytest.param("token", id="token-file"), pytest.param("url", id="url-user
         pytest.param(
             ["backtest", "--start", "now-1h", "--no-plot", "--no-progress"],
             1,
-            "Prometheus refused the query",
+            "refused the query: HTTP 401 Unauthorized: denied",
             id="backtest",
         ),
         pytest.param(

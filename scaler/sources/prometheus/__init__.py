@@ -22,7 +22,13 @@ has its own :class:`~scaler.core.signals.SignalStatus`.
 The names below are the package's public API.
 """
 
-from scaler.sources.prometheus.answers import Answer, BadSeries, QueryOutcome, parse_sample_value
+from scaler.sources.prometheus.answers import (
+    Answer,
+    BadSeries,
+    QueryOutcome,
+    error_answer_detail,
+    parse_sample_value,
+)
 from scaler.sources.prometheus.check import (
     ConfiguredQueryProblem,
     RateWindowProblem,
@@ -90,6 +96,7 @@ __all__ = [
     "check_configured_queries",
     "check_rate_window",
     "client_for",
+    "error_answer_detail",
     "parse_sample_value",
     "probe_problem",
     "read_bearer_token",

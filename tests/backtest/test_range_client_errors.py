@@ -1,0 +1,151 @@
+"""The backtest's range client against a Prometheus that answers errors, over real HTTP.
+
+An error answer is reported at once with its HTTP status and the server's message, as the
+controller reports it (``HTTP 500 Internal Server Error: ...``, or Prometheus' own
+``errorType: error (HTTP 500)``), never as "cannot reach" after retries; only answers that
+say "try again" (429, 502, 503, 504) are retried.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from requests.adapters import Retry
+from typer.testing import CliRunner
+
+import scaler.backtest.history as history
+from scaler.backtest.history import HistoryError, PrometheusRangeClient
+from scaler.cli import app
+from scaler.config.settings import PrometheusSettings
+
+SUCCESS = b'{"status":"success","data":{"resultType":"matrix","result":[]}}'
+
+
+class Scripted(ThreadingHTTPServer):
+    """Answers each request with the next (status, body) of ``answers`` (the last repeats)."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.answers: list[tuple[int, bytes]] = []
+        self.requests = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: Scripted
+
+    def do_GET(self) -> None:
+        server = self.server
+        status, body = server.answers[min(server.requests, len(server.answers) - 1)]
+        server.requests += 1
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def prom() -> Iterator[Scripted]:
+    server = Scripted()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shipped retry policy without its waits (no time passes in the tests)."""
+    monkeypatch.setattr(history, "RETRY", history.RETRY.new(backoff_factor=0))
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "detail"),
+    [
+        pytest.param(
+            500, b"boom: disk full", "HTTP 500 Internal Server Error: boom: disk full", id="plain"
+        ),
+        pytest.param(
+            500,
+            b'{"status":"error","errorType":"internal","error":"storage is closed"}',
+            "internal: storage is closed (HTTP 500)",
+            id="Prometheus' error",
+        ),
+        pytest.param(401, b"denied", "HTTP 401 Unauthorized: denied", id="401"),
+        pytest.param(
+            422,
+            b'{"status":"error","errorType":"execution","error":"too many samples"}',
+            "execution: too many samples (HTTP 422)",
+            id="422",
+        ),
+    ],
+)
+def test_an_error_answer_is_named_at_once(
+    prom: Scripted, no_backoff: None, status: int, body: bytes, detail: str
+) -> None:
+    prom.answers = [(status, body)]
+    client = PrometheusRangeClient(PrometheusSettings(prometheus_url=prom.url))
+    try:
+        with pytest.raises(HistoryError) as err:
+            client("up", 0.0, 60.0, 15.0)
+    finally:
+        client.close()
+    assert str(err.value) == f"Prometheus at {prom.url} refused the query: {detail}"
+    assert prom.requests == 1  # not retried
+
+
+def test_a_try_again_answer_is_retried_then_named(prom: Scripted, no_backoff: None) -> None:
+    prom.answers = [(503, b"overloaded"), (502, b"bad gateway"), (200, SUCCESS)]
+    client = PrometheusRangeClient(PrometheusSettings(prometheus_url=prom.url))
+    try:
+        assert client("up", 0.0, 60.0, 15.0) == []
+        assert prom.requests == 3
+        prom.answers, prom.requests = [(503, b"still overloaded")], 0
+        with pytest.raises(HistoryError) as err:
+            client("up", 0.0, 60.0, 15.0)
+    finally:
+        client.close()
+    assert prom.requests == 4  # the request and three retries
+    assert str(err.value) == (
+        f"Prometheus at {prom.url} refused the query: HTTP 503 Service Unavailable: "
+        "still overloaded"
+    )
+
+
+def test_the_retry_policy() -> None:
+    assert isinstance(history.RETRY, Retry)
+    assert (history.RETRY.total, history.RETRY.backoff_factor) == (3, 0.5)
+    assert set(history.RETRY.status_forcelist or ()) == {429, 502, 503, 504}
+    assert history.RETRY.raise_on_status is False
+
+
+def test_backtest_against_a_prometheus_answering_500(prom: Scripted, tmp_path: Path) -> None:
+    prom.answers = [(500, b"boom: disk full")]
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        "targets:\n"
+        "  - workload: {apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm}\n"
+    )
+    result = CliRunner().invoke(
+        app,
+        ["backtest", "--prometheus-url", prom.url, "--policy", str(policy), "--start", "now-1h",
+         "--no-plot", "--no-progress"],
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert (
+        f"Prometheus at {prom.url} refused the query: HTTP 500 Internal Server Error: "
+        "boom: disk full; query " in result.output
+    )
+    assert "cannot reach" not in result.output and "Max retries" not in result.output
+    assert prom.requests == 1
