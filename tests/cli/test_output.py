@@ -161,4 +161,5 @@ def test_sim_json(tmp_path: Path) -> None:
     assert doc["requests"] == doc["served"] + doc["rejected"] + doc["cut"] + doc["unfinished"]
     assert doc["requests"] > 0
     assert doc["plot"] == str(tmp_path.resolve() / "demo.png")
+    assert doc["failed_cycles"] == 0  # the controller ran, and none of its cycles failed
     assert "Decisions of vllm-scaler" in result.stderr
