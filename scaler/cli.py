@@ -20,6 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
+from scaler.config.cli_errors import Command, CommandGroup
 from scaler.config.cli_options import (
     PROMETHEUS_FIELDS,
     OutputFormat,
@@ -35,6 +36,7 @@ from scaler.telemetry.logging import configure_logging
 
 app = typer.Typer(
     name="vllm-scaler",
+    cls=CommandGroup,
     help="Autoscaling controller for vLLM inference servers on Kubernetes.",
     no_args_is_help=True,
     add_completion=False,
@@ -139,9 +141,9 @@ def recommend(
     _serve(settings, dry_run=True, once=once, output=str(output), check=True)
 
 
-@app.command("check-policy")
+@app.command("check-policy", cls=Command)
 def check_policy(
-    path: Annotated[Path, typer.Argument(help="YAML policy file.")],
+    path: Annotated[Path, typer.Argument(metavar="POLICY_FILE", help="YAML policy file.")],
     output: OutputOpt = OutputFormat.TEXT,
 ) -> None:
     """Validate a policy file and print the targets it defines."""
