@@ -222,8 +222,9 @@ class TargetPolicy(_Strict):
     prometheus_matchers: dict[Annotated[str, Field(pattern=_LABEL_NAME)], str] | None = Field(
         default=None,
         description=(
-            "Label matchers (exact values) that pick this target's vLLM series. Default: "
-            "namespace=<workload namespace> and pod matching the workload's pod names."
+            "Label matchers (exact values) that select this target's vLLM series. Default: "
+            "namespace=<workload namespace>. Only the series of the pods the Kubernetes API "
+            "lists for the workload count, by exact name."
         ),
     )
     # Scale to zero is not offered: with no pods there are no vLLM series to wake it up.
@@ -257,7 +258,9 @@ class TargetPolicy(_Strict):
 
     def matchers(self) -> dict[str, str]:
         """Exact-match label matchers of the target's vLLM series: ``prometheus_matchers``, or
-        its namespace (the source then adds its pod names, :meth:`pod_name_regex`)."""
+        its namespace (the source then keeps the series of the pods the Kubernetes API lists
+        for the workload, by exact name; only history, without pod lists, reads them by
+        :meth:`pod_name_regex`)."""
         if self.prometheus_matchers is not None:
             return dict(self.prometheus_matchers)
         return {"namespace": self.workload.namespace}
