@@ -13,6 +13,8 @@ prints instead::
     vllm-scaler: no such option: --intervall (did you mean --interval?); see vllm-scaler run --help
 
 with exit code 2. The value is printed through the masking streams like everything else.
+:class:`Command` writes a required argument in a usage line as ``POLICY_FILE``, not typer's
+``{POLICY_FILE}``.
 """
 
 from __future__ import annotations
