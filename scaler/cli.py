@@ -20,6 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
+from scaler.config.cli_errors import Command, CommandGroup
 from scaler.config.cli_options import (
     PROMETHEUS_FIELDS,
     OutputFormat,
@@ -35,6 +36,7 @@ from scaler.telemetry.logging import configure_logging
 
 app = typer.Typer(
     name="vllm-scaler",
+    cls=CommandGroup,
     help="Autoscaling controller for vLLM inference servers on Kubernetes.",
     no_args_is_help=True,
     add_completion=False,
@@ -139,13 +141,15 @@ def recommend(
     _serve(settings, dry_run=True, once=once, output=str(output), check=True)
 
 
-@app.command("check-policy")
+@app.command("check-policy", cls=Command)
 def check_policy(
-    path: Annotated[Path, typer.Argument(help="YAML policy file.")],
+    path: Annotated[Path, typer.Argument(metavar="POLICY_FILE", help="YAML policy file.")],
     output: OutputOpt = OutputFormat.TEXT,
 ) -> None:
-    """Validate a policy file and print the targets it defines."""
-    from scaler.sources.promql import target_selector
+    """Validate a policy file and print the targets it defines: replicas, signals, the
+    series the controller reads for each (the selector it sends; then only the series of the
+    pods the Kubernetes API lists for the workload count) and the selector of a backtest."""
+    from scaler.sources.promql import query_selector, target_selector
 
     try:
         p = load_policy(path)
@@ -158,7 +162,8 @@ def check_policy(
                 "min_replicas": t.min_replicas,
                 "max_replicas": t.max_replicas,
                 "signals": [str(s) for s in t.signals.enabled()],
-                "selector": target_selector(t),
+                "selector": query_selector(t),
+                "backtest_selector": target_selector(t),
             }
             for t in p.targets
         ]
@@ -168,8 +173,13 @@ def check_policy(
         typer.echo(
             f"{t.key}: replicas {t.min_replicas}..{t.max_replicas}, signals "
             + ", ".join(str(s) for s in t.signals.enabled())
-            + f", selector {{{target_selector(t)}}}"
         )
+        typer.echo(
+            f"  series    {{{query_selector(t)}}}, only those of the pods the Kubernetes API lists for "
+            f"{t.workload.kind} {t.workload.namespace}/{t.workload.name} (by exact name)"
+        )
+        history = "the same selector" if t.prometheus_matchers else "the pod-name pattern"
+        typer.echo(f"  backtest  {{{target_selector(t)}}} (history has no pod lists: {history})")
 
 
 def _register_subcommands() -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -17,9 +19,24 @@ from scaler.config.cli_options import (
     fail,
     settings_options,
 )
+from scaler.config.options import option_errors
 from scaler.config.settings import PrometheusSettings
 
 __all__ = ["register"]
+
+
+def _time_option(option: str, text: str, now: float) -> float:
+    """``--start`` or ``--end`` in Unix seconds; a bad one ends the command naming it."""
+    from scaler.backtest.timeparse import TimeParseError, parse_time
+
+    try:
+        return parse_time(text, now=now)
+    except TimeParseError as err:
+        raise fail(f"{option}: {err}") from None
+
+
+def _utc(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def register(app: typer.Typer) -> None:
@@ -60,7 +77,7 @@ def register(app: typer.Typer) -> None:
         ] = 120.0,
         target: Annotated[
             list[str] | None,
-            typer.Option(help="Only this target (namespace/Kind/name); repeatable."),
+            typer.Option(metavar="NAMESPACE/KIND/NAME", help="Only this target; repeatable."),
         ] = None,
         output: OutputOpt = OutputFormat.TEXT,
         plot: Annotated[Path, typer.Option(help="Where the PNG plot goes.")] = Path(
@@ -75,6 +92,7 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--progress/--no-progress",
                 help="Progress bar on stderr (default: when stderr is a terminal).",
+                show_default=False,
             ),
         ] = sys.stderr.isatty(),
     ) -> None:
@@ -84,7 +102,7 @@ def register(app: typer.Typer) -> None:
         from scaler.backtest.history import HistoryError, PrometheusRangeClient, make_grid
         from scaler.backtest.pipeline import NoReplicaHistoryError, run_backtest
         from scaler.backtest.report import format_text, plot_backtest, to_json
-        from scaler.backtest.timeparse import TimeParseError, parse_duration, parse_time
+        from scaler.backtest.timeparse import TimeParseError, parse_duration
         from scaler.config.policy import PolicyError, load_policy
         from scaler.telemetry.logging import configure_logging
 
@@ -92,22 +110,31 @@ def register(app: typer.Typer) -> None:
         # one line per step. The statuses are counted in the report instead.
         configure_logging("console", level="critical")
         now = time.time()
+        t_start = _time_option("--start", start, now)
+        t_end = _time_option("--end", end, now)
         try:
-            t_start = parse_time(start, now=now)
-            t_end = parse_time(end, now=now)
             step_s = parse_duration(step)
-        except TimeParseError as err:
-            raise fail(str(err)) from None
-        try:
             grid = make_grid(t_start, t_end, step_s)
-        except ValueError as err:
-            raise fail(f"--start/--end/--step: {err}") from None
-        if model_load_seconds < 0 or max_points < 1:
-            raise fail("--model-load-seconds >= 0 and --max-points >= 1 expected")
+        except TimeParseError as err:
+            raise fail(f"--step: {err}") from None
+        except ValueError:
+            if t_end < t_start:
+                raise fail(
+                    f"--end: value {end!r} ({_utc(t_end)}) is before --start {start!r} "
+                    f"({_utc(t_start)}): expected a time after --start"
+                ) from None
+            raise fail(f"--step: value {step!r}: expected a whole number of seconds >= 1") from None
+        errors = option_errors(
+            {"--model-load-seconds": (0, True, math.inf), "--max-points": (1, True, math.inf)},
+            model_load_seconds=model_load_seconds,
+            max_points=max_points,
+        )
+        if errors:
+            raise fail("; ".join(errors))
         try:
             pol = load_policy(policy)
         except PolicyError as err:
-            raise fail(str(err)) from None
+            raise fail(f"--policy: {err}") from None
         targets = [t for t in pol.targets if not target or t.key in target]
         unknown = sorted(set(target or ()) - {t.key for t in pol.targets})
         if unknown:

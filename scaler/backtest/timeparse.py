@@ -46,15 +46,18 @@ def parse_duration(text: str) -> float:
     s = text.strip()
     if not _DURATION.match(s):
         raise TimeParseError(
-            f"{text!r} is not a duration: use a number with a unit ms, s, m, h, d or w, "
-            "e.g. 15s, 6h, 1h30m"
+            f"value {text!r}: expected a duration, a number with a unit ms, s, m, h, d or w "
+            "(15s, 6h, 1h30m)"
         )
     total = 0.0
     last_unit = float("inf")
     for number, unit in _PART.findall(s):
         size = _UNIT_SECONDS[unit]
         if size >= last_unit:
-            raise TimeParseError(f"{text!r}: units must go from largest to smallest, once each")
+            raise TimeParseError(
+                f"value {text!r}: expected a duration with its units from largest to smallest, "
+                "once each (1h30m)"
+            )
         last_unit = size
         total += float(number) * size
     return total
@@ -78,7 +81,13 @@ def parse_time(text: str, *, now: float) -> float:
         sign, dur = rel.groups()
         if sign is None:
             return now
-        seconds = parse_duration(dur)
+        try:
+            seconds = parse_duration(dur)
+        except TimeParseError:
+            raise TimeParseError(
+                f"value {text!r}: expected now{sign}<duration>, a number with a unit ms, s, m, "
+                "h, d or w (now-6h, now-1h30m)"
+            ) from None
         return now - seconds if sign == "-" else now + seconds
     ago = low.removesuffix("ago").strip()
     if _DURATION.match(ago):
@@ -91,9 +100,11 @@ def parse_time(text: str, *, now: float) -> float:
         when = None
     if when is None or "T" not in s.upper():
         raise TimeParseError(
-            f"{text!r} is not a time: use RFC 3339 (2025-05-01T12:00:00Z), now, now-6h, "
-            "a duration ago (2h) or Unix seconds"
+            f"value {text!r}: expected a time: RFC 3339 (2025-05-01T12:00:00Z), now, now-6h, "
+            "a duration ago (2h or 2h ago) or Unix seconds"
         )
     if when.tzinfo is None:
-        raise TimeParseError(f"{text!r} has no UTC offset: add Z or +hh:mm (RFC 3339), e.g. {s}Z")
+        raise TimeParseError(
+            f"value {text!r}: expected a UTC offset: add Z or +hh:mm (RFC 3339), e.g. {s}Z"
+        )
     return when.timestamp()

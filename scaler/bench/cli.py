@@ -94,7 +94,10 @@ def register(app: typer.Typer) -> None:
             ),
         ] = False,
         jobs: Annotated[
-            int, typer.Option(help="Processes to simulate in (default: up to 2 CPUs).")
+            int,
+            typer.Option(
+                help="Processes to simulate in (default, 0: up to 2 CPUs).", show_default=False
+            ),
         ] = 0,
         plot: Annotated[
             Path | None, typer.Option(help="PNG path (default: out/bench/<trace>-bench.png).")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import re
 import types
 from collections.abc import Callable, Collection, Mapping
 from enum import StrEnum
@@ -83,14 +84,19 @@ OPTION_NAMES: dict[str, tuple[str, ...]] = {
 }
 
 #: What ``--help`` shows as the default of a field whose default is "decide at run time".
+#: The field's description then says no default of its own (:func:`_help` cuts it): help
+#: states a default once.
 SHOWN_DEFAULTS = {
     "kubeconfig": "in-cluster in a pod, else ~/.kube/config",
     "kube_context": "current-context",
     "in_cluster": "yes in a pod without --kubeconfig",
-    "leader_election": "on with in-cluster configuration",
-    "lease_namespace": "the pod's namespace",
-    "lease_identity": "pod name + random suffix",
+    "leader_election": "on with in-cluster configuration, off elsewhere; never in a dry run",
+    "lease_namespace": "the pod's namespace (POD_NAMESPACE or the service account's), "
+    "else 'default'",
+    "lease_identity": "pod name (or hostname) + random suffix",
 }
+#: A description's own statement of its default ("...; default: x." or "... Default: x.").
+_DESCRIBED_DEFAULT = re.compile(r"(?:;\s*|\.\s+)[Dd]efault:.*$", re.DOTALL)
 
 #: The fields of the one Prometheus client configuration.
 PROMETHEUS_FIELDS: tuple[str, ...] = tuple(PrometheusSettings.model_fields)
@@ -124,8 +130,10 @@ def _option_type(field: FieldInfo) -> Any:
     return str  # URLs, Literal choices, header lists: validated (and explained) by pydantic
 
 
-def _help(field: FieldInfo) -> str:
+def _help(name: str, field: FieldInfo) -> str:
     text = field.description or ""
+    if name in SHOWN_DEFAULTS:
+        text = _DESCRIBED_DEFAULT.sub(".", text)
     annotation: Any = field.annotation
     if get_origin(annotation) is Literal:
         text += " One of: " + ", ".join(str(a) for a in get_args(annotation)) + "."
@@ -239,7 +247,7 @@ def settings_options(
             info = model.model_fields[name]
             option = typer.Option(
                 *option_names(name, names),
-                help=_help(info),
+                help=_help(name, info),
                 envvar=env_name(name),
                 show_envvar=True,
                 show_default=_shown_default(name, info, own_defaults.get(name)),

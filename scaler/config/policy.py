@@ -13,6 +13,7 @@ from typing import Annotated, Any, Self
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from scaler.config.policy_errors import describe_document, describe_yaml_error, validation_lines
 from scaler.config.vocabulary import SignalName
 
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -221,8 +222,9 @@ class TargetPolicy(_Strict):
     prometheus_matchers: dict[Annotated[str, Field(pattern=_LABEL_NAME)], str] | None = Field(
         default=None,
         description=(
-            "Label matchers (exact values) that pick this target's vLLM series. Default: "
-            "namespace=<workload namespace> and pod matching the workload's pod names."
+            "Label matchers (exact values) that select this target's vLLM series. Default: "
+            "namespace=<workload namespace>. Only the series of the pods the Kubernetes API "
+            "lists for the workload count, by exact name."
         ),
     )
     # Scale to zero is not offered: with no pods there are no vLLM series to wake it up.
@@ -256,7 +258,9 @@ class TargetPolicy(_Strict):
 
     def matchers(self) -> dict[str, str]:
         """Exact-match label matchers of the target's vLLM series: ``prometheus_matchers``, or
-        its namespace (the source then adds its pod names, :meth:`pod_name_regex`)."""
+        its namespace (the source then keeps the series of the pods the Kubernetes API lists
+        for the workload, by exact name; only history, without pod lists, reads them by
+        :meth:`pod_name_regex`)."""
         if self.prometheus_matchers is not None:
             return dict(self.prometheus_matchers)
         return {"namespace": self.workload.namespace}
@@ -286,18 +290,6 @@ class PolicyError(ValueError):
     """A policy file could not be read or is invalid. The message names file, field and value."""
 
 
-def _loc(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif not part.isidentifier():  # an odd key (spaces, control characters): quoted
-            out += f"[{part!r}]"
-        else:
-            out += f".{part}" if out else part
-    return out or "(top level)"
-
-
 def parse_policy(data: Any, *, source: str = "<policy>") -> Policy:
     """Validate an already-parsed YAML/JSON document as a :class:`Policy`.
 
@@ -307,23 +299,7 @@ def parse_policy(data: Any, *, source: str = "<policy>") -> Policy:
     try:
         return Policy.model_validate(data)
     except ValidationError as err:
-        lines = []
-        for e in err.errors():
-            where = f"{source}: {_loc(tuple(e['loc']))}"
-            if e["type"] == "missing":
-                lines.append(f"{where}: required field missing")
-                continue
-            value = e.get("input")
-            shown = repr(value) if not isinstance(value, dict | list) else type(value).__name__
-            hint = ""
-            if (
-                e["loc"]
-                and e["loc"][-1] == "target_ratio"
-                and isinstance(value, int | float)
-                and 1 < value <= 100
-            ):
-                hint = f" (a 0-1 ratio, not a percent: {value:g}% is {value / 100:g})"
-            lines.append(f"{where}: value {shown}: {e['msg']}{hint}")
+        lines = validation_lines(err, Policy, source)
         raise PolicyError("invalid policy\n  " + "\n  ".join(lines)) from None
 
 
@@ -340,7 +316,7 @@ def load_policy(path: Path) -> Policy:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise PolicyError(f"{path}: not valid YAML: {err}") from None
+        raise PolicyError(f"{path}: not valid YAML {describe_yaml_error(err)}") from None
     if not isinstance(data, dict):
-        raise PolicyError(f"{path}: expected a mapping with 'targets', got {type(data).__name__}")
+        raise PolicyError(f"{path}: {describe_document(data)}; expected a mapping with 'targets'")
     return parse_policy(data, source=str(path))

@@ -101,7 +101,9 @@ def _previews(settings: PrometheusSettings, folder: Path, minutes: float) -> lis
                 )
             ]
     except (httpx.HTTPError, OSError, RuntimeError, ValueError) as err:
-        raise fail(f"previews: {type(err).__name__}: {err}", 1) from None
+        # the URL as every command shows it: without its password
+        url = settings.prometheus_summary()["url"]
+        raise fail(f"previews: Prometheus at {url}: {type(err).__name__}: {err}", 1) from None
 
 
 def register(app: typer.Typer) -> None:
@@ -112,11 +114,12 @@ def register(app: typer.Typer) -> None:
 def main() -> None:
     """``python -m scaler.dashboards``: the ``dashboards`` command alone, printing through the
     same secret-masking streams as ``vllm-scaler``."""
+    from scaler.config.cli_errors import CommandGroup
     from scaler.config.cli_options import register_environment_secrets
     from scaler.telemetry import redact
 
     redact.install()
     register_environment_secrets()
-    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    app = typer.Typer(cls=CommandGroup, add_completion=False, pretty_exceptions_enable=False)
     register(app)
     app()

@@ -31,6 +31,11 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+#: The ``model_name`` label of the simulated replicas: the model of the concurrency sweep the
+#: replica model is calibrated to (:mod:`scaler.sim.calibration`), as vLLM names a Hugging Face
+#: model it serves.
+SERVED_MODEL_NAME: Final = "mistralai/Mistral-7B-Instruct-v0.3"
+
 __all__ = [
     "CONTENT_TYPE",
     "E2E_BUCKETS",
@@ -39,6 +44,7 @@ __all__ = [
     "KV_METRIC_NEW",
     "KV_METRIC_OLD",
     "PARAMS_N_BUCKETS",
+    "SERVED_MODEL_NAME",
     "TTFT_BUCKETS",
     "Histogram",
     "VllmMetrics",
@@ -162,7 +168,7 @@ class VllmMetrics:
     def __init__(
         self,
         *,
-        model_name: str = "meta-llama/Llama-3.1-8B-Instruct",
+        model_name: str = SERVED_MODEL_NAME,
         engine: str = "0",
         kv_metric_name: str = KV_METRIC_NEW,
         show_hidden_metrics: bool = False,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from scaler.sim.engine import ReplicaEngine, ReplicaModel, SimRequest
-from scaler.sim.exposition import KV_METRIC_NEW, VllmMetrics
+from scaler.sim.exposition import KV_METRIC_NEW, SERVED_MODEL_NAME, VllmMetrics
 from scaler.sim.kubeapi import ScaleChange
 from scaler.sim.routing import GATEWAY_SCRAPE_SECONDS, Routing, make_router
 
@@ -88,7 +88,7 @@ class FleetConfig:
     termination_grace_seconds: float = 120.0
     initial_replicas: int = 1
     kv_metric_name: str = KV_METRIC_NEW
-    model_name: str = "meta-llama/Llama-3.1-8B-Instruct"
+    model_name: str = SERVED_MODEL_NAME
     seed: int = 0
     routing: Routing | str = Routing.RANDOM
     gateway_scrape_seconds: float = GATEWAY_SCRAPE_SECONDS

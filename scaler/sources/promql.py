@@ -100,6 +100,7 @@ __all__ = [
     "pods_selector",
     "promql_duration",
     "promql_string",
+    "query_selector",
     "recorded_ttft_metric",
     "recording_rule_expr",
     "target_selector",
@@ -234,16 +235,28 @@ def recording_rule_expr(rate_window_seconds: float) -> str:
 
 
 def target_selector(target: TargetPolicy) -> str:
-    """The label selector body of one target's vLLM series as the user sees it, e.g.
+    """The label selector body of one target's vLLM series in history, e.g.
     ``namespace="llm",pod=~"vllm-[a-z0-9]+-[a-z0-9]+"``: its exact-match
     :meth:`~scaler.config.policy.TargetPolicy.matchers`, and with the default matchers a regex
-    on the pod names of the workload. Used in messages and by the backtest, which has no pod
-    list; the live source selects the pods the Kubernetes API lists (:func:`pods_selector`).
+    on the pod names of the workload. Only the backtest reads series by it (history has no
+    pod lists); the live source sends :func:`query_selector` and keeps the series of the pods
+    the Kubernetes API lists (:func:`pods_selector` for TTFT).
     """
     parts = [f'{k}="{label_value(v)}"' for k, v in sorted(target.matchers().items())]
     if target.prometheus_matchers is None:
         parts.append(f'pod=~"{label_value(target.pod_name_regex())}"')
     return ",".join(parts)
+
+
+def query_selector(target: TargetPolicy) -> str:
+    """The label selector body the live per-pod queries send for ``target``: its
+    ``prometheus_matchers``, or with the default matchers its namespace alone
+    (``namespace="llm"``; :func:`build_query_plan` joins the default targets' namespaces).
+    Either way the source keeps only the series of the pods the Kubernetes API lists for the
+    target, by exact name, never by a pod-name pattern."""
+    if target.prometheus_matchers is not None:
+        return target_selector(target)
+    return f'namespace="{label_value(target.workload.namespace)}"'
 
 
 def pods_selector(namespace: str, pods: Sequence[str]) -> str:

@@ -158,7 +158,7 @@ AUTH = [pytest.param("token", id="token-file"), pytest.param("url", id="url-user
         pytest.param(
             ["dashboards", "--out", "{tmp}/d", "--previews", "{tmp}/p"],
             1,
-            "previews: RuntimeError: HTTP 401",
+            "/: RuntimeError: HTTP 401",
             id="dashboards-previews",
         ),
     ],

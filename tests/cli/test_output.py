@@ -53,7 +53,8 @@ def _policy_file(tmp_path: Path) -> Path:
                         "min_replicas": 1,
                         "max_replicas": 10,
                         "signals": ["queue_depth", "kv_cache_usage", "ttft_p95"],
-                        "selector": 'namespace="llm",pod=~"vllm-[a-z0-9]+-[a-z0-9]+"',
+                        "selector": 'namespace="llm"',
+                        "backtest_selector": 'namespace="llm",pod=~"vllm-[a-z0-9]+-[a-z0-9]+"',
                     }
                 ]
             ),
@@ -61,7 +62,13 @@ def _policy_file(tmp_path: Path) -> Path:
         ),
         pytest.param(
             "text",
-            lambda out: out.startswith(f"{KEY}: replicas 1..10, signals queue_depth, "),
+            lambda out: (
+                out == f"{KEY}: replicas 1..10, signals queue_depth, kv_cache_usage, ttft_p95\n"
+                '  series    {namespace="llm"}, only those of the pods the Kubernetes API lists '
+                "for Deployment llm/vllm (by exact name)\n"
+                '  backtest  {namespace="llm",pod=~"vllm-[a-z0-9]+-[a-z0-9]+"} (history has no '
+                "pod lists: the pod-name pattern)\n"
+            ),
             id="text",
         ),
     ],
@@ -163,3 +170,30 @@ def test_sim_json(tmp_path: Path) -> None:
     assert doc["plot"] == str(tmp_path.resolve() / "demo.png")
     assert doc["failed_cycles"] == 0  # the controller ran, and none of its cycles failed
     assert "Decisions of vllm-scaler" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "matchers", [pytest.param(None, id="default"), pytest.param({"model_name": "m"}, id="matchers")]
+)
+def test_check_policy_prints_the_selector_the_controller_sends(
+    tmp_path: Path, matchers: dict[str, str] | None
+) -> None:
+    """What check-policy calls the target's series is what the live per-pod queries select
+    (the pod-name pattern is the backtest's only)."""
+    from scaler.config.policy import load_policy
+    from scaler.sources.promql import build_query_plan
+
+    doc = case_target_doc()
+    if matchers:
+        doc["prometheus_matchers"] = matchers
+    path = tmp_path / "policy.yaml"
+    path.write_text(yaml.safe_dump({"targets": [doc]}))
+    plan = build_query_plan(load_policy(path).targets, rate_window_seconds=60)
+    [shown] = json.loads(_invoke(["check-policy", str(path), "-o", "json"]).stdout)
+    assert shown["selector"] == plan.selectors[plan.selector_group[KEY]]
+    assert all(shown["selector"] in q for q in plan.queries.values())
+    text = _invoke(["check-policy", str(path)]).stdout
+    assert "pod=~" not in text.splitlines()[1]
+    if matchers:
+        assert shown["selector"] == shown["backtest_selector"] == 'model_name="m"'
+        assert text.splitlines()[2].endswith("(history has no pod lists: the same selector)")

@@ -68,7 +68,7 @@ def test_statefulset_and_custom_matchers() -> None:
         ),
         pytest.param(
             {"maxReplicas": 4},
-            "targets[0].maxReplicas: value 4: Extra inputs are not permitted",
+            "targets[0].maxReplicas: value 4: unknown field; did you mean max_replicas?",
             id="unknown field",
         ),
         pytest.param(
@@ -112,8 +112,9 @@ def test_file_errors(tmp_path: Path) -> None:
         load_policy(bad)
     listy = tmp_path / "list.yaml"
     listy.write_text("- 1\n")
-    with pytest.raises(PolicyError, match="expected a mapping with 'targets', got list"):
+    with pytest.raises(PolicyError) as err:
         load_policy(listy)
+    assert str(err.value) == f"{listy}: the file holds a list; expected a mapping with 'targets'"
 
 
 def test_shipped_demo_policy_is_valid() -> None:
@@ -171,3 +172,81 @@ def test_a_missing_field_and_a_percent_for_a_ratio_say_so() -> None:
     with pytest.raises(PolicyError) as err:
         parse_policy(_target(signals={"kv_cache_usage": {"target_ratio": 80}}), source="p.yaml")
     assert "(a 0-1 ratio, not a percent: 80% is 0.8)" in str(err.value)
+
+
+def _message(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    with pytest.raises(PolicyError) as err:
+        load_policy(path)
+    return str(err.value).replace(str(path), "p.yaml")
+
+
+DEPLOYMENT = "{apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm}"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param(
+            f"targets:\n  - workload: {DEPLOYMENT}\n    min_replicas: 9\n    max_replicas: 8\n",
+            "invalid policy\n  p.yaml: targets[0]: max_replicas (8) must be >= min_replicas (9)",
+            id="across-fields",
+        ),
+        pytest.param(
+            f"targets:\n  - workload: {DEPLOYMENT}\n  - workload: {DEPLOYMENT}\n",
+            "invalid policy\n  p.yaml: (top level): target llm/Deployment/vllm is listed twice",
+            id="duplicate-target",
+        ),
+        pytest.param(
+            f"targets:\n  - workload: {DEPLOYMENT}\n    min_replica: 2\n",
+            "invalid policy\n  p.yaml: targets[0].min_replica: value 2: unknown field; did you "
+            "mean min_replicas? (targets[0] takes workload, prometheus_matchers, min_replicas, "
+            "max_replicas, signals, tolerance, scale_up, scale_down, model_load_timeout_seconds)",
+            id="unknown-field",
+        ),
+        pytest.param(
+            f"targets:\n  - workload: {DEPLOYMENT}\n    signals: {{ttft_p99: {{}}}}\n",
+            "invalid policy\n  p.yaml: targets[0].signals.ttft_p99: value a mapping: unknown "
+            "field; did you mean ttft_p95? (targets[0].signals takes queue_depth, "
+            "kv_cache_usage, ttft_p95)",
+            id="unknown-section",
+        ),
+        pytest.param(
+            f"rate_window: 30\ntargets:\n  - workload: {DEPLOYMENT}\n",
+            "invalid policy\n  p.yaml: rate_window: value 30: unknown field; did you mean "
+            "rate_window_seconds? (the top level takes rate_window_seconds, targets)",
+            id="unknown-top-level",
+        ),
+        pytest.param(
+            "targets:\n  - workload: {apiVersion: apps/v1, kind: Deployment, namespace: llm, "
+            "name: vllm, x: 1}\n",
+            "invalid policy\n  p.yaml: targets[0].workload.x: value 1: unknown field "
+            "(targets[0].workload takes apiVersion, kind, namespace, name, plural)",
+            id="unknown-nothing-close",
+        ),
+        pytest.param(
+            f"targets:\n  - workload: {DEPLOYMENT}\n    tolerance: 3\n",
+            "invalid policy\n  p.yaml: targets[0].tolerance: value 3: expected a mapping",
+            id="scalar-for-a-section",
+        ),
+        pytest.param(
+            "targets:\n  - workload: [\n  x: 1\n",
+            "p.yaml: not valid YAML at line 4, column 1: expected ',' or ']', but got "
+            "'<stream end>' (while parsing a flow sequence at line 2, column 15)",
+            id="yaml-syntax",
+        ),
+        pytest.param(
+            "", "p.yaml: the file is empty; expected a mapping with 'targets'", id="empty"
+        ),
+        pytest.param(
+            "hello\n",
+            "p.yaml: the file holds 'hello'; expected a mapping with 'targets'",
+            id="scalar",
+        ),
+    ],
+)
+def test_policy_errors_name_file_field_value_and_expectation(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    assert _message(tmp_path, text) == message

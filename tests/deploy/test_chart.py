@@ -344,9 +344,67 @@ def test_a_changed_policy_rolls_the_pods() -> None:
             id="namespaces-without-targets",
         ),
         pytest.param(
-            {"rbac": {"scope": "namespaces"}, "policy": {"targets": [{"workload": {"name": "x"}}]}},
+            {
+                "rbac": {"scope": "namespaces"},
+                "policy": {
+                    "targets": [
+                        {"workload": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "x"}}
+                    ]
+                },
+            },
             "policy.targets[0].workload.namespace: missing",
             id="target-no-namespace",
+        ),
+        pytest.param(
+            {"policy": "targets: [\n"},
+            "policy: not a YAML mapping: error converting YAML to JSON: yaml: line 1: did not "
+            "find expected node content",
+            id="policy-not-yaml",
+        ),
+        pytest.param(
+            {"policy": "- a\n"},
+            "policy: not a YAML mapping: error unmarshaling JSON",
+            id="policy-a-list",
+        ),
+        pytest.param(
+            {"policy": ""},
+            "policy: empty; expected the policy file, a mapping with 'targets' "
+            "(--set-file policy=my-policy.yaml)",
+            id="policy-empty",
+        ),
+        pytest.param(
+            {"policy": "rate_window_seconds: 60\n"},
+            "policy: no 'targets' (it has rate_window_seconds); expected a mapping with "
+            "'targets', the list of targets",
+            id="policy-without-targets",
+        ),
+        pytest.param(
+            {"policy": "targets: 3\n"},
+            "policy.targets: value 3: expected a list of targets",
+            id="targets-not-a-list",
+        ),
+        pytest.param(
+            {"policy": "targets: [vllm]\n"},
+            "policy.targets[0]: value \"vllm\": expected a mapping with 'workload'",
+            id="target-not-a-mapping",
+        ),
+        pytest.param(
+            {"policy": "targets: [{min_replicas: 2}]\n"},
+            "policy.targets[0].workload: missing; expected a mapping with apiVersion, kind, "
+            "namespace and name",
+            id="target-without-workload",
+        ),
+        pytest.param(
+            {"policy": "targets: [{workload: vllm}]\n"},
+            'policy.targets[0].workload: value "vllm": expected a mapping with apiVersion, '
+            "kind, namespace and name",
+            id="workload-not-a-mapping",
+        ),
+        pytest.param(
+            {"leaderElection": {"renewDeadlineSeconds": 20}},
+            "leaderElection: retryPeriodSeconds 2, renewDeadlineSeconds 20, leaseDurationSeconds "
+            "15: expected retryPeriodSeconds < renewDeadlineSeconds < leaseDurationSeconds",
+            id="lease-timings",
         ),
         pytest.param(
             {"serviceAccount": {"create": False}},
@@ -367,3 +425,64 @@ def test_namespaced_overlay_roles_follow_the_base_policy() -> None:
     wanted = {t["workload"]["namespace"] for t in policy["targets"]}
     generated = files(DEPLOY / "overlays" / "namespaced" / "rbac.yaml")
     assert {d["metadata"]["namespace"] for d in generated if d["kind"] == "Role"} == wanted
+
+
+@pytest.mark.parametrize(
+    ("values", "messages"),
+    [
+        pytest.param({"replicas": 0}, ["at '/replicas': minimum: got 0, want 1"], id="replicas"),
+        pytest.param({"replica": 2}, ["additional properties 'replica' not allowed"], id="typo"),
+        pytest.param(
+            {"metricsPort": 70000},
+            ["at '/metricsPort': maximum: got 70,000, want 65,535"],
+            id="port",
+        ),
+        pytest.param(
+            {"controlIntervalSeconds": "15s"},
+            ["at '/controlIntervalSeconds': got string, want number"],
+            id="interval-type",
+        ),
+        pytest.param(
+            {"logLevel": "loud"},
+            ["at '/logLevel': value must be one of 'debug', 'info', 'warning', 'error'"],
+            id="log-level",
+        ),
+        pytest.param(
+            {"prometheus": {"url": "prometheus:9090", "timeoutSeconds": -1}},
+            [
+                "at '/prometheus/url': 'prometheus:9090' does not match pattern",
+                "at '/prometheus/timeoutSeconds': exclusiveMinimum: got -1, want 0",
+            ],
+            id="prometheus",
+        ),
+        pytest.param(
+            {"serviceMonitor": {"interval": "15"}},
+            ["at '/serviceMonitor/interval': '15' does not match pattern"],
+            id="scrape-interval",
+        ),
+    ],
+)
+def test_values_out_of_range_fail_before_rendering(
+    values: dict[str, Any], messages: list[str]
+) -> None:
+    """values.schema.json: Helm refuses the values (install, template, lint) naming the
+    value's path, what it got and what it wants."""
+    helm = pytest.importorskip("helm_python")
+    with pytest.raises(helm.HelmValuesError) as err:
+        helm_render(values)
+    for message in messages:
+        assert message in str(err.value)
+    report = helm_lint(values)
+    assert report["errors"], report
+
+
+def test_the_schema_covers_every_value_of_values_yaml() -> None:
+    """Every top-level value (and every key of the chart's own sections) is in the schema,
+    so that a value added to values.yaml without it fails here, not in a user's install."""
+    chart = DEPLOY / "helm" / "vllm-scaler"
+    schema = json.loads((chart / "values.schema.json").read_text())
+    values = yaml.safe_load((chart / "values.yaml").read_text())
+    assert set(values) <= set(schema["properties"])
+    for key, section in schema["properties"].items():
+        if section.get("additionalProperties") is False:
+            assert set(values[key]) <= set(section["properties"]), key

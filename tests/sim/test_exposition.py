@@ -13,6 +13,7 @@ from scaler.sim.exposition import (
     ITERATION_TOKEN_BUCKETS,
     ITL_BUCKETS,
     PARAMS_N_BUCKETS,
+    SERVED_MODEL_NAME,
     TTFT_BUCKETS,
     VllmMetrics,
     one_two_five_buckets,
@@ -250,3 +251,24 @@ def test_registries_are_per_replica() -> None:
     assert a.registry is not b.registry
     assert 'vllm:num_requests_waiting{engine="0",model_name' in a.render().decode()
     assert a.render() != b.render()
+
+
+def test_the_replicas_are_labelled_with_the_model_they_are_calibrated_to() -> None:
+    """The fleet's pods carry the served-model name of the sweep the replica model is
+    calibrated to (``scaler.sim.calibration``), and the README says the same."""
+    from pathlib import Path
+
+    from scaler.sim import calibration
+    from scaler.sim.fleet import FleetConfig
+
+    assert SERVED_MODEL_NAME == "mistralai/Mistral-7B-Instruct-v0.3"
+    assert "Mistral-7B-Instruct-v0.3" in (calibration.__doc__ or "")
+    assert FleetConfig().model_name == SERVED_MODEL_NAME
+    text = VllmMetrics().render().decode()
+    assert (
+        'vllm:num_requests_waiting{engine="0",model_name="mistralai/Mistral-7B-Instruct-v0.3"}'
+        in text
+    )
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert f'labelled `model_name="{SERVED_MODEL_NAME}"`' in readme
+    assert "Llama" not in text

@@ -3,7 +3,8 @@ a moment ago.
 
 A series counts for a target only when its pod is one of the target's own, matched by exact
 name: the pods of the snapshot (the scale subresource's selector, listed through the API),
-or, with explicit ``prometheus_matchers``, whatever those matchers pick. A pod name pattern
+among the series of its namespace or, with explicit ``prometheus_matchers``, among those the
+matchers select. A pod name pattern
 never decides: another workload's pods can share the name's prefix (a StatefulSet
 ``vllm-70b`` beside a Deployment ``vllm``) and Kubernetes shortens long generated names.
 

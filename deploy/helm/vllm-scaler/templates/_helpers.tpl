@@ -47,13 +47,54 @@ app.kubernetes.io/part-of: vllm-scaler
 {{- end }}
 {{- end }}
 
-{{/* The policy file's text: values.policy is a mapping or the file's text. */}}
+{{/*
+The policy file's text: values.policy is a mapping or the file's text. Rendering fails,
+naming the field, when it is not YAML or not the shape of a policy (a mapping whose
+'targets' list holds each target's workload); the controller checks the rest at start
+(`vllm-scaler check-policy` before installing).
+*/}}
 {{- define "vllm-scaler.policyText" -}}
+{{- $text := "" }}
 {{- if kindIs "string" .Values.policy }}
-{{- .Values.policy }}
-{{- else }}
-{{- toYaml .Values.policy }}
+{{- $text = .Values.policy }}
+{{- else if .Values.policy }}
+{{- $text = toYaml .Values.policy }}
 {{- end }}
+{{- if not (trim $text) }}
+{{- fail "policy: empty; expected the policy file, a mapping with 'targets' (--set-file policy=my-policy.yaml)" }}
+{{- end }}
+{{- $policy := fromYaml $text }}
+{{- if hasKey $policy "Error" }}
+{{- fail (printf "policy: not a YAML mapping: %s" $policy.Error) }}
+{{- end }}
+{{- if not (hasKey $policy "targets") }}
+{{- fail (printf "policy: no 'targets' (it has %s); expected a mapping with 'targets', the list of targets" (keys $policy | sortAlpha | join ", ")) }}
+{{- end }}
+{{- $targets := $policy.targets }}
+{{- if not (kindIs "slice" $targets) }}
+{{- fail (printf "policy.targets: value %s: expected a list of targets" (toJson $targets)) }}
+{{- end }}
+{{- if not $targets }}
+{{- fail "policy.targets: empty; expected at least one target" }}
+{{- end }}
+{{- range $i, $t := $targets }}
+{{- if not (kindIs "map" $t) }}
+{{- fail (printf "policy.targets[%d]: value %s: expected a mapping with 'workload'" $i (toJson $t)) }}
+{{- end }}
+{{- if not (hasKey $t "workload") }}
+{{- fail (printf "policy.targets[%d].workload: missing; expected a mapping with apiVersion, kind, namespace and name" $i) }}
+{{- end }}
+{{- $w := get $t "workload" }}
+{{- if not (kindIs "map" $w) }}
+{{- fail (printf "policy.targets[%d].workload: value %s: expected a mapping with apiVersion, kind, namespace and name" $i (toJson $w)) }}
+{{- end }}
+{{- range $k := list "apiVersion" "kind" "namespace" "name" }}
+{{- if not (get $w $k) }}
+{{- fail (printf "policy.targets[%d].workload.%s: missing" $i $k) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $text }}
 {{- end }}
 
 {{/* The namespaces of the policy's targets, sorted and unique, joined by commas. */}}

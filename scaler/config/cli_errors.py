@@ -1,0 +1,136 @@
+"""Usage errors of the command line as one line naming the option, the value and what was
+expected, as every other error of the command line reads.
+
+typer converts an option's text with pydantic and reports pydantic's wording without the value
+(``Invalid value for '--interval' ...: Input should be a valid number, unable to parse string
+as a number``; ``Value error, 'yaml' is not one of 'text', 'json'``). :class:`CommandGroup`,
+the group class of the ``vllm-scaler`` app, catches the usage errors of its commands and
+prints instead::
+
+    vllm-scaler: --interval: value 'abc': expected a number
+    vllm-scaler: --output: value 'yaml': expected one of text, json
+    vllm-scaler: VLLM_SCALER_CONTROL_INTERVAL_SECONDS (--interval): value 'abc': expected a number
+    vllm-scaler: no such option: --intervall (did you mean --interval?); see vllm-scaler run --help
+
+with exit code 2. The value is printed through the masking streams like everything else.
+:class:`Command` writes a required argument in a usage line as ``POLICY_FILE``, not typer's
+``{POLICY_FILE}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from pydantic import ValidationError
+from typer.core import TyperCommand, TyperGroup
+
+__all__ = ["Command", "CommandGroup", "describe_bad_parameter"]
+
+#: pydantic's error types of a value typer could not convert, as the expectation.
+_EXPECTED = {
+    "float_parsing": "a number",
+    "float_type": "a number",
+    "int_parsing": "a whole number",
+    "int_type": "a whole number",
+    "int_from_float": "a whole number",
+    "bool_parsing": "true or false",
+    "bool_type": "true or false",
+    "path_type": "a path",
+}
+
+
+def _option_name(err: typer.BadParameter) -> str:
+    """The option as given: its first long name, or its variable when the value came from
+    the environment."""
+    param: Any = err.param
+    if param is None:
+        return "value"
+    opts = [o for o in (*param.opts, *param.secondary_opts) if o.startswith("--")] or list(
+        param.opts
+    )
+    name = opts[0] if opts else str(param.human_readable_name)
+    if param.param_type_name == "argument":
+        name = str(param.human_readable_name)
+    ctx = err.ctx
+    source = ctx.get_parameter_source(param.name) if ctx is not None and param.name else None
+    envvar = param.envvar if isinstance(param.envvar, str) else None
+    if source is not None and source.name == "ENVIRONMENT" and envvar:
+        return f"{envvar} ({name})"
+    return name
+
+
+def _choices(param: Any) -> list[str] | None:
+    descriptor = getattr(param, "type_descriptor", None)
+    choices = getattr(descriptor, "choices", None)
+    if not choices:
+        return None
+    return [str(getattr(c, "value", c)) for c in choices]
+
+
+def describe_bad_parameter(err: typer.BadParameter) -> str:
+    """``<option>: value <v>: expected <what>`` for a value typer could not convert (the
+    value and pydantic's error come from the error's cause)."""
+    name = _option_name(err)
+    cause = err.__cause__
+    detail = err.message
+    value: object = None
+    has_value = False
+    if isinstance(cause, ValidationError) and cause.errors():
+        first = cause.errors()[0]
+        value, has_value = first.get("input"), "input" in first
+        expected = _EXPECTED.get(first["type"])
+        msg = str(first["msg"]).removeprefix("Value error, ").rstrip(".")
+        detail = f"expected {expected}" if expected else msg.replace("Input should be", "expected")
+    choices = _choices(err.param)
+    if choices is not None:
+        detail = "expected one of " + ", ".join(choices)
+    shown = f"value {value!r}: " if has_value else ""
+    return f"{name}: {shown}{detail}"
+
+
+#: click's UsageError as typer ships it (typer exports only its BadParameter subclass).
+_USAGE_ERROR: type[Exception] = next(
+    c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError"
+)
+
+
+class CommandGroup(TyperGroup):
+    """The app's group: a usage error of any command is one line on stderr, exit code 2."""
+
+    def invoke(self, ctx: Any) -> Any:
+        """Run the command; a usage error becomes one line (:func:`describe_bad_parameter`
+        for a value that could not be converted, the parser's message and the command's
+        ``--help`` otherwise)."""
+        args = [*getattr(ctx, "_protected_args", ()), *ctx.args]
+        command = args[0] if args and args[0] in self.commands else None
+        try:
+            return super().invoke(ctx)
+        except typer.BadParameter as err:
+            if type(err) is not typer.BadParameter:  # a missing argument or option
+                raise _usage_line(err, command) from None
+            typer.echo(f"vllm-scaler: {describe_bad_parameter(err)}", err=True)
+            raise typer.Exit(2) from None
+        except _USAGE_ERROR as err:
+            raise _usage_line(err, command) from None
+
+
+def _usage_line(err: Any, command: str | None) -> typer.Exit:
+    """Print ``vllm-scaler: <message>; see vllm-scaler <command> --help``; return the Exit
+    to raise."""
+    words = [command] if command else []
+    message = str(err.format_message()).rstrip(".")
+    message = message[:1].lower() + message[1:]
+    help_of = " ".join(["vllm-scaler", *words, "--help"])
+    typer.echo(f"vllm-scaler: {message}; see {help_of}", err=True)
+    return typer.Exit(2)
+
+
+class Command(TyperCommand):
+    """A command whose usage line names a required argument as ``POLICY_FILE``, the usual
+    convention, not typer's ``{POLICY_FILE}`` (which reads as an unfilled placeholder)."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        """The usage line's pieces, braces around required arguments dropped."""
+        pieces: list[str] = super().collect_usage_pieces(ctx)
+        return [p[1:-1] if p.startswith("{") and p.endswith("}") else p for p in pieces]

@@ -1,0 +1,157 @@
+"""Error messages of the policy file, in the project's words rather than pydantic's or PyYAML's.
+
+Each message names the file, the field path, the value and what was expected:
+
+- a check across fields (a model validator) says what it checks, without pydantic's
+  ``Value error,`` prefix or the mapping it was given (``value dict``);
+- an unknown field names the fields its section takes, and the closest one (difflib);
+- a YAML syntax error names the file, the line and the column (1-based), not
+  ``"<unicode string>"``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+from collections.abc import Sequence
+from typing import Any, Union, get_args, get_origin
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+__all__ = ["describe_document", "describe_yaml_error", "field_path", "validation_lines"]
+
+#: pydantic's wording of a wrong container, in the policy's terms.
+_EXPECTED = {
+    "model_type": "expected a mapping",
+    "model_attributes_type": "expected a mapping",
+    "dict_type": "expected a mapping",
+    "list_type": "expected a list",
+}
+
+
+def field_path(loc: Sequence[int | str]) -> str:
+    """``("targets", 0, "signals")`` -> ``targets[0].signals``; ``()`` -> ``(top level)``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif not part.isidentifier():  # an odd key (spaces, control characters): quoted
+            out += f"[{part!r}]"
+        else:
+            out += f".{part}" if out else part
+    return out or "(top level)"
+
+
+def _shown(value: object) -> str:
+    """A value as a message shows it: scalars as written, containers by kind."""
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return repr(value)
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside ``annotation`` (``X``, ``X | None``, ``list[X]``), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if get_origin(annotation) in (Union, types.UnionType, list):
+        for arg in get_args(annotation):
+            found = _model_in(arg)
+            if found is not None:
+                return found
+    return None
+
+
+def _section(model: type[BaseModel], loc: Sequence[int | str]) -> type[BaseModel] | None:
+    """The model of the section at ``loc`` (list indices skipped), or None when the path
+    leaves the models (a free mapping such as ``prometheus_matchers``)."""
+    current: type[BaseModel] | None = model
+    for part in loc:
+        if isinstance(part, int) or current is None:
+            continue
+        field = next(
+            (f for n, f in current.model_fields.items() if part in (n, f.alias)),
+            None,
+        )
+        current = None if field is None else _model_in(field.annotation)
+    return current
+
+
+def _field_names(model: type[BaseModel]) -> list[str]:
+    """The keys a section takes, as the file spells them (aliases such as ``apiVersion``)."""
+    return [f.alias or n for n, f in model.model_fields.items()]
+
+
+def _unknown_field(model: type[BaseModel], loc: Sequence[int | str]) -> str:
+    section = _section(model, loc[:-1])
+    if section is None:
+        return "unknown field"
+    allowed = _field_names(section)
+    name = str(loc[-1])
+    close = difflib.get_close_matches(name, allowed, n=1)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    where = field_path(loc[:-1])
+    where = "the top level" if where == "(top level)" else where
+    return f"unknown field{hint} ({where} takes {', '.join(allowed)})"
+
+
+def validation_lines(err: ValidationError, model: type[BaseModel], source: str) -> list[str]:
+    """One line per error of ``err`` (a validation of ``model``):
+    ``source: field.path: value 'x': expected ...``.
+
+    Checks across fields (model validators) read ``source: field.path: <what they check>``;
+    an unknown field reads ``source: path: value 2: unknown field; did you mean
+    min_replicas? (targets[0] takes workload, ...)``.
+    """
+    lines = []
+    for e in err.errors():
+        loc = tuple(e["loc"])
+        where = f"{source}: {field_path(loc)}"
+        kind = e["type"]
+        value = e.get("input")
+        if kind == "missing":
+            lines.append(f"{where}: required field missing")
+            continue
+        if kind == "extra_forbidden":
+            lines.append(f"{where}: value {_shown(value)}: {_unknown_field(model, loc)}")
+            continue
+        msg = str(e["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        if kind in ("value_error", "assertion_error") and isinstance(value, dict):
+            # a model validator: its message names the fields and values it compared
+            lines.append(f"{where}: {msg}")
+            continue
+        msg = _EXPECTED.get(kind, msg)
+        hint = ""
+        if (
+            loc
+            and loc[-1] == "target_ratio"
+            and isinstance(value, int | float)
+            and 1 < value <= 100
+        ):
+            hint = f" (a 0-1 ratio, not a percent: {value:g}% is {value / 100:g})"
+        lines.append(f"{where}: value {_shown(value)}: {msg}{hint}")
+    return lines
+
+
+def describe_yaml_error(err: yaml.YAMLError) -> str:
+    """A YAML error as ``at line L, column C: <problem> (<context> at line L2, column C2)``,
+    1-based, without PyYAML's ``in "<unicode string>"`` and source excerpts."""
+    if not isinstance(err, yaml.MarkedYAMLError):
+        return ": " + str(err).split("\n", 1)[0]
+    mark = err.problem_mark or err.context_mark
+    problem = err.problem or err.context or "invalid YAML"
+    where = f"at line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ": "
+    context = ""
+    if err.context and err.problem and err.context_mark is not None:
+        at = err.context_mark
+        context = f" ({err.context} at line {at.line + 1}, column {at.column + 1})"
+    return f"{where}{problem}{context}"
+
+
+def describe_document(data: object) -> str:
+    """What a YAML document that is no mapping holds, for ``expected a mapping`` messages."""
+    if data is None:
+        return "the file is empty"
+    return f"the file holds {_shown(data)}"

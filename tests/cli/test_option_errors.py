@@ -1,0 +1,145 @@
+"""Every option error is one line on stderr naming the option (or its variable), the value
+and what was expected, exit code 2; typer's and pydantic's wording never shows."""
+
+from __future__ import annotations
+
+import re
+import socket
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from scaler.cli import app
+from tests.support.policies import case_target_doc
+
+TIME_FORMS = (
+    "RFC 3339 (2025-05-01T12:00:00Z), now, now-6h, a duration ago (2h or 2h ago) or Unix seconds"
+)
+
+
+def _error(args: list[str], env: dict[str, str] | None = None) -> str:
+    result = CliRunner().invoke(app, args, env=env)
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    [line] = result.stderr.splitlines()
+    return line
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        pytest.param(
+            ["check-policy", "-o", "yaml", "p.yaml"],
+            "vllm-scaler: --output: value 'yaml': expected one of text, json",
+            id="output-choice",
+        ),
+        pytest.param(
+            ["run", "--interval", "abc"],
+            "vllm-scaler: --interval: value 'abc': expected a number",
+            id="interval-number",
+        ),
+        pytest.param(
+            ["run", "--metrics-port", "1.5"],
+            "vllm-scaler: --metrics-port: value '1.5': expected a whole number",
+            id="port-whole-number",
+        ),
+        pytest.param(
+            ["bench", "--jobs", "two"],
+            "vllm-scaler: --jobs: value 'two': expected a whole number",
+            id="jobs",
+        ),
+        pytest.param(
+            ["run", "--intervall", "3"],
+            "vllm-scaler: no such option: --intervall (Possible options: --in-cluster, "
+            "--interval); see vllm-scaler run --help",
+            id="no-such-option",
+        ),
+        pytest.param(
+            ["check-policy"],
+            "vllm-scaler: missing argument 'POLICY_FILE'; see vllm-scaler check-policy --help",
+            id="missing-argument",
+        ),
+        pytest.param(
+            ["backtest", "--target"],
+            "vllm-scaler: option '--target' requires an argument; see vllm-scaler backtest --help",
+            id="option-without-value",
+        ),
+        pytest.param(
+            ["backtest", "--start", "yesterday"],
+            f"vllm-scaler: --start: value 'yesterday': expected a time: {TIME_FORMS}",
+            id="start",
+        ),
+        pytest.param(
+            ["backtest", "--end", "now-1h30"],
+            "vllm-scaler: --end: value 'now-1h30': expected now-<duration>, a number with a "
+            "unit ms, s, m, h, d or w (now-6h, now-1h30m)",
+            id="end-relative",
+        ),
+        pytest.param(
+            ["backtest", "--step", "0.5s"],
+            "vllm-scaler: --step: value '0.5s': expected a whole number of seconds >= 1",
+            id="step",
+        ),
+        pytest.param(
+            ["backtest", "--max-points", "0"],
+            "vllm-scaler: --max-points: value 0: expected a number >= 1",
+            id="max-points",
+        ),
+    ],
+)
+def test_option_errors_name_option_value_and_expectation(args: list[str], line: str) -> None:
+    assert _error(args) == line
+
+
+def test_a_bad_value_from_the_environment_names_the_variable_and_the_option() -> None:
+    line = _error(["recommend"], env={"VLLM_SCALER_CONTROL_INTERVAL_SECONDS": "abc"})
+    assert line == (
+        "vllm-scaler: VLLM_SCALER_CONTROL_INTERVAL_SECONDS (--interval): value 'abc': "
+        "expected a number"
+    )
+
+
+def test_an_end_before_the_start_names_both_values() -> None:
+    line = _error(["backtest", "--start", "1746100800", "--end", "1746097200"])
+    assert line == (
+        "vllm-scaler: --end: value '1746097200' (2025-05-01T11:00:00Z) is before --start "
+        "'1746100800' (2025-05-01T12:00:00Z): expected a time after --start"
+    )
+    relative = _error(["backtest", "--start", "now", "--end", "now-1h"])
+    assert re.fullmatch(
+        r"vllm-scaler: --end: value 'now-1h' \(\S+Z\) is before --start 'now' \(\S+Z\): "
+        r"expected a time after --start",
+        relative,
+    ), relative
+
+
+def test_unreachable_previews_name_the_url_without_its_password(tmp_path: Path) -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://viewer:pw-Hq83k@127.0.0.1:{port}"
+    result = CliRunner().invoke(
+        app,
+        ["dashboards", "--out", str(tmp_path / "d"), "--previews", str(tmp_path / "p")],
+        env={"VLLM_SCALER_PROMETHEUS_URL": url},
+    )
+    assert result.exit_code == 1, result.output
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith(
+        f"vllm-scaler: previews: Prometheus at http://viewer:***@127.0.0.1:{port}/: ConnectError: "
+    ), last
+    assert "pw-Hq83k" not in result.output
+
+
+def test_a_policy_error_of_backtest_names_the_option(tmp_path: Path) -> None:
+    policy = tmp_path / "p.yaml"
+    doc = {"targets": [{**case_target_doc(), "min_replicas": 9, "max_replicas": 8}]}
+    policy.write_text(yaml.safe_dump(doc))
+    result = CliRunner().invoke(app, ["backtest", "--policy", str(policy)])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"vllm-scaler: --policy: invalid policy\n  {policy}: targets[0]: max_replicas (8) must "
+        "be >= min_replicas (9)\n"
+    )
