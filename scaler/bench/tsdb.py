@@ -49,6 +49,9 @@ class PodSample:
         ttft_buckets: cumulative ``vllm:time_to_first_token_seconds_bucket`` counts, one per
             bound of :data:`~scaler.sim.exposition.TTFT_BUCKETS` then ``+Inf``.
         ttft_count: ``vllm:time_to_first_token_seconds_count``.
+        requests: ``vllm:request_success_total`` summed over ``finished_reason``.
+        prompt_tokens: ``vllm:prompt_tokens_total``.
+        generation_tokens: ``vllm:generation_tokens_total``.
     """
 
     t: float
@@ -57,6 +60,9 @@ class PodSample:
     kv_usage: float
     ttft_buckets: tuple[float, ...]
     ttft_count: float
+    requests: float = 0.0
+    prompt_tokens: float = 0.0
+    generation_tokens: float = 0.0
 
 
 @dataclass(slots=True)
@@ -135,6 +141,9 @@ class Tsdb:
                     kv_usage=m.kv_cache_usage,
                     ttft_buckets=tuple(float(c) for c in itertools.accumulate(m.ttft.counts)),
                     ttft_count=float(m.ttft.count),
+                    requests=float(sum(m.request_success.values())),
+                    prompt_tokens=float(m.prompt_tokens),
+                    generation_tokens=float(m.generation_tokens),
                 )
             )
         for name, s in list(self.series.items()):
@@ -185,6 +194,23 @@ class Tsdb:
         if not found:
             return None
         return list(zip(_BOUNDS, sums, strict=True)), count_rate
+
+    def counter_rates(self, t: float, window: float) -> dict[str, tuple[float, float, float]]:
+        """Per pod, ``rate(...[W])`` at ``t`` of finished requests, prompt tokens and
+        generated tokens; pods with fewer than two samples in the window are left out (as
+        Prometheus leaves them out of ``rate()``)."""
+        out: dict[str, tuple[float, float, float]] = {}
+        start = t - window
+        for name, s in self.series.items():
+            pts = s.in_range(start, t)
+            if len(pts) < 2:
+                continue
+            req = extrapolated_rate([(p.t, p.requests) for p in pts], start, t)
+            prompt = extrapolated_rate([(p.t, p.prompt_tokens) for p in pts], start, t)
+            gen = extrapolated_rate([(p.t, p.generation_tokens) for p in pts], start, t)
+            if req is not None and prompt is not None and gen is not None:
+                out[name] = (req, prompt, gen)
+        return out
 
     def ttft_quantile(self, t: float, window: float, q: float) -> float | None:
         """``histogram_quantile(q, sum by (le) (rate(...bucket[W])))`` at ``t``; None if empty."""

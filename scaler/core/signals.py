@@ -40,6 +40,12 @@ class SignalStatus(StrEnum):
     - ``transport``: the connection failed (refused, reset, DNS).
     - ``bad_response``: the body was not the Prometheus API's JSON shape.
 
+    Neither usable nor blocking:
+
+    - ``learning``: the capacity signal has no estimate of a replica's capacity yet (no seed,
+      no busy cycle within the TTFT target): it asks for nothing and, unlike an unusable
+      reading, holds back no scale-down (the other signals decide as they would without it).
+
     A signal the policy switches off has no reading at all.
     """
 
@@ -56,6 +62,7 @@ class SignalStatus(StrEnum):
     TIMEOUT = "timeout"
     TRANSPORT = "transport"
     BAD_RESPONSE = "bad_response"
+    LEARNING = "learning"
 
     @property
     def usable_for_scale_up(self) -> bool:
@@ -66,6 +73,12 @@ class SignalStatus(StrEnum):
     def usable_for_scale_down(self) -> bool:
         """True when the value may drive (or allow) a scale-down."""
         return self in (SignalStatus.OK, SignalStatus.IDLE)
+
+    @property
+    def blocks_scale_down(self) -> bool:
+        """True when a signal with this status holds every scale-down back (HPA's rule for an
+        invalid metric); ``learning`` asks for nothing and blocks nothing."""
+        return not self.usable_for_scale_down and self is not SignalStatus.LEARNING
 
 
 @dataclass(frozen=True, slots=True)

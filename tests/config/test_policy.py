@@ -80,6 +80,26 @@ def test_statefulset_and_custom_matchers() -> None:
             "at least one signal must be enabled",
             id="every signal off",
         ),
+        pytest.param(
+            {"signals": {"ttft_p95": {"enabled": False}, "capacity": {"enabled": True}}},
+            "capacity.enabled needs ttft_p95 enabled",
+            id="capacity without TTFT",
+        ),
+        pytest.param(
+            {"signals": {"capacity": {"target_utilization": 85}}},
+            "signals.capacity.target_utilization: value 85",
+            id="utilization as a percent",
+        ),
+        pytest.param(
+            {"signals": {"capacity": {"seed_generation_tokens_per_second": 300.0}}},
+            "needs seed_prompt_tokens_per_second too",
+            id="generation seed alone",
+        ),
+        pytest.param(
+            {"signals": {"capacity": {"min_tokens_per_second": 5.0, "max_tokens_per_second": 1.0}}},
+            "max_tokens_per_second (1) must be >= min_tokens_per_second (5)",
+            id="capacity bounds reversed",
+        ),
     ],
 )
 def test_invalid_fields_are_named(target: dict[str, object], expected: str) -> None:

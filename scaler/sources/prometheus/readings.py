@@ -280,7 +280,7 @@ class _TargetReader:
         signals: dict[SignalName, SignalReading] = {}
         pods_missing: dict[SignalName, frozenset[str]] = {}
         kv_metric = ""
-        for name in self.target.signals.enabled():
+        for name in self.target.signals.queried():
             if name is SignalName.TTFT_P95:
                 signals[name] = self.ttft(scraped)
                 continue

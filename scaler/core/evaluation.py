@@ -1,0 +1,132 @@
+"""One signal's part in a decision: HPA's proportional rule with the target's tolerance band.
+
+Pure. :func:`evaluate_signal` turns a queue-depth, KV-cache or TTFT reading into a
+:class:`SignalEvaluation`; the capacity signal builds its own
+(:func:`scaler.core.capacity.evaluate_capacity`) with the same band (:func:`banded`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from scaler.config.policy import TargetPolicy
+from scaler.config.vocabulary import SignalName
+from scaler.core.observation import ReplicaCounts
+from scaler.core.signals import SignalReading, SignalStatus
+
+__all__ = ["EPS", "SignalEvaluation", "banded", "ceil_replicas", "evaluate_signal"]
+
+#: Float noise must not turn 5.0000000001 into 6 replicas or put 1.1 outside a 0.1 band.
+EPS = 1e-9
+# The most a latency signal may multiply the ready replicas by in one decision.
+_LATENCY_MAX_RATIO = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class SignalEvaluation:
+    """One signal's part in a decision.
+
+    Attributes:
+        name: the signal.
+        status: the reading's status (see :class:`~scaler.core.signals.SignalStatus`).
+        value: the value compared with the target, in the target's unit: waiting requests per
+            replica asked for; KV-cache usage as a 0-1 ratio averaged over replicas asked for;
+            TTFT in seconds. ``None`` when the reading is unusable.
+        target: the configured target, same unit.
+        ratio: ``value / target`` (``None`` when unusable).
+        demand_replicas: the proportional result before the tolerance band, e.g.
+            ``ceil(S / target)`` (``None`` when unusable).
+        desired_replicas: what this signal alone asks for after the band (``None`` when unusable).
+        valid: whether the reading may drive a scale-up (``ok``, ``idle`` or ``partial``).
+        detail: the source's explanation of a non-``ok`` status.
+    """
+
+    name: SignalName
+    status: SignalStatus
+    value: float | None
+    target: float
+    ratio: float | None
+    demand_replicas: int | None
+    desired_replicas: int | None
+    valid: bool
+    detail: str = ""
+
+
+def ceil_replicas(x: float) -> int:
+    """``ceil(x)`` that float noise cannot push up a replica (5.0000000001 is 5)."""
+    return math.ceil(x - EPS)
+
+
+def evaluate_signal(
+    policy: TargetPolicy,
+    reading: SignalReading,
+    counts: ReplicaCounts,
+    *,
+    ttft_settling: bool = False,
+) -> SignalEvaluation:
+    """Apply HPA's proportional rule with the target's tolerance band to one reading.
+
+    ``ttft_settling``: replicas were starting less than two TTFT rate windows ago, so the
+    TTFT quantile may still reflect the queue from before they served; TTFT may then ask for
+    no more than the current replicas, as while replicas are starting.
+
+    Returns an evaluation whose ``desired_replicas`` is ``None`` when the reading is unusable.
+    Computation is in floating point, so huge values clamp later instead of wrapping.
+    """
+    target = policy.signals.target_of(reading.name)
+    valid = reading.status.usable_for_scale_up
+    raw = reading.value
+    if not valid or raw is None or not math.isfinite(raw) or raw < 0:
+        return SignalEvaluation(
+            name=reading.name,
+            status=reading.status,
+            value=None,
+            target=target,
+            ratio=None,
+            demand_replicas=None,
+            desired_replicas=None,
+            valid=False,
+            detail=reading.detail,
+        )
+    current = counts.current
+    if reading.name.per_pod:
+        base = max(current, 1)
+        value = raw / base
+        ratio = value / target
+        proposed = ceil_replicas(raw / target)
+    else:
+        value = raw
+        ratio = 0.0 if reading.status is SignalStatus.IDLE else raw / target
+        # Latency is not proportional to load (it grows without bound near saturation), so
+        # one decision may at most double the serving replicas on it (AIBrix APA's 2x step).
+        proposed = ceil_replicas(min(ratio, _LATENCY_MAX_RATIO) * max(counts.ready, 1))
+        if counts.starting > 0 or ttft_settling:
+            # TTFT cannot improve before the starting replicas serve, nor read as improved
+            # until its rate window has passed since they did: it may not ask for capacity
+            # beyond what is already asked for (no cascade on a lagging signal).
+            proposed = min(proposed, current)
+    desired = banded(policy, ratio, proposed, current)
+    return SignalEvaluation(
+        name=reading.name,
+        status=reading.status,
+        value=value,
+        target=target,
+        ratio=ratio,
+        demand_replicas=proposed,
+        desired_replicas=desired,
+        valid=True,
+        detail=reading.detail,
+    )
+
+
+def banded(policy: TargetPolicy, ratio: float, proposed: int, current: int) -> int:
+    """What a signal asks for after the tolerance band: ``current`` inside
+    ``[1 - scale_down, 1 + scale_up]``, else ``proposed``, never against the ratio's direction
+    (HPA does the same)."""
+    tol = policy.tolerance
+    if ratio > 1 + tol.scale_up + EPS:
+        return max(proposed, current)
+    if ratio < 1 - tol.scale_down - EPS:
+        return min(proposed, current)
+    return current
