@@ -33,14 +33,22 @@ fleet's weighted tokens per second per ready replica, ``x``, and it is one of tw
 - *within the SLO*: TTFT p95 at or under its target while the fleet is busy (a pod has a
   request waiting, or KV-cache usage at the KV signal's target): a replica serves at least
   ``x`` within the SLO;
-- *beyond the SLO*: TTFT p95 above its target by more than the scale-up tolerance: at ``x``
-  per replica the SLO broke, a replica's capacity is below ``x``.
+- *beyond the SLO*: TTFT p95 above its target by more than the scale-up tolerance while at
+  least half the pods are busy, at this cycle and the one before: at ``x`` per replica the
+  SLO broke, a replica's capacity is below ``x``. Here ``x`` is the rate offered, the work
+  left waiting at the end of the window added. With fewer pods busy the breach is one pod's
+  bad luck (a long prompt at the head of its queue), not the fleet's load; an overload that
+  does not last two cycles is a burst shorter than the window, whose rate hides in the
+  window's mean (on the bench's bursty ``code`` trace such samples put the estimate at a
+  third of a replica's rate).
 
 The estimate starts from the seed, or else from the first sample within the SLO whose TTFT
 is at least half its target (requests queue: the fleet is near its capacity, not merely
-busy). Then a sample within the SLO above the estimate raises it, a sample beyond the SLO
-below the estimate lowers it, by one step ``eta_n = max(0.04, 0.25 / sqrt(n))`` in log space,
-never past the sample; a sample on the estimate's own side says nothing new.
+busy), or between a rate served within the SLO and one at which it broke at most twice as
+high (their geometric mean). Then a sample within the SLO above the estimate raises it, a
+sample beyond the SLO below the estimate lowers it, by one step
+``eta_n = max(0.04, 0.25 / sqrt(n))`` in log space, never past the sample; a sample on the
+estimate's own side says nothing new.
 
 Why bounds and not an average: the controller itself decides how loaded the replicas are. An
 average of the rates observed learns the operating point instead of the capacity: with more
@@ -73,7 +81,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
@@ -105,6 +113,10 @@ _STEP_FIRST = 0.25
 _STEP_LAST = 0.04
 #: A pod counts for capacity only after it has been Ready this many rate windows.
 _READY_WINDOWS = 1.5
+#: Without a seed, an estimate may also start between a rate served within the SLO and one at
+#: which it broke, once the first is at least this share of the second (a wider bracket says
+#: too little: a busy pod at a trickle of load is a lower bound of almost nothing).
+_BRACKET = 0.5
 #: A TTFT quantile at least this share of its target shows queueing: the fleet is near its
 #: capacity (without a seed, an estimate starts only from such a sample).
 _NEAR_TARGET = 0.5
@@ -132,10 +144,19 @@ class CapacityMemory:
     Attributes:
         estimate: one replica's learned capacity (None: nothing learned and no seed).
         forecast: the demand forecast (None: no valid demand reading yet).
+        lower: before an estimate exists, the highest rate per replica served within the SLO
+            while busy (None: none yet).
+        upper: before an estimate exists, the lowest rate per replica at which the SLO broke
+            (None: none yet).
+        overloaded: at least half the pods were busy at the last cycle (an overload that
+            lasts two cycles is the fleet's load, not a burst inside one window).
     """
 
     estimate: CapacityEstimate | None = None
     forecast: DemandForecast | None = None
+    lower: float | None = None
+    upper: float | None = None
+    overloaded: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,15 +261,31 @@ class CapacitySample:
     near_target: bool = False
 
 
-def _busy(policy: TargetPolicy, pods: Mapping[str, PodLoad]) -> bool:
-    """Some ready pod has a request waiting or its KV cache at the KV signal's target."""
+def busy_pods(policy: TargetPolicy, reading: ThroughputReading | None) -> int | None:
+    """Ready pods with a request waiting or their KV cache at the KV signal's target, from a
+    usable throughput reading (None without one)."""
+    if reading is None or not reading.status.usable_for_scale_up or not reading.pods:
+        return None
+    return _busy_pods(policy, reading.pods)
+
+
+def _busy_pods(policy: TargetPolicy, pods: Mapping[str, PodLoad]) -> int:
+    """Ready pods with a request waiting or their KV cache at the KV signal's target."""
     kv = policy.signals.kv_cache_usage
+    busy = 0
     for pod in pods.values():
-        if pod.waiting is not None and pod.waiting >= 1:
-            return True
-        if kv.enabled and pod.kv_cache_usage is not None and pod.kv_cache_usage >= kv.target_ratio:
-            return True
-    return False
+        if (pod.waiting is not None and pod.waiting >= 1) or (
+            kv.enabled and pod.kv_cache_usage is not None and pod.kv_cache_usage >= kv.target_ratio
+        ):
+            busy += 1
+    return busy
+
+
+def overloaded(policy: TargetPolicy, reading: ThroughputReading | None) -> bool:
+    """At least half the ready pods of a usable reading are busy (a request waiting, or the KV
+    cache at the KV signal's target)."""
+    busy = busy_pods(policy, reading)
+    return busy is not None and reading is not None and 2 * busy >= len(reading.pods)
 
 
 def capacity_sample(
@@ -256,6 +293,7 @@ def capacity_sample(
     observation: Observation,
     *,
     window_seconds: float,
+    overloaded_before: bool = True,
 ) -> CapacitySample | None:
     """This cycle's capacity sample, or None (see the module docstring for the rules).
 
@@ -285,17 +323,27 @@ def capacity_sample(
     ):
         return None  # a pod's rate covers only part of the window, or is missing
     target = policy.signals.ttft_p95.target_seconds
+    busy = _busy_pods(policy, reading.pods)
     if ttft.value <= target:
-        if not _busy(policy, reading.pods):
+        if busy == 0:
             return None
         within = True
     elif ttft.value > target * (1 + policy.tolerance.scale_up):
+        if 2 * busy < len(reading.pods):
+            return None  # one unlucky pod (a long prompt ahead of the queue), not the load
+        if not overloaded_before:
+            return None  # a burst shorter than a cycle: its rate hides in the window's mean
         within = False
     else:
         return None  # inside the band: neither side
-    demand, _ = demand_of(policy, reading)
+    demand, per_request = demand_of(policy, reading)
     if not math.isfinite(demand) or demand <= 0:
         return None
+    if not within and per_request is not None:
+        # The SLO broke at the rate offered, not the rate served: add the work left waiting
+        # at the end of the window (a burst shorter than the window hides in its mean).
+        waiting = math.fsum(p.waiting or 0.0 for p in reading.pods.values())
+        demand += waiting * per_request / window_seconds
     return CapacitySample(
         demand / len(reading.pods),
         within,
@@ -305,36 +353,47 @@ def capacity_sample(
 
 def learn_capacity(
     policy: TargetPolicy,
-    estimate: CapacityEstimate | None,
+    memory: CapacityMemory,
     sample: CapacitySample | None,
     now: float,
-) -> CapacityEstimate | None:
-    """The estimate after this cycle's sample (unchanged without one).
+) -> CapacityMemory:
+    """``memory`` after this cycle's sample (unchanged without one).
 
-    Without a seed or an earlier estimate, the first sample within the SLO and near the
-    target starts it. Afterwards a sample is a bound (see the module docstring): one within
-    the SLO above the estimate raises it, one beyond the SLO below the estimate lowers it, by
-    one bounded step in log space and never past the sample; a sample on the estimate's own
-    side says nothing new and leaves it. Always inside the policy's bounds.
+    Without a seed or an earlier estimate, the estimate starts from the first sample within
+    the SLO and near the target, or, once the fleet has shown both a rate it served within
+    the SLO and one at which it broke no more than twice as high, from their geometric mean
+    (from the lower rate when the two contradict each other). Afterwards a sample is a bound
+    (see the module docstring): one within the SLO above the estimate raises it, one beyond
+    the SLO below the estimate lowers it, by one bounded step in log space and never past
+    the sample; a sample on the estimate's own side says nothing new and leaves it. Always
+    inside the policy's bounds.
     """
-    if estimate is None:
-        estimate = seeded_estimate(policy)
+    estimate = memory.estimate if memory.estimate is not None else seeded_estimate(policy)
+    memory = replace(memory, estimate=estimate)
     if sample is None or not math.isfinite(sample.tokens_per_second):
-        return estimate
+        return memory
     x = sample.tokens_per_second
     if x <= 0:
-        return estimate
+        return memory
     if estimate is None:
         if sample.within_slo and sample.near_target:
-            return CapacityEstimate(_bounded(policy, x), 1, now)
-        return None
+            return CapacityMemory(CapacityEstimate(_bounded(policy, x), 1, now), memory.forecast)
+        lower, upper = memory.lower, memory.upper
+        if sample.within_slo:
+            lower = x if lower is None else max(lower, x)
+        else:
+            upper = x if upper is None else min(upper, x)
+        if lower is None or upper is None or lower < upper * _BRACKET:
+            return replace(memory, lower=lower, upper=upper)
+        start = math.sqrt(lower * upper) if lower < upper else upper
+        return CapacityMemory(CapacityEstimate(_bounded(policy, start), 2, now), memory.forecast)
     c = estimate.tokens_per_second
     if (sample.within_slo and x <= c) or (not sample.within_slo and x >= c):
-        return estimate
+        return memory
     n = estimate.samples + 1
     step = max(_STEP_LAST, _STEP_FIRST / math.sqrt(n))
     value = min(x, c * math.exp(step)) if x > c else max(x, c * math.exp(-step))
-    return CapacityEstimate(_bounded(policy, value), n, now)
+    return replace(memory, estimate=CapacityEstimate(_bounded(policy, value), n, now))
 
 
 def horizon_seconds(
@@ -403,12 +462,20 @@ def evaluate_capacity(
     """
     counts = observation.replicas
     reading = observation.throughput
-    sample = capacity_sample(policy, observation, window_seconds=window_seconds)
+    sample = capacity_sample(
+        policy,
+        observation,
+        window_seconds=window_seconds,
+        overloaded_before=memory.overloaded,
+    )
     last = memory.estimate.learned_at if memory.estimate is not None else None
     if sample is not None and last is not None and 0 <= now - last < window_seconds:
         sample = None  # consecutive cycles share most of a window: one sample per window
-    estimate = learn_capacity(policy, memory.estimate, sample, now)
-    forecast = memory.forecast
+    memory = replace(
+        learn_capacity(policy, memory, sample, now),
+        overloaded=overloaded(policy, reading),
+    )
+    estimate, forecast = memory.estimate, memory.forecast
     horizon = horizon_seconds(policy, learned_load_seconds, window_seconds)
     u = policy.signals.capacity.target_utilization
     per_replica = estimate.tokens_per_second * u if estimate is not None else 0.0
@@ -422,7 +489,7 @@ def evaluate_capacity(
         evaluation = SignalEvaluation(
             SignalName.CAPACITY, status, None, per_replica, None, None, None, False, detail
         )
-        return evaluation, view, CapacityMemory(estimate, forecast)
+        return evaluation, view, replace(memory, forecast=forecast)
     demand, per_request, settled = _settled_demand(policy, observation, window_seconds)
     waiting = [p.waiting for p in reading.pods.values() if p.waiting is not None]
     waiting_tokens = (
@@ -455,7 +522,7 @@ def evaluate_capacity(
             f"demand {_k(demand)} tok/s; no capacity estimate yet (no seed, and the fleet "
             "has not yet been busy close to the TTFT target)",
         )
-        return evaluation, view, CapacityMemory(estimate, forecast)
+        return evaluation, view, replace(memory, forecast=forecast)
     proposed = ceil_replicas(wanted / per_replica)
     ratio = value / per_replica
     ttft_target = policy.signals.ttft_p95.target_seconds
@@ -475,7 +542,7 @@ def evaluate_capacity(
         True,
         detail,
     )
-    return evaluation, view, CapacityMemory(estimate, forecast)
+    return evaluation, view, replace(memory, forecast=forecast)
 
 
 def _tps(estimate: CapacityEstimate | None) -> float | None:

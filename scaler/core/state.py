@@ -106,9 +106,9 @@ def compact(state: TargetState) -> TargetState:
 def encode_state(state: TargetState) -> dict[str, object]:
     """A JSON-able dict of a (compacted) state.
 
-    Keys added after the first format (``c`` capacity estimate, ``d`` demand forecast, ``l``
-    model load times, ``lw`` pods whose start is watched) are left out while empty, so a
-    state without them encodes as before.
+    Keys added after the first format (``c`` capacity estimate, ``cb`` the bounds seen before
+    it, ``d`` demand forecast, ``l`` model load times, ``lw`` pods whose start is watched) are
+    left out while empty, so a state without them encodes as before.
     """
     s = compact(state)
     out: dict[str, object] = {
@@ -124,6 +124,8 @@ def encode_state(state: TargetState) -> dict[str, object]:
     if s.capacity.forecast is not None:
         d = s.capacity.forecast
         out["d"] = [d.level, d.trend, d.burstiness, d.at, d.samples]
+    if s.capacity.lower is not None or s.capacity.upper is not None:
+        out["cb"] = [s.capacity.lower, s.capacity.upper]
     if s.load_times.recent:
         out["l"] = list(s.load_times.recent)
     if s.load_times.watching:
@@ -166,6 +168,16 @@ def _decode_demand(data: object) -> DemandForecast | None:
         _finite(burst, "demand burstiness"),
         float(at),
         int(samples),
+    )
+
+
+def _decode_capacity_memory(data: dict[str, object]) -> CapacityMemory:
+    bounds = data.get("cb") or [None, None]
+    if not isinstance(bounds, list) or len(bounds) != 2:
+        raise ValueError(f"capacity bounds {bounds!r} are not [lower, upper]")
+    lower, upper = (None if b is None else _finite(b, "capacity bound") for b in bounds)
+    return CapacityMemory(
+        _decode_capacity(data.get("c")), _decode_demand(data.get("d")), lower, upper
     )
 
 

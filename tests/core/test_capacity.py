@@ -14,6 +14,7 @@ from scaler.config.vocabulary import SignalName
 from scaler.core.capacity import (
     SEED_WEIGHT,
     CapacityEstimate,
+    CapacityMemory,
     CapacitySample,
     capacity_sample,
     learn_capacity,
@@ -146,8 +147,8 @@ def _with_ttft(obs: Observation, value: float) -> Observation:
             id="busy-within-far-below-target",
         ),
         pytest.param(
-            fleet_observation(4, 60_000), CapacitySample(15_000.0, False),
-            id="beyond-the-slo",
+            fleet_observation(4, 60_000), CapacitySample(15_000.0 + 1_000 / WINDOW, False),
+            id="beyond-the-slo-at-the-rate-offered",
         ),
         pytest.param(_with_ttft(fleet_observation(8, 64_000), 2.1), None, id="inside-the-band"),
         pytest.param(fleet_observation(10, 30_000), None, id="within-but-not-busy"),
@@ -167,6 +168,24 @@ def test_what_a_cycle_teaches(obs: Observation, expected: CapacitySample | None)
     """Only trusted readings are samples: within the SLO while busy (a lower bound) or beyond
     it (an upper bound); never from an idle, partial, unsettled or failed reading."""
     assert _sample(obs) == expected
+
+
+def test_a_breach_teaches_only_when_the_fleet_is_overloaded_for_two_cycles() -> None:
+    """A breach with fewer than half the pods busy is one pod's bad luck; an overload seen at
+    one cycle only is a burst inside the window, whose rate its mean hides."""
+    overloaded = fleet_observation(4, 60_000)
+    assert (
+        capacity_sample(POLICY, overloaded, window_seconds=WINDOW, overloaded_before=False) is None
+    )
+    assert overloaded.throughput is not None
+    one_busy = {
+        name: dataclasses.replace(pod, waiting=1.0 if i == 0 else 0.0)
+        for i, (name, pod) in enumerate(overloaded.throughput.pods.items())
+    }
+    unlucky = dataclasses.replace(
+        overloaded, throughput=ThroughputReading(SignalStatus.OK, one_busy)
+    )
+    assert _sample(unlucky) is None
 
 
 def test_no_sample_while_a_pod_drains_or_a_ready_pod_lacks_rates() -> None:
@@ -203,7 +222,7 @@ def _est(value: float, samples: int = 20) -> CapacityEstimate:
     [
         pytest.param(None, CapacitySample(8_000.0, True, True), 8_000.0, id="starts-near-target"),
         pytest.param(None, CapacitySample(8_000.0, True, False), None, id="no-start-far-below"),
-        pytest.param(None, CapacitySample(8_000.0, False), None, id="no-start-beyond"),
+        pytest.param(None, CapacitySample(8_000.0, False), None, id="no-start-beyond-alone"),
         pytest.param(_est(8_000.0), CapacitySample(9_000.0, True), 8_000 * math.exp(_STEP_21),
                      id="within-above-raises-one-step"),
         pytest.param(_est(8_000.0), CapacitySample(8_100.0, True), 8_100.0,
@@ -223,7 +242,7 @@ def test_how_a_sample_moves_the_estimate(
 ) -> None:
     """A sample is a bound: it moves the estimate by one bounded step towards it in log space,
     only when it is on the other side."""
-    out = learn_capacity(POLICY, estimate, sample, 100.0)
+    out = learn_capacity(POLICY, CapacityMemory(estimate), sample, 100.0).estimate
     if expected is None:
         assert out is None
     else:
@@ -231,9 +250,33 @@ def test_how_a_sample_moves_the_estimate(
         assert out.tokens_per_second == pytest.approx(expected, rel=1e-12)
 
 
+@pytest.mark.parametrize(
+    ("lower", "upper", "expected"),
+    [
+        pytest.param(6_000.0, 9_000.0, math.sqrt(6_000.0 * 9_000.0), id="between-the-bounds"),
+        pytest.param(9_500.0, 9_000.0, 9_000.0, id="contradicting-bounds-the-lower-rate"),
+        pytest.param(3_000.0, 9_000.0, None, id="bracket-wider-than-2x-says-too-little"),
+    ],
+)
+def test_an_estimate_starts_from_a_bracket(
+    lower: float, upper: float, expected: float | None
+) -> None:
+    """Without a seed or a sample near the target, a rate served within the SLO and one at
+    which it broke at most twice as high start the estimate at their geometric mean."""
+    memory = learn_capacity(POLICY, CapacityMemory(), CapacitySample(lower, True), 0.0)
+    assert memory.estimate is None and memory.lower == lower
+    memory = learn_capacity(POLICY, memory, CapacitySample(upper, False), 60.0)
+    if expected is None:
+        assert memory.estimate is None and (memory.lower, memory.upper) == (lower, upper)
+    else:
+        assert memory.estimate is not None
+        assert memory.estimate.tokens_per_second == pytest.approx(expected)
+
+
 def test_an_outlier_moves_the_estimate_by_one_step_only() -> None:
     """A sample a hundred times the estimate (a glitch) raises it by one step, not to it."""
-    out = learn_capacity(POLICY, _est(8_000.0, 100), CapacitySample(800_000.0, True), 100.0)
+    memory = CapacityMemory(_est(8_000.0, 100))
+    out = learn_capacity(POLICY, memory, CapacitySample(800_000.0, True), 100.0).estimate
     assert out is not None and out.tokens_per_second == pytest.approx(8_000 * math.exp(0.04))
 
 
@@ -246,11 +289,15 @@ def test_seed_and_bounds() -> None:
         min_tokens_per_second=2_000,
         max_tokens_per_second=9_500,
     )
-    seeded = learn_capacity(policy, None, None, 0.0)
+    seeded = learn_capacity(policy, CapacityMemory(), None, 0.0).estimate
     assert seeded == CapacityEstimate(5_000 + 16 * 250, SEED_WEIGHT, None)
-    up = learn_capacity(policy, _est(9_400.0), CapacitySample(20_000.0, True), 1.0)
+    up = learn_capacity(
+        policy, CapacityMemory(_est(9_400.0)), CapacitySample(20_000.0, True), 1.0
+    ).estimate
     assert up is not None and up.tokens_per_second == 9_500
-    down = learn_capacity(policy, _est(2_100.0), CapacitySample(100.0, False), 1.0)
+    down = learn_capacity(
+        policy, CapacityMemory(_est(2_100.0)), CapacitySample(100.0, False), 1.0
+    ).estimate
     assert down is not None and down.tokens_per_second == 2_000
 
 
