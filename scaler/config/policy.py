@@ -313,17 +313,10 @@ class ScaleDownRules(ScalingRules):
     max_percent_per_period: float = Field(default=0, ge=0, le=1000)
 
 
-class TargetPolicy(_Strict):
-    """How one target is scaled."""
+class ScalingPolicy(_Strict):
+    """How a target's replicas are decided: everything of a target's policy but which workload
+    it is and how its series are found. A target's ``shadow`` is one of these."""
 
-    workload: WorkloadRef
-    prometheus_matchers: dict[Annotated[str, Field(pattern=_LABEL_NAME)], str] | None = Field(
-        default=None,
-        description=(
-            "Label matchers (exact values) that pick this target's vLLM series. Default: "
-            "namespace=<workload namespace> and pod matching the workload's pod names."
-        ),
-    )
     # Scale to zero is not offered: with no pods there are no vLLM series to wake it up.
     min_replicas: int = Field(default=1, ge=1)
     max_replicas: int = Field(default=10, ge=1)
@@ -342,6 +335,73 @@ class TargetPolicy(_Strict):
         if not self.signals.enabled():
             raise ValueError("at least one signal must be enabled")
         return self
+
+
+class TargetPolicy(ScalingPolicy):
+    """How one target is scaled.
+
+    ``shadow`` (optional): a complete second policy for the same workload (every field it does
+    not set has its default, not the active policy's value), evaluated every cycle on the same
+    readings with its own decision state and never written: its recommendation is exported
+    beside the active one, so that a change (the capacity signal, other targets) can be
+    compared on live traffic before it is switched on.
+    """
+
+    workload: WorkloadRef
+    prometheus_matchers: dict[Annotated[str, Field(pattern=_LABEL_NAME)], str] | None = Field(
+        default=None,
+        description=(
+            "Label matchers (exact values) that pick this target's vLLM series. Default: "
+            "namespace=<workload namespace> and pod matching the workload's pod names."
+        ),
+    )
+    shadow: ScalingPolicy | None = None
+
+    @model_validator(mode="after")
+    def _shadow_reads_the_same_ttft(self) -> Self:
+        sh = self.shadow
+        if (
+            sh is not None
+            and sh.signals.ttft_p95.enabled
+            and self.signals.ttft_p95.enabled
+            and sh.signals.ttft_p95.quantile != self.signals.ttft_p95.quantile
+        ):
+            raise ValueError(
+                f"shadow.signals.ttft_p95.quantile ({sh.signals.ttft_p95.quantile:g}) must be "
+                f"the active policy's ({self.signals.ttft_p95.quantile:g}): both decide on the "
+                "same TTFT reading"
+            )
+        return self
+
+    def shadow_target(self) -> TargetPolicy | None:
+        """The shadow as a target policy of the same workload and series (None without one)."""
+        if self.shadow is None:
+            return None
+        return TargetPolicy.model_validate(
+            {
+                **self.shadow.model_dump(),
+                "workload": self.workload,
+                "prometheus_matchers": self.prometheus_matchers,
+            }
+        )
+
+    def reading_target(self) -> TargetPolicy:
+        """The target as the source should read it: every signal the active policy or its
+        shadow enables (the active policy's settings, the shadow's where only it enables the
+        signal). Without a shadow, the target itself."""
+        if self.shadow is None:
+            return self
+        mine, theirs = self.signals, self.shadow.signals
+        blocks = {
+            name: (getattr(theirs, name) if not getattr(mine, name).enabled else None)
+            for name in ("queue_depth", "kv_cache_usage", "ttft_p95", "capacity")
+        }
+        update = {
+            name: block for name, block in blocks.items() if block is not None and block.enabled
+        }
+        if not update:
+            return self
+        return self.model_copy(update={"signals": mine.model_copy(update=update)})
 
     @property
     def key(self) -> str:

@@ -191,3 +191,45 @@ def test_a_missing_field_and_a_percent_for_a_ratio_say_so() -> None:
     with pytest.raises(PolicyError) as err:
         parse_policy(_target(signals={"kv_cache_usage": {"target_ratio": 80}}), source="p.yaml")
     assert "(a 0-1 ratio, not a percent: 80% is 0.8)" in str(err.value)
+
+
+def test_a_shadow_is_a_complete_second_policy_of_the_same_workload() -> None:
+    """Fields the shadow does not set take their defaults (not the active policy's values); it
+    scales the same workload, read through the same series."""
+    policy = parse_policy(
+        {
+            "targets": [
+                {
+                    "workload": WORKLOAD,
+                    "max_replicas": 20,
+                    "prometheus_matchers": {"namespace": "llm", "model_name": "m"},
+                    "signals": {"queue_depth": {"enabled": False}},
+                    "shadow": {"signals": {"capacity": {"enabled": True}}},
+                }
+            ]
+        }
+    )
+    t = policy.targets[0]
+    shadow = t.shadow_target()
+    assert shadow is not None
+    assert shadow.workload == t.workload and shadow.prometheus_matchers == t.prometheus_matchers
+    assert shadow.max_replicas == 10 and shadow.shadow is None
+    assert shadow.signals.enabled() == ("queue_depth", "kv_cache_usage", "ttft_p95", "capacity")
+    assert t.signals.enabled() == ("kv_cache_usage", "ttft_p95")
+    # the source reads what either decides on; each decides on its own
+    assert t.reading_target().signals.enabled() == shadow.signals.enabled()
+    assert t.reading_target().signals.queue_depth == shadow.signals.queue_depth
+    plain = parse_policy({"targets": [{"workload": WORKLOAD}]}).targets[0]
+    assert plain.shadow_target() is None and plain.reading_target() is plain
+
+
+def test_a_shadow_reads_the_active_ttft_quantile() -> None:
+    """One TTFT query per target: a shadow on another quantile is refused with both values."""
+    with pytest.raises(PolicyError, match=r"shadow.signals.ttft_p95.quantile \(0.99\) must be"):
+        parse_policy(
+            {
+                "targets": [
+                    {"workload": WORKLOAD, "shadow": {"signals": {"ttft_p95": {"quantile": 0.99}}}}
+                ]
+            }
+        )
