@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepare a Debian/Ubuntu machine for vllm-scaler: Python 3.11+ virtual environment in .venv
 # with the package installed, and Debian's `prometheus` package when it is missing.
-# Usage: scripts/setup.sh [--dev]     (--dev also installs the test tools)
+# Usage: scripts/setup.sh [--dev]     (--dev also installs the test tools and Debian's
+#                                      `victoria-metrics`, the tests' second backend)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,6 +36,12 @@ fi
 if ! command -v prometheus >/dev/null 2>&1 && [ ! -x /usr/bin/prometheus ]; then
   echo "setup: installing Debian's prometheus package"
   apt_install prometheus
+fi
+
+if [ "${1:-}" = "--dev" ] && ! command -v victoria-metrics >/dev/null 2>&1 &&
+   [ ! -x /usr/bin/victoria-metrics ]; then
+  echo "setup: installing Debian's victoria-metrics package"
+  apt_install victoria-metrics
 fi
 
 if [ ! -x .venv/bin/python ]; then

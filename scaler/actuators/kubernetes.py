@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -30,6 +30,7 @@ __all__ = [
     "DELETION_COST_KINDS",
     "POD_DELETION_COST",
     "ApiFailure",
+    "CostPatches",
     "KubeApiError",
     "KubeConfigError",
     "KubernetesActuator",
@@ -49,6 +50,14 @@ POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 #: StatefulSets (and LeaderWorkerSets, built on them) always remove the highest ordinal.
 DELETION_COST_KINDS = frozenset({"Deployment", "ReplicaSet", "Rollout"})
 
+#: Asked right before each write request is sent: False stops the call without sending
+#: (the controller's leadership fence).
+WriteGuard = Callable[[], bool]
+
+
+def _always() -> bool:
+    return True
+
 
 class ScaleOutcome(StrEnum):
     """What a scale call that did not fail ended in (a failure is an
@@ -57,6 +66,8 @@ class ScaleOutcome(StrEnum):
     SCALED = "scaled"
     UNCHANGED = "unchanged"
     DRY_RUN = "dry_run"
+    #: the write guard refused the PATCH (this process no longer leads): nothing was sent
+    NOT_LEADER = "not_leader"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +99,23 @@ class ScaleResult:
 
     @property
     def ok(self) -> bool:
-        """True for scaled, unchanged and dry_run."""
+        """True for scaled, unchanged, dry_run and not_leader (nothing failed)."""
         return isinstance(self.outcome, ScaleOutcome)
+
+
+@dataclass(frozen=True, slots=True)
+class CostPatches:
+    """The result of :meth:`KubernetesActuator.set_deletion_costs`.
+
+    Attributes:
+        patched: the pods whose annotation was written.
+        failed: pod -> the failure of its patch (logged once by the actuator).
+        fenced: the write guard refused a patch; the pods after it were not sent.
+    """
+
+    patched: tuple[str, ...] = ()
+    failed: Mapping[str, ApiFailure] = field(default_factory=dict)
+    fenced: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,23 +346,29 @@ class KubernetesActuator:
         return owners
 
     async def set_deletion_costs(
-        self, namespace: str, costs: Mapping[str, int], *, current: Mapping[str, str | None]
-    ) -> list[str]:
+        self,
+        namespace: str,
+        costs: Mapping[str, int],
+        *,
+        current: Mapping[str, str | None],
+        guard: WriteGuard = _always,
+    ) -> CostPatches:
         """Annotate pods with ``controller.kubernetes.io/pod-deletion-cost`` (merge patches).
 
         Pods whose ``current`` annotation already holds the cost are skipped. Nothing is sent
-        in dry run. Never raises for API failures (each is logged).
-
-        Returns:
-            The names of the pods that were patched.
+        in dry run. ``guard`` is asked before each patch; when it refuses, no further patch
+        is sent. Never raises for API failures (each is logged).
         """
         if self._dry_run:
-            return []
+            return CostPatches()
         patched: list[str] = []
+        failed: dict[str, ApiFailure] = {}
         core: Any = self._core  # the stubs omit the (supported) _content_type keyword
         for pod, cost in sorted(costs.items()):
             if current.get(pod) == str(cost):
                 continue
+            if not guard():
+                return CostPatches(tuple(patched), failed, fenced=True)
             body = {"metadata": {"annotations": {POD_DELETION_COST: str(cost)}}}
             try:
                 await core.patch_namespaced_pod(
@@ -357,9 +389,10 @@ class KubernetesActuator:
                     http_status=err.http_status,
                     message=err.message,
                 )
+                failed[pod] = err.outcome
                 continue
             patched.append(pod)
-        return patched
+        return CostPatches(tuple(patched), failed)
 
     async def _patch(self, ref: WorkloadRef, replicas: int, resource_version: str) -> _Scale:
         body = {"metadata": {"resourceVersion": resource_version}, "spec": {"replicas": replicas}}
@@ -376,7 +409,12 @@ class KubernetesActuator:
         return _parse_scale(obj)
 
     async def scale(
-        self, ref: WorkloadRef, replicas: int, *, current: WorkloadSnapshot
+        self,
+        ref: WorkloadRef,
+        replicas: int,
+        *,
+        current: WorkloadSnapshot,
+        guard: WriteGuard = _always,
     ) -> ScaleResult:
         """Set ``spec.replicas`` of the target's scale subresource to ``replicas``.
 
@@ -385,6 +423,8 @@ class KubernetesActuator:
         precondition; on 409 it re-reads the scale once and, unless the fresh spec already
         equals ``replicas`` (``unchanged``), patches once more with the fresh
         resourceVersion - so another writer's change is overridden at most one re-read later.
+        ``guard`` is asked right before each PATCH; when it refuses, nothing more is sent
+        (``not_leader``).
 
         Never raises for API/transport failures: they come back as the outcome.
 
@@ -415,6 +455,16 @@ class KubernetesActuator:
         rv = current.resource_version
         sent = 0
         for attempt in (1, 2):
+            if not guard():
+                return ScaleResult(
+                    ScaleOutcome.NOT_LEADER,
+                    f"not scaling {ref.key()} from {before} to {replicas}: this replica no "
+                    "longer leads",
+                    before,
+                    replicas,
+                    resource_version=rv,
+                    requests=sent,
+                )
             try:
                 sent += 1
                 new = await self._patch(ref, replicas, rv)

@@ -36,6 +36,7 @@ from scaler.sources.prometheus import (
     build_http_client,
     check_configured_queries,
 )
+from scaler.telemetry.health import Heartbeat
 from scaler.telemetry.metrics import ScalerMetrics
 from scaler.telemetry.redact import register_secret
 from scaler.telemetry.server import TelemetryBindError, TelemetryServer
@@ -91,8 +92,13 @@ async def serve(
     *,
     out: TextIO = sys.stdout,
     clock: Callable[[], float] = time.time,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> int:
     """Build the clients, run the loop until SIGTERM/SIGINT (or one cycle), clean up.
+
+    ``clock`` (epoch seconds) is the controller's "now"; ``monotonic`` measures the leader
+    election's durations (lease expiry, renew deadline, see
+    :mod:`scaler.controller.leader`) and the probes' (:mod:`scaler.telemetry.health`).
 
     Returns the process exit code: 0 on a clean stop; with ``once``, 1 when a target
     could not be read (the round is printed all the same).
@@ -148,6 +154,7 @@ async def serve(
             ),
             LeaseClient(api, clock=clock),
             clock=clock,
+            monotonic=monotonic,
             metrics=metrics,
         )
     controller = Controller(
@@ -163,13 +170,15 @@ async def serve(
     )
     elector_task: asyncio.Task[None] | None = None
     cycles_done = 0
+    heartbeat = Heartbeat(settings.control_interval_seconds, clock=monotonic)
     telemetry: TelemetryServer | None = None
     if settings.metrics_port and not options.once:
         telemetry = TelemetryServer(
             metrics,
             host=settings.metrics_address,
             port=settings.metrics_port,
-            ready=lambda: cycles_done > 0,
+            live=heartbeat.live,
+            ready=heartbeat.ready,
         )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -213,6 +222,7 @@ async def serve(
                 reports = []
                 code = 1
             cycles_done += 1
+            heartbeat.beat()
             if options.output != "log":
                 print_reports(reports, options.output, out)
             if options.once:
@@ -295,7 +305,8 @@ async def _check_queries(
     Targets that cannot be read are reported first (a missing Deployment also leaves its
     selector without series); then the queries, by cause: Prometheus unreachable, query
     errors, or no series. Target read failures alone do not fail the check: the round
-    reports them (and ``recommend --once`` exits 1).
+    reports them (and ``recommend --once`` exits 1). A target at 0 replicas is not checked:
+    scaling is disabled for it and it has no series to find.
     """
     snapshots = {}
     unreadable: list[str] = []
@@ -306,7 +317,10 @@ async def _check_queries(
             unreadable.append(f"{t.key}: {err}")
         except Exception as err:
             unreadable.append(f"{t.key}: {type(err).__name__}: {err}")
-    problems = await check_configured_queries(source, policy.targets, snapshots)
+    parked = {key for key, snap in snapshots.items() if snap.spec_replicas <= 0}
+    checked = [t for t in policy.targets if t.key not in parked]
+    snapshots = {key: snap for key, snap in snapshots.items() if key not in parked}
+    problems = await check_configured_queries(source, checked, snapshots) if checked else []
     if problems:
         raise StartupError(
             format_startup_problems(unreadable, problems, redact_url(prometheus_url)), exit_code=1

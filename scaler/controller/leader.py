@@ -3,21 +3,34 @@
 Several controller replicas run; only the holder of the Lease writes to the cluster. The
 others run the same cycles read-only and take over when the Lease expires.
 
-- Acquire: the Lease does not exist (create it), has no holder (released), or its holder's
-  ``renewTime + leaseDurationSeconds`` has passed. Taking it over increments
-  ``leaseTransitions`` and sets ``acquireTime``.
-- Renew: the holder rewrites ``renewTime`` every retry period. Every write is a PUT with the
-  resourceVersion read just before (optimistic lock); a 409 means someone else wrote in
-  between: the Lease is read again and the attempt re-evaluated once.
-- Step down: a leader that has not renewed successfully for ``renew_deadline`` stops acting
-  as leader, before any other replica may acquire the Lease (``renew_deadline <
-  lease_duration``), so two leaders never write at the same time.
+Time (client-go's ``leaderelection.go``): another process's timestamps are never compared
+with the local clock, because node clocks drift. Each replica remembers the Lease record
+(its ``spec``) as it last saw it and the *local* time at which it saw it change; the Lease
+has expired for this replica when that record has not changed for its
+``leaseDurationSeconds`` of local time. ``renewTime`` and ``acquireTime`` are written for
+people and tools, and read by nobody here. A replica that starts (or restarts) therefore
+waits a whole lease duration before it takes over a Lease that someone holds.
+
+- Acquire: the Lease does not exist (create it), has no holder (released), or has not
+  changed for ``leaseDurationSeconds`` of local time since this replica last saw it change.
+  Taking it over increments ``leaseTransitions`` and sets ``acquireTime``.
+- Renew: the holder rewrites ``renewTime`` every retry period (so its record keeps changing
+  for the others). Every write is a PUT with the resourceVersion read just before
+  (optimistic lock); a 409 means someone else wrote in between: the Lease is read again and
+  the attempt re-evaluated once.
+- Step down: a leader whose last successful renewal *started* ``renew_deadline`` ago (local
+  clock) no longer leads: :meth:`LeaderElector.is_leader` answers False from that instant,
+  whatever is in flight. Another replica can take over only a lease duration after it saw
+  the last renewal land, which is later than that attempt started, so with
+  ``renew_deadline < lease_duration`` two leaders never overlap even with skewed clocks.
 - Release (graceful stop): the holder clears ``holderIdentity`` so another replica acquires
   at its next retry instead of waiting for expiry.
 
-Expiry is judged on the holder's ``renewTime`` and the injected clock (epoch seconds),
-never a wall-clock read inside the logic; replicas therefore rely on roughly synchronised
-node clocks, as the skew must stay well below ``lease_duration - renew_deadline``.
+Durations are measured on the injected ``monotonic`` clock (``time.monotonic`` in
+production, so a wall-clock step cannot stretch a leadership); the ``clock`` (epoch
+seconds) only stamps ``renewTime``/``acquireTime``. The controller fences each write on
+:meth:`LeaderElector.is_leader` at the moment it sends it (see
+:meth:`scaler.controller.loop.Controller.apply`).
 
 The Lease also carries the decision state a new leader resumes (an annotation written only
 by the holder, see :meth:`LeaderElector.write_annotations`): a write that is not the
@@ -113,7 +126,9 @@ class LeaderElector:
     Args:
         config: the Lease and the timings.
         leases: the Lease API.
-        clock: epoch seconds; the only "now".
+        clock: epoch seconds, written into ``renewTime``/``acquireTime`` only.
+        monotonic: seconds on a local clock that never steps; every duration (lease
+            expiry, renew deadline) is measured on it. Default: ``clock`` (tests).
         metrics: where ``vllm_scaler_leader`` is exported (optional).
     """
 
@@ -123,15 +138,21 @@ class LeaderElector:
         leases: LeaseApi,
         *,
         clock: Callable[[], float],
+        monotonic: Callable[[], float] | None = None,
         metrics: ScalerMetrics | None = None,
     ) -> None:
         self.config = config
         self._leases = leases
         self._clock = clock
+        self._mono = monotonic or clock
         self._metrics = metrics
         self._lock = asyncio.Lock()
         self._holding = False
+        #: local time at which the last successful acquire/renew attempt started
         self._renewed_at = -math.inf
+        #: the Lease spec as last seen or written, and the local time it last changed
+        self._observed: dict[str, Any] | None = None
+        self._observed_at = -math.inf
         self._was_leader = False
         self._observed_holder: str | None = None
         #: Incremented at every acquisition (the controller reloads the state on a new term).
@@ -146,9 +167,12 @@ class LeaderElector:
         """This replica's holderIdentity."""
         return self.config.identity
 
-    def is_leader(self, now: float | None = None) -> bool:
-        """True while this replica holds the Lease and renewed within the renew deadline."""
-        now = self._clock() if now is None else now
+    def is_leader(self) -> bool:
+        """True while this replica holds the Lease and its last successful renewal started
+        less than the renew deadline ago, on the local clock read now."""
+        return self._leading_at(self._mono())
+
+    def _leading_at(self, now: float) -> bool:
         return self._holding and now - self._renewed_at < self.config.renew_deadline_seconds
 
     def annotation(self, key: str) -> str | None:
@@ -161,7 +185,7 @@ class LeaderElector:
     # ------------------------------------------------------------------ transitions
 
     def _observe(self, now: float) -> None:
-        leading = self.is_leader(now)
+        leading = self._leading_at(now)
         if leading != self._was_leader:
             if leading:
                 log.info(
@@ -183,9 +207,9 @@ class LeaderElector:
 
     def observe(self) -> bool:
         """Update the leader metric and log a transition (a missed renew deadline) now."""
-        now = self._clock()
+        now = self._mono()
         self._observe(now)
-        return self.is_leader(now)
+        return self._leading_at(now)
 
     # ------------------------------------------------------------------ the Lease
 
@@ -193,34 +217,41 @@ class LeaderElector:
         spec = lease.get("spec")
         return dict(spec) if isinstance(spec, dict) else {}
 
+    def _see(self, spec: dict[str, Any]) -> None:
+        """Remember the record as read or written; a change restarts its expiry (local time)."""
+        if spec != self._observed:
+            self._observed = spec
+            self._observed_at = self._mono()
+
     def _held_by_other(self, spec: Mapping[str, Any], now: float) -> bool:
+        """Another holder whose record changed less than its lease duration ago (local time)."""
         holder = spec.get("holderIdentity") or ""
         if not holder or holder == self.identity:
             return False
-        renewed = parse_time(spec.get("renewTime"))
         duration = spec.get("leaseDurationSeconds")
-        if renewed is None or not isinstance(duration, int | float):
+        if not isinstance(duration, int | float) or isinstance(duration, bool):
             return False  # a malformed record can be taken over, as client-go does
-        return now < renewed + float(duration)
+        return self._observed_at + float(duration) > now
 
-    def _new_spec(self, spec: Mapping[str, Any], now: float) -> dict[str, Any]:
+    def _new_spec(self, spec: Mapping[str, Any], wall: float) -> dict[str, Any]:
         mine = spec.get("holderIdentity") == self.identity
         transitions = spec.get("leaseTransitions")
         transitions = transitions if isinstance(transitions, int) else 0
         return {
             "holderIdentity": self.identity,
             "leaseDurationSeconds": max(1, math.ceil(self.config.lease_duration_seconds)),
-            "acquireTime": spec.get("acquireTime") if mine else micro_time(now),
-            "renewTime": micro_time(now),
+            "acquireTime": spec.get("acquireTime") if mine else micro_time(wall),
+            "renewTime": micro_time(wall),
             "leaseTransitions": transitions if mine else transitions + 1,
         }
 
-    def _won(self, lease: dict[str, Any], now: float) -> None:
-        if not self.is_leader(now):
+    def _won(self, lease: dict[str, Any], started: float) -> None:
+        if not self._leading_at(started):
             self.term += 1
         self.lease = lease
+        self._see(self._spec(lease))
         self._holding = True
-        self._renewed_at = now
+        self._renewed_at = started
         self._observed_holder = self.identity
 
     def _lost(self, holder: str | None) -> None:
@@ -237,7 +268,7 @@ class LeaderElector:
             Whether this replica leads after the attempt.
         """
         async with self._lock:
-            now = self._clock()
+            now = self._mono()
             try:
                 await self._acquire_or_renew(now, self._new_spec, annotations={})
             except KubeApiError as err:
@@ -248,8 +279,9 @@ class LeaderElector:
                     http_status=err.http_status,
                     message=err.message,
                 )
+            now = self._mono()
             self._observe(now)
-            return self.is_leader(now)
+            return self._leading_at(now)
 
     async def _acquire_or_renew(
         self,
@@ -259,7 +291,10 @@ class LeaderElector:
         annotations: Mapping[str, str],
         only_if_leader: bool = False,
     ) -> bool:
+        """Read the Lease and write ``new_spec(spec, wall clock)`` unless another holder's
+        record is still valid; ``now`` is the local (monotonic) time the attempt started."""
         cfg = self.config
+        wall = self._clock()
         for attempt in (1, 2):
             lease = await self._leases.get(cfg.namespace, cfg.name)
             if lease is None:
@@ -270,7 +305,7 @@ class LeaderElector:
                     "apiVersion": "coordination.k8s.io/v1",
                     "kind": "Lease",
                     "metadata": {"name": cfg.name, "namespace": cfg.namespace},
-                    "spec": {**new_spec({}, now), "leaseTransitions": 0},
+                    "spec": {**new_spec({}, wall), "leaseTransitions": 0},
                 }
                 if annotations:
                     body["metadata"]["annotations"] = dict(annotations)
@@ -284,13 +319,14 @@ class LeaderElector:
                 return True
             self.lease = lease
             spec = self._spec(lease)
+            self._see(spec)
             if self._held_by_other(spec, now) or (
                 only_if_leader and spec.get("holderIdentity") != self.identity
             ):
                 self._lost(spec.get("holderIdentity") or None)
                 return False
             updated = copy.deepcopy(lease)
-            updated["spec"] = {**spec, **new_spec(spec, now)}
+            updated["spec"] = {**spec, **new_spec(spec, wall)}
             if annotations:
                 meta = updated.setdefault("metadata", {})
                 meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
@@ -313,8 +349,8 @@ class LeaderElector:
             the write failed (logged).
         """
         async with self._lock:
-            now = self._clock()
-            if not self.is_leader(now):
+            now = self._mono()
+            if not self._leading_at(now):
                 return False
             try:
                 ok = await self._acquire_or_renew(
@@ -328,7 +364,7 @@ class LeaderElector:
                     message=err.message,
                 )
                 ok = False
-            self._observe(now)
+            self._observe(self._mono())
             return ok
 
     async def release(self) -> bool:
@@ -338,16 +374,16 @@ class LeaderElector:
             True when a held Lease was released.
         """
         async with self._lock:
-            now = self._clock()
+            now = self._mono()
             if not self._holding:
                 return False
 
-            def released(spec: Mapping[str, Any], now: float) -> dict[str, Any]:
+            def released(spec: Mapping[str, Any], wall: float) -> dict[str, Any]:
                 return {
                     "holderIdentity": "",
                     "leaseDurationSeconds": 1,
-                    "acquireTime": micro_time(now),
-                    "renewTime": micro_time(now),
+                    "acquireTime": micro_time(wall),
+                    "renewTime": micro_time(wall),
                     "leaseTransitions": spec.get("leaseTransitions") or 0,
                 }
 

@@ -12,15 +12,21 @@ invalid signals, which the core turns into holds.
 
 Ownership of ``spec.replicas`` (the controller's part over the core's decision):
 
-- leader election: with a :class:`Leadership`, only the leader writes (scale, pod
-  annotations, Events); the others run the same cycles read-only and export what they would
-  decide. A new leader loads the persisted decision state before its first decision, and the
-  leader writes it back (on the Lease) at most once per cycle, only when it changed.
+- leader election: with a :class:`~scaler.controller.fence.Leadership`, only the leader
+  writes (scale, pod annotations, Events, the state); the others run the same cycles
+  read-only and export what they would decide. Each write is fenced on leadership checked
+  when it is sent (:class:`~scaler.controller.fence.WriteFence`). A new leader loads the
+  persisted decision state before its first decision, and the leader writes it back (on
+  the Lease) at most once per cycle, only when it changed.
+- ``spec.replicas`` 0 (a person or an idler parked the workload): scaling is disabled, as
+  for the HPA: nothing is read from Prometheus or written for it, and when replicas go
+  above 0 again scaling resumes from there with a fresh stabilization history.
 - conflicts, pause and pin: see :mod:`scaler.controller.overrides`.
-- drain-aware scale-down: before lowering replicas of a kind that removes pods through a
-  ReplicaSet (Deployment, ReplicaSet, Argo Rollout), the idlest ready pods get the lowest
-  ``controller.kubernetes.io/pod-deletion-cost`` so that they are the ones removed.
-  StatefulSets and LeaderWorkerSets remove the highest ordinal whatever the cost.
+- drain-aware scale-down (:mod:`scaler.controller.removal`): before lowering replicas of a
+  kind that removes pods through a ReplicaSet (Deployment, ReplicaSet, Argo Rollout), the
+  idlest ready pods get the lowest ``controller.kubernetes.io/pod-deletion-cost``; the
+  scale-down itself is written in a later cycle that reads that ranking back and still
+  wants it. StatefulSets and LeaderWorkerSets remove the highest ordinal whatever the cost.
 """
 
 from __future__ import annotations
@@ -37,15 +43,27 @@ import structlog
 
 from scaler.actuators.kubernetes import (
     DELETION_COST_KINDS,
+    ApiFailure,
+    CostPatches,
     KubeApiError,
     ScaleOutcome,
     ScaleOwner,
     ScaleResult,
+    WriteGuard,
 )
 from scaler.config.policy import Policy, TargetPolicy, WorkloadRef
 from scaler.config.vocabulary import SignalName
-from scaler.controller.overrides import REFUSALS, Control, override, read_control, refusal_events
+from scaler.controller.fence import Leadership, WriteFence
+from scaler.controller.overrides import (
+    REFUSALS,
+    Control,
+    disabled_decision,
+    override,
+    read_control,
+    refusal_events,
+)
 from scaler.controller.plan import Event, WritePlan, stuck_event, stuck_pods
+from scaler.controller.removal import PendingRemoval, pending_removal, ranked, ranked_in_order
 from scaler.controller.report import TargetReport
 from scaler.core.decide import Decision, Direction, decide
 from scaler.core.drain import RemovalPlan, plan_removal
@@ -66,6 +84,10 @@ from scaler.telemetry.metrics import ScalerMetrics
 STATE_ANNOTATION = "vllm-scaler.io/state"
 #: Upper bound of the persisted state (Kubernetes allows 256 KiB of annotations in total).
 MAX_STATE_BYTES = 64 * 1024
+#: Pod annotation failures that a retry will not fix: scale down without the ranking.
+_PERMANENT = frozenset({ApiFailure.FORBIDDEN, ApiFailure.INVALID, ApiFailure.NOT_FOUND})
+#: Holds during which the ranking of a scale-down the signals ask for is written ahead.
+_RANK_AHEAD = frozenset({Reason.STABILIZED, Reason.STEP_LIMITED})
 #: Reasons under which the reported level of the decision log is a warning.
 _WARNING_REASONS = frozenset(
     {
@@ -96,7 +118,7 @@ class Actuator(Protocol):
     async def read(self, ref: WorkloadRef) -> WorkloadSnapshot: ...
 
     async def scale(
-        self, ref: WorkloadRef, replicas: int, *, current: WorkloadSnapshot
+        self, ref: WorkloadRef, replicas: int, *, current: WorkloadSnapshot, guard: WriteGuard
     ) -> ScaleResult: ...
 
     async def emit_event(
@@ -108,23 +130,13 @@ class Actuator(Protocol):
     async def list_scale_owners(self, namespace: str) -> list[ScaleOwner]: ...
 
     async def set_deletion_costs(
-        self, namespace: str, costs: Mapping[str, int], *, current: Mapping[str, str | None]
-    ) -> list[str]: ...
-
-
-class Leadership(Protocol):
-    """Who may write (see :class:`scaler.controller.leader.LeaderElector`)."""
-
-    @property
-    def term(self) -> int: ...
-
-    def is_leader(self, now: float | None = None) -> bool: ...
-
-    def observe(self) -> bool: ...
-
-    def annotation(self, key: str) -> str | None: ...
-
-    async def write_annotations(self, annotations: Mapping[str, str]) -> bool: ...
+        self,
+        namespace: str,
+        costs: Mapping[str, int],
+        *,
+        current: Mapping[str, str | None],
+        guard: WriteGuard,
+    ) -> CostPatches: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +151,10 @@ class Applied:
 
     Attributes:
         action: ``scaled``, ``unchanged``, ``dry_run`` or the failed write's outcome;
-            ``none`` when nothing was to be written; ``not_leader``.
+            ``none`` when nothing was to be written; ``not_leader`` when this replica does
+            not lead (or stopped leading before the write was sent); ``pods_ranked`` when
+            the pod-deletion-cost ranking was written and the scale-down waits for a later
+            cycle.
         error: why the write failed ('' otherwise).
         state: the plan's state, with the write added when it succeeded.
     """
@@ -196,13 +211,11 @@ class Controller:
         self._events: dict[tuple[str, str], tuple[object, float]] = {}
         self._stuck_event_at: dict[str, float] = {}
         self._cost_unsupported_logged: set[str] = set()
+        self._removals: dict[str, PendingRemoval] = {}
+        self._disabled: set[str] = set()
         metrics.dry_run.set(1 if actuator.dry_run else 0)
         if leader is None:
             metrics.leader.set(0 if actuator.dry_run else 1)
-
-    def _leading(self, now: float) -> bool:
-        """Whether this process may write now (leader, or no leader election)."""
-        return self.leader is None or self.leader.is_leader(now)
 
     async def _read_target(self, t: TargetPolicy) -> _TargetRead | KubeApiError:
         try:
@@ -271,9 +284,9 @@ class Controller:
             )
         return self.states.get(t.key)
 
-    async def _persist(self, now: float) -> None:
+    async def _persist(self, now: float, fence: WriteFence) -> None:
         """As the leader, write the decision state to the Lease when it changed."""
-        if self.leader is None or not self.leader.is_leader(now):
+        if self.leader is None or not fence.allows():
             return
         targets = {
             t.key: encode_state(self.states[t.key])
@@ -306,6 +319,7 @@ class Controller:
             self.leader.observe()
             if self.leader.is_leader() and self.leader.term != self._loaded_term:
                 self._load_persisted(self.clock())
+        fence = WriteFence(self.leader)
         targets = self.policy.targets
         namespaces = sorted({t.workload.namespace for t in targets})
         reads, _ = await asyncio.gather(
@@ -326,18 +340,31 @@ class Controller:
                 snapshots[t.key] = r.snapshot
                 annotations[t.key] = r.annotations
         readable = [t for t in targets if t.key in snapshots]
-        result = await self.source.read(readable, snapshots) if readable else None
+        # spec.replicas 0: scaling disabled; its (absent) series are not asked for
+        active = [t for t in readable if snapshots[t.key].spec_replicas > 0]
+        result = (
+            await self.source.read(active, {t.key: snapshots[t.key] for t in active})
+            if active
+            else None
+        )
         now = self.clock()
         if result is not None:
             self._export_queries(result, now)
         for t in readable:
-            assert result is not None
             owners = self._owners.get(t.workload.namespace, [])
             control = read_control(t.workload, owners, annotations[t.key])
+            if snapshots[t.key].spec_replicas <= 0:
+                reports.append(await self._disabled_target(t, snapshots[t.key], now, fence))
+                continue
+            assert result is not None
             reports.append(
-                await self._cycle_target(t, snapshots[t.key], result.targets[t.key], now, control)
+                await self._cycle_target(
+                    t, snapshots[t.key], result.targets[t.key], now, control, fence
+                )
             )
-        await self._persist(self.clock())
+        await self._persist(self.clock(), fence)
+        if self.leader is not None:
+            self.leader.observe()  # a renew deadline passed during the cycle shows now
         self.metrics.cycle_duration.observe(time.monotonic() - started)
         self.metrics.cycles.inc()
         self.metrics.last_cycle.set(self.clock())
@@ -366,20 +393,86 @@ class Controller:
         readings: TargetReadings,
         now: float,
         control: Control,
+        fence: WriteFence,
     ) -> TargetReport:
         """Decide one target, export the decision, plan its writes and apply them."""
-        obs = Observation(snap.counts(t.model_load_timeout_seconds), readings.signals)
+        if t.key in self._disabled:
+            self._disabled.discard(t.key)
+            self.log.info(
+                "scaling_resumed",
+                target=t.key,
+                replicas=snap.spec_replicas,
+                message="spec.replicas is above 0 again; scaling resumes from there with a "
+                "fresh stabilization history",
+            )
+        removing = self._removing(t, snap, now)
+        obs = Observation(
+            snap.counts(t.model_load_timeout_seconds, removing=removing), readings.signals
+        )
         state = self._state_for(t, snap.spec_replicas, now)
         window = self.policy.rate_window_seconds
         core = decide(t, obs, state, now, ttft_window_seconds=window)
         decision = override(core, control)
         self._export(t, decision, core, control, readings)
-        applied = await self.apply(self._plan(t, snap, readings, core, decision, control, now))
+        plan = self._plan(t, snap, readings, core, decision, control, now, fence)
+        applied = await self.apply(plan, fence)
         self.states[t.key] = applied.state
         self._log_decision(t, decision, applied.action)
         return TargetReport(t.key, decision, readings, applied.action, applied.error)
 
+    def _removing(self, t: TargetPolicy, snap: WorkloadSnapshot, now: float) -> int:
+        """Live pods that our own earlier scale-down still removes (forgotten once none is)."""
+        pending = self._removals.get(t.key)
+        if pending is None:
+            return 0
+        left = pending.removing(snap, now)
+        if left == 0:
+            del self._removals[t.key]
+        return left
+
+    async def _disabled_target(
+        self, t: TargetPolicy, snap: WorkloadSnapshot, now: float, fence: WriteFence
+    ) -> TargetReport:
+        """``spec.replicas`` is 0: report scaling as disabled, write nothing but one Event.
+
+        The target's decision state is dropped, so that scaling resumes from the replicas
+        someone sets, with a fresh stabilization history (as the HPA does).
+        """
+        decision = disabled_decision(snap.counts(t.model_load_timeout_seconds))
+        self.states.pop(t.key, None)
+        self._resume.pop(t.key, None)
+        self._removals.pop(t.key, None)
+        self._record(t, decision, disabled=True)
+        self.metrics.remove_signals(t.key, t.signals.enabled())
+        events: tuple[Event, ...] = ()
+        if t.key not in self._disabled:
+            self._disabled.add(t.key)
+            self.log.info("scaling_disabled", target=t.key, message=decision.message)
+            events = (Event("ScalingDisabled", decision.message),)
+        plan = WritePlan(
+            target=t,
+            snapshot=snap,
+            decision=decision,
+            state=decision.state,
+            now=now,
+            events=events if not self.actuator.dry_run else (),
+        )
+        applied = await self.apply(plan, fence)
+        self._log_decision(t, decision, applied.action)
+        return TargetReport(t.key, decision, None, applied.action)
+
     # ------------------------------------------------------------------ telemetry
+
+    def _record(self, t: TargetPolicy, decision: Decision, *, disabled: bool) -> None:
+        self.metrics.record_decision(
+            t.key,
+            decision,
+            min_replicas=t.min_replicas,
+            max_replicas=t.max_replicas,
+            tolerance_up=t.tolerance.scale_up,
+            tolerance_down=t.tolerance.scale_down,
+        )
+        self.metrics.scaling_disabled.labels(t.key).set(1 if disabled else 0)
 
     def _export(
         self,
@@ -391,14 +484,7 @@ class Controller:
     ) -> None:
         """Metrics and logs of one target's decision (nothing is written to the cluster)."""
         m = self.metrics
-        m.record_decision(
-            t.key,
-            decision,
-            min_replicas=t.min_replicas,
-            max_replicas=t.max_replicas,
-            tolerance_up=t.tolerance.scale_up,
-            tolerance_down=t.tolerance.scale_down,
-        )
+        self._record(t, decision, disabled=False)
         self._export_control(t, control)
         for name in (SignalName.QUEUE_DEPTH, SignalName.KV_CACHE_USAGE):
             if name in readings.signals:
@@ -486,9 +572,10 @@ class Controller:
         decision: Decision,
         control: Control,
         now: float,
+        fence: WriteFence,
     ) -> WritePlan:
         """What to write for one target: Events, pod annotations, the scale, the state."""
-        writes = not self.actuator.dry_run and self._leading(now)
+        writes = not self.actuator.dry_run and fence.allows()
         events: tuple[Event, ...] = ()
         if writes:
             events = (
@@ -497,9 +584,14 @@ class Controller:
             )
         changes = decision.direction is not Direction.NONE
         not_leader = changes and not self.actuator.dry_run and not writes
-        removal = None
-        if changes and writes and decision.direction is Direction.DOWN:
-            removal = self._removal(t, snap, readings, decision)
+        d = decision
+        removal = ahead = None
+        if writes and d.direction is Direction.DOWN:
+            removal = self._removal(t, snap, readings, d.current_replicas - d.desired_replicas)
+        elif writes and d.reason in _RANK_AHEAD and d.recommended_replicas < d.current_replicas:
+            coming = d.current_replicas - max(d.recommended_replicas, t.min_replicas)
+            if coming > 0:
+                ahead = self._removal(t, snap, readings, coming)
         return WritePlan(
             target=t,
             snapshot=snap,
@@ -508,6 +600,7 @@ class Controller:
             now=now,
             events=events,
             removal=removal,
+            ahead=ahead,
             scale=changes and not not_leader,
             not_leader=not_leader,
         )
@@ -561,9 +654,9 @@ class Controller:
         return [event]
 
     def _removal(
-        self, t: TargetPolicy, snap: WorkloadSnapshot, readings: TargetReadings, d: Decision
+        self, t: TargetPolicy, snap: WorkloadSnapshot, readings: TargetReadings, remove: int
     ) -> RemovalPlan | None:
-        """The idlest pods to mark with the lowest pod-deletion-cost before a scale-down."""
+        """The ``remove`` idlest pods, to rank lowest by pod-deletion-cost before a scale-down."""
         ref = t.workload
         if ref.kind not in DELETION_COST_KINDS:
             if t.key not in self._cost_unsupported_logged:
@@ -576,38 +669,54 @@ class Controller:
                     "ignores pod-deletion-cost; draining relies on the pods' grace period",
                 )
             return None
-        return plan_removal(snap.pods, readings.pod_load, d.current_replicas - d.desired_replicas)
+        return plan_removal(snap.pods, readings.pod_load, remove)
 
-    async def apply(self, plan: WritePlan) -> Applied:
+    async def apply(self, plan: WritePlan, fence: WriteFence) -> Applied:
         """Write what ``plan`` says, in order: Events, pod annotations, the scale.
 
-        The one place the control loop writes to the cluster. Each failure is counted and
+        The one place the control loop writes to the cluster. Each write is sent only if
+        ``fence`` allows it at that moment; once it does not, nothing more is written and a
+        change of replicas is reported as ``not_leader``. Before a scale-down of a kind that
+        honours pod-deletion-cost, the scale is written only when the pods as read this
+        cycle already carry the plan's ranking; otherwise the ranking is written and the
+        scale-down waits for a later cycle (``pods_ranked``). Each failure is counted and
         logged once here (the actuator returns it) and reported as a ``FailedRescale`` Event.
         """
         t, d = plan.target, plan.decision
         ref = t.workload
         for e in plan.events:
+            if not fence.allows():
+                return self._fenced(plan, "event")
             await self.actuator.emit_event(ref, reason=e.reason, message=e.message, type=e.type)
         if plan.not_leader:
             self.metrics.refused_writes.labels(t.key, "not_leader").inc()
             return Applied("not_leader", "", plan.state)
         if not plan.scale:
+            ahead = plan.ahead
+            if ahead is not None and not ranked_in_order(plan.snapshot.pods, ahead.chosen):
+                patches = await self._write_ranking(plan, ahead, fence, when="ahead")
+                if patches.fenced:
+                    return self._fenced(plan, "pod_annotation")
             return Applied("none", "", plan.state)
-        if plan.removal is not None:
-            current = {p.name: p.deletion_cost for p in plan.snapshot.pods}
-            patched = await self.actuator.set_deletion_costs(
-                ref.namespace, plan.removal.costs, current=current
-            )
-            if patched:
-                self.metrics.pods_annotated.labels(t.key).inc(len(patched))
-            self.log.info(
-                "scale_down_pods_chosen",
+        removal = plan.removal
+        if removal is not None and not ranked(plan.snapshot.pods, removal.chosen):
+            patches = await self._write_ranking(plan, removal, fence, when="next_cycle")
+            if patches.fenced:
+                return self._fenced(plan, "pod_annotation")
+            if patches.patched or set(patches.failed.values()) - _PERMANENT:
+                return Applied("pods_ranked", "", plan.state)
+            self.log.warning(
+                "scale_down_unranked",
                 target=t.key,
-                remove=list(plan.removal.chosen),
-                in_flight=list(plan.removal.load),
-                annotated=patched,
+                failed={pod: str(f) for pod, f in patches.failed.items()},
+                message="no pod-deletion-cost annotation could be written; scaling down "
+                "without choosing the idlest pods (check the RBAC for pods patch)",
             )
-        result = await self.actuator.scale(ref, d.desired_replicas, current=plan.snapshot)
+        result = await self.actuator.scale(
+            ref, d.desired_replicas, current=plan.snapshot, guard=fence.allows
+        )
+        if result.outcome is ScaleOutcome.NOT_LEADER:
+            return self._fenced(plan, "scale")
         if result.outcome is ScaleOutcome.SCALED:
             state = record_write(
                 plan.state,
@@ -615,11 +724,21 @@ class Controller:
                 to_replicas=d.desired_replicas,
                 now=plan.now,
             )
+            if d.direction is Direction.DOWN:
+                self._removals[t.key] = pending_removal(
+                    plan.snapshot,
+                    plan.removal,
+                    d.current_replicas - d.desired_replicas,
+                    plan.now,
+                )
             self.metrics.scale_actions.labels(t.key, d.direction).inc()
-            await self.actuator.emit_event(
-                ref,
-                reason="SuccessfulRescale",
-                message=f"New size: {d.desired_replicas}; reason: {d.reason}: {d.message}",
+            await self._emit(
+                plan,
+                fence,
+                Event(
+                    "SuccessfulRescale",
+                    f"New size: {d.desired_replicas}; reason: {d.reason}: {d.message}",
+                ),
             )
             return Applied(str(result.outcome), "", state)
         if result.ok:
@@ -633,7 +752,60 @@ class Controller:
             requests=result.requests,
             error=result.message,
         )
-        await self.actuator.emit_event(
-            ref, reason="FailedRescale", message=result.message, type="Warning"
-        )
+        await self._emit(plan, fence, Event("FailedRescale", result.message, "Warning"))
         return Applied(str(result.outcome), result.message, plan.state)
+
+    async def _emit(self, plan: WritePlan, fence: WriteFence, event: Event) -> None:
+        """Send the Event about a write that was made, unless leadership ended meanwhile."""
+        if not fence.allows():
+            self._log_fenced(plan.target, "event")
+            return
+        ref = plan.target.workload
+        await self.actuator.emit_event(
+            ref, reason=event.reason, message=event.message, type=event.type
+        )
+
+    async def _write_ranking(
+        self, plan: WritePlan, removal: RemovalPlan, fence: WriteFence, *, when: str
+    ) -> CostPatches:
+        """Write ``removal``'s pod-deletion costs (each pod patch fenced).
+
+        ``when`` says when the scale-down comes: ``next_cycle`` (it waits for a later
+        cycle that reads this ranking back and still wants it) or ``ahead`` (a window or
+        step limit holds it; the ranking is ready before it is allowed).
+        """
+        t = plan.target
+        current = {p.name: p.deletion_cost for p in plan.snapshot.pods}
+        patches = await self.actuator.set_deletion_costs(
+            t.workload.namespace, removal.costs, current=current, guard=fence.allows
+        )
+        if patches.patched:
+            self.metrics.pods_annotated.labels(t.key).inc(len(patches.patched))
+        self.log.info(
+            "scale_down_pods_chosen",
+            target=t.key,
+            remove=list(removal.chosen),
+            in_flight=list(removal.load),
+            annotated=list(patches.patched),
+            failed={pod: str(f) for pod, f in patches.failed.items()},
+            scale_down=when,
+        )
+        return patches
+
+    def _log_fenced(self, t: TargetPolicy, write: str) -> None:
+        self.log.warning(
+            "write_fenced",
+            target=t.key,
+            write=write,
+            message="this replica no longer leads (its last Lease renewal is older than the "
+            "renew deadline); nothing more is written this cycle",
+        )
+
+    def _fenced(self, plan: WritePlan, write: str) -> Applied:
+        """This replica stopped leading before a write of ``plan`` was sent."""
+        t, d = plan.target, plan.decision
+        self._log_fenced(t, write)
+        if d.direction is Direction.NONE:
+            return Applied("none", "", plan.state)
+        self.metrics.refused_writes.labels(t.key, "not_leader").inc()
+        return Applied("not_leader", "", plan.state)

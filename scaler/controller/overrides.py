@@ -1,5 +1,8 @@
 """What overrides the decision core on a target: other autoscalers, pause and pin (pure).
 
+And what replaces it: a target whose ``spec.replicas`` is 0 is not decided at all
+(:func:`disabled_decision`).
+
 - conflict: an autoscaling/v2 HorizontalPodAutoscaler or a KEDA ScaledObject targets the same
   workload; vllm-scaler then recommends only, never writes.
 - ``vllm-scaler.io/paused: "true"`` on the workload holds it entirely (an invalid pin too).
@@ -18,13 +21,16 @@ from scaler.actuators.kubernetes import ScaleOwner
 from scaler.config.policy import WorkloadRef
 from scaler.controller.plan import Event
 from scaler.core.decide import Decision
+from scaler.core.observation import ReplicaCounts
 from scaler.core.reasons import Reason
+from scaler.core.state import TargetState
 
 __all__ = [
     "PAUSED_ANNOTATION",
     "PINNED_ANNOTATION",
     "REFUSALS",
     "Control",
+    "disabled_decision",
     "override",
     "read_control",
     "refusal_events",
@@ -111,6 +117,30 @@ def override(d: Decision, c: Control) -> Decision:
             f"{d.desired_replicas}; {core})",
         )
     return d
+
+
+def disabled_decision(counts: ReplicaCounts) -> Decision:
+    """The decision for a target whose ``spec.replicas`` is 0: scaling disabled.
+
+    The HPA's rule (``ScalingActive=False``, reason ``ScalingDisabled``): people and idlers
+    park workloads at 0, and raising them to the minimum would fight them. No signal is
+    evaluated (a parked workload has no series; that is not a failed read) and the state
+    is empty: scaling resumes from the replicas someone sets, with a fresh history.
+    """
+    return Decision(
+        current_replicas=counts.current,
+        desired_replicas=counts.current,
+        recommended_replicas=counts.current,
+        reason=Reason.SCALING_DISABLED,
+        driving_signal=None,
+        message="spec.replicas is 0 (set by a person or an idler): scaling is disabled and "
+        "nothing is written; it resumes from the replicas set when they go above 0",
+        limits=(),
+        signals=(),
+        replicas=counts,
+        outside_write=False,
+        state=TargetState(),
+    )
 
 
 def _hold(d: Decision, reason: Reason, message: str) -> Decision:

@@ -41,6 +41,9 @@ class WritePlan:
             may write.
         removal: before a scale-down, the pod-deletion-cost annotations that make the idlest
             pods the ones removed; None when not scaling down or the kind ignores them.
+        ahead: while the stabilization window or the step limit holds a scale-down the
+            signals ask for, the ranking it will need (written unless already in place);
+            None otherwise.
         scale: write ``decision.desired_replicas`` (the actuator answers ``dry_run`` in a dry
             run).
         not_leader: the decision changes the replicas but another replica leads: nothing is
@@ -56,6 +59,7 @@ class WritePlan:
     now: float
     events: tuple[Event, ...] = ()
     removal: RemovalPlan | None = None
+    ahead: RemovalPlan | None = None
     scale: bool = False
     not_leader: bool = False
 

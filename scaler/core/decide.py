@@ -31,7 +31,9 @@ limits) with changes for LLM serving:
 2. The largest per-signal result wins. Scale-up may use any usable subset of signals;
    scale-down needs every enabled signal fully valid (``ok`` or ``idle``).
 3. Guards: no scale-down while replicas are starting (``waiting_for_pending``) or while pods
-   removed earlier are still draining (``waiting_for_drain``).
+   removed earlier are still draining (``waiting_for_drain``: terminating pods, and live pods
+   the controller's own scale-down removes, ``ReplicaCounts.removing``; never the surge or
+   canary pods of a rollout).
 4. Stabilization (HPA): up to the lowest recommendation in the scale-up window, down to the
    highest in the scale-down window. Holds are recorded too, so after an outage a whole window
    of good samples must pass before a scale-down.
@@ -385,9 +387,10 @@ def _scale_down_guard(
         return Reason.WAITING_FOR_STARTING, (
             f"{counts.starting} replica(s) still starting; no scale-down until ready"
         )
-    if counts.terminating > 0 or counts.live > counts.current:
+    # Only pods being removed: a rollout's surge or canary pods beyond spec.replicas are not.
+    if counts.terminating > 0 or counts.removing > 0:
         return Reason.WAITING_FOR_DRAIN, (
-            f"{max(counts.terminating, counts.live - counts.current)} pod(s) removed earlier "
+            f"{counts.terminating + counts.removing} pod(s) removed earlier "
             "still draining; no further scale-down until they are gone"
         )
     return None

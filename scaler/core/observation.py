@@ -23,6 +23,9 @@ class ReplicaCounts:
         stuck: live pods not ready and older than the model load timeout (for example
             Pending for lack of GPUs); reported, and never a reason to add more replicas.
         terminating: pods with a deletionTimestamp (draining in-flight requests).
+        removing: live pods that this controller's own scale-down removes and that have no
+            deletionTimestamp yet (the workload controller has not got to them). Other pods
+            beyond ``current`` (a rollout's surge or canary) are not removing.
     """
 
     current: int
@@ -31,6 +34,7 @@ class ReplicaCounts:
     starting: int = 0
     stuck: int = 0
     terminating: int = 0
+    removing: int = 0
 
     @property
     def live(self) -> int:
@@ -152,11 +156,12 @@ class WorkloadSnapshot:
         """Names of pods that are not terminating."""
         return frozenset(p.name for p in self.pods if not p.terminating)
 
-    def counts(self, model_load_timeout_seconds: float) -> ReplicaCounts:
+    def counts(self, model_load_timeout_seconds: float, *, removing: int = 0) -> ReplicaCounts:
         """Classify the pods into ready / starting / stuck / terminating.
 
         A live pod that is not ready counts as *starting* while it is younger than the
-        model load timeout, and as *stuck* after that.
+        model load timeout, and as *stuck* after that. ``removing`` is passed through (the
+        pods do not tell it: only the controller knows which pods it removes).
         """
         ready = starting = stuck = terminating = 0
         for p in self.pods:
@@ -177,4 +182,5 @@ class WorkloadSnapshot:
             starting=starting,
             stuck=stuck,
             terminating=terminating,
+            removing=removing,
         )

@@ -44,6 +44,8 @@ class Reason(StrEnum):
         recommend only, never write.
       - ``paused``: the workload carries ``vllm-scaler.io/paused: "true"`` (or an invalid pin).
       - ``pinned``: the workload carries ``vllm-scaler.io/pinned-replicas: "N"``; N is written.
+      - ``scaling_disabled``: ``spec.replicas`` is 0 (set by a person or an idler): as for the
+        HPA, scaling is disabled and nothing is written until replicas go above 0 again.
     """
 
     SCALE_UP = "scale_up"
@@ -61,3 +63,4 @@ class Reason(StrEnum):
     CONFLICT = "conflict"
     PAUSED = "paused"
     PINNED = "pinned"
+    SCALING_DISABLED = "scaling_disabled"

@@ -5,14 +5,18 @@ Two dashboards are generated from code and committed as importable JSON in ``das
 - ``vllm-scaler-decisions.json`` ("vllm-scaler: decisions"): replicas, each signal against its
   target and tolerance band, decisions by reason, the latest reason per target, scale events as
   annotations and the controller's health. Reads the names of :mod:`scaler.telemetry.metrics`.
-- ``vllm-fleet.json`` ("vLLM fleet"): latency quantiles, queue, running requests, KV cache,
-  token throughput and preemptions, per model and per pod, from vLLM's own metrics with the
-  pre-0.9.2 / pre-0.11 names as fallbacks.
+- ``vllm-fleet.json`` ("vLLM fleet"): at parity with vLLM's own example dashboard (P50/P90/
+  P95/P99 and mean latencies with the TTFT target as a threshold, queue, prefill and decode
+  time, scheduler state, throughput, KV cache, finished reasons, request errors, prompt and
+  generation length heatmaps) plus the prefix-cache hit rate and per-pod panels, from vLLM's
+  own metrics with the older names as fallbacks.
 
-Both carry an ``__inputs`` Prometheus datasource (Grafana's import dialog asks for it; panels
-read ``${DS_PROMETHEUS}``), a stable uid and the variables ``namespace``, ``target`` and
-``model``. :func:`render_previews` draws the same queries with matplotlib (the pictures in
-``docs/dashboards/``). ``main`` writes the JSON (``vllm-scaler dashboards``).
+Both carry a ``datasource`` variable (any Prometheus-type datasource) that every panel,
+variable and annotation reads, defaulting to the ``__inputs`` datasource Grafana's import
+dialog asks for; ``__requires`` names the Grafana whose schema they are written in and the
+panel types they use; a stable uid and the variables ``namespace``, ``target`` and ``model``.
+:func:`render_previews` draws the same queries with matplotlib, as Grafana shows them (the
+pictures in ``docs/dashboards/``). ``main`` writes the JSON (``vllm-scaler dashboards``).
 
 Where each part lives::
 
@@ -34,18 +38,23 @@ from scaler.dashboards.decisions import DECISIONS_UID, decisions_dashboard
 from scaler.dashboards.fleet import FLEET_UID, fleet_dashboard
 from scaler.dashboards.previews import render_previews
 from scaler.dashboards.queries import (
+    ALL,
     PanelQuery,
+    all_values,
     annotation_queries,
     panel_queries,
     resolve_variables,
+    selected_values,
     substitute,
     walk_panels,
 )
 
 __all__ = [
+    "ALL",
     "DECISIONS_UID",
     "FLEET_UID",
     "PanelQuery",
+    "all_values",
     "annotation_queries",
     "build_dashboards",
     "decisions_dashboard",
@@ -54,6 +63,7 @@ __all__ = [
     "panel_queries",
     "render_previews",
     "resolve_variables",
+    "selected_values",
     "substitute",
     "to_json",
     "walk_panels",

@@ -1,25 +1,38 @@
 """What both dashboards share: helpers over grafana-foundation-sdk's builders (queries,
-time-series panels, overrides, variables), the dashboard frame and the import-time inputs."""
+time-series and heatmap panels, thresholds, overrides, variables), the dashboard frame and the
+import-time inputs and requirements."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 from collections.abc import Sequence
 from typing import Any, Final
 
 from grafana_foundation_sdk.builders import dashboard as gd
+from grafana_foundation_sdk.builders import heatmap as ghm
 from grafana_foundation_sdk.builders import prometheus as gp
 from grafana_foundation_sdk.builders import timeseries as gts
-from grafana_foundation_sdk.builders.common import StackingConfig, VizLegendOptions
+from grafana_foundation_sdk.builders.common import (
+    GraphThresholdsStyleConfig,
+    StackingConfig,
+    VizLegendOptions,
+)
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import common as gc
 from grafana_foundation_sdk.models import dashboard as gm
+from grafana_foundation_sdk.models import heatmap as ghm_models
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
 from scaler.dashboards.queries import walk_panels
 
-# Every panel reads the datasource that Grafana's import dialog asks for (see _INPUTS).
-DS: Final = gm.DataSourceRef(type_val="prometheus", uid="${DS_PROMETHEUS}")
+# Every panel, variable query and annotation reads the datasource chosen in the ``datasource``
+# variable (a Prometheus; VictoriaMetrics, Thanos and Mimir answer as one). Its default is
+# the datasource Grafana's import dialog asks for (DS_PROMETHEUS in __inputs): the import
+# replaces that placeholder, so the imported dashboard opens on the chosen datasource and
+# can still be switched to another one.
+DATASOURCE_VARIABLE: Final = "datasource"
+DS: Final = gm.DataSourceRef(type_val="prometheus", uid=f"${{{DATASOURCE_VARIABLE}}}")
 _INPUTS: Final = [
     {
         "name": "DS_PROMETHEUS",
@@ -30,23 +43,32 @@ _INPUTS: Final = [
         "pluginName": "Prometheus",
     }
 ]
-_REQUIRES: Final = [
-    {"type": "grafana", "id": "grafana", "name": "Grafana", "version": "10.4.0"},
-    {"type": "datasource", "id": "prometheus", "name": "Prometheus", "version": "1.0.0"},
-    {"type": "panel", "id": "timeseries", "name": "Time series", "version": ""},
-    {"type": "panel", "id": "table", "name": "Table", "version": ""},
-]
+# The SDK's version is "<build>!<Grafana version>": the Grafana whose dashboard schema it
+# writes (schemaVersion 41 is what Grafana 11.6 writes), so the dashboards require that one.
+GRAFANA_VERSION: Final = importlib.metadata.version("grafana-foundation-sdk").split("!")[-1]
+_PANEL_NAMES: Final = {
+    "heatmap": "Heatmap",
+    "table": "Table",
+    "timeseries": "Time series",
+}
 
 # Grafana's rate window: at least four scrape intervals, whatever the panel's resolution.
 RATE_INTERVAL: Final = "$__rate_interval"
 
 
 def prometheus_query(
-    ref: str, expr: str, legend: str = "__auto", *, instant: bool = False
+    ref: str,
+    expr: str,
+    legend: str = "__auto",
+    *,
+    instant: bool = False,
+    fmt: PromQueryFormat | None = None,
 ) -> gp.Dataquery:
-    """A Prometheus query with refId ``ref``: a range query, or an instant one in table format."""
+    """A Prometheus query with refId ``ref``: a range query, or an instant one in table format;
+    ``fmt`` overrides the format (``heatmap`` for histogram buckets)."""
     q = gp.Dataquery().ref_id(ref).expr(expr).legend_format(legend).datasource(DS)
-    return q.instant().format(PromQueryFormat.TABLE) if instant else q.range()
+    q = q.instant().format(PromQueryFormat.TABLE) if instant else q.range()
+    return q.format(fmt) if fmt is not None else q
 
 
 def timeseries(
@@ -88,6 +110,71 @@ def timeseries(
     return p
 
 
+def with_threshold_from(p: gts.Panel, expr: str, name: str, *, ref: str = "T") -> gts.Panel:
+    """``p`` with a dashed red threshold line at the last value of ``expr``.
+
+    Grafana thresholds are static numbers; a value that lives in the data (a configured
+    target) reaches them through the "Config from query results" transformation
+    (``configFromData``): the query ``ref`` (legend ``name``) is not drawn, its last value
+    becomes the first threshold step.
+    """
+    return (
+        p.with_target(prometheus_query(ref, expr, name))
+        .thresholds(
+            gd.ThresholdsConfig()
+            .mode(gm.ThresholdsMode.ABSOLUTE)
+            .steps([gm.Threshold(value=None, color="transparent")])
+        )
+        .thresholds_style(GraphThresholdsStyleConfig().mode(gc.GraphThresholdsStyleMode.DASHED))
+        .with_transformation(
+            gm.DataTransformerConfig(
+                id_val="configFromData",
+                options={
+                    "configRefId": ref,
+                    "mappings": [
+                        {
+                            "fieldName": name,
+                            "handlerKey": "threshold1",
+                            "reducerId": "lastNotNull",
+                            "handlerArguments": {"threshold": {"color": "red"}},
+                        }
+                    ],
+                },
+            )
+        )
+    )
+
+
+def heatmap(
+    title: str, description: str, expr: str, *, y_label: str, width: int = 12, height: int = 8
+) -> ghm.Panel:
+    """A heatmap of a histogram's buckets: ``expr`` must be ``sum by (le) (...)`` of a
+    ``_bucket`` series; Grafana turns the cumulative ``le`` series into one row per bucket
+    (format ``heatmap``, nothing calculated)."""
+    return (
+        ghm.Panel()
+        .title(title)
+        .description(description)
+        .datasource(DS)
+        .span(width)
+        .height(height)
+        .calculate(False)
+        .with_target(prometheus_query("A", expr, "{{le}}", fmt=PromQueryFormat.HEATMAP))
+        .color(
+            ghm.HeatmapColorOptions()
+            .mode(ghm_models.HeatmapColorMode.SCHEME)
+            .scheme("Spectral")
+            .scale(ghm_models.HeatmapColorScale.EXPONENTIAL)
+            .exponent(0.5)
+            .steps(64)
+        )
+        .rows_frame(ghm.RowsHeatmapOptions().layout(gc.HeatmapCellLayout.LE).value("req/s"))
+        .y_axis(ghm.YAxisConfig().axis_label(y_label).unit("short"))
+        .cell_values(ghm.CellValues().unit("reqps"))
+        .show_legend()
+    )
+
+
 def dashed_lines(names: Sequence[str]) -> list[tuple[str, list[gm.DynamicConfigValue]]]:
     """Overrides that draw the series named ``names`` dashed (for :func:`with_overrides`)."""
     style = {"fill": "dash", "dash": [10, 10]}
@@ -126,14 +213,39 @@ def query_variable(
     return v
 
 
+def datasource_variable() -> gd.DatasourceVariable:
+    """The ``datasource`` variable: any Prometheus-type datasource, by default the one the
+    import dialog was given (``${DS_PROMETHEUS}``, replaced at import)."""
+    return (
+        gd.DatasourceVariable(DATASOURCE_VARIABLE)
+        .label("Data source")
+        .type("prometheus")
+        .current(gm.VariableOption(selected=True, text="Prometheus", value="${DS_PROMETHEUS}"))
+    )
+
+
+def requires(doc: dict[str, Any]) -> list[dict[str, str]]:
+    """``__requires`` for ``doc``: the Grafana whose schema it is written in, the Prometheus
+    datasource plugin and every panel type it uses."""
+    types = sorted({p["type"] for p in walk_panels(doc) if p["type"] != "row"})
+    unknown = [t for t in types if t not in _PANEL_NAMES]
+    if unknown:
+        raise ValueError(f"panel types without a __requires name: {unknown}")
+    return [
+        {"type": "grafana", "id": "grafana", "name": "Grafana", "version": GRAFANA_VERSION},
+        {"type": "datasource", "id": "prometheus", "name": "Prometheus", "version": "1.0.0"},
+        *({"type": "panel", "id": t, "name": _PANEL_NAMES[t], "version": ""} for t in types),
+    ]
+
+
 def finish(b: gd.Dashboard) -> dict[str, Any]:
-    """Encode, number the panels and add the import-time datasource input."""
+    """Encode, number the panels and add the import-time datasource input and requirements."""
     doc: dict[str, Any] = json.loads(json.dumps(b.build(), cls=JSONEncoder))
     for i, panel in enumerate(walk_panels(doc), start=1):
         panel["id"] = i
     doc["id"] = None
     doc["__inputs"] = _INPUTS
-    doc["__requires"] = _REQUIRES
+    doc["__requires"] = requires(doc)
     return doc
 
 
@@ -158,7 +270,8 @@ def model_variable() -> gd.QueryVariable:
 
 
 def base_dashboard(title: str, uid: str, description: str) -> gd.Dashboard:
-    """A dashboard frame: uid, tags, the last hour refreshed every 30 s, shared crosshair."""
+    """A dashboard frame: uid, tags, the last hour refreshed every 30 s, shared crosshair, and
+    the ``datasource`` variable first."""
     return (
         gd.Dashboard(title)
         .uid(uid)
@@ -169,4 +282,5 @@ def base_dashboard(title: str, uid: str, description: str) -> gd.Dashboard:
         .refresh("30s")
         .timezone("browser")
         .tooltip(gm.DashboardCursorSync.CROSSHAIR)
+        .with_variable(datasource_variable())
     )

@@ -1,8 +1,11 @@
 """PNG previews of the dashboards, drawn with matplotlib from the same queries against a
-Prometheus (the pictures in ``docs/dashboards/``)."""
+Prometheus (the pictures in ``docs/dashboards/``), as Grafana shows them when the dashboard
+opens: each variable as Grafana selects it ("All" where the dashboard saved "All"), repeated
+rows once per value, heatmaps of histogram buckets, thresholds taken from query results."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import time
@@ -15,9 +18,12 @@ import httpx
 
 from scaler.dashboards.build import build_dashboards
 from scaler.dashboards.queries import (
+    ALL,
     DEFAULT_BUILTINS,
+    all_values,
     annotation_queries,
     resolve_variables,
+    selected_values,
     substitute,
 )
 
@@ -35,6 +41,12 @@ class _Reader:
     start: float
     end: float
     step: float
+    all_values: Mapping[str, str]
+    options: Mapping[str, list[str]]
+
+    def with_value(self, name: str, value: str) -> _Reader:
+        """The same reader with variable ``name`` set to ``value`` (a repeated row's copy)."""
+        return dataclasses.replace(self, values={**self.values, name: value})
 
     def range(self, expr: str) -> list[dict[str, Any]]:
         """The series of a range query."""
@@ -47,7 +59,7 @@ class _Reader:
         return self._ask("query", expr, {"time": self.end})
 
     def _ask(self, api: str, expr: str, params: Mapping[str, float]) -> list[dict[str, Any]]:
-        expr = substitute(expr, self.values, builtins=self.builtins)
+        expr = substitute(expr, self.values, builtins=self.builtins, all_values=self.all_values)
         resp = self.client.post(f"{self.url}/api/v1/{api}", data={"query": expr, **params})
         body = resp.json()
         if body.get("status") != "success":
@@ -72,9 +84,9 @@ def render_previews(
 ) -> list[Path]:
     """Draw each dashboard with matplotlib from the same queries, one PNG per dashboard.
 
-    Variables take the first value their own queries find (as Grafana's default would be
-    with a single target); time series are range queries over ``start``..``end`` (default:
-    the last 10 minutes), tables instant queries at ``end``.
+    Variables take the values Grafana selects when the dashboard opens (the saved "All", else
+    the first option their own queries find); time series and heatmaps are range queries over
+    ``start``..``end`` (default: the last 10 minutes), tables instant queries at ``end``.
 
     Returns:
         The PNG paths written into ``out_dir`` (``<dashboard file name>.png``).
@@ -91,9 +103,12 @@ def render_previews(
     with httpx.Client(timeout=30.0) as client:
         for name, doc in build_dashboards().items():
             options = resolve_variables(prometheus_url, doc, start=start, end=end, client=client)
-            values = {k: v[0] for k, v in options.items() if v}
+            values = selected_values(doc, options)
+            alls = all_values(doc, options)
             with plt.style.context("dark_background"):
-                reader = _Reader(client, prometheus_url, values, builtins, start, end, step)
+                reader = _Reader(
+                    client, prometheus_url, values, builtins, start, end, step, alls, options
+                )
                 fig = _draw_dashboard(doc, reader)
                 path = out_dir / (Path(name).stem + ".png")
                 fig.savefig(path, dpi=80, facecolor=fig.get_facecolor())
@@ -102,39 +117,72 @@ def render_previews(
     return written
 
 
+def _layout(doc: Mapping[str, Any], prom: _Reader) -> list[tuple[dict[str, Any], _Reader, int]]:
+    """Every panel with the reader it is drawn with and its top row, rows repeated as Grafana
+    repeats them: once per selected value of the row's variable (every option for "All"),
+    the copies stacked and what follows moved down."""
+    out: list[tuple[dict[str, Any], _Reader, int]] = []
+    sections: list[list[dict[str, Any]]] = [[]]
+    for panel in doc["panels"]:
+        if panel["type"] == "row":
+            sections.append([])
+        sections[-1].append(panel)
+    shift = 0
+    for section in sections:
+        if not section:
+            continue
+        head = section[0]
+        var = head.get("repeat") if head["type"] == "row" else None
+        readers = [prom]
+        if var:
+            value = prom.values.get(var, "")
+            chosen = prom.options.get(var, []) if value == ALL else [value] if value else []
+            readers = [prom.with_value(var, v) for v in chosen] or [prom]
+        top = min(p["gridPos"]["y"] for p in section)
+        height = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in section) - top
+        for i, reader in enumerate(readers):
+            out.extend((p, reader, p["gridPos"]["y"] + shift + i * height) for p in section)
+        shift += (len(readers) - 1) * height
+    return out
+
+
 def _draw_dashboard(doc: Mapping[str, Any], prom: _Reader) -> Any:
     import matplotlib.pyplot as plt
 
-    panels = list(doc["panels"])
-    rows = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in panels) + 2
+    placed = _layout(doc, prom)
+    rows = max(y + p["gridPos"]["h"] for p, _, y in placed) + 2
     fig = plt.figure(figsize=(20, rows * 0.38), facecolor="#111217")
-    title = f"{doc['title']}   " + "   ".join(f"{k}={v}" for k, v in prom.values.items())
+    shown = {k: ("All" if v == ALL else v) for k, v in prom.values.items()}
+    title = f"{doc['title']}   " + "   ".join(f"{k}={v}" for k, v in shown.items())
     fig.text(0.01, 1 - 0.9 / rows, title, fontsize=14, weight="bold", color="white")
     events = _annotation_times(doc, prom)
-    for panel in panels:
+    for panel, reader, y in placed:
         g = panel["gridPos"]
         left, width = g["x"] / 24, g["w"] / 24
-        bottom, height = 1 - (g["y"] + 2 + g["h"]) / rows, g["h"] / rows
+        bottom, height = 1 - (y + 2 + g["h"]) / rows, g["h"] / rows
         if panel["type"] == "row":
-            label = _display(panel["title"], prom.values)
+            label = _display(panel["title"], reader.values)
             fig.text(left + 0.005, bottom + height / 2, label, fontsize=12, color="#ccccdc")
             continue
         # Room on the left for the tick labels, as Grafana keeps inside the panel.
         ax = fig.add_axes((left + 0.035, bottom + 0.16 * height, width - 0.045, height * 0.72))
         ax.set_facecolor("#181b1f")
-        ax.set_title(_display(panel["title"], prom.values), fontsize=10, loc="left")
+        ax.set_title(_display(panel["title"], reader.values), fontsize=10, loc="left")
         if panel["type"] == "table":
-            _draw_table(ax, panel, prom)
+            _draw_table(ax, panel, reader)
+        elif panel["type"] == "heatmap":
+            _draw_heatmap(ax, panel, reader)
         else:
-            _draw_timeseries(ax, panel, prom)
+            _draw_timeseries(ax, panel, reader)
             for t in events:
-                ax.axvline(t - prom.start, color="orange", linestyle=":", linewidth=1)
+                ax.axvline(t - reader.start, color="orange", linestyle=":", linewidth=1)
     return fig
 
 
 def _display(text: str, values: Mapping[str, str]) -> str:
-    """A title with its variables replaced as text (no regex escaping)."""
-    return substitute(text, values, regex_escaped=())
+    """A title with its variables replaced as text (no regex escaping, "All" for All)."""
+    shown = {k: ("All" if v == ALL else v) for k, v in values.items()}
+    return substitute(text, shown, regex_escaped=())
 
 
 def _annotation_times(doc: Mapping[str, Any], prom: _Reader) -> list[float]:
@@ -176,7 +224,21 @@ def _draw_timeseries(ax: Any, panel: Mapping[str, Any], prom: _Reader) -> None:
             props = overrides.setdefault(o["matcher"]["options"], {})
             props.update({p["id"]: p.get("value") for p in o["properties"]})
     lines: dict[str, tuple[list[float], list[float]]] = {}
+    thresholds: list[tuple[float, str, str]] = []  # (value, color, label)
+    config = {
+        str(t["options"]["configRefId"]): t["options"]["mappings"]
+        for t in panel.get("transformations", [])
+        if t["id"] == "configFromData"
+    }
     for t in panel.get("targets", []):
+        if t["refId"] in config:
+            # Not drawn: its last value becomes a threshold (Grafana's configFromData).
+            for mapping in config[t["refId"]]:
+                for series in prom.range(t["expr"]):
+                    color = mapping.get("handlerArguments", {}).get("threshold", {}).get("color")
+                    last = float(series["values"][-1][1])
+                    thresholds.append((last, color or "red", str(mapping["fieldName"])))
+            continue
         for series in prom.range(t["expr"]):
             label = _legend_text(t.get("legendFormat", ""), series["metric"])
             xs = [float(ts) - prom.start for ts, _ in series["values"]]
@@ -207,11 +269,51 @@ def _draw_timeseries(ax: Any, panel: Mapping[str, Any], prom: _Reader) -> None:
                 lx, ly = lines[str(below)]
                 if lx == xs:
                     ax.fill_between(xs, ly, ys, color="#73bf69", alpha=0.15)
+    for value, color, label in thresholds:
+        ax.axhline(value, color=color, linestyle="--", linewidth=1.2, label=f"{label} {value:g}")
     _format_axis(ax, str(defaults.get("unit", "")))
     if lines:
-        ax.legend(fontsize=7, loc="upper left", ncol=2, framealpha=0.3)
+        ax.legend(fontsize=7, loc="upper left", ncol=2, framealpha=0.7)
     else:
         ax.text(0.5, 0.5, "No data", ha="center", va="center", transform=ax.transAxes)
+
+
+def _draw_heatmap(ax: Any, panel: Mapping[str, Any], prom: _Reader) -> None:
+    # Format "heatmap": one cumulative series per "le"; Grafana draws each bucket (its count
+    # minus the bucket below) as one row of cells, bounds as the row labels.
+    series = prom.range(panel["targets"][0]["expr"])
+    cumulative = sorted(
+        ((float(s["metric"]["le"]), s) for s in series if "le" in s["metric"]),
+        key=lambda pair: pair[0],
+    )
+    ax.set_xlabel("seconds", fontsize=8)
+    if not cumulative:
+        ax.text(0.5, 0.5, "No data", ha="center", va="center", transform=ax.transAxes)
+        return
+    times = sorted({float(ts) for _, s in cumulative for ts, _ in s["values"]})
+    at = {t: i for i, t in enumerate(times)}
+    grid = [[0.0] * len(times) for _ in cumulative]
+    for row, (_, s) in enumerate(cumulative):
+        for ts, v in s["values"]:
+            grid[row][at[float(ts)]] = float(v) if math.isfinite(float(v)) else 0.0
+    buckets = [
+        [max(0.0, c - (grid[r - 1][i] if r else 0.0)) for i, c in enumerate(grid[r])]
+        for r in range(len(grid))
+    ]
+    # Rows that never held a request are left out, as Grafana hides empty buckets at the ends.
+    used = [r for r, row in enumerate(buckets) if any(row)] or [0]
+    lo, hi = used[0], used[-1] + 1
+    xs = [t - prom.start for t in times]
+    edges = [*xs, xs[-1] + prom.step]
+    mesh = ax.pcolormesh(
+        edges, range(hi - lo + 1), buckets[lo:hi], cmap="Spectral_r", shading="flat"
+    )
+    labels = ["+Inf" if math.isinf(le) else f"{le:g}" for le, _ in cumulative[lo:hi]]
+    ax.set_yticks([i + 0.5 for i in range(hi - lo)], labels, fontsize=7)
+    y_label = panel.get("options", {}).get("yAxis", {}).get("axisLabel", "")
+    ax.set_ylabel(y_label, fontsize=8)
+    ax.tick_params(labelsize=8)
+    ax.figure.colorbar(mesh, ax=ax, pad=0.01).ax.tick_params(labelsize=7)
 
 
 def _draw_table(ax: Any, panel: Mapping[str, Any], prom: _Reader) -> None:

@@ -1,5 +1,6 @@
 """Reading a dashboard's PromQL back (tests and previews): every panel and annotation query,
-Grafana's variable substitution, and the variables' options as Grafana would resolve them.
+Grafana's variable substitution, the variables' options as Grafana would resolve them and the
+values it selects when the dashboard opens.
 
 Works on the JSON alone: nothing here needs grafana-foundation-sdk.
 """
@@ -57,6 +58,8 @@ def annotation_queries(doc: Mapping[str, Any]) -> list[PanelQuery]:
     ]
 
 
+# A multi-value variable's value when "All" is selected (Grafana's placeholder).
+ALL: Final = "$__all"
 _VAR_RE: Final = re.compile(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)|\[\[(\w+)\]\]")
 _REGEX_SPECIAL: Final = re.compile(r"([\\^$*+?.()|{}\[\]])")
 DEFAULT_BUILTINS: Final[Mapping[str, str]] = {
@@ -72,15 +75,19 @@ def substitute(
     *,
     builtins: Mapping[str, str] = DEFAULT_BUILTINS,
     regex_escaped: Sequence[str] = ("target", "model"),
+    all_values: Mapping[str, str] | None = None,
 ) -> str:
     """Replace Grafana variables in ``expr`` as Grafana's Prometheus datasource would.
 
     Args:
         expr: a panel or variable query.
-        values: one value per dashboard variable (``namespace``, ``target``, ``model``).
+        values: one value per dashboard variable (``namespace``, ``target``, ``model``);
+            :data:`ALL` for "All".
         builtins: ``$__rate_interval`` and friends.
         regex_escaped: multi-value variables; Grafana escapes regex characters in their
             values (``.`` becomes ``\\\\.`` inside a PromQL string).
+        all_values: what "All" stands for, per variable (see :func:`all_values`); ``.*``
+            where missing.
     """
 
     def repl(m: re.Match[str]) -> str:
@@ -90,6 +97,8 @@ def substitute(
         if name not in values:
             return m.group(0)
         value = values[name]
+        if value == ALL:
+            return (all_values or {}).get(name, ".*")
         return _REGEX_SPECIAL.sub(r"\\\\\1", value) if name in regex_escaped else value
 
     return _VAR_RE.sub(repl, expr)
@@ -132,9 +141,11 @@ def resolve_variables(
     end: float,
     client: httpx.Client | None = None,
 ) -> dict[str, list[str]]:
-    """Run ``doc``'s variable queries as Grafana would; every variable's options, in order.
+    """Run ``doc``'s variable queries as Grafana would; every query variable's options, in
+    order.
 
-    Each query sees the first option of the variables before it. ``label_values(sel, label)``
+    Each query sees the variables before it as Grafana selects them when the dashboard opens
+    (:func:`selected_values`). ``label_values(sel, label)``
     becomes ``/api/v1/label/<label>/values?match[]=sel``; the variable's regex (with its
     ``text``/``value`` capture groups) is applied to the answer.
     """
@@ -143,9 +154,13 @@ def resolve_variables(
     options: dict[str, list[str]] = {}
     try:
         for var in doc.get("templating", {}).get("list", []):
+            if var.get("type") != "query":
+                continue  # the datasource: the server asked is the one chosen
             raw = var.get("query")
             query = str(raw.get("query") if isinstance(raw, dict) else raw)
-            m = _LABEL_VALUES.match(substitute(query, chosen).strip())
+            m = _LABEL_VALUES.match(
+                substitute(query, chosen, all_values=all_values(doc, options)).strip()
+            )
             if m is None:
                 raise ValueError(f"unsupported variable query {query!r}")
             params: dict[str, str | float] = {"start": start, "end": end}
@@ -157,9 +172,39 @@ def resolve_variables(
             resp.raise_for_status()
             found = _apply_regex(_js_regex(str(var.get("regex", ""))), resp.json()["data"])
             options[str(var["name"])] = found
-            if found:
-                chosen[str(var["name"])] = found[0]
+            chosen[str(var["name"])] = _selected(var, found)
     finally:
         if client is None:
             own.close()
     return options
+
+
+def _selected(var: Mapping[str, Any], found: Sequence[str]) -> str:
+    current = str((var.get("current") or {}).get("value", ""))
+    if var.get("includeAll") and current == ALL:
+        return ALL  # "All" stays selected whatever the query finds
+    if current in found:
+        return current
+    return found[0] if found else ""
+
+
+def selected_values(doc: Mapping[str, Any], options: Mapping[str, Sequence[str]]) -> dict[str, str]:
+    """The value of each query variable when Grafana opens ``doc``: the saved selection if it
+    is still an option (:data:`ALL` stays "All", whatever the options), else the first option,
+    else empty. ``options`` is :func:`resolve_variables`' answer."""
+    return {
+        str(v["name"]): _selected(v, options.get(str(v["name"]), []))
+        for v in doc.get("templating", {}).get("list", [])
+        if v.get("type") == "query"
+    }
+
+
+def all_values(doc: Mapping[str, Any], options: Mapping[str, Sequence[str]]) -> dict[str, str]:
+    """What "All" stands for in each multi-value variable of ``doc``: its custom all value, or
+    the regex alternation of its options (Grafana's default)."""
+    out: dict[str, str] = {}
+    for v in doc.get("templating", {}).get("list", []):
+        if v.get("includeAll"):
+            escaped = [_REGEX_SPECIAL.sub(r"\\\\\1", o) for o in options.get(str(v["name"]), [])]
+            out[str(v["name"])] = v.get("allValue") or "(" + "|".join(escaped) + ")"
+    return out

@@ -3,7 +3,8 @@
 One place builds and starts the three parts in the right order (the API stand-in first, so a
 kubeconfig exists; the fleet's per-pod ``/metrics`` servers and their file-SD; then Prometheus),
 and stops them all, whichever of them started. The demo (``vllm-scaler sim``), the end-to-end
-tests and the dashboard previews all run on it; each adds its own controller.
+tests and the dashboard previews all run on it; each adds its own controller. Prometheus can be
+VictoriaMetrics instead (``backend``), scraping the same file-SD targets.
 """
 
 from __future__ import annotations
@@ -18,12 +19,19 @@ from scaler.config.policy import Policy
 from scaler.controller.loop import Controller
 from scaler.sim.fleet import Fleet, FleetConfig
 from scaler.sim.kubeapi import KubeApiServer, KubeStore, write_kubeconfig
-from scaler.sim.prometheus_server import PrometheusServer
+from scaler.sim.prometheus_server import PrometheusServer, ScrapingServer
 from scaler.sim.serving import FleetRuntime
+from scaler.sim.victoria_metrics import VictoriaMetricsServer
 from scaler.sources.prometheus import PrometheusSource, build_http_client
 from scaler.telemetry.metrics import ScalerMetrics
 
-__all__ = ["SimCluster"]
+__all__ = ["BACKENDS", "SimCluster"]
+
+#: The servers that can scrape the fleet and answer the controller's queries, by name.
+BACKENDS: dict[str, type[ScrapingServer]] = {
+    "prometheus": PrometheusServer,
+    "victoria-metrics": VictoriaMetricsServer,
+}
 
 
 class SimCluster:
@@ -34,6 +42,8 @@ class SimCluster:
         config: the fleet (replica model, drain grace, replicas at start).
         scrape_interval_seconds: Prometheus' scrape interval.
         clock: wall clock, seconds (the fleet runs in real time).
+        backend: which server scrapes the fleet and answers the queries (a key of
+            :data:`BACKENDS`); :attr:`prometheus` is that server whichever it is.
 
     Prometheus reads every ``*.json`` file in :attr:`sd_dir`: the fleet rewrites ``fleet.json``
     as pods come and go; a caller may add its own (e.g. the controller's ``/metrics``, with a
@@ -47,7 +57,10 @@ class SimCluster:
         *,
         scrape_interval_seconds: float = 1.0,
         clock: Callable[[], float],
+        backend: str = "prometheus",
     ) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {sorted(BACKENDS)}, got {backend!r}")
         self.workdir = workdir
         self.clock = clock
         self.token = secrets.token_hex(16)
@@ -57,8 +70,8 @@ class SimCluster:
         self.runtime = FleetRuntime(self.fleet, sd_file=self.sd_dir / "fleet.json", clock=clock)
         self.kube = KubeApiServer(self.store, token=self.token)
         # file SD accepts a glob in the last path segment
-        self.prometheus = PrometheusServer(
-            workdir / "prometheus",
+        self.prometheus: ScrapingServer = BACKENDS[backend](
+            workdir / backend,
             scrape_interval_seconds=scrape_interval_seconds,
             sd_file=self.sd_dir / "*.json",
         )
@@ -69,7 +82,7 @@ class SimCluster:
         """Start the API stand-in, the fleet's metrics servers and Prometheus (in that order).
 
         Raises:
-            PrometheusNotInstalledError, PrometheusStartError: from :class:`PrometheusServer`.
+            ServerNotInstalledError, ServerStartError: from the backend's server.
         """
         self.kube_url = await self.kube.start()
         write_kubeconfig(self.kubeconfig, server_url=self.kube_url, token=self.token)

@@ -437,6 +437,9 @@ class ReplicaEngine:
                 prefill_tokens += chunk
                 if req.first_scheduled_at is None:
                     req.first_scheduled_at = start
+                if self.metrics is not None:
+                    # No prefix cache in the model: every looked-up token misses.
+                    self.metrics.prefix_cache_queries += context
                 self._key += 1
                 running[self._key] = req
                 self._keys[id(req)] = self._key
@@ -456,11 +459,13 @@ class ReplicaEngine:
             m.inter_token_latency.observe(duration, decodes)
 
         # 4. Prefills that completed sample their first (or next, after preemption) token.
+        step_prompt_tokens = 0
         for req in completed:
             key = self._keys[id(req)]
             self._prefilling.pop(key, None)
             if req.first_token_at is None:
                 req.first_token_at = end
+                step_prompt_tokens += req.prompt_tokens
                 if m is not None:
                     m.ttft.observe(end - req.arrival)
                     m.prompt_tokens += req.prompt_tokens
@@ -483,6 +488,10 @@ class ReplicaEngine:
             self._finish(req, end)
 
         if m is not None:
+            # vLLM's tokens per engine step: prompts whose prefill completed, plus new tokens.
+            step_tokens = step_prompt_tokens + decodes + len(completed)
+            if step_tokens:
+                m.iteration_tokens.observe(step_tokens)
             self._update_gauges()
 
     def _finish(self, req: SimRequest, end: float) -> None:
@@ -494,10 +503,24 @@ class ReplicaEngine:
         # soak, without bound over a long-lived pod's life.
         m = self.metrics
         if m is not None:
-            m.request_success["stop"] += 1
+            # A request that filled the context stopped on vLLM's length limit.
+            full = req.prompt_tokens + req.tokens_generated >= self.model.max_model_len
+            m.request_success["length" if full else "stop"] += 1
             m.e2e_latency.observe(end - req.arrival)
             first = req.first_scheduled_at if req.first_scheduled_at is not None else end
             m.queue_time.observe(first - req.arrival)
+            # vLLM's phases: RUNNING from the first scheduling, PREFILL until the first token,
+            # DECODE from the first to the last token.
+            first_token = req.first_token_at if req.first_token_at is not None else end
+            m.inference_time.observe(end - first)
+            m.prefill_time.observe(first_token - first)
+            m.decode_time.observe(end - first_token)
+            m.request_prompt_tokens.observe(req.prompt_tokens)
+            m.request_generation_tokens.observe(req.tokens_generated)
+            # One completion per request; max_tokens as vLLM's API server sets it when the
+            # client leaves it out: whatever fits in the context after the prompt.
+            m.request_params_n.observe(1)
+            m.request_params_max_tokens.observe(self.model.max_model_len - req.prompt_tokens)
 
     def _update_gauges(self) -> None:
         m = self.metrics

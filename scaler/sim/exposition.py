@@ -1,9 +1,13 @@
 """The simulated replica's ``/metrics``: vLLM's Prometheus metrics in its exposition format.
 
 Names, types, labels, help texts and the V1 default histogram buckets follow vLLM's own source
-(``vllm/v1/metrics/loggers.py``, ``vllm/v1/metrics/buckets.py``) as summarised in
-``/work/shared/reference/vllm-metrics.md``. Each replica has its own ``CollectorRegistry``
-rendered with ``prometheus_client.generate_latest``.
+(``vllm/v1/metrics/loggers.py``, ``vllm/v1/metrics/buckets.py``). Every family of the V1 set
+that vLLM's own metrics test lists (``tests/entrypoints/openai/test_metrics.py``) is exported:
+scheduler gauges, KV-cache usage, prefix-cache counters, token counters, finished requests by
+reason, the per-request latency and phase histograms (TTFT, inter-token, end-to-end, queue,
+inference, prefill, decode), the per-request length and parameter histograms and the tokens per
+engine step. Each replica has its own ``CollectorRegistry`` rendered with
+``prometheus_client.generate_latest``.
 
 The values live in plain Python fields and a custom collector turns them into metric families
 at scrape time: the engine updates them at every simulated step (tens of thousands of steps per
@@ -30,12 +34,15 @@ from prometheus_client.registry import Collector
 __all__ = [
     "CONTENT_TYPE",
     "E2E_BUCKETS",
+    "ITERATION_TOKEN_BUCKETS",
     "ITL_BUCKETS",
     "KV_METRIC_NEW",
     "KV_METRIC_OLD",
+    "PARAMS_N_BUCKETS",
     "TTFT_BUCKETS",
     "Histogram",
     "VllmMetrics",
+    "one_two_five_buckets",
 ]
 
 # What vLLM's /metrics answers: the classic Prometheus text format. (prometheus-client 0.26's
@@ -61,12 +68,40 @@ E2E_BUCKETS: Final[tuple[float, ...]] = (
     240.0, 480.0, 960.0, 1920.0, 7680.0,
 )  # fmt: skip
 
-# vLLM pre-creates request_success series for every finished reason, so they exist at 0.
-FINISHED_REASONS: Final = ("stop", "length", "abort")
+# Tokens per engine step (vllm:iteration_tokens_total) and the n parameter, V1 defaults.
+ITERATION_TOKEN_BUCKETS: Final[tuple[float, ...]] = (
+    1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384,
+)  # fmt: skip
+PARAMS_N_BUCKETS: Final[tuple[float, ...]] = (1, 2, 5, 10, 20)
+
+
+def one_two_five_buckets(max_value: int) -> tuple[float, ...]:
+    """1, 2, 5, 10, 20, 50, ... up to ``max_value`` inclusive: vLLM's ``build_1_2_5_buckets``,
+    the bounds of its token-length histograms (``max_value`` is ``max_model_len``)."""
+    out: list[float] = []
+    scale = 1
+    while True:
+        for mantissa in (1, 2, 5):
+            if mantissa * scale > max_value:
+                return tuple(out)
+            out.append(mantissa * scale)
+        scale *= 10
+
+
+# vLLM pre-creates request_success series for every finished reason (its FinishReason enum,
+# newest first-class members included), so they exist at 0.
+FINISHED_REASONS: Final = ("stop", "length", "abort", "error", "repetition")
+
+# Deprecated names vLLM still exports when started with --show-hidden-metrics-for-version.
+_OLD_PREFIX_CACHE: Final = "vllm:gpu_prefix_cache"
+_NEW_PREFIX_CACHE: Final = "vllm:prefix_cache"
+_OLD_ITL: Final = "vllm:time_per_output_token_seconds"
+_NEW_ITL: Final = "vllm:inter_token_latency_seconds"
 
 
 class Histogram:
-    """A Prometheus histogram kept as plain counts (upper bounds in seconds, ``le`` inclusive)."""
+    """A Prometheus histogram kept as plain counts (upper bounds in seconds or tokens, ``le``
+    inclusive)."""
 
     __slots__ = ("bounds", "count", "counts", "sum")
 
@@ -78,7 +113,7 @@ class Histogram:
         self.count = 0
 
     def observe(self, value: float, count: int = 1) -> None:
-        """Record ``count`` observations of ``value`` (seconds)."""
+        """Record ``count`` observations of ``value`` (seconds or tokens)."""
         if count <= 0:
             return
         self.counts[bisect.bisect_left(self.bounds, value)] += count
@@ -106,12 +141,22 @@ class VllmMetrics:
         num_requests_running: requests in the running batch (gauge).
         num_requests_waiting: requests queued, not yet scheduled (gauge).
         kv_cache_usage: KV-cache usage, a 0-1 fraction (gauge, exported under
-            ``kv_metric_name`` and optionally the other name too).
+            ``kv_metric_name`` and, with hidden metrics shown, the old name too).
+        prefix_cache_queries, prefix_cache_hits: prompt tokens looked up in the prefix cache
+            and found there (counters, ``vllm:prefix_cache_queries_total`` / ``_hits_total``).
         num_preemptions: cumulative preemptions (counter, ``vllm:num_preemptions_total``).
         prompt_tokens: cumulative prefill tokens (counter).
         generation_tokens: cumulative generated tokens (counter).
         request_success: finished requests by ``finished_reason`` (counter).
         ttft, inter_token_latency, e2e_latency, queue_time: histograms, seconds.
+        inference_time, prefill_time, decode_time: per finished request, seconds from its
+            first scheduling to its last token, to its first token, and from its first to its
+            last token (vLLM's RUNNING, PREFILL and DECODE phases).
+        request_prompt_tokens, request_generation_tokens: per finished request, tokens.
+        request_params_n, request_params_max_tokens: per finished request, the ``n`` and
+            ``max_tokens`` sampling parameters.
+        iteration_tokens: per engine step, prompt plus generated tokens
+            (``vllm:iteration_tokens_total``, a histogram despite its name).
     """
 
     def __init__(
@@ -120,7 +165,8 @@ class VllmMetrics:
         model_name: str = "meta-llama/Llama-3.1-8B-Instruct",
         engine: str = "0",
         kv_metric_name: str = KV_METRIC_NEW,
-        export_both_kv_names: bool = False,
+        show_hidden_metrics: bool = False,
+        max_model_len: int = 32768,
         block_size: int = 16,
         num_gpu_blocks: int = 2688,
         gpu_memory_utilization: float = 0.92,
@@ -132,11 +178,19 @@ class VllmMetrics:
             model_name: value of the ``model_name`` label (vLLM's served model name).
             engine: value of the ``engine`` label (engine index as a string).
             kv_metric_name: ``vllm:kv_cache_usage_perc`` (vLLM >= 0.9.2) or
-                ``vllm:gpu_cache_usage_perc`` to emulate an older vLLM.
-            export_both_kv_names: export the KV usage under both names (vLLM 0.9.2-0.10 did).
+                ``vllm:gpu_cache_usage_perc`` to emulate an older vLLM, which also names the
+                prefix-cache counters ``vllm:gpu_prefix_cache_*`` and has
+                ``vllm:time_per_output_token_seconds`` instead of the inter-token latency.
+            show_hidden_metrics: also export those deprecated names beside the new ones, as
+                vLLM does with ``--show-hidden-metrics-for-version`` (and 0.9.2-0.10 did for
+                the KV-cache gauge).
+            max_model_len: tokens; the largest bound of the token-length histograms.
             block_size, num_gpu_blocks, gpu_memory_utilization: labels of
                 ``vllm:cache_config_info``.
             extra_cache_info: more ``vllm:cache_config_info`` labels.
+
+        Raises:
+            ValueError: an unknown ``kv_metric_name``.
         """
         if kv_metric_name not in (KV_METRIC_NEW, KV_METRIC_OLD):
             raise ValueError(
@@ -145,12 +199,18 @@ class VllmMetrics:
             )
         self.model_name = model_name
         self.engine = engine
-        self.kv_metric_names: tuple[str, ...] = (
-            (KV_METRIC_NEW, KV_METRIC_OLD) if export_both_kv_names else (kv_metric_name,)
-        )
+        old_only = kv_metric_name == KV_METRIC_OLD
+
+        def names(new: str, old: str) -> tuple[str, ...]:
+            return (old,) if old_only else (new, old) if show_hidden_metrics else (new,)
+
+        self.kv_metric_names = names(KV_METRIC_NEW, KV_METRIC_OLD)
+        self.prefix_cache_names = names(_NEW_PREFIX_CACHE, _OLD_PREFIX_CACHE)
+        self.itl_names = names(_NEW_ITL, _OLD_ITL)
         self.cache_info: dict[str, str] = {
             "block_size": str(block_size),
             "cache_dtype": "auto",
+            # The replica model keeps no prefix cache: every admission prefills its context.
             "enable_prefix_caching": "False",
             "gpu_memory_utilization": str(gpu_memory_utilization),
             "num_cpu_blocks": "0",
@@ -161,6 +221,8 @@ class VllmMetrics:
         self.num_requests_running = 0
         self.num_requests_waiting = 0
         self.kv_cache_usage = 0.0
+        self.prefix_cache_queries = 0
+        self.prefix_cache_hits = 0
         self.num_preemptions = 0
         self.prompt_tokens = 0
         self.generation_tokens = 0
@@ -169,6 +231,15 @@ class VllmMetrics:
         self.inter_token_latency = Histogram(ITL_BUCKETS)
         self.e2e_latency = Histogram(E2E_BUCKETS)
         self.queue_time = Histogram(E2E_BUCKETS)
+        self.inference_time = Histogram(E2E_BUCKETS)
+        self.prefill_time = Histogram(E2E_BUCKETS)
+        self.decode_time = Histogram(E2E_BUCKETS)
+        lengths = one_two_five_buckets(max_model_len)
+        self.request_prompt_tokens = Histogram(lengths)
+        self.request_generation_tokens = Histogram(lengths)
+        self.request_params_n = Histogram(PARAMS_N_BUCKETS)
+        self.request_params_max_tokens = Histogram(lengths)
+        self.iteration_tokens = Histogram(ITERATION_TOKEN_BUCKETS)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_VllmCollector(self))
 
@@ -220,6 +291,18 @@ class _VllmCollector(Collector):
             prefix = "GPU " if kv_name == KV_METRIC_OLD else ""
             doc = f"{prefix}KV-cache usage. 1 means 100 percent usage."
             yield gauge(kv_name, doc, m.kv_cache_usage)
+        for pc in m.prefix_cache_names:
+            gpu = "GPU " if pc == _OLD_PREFIX_CACHE else ""
+            yield counter(
+                f"{pc}_queries",
+                f"{gpu}Prefix cache queries, in terms of number of queried tokens.",
+                m.prefix_cache_queries,
+            )
+            yield counter(
+                f"{pc}_hits",
+                f"{gpu}Prefix cache hits, in terms of number of cached tokens.",
+                m.prefix_cache_hits,
+            )
         yield counter(
             "vllm:num_preemptions",
             "Cumulative number of preemption from the engine.",
@@ -239,26 +322,50 @@ class _VllmCollector(Collector):
         for reason, n in m.request_success.items():
             success.add_metric([*values, reason], n)
         yield success
-        yield histogram(
-            "vllm:time_to_first_token_seconds",
-            "Histogram of time to first token in seconds.",
-            m.ttft,
-        )
-        yield histogram(
-            "vllm:inter_token_latency_seconds",
-            "Histogram of inter-token latency in seconds.",
-            m.inter_token_latency,
-        )
-        yield histogram(
-            "vllm:e2e_request_latency_seconds",
-            "Histogram of e2e request latency in seconds.",
-            m.e2e_latency,
-        )
-        yield histogram(
-            "vllm:request_queue_time_seconds",
-            "Histogram of time spent in WAITING phase for request.",
-            m.queue_time,
-        )
+        itl = {
+            _NEW_ITL: "Histogram of inter-token latency in seconds.",
+            _OLD_ITL: "Histogram of time per output token in seconds.",
+        }
+        phase = "Histogram of time spent in {} phase for request."
+        for name, doc, h in (
+            (
+                "vllm:request_prompt_tokens",
+                "Number of prefill tokens processed.",
+                m.request_prompt_tokens,
+            ),
+            (
+                "vllm:request_generation_tokens",
+                "Number of generation tokens processed.",
+                m.request_generation_tokens,
+            ),
+            (
+                "vllm:iteration_tokens_total",
+                "Histogram of number of tokens per engine_step.",
+                m.iteration_tokens,
+            ),
+            ("vllm:request_params_n", "Histogram of the n request parameter.", m.request_params_n),
+            (
+                "vllm:request_params_max_tokens",
+                "Histogram of the max_tokens request parameter.",
+                m.request_params_max_tokens,
+            ),
+            (
+                "vllm:time_to_first_token_seconds",
+                "Histogram of time to first token in seconds.",
+                m.ttft,
+            ),
+            *((name, itl[name], m.inter_token_latency) for name in m.itl_names),
+            (
+                "vllm:e2e_request_latency_seconds",
+                "Histogram of e2e request latency in seconds.",
+                m.e2e_latency,
+            ),
+            ("vllm:request_queue_time_seconds", phase.format("WAITING"), m.queue_time),
+            ("vllm:request_inference_time_seconds", phase.format("RUNNING"), m.inference_time),
+            ("vllm:request_prefill_time_seconds", phase.format("PREFILL"), m.prefill_time),
+            ("vllm:request_decode_time_seconds", phase.format("DECODE"), m.decode_time),
+        ):
+            yield histogram(name, doc, h)
         info = GaugeMetricFamily(
             "vllm:cache_config_info",
             "Information of the LLMEngine CacheConfig",

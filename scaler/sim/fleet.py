@@ -271,6 +271,7 @@ class Fleet:
             VllmMetrics(
                 model_name=self.config.model_name,
                 kv_metric_name=self.config.kv_metric_name,
+                max_model_len=self.config.model.max_model_len,
                 block_size=self.config.model.block_size,
                 num_gpu_blocks=self.config.model.kv_cache_blocks,
             )

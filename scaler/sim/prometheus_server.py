@@ -6,10 +6,14 @@ loopback port with its TSDB inside ``workdir``, and waits until ``/-/ready`` ans
 change the scraped targets by rewriting the SD file; Prometheus re-reads it within a second.
 
 Debian's package (``apt-get install prometheus``, 2.42) is what the project tests against.
+:class:`ScrapingServer` is the part any server that scrapes the file-SD targets and answers
+Prometheus' HTTP API shares (the process, its port, log and readiness); VictoriaMetrics is the
+other one (:mod:`scaler.sim.victoria_metrics`).
 """
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import ctypes
 import ctypes.util
@@ -26,7 +30,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Self
+from typing import IO, Any, ClassVar, Self
 
 import httpx
 
@@ -34,6 +38,11 @@ __all__ = [
     "PrometheusNotInstalledError",
     "PrometheusServer",
     "PrometheusStartError",
+    "ScrapingServer",
+    "ServerNotInstalledError",
+    "ServerStartError",
+    "duration",
+    "find_binary",
     "find_prometheus_binary",
     "wait_for_series",
     "write_file_sd",
@@ -43,12 +52,42 @@ _DEBIAN_BINARY = "/usr/bin/prometheus"
 _INSTALL_HINT = "install Debian's prometheus package: apt-get install prometheus"
 
 
-class PrometheusNotInstalledError(RuntimeError):
+class ServerNotInstalledError(RuntimeError):
+    """The server's binary was not found (the message says how to install it)."""
+
+
+class ServerStartError(RuntimeError):
+    """The server exited or did not become ready in time; the message ends with its log tail."""
+
+
+class PrometheusNotInstalledError(ServerNotInstalledError):
     """No ``prometheus`` binary was found."""
 
 
-class PrometheusStartError(RuntimeError):
+class PrometheusStartError(ServerStartError):
     """Prometheus exited or did not become ready in time; the message ends with its log tail."""
+
+
+def find_binary(
+    binary: str | None,
+    defaults: Sequence[str],
+    *,
+    what: str,
+    hint: str,
+    error: type[ServerNotInstalledError] = ServerNotInstalledError,
+) -> str:
+    """The path of the first of ``binary`` (if given) or ``defaults`` that is executable.
+
+    Raises:
+        ServerNotInstalledError: (``error``) none is; the message names ``what`` was looked
+            for and ends with ``hint``.
+    """
+    candidates = [binary] if binary else list(defaults)
+    for cand in candidates:
+        found = shutil.which(cand)
+        if found:
+            return found
+    raise error(f"{what} binary not found (looked for {', '.join(candidates)}); {hint}")
 
 
 def find_prometheus_binary(binary: str | None = None) -> str:
@@ -62,17 +101,17 @@ def find_prometheus_binary(binary: str | None = None) -> str:
         PrometheusNotInstalledError: nothing executable was found (the message says how to
             install it).
     """
-    candidates = [binary] if binary else ["prometheus", _DEBIAN_BINARY]
-    for cand in candidates:
-        found = shutil.which(cand)
-        if found:
-            return found
-    raise PrometheusNotInstalledError(
-        f"Prometheus binary not found (looked for {', '.join(candidates)}); {_INSTALL_HINT}"
+    return find_binary(
+        binary,
+        ["prometheus", _DEBIAN_BINARY],
+        what="Prometheus",
+        hint=_INSTALL_HINT,
+        error=PrometheusNotInstalledError,
     )
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """A Prometheus duration (``15s``, ``1500ms``) for ``seconds``."""
     # Prometheus durations are integers with a unit; milliseconds cover fractional seconds.
     ms = max(1, round(seconds * 1000))
     return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
@@ -143,21 +182,33 @@ def write_file_sd(path: Path, groups: Sequence[tuple[Sequence[str], Mapping[str,
         raise
 
 
-class PrometheusServer:
-    """A Prometheus process scraping the targets listed in a file-SD file.
+class ScrapingServer(abc.ABC):
+    """A server process that scrapes the targets of a file-SD file and answers Prometheus'
+    HTTP API on a free loopback port; subclasses say which binary, config and flags.
 
-    Use as ``async with PrometheusServer(tmp, sd_file=sd) as prom: ... prom.url ...`` or
-    call :meth:`start` / :meth:`stop`. The log (``workdir/prometheus.log``) is kept after
-    stop so a failing test can show it (:meth:`log_tail`).
+    Use as ``async with Server(tmp, sd_file=sd) as server: ... server.url ...`` or call
+    :meth:`start` / :meth:`stop`. The log (``workdir/<name>.log``) is kept after stop so a
+    failing test can show it (:meth:`log_tail`).
 
     Args:
-        workdir: directory for the config, the TSDB and the log (created if missing).
+        workdir: directory for the config, the data and the log (created if missing).
         scrape_interval_seconds: scrape (and rule evaluation) interval.
-        sd_file: the file-SD JSON file (refreshed every second; it may not exist yet).
-        binary: Prometheus binary; default ``prometheus`` on PATH, then /usr/bin/prometheus.
-        ready_timeout_seconds: bound on the wait for ``/-/ready``.
-        extra_args: more command-line flags (for example ``--query.lookback-delta=30s``).
+        sd_file: the file-SD JSON file, or a glob in its last path segment (it may not exist
+            yet); re-read every second.
+        binary: the server's binary; default: the subclass's name on PATH, then Debian's path.
+        ready_timeout_seconds: bound on the wait for readiness.
+        extra_args: more command-line flags.
     """
+
+    #: Short name: the log file's stem and the name in error messages.
+    name: ClassVar[str]
+    #: Path that answers 200 once the server takes queries.
+    ready_path: ClassVar[str]
+    #: File name of the scrape configuration in :attr:`workdir`.
+    config_name: ClassVar[str]
+    #: More settings of the ``file_sd_configs`` entry.
+    file_sd_options: ClassVar[dict[str, str]] = {}
+    start_error: ClassVar[type[ServerStartError]] = ServerStartError
 
     def __init__(
         self,
@@ -175,8 +226,7 @@ class PrometheusServer:
         self._binary = binary
         self.ready_timeout_seconds = ready_timeout_seconds
         self.extra_args = tuple(extra_args)
-        self.config_path = workdir / "prometheus.yml"
-        self.log_path = workdir / "prometheus.log"
+        self.log_path = workdir / f"{self.name}.log"
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
         self._port: int | None = None
@@ -185,7 +235,7 @@ class PrometheusServer:
     def url(self) -> str:
         """Base URL, e.g. ``http://127.0.0.1:40123``. Raises RuntimeError before start."""
         if self._port is None:
-            raise RuntimeError("PrometheusServer is not started")
+            raise RuntimeError(f"{type(self).__name__} is not started")
         return f"http://127.0.0.1:{self._port}"
 
     @property
@@ -194,49 +244,59 @@ class PrometheusServer:
         return self._proc is not None and self._proc.poll() is None
 
     def log_tail(self, lines: int = 40) -> str:
-        """The last ``lines`` lines of the Prometheus log ('' if none)."""
+        """The last ``lines`` lines of the server's log ('' if none)."""
         try:
             text = self.log_path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             return ""
         return "\n".join(text.splitlines()[-lines:])
 
-    def _write_config(self) -> None:
-        interval = _duration(self.scrape_interval_seconds)
+    @abc.abstractmethod
+    def find_binary(self, binary: str | None) -> str:
+        """The binary to run (raises a :class:`ServerNotInstalledError`)."""
+
+    @property
+    def config_path(self) -> Path:
+        """The scrape configuration written at start (``workdir/<config_name>``)."""
+        return self.workdir / self.config_name
+
+    def global_options(self, interval: str) -> dict[str, str]:
+        """More ``global`` settings of the scrape configuration (``interval``: the scrape one)."""
+        return {}
+
+    def write_config(self) -> None:
+        """One job, ``vllm``, whose targets come from :attr:`sd_file`, every scrape interval."""
+        interval = duration(self.scrape_interval_seconds)
         # JSON is valid YAML: no YAML writer needed.
         config = {
             "global": {
                 "scrape_interval": interval,
                 "scrape_timeout": interval,
-                "evaluation_interval": interval,
+                **self.global_options(interval),
             },
             "scrape_configs": [
                 {
                     "job_name": "vllm",
                     "file_sd_configs": [
-                        {"files": [str(self.sd_file.resolve())], "refresh_interval": "1s"}
+                        {"files": [str(self.sd_file.resolve())], **self.file_sd_options}
                     ],
                 }
             ],
         }
         self.config_path.write_text(json.dumps(config, indent=1), encoding="utf-8")
 
+    @abc.abstractmethod
+    def command(self, binary: str, port: int) -> list[str]:
+        """The command line serving on ``127.0.0.1:port``."""
+
     def _spawn(self) -> None:
-        binary = find_prometheus_binary(self._binary)
+        binary = self.find_binary(self._binary)
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self._write_config()
+        self.write_config()
         self._port = _free_port()
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
-        args = [
-            binary,
-            f"--config.file={self.config_path}",
-            f"--storage.tsdb.path={self.workdir / 'data'}",
-            f"--web.listen-address=127.0.0.1:{self._port}",
-            "--log.level=info",
-            *self.extra_args,
-        ]
         self._proc = subprocess.Popen(
-            args,
+            [*self.command(binary, self._port), *self.extra_args],
             stdout=self._log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -254,21 +314,21 @@ class PrometheusServer:
         self._proc = None
         if "address already in use" in tail:
             return False
-        raise PrometheusStartError(f"prometheus exited with code {code}; log tail:\n{tail}")
+        raise self.start_error(f"{self.name} exited with code {code}; log tail:\n{tail}")
 
-    def _not_ready_error(self) -> PrometheusStartError:
+    def _not_ready_error(self) -> ServerStartError:
         self.stop()
-        return PrometheusStartError(
-            f"prometheus not ready within {self.ready_timeout_seconds}s; log tail:\n"
+        return self.start_error(
+            f"{self.name} not ready within {self.ready_timeout_seconds}s; log tail:\n"
             + self.log_tail()
         )
 
     def start(self) -> None:
-        """Start Prometheus and block until ``/-/ready`` answers 200.
+        """Start the server and block until :attr:`ready_path` answers 200.
 
         Raises:
-            PrometheusNotInstalledError: no binary.
-            PrometheusStartError: the process exited or was not ready in time.
+            ServerNotInstalledError: no binary.
+            ServerStartError: the process exited or was not ready in time.
         """
         for _attempt in range(3):
             self._spawn()
@@ -278,14 +338,14 @@ class PrometheusServer:
                     if not self._check_alive():
                         break  # port race: spawn again on another port
                     try:
-                        if client.get(f"{self.url}/-/ready").status_code == 200:
+                        if client.get(self.url + self.ready_path).status_code == 200:
                             return
                     except httpx.TransportError:
                         pass
                     time.sleep(0.1)
                 else:
                     raise self._not_ready_error()
-        raise PrometheusStartError("could not bind a free port after 3 attempts")
+        raise self.start_error("could not bind a free port after 3 attempts")
 
     async def astart(self) -> None:
         """Async :meth:`start`: the readiness wait does not block the event loop."""
@@ -297,14 +357,14 @@ class PrometheusServer:
                     if not self._check_alive():
                         break
                     try:
-                        if (await client.get(f"{self.url}/-/ready")).status_code == 200:
+                        if (await client.get(self.url + self.ready_path)).status_code == 200:
                             return
                     except httpx.TransportError:
                         pass
                     await asyncio.sleep(0.1)
                 else:
                     raise self._not_ready_error()
-        raise PrometheusStartError("could not bind a free port after 3 attempts")
+        raise self.start_error("could not bind a free port after 3 attempts")
 
     def _close_log(self) -> None:
         if self._log is not None:
@@ -312,7 +372,7 @@ class PrometheusServer:
             self._log = None
 
     def stop(self, timeout_seconds: float = 10.0) -> None:
-        """Stop Prometheus: SIGTERM, wait, then SIGKILL. Idempotent; keeps the log file."""
+        """Stop the server: SIGTERM, wait, then SIGKILL. Idempotent; keeps the log file."""
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
             proc.terminate()
@@ -350,6 +410,38 @@ class PrometheusServer:
         tb: TracebackType | None,
     ) -> None:
         await self.astop()
+
+
+class PrometheusServer(ScrapingServer):
+    """A Prometheus process scraping the targets listed in a file-SD file (see
+    :class:`ScrapingServer` for the arguments; ``extra_args`` e.g.
+    ``--query.lookback-delta=30s``). Its configuration is ``workdir/prometheus.yml``, its TSDB
+    ``workdir/data``.
+    """
+
+    name = "prometheus"
+    ready_path = "/-/ready"
+    start_error = PrometheusStartError
+    config_name = "prometheus.yml"
+    file_sd_options: ClassVar[dict[str, str]] = {"refresh_interval": "1s"}
+
+    def find_binary(self, binary: str | None) -> str:
+        """See :func:`find_prometheus_binary`."""
+        return find_prometheus_binary(binary)
+
+    def global_options(self, interval: str) -> dict[str, str]:
+        """Rules are evaluated every scrape interval."""
+        return {"evaluation_interval": interval}
+
+    def command(self, binary: str, port: int) -> list[str]:
+        """``prometheus`` with its config, TSDB and listen address."""
+        return [
+            binary,
+            f"--config.file={self.config_path}",
+            f"--storage.tsdb.path={self.workdir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--log.level=info",
+        ]
 
 
 async def wait_for_series(

@@ -6,6 +6,9 @@ The dashboards in ``dashboards/`` and the alerts in ``deploy/`` read exactly the
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterable
+
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -220,6 +223,13 @@ class ScalerMetrics:
             t,
             registry=r,
         )
+        self.scaling_disabled = Gauge(
+            "vllm_scaler_scaling_disabled",
+            "1 while the target's spec.replicas is 0 (parked by a person or an idler): scaling "
+            "is disabled and nothing is written, as for the HPA.",
+            t,
+            registry=r,
+        )
         self.pinned_replicas = Gauge(
             "vllm_scaler_pinned_replicas",
             "Replicas pinned by the workload's vllm-scaler.io/pinned-replicas annotation "
@@ -248,6 +258,23 @@ class ScalerMetrics:
             registry=r,
         )
         Info("vllm_scaler_build", "Build information.", registry=r).info({"version": __version__})
+
+    def remove_signals(self, target: str, signals: Iterable[str]) -> None:
+        """Drop a target's per-signal series (its signals are not read while disabled)."""
+        gauges = (
+            self.signal_value,
+            self.signal_target,
+            self.signal_ratio,
+            self.signal_valid,
+            self.pods_missing_metrics,
+        )
+        for name in signals:
+            for gauge in gauges:
+                with contextlib.suppress(KeyError):
+                    gauge.remove(target, name)
+            for status in SignalStatus:
+                with contextlib.suppress(KeyError):
+                    self.signal_status.remove(target, name, status)
 
     def record_decision(
         self,

@@ -10,7 +10,12 @@ from collections.abc import Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
 
+from scaler.telemetry.health import Probe
 from scaler.telemetry.metrics import ScalerMetrics
+
+
+def _always() -> Probe:
+    return True, "ok"
 
 
 class TelemetryBindError(OSError):
@@ -39,8 +44,9 @@ class TelemetryServer:
     Args:
         metrics: the registry to expose.
         host, port: where to listen (port 0 picks a free port).
-        ready: returns True once the controller has completed a cycle; ``/readyz`` answers
-            503 until then.
+        live: ``/healthz``: passes while the control loop completes cycles (see
+            :class:`scaler.telemetry.health.Heartbeat`); 503 with the reason otherwise.
+        ready: ``/readyz``: passes once the controller has completed a cycle; 503 until then.
     """
 
     def __init__(
@@ -49,11 +55,13 @@ class TelemetryServer:
         *,
         host: str,
         port: int,
-        ready: Callable[[], bool] = lambda: True,
+        live: Callable[[], Probe] = _always,
+        ready: Callable[[], Probe] = _always,
     ) -> None:
         self._metrics = metrics
         self._host = host
         self._port = port
+        self._live = live
         self._ready = ready
         self._runner: web.AppRunner | None = None
         self.port = port
@@ -62,13 +70,16 @@ class TelemetryServer:
         body = generate_latest(self._metrics.registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_PLAIN_0_0_4})
 
+    @staticmethod
+    def _probe(probe: Callable[[], Probe]) -> web.Response:
+        ok, why = probe()
+        return web.Response(status=200 if ok else 503, text=why + "\n")
+
     async def _healthz(self, _: web.Request) -> web.Response:
-        return web.Response(text="ok\n")
+        return self._probe(self._live)
 
     async def _readyz(self, _: web.Request) -> web.Response:
-        if self._ready():
-            return web.Response(text="ok\n")
-        return web.Response(status=503, text="no control cycle completed yet\n")
+        return self._probe(self._ready)
 
     async def start(self) -> None:
         """Start listening; :attr:`port` is the bound port afterwards.

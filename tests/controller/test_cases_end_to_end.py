@@ -30,6 +30,7 @@ from tests.support.controller_harness import (
     case_policy,
 )
 from tests.support.fakeprom import TS, R, Reply, case_file, kv, per_pod, pods, sample
+from tests.support.replicas import ReplicaSetSim
 
 Q = "queue_depth"
 KV = "kv_cache_usage"
@@ -282,20 +283,17 @@ async def test_case_03_idle_ttft_is_valid_and_target_goes_to_min(
 ) -> None:
     """Case 03: an idle TTFT is valid, and after the window the target goes to min."""
     case_file("03-idle-ttft-nan.md")
-    live = pods(4)
-    h = await make_harness(replicas=4, ready=live, answers=_idle(live, "0"))
+    h = await make_harness(replicas=4, ready=pods(4))
+    rs = ReplicaSetSim(h.store, h.clock)  # removes the lowest pod-deletion-cost first
     timeline: list[tuple[float, int, Reason]] = []
     for i in range(16):  # T0 .. T0+450, one cycle every 30 s
         if i:
             h.clock.advance(30)
+        h.fake.set(**_idle(rs.pods(), "0"))
         report = await h.cycle()
         d = report.decision
         assert d is not None
         timeline.append((h.clock.now - T0, h.replicas(), d.reason))
-        if d.desired_replicas < len(live):  # the Deployment controller removes the pod
-            gone = live.pop()
-            h.store.delete_pod(NS, gone)
-            h.fake.set(**_idle(live, "0"))
         assert h.signal_status(TTFT) == "idle" and h.signal_valid(TTFT) == 1
     # held by the 300 s window, then one replica per 60 s period down to min 1
     assert all(r == 4 and why is Reason.STABILIZED for t, r, why in timeline if t < 300)
@@ -304,7 +302,7 @@ async def test_case_03_idle_ttft_is_valid_and_target_goes_to_min(
     assert timeline[14] == (420, 1, Reason.AT_MIN)
     assert timeline[15] == (450, 1, Reason.AT_MIN)
     assert [p.status for p in h.patches()] == [200, 200, 200]
-    assert h.replicas() == 1
+    assert h.replicas() == 1 and rs.removed == ["pod-0", "pod-1", "pod-2"]
     assert h.query_errors(TTFT, "nan") == 0 and h.query_errors(TTFT, "idle") == 0
     assert h.count("vllm_scaler_scale_actions_total", target=KEY, direction="down") == 3
 

@@ -132,7 +132,8 @@ async def test_the_idlest_pods_are_removed_and_no_request_is_cut(tmp_path: Path)
             [report] = await rig.controller.run_cycle()
         assert report.decision is not None
         assert (report.decision.current_replicas, report.decision.desired_replicas) == (4, 2)
-        assert report.action == "scaled"
+        # the cycle that ranks the pods does not also lower spec.replicas
+        assert report.action == "pods_ranked" and fleet.spec_replicas == 4
         # the idle pods got the lowest cost, the busy ones a higher one
         costs = {
             n: rig.store.get_pod("llm", n)["metadata"].get("annotations", {}).get(POD_DELETION_COST)
@@ -142,10 +143,15 @@ async def test_the_idlest_pods_are_removed_and_no_request_is_cut(tmp_path: Path)
         chosen = next(e for e in logs if e["event"] == "scale_down_pods_chosen")
         assert sorted(chosen["remove"]) == sorted(idle)
         patches = [r for r in rig.kube.requests if r.method == "PATCH"]
-        assert [("/pods/" in r.path) for r in patches][-1] is False  # pods first, then scale
+        assert patches and all("/pods/" in r.path for r in patches)
         assert rig.controller.metrics.registry.get_sample_value(
             "vllm_scaler_pod_deletion_cost_patches_total", {"target": "llm/Deployment/vllm"}
-        ) == len([r for r in patches if "/pods/" in r.path])
+        ) == len(patches)
+        # the next cycle reads the ranking back and the plan still holds: scale down
+        rig.run_fleet(15)
+        rig.observe()
+        [report] = await rig.controller.run_cycle()
+        assert report.action == "scaled" and fleet.spec_replicas == 2
         # the ReplicaSet removes exactly the idle pods; the generations finish
         rig.run_fleet(120)
         assert sorted(p.name for p in fleet.gone) == sorted(idle)
@@ -183,6 +189,7 @@ def test_plan_removal_orders_by_load(loads: dict[str, float]) -> None:
     pods.append(PodInfo("unscraped", ready=True, terminating=False, age_seconds=60))
     plan = plan_removal(pods, loads, 2)
     assert plan.chosen == ("b", "d") and plan.load == (0.0, 0.0)
-    assert plan.costs == {"b": 0, "d": 0, "c": 1, "a": 3, "unscraped": 4}
+    # each ready pod's place, idlest first; unscraped pods last (nothing proves them idle)
+    assert plan.costs == {"b": 0, "d": 1, "c": 2, "a": 3, "unscraped": 4}
     plan = plan_removal(pods, loads, 1)
     assert plan.chosen == ("b",) and plan.costs["d"] == 1  # kept pods cost more than chosen

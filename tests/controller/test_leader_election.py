@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from scaler.controller.fence import WriteFence
 from scaler.controller.leader import parse_time
 from scaler.controller.loop import STATE_ANNOTATION
 from scaler.sim.kubeapi import ScaleChange
@@ -181,7 +182,7 @@ async def test_no_flap_while_the_leader_renews(make_harness: HarnessFactory) -> 
         )
         assert written is not None and 1 <= written <= cycles
         puts = len([r for r in h.kube.requests if r.method == "PUT"])
-        await a.controller._persist(h.clock.now)
+        await a.controller._persist(h.clock.now, WriteFence(a.elector))
         assert len([r for r in h.kube.requests if r.method == "PUT"]) == puts
 
 
@@ -200,15 +201,24 @@ async def test_conflicting_lease_write_is_reread_and_retried(
 
 
 async def test_leader_steps_down_when_it_cannot_renew(make_harness: HarnessFactory) -> None:
+    """The leader stops at its renew deadline; another replica takes over a lease duration
+    after it last saw the record change, and never while the first one still leads."""
     h, _ = await _setup(make_harness)
     async with open_instance(h, "a") as a, open_instance(h, "b") as b:
         assert await a.elector.try_acquire_or_renew()
-        h.store.inject_fault("*", "/leases/", 503, times=5)
-        for _ in range(5):  # 10 s of failed renewals: the renew deadline
-            h.clock.advance(2)
-            await a.elector.try_acquire_or_renew()
-        assert not a.leading() and a.leader_metric() == 0
-        # B may not take over before the lease expires (15 s after the last renewal)
-        assert not await b.elector.try_acquire_or_renew()
-        h.clock.advance(5)
-        assert await b.elector.try_acquire_or_renew()
+        assert not await b.elector.try_acquire_or_renew()  # B sees A's record now (T0)
+        h.store.inject_fault("PUT", "/leases/", 503, times=100)  # A can no longer renew
+        stepped_down = took_over = None
+        for _ in range(30):
+            h.clock.advance(1)
+            if (h.clock.now - T0) % 2 == 0:  # A retries every 2 s
+                await a.elector.try_acquire_or_renew()
+            if stepped_down is None and not a.leading():
+                stepped_down = h.clock.now - T0
+            h.store.clear_faults()  # B's own writes go through
+            if took_over is None and await b.elector.try_acquire_or_renew():
+                took_over = h.clock.now - T0
+            h.store.inject_fault("PUT", "/leases/", 503, times=100)
+            assert not (a.leading() and b.leading())
+        assert (stepped_down, took_over) == (10, 15)
+        assert a.leader_metric() == 0 and b.leader_metric() == 1

@@ -230,13 +230,19 @@ async def test_lws_and_rollout_targets(
     h.clock.advance(60)
     with captured_logs() as logs:
         [r] = await h.controller.run_cycle()
-    assert r.action == "scaled"
     pod_patches = [r.path for r in h.kube.requests if r.method == "PATCH" and "/pods/" in r.path]
     if kind == "Rollout":
+        # the pods are ranked first; the scale-down follows once that ranking is read back
+        assert r.action == "pods_ranked"
         assert pod_patches and h.store.get_pod(NS, "llm-group-1")["metadata"]["annotations"] == {
             "controller.kubernetes.io/pod-deletion-cost": "0"
         }
+        h.clock.advance(30)
+        [r] = await h.controller.run_cycle()
+        assert r.action == "scaled"
+        assert h.store.get_spec_replicas(NS, "llm-group", group=group, plural=plural) == 3
     else:
+        assert r.action == "scaled"
         assert pod_patches == []
         assert any(e["event"] == "pod_deletion_cost_unsupported" for e in logs)
 

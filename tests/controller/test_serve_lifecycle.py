@@ -8,11 +8,15 @@ gets a real SIGTERM in the middle of its first cycle.
 from __future__ import annotations
 
 import asyncio
+import io
+import json
 import os
 import signal
+import socket
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 import structlog
 from aiohttp import web
@@ -26,6 +30,7 @@ from scaler.controller.leader import LeaderElectionConfig, LeaderElector
 from scaler.controller.loop import STATE_ANNOTATION
 from scaler.sim.kubeapi import KubeApiServer, KubeStore, write_kubeconfig
 from scaler.telemetry.logging import configure_logging
+from tests.support.clock import FakeClock
 
 TOKEN = "tok-SECRET-4242-rotating"
 BASIC = "Basic c2VjcmV0LXVzZXI6cGFzcw=="
@@ -129,3 +134,68 @@ async def test_sigterm_releases_the_lease_and_exits_0_without_leaking_secrets(
 def test_redact_url_hides_the_password() -> None:
     assert redact_url("https://user:pw@thanos:9090/x") == "https://user:***@thanos:9090/x"
     assert redact_url("http://prom:9090") == "http://prom:9090"
+
+
+class _Rounds(io.StringIO):
+    """``serve``'s output: each printed round sets :attr:`printed`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.printed = asyncio.Event()
+
+    def flush(self) -> None:
+        super().flush()
+        self.printed.set()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_probes_of_a_running_controller_during_a_prometheus_outage(
+    tmp_path: Path,
+) -> None:
+    """During a Prometheus outage cycles complete: ready and live. Liveness fails only when
+    no cycle completes for three intervals (here the loop waits out its hour-long interval
+    while the fake monotonic clock moves on), readiness never follows it."""
+    store = KubeStore(time.time)
+    store.add_deployment("llm", "vllm", 2, {"app": "vllm"})
+    for i in range(2):
+        store.add_pod("llm", f"vllm-p{i}", {"app": "vllm"}, ready=True)
+    mono = FakeClock(0.0)
+    rounds = _Rounds()
+    metrics_port = _free_port()
+    async with KubeApiServer(store, token="kube-token") as kube:
+        settings = Settings(
+            prometheus_url=f"http://127.0.0.1:{_free_port()}",  # nothing listens: refused
+            prometheus_timeout_seconds=1,
+            kubeconfig=write_kubeconfig(tmp_path / "kc", server_url=kube.url, token="kube-token"),
+            in_cluster=False,
+            leader_election=False,
+            metrics_address="127.0.0.1",
+            metrics_port=metrics_port,
+            control_interval_seconds=3600,
+        )
+        options = RunOptions(output="json")
+        task = asyncio.create_task(
+            serve(settings, parse_policy(POLICY), options, out=rounds, monotonic=mono)
+        )
+        try:
+            await asyncio.wait_for(rounds.printed.wait(), timeout=30)
+            [report] = json.loads(rounds.getvalue())
+            assert report["reason"] == "no_valid_signals"  # Prometheus is down
+            base = f"http://127.0.0.1:{metrics_port}"
+            async with httpx.AsyncClient() as client:
+                assert (await client.get(f"{base}/readyz")).status_code == 200
+                assert (await client.get(f"{base}/healthz")).status_code == 200
+                mono.advance(3 * 3600 + 1)  # no cycle completed for three intervals
+                health = await client.get(f"{base}/healthz")
+                assert health.status_code == 503
+                assert "no control cycle completed for 10801 s" in health.text
+                assert (await client.get(f"{base}/readyz")).status_code == 200
+        finally:
+            if not task.done():
+                os.kill(os.getpid(), signal.SIGTERM)  # serve handles it: a clean stop
+        assert await asyncio.wait_for(task, timeout=30) == 0

@@ -5,7 +5,8 @@ controller's own ``/metrics`` served by :class:`TelemetryServer` (job ``vllm-sca
 slice of the bundled code trace is replayed. ``PrometheusServer`` writes a single scrape job,
 so both come from file-SD files matched by one glob: the fleet's file is rewritten as pods come
 and go, ours is written once, and its ``job`` target label overrides the job name (Prometheus
-sets ``job`` from the job name only where a target has none).
+sets ``job`` from the job name only where a target has none). Optionally a VictoriaMetrics
+scrapes the same targets beside it, so one run serves the queries of both backends.
 
 Run ``python -m tests.dashboards.sim_run docs/dashboards`` to redraw the README pictures.
 """
@@ -26,8 +27,9 @@ from scaler.sim.cluster import SimCluster
 from scaler.sim.demo import NAMED_TRACES
 from scaler.sim.engine import ReplicaModel
 from scaler.sim.fleet import FleetConfig
-from scaler.sim.prometheus_server import wait_for_series, write_file_sd
+from scaler.sim.prometheus_server import ScrapingServer, wait_for_series, write_file_sd
 from scaler.sim.trace import load_trace
+from scaler.sim.victoria_metrics import VictoriaMetricsServer
 from scaler.telemetry.metrics import ScalerMetrics
 from scaler.telemetry.server import TelemetryServer
 from tests.support.sim_policy import sim_policy
@@ -39,13 +41,18 @@ POLICY = sim_policy(max_replicas=4, up_pods_per_period=2, down_window_seconds=15
 
 @dataclass(frozen=True, slots=True)
 class SimRun:
-    """What a test needs from a finished replay; Prometheus and all targets still serve."""
+    """What a test needs from a finished replay; the backends and all targets still serve.
+
+    ``backends``: the base URL of each server that scraped the run, by name (``prometheus``,
+    and ``victoria-metrics`` when asked for).
+    """
 
     prometheus_url: str
     start: float
     end: float
     model_name: str
     scale_events: list[tuple[int, int]]
+    backends: dict[str, str]
 
 
 @contextlib.asynccontextmanager
@@ -56,9 +63,12 @@ async def simulated_run(
     trace_seconds: float = 100.0,
     compress: float = 4.0,
     tail_seconds: float = 15.0,
+    victoria_metrics: bool = False,
 ) -> AsyncIterator[SimRun]:
     """Replay ``trace_seconds`` of the code trace from ``start_minute`` (sped up by
-    ``compress``) with the controller scaling, then yield while everything keeps serving."""
+    ``compress``) with the controller scaling, then yield while everything keeps serving.
+    ``victoria_metrics``: a VictoriaMetrics scrapes the same targets (the controller reads
+    Prometheus)."""
     policy = parse_policy(POLICY)
     trace = load_trace(
         NAMED_TRACES["code"],
@@ -72,6 +82,15 @@ async def simulated_run(
     cluster = SimCluster(workdir, config, scrape_interval_seconds=1.0, clock=time.time)
     metrics = ScalerMetrics()
     telemetry = TelemetryServer(metrics, host="127.0.0.1", port=0)
+    extra: list[ScrapingServer] = []
+    if victoria_metrics:
+        extra.append(
+            VictoriaMetricsServer(
+                workdir / "victoria-metrics-beside",
+                scrape_interval_seconds=1.0,
+                sd_file=cluster.sd_dir / "*.json",
+            )
+        )
     stop = asyncio.Event()
 
     async def control(controller: Controller) -> None:
@@ -87,9 +106,13 @@ async def simulated_run(
             [([f"127.0.0.1:{telemetry.port}"], {"job": SCALER_JOB, "namespace": "vllm-scaler"})],
         )
         await cluster.start()
+        for server in extra:
+            await server.astart()
+        backends = {"prometheus": cluster.prometheus.url} | {s.name: s.url for s in extra}
+        for url in backends.values():
+            await wait_for_series(url, "vllm:num_requests_running", timeout=30)
+            await wait_for_series(url, f'up{{job="{SCALER_JOB}"}} == 1', timeout=30)
         url = cluster.prometheus.url
-        await wait_for_series(url, "vllm:num_requests_running", timeout=30)
-        await wait_for_series(url, f'up{{job="{SCALER_JOB}"}} == 1', timeout=30)
         async with cluster.controller(policy, metrics=metrics) as controller:
             start = time.time()
             task = asyncio.create_task(control(controller))
@@ -102,9 +125,12 @@ async def simulated_run(
             end=time.time(),
             model_name=config.model_name,
             scale_events=[(c.old_replicas, c.new_replicas) for _, c in cluster.fleet.scale_changes],
+            backends=backends,
         )
     finally:
         stop.set()
+        for server in extra:
+            await server.astop()
         await cluster.stop()
         await telemetry.stop()
 

@@ -17,6 +17,9 @@ ROOT = Path(__file__).resolve().parents[2]
 RENAMED = {
     "vllm:kv_cache_usage_perc": "vllm:gpu_cache_usage_perc",
     "vllm:inter_token_latency_seconds_bucket": "vllm:time_per_output_token_seconds_bucket",
+    "vllm:inter_token_latency_seconds_sum": "vllm:time_per_output_token_seconds_sum",
+    "vllm:prefix_cache_hits_total": "vllm:gpu_prefix_cache_hits_total",
+    "vllm:prefix_cache_queries_total": "vllm:gpu_prefix_cache_queries_total",
 }
 
 
@@ -72,13 +75,22 @@ def test_importable_with_datasource_input(name: str, uid: str, title: str) -> No
     assert [(i["name"], i["type"], i["pluginId"]) for i in doc["__inputs"]] == [
         ("DS_PROMETHEUS", "datasource", "prometheus")
     ]
-    assert [v["name"] for v in doc["templating"]["list"]] == ["namespace", "target", "model"]
-    ds = {"type": "prometheus", "uid": "${DS_PROMETHEUS}"}
-    for v in doc["templating"]["list"]:
+    variables = doc["templating"]["list"]
+    assert [v["name"] for v in variables] == ["datasource", "namespace", "target", "model"]
+    # The datasource variable: any Prometheus, by default the one the import dialog was given
+    # (Grafana replaces ${DS_PROMETHEUS} at import; a chart may replace it with a uid).
+    source = variables[0]
+    assert (source["type"], source["query"]) == ("datasource", "prometheus")
+    assert source["current"]["value"] == "${DS_PROMETHEUS}"
+    assert json.dumps(doc).count("${DS_PROMETHEUS}") == 1
+    ds = {"type": "prometheus", "uid": "${datasource}"}
+    for v in variables[1:]:
         assert v["datasource"] == ds
     panels = list(dash.walk_panels(doc))
     assert len({p["id"] for p in panels}) == len(panels)
     for p in panels:
+        g = p["gridPos"]
+        assert g["x"] >= 0 and g["x"] + g["w"] <= 24, f"{p['title']} leaves the grid: {g}"
         if p["type"] == "row":
             continue
         assert p["datasource"] == ds, p["title"]
@@ -87,6 +99,80 @@ def test_importable_with_datasource_input(name: str, uid: str, title: str) -> No
             assert t["datasource"] == ds and t["refId"], p["title"]
     for a in (doc.get("annotations") or {}).get("list", []):
         assert a["datasource"] == ds
+
+
+@pytest.mark.parametrize("name", sorted(dash.build_dashboards()))
+def test_requires_match_the_schema_and_the_panels(name: str) -> None:
+    doc = dash.build_dashboards()[name]
+    requires = {(r["type"], r["id"]): r["version"] for r in doc["__requires"]}
+    # schemaVersion 41 is what Grafana 11.6 writes (11.5 writes 40): an older Grafana would
+    # have to import a schema it does not know.
+    assert doc["schemaVersion"] == 41
+    assert requires[("grafana", "grafana")] == "11.6.0"
+    assert requires[("datasource", "prometheus")] == "1.0.0"
+    used = {p["type"] for p in dash.walk_panels(doc)} - {"row"}
+    assert {i for (t, i) in requires if t == "panel"} == used
+
+
+def test_the_ttft_target_is_a_threshold_on_every_fleet_ttft_panel() -> None:
+    doc = dash.fleet_dashboard()
+    ttft = [
+        p
+        for p in dash.walk_panels(doc)
+        if any("time_to_first_token_seconds_bucket" in t["expr"] for t in p.get("targets", []))
+    ]
+    assert len(ttft) == 2
+    for p in ttft:
+        [config] = [t for t in p["transformations"] if t["id"] == "configFromData"]
+        ref = config["options"]["configRefId"]
+        [target] = [t for t in p["targets"] if t["refId"] == ref]
+        assert 'vllm_scaler_signal_target{signal="ttft_p95"' in target["expr"]
+        [mapping] = config["options"]["mappings"]
+        assert (mapping["fieldName"], mapping["handlerKey"]) == (
+            target["legendFormat"],
+            "threshold1",
+        )
+        custom = p["fieldConfig"]["defaults"]["custom"]
+        assert custom["thresholdsStyle"]["mode"] == "dashed"
+
+
+def test_fleet_dashboard_is_at_parity_with_vllms_example() -> None:
+    doc = dash.fleet_dashboard()
+    exprs = {p["title"]: " ".join(t["expr"] for t in p["targets"]) for p in dash.walk_panels(doc)
+             if p["type"] != "row"}  # fmt: skip
+    everything = " ".join(exprs.values())
+    # Quantiles P50/P90/P95/P99 and the mean of TTFT, inter-token and end-to-end latency.
+    for metric in (
+        "time_to_first_token_seconds",
+        "inter_token_latency_seconds",
+        "e2e_request_latency_seconds",
+        "request_queue_time_seconds",
+    ):
+        panel = next(e for e in exprs.values() if f"{metric}_bucket" in e and "0.9," in e)
+        for q in ("0.5", "0.9", "0.95", "0.99"):
+            assert f"histogram_quantile({q}, sum by (model_name, le)" in panel, (metric, q)
+        assert f"{metric}_sum" in panel and f"{metric}_count" in panel, metric
+    for name in (
+        "vllm:request_prefill_time_seconds_sum",
+        "vllm:request_decode_time_seconds_sum",
+        "vllm:num_requests_running",
+        "vllm:num_requests_waiting",
+        "vllm:prompt_tokens_total",
+        "vllm:generation_tokens_total",
+        "vllm:kv_cache_usage_perc",
+        "vllm:prefix_cache_hits_total",
+        "vllm:num_preemptions_total",
+    ):
+        assert name in everything, name
+    assert "sum by (model_name, finished_reason)" in exprs["Finished requests by reason"]
+    assert 'finished_reason=~"abort|error"' in exprs["Request errors by model"]
+    heatmaps = {p["title"]: p for p in dash.walk_panels(doc) if p["type"] == "heatmap"}
+    assert set(heatmaps) == {"Prompt length", "Generation length"}
+    for p, metric in zip(heatmaps.values(), ("prompt", "generation"), strict=True):
+        [t] = p["targets"]
+        assert t["format"] == "heatmap" and t["legendFormat"] == "{{le}}"
+        assert t["expr"].startswith(f"sum by (le) (rate(vllm:request_{metric}_tokens_bucket")
+        assert p["options"]["calculate"] is False
 
 
 def test_decisions_dashboard_has_the_required_panels() -> None:
@@ -165,10 +251,34 @@ def test_fleet_queries_fall_back_to_the_old_vllm_names() -> None:
         pytest.param(
             "x[$__interval] $unknown", {}, "x[15s] $unknown", id="an unknown variable is left as is"
         ),
+        pytest.param(
+            'x{t=~"$target", m=~"$model"}',
+            {"target": "$__all", "model": "$__all"},
+            'x{t=~".*", m=~"(a\\\\.b|c)"}',
+            id="All: the custom all value, else the escaped options",
+        ),
     ],
 )
 def test_substitute(expr: str, values: dict[str, str], expected: str) -> None:
-    assert dash.substitute(expr, values) == expected
+    all_values = {"target": ".*", "model": "(a\\\\.b|c)"}
+    assert dash.substitute(expr, values, all_values=all_values) == expected
+
+
+def test_grafana_selects_all_or_the_first_option() -> None:
+    doc = dash.fleet_dashboard()
+    # Namespace saved empty: the first option. Target and model saved "All": All, with or
+    # without options (a Prometheus without the controller's series has no targets).
+    options = {"namespace": ["llm", "other"], "target": [], "model": ["a.b", "c"]}
+    assert dash.selected_values(doc, options) == {
+        "namespace": "llm",
+        "target": dash.ALL,
+        "model": dash.ALL,
+    }
+    assert dash.all_values(doc, options) == {"target": ".*", "model": ".*"}
+    assert dash.selected_values(doc, {}) == {"namespace": "", "target": dash.ALL, "model": dash.ALL}
+    # Without a custom all value, "All" is the alternation of the options, regex-escaped.
+    bare = {"templating": {"list": [{"name": "model", "type": "query", "includeAll": True}]}}
+    assert dash.all_values(bare, {"model": ["a.b", "c"]}) == {"model": "(a\\\\.b|c)"}
 
 
 def test_variable_regexes_extract_namespace_and_workload() -> None:

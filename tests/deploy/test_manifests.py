@@ -202,9 +202,12 @@ async def test_rbac_grants_exactly_the_calls_the_controller_makes(base, tmp_path
             )
             h.controller.leader = elector
             assert await elector.try_acquire_or_renew()  # creates the Lease
-            report = await h.cycle()  # scale-down 3 -> 2: pods marked, scale patched, event
-            assert report.action == "scaled", report
+            report = await h.cycle()  # scale-down 3 -> 2 asked: pods marked first
+            assert report.action == "pods_ranked", report
             assert await elector.try_acquire_or_renew()  # renews it
+            h.clock.advance(2)
+            report = await h.cycle()  # the ranking read back: scale patched, event
+            assert report.action == "scaled", report
             act = h.actuator
             for api_version, kind, name in (
                 ("apps/v1", "StatefulSet", "big"),

@@ -1,5 +1,6 @@
-"""End to end: a real Prometheus scrapes the simulated fleet replaying a slice of a real trace,
-and the real controller scales it through the Kubernetes API stand-in over HTTP.
+"""End to end: a real Prometheus (or VictoriaMetrics) scrapes the simulated fleet replaying a
+slice of a real trace, and the real controller scales it through the Kubernetes API stand-in
+over HTTP.
 
 Asserts a scale-up during the burst, a scale-down after it, no direction reversal within a
 stabilization window, no request cut by a scale-down, and that ``vllm-scaler recommend
@@ -30,6 +31,7 @@ from scaler.sim.engine import ReplicaModel
 from scaler.sim.fleet import FleetConfig
 from scaler.sim.prometheus_server import find_prometheus_binary, wait_for_series
 from scaler.sim.trace import load_trace
+from scaler.sim.victoria_metrics import find_victoria_metrics_binary
 from tests.support.sim_policy import sim_policy
 
 DOWN_WINDOW_SECONDS = 20.0
@@ -39,9 +41,10 @@ POLICY = sim_policy(max_replicas=6, up_pods_per_period=4, down_window_seconds=DO
 pytestmark = pytest.mark.e2e
 
 
-def _prometheus_or_skip() -> None:
+def _backend_or_skip(backend: str) -> None:
+    find = {"prometheus": find_prometheus_binary, "victoria-metrics": find_victoria_metrics_binary}
     try:
-        find_prometheus_binary()
+        find[backend]()
     except Exception as err:  # the message says how to install it
         pytest.skip(str(err))
 
@@ -58,8 +61,15 @@ async def _recommend_json(env: dict[str, str]) -> list[dict[str, object]]:
     return parsed
 
 
-async def test_fleet_scales_up_in_a_burst_and_down_after_it(tmp_path: Path) -> None:
-    _prometheus_or_skip()
+@pytest.mark.parametrize(
+    "backend",
+    [
+        pytest.param("prometheus", id="prometheus"),
+        pytest.param("victoria-metrics", id="victoria-metrics"),
+    ],
+)
+async def test_fleet_scales_up_in_a_burst_and_down_after_it(tmp_path: Path, backend: str) -> None:
+    _backend_or_skip(backend)
     policy_file = tmp_path / "policy.yaml"
     policy_file.write_text(yaml.safe_dump(POLICY))
     policy = parse_policy(POLICY)
@@ -77,6 +87,7 @@ async def test_fleet_scales_up_in_a_burst_and_down_after_it(tmp_path: Path) -> N
         FleetConfig(model=ReplicaModel(model_load_seconds=4.0), termination_grace_seconds=30),
         scrape_interval_seconds=1.0,
         clock=time.time,
+        backend=backend,
     )
     fleet = cluster.fleet
     reports: list[tuple[float, TargetReport]] = []

@@ -6,7 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from scaler.config.policy import Policy
-from tests.support.controller_harness import case_policy
+from scaler.controller.report import TargetReport
+from scaler.core.reasons import Reason
+from tests.support.controller_harness import Harness, case_policy
 from tests.support.fakeprom import TS, R, kv, per_pod
 
 QUERY_KINDS = ("waiting", "running", "kv_cache", "ttft_quantile", "ttft_rate")
@@ -49,3 +51,15 @@ def no_window_policy(**overrides: Any) -> Policy:
     hold is the fault's doing and recovery shows in the very next cycle."""
     rules = {"stabilization_window_seconds": 0, "max_replicas_per_period": 1, "period_seconds": 15}
     return case_policy(scale_down=rules, **overrides)
+
+
+async def recovery_scales_down(h: Harness) -> TargetReport:
+    """The first good cycle decides 4 -> 3 and ranks the pods by pod-deletion-cost; the
+    scale-down is written in the next cycle, which reads that ranking back (no window held
+    the scale-down, so nothing could rank the pods ahead of it)."""
+    r = await h.next_cycle()
+    assert r.decision is not None and r.decision.reason is Reason.STEP_LIMITED
+    assert (r.decision.desired_replicas, r.action, h.replicas()) == (3, "pods_ranked", 4)
+    r = await h.next_cycle()
+    assert (r.action, h.replicas()) == ("scaled", 3)
+    return r

@@ -233,6 +233,63 @@ async def test_conflict_twice_gives_up(
     assert store.get_spec_replicas("llm", "vllm") == 3
 
 
+class _LeadsFor:
+    """A write guard that allows the first ``n`` writes, then refuses (leadership lost)."""
+
+    def __init__(self, n: int) -> None:
+        self.left = n
+        self.asked = 0
+
+    def __call__(self) -> bool:
+        self.asked += 1
+        self.left -= 1
+        return self.left >= 0
+
+
+async def test_guard_is_asked_before_each_patch_and_stops_the_retry(
+    server: KubeApiServer, store: KubeStore, actuator: KubernetesActuator
+) -> None:
+    """The retry after a 409 is a second write: it is fenced like the first one."""
+    snap = await actuator.read(REF)
+    store.external_scale("llm", "vllm", 4)  # our resourceVersion is stale: 409, re-read
+    server.requests.clear()
+    guard = _LeadsFor(1)
+    result = await actuator.scale(REF, 6, current=snap, guard=guard)
+    assert result.outcome is ScaleOutcome.NOT_LEADER and result.ok
+    assert "no longer leads" in result.message and result.requests == 2
+    assert [(r.method, r.status) for r in server.requests] == [("PATCH", 409), ("GET", 200)]
+    assert guard.asked == 2 and store.get_spec_replicas("llm", "vllm") == 4
+
+
+async def test_guard_refusing_sends_no_patch(
+    server: KubeApiServer, store: KubeStore, actuator: KubernetesActuator
+) -> None:
+    snap = await actuator.read(REF)
+    server.requests.clear()
+    result = await actuator.scale(REF, 6, current=snap, guard=lambda: False)
+    assert result.outcome is ScaleOutcome.NOT_LEADER and result.requests == 0
+    assert server.requests == [] and store.get_spec_replicas("llm", "vllm") == 3
+
+
+async def test_deletion_costs_stop_at_the_first_refused_pod(
+    server: KubeApiServer, store: KubeStore, clock: FakeClock, actuator: KubernetesActuator
+) -> None:
+    for name in ("vllm-a", "vllm-b", "vllm-c"):
+        store.add_pod("llm", name, LABELS, ready=True, created_at=clock.now - 60)
+    store.inject_fault("PATCH", "/pods/vllm-a$", 403)
+    server.requests.clear()
+    costs = {"vllm-a": 0, "vllm-b": 1, "vllm-c": 2}
+    result = await actuator.set_deletion_costs(
+        "llm", costs, current={"vllm-c": None}, guard=_LeadsFor(2)
+    )
+    assert result.failed == {"vllm-a": ApiFailure.FORBIDDEN}
+    assert result.patched == ("vllm-b",) and result.fenced
+    assert [(r.method, r.path.rsplit("/", 1)[1], r.status) for r in server.requests] == [
+        ("PATCH", "vllm-a", 403),
+        ("PATCH", "vllm-b", 200),
+    ]
+
+
 @pytest.mark.parametrize(
     ("status", "retry_after", "outcome"),
     [

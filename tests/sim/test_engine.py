@@ -102,6 +102,12 @@ def test_metrics_accounting_is_exact() -> None:
     assert m.ttft.count == m.e2e_latency.count == m.queue_time.count == len(reqs)
     # One inter-token latency per token after the first.
     assert m.inter_token_latency.count == sum(r.output_tokens - 1 for r in reqs)
+    for h in (m.inference_time, m.prefill_time, m.decode_time, m.request_prompt_tokens):
+        assert h.count == len(reqs)
+    assert m.request_generation_tokens.sum == m.generation_tokens
+    # Tokens per engine step add up to the prompt and generation counters.
+    assert m.iteration_tokens.sum == m.prompt_tokens + m.generation_tokens
+    assert m.iteration_tokens.count <= e.steps
     assert e.kv_usage_ratio == 0.0 and e.in_flight == 0
     for r in reqs:
         assert r.first_scheduled_at is not None and r.first_token_at is not None

@@ -16,15 +16,17 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 
 from scaler.actuators.kubernetes import KubernetesActuator, build_api_client
 from scaler.actuators.lease import LeaseClient
-from scaler.controller.leader import LeaderElectionConfig, LeaderElector
+from scaler.controller.leader import LeaderElectionConfig, LeaderElector, parse_time
 from scaler.controller.loop import Controller
 from scaler.controller.report import TargetReport
 from scaler.sim.kubeapi import KubeStore, ScaleChange
+from scaler.sim.kubeapi.pods import pod_ready
 from scaler.sources.prometheus import PrometheusSource
 from scaler.telemetry.metrics import ScalerMetrics
 from tests.support.controller_harness import LABELS, NAME, NS, Harness
@@ -159,40 +161,96 @@ class Cluster:
 
 
 class ReplicaSetSim:
-    """Keeps the pods of Deployment ``llm/vllm`` equal to spec.replicas, at once."""
+    """The workload controller of Deployment ``llm/vllm``: pods follow its ``spec.replicas``.
 
-    def __init__(self, store: KubeStore, clock: Callable[[], float]) -> None:
+    Removal follows the ReplicaSet controller's ranking: pods not ready first, then the
+    lowest ``pod-deletion-cost``, then the newest. Added pods are ready at once.
+
+    Args:
+        store, clock: the stand-in and the fake clock.
+        informer_lag: rank by the annotations as of the last :meth:`sync` (the controller's
+            informer cache, which a write of the same instant has not reached), not as stored.
+        grace_seconds: a removed pod gets a deletionTimestamp and is deleted by :meth:`reap`
+            this long after; 0 deletes it at once.
+        keep_surplus: a change of spec.replicas removes or adds exactly the difference, so
+            pods beyond spec.replicas (a rollout's surge or canary) stay; otherwise every
+            live pod beyond spec.replicas is removed.
+    """
+
+    def __init__(
+        self,
+        store: KubeStore,
+        clock: Callable[[], float],
+        *,
+        informer_lag: bool = False,
+        grace_seconds: float = 0.0,
+        keep_surplus: bool = False,
+    ) -> None:
         self.store = store
         self.clock = clock
+        self.informer_lag = informer_lag
+        self.grace_seconds = grace_seconds
+        self.keep_surplus = keep_surplus
         self.removed: list[str] = []
         self._n = 0
+        self._cache: dict[str, int] = {}
+        self.sync()
         store.on_scale_change(self._on_change)
 
     def pods(self) -> list[str]:
+        """Names of the live pods (no deletionTimestamp)."""
+        return [p["metadata"]["name"] for p in self._live()]
+
+    def _live(self) -> list[dict[str, Any]]:
         return [
-            p["metadata"]["name"]
+            p
             for p in self.store.list_pods(NS, "app=vllm")
             if "deletionTimestamp" not in p["metadata"]
         ]
 
+    @staticmethod
+    def _cost(pod: dict[str, Any]) -> int:
+        return int((pod["metadata"].get("annotations") or {}).get(COST, "0"))
+
+    def sync(self) -> None:
+        """The informer cache catches up with the pods as stored now."""
+        self._cache = {p["metadata"]["name"]: self._cost(p) for p in self._live()}
+
+    def reap(self) -> None:
+        """Delete the terminating pods whose grace period has ended."""
+        for p in self.store.list_pods(NS, "app=vllm"):
+            meta = p["metadata"]
+            ends = parse_time(meta.get("deletionTimestamp"))
+            if ends is not None and self.clock() >= ends:
+                self.store.delete_pod(NS, meta["name"])
+
     def _on_change(self, change: ScaleChange) -> None:
         if (change.namespace, change.name) != (NS, NAME):
             return
-        pods = self.store.list_pods(NS, "app=vllm")
-        live = [p for p in pods if "deletionTimestamp" not in p["metadata"]]
-        if change.new_replicas < len(live):
+        live = self._live()
+        if self.keep_surplus:
+            excess = change.old_replicas - change.new_replicas
+        else:
+            excess = len(live) - change.new_replicas
+        costs = self._cache if self.informer_lag else {}
 
-            def rank(p: dict[str, object]) -> tuple[int, float]:
-                meta = p["metadata"]
-                assert isinstance(meta, dict)
-                cost = int((meta.get("annotations") or {}).get(COST, "0"))
-                return cost, -float(meta["resourceVersion"])
+        def rank(p: dict[str, Any]) -> tuple[bool, int, float, float]:
+            meta = p["metadata"]
+            name = meta["name"]
+            cost = costs.get(name, 0) if self.informer_lag else self._cost(p)
+            created = parse_time(meta["creationTimestamp"]) or 0.0
+            return pod_ready(p), cost, -created, -float(meta["resourceVersion"])
 
-            for p in sorted(live, key=rank)[: len(live) - change.new_replicas]:
-                name = p["metadata"]["name"]
+        for p in sorted(live, key=rank)[: max(0, excess)]:
+            name = p["metadata"]["name"]
+            if self.grace_seconds > 0:
+                self.store.mark_pod_terminating(
+                    NS, name, grace_period_seconds=int(self.grace_seconds)
+                )
+            else:
                 self.store.delete_pod(NS, name)
-                self.removed.append(name)
-        for _ in range(change.new_replicas - len(live)):
+            self.removed.append(name)
+        for _ in range(-excess):
             self._n += 1
             self.store.add_pod(
                 NS, f"{NAME}-new-{self._n}", LABELS, ready=True, created_at=self.clock() - 3600

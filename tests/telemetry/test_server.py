@@ -11,15 +11,19 @@ from prometheus_client.parser import text_string_to_metric_families
 from scaler.core.decide import decide
 from scaler.core.observation import Observation, ReplicaCounts
 from scaler.core.signals import SignalName, SignalReading, SignalStatus
+from scaler.telemetry.health import Heartbeat
 from scaler.telemetry.metrics import ScalerMetrics
 from scaler.telemetry.server import TelemetryBindError, TelemetryServer
+from tests.support.clock import FakeClock
 from tests.support.policies import case_target
 
 
 async def test_metrics_health_and_readiness() -> None:
     metrics = ScalerMetrics()
-    ready = False
-    server = TelemetryServer(metrics, host="127.0.0.1", port=0, ready=lambda: ready)
+    heartbeat = Heartbeat(15, clock=FakeClock(0.0))
+    server = TelemetryServer(
+        metrics, host="127.0.0.1", port=0, live=heartbeat.live, ready=heartbeat.ready
+    )
     await server.start()
     try:
         policy = case_target()
@@ -42,7 +46,7 @@ async def test_metrics_health_and_readiness() -> None:
         async with httpx.AsyncClient() as client:
             assert (await client.get(f"{base}/healthz")).status_code == 200
             assert (await client.get(f"{base}/readyz")).status_code == 503
-            ready = True
+            heartbeat.beat()
             assert (await client.get(f"{base}/readyz")).status_code == 200
             resp = await client.get(f"{base}/metrics")
         assert resp.status_code == 200
@@ -99,3 +103,50 @@ async def test_unusable_address_names_the_setting_value_and_reason() -> None:
         "VLLM_SCALER_METRICS_ADDRESS (--metrics-address): value '999.1.1.1': cannot listen on it ("
     )
     assert text.endswith("); expected a local IP address or host name, e.g. 0.0.0.0")
+
+
+@pytest.mark.parametrize(
+    ("interval", "stale_after"),
+    [
+        pytest.param(30.0, 90.0, id="three intervals of 30 s"),
+        pytest.param(15.0, 60.0, id="at least a minute at 15 s"),
+        pytest.param(600.0, 1800.0, id="three intervals of 10 min"),
+    ],
+)
+async def test_liveness_fails_when_no_cycle_completes_for_several_intervals(
+    interval: float, stale_after: float
+) -> None:
+    """/healthz fails once no control cycle completed for three intervals (at least 60 s),
+    and passes again at the next completed cycle; /readyz is not affected."""
+    clock = FakeClock(1000.0)
+    heartbeat = Heartbeat(interval, clock=clock)
+    assert heartbeat.stale_after_seconds == stale_after
+    server = TelemetryServer(
+        ScalerMetrics(), host="127.0.0.1", port=0, live=heartbeat.live, ready=heartbeat.ready
+    )
+    await server.start()
+    base = f"http://127.0.0.1:{server.port}"
+    try:
+        async with httpx.AsyncClient() as client:
+
+            async def status(path: str) -> tuple[int, str]:
+                r = await client.get(base + path)
+                return r.status_code, r.text
+
+            assert await status("/healthz") == (200, "ok: started 0 s ago\n")
+            assert (await status("/readyz"))[0] == 503
+            clock.advance(stale_after)  # a slow first cycle: still alive
+            assert (await status("/healthz"))[0] == 200
+            heartbeat.beat()
+            assert await status("/readyz") == (200, "ok\n")
+            clock.advance(stale_after)
+            assert (await status("/healthz"))[0] == 200
+            clock.advance(1)  # the loop is stuck
+            code, text = await status("/healthz")
+            assert code == 503
+            assert text.startswith(f"no control cycle completed for {stale_after + 1:.0f} s")
+            assert (await status("/readyz"))[0] == 200  # readiness does not follow
+            heartbeat.beat()
+            assert (await status("/healthz"))[0] == 200
+    finally:
+        await server.stop()

@@ -411,6 +411,13 @@ class _TargetReader:
             return SignalReading(name, status, source_metric=metric, detail=f"ttft query: {detail}")
         self.series_found[QueryKind.TTFT_QUANTILE] = int(key in series)
         if key not in series:
+            rates = self.split.target_series.get(QueryKind.TTFT_RATE) or {}
+            if rates.get(key) == 0.0:
+                # VictoriaMetrics (MetricsQL) drops the NaN an idle window's quantile is, where
+                # Prometheus returns it: a request rate of exactly 0 is the same idle, and the
+                # histogram is there (the rate is its _count's).
+                self.series_found[QueryKind.TTFT_QUANTILE] = 1
+                return self.ttft_nan()
             if scraped:
                 return SignalReading(
                     name,
