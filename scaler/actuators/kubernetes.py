@@ -608,13 +608,19 @@ class KubernetesActuator:
 
 
 def _pod_info(pod: Any, now: float) -> PodInfo:
-    """A kubernetes-asyncio V1Pod -> PodInfo."""
+    """A kubernetes-asyncio V1Pod -> PodInfo. ``ready_seconds`` is the time since the Ready
+    condition's ``lastTransitionTime`` (None without the condition or its time)."""
     meta, status = pod.metadata, pod.status
-    ready = (
-        any(c.type == "Ready" and c.status == "True" for c in (status.conditions or []))
-        if status is not None
-        else False
+    condition = next(
+        (
+            c
+            for c in ((status.conditions if status is not None else None) or [])
+            if c.type == "Ready"
+        ),
+        None,
     )
+    ready = condition is not None and condition.status == "True"
+    changed = condition.last_transition_time if condition is not None else None
     created = meta.creation_timestamp
     age = max(0.0, now - created.timestamp()) if created is not None else 0.0
     return PodInfo(
@@ -624,4 +630,5 @@ def _pod_info(pod: Any, now: float) -> PodInfo:
         age_seconds=age,
         phase=(status.phase if status is not None and status.phase else "Unknown"),
         deletion_cost=(meta.annotations or {}).get(POD_DELETION_COST),
+        ready_seconds=max(0.0, now - changed.timestamp()) if changed is not None else None,
     )

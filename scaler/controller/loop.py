@@ -67,6 +67,7 @@ from scaler.controller.removal import PendingRemoval, pending_removal, ranked, r
 from scaler.controller.report import TargetReport
 from scaler.core.decide import Decision, Direction, decide
 from scaler.core.drain import RemovalPlan, plan_removal
+from scaler.core.load_time import startup_timeout_seconds
 from scaler.core.observation import Observation, WorkloadSnapshot
 from scaler.core.reasons import Reason
 from scaler.core.state import (
@@ -78,10 +79,35 @@ from scaler.core.state import (
     resume,
 )
 from scaler.sources.prometheus import SourceResult, TargetReadings
+from scaler.sources.prometheus.demand import throughput_of
 from scaler.telemetry.metrics import ScalerMetrics
 
 #: Lease annotation holding the persisted decision state (JSON).
 STATE_ANNOTATION = "vllm-scaler.io/state"
+
+
+def observe(
+    t: TargetPolicy,
+    snap: WorkloadSnapshot,
+    readings: TargetReadings,
+    state: TargetState | None,
+    *,
+    removing: int = 0,
+) -> Observation:
+    """What the decision core sees of a target: the replica counts (a pod not ready counts as
+    starting until the startup guard the learned model load time sets,
+    :func:`~scaler.core.load_time.startup_timeout_seconds`), the signals, the throughput and
+    the pods."""
+    learned = state.load_times.median_seconds if state is not None else None
+    timeout = startup_timeout_seconds(t.model_load_timeout_seconds, learned)
+    return Observation(
+        snap.counts(timeout, removing=removing),
+        readings.signals,
+        throughput=throughput_of(readings),
+        pods=snap.pods,
+    )
+
+
 #: Upper bound of the persisted state (Kubernetes allows 256 KiB of annotations in total).
 MAX_STATE_BYTES = 64 * 1024
 #: Pod annotation failures that a retry will not fix: scale down without the ranking.
@@ -201,9 +227,11 @@ class Controller:
         self.resume_max_gap_seconds = resume_max_gap_seconds
         self.event_repeat_seconds = event_repeat_seconds
         self.states: dict[str, TargetState] = {}
+        self.shadow_states: dict[str, TargetState] = {}
         self.log = structlog.get_logger("vllm_scaler")
         self._loaded_term: int | None = None
         self._resume: dict[str, TargetState] = {}
+        self._resume_shadows: dict[str, TargetState] = {}
         self._resume_saved_at = 0.0
         self._persisted: str | None = None
         self._owners: dict[str, list[ScaleOwner]] = {}
@@ -259,11 +287,16 @@ class Controller:
             if not isinstance(targets, dict):
                 raise ValueError("targets is not an object")
             states = {str(k): decode_state(v) for k, v in targets.items()}
+            shadows = doc.get("shadows") or {}  # absent before shadow policies existed
+            if not isinstance(shadows, dict):
+                raise ValueError("shadows is not an object")
+            shadow_states = {str(k): decode_state(v) for k, v in shadows.items()}
             saved_at = float(doc.get("saved_at") or 0.0)
         except (ValueError, TypeError) as err:
             self.log.error("state_unreadable", error=str(err), message="starting fresh")
             return
         self._resume = states
+        self._resume_shadows = shadow_states
         self._resume_saved_at = saved_at
         self.log.info(
             "state_loaded",
@@ -273,7 +306,20 @@ class Controller:
         )
 
     def _state_for(self, t: TargetPolicy, current: int, now: float) -> TargetState | None:
-        persisted = self._resume.pop(t.key, None)
+        return self._resumed(self._resume, self.states, t, current, now)
+
+    def _state_for_shadow(self, t: TargetPolicy, current: int, now: float) -> TargetState | None:
+        return self._resumed(self._resume_shadows, self.shadow_states, t, current, now)
+
+    def _resumed(
+        self,
+        persisted_states: dict[str, TargetState],
+        states: dict[str, TargetState],
+        t: TargetPolicy,
+        current: int,
+        now: float,
+    ) -> TargetState | None:
+        persisted = persisted_states.pop(t.key, None)
         if persisted is not None:
             return resume(
                 persisted,
@@ -282,7 +328,7 @@ class Controller:
                 now=now,
                 max_gap=self.resume_max_gap_seconds,
             )
-        return self.states.get(t.key)
+        return states.get(t.key)
 
     async def _persist(self, now: float, fence: WriteFence) -> None:
         """As the leader, write the decision state to the Lease when it changed."""
@@ -293,11 +339,19 @@ class Controller:
             for t in self.policy.targets
             if t.key in self.states
         }
-        body = json.dumps(targets, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        shadows = {
+            t.key: encode_state(self.shadow_states[t.key])
+            for t in self.policy.targets
+            if t.key in self.shadow_states
+        }
+        saved: dict[str, object] = {"targets": targets}
+        if shadows:
+            saved["shadows"] = shadows
+        body = json.dumps(saved, sort_keys=True, separators=(",", ":"), allow_nan=False)
         if body == self._persisted:
             return
         text = json.dumps(
-            {"v": STATE_FORMAT_VERSION, "saved_at": now, "targets": targets},
+            {"v": STATE_FORMAT_VERSION, "saved_at": now, **saved},
             sort_keys=True,
             separators=(",", ":"),
             allow_nan=False,
@@ -343,7 +397,9 @@ class Controller:
         # spec.replicas 0: scaling disabled; its (absent) series are not asked for
         active = [t for t in readable if snapshots[t.key].spec_replicas > 0]
         result = (
-            await self.source.read(active, {t.key: snapshots[t.key] for t in active})
+            await self.source.read(
+                [t.reading_target() for t in active], {t.key: snapshots[t.key] for t in active}
+            )
             if active
             else None
         )
@@ -406,19 +462,47 @@ class Controller:
                 "fresh stabilization history",
             )
         removing = self._removing(t, snap, now)
-        obs = Observation(
-            snap.counts(t.model_load_timeout_seconds, removing=removing), readings.signals
-        )
         state = self._state_for(t, snap.spec_replicas, now)
         window = self.policy.rate_window_seconds
-        core = decide(t, obs, state, now, ttft_window_seconds=window)
+        core = decide(
+            t, observe(t, snap, readings, state, removing=removing), state, now,
+            ttft_window_seconds=window,
+        )  # fmt: skip
         decision = override(core, control)
         self._export(t, decision, core, control, readings)
+        shadow = self._shadow(t, snap, readings, now, removing)
         plan = self._plan(t, snap, readings, core, decision, control, now, fence)
         applied = await self.apply(plan, fence)
         self.states[t.key] = applied.state
-        self._log_decision(t, decision, applied.action)
-        return TargetReport(t.key, decision, readings, applied.action, applied.error)
+        self._log_decision(t, decision, applied.action, shadow)
+        return TargetReport(t.key, decision, readings, applied.action, applied.error, shadow)
+
+    def _shadow(
+        self,
+        t: TargetPolicy,
+        snap: WorkloadSnapshot,
+        readings: TargetReadings,
+        now: float,
+        removing: int,
+    ) -> Decision | None:
+        """The target's shadow policy on the same readings, with its own state; never
+        written (a shadow has no writes of its own: it recommends from the replicas there
+        are, as a dry run would)."""
+        shadow = t.shadow_target()
+        if shadow is None:
+            self.shadow_states.pop(t.key, None)
+            return None
+        state = self._state_for_shadow(t, snap.spec_replicas, now)
+        d = decide(
+            shadow,
+            observe(shadow, snap, readings, state, removing=removing),
+            state,
+            now,
+            ttft_window_seconds=self.policy.rate_window_seconds,
+        )
+        self.shadow_states[t.key] = d.state
+        self.metrics.record_shadow(t.key, d)
+        return d
 
     def _removing(self, t: TargetPolicy, snap: WorkloadSnapshot, now: float) -> int:
         """Live pods that our own earlier scale-down still removes (forgotten once none is)."""
@@ -440,7 +524,9 @@ class Controller:
         """
         decision = disabled_decision(snap.counts(t.model_load_timeout_seconds))
         self.states.pop(t.key, None)
+        self.shadow_states.pop(t.key, None)
         self._resume.pop(t.key, None)
+        self._resume_shadows.pop(t.key, None)
         self._removals.pop(t.key, None)
         self._record(t, decision, disabled=True)
         self.metrics.remove_signals(t.key, t.signals.enabled())
@@ -533,7 +619,9 @@ class Controller:
             with contextlib.suppress(KeyError):
                 m.pinned_replicas.remove(t.key)
 
-    def _log_decision(self, t: TargetPolicy, d: Decision, action: str) -> None:
+    def _log_decision(
+        self, t: TargetPolicy, d: Decision, action: str, shadow: Decision | None = None
+    ) -> None:
         signals = {
             str(e.name): (round(e.value, 4) if e.value is not None else str(e.status))
             for e in d.signals
@@ -559,6 +647,15 @@ class Controller:
             terminating=d.replicas.terminating,
             signals=signals,
             message=d.message,
+            **(
+                {
+                    "shadow_desired": shadow.desired_replicas,
+                    "shadow_reason": str(shadow.reason),
+                    "shadow_message": shadow.message,
+                }
+                if shadow is not None
+                else {}
+            ),
         )
 
     # ------------------------------------------------------------------ writes

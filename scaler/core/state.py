@@ -104,7 +104,7 @@ def compact(state: TargetState) -> TargetState:
 
 
 def encode_state(state: TargetState) -> dict[str, object]:
-    """A JSON-able dict of a (compacted) state.
+    """A JSON-able dict of a (compacted) state (learned rates to six significant digits).
 
     Keys added after the first format (``c`` capacity estimate, ``cb`` the bounds seen before
     it, ``d`` demand forecast, ``l`` model load times, ``lw`` pods whose start is watched) are
@@ -118,19 +118,26 @@ def encode_state(state: TargetState) -> dict[str, object]:
         "rw": s.last_rewrite_at,
         "st": s.last_starting_at,
     }
-    if s.capacity.estimate is not None:
-        c = s.capacity.estimate
-        out["c"] = [c.tokens_per_second, c.samples, c.learned_at]
-    if s.capacity.forecast is not None:
-        d = s.capacity.forecast
-        out["d"] = [d.level, d.trend, d.burstiness, d.at, d.samples]
-    if s.capacity.lower is not None or s.capacity.upper is not None:
-        out["cb"] = [s.capacity.lower, s.capacity.upper]
+    cap = s.capacity
+    if cap.estimate is not None:
+        c = cap.estimate
+        out["c"] = [_sig(c.tokens_per_second), c.samples, c.learned_at]
+    if cap.forecast is not None:
+        d = cap.forecast
+        out["d"] = [_sig(d.level), _sig(d.trend), _sig(d.burstiness), d.at, d.samples]
+    if cap.lower is not None or cap.upper is not None:
+        out["cb"] = [None if b is None else _sig(b) for b in (cap.lower, cap.upper)]
     if s.load_times.recent:
-        out["l"] = list(s.load_times.recent)
+        out["l"] = [_sig(x) for x in s.load_times.recent]
     if s.load_times.watching:
         out["lw"] = sorted(s.load_times.watching)
     return out
+
+
+def _sig(x: float) -> float:
+    """``x`` to six significant digits: learned rates need no more, and the state of every
+    target shares one Lease annotation."""
+    return float(f"{x:.6g}")
 
 
 def _finite(x: object, what: str, *, positive: bool = False) -> float:

@@ -106,10 +106,10 @@ async def test_read_snapshot_classifies_pods(
         selector="app=vllm",
         resource_version=dep["metadata"]["resourceVersion"],
         pods=(
-            PodInfo("vllm-a", ready=True, terminating=False, age_seconds=930.0, phase="Running"),
-            PodInfo("vllm-b", ready=False, terminating=False, age_seconds=150.0, phase="Pending"),
-            PodInfo("vllm-c", ready=False, terminating=False, age_seconds=730.0, phase="Pending"),
-            PodInfo("vllm-d", ready=True, terminating=True, age_seconds=3030.0, phase="Running"),
+            PodInfo("vllm-a", True, False, 930.0, phase="Running", ready_seconds=930.0),
+            PodInfo("vllm-b", False, False, 150.0, phase="Pending", ready_seconds=150.0),
+            PodInfo("vllm-c", False, False, 730.0, phase="Pending", ready_seconds=730.0),
+            PodInfo("vllm-d", True, True, 3030.0, phase="Running", ready_seconds=3030.0),
         ),
     )
     counts = snap.counts(model_load_timeout_seconds=600)
@@ -120,6 +120,22 @@ async def test_read_snapshot_classifies_pods(
         1,
         1,
     )
+
+
+async def test_read_the_ready_transition_time(
+    store: KubeStore, clock: FakeClock, actuator: KubernetesActuator
+) -> None:
+    """ready_seconds is the time since the Ready condition's lastTransitionTime: since the pod
+    became Ready (model loaded), not since it was created; a probe that stays Ready does not
+    move it (the kubelet only moves it on a change of status)."""
+    store.add_pod("llm", "vllm-a", LABELS, created_at=T0 - 300)
+    clock.now = T0 - 170  # loaded after 130 s
+    store.set_pod_ready("llm", "vllm-a")
+    clock.now = T0 - 100
+    store.set_pod_ready("llm", "vllm-a")  # still Ready: the transition time stays
+    clock.now = T0
+    (pod,) = (await actuator.read(REF)).pods
+    assert (pod.ready, pod.age_seconds, pod.ready_seconds) == (True, 300.0, 170.0)
 
 
 async def test_read_custom_kind(store: KubeStore, actuator: KubernetesActuator) -> None:
