@@ -1,10 +1,12 @@
-"""The benchmark's sawtooth figure and the figures of a part of the trace window."""
+"""The benchmark's sawtooth figure, the figures of a part of the trace window, and the reactive
+reference's schedule."""
 
 from __future__ import annotations
 
 import pytest
 
 from scaler.bench.figures import SAWTOOTH_SECONDS, sawtooth, window_figures
+from scaler.bench.runner import reactive_schedule
 from scaler.bench.simulate import FleetSample, PodRecord, RunRecord
 from scaler.sim.engine import SimRequest
 
@@ -60,3 +62,9 @@ def test_window_figures_count_arrivals_and_pod_time_inside_the_window() -> None:
     assert (second.requests, second.slo_request_share) == (1, 1.0)
     assert first.gpu_hours == pytest.approx((60 + 30) / 3600)
     assert second.gpu_hours == pytest.approx((60 + 30) / 3600)
+
+
+def test_the_reactive_reference_holds_each_need_for_five_minutes() -> None:
+    """Each minute: the largest instant-start need of it and the four minutes before it."""
+    assert reactive_schedule((1, 1, 6, 1, 1, 1, 1, 1, 2)) == (1, 1, 6, 6, 6, 6, 6, 1, 2)
+    assert reactive_schedule((3,), hold_minutes=5) == (3,)
