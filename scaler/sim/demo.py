@@ -202,12 +202,33 @@ def format_event(event: dict[str, object], start: float) -> str:
         f"ready {event.get('ready')} starting {event.get('starting')} "
         f"draining {event.get('terminating')} | {' '.join(parts)}"
     )
+    if "shadow_desired" in event:
+        line += f" | shadow {event.get('shadow_desired')} [{event.get('shadow_reason')}]"
     if event.get("current") != event.get("desired"):
         line += f"\n        {event.get('message')}"
     return line
 
 
-async def _pump(stream: asyncio.StreamReader, out: TextIO, start: float) -> None:
+def shadow_point(event: dict[str, object], start: float) -> tuple[float, int] | None:
+    """``(seconds since start, shadow desired replicas)`` of a decision event that carries a
+    shadow policy's recommendation, else None."""
+    when, desired = event.get("timestamp"), event.get("shadow_desired")
+    if event.get("event") != "decision" or not isinstance(when, str):
+        return None
+    if not isinstance(desired, int):
+        return None
+    try:
+        return datetime.fromisoformat(when).timestamp() - start, desired
+    except ValueError:
+        return None
+
+
+async def _pump(
+    stream: asyncio.StreamReader,
+    out: TextIO,
+    start: float,
+    shadow: list[tuple[float, int]] | None = None,
+) -> None:
     while raw := await stream.readline():
         text = raw.decode(errors="replace").rstrip("\n")
         try:
@@ -217,6 +238,9 @@ async def _pump(stream: asyncio.StreamReader, out: TextIO, start: float) -> None
         else:
             if isinstance(event, dict) and event.get("event") != "scaled":
                 out.write(format_event(event, start) + "\n")
+                point = shadow_point(event, start)
+                if point is not None and shadow is not None:
+                    shadow.append(point)
         out.flush()
 
 
@@ -251,6 +275,7 @@ async def _run_locked(opts: DemoOptions, workdir: Path, out: TextIO) -> int:
         clock=clock,
     )
     fleet, runtime, prom = cluster.fleet, cluster.runtime, cluster.prometheus
+    shadow: list[tuple[float, int]] = []  # the shadow policy's recommendations, if it has one
     controller: asyncio.subprocess.Process | None = None
     pump: asyncio.Task[None] | None = None
     watcher: asyncio.Task[int | None] | None = None
@@ -316,7 +341,7 @@ async def _run_locked(opts: DemoOptions, workdir: Path, out: TextIO) -> int:
             )  # fmt: skip
             assert controller.stdout is not None
             out.write("Decisions of vllm-scaler (every control interval):\n")
-            pump = asyncio.create_task(_pump(controller.stdout, out, start))
+            pump = asyncio.create_task(_pump(controller.stdout, out, start, shadow))
             watcher = asyncio.create_task(watch_controller(controller, pump, stop, out))
         if not stop.is_set():
             await runtime.replay(opts.trace, tail_seconds=opts.tail_seconds, stop=stop)
@@ -352,7 +377,7 @@ async def _run_locked(opts: DemoOptions, workdir: Path, out: TextIO) -> int:
     title = f"vllm-scaler demo: {opts.trace.description}, routing {opts.routing}"
     out.write("\n" + format_summary(summary, title=title) + "\n")
     if opts.plot and runtime.samples:
-        png = plot_run(runtime.samples, summary, workdir / "demo.png", title=title)
+        png = plot_run(runtime.samples, summary, workdir / "demo.png", title=title, shadow=shadow)
         out.write(f"plot            {png}\n")
     if received:
         return 128 + received[0]
