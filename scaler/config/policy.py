@@ -145,9 +145,13 @@ class CapacitySignal(_Strict):
     example from ``vllm bench serve`` at the rate where TTFT p95 reaches the target: its prompt
     and generated tokens per second. Without a seed the signal asks for nothing until it has
     learned from a busy fleet.
+
+    ``enabled: null`` means on whenever ``ttft_p95`` is on: the capacity is learned at the
+    TTFT target, so without TTFT there is nothing to learn it from; ``true`` with TTFT off is
+    refused.
     """
 
-    enabled: bool = False
+    enabled: bool | None = Field(default=None, description="default: on whenever ttft_p95 is on")
     target_utilization: float = Field(
         default=0.85, gt=0, le=1, description="0-1 ratio of the learned capacity to fill"
     )
@@ -221,7 +225,7 @@ class Signals(_Strict):
 
     @model_validator(mode="after")
     def _capacity_needs_ttft(self) -> Self:
-        if self.capacity.enabled and not self.ttft_p95.enabled:
+        if self.capacity.enabled is True and not self.ttft_p95.enabled:
             raise ValueError(
                 "capacity.enabled needs ttft_p95 enabled: a replica's capacity is learned "
                 "only while TTFT is within its target"
@@ -237,9 +241,15 @@ class Signals(_Strict):
             out.append(SignalName.KV_CACHE_USAGE)
         if self.ttft_p95.enabled:
             out.append(SignalName.TTFT_P95)
-        if self.capacity.enabled:
+        if self.capacity_enabled:
             out.append(SignalName.CAPACITY)
         return tuple(out)
+
+    @property
+    def capacity_enabled(self) -> bool:
+        """The capacity signal is on: asked for, or by default whenever TTFT is on."""
+        enabled = self.capacity.enabled
+        return self.ttft_p95.enabled if enabled is None else enabled
 
     def queried(self) -> tuple[SignalName, ...]:
         """The enabled signals read by a query of their own (all but capacity, which the
@@ -394,7 +404,7 @@ class TargetPolicy(ScalingPolicy):
         mine, theirs = self.signals, self.shadow.signals
         blocks = {
             name: (getattr(theirs, name) if not getattr(mine, name).enabled else None)
-            for name in ("queue_depth", "kv_cache_usage", "ttft_p95", "capacity")
+            for name in ("queue_depth", "kv_cache_usage", "ttft_p95")  # the queried ones
         }
         update = {
             name: block for name, block in blocks.items() if block is not None and block.enabled

@@ -275,7 +275,7 @@ def decide(
         for name in policy.signals.queried()
     )
     capacity: CapacityView | None = None
-    if policy.signals.capacity.enabled:
+    if policy.signals.capacity_enabled:
         evaluation, capacity, memory = evaluate_capacity(
             policy,
             observation,
