@@ -151,7 +151,7 @@ class CapacitySignal(_Strict):
     refused.
     """
 
-    enabled: bool | None = Field(default=None, description="default: on whenever ttft_p95 is on")
+    enabled: bool | None = Field(default=False, description="null: on whenever ttft_p95 is on")
     target_utilization: float = Field(
         default=0.85, gt=0, le=1, description="0-1 ratio of the learned capacity to fill"
     )
