@@ -34,8 +34,9 @@ from scaler.bench.kpa import Kpa, KpaConfig
 from scaler.bench.prometheus_api import prometheus_transport
 from scaler.bench.simulate import TickContext
 from scaler.config.policy import TargetPolicy, WorkloadRef
+from scaler.controller.observe import observe
 from scaler.core.decide import Decision, Direction, decide
-from scaler.core.observation import Observation, PodInfo, WorkloadSnapshot
+from scaler.core.observation import PodInfo, WorkloadSnapshot
 from scaler.core.reasons import Reason
 from scaler.core.state import TargetState, record_write
 from scaler.sim.fleet import Fleet
@@ -141,8 +142,10 @@ class VllmScalerController:
         self._now = ctx.now
         snap = snapshot(ctx.fleet, ctx.now)
         key = self.policy.key
-        result = self._loop.run_until_complete(self._source.read([self.policy], {key: snap}))
-        obs = Observation(snap.counts(self.policy.model_load_timeout_seconds), result.readings(key))
+        result = self._loop.run_until_complete(
+            self._source.read([self.policy.reading_target()], {key: snap})
+        )
+        obs = observe(self.policy, snap, result.targets[key], self.state)
         d = decide(
             self.policy, obs, self.state, ctx.now, ttft_window_seconds=self.rate_window_seconds
         )

@@ -54,6 +54,7 @@ from scaler.actuators.kubernetes import (
 from scaler.config.policy import Policy, TargetPolicy, WorkloadRef
 from scaler.config.vocabulary import SignalName
 from scaler.controller.fence import Leadership, WriteFence
+from scaler.controller.observe import observe
 from scaler.controller.overrides import (
     REFUSALS,
     Control,
@@ -67,8 +68,7 @@ from scaler.controller.removal import PendingRemoval, pending_removal, ranked, r
 from scaler.controller.report import TargetReport
 from scaler.core.decide import Decision, Direction, decide
 from scaler.core.drain import RemovalPlan, plan_removal
-from scaler.core.load_time import startup_timeout_seconds
-from scaler.core.observation import Observation, WorkloadSnapshot
+from scaler.core.observation import WorkloadSnapshot
 from scaler.core.reasons import Reason
 from scaler.core.state import (
     STATE_FORMAT_VERSION,
@@ -79,33 +79,10 @@ from scaler.core.state import (
     resume,
 )
 from scaler.sources.prometheus import SourceResult, TargetReadings
-from scaler.sources.prometheus.demand import throughput_of
 from scaler.telemetry.metrics import ScalerMetrics
 
 #: Lease annotation holding the persisted decision state (JSON).
 STATE_ANNOTATION = "vllm-scaler.io/state"
-
-
-def observe(
-    t: TargetPolicy,
-    snap: WorkloadSnapshot,
-    readings: TargetReadings,
-    state: TargetState | None,
-    *,
-    removing: int = 0,
-) -> Observation:
-    """What the decision core sees of a target: the replica counts (a pod not ready counts as
-    starting until the startup guard the learned model load time sets,
-    :func:`~scaler.core.load_time.startup_timeout_seconds`), the signals, the throughput and
-    the pods."""
-    learned = state.load_times.median_seconds if state is not None else None
-    timeout = startup_timeout_seconds(t.model_load_timeout_seconds, learned)
-    return Observation(
-        snap.counts(timeout, removing=removing),
-        readings.signals,
-        throughput=throughput_of(readings),
-        pods=snap.pods,
-    )
 
 
 #: Upper bound of the persisted state (Kubernetes allows 256 KiB of annotations in total).
