@@ -614,13 +614,13 @@ def _pod_info(pod: Any, now: float) -> PodInfo:
     condition = next(
         (
             c
-            for c in ((status.conditions if status is not None else None) or [])
-            if c.type == "Ready"
+            for c in ((status.conditions or []) if status is not None else [])
+            if c.type == "Ready" and c.status == "True"
         ),
         None,
     )
-    ready = condition is not None and condition.status == "True"
-    changed = condition.last_transition_time if condition is not None else None
+    ready = condition is not None
+    since = getattr(condition, "last_transition_time", None)
     created = meta.creation_timestamp
     age = max(0.0, now - created.timestamp()) if created is not None else 0.0
     return PodInfo(
@@ -630,5 +630,5 @@ def _pod_info(pod: Any, now: float) -> PodInfo:
         age_seconds=age,
         phase=(status.phase if status is not None and status.phase else "Unknown"),
         deletion_cost=(meta.annotations or {}).get(POD_DELETION_COST),
-        ready_seconds=max(0.0, now - changed.timestamp()) if changed is not None else None,
+        ready_seconds=max(0.0, now - since.timestamp()) if since is not None else None,
     )

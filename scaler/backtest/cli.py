@@ -5,35 +5,36 @@ from __future__ import annotations
 import json
 import sys
 import time
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from scaler.config.cli_options import (
+    PROMETHEUS_FIELDS,
+    OutputFormat,
+    OutputOpt,
+    fail,
+    settings_options,
+)
+from scaler.config.settings import PrometheusSettings
+
 __all__ = ["register"]
-
-
-class OutputFormat(StrEnum):
-    """How the result is printed."""
-
-    TEXT = "text"
-    JSON = "json"
-
-
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    typer.echo(f"vllm-scaler: {message}", err=True)
-    return typer.Exit(code)
 
 
 def register(app: typer.Typer) -> None:
     """Add the ``backtest`` command to the main app."""
 
     @app.command()
+    @settings_options(
+        PrometheusSettings,
+        PROMETHEUS_FIELDS,
+        # A range request reads up to 11,000 points per series: longer than an instant query.
+        defaults={"prometheus_timeout_seconds": 60.0},
+        names={"prometheus_timeout_seconds": ("--prometheus-timeout-seconds", "--timeout")},
+    )
     def backtest(
-        prometheus_url: Annotated[
-            str, typer.Option(envvar="VLLM_SCALER_PROMETHEUS_URL", help="Prometheus base URL.")
-        ] = "http://localhost:9090",
+        settings: PrometheusSettings,
         policy: Annotated[
             Path,
             typer.Option(
@@ -61,9 +62,7 @@ def register(app: typer.Typer) -> None:
             list[str] | None,
             typer.Option(help="Only this target (namespace/Kind/name); repeatable."),
         ] = None,
-        output: Annotated[
-            OutputFormat, typer.Option(help="text or json (stdout).")
-        ] = OutputFormat.TEXT,
+        output: OutputOpt = OutputFormat.TEXT,
         plot: Annotated[Path, typer.Option(help="Where the PNG plot goes.")] = Path(
             "out/backtest/backtest.png"
         ),
@@ -71,22 +70,6 @@ def register(app: typer.Typer) -> None:
         max_points: Annotated[
             int, typer.Option(help="Most steps per range request (Prometheus allows 11000).")
         ] = 11_000,
-        prometheus_bearer_token_file: Annotated[
-            Path | None,
-            typer.Option(
-                envvar="VLLM_SCALER_PROMETHEUS_BEARER_TOKEN_FILE",
-                help="File with a bearer token for Prometheus.",
-            ),
-        ] = None,
-        prometheus_ca_file: Annotated[
-            Path | None,
-            typer.Option(
-                envvar="VLLM_SCALER_PROMETHEUS_CA_FILE", help="PEM CA bundle for Prometheus' TLS."
-            ),
-        ] = None,
-        timeout: Annotated[
-            float, typer.Option(help="Timeout of each range request, seconds.")
-        ] = 60.0,
         progress: Annotated[
             bool,
             typer.Option(
@@ -114,35 +97,28 @@ def register(app: typer.Typer) -> None:
             t_end = parse_time(end, now=now)
             step_s = parse_duration(step)
         except TimeParseError as err:
-            raise _fail(str(err)) from None
+            raise fail(str(err)) from None
         try:
             grid = make_grid(t_start, t_end, step_s)
         except ValueError as err:
-            raise _fail(f"--start/--end/--step: {err}") from None
-        if model_load_seconds < 0 or max_points < 1 or timeout <= 0:
-            raise _fail("--model-load-seconds >= 0, --max-points >= 1, --timeout > 0 expected")
+            raise fail(f"--start/--end/--step: {err}") from None
+        if model_load_seconds < 0 or max_points < 1:
+            raise fail("--model-load-seconds >= 0 and --max-points >= 1 expected")
         try:
             pol = load_policy(policy)
         except PolicyError as err:
-            raise _fail(str(err)) from None
+            raise fail(str(err)) from None
         targets = [t for t in pol.targets if not target or t.key in target]
         unknown = sorted(set(target or ()) - {t.key for t in pol.targets})
         if unknown:
             keys = ", ".join(t.key for t in pol.targets)
-            raise _fail(f"--target {', '.join(unknown)} not in the policy (it has {keys})")
+            raise fail(f"--target {', '.join(unknown)} not in the policy (it has {keys})")
 
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-        try:
-            client = PrometheusRangeClient(
-                prometheus_url,
-                timeout_seconds=timeout,
-                bearer_token_file=prometheus_bearer_token_file,
-                ca_file=prometheus_ca_file,
-            )
-        except OSError as err:  # the token file
-            raise _fail(f"cannot read {err.filename}: {err.strerror}") from None
+        typer.echo(f"vllm-scaler: {settings.describe_prometheus()}", err=True)
+        client = PrometheusRangeClient(settings)
         bar = Progress(
             "[progress.description]{task.description}",
             BarColumn(),
@@ -173,7 +149,7 @@ def register(app: typer.Typer) -> None:
                     progress=_Hook(),
                 )
         except (HistoryError, NoReplicaHistoryError) as err:
-            raise _fail(str(err), 1) from None
+            raise fail(str(err), 1) from None
         finally:
             client.close()
 

@@ -38,11 +38,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import requests
+import requests.auth
 from prometheus_api_client.exceptions import PrometheusApiClientException
 from prometheus_api_client.prometheus_connect import PrometheusConnect
 
 from scaler.config.policy import TargetPolicy
-from scaler.sources.prometheus import parse_sample_value
+from scaler.config.settings import PrometheusSettings, redact_url
+from scaler.sources.prometheus import TokenFileError, parse_sample_value, read_bearer_token
 from scaler.sources.promql import (
     RUNNING_METRIC,
     QueryKind,
@@ -164,36 +166,35 @@ def chunk_grid(
 class PrometheusRangeClient:
     """Range queries through prometheus-api-client's ``PrometheusConnect`` (requests, sync).
 
+    Built from the same :class:`~scaler.config.settings.PrometheusSettings` as the
+    controller's httpx client, so the backtest reads Prometheus exactly as the controller
+    does: the URL (a password in it is sent as HTTP Basic authentication by requests, as by
+    httpx), the bearer token file re-read on every request, the CA bundle, the client
+    certificate for mutual TLS, the extra headers (a tenant for Mimir or Thanos) and the
+    per-request timeout (also sent as the query's ``timeout`` parameter).
+
     Args:
-        url: Prometheus base URL (Thanos, Mimir, VictoriaMetrics work: same API).
-        timeout_seconds: per-request timeout, also sent as the query's ``timeout`` parameter.
-        bearer_token_file: file with a bearer token, read once at start.
-        ca_file: PEM CA bundle to verify Prometheus' TLS certificate.
+        settings: the Prometheus client settings.
     """
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        timeout_seconds: float = 60.0,
-        bearer_token_file: Path | None = None,
-        ca_file: Path | None = None,
-    ) -> None:
+    def __init__(self, settings: PrometheusSettings) -> None:
+        settings.register_prometheus_secrets()
         session = requests.Session()
-        if ca_file is not None:
-            session.verify = str(ca_file)
-        headers: dict[str, str] = {}
-        if bearer_token_file is not None:
-            token = bearer_token_file.read_text(encoding="utf-8").strip()
-            headers["Authorization"] = f"Bearer {token}"
-        self._timeout = timeout_seconds
+        if settings.prometheus_ca_file is not None:
+            session.verify = str(settings.prometheus_ca_file)
+        cert, key = settings.prometheus_client_cert_file, settings.prometheus_client_key_file
+        if cert is not None:
+            session.cert = (str(cert), str(key)) if key is not None else str(cert)
+        token = settings.prometheus_bearer_token_file
+        self._timeout = settings.prometheus_timeout_seconds
+        self.url = str(settings.prometheus_url).rstrip("/")
         self._prom = PrometheusConnect(
-            url=url.rstrip("/"),
-            headers=headers,
+            url=self.url,
+            headers=dict(settings.prometheus_headers),
+            auth=_BearerTokenFile(token) if token is not None else None,  # type: ignore[arg-type]
             session=session,
-            timeout=math.ceil(timeout_seconds),
+            timeout=self._timeout,  # type: ignore[arg-type]  # requests takes a float
         )
-        self.url = url
 
     def __call__(self, query: str, start: float, end: float, step: float) -> list[RawSeries]:
         try:
@@ -206,9 +207,11 @@ class PrometheusRangeClient:
             )
         except PrometheusApiClientException as err:
             raise HistoryError(f"Prometheus refused the query: {_short(str(err))}") from None
+        except TokenFileError as err:
+            raise HistoryError(f"request not sent: {err}") from None
         except requests.RequestException as err:
             raise HistoryError(
-                f"cannot reach Prometheus at {self.url}: {_short(str(err))}"
+                f"cannot reach Prometheus at {redact_url(self.url)}: {_short(str(err))}"
             ) from None
         except ValueError as err:  # the body was not JSON
             raise HistoryError(f"not a Prometheus API answer: {err}") from None
@@ -219,6 +222,18 @@ class PrometheusRangeClient:
     def close(self) -> None:
         """Close the HTTP session."""
         self._prom.close()
+
+
+class _BearerTokenFile(requests.auth.AuthBase):
+    """``Authorization: Bearer <token>``, the token re-read from its file for every request
+    (a rotated token is picked up), as the controller's httpx client does."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        request.headers["Authorization"] = f"Bearer {read_bearer_token(self.path)}"
+        return request
 
 
 def _short(text: str, limit: int = 300) -> str:

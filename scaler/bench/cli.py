@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from scaler.config.cli_options import OutputFormat, OutputOpt
 from scaler.config.options import option_errors
 from scaler.config.policy import PolicyError, load_policy
 from scaler.sim.catalog import TRACE_CHOICES, trace_label
@@ -98,7 +99,7 @@ def register(app: typer.Typer) -> None:
         plot: Annotated[
             Path | None, typer.Option(help="PNG path (default: out/bench/<trace>-bench.png).")
         ] = None,
-        output: Annotated[str, typer.Option(help="'table' or 'json'.")] = "table",
+        output: OutputOpt = OutputFormat.TEXT,
     ) -> None:
         """Compare vllm-scaler with KEDA, HPA-on-KV-cache and a KPA-style policy, against the
         cheapest fixed fleet, hindsight schedules and a lower bound, on a trace in virtual time
@@ -106,11 +107,6 @@ def register(app: typer.Typer) -> None:
         from scaler.bench.report import as_json, format_table, plot_bench
         from scaler.bench.runner import BenchOptions, run_bench
 
-        if output not in ("table", "json"):
-            typer.echo(
-                f"vllm-scaler: --output: expected 'table' or 'json', got {output!r}", err=True
-            )
-            raise typer.Exit(2)
         scale: float | None = None
         if rate_scale != "auto":
             try:

@@ -69,8 +69,12 @@ def snapshot(fleet: Fleet, now: float) -> WorkloadSnapshot:
             terminating=p.terminating_since is not None,
             age_seconds=max(0.0, now - p.created_at),
             phase="Running" if p.ready_at is not None else "Pending",
-            # the Ready condition's lastTransitionTime: when it became ready, else creation
-            ready_seconds=max(0.0, now - (p.ready_at if p.ready_at is not None else p.created_at)),
+            # since the Ready condition's lastTransitionTime, while ready
+            ready_seconds=(
+                max(0.0, now - p.ready_at)
+                if p.ready_at is not None and p.terminating_since is None
+                else None
+            ),
         )
         for p in sorted(fleet.pods.values(), key=lambda p: p.name)
     )

@@ -46,6 +46,7 @@ from pathlib import Path
 import httpx
 import typer
 
+from scaler.config.cli_options import OutputFormat, OutputOpt
 from scaler.config.options import option_errors
 from scaler.config.policy import Signals, TargetPolicy, TtftSignal, WorkloadRef
 from scaler.core.decide import decide
@@ -623,16 +624,14 @@ def register_scale(app: typer.Typer) -> None:
         no_ttft: bool = typer.Option(
             False, "--no-ttft", help="Disable ttft_p95 on every target (queue and KV only)."
         ),
-        output: str = typer.Option("table", help="'table' or 'json'."),
-        json_output: bool = typer.Option(False, "--json", help="Same as --output json."),
+        output: OutputOpt = OutputFormat.TEXT,
     ) -> None:
-        """Scale benchmark: many targets on a real Prometheus; queries, cycle time, RSS."""
-        if output not in ("table", "json"):
-            typer.echo(
-                f"vllm-scaler: --output: expected 'table' or 'json', got {output!r}", err=True
-            )
-            raise typer.Exit(2)
-        json_output = json_output or output == "json"
+        """Scale benchmark: many targets on a real Prometheus; queries, cycle time, RSS.
+
+        It starts its own Prometheus on loopback (no credentials: the Prometheus settings do
+        not apply); progress goes to stderr, the result to stdout.
+        """
+        json_output = output is OutputFormat.JSON
         raise typer.Exit(
             main(
                 [

@@ -13,7 +13,8 @@ import re
 import ssl
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Literal, Self
+from typing import Annotated, Literal, Self, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import (
     AnyHttpUrl,
@@ -24,6 +25,13 @@ from pydantic import (
     model_validator,
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from scaler.config.secrets import (
+    register_file_secret,
+    register_header,
+    register_private_key_file,
+    register_url_credentials,
+)
 
 #: Fields whose values may be secrets: never echoed in errors, hidden from ``repr``.
 SECRET_FIELDS = frozenset({"prometheus_headers"})
@@ -89,21 +97,23 @@ def _ssl_reason(err: ssl.SSLError) -> str:
     return str(err.reason or err.strerror or err).replace("_", " ").lower()
 
 
-class Settings(BaseSettings):
-    """Settings of one vllm-scaler process.
+class PrometheusSettings(BaseSettings):
+    """How to reach Prometheus: the one client configuration of every command that reads it.
 
-    Every field can be set as ``VLLM_SCALER_<FIELD>`` (upper case) or as a command-line
-    option of the same name. Units are in the names.
+    ``run``, ``recommend``, ``backtest`` and ``dashboards --previews`` take these fields (as
+    ``VLLM_SCALER_PROMETHEUS_*`` variables or the same-named options) and build their clients
+    from them: httpx for the controller and the previews
+    (:func:`scaler.sources.prometheus.http.client_for`), a requests session for
+    prometheus-api-client in the backtest. Files are checked here, at start; the token file
+    is re-read on every request. :meth:`prometheus_summary` says what is used, never a value.
     """
 
     model_config = SettingsConfigDict(env_prefix="VLLM_SCALER_", extra="ignore", frozen=True)
 
-    policy_file: Path = Field(
-        default=Path("policy.yaml"), description="YAML policy file that lists the targets."
-    )
     prometheus_url: AnyHttpUrl = Field(
         default=AnyHttpUrl("http://localhost:9090"),
-        description="Base URL of the Prometheus HTTP API (Thanos, Mimir, VictoriaMetrics too).",
+        description="Base URL of the Prometheus HTTP API (Thanos, Mimir, VictoriaMetrics too); "
+        "a password in it is sent as HTTP Basic authentication.",
     )
     prometheus_bearer_token_file: Path | None = Field(
         default=None, description="File holding a bearer token; re-read on every request."
@@ -122,52 +132,10 @@ class Settings(BaseSettings):
         default_factory=dict,
         repr=False,
         description="Extra headers on every Prometheus request, as JSON or name=value,... "
-        "(e.g. X-Scope-OrgID=tenant for Thanos/Mimir); values are never logged.",
+        "(e.g. X-Scope-OrgID=tenant for Thanos/Mimir); values are never printed.",
     )
     prometheus_timeout_seconds: float = Field(
-        default=10.0, gt=0, le=300, description="Timeout of each Prometheus query."
-    )
-    control_interval_seconds: float = Field(
-        default=15.0, gt=0, le=3600, description="Seconds between control cycles."
-    )
-    metrics_port: int = Field(
-        default=9100, ge=0, le=65535, description="Port of our own /metrics (0: off)."
-    )
-    metrics_address: str = Field(default="0.0.0.0", description="Address /metrics binds to.")
-    log_format: Literal["auto", "json", "console"] = Field(
-        default="auto", description="auto: console on a terminal, JSON lines otherwise."
-    )
-    log_level: Literal["debug", "info", "warning", "error"] = "info"
-    kubeconfig: Path | None = Field(
-        default=None, description="kubeconfig file; default: in-cluster, then ~/.kube/config."
-    )
-    kube_context: str | None = Field(default=None, description="kubeconfig context to use.")
-    in_cluster: bool | None = Field(
-        default=None,
-        description="Use the pod's service account. Default: yes when running in a pod.",
-    )
-    leader_election: bool | None = Field(
-        default=None,
-        description="Only the holder of a Lease writes; others run read-only and take over. "
-        "Default: on in a cluster (in-cluster configuration), off elsewhere; never in dry run.",
-    )
-    lease_namespace: str | None = Field(
-        default=None,
-        description="Namespace of the Lease. Default: the pod's namespace "
-        "(POD_NAMESPACE or the service account's), else 'default'.",
-    )
-    lease_name: str = Field(default="vllm-scaler", description="Name of the Lease.")
-    lease_identity: str | None = Field(
-        default=None, description="holderIdentity. Default: pod name (or hostname) + random."
-    )
-    lease_duration_seconds: float = Field(
-        default=15.0, gt=0, le=3600, description="A holder silent this long may be replaced."
-    )
-    lease_renew_deadline_seconds: float = Field(
-        default=10.0, gt=0, le=3600, description="A leader that cannot renew this long stops."
-    )
-    lease_retry_period_seconds: float = Field(
-        default=2.0, gt=0, le=600, description="Seconds between acquire/renew attempts."
+        default=10.0, gt=0, le=300, description="Timeout of each Prometheus query, seconds."
     )
 
     @field_validator("prometheus_headers", mode="before")
@@ -178,7 +146,7 @@ class Settings(BaseSettings):
     @field_validator("prometheus_bearer_token_file")
     @classmethod
     def _token_file(cls, value: Path | None) -> Path | None:
-        # Checked once at start; the source re-reads it on every request (rotation).
+        # Checked once at start; the clients re-read it on every request (rotation).
         if value is not None and not _check_readable_file(value, "a file holding a token").strip():
             raise ValueError("the file is empty; expected a file holding a token")
         return value
@@ -220,17 +188,7 @@ class Settings(BaseSettings):
         return value
 
     @model_validator(mode="after")
-    def _lease_timings(self) -> Self:
-        if not (
-            self.lease_retry_period_seconds
-            < self.lease_renew_deadline_seconds
-            < self.lease_duration_seconds
-        ):
-            raise ValueError(
-                "lease timings must satisfy retry period < renew deadline < lease duration "
-                f"(got {self.lease_retry_period_seconds:g} < "
-                f"{self.lease_renew_deadline_seconds:g} < {self.lease_duration_seconds:g})"
-            )
+    def _client_certificate(self) -> Self:
         if self.prometheus_client_key_file is not None and self.prometheus_client_cert_file is None:
             raise ValueError("prometheus_client_key_file needs prometheus_client_cert_file")
         cert = self.prometheus_client_cert_file
@@ -244,6 +202,153 @@ class Settings(BaseSettings):
                     "key, or the key in VLLM_SCALER_PROMETHEUS_CLIENT_KEY_FILE"
                 ) from None
         return self
+
+    @property
+    def prometheus_auth(self) -> str:
+        """How requests authenticate, without any value: ``bearer token file``, ``basic
+        (user-info in the URL)``, ``Authorization header`` or ``none`` (a client certificate
+        is named apart, in :meth:`prometheus_summary`)."""
+        if self.prometheus_bearer_token_file is not None:
+            return "bearer token file"
+        if any(name.lower() == "authorization" for name in self.prometheus_headers):
+            return "Authorization header"
+        if self.prometheus_url.password is not None:
+            return "basic (user-info in the URL)"
+        return "none"
+
+    def prometheus_summary(self) -> dict[str, object]:
+        """What the Prometheus clients use, safe to print: the URL without its password, the
+        kind of authentication, the token file's path, header names (never values), the CA
+        and client certificate files, the timeout."""
+        return {
+            "url": redact_url(str(self.prometheus_url)),
+            "auth": self.prometheus_auth,
+            "bearer_token_file": _path(self.prometheus_bearer_token_file),
+            "headers": sorted(self.prometheus_headers),
+            "ca_file": _path(self.prometheus_ca_file),
+            "client_cert_file": _path(self.prometheus_client_cert_file),
+            "client_key_file": _path(self.prometheus_client_key_file),
+            "timeout_seconds": self.prometheus_timeout_seconds,
+        }
+
+    def describe_prometheus(self) -> str:
+        """:meth:`prometheus_summary` as one line: ``prometheus URL (auth ..., headers ...,
+        CA ..., client certificate ..., timeout 10s)``."""
+        s = self.prometheus_summary()
+        auth = str(s["auth"])
+        if s["bearer_token_file"]:
+            auth += f" {s['bearer_token_file']} (re-read on every request)"
+        cert = s["client_cert_file"] or "none"
+        if s["client_key_file"]:
+            cert = f"{cert} (key {s['client_key_file']})"
+        headers = ", ".join(sorted(self.prometheus_headers)) or "none"
+        return (
+            f"prometheus {s['url']} (auth: {auth}; headers: {headers}; "
+            f"CA: {s['ca_file'] or 'system'}; client certificate: {cert}; "
+            f"timeout {self.prometheus_timeout_seconds:g}s)"
+        )
+
+    def register_prometheus_secrets(self) -> None:
+        """Mask every credential these settings hold in everything the process prints: the
+        URL's password (and its Basic form), header values (not tenant ids), the token
+        file's content (the clients register each re-read token too), the client key."""
+        register_url_credentials(str(self.prometheus_url))
+        for name, value in self.prometheus_headers.items():
+            register_header(name, value)
+        if self.prometheus_bearer_token_file is not None:
+            register_file_secret(self.prometheus_bearer_token_file)
+        for pem in (self.prometheus_client_key_file, self.prometheus_client_cert_file):
+            if pem is not None:
+                register_private_key_file(pem)
+
+
+class Settings(PrometheusSettings):
+    """Settings of one vllm-scaler process (``run`` and ``recommend``).
+
+    Every field can be set as ``VLLM_SCALER_<FIELD>`` (upper case) or as a command-line
+    option of the same name. Units are in the names.
+    """
+
+    policy_file: Path = Field(
+        default=Path("policy.yaml"), description="YAML policy file that lists the targets."
+    )
+    control_interval_seconds: float = Field(
+        default=15.0, gt=0, le=3600, description="Seconds between control cycles."
+    )
+    metrics_port: int = Field(
+        default=9100, ge=0, le=65535, description="Port of /metrics, /healthz, /readyz (0: off)."
+    )
+    metrics_address: str = Field(default="0.0.0.0", description="Address /metrics binds to.")
+    log_format: Literal["auto", "json", "text", "console"] = Field(
+        default="auto",
+        description="auto: text on a terminal, JSON lines otherwise (console is text).",
+    )
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        default="info", description="Least severe log level printed."
+    )
+    kubeconfig: Path | None = Field(
+        default=None, description="kubeconfig file; default: in-cluster, then ~/.kube/config."
+    )
+    kube_context: str | None = Field(default=None, description="kubeconfig context to use.")
+    in_cluster: bool | None = Field(
+        default=None,
+        description="Use the pod's service account. Default: yes when running in a pod.",
+    )
+    leader_election: bool | None = Field(
+        default=None,
+        description="Only the holder of a Lease writes; others run read-only and take over. "
+        "Default: on in a cluster (in-cluster configuration), off elsewhere; never in dry run.",
+    )
+    lease_namespace: str | None = Field(
+        default=None,
+        description="Namespace of the Lease. Default: the pod's namespace "
+        "(POD_NAMESPACE or the service account's), else 'default'.",
+    )
+    lease_name: str = Field(default="vllm-scaler", description="Name of the Lease.")
+    lease_identity: str | None = Field(
+        default=None, description="holderIdentity. Default: pod name (or hostname) + random."
+    )
+    lease_duration_seconds: float = Field(
+        default=15.0, gt=0, le=3600, description="A holder silent this long may be replaced."
+    )
+    lease_renew_deadline_seconds: float = Field(
+        default=10.0, gt=0, le=3600, description="A leader that cannot renew this long stops."
+    )
+    lease_retry_period_seconds: float = Field(
+        default=2.0, gt=0, le=600, description="Seconds between acquire/renew attempts."
+    )
+
+    @model_validator(mode="after")
+    def _lease_timings(self) -> Self:
+        if not (
+            self.lease_retry_period_seconds
+            < self.lease_renew_deadline_seconds
+            < self.lease_duration_seconds
+        ):
+            raise ValueError(
+                "lease timings must satisfy retry period < renew deadline < lease duration "
+                f"(got {self.lease_retry_period_seconds:g} < "
+                f"{self.lease_renew_deadline_seconds:g} < {self.lease_duration_seconds:g})"
+            )
+        return self
+
+
+def _path(value: Path | None) -> str | None:
+    return None if value is None else str(value)
+
+
+def redact_url(url: str) -> str:
+    """``url`` without a password in its user-info part (safe to print)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+
+
+S = TypeVar("S", bound=PrometheusSettings)
 
 
 class SettingsError(ValueError):
@@ -283,12 +388,32 @@ def _closest(name: str, known: list[str]) -> str:
     return difflib.get_close_matches(name, known, n=1, cutoff=0.0)[0]
 
 
-def _shown(value: object) -> str:
+def _shown(value: object, field: str) -> str:
+    if field == "prometheus_url" and isinstance(value, str):
+        try:
+            value = redact_url(value)
+        except ValueError:  # an invalid port: the password part cannot be told apart
+            return "<redacted>"
     return repr(str(value)) if isinstance(value, Path) else repr(value)
 
 
 def load_settings(option_names: Mapping[str, str] | None = None, **overrides: object) -> Settings:
-    """Read settings from the environment, with command-line ``overrides`` taking precedence.
+    """Read :class:`Settings` from the environment, with command-line ``overrides`` taking
+    precedence (see :func:`load_model_settings`).
+
+    Raises:
+        SettingsError: a value is invalid.
+    """
+    return load_model_settings(Settings, overrides, option_names)
+
+
+def load_model_settings(
+    model: type[S],
+    overrides: Mapping[str, object],
+    option_names: Mapping[str, str] | None = None,
+) -> S:
+    """Read settings of ``model`` (:class:`Settings` or :class:`PrometheusSettings`) from the
+    environment, with command-line ``overrides`` taking precedence.
 
     ``None`` overrides are ignored (an option that was not given). ``option_names`` maps a
     field to its command-line option (``control_interval_seconds`` -> ``--interval``);
@@ -300,7 +425,7 @@ def load_settings(option_names: Mapping[str, str] | None = None, **overrides: ob
     given = {k: v for k, v in overrides.items() if v is not None}
     options = option_names or {}
     try:
-        return Settings(**given)  # type: ignore[arg-type]
+        return model(**given)  # type: ignore[arg-type]
     except ValidationError as err:
         lines = []
         for e in err.errors():
@@ -309,7 +434,7 @@ def load_settings(option_names: Mapping[str, str] | None = None, **overrides: ob
             if not field:  # a check across fields
                 lines.append(msg)
                 continue
-            shown = "<redacted>" if field in SECRET_FIELDS else _shown(e.get("input"))
+            shown = "<redacted>" if field in SECRET_FIELDS else _shown(e.get("input"), field)
             option = f" ({options[field]})" if field in options else ""
             lines.append(f"{env_name(field)}{option}: value {shown}: {msg}")
         raise SettingsError("invalid settings\n  " + "\n  ".join(lines)) from None

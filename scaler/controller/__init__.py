@@ -5,7 +5,7 @@
 - :mod:`.loop`: one control cycle: read, decide, plan the writes, apply them, export.
 - :mod:`.overrides`: other autoscalers, pause and pin over the core's decision (pure).
 - :mod:`.plan`: the writes of one target and cycle, as a value.
-- :mod:`.report`: the per-target reports and how ``--output json``/``table`` print them.
+- :mod:`.report`: the per-target reports and how ``--output json``/``text`` print them.
 - :mod:`.leader`: leader election on a Lease.
 
 Above :mod:`scaler.sources` and :mod:`scaler.actuators`.

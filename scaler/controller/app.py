@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
 import signal
 import sys
 import time
@@ -18,14 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
-from urllib.parse import urlsplit, urlunsplit
 
 import structlog
 
 from scaler.actuators.kubernetes import KubeApiError, KubernetesActuator, build_api_client
 from scaler.actuators.lease import LeaseClient
 from scaler.config.policy import Policy
-from scaler.config.settings import Settings
+from scaler.config.settings import Settings, redact_url
 from scaler.controller.leader import LeaderElectionConfig, LeaderElector, default_identity
 from scaler.controller.loop import Controller
 from scaler.controller.report import OutputFormat, print_reports
@@ -33,12 +31,11 @@ from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus import (
     ConfiguredQueryProblem,
     PrometheusSource,
-    build_http_client,
     check_configured_queries,
+    client_for,
 )
 from scaler.telemetry.health import Heartbeat
 from scaler.telemetry.metrics import ScalerMetrics
-from scaler.telemetry.redact import register_secret
 from scaler.telemetry.server import TelemetryBindError, TelemetryServer
 
 
@@ -49,7 +46,7 @@ class RunOptions:
     Attributes:
         dry_run: never write to the cluster (the ``recommend`` command).
         once: run one cycle and return.
-        output: ``log`` (structured logs only), ``table`` or ``json`` (print each round).
+        output: ``log`` (structured logs only), ``text`` or ``json`` (print each round).
         check_queries: at start, fail when a configured signal's query returns no series.
     """
 
@@ -110,18 +107,8 @@ async def serve(
     """
     log = structlog.get_logger("vllm_scaler")
     metrics = ScalerMetrics()
-    for name, value in settings.prometheus_headers.items():
-        if _SECRET_HEADER.search(name):
-            register_secret(value)  # credentials: masked in every log line
     try:
-        http = build_http_client(
-            bearer_token_file=settings.prometheus_bearer_token_file,
-            ca_file=settings.prometheus_ca_file,
-            timeout_seconds=settings.prometheus_timeout_seconds,
-            headers=settings.prometheus_headers,
-            client_cert_file=settings.prometheus_client_cert_file,
-            client_key_file=settings.prometheus_client_key_file,
-        )
+        http = client_for(settings)  # registers its credentials as secrets first
     except (OSError, ValueError) as err:  # ssl.SSLError is an OSError
         raise StartupError(f"cannot load Prometheus TLS files: {err}") from None
     source = PrometheusSource(
@@ -197,8 +184,7 @@ async def serve(
             "started",
             targets=[t.key for t in policy.targets],
             dry_run=options.dry_run,
-            prometheus=redact_url(str(settings.prometheus_url)),
-            prometheus_headers=sorted(settings.prometheus_headers),  # names only
+            prometheus=settings.prometheus_summary(),  # header names, file paths: no values
             interval_seconds=settings.control_interval_seconds,
             metrics_port=telemetry.port if telemetry else None,
             leader_election=None
@@ -253,9 +239,6 @@ async def serve(
         await api.close()
 
 
-#: Header names whose values are credentials (never logged; other values are not logged
-#: either, but are not masked inside other text, e.g. a tenant id equal to a namespace).
-_SECRET_HEADER = re.compile(r"auth|token|key|secret|password|cookie|session", re.IGNORECASE)
 _SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
@@ -277,17 +260,6 @@ def lease_namespace(settings: Settings) -> str:
         if text:
             return text
     return "default"
-
-
-def redact_url(url: str) -> str:
-    """``url`` without a password in its user-info part (safe to log)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
 
 
 def _in_cluster(settings: Settings) -> bool:

@@ -70,6 +70,7 @@ from scaler.core.decide import Decision, Direction, decide
 from scaler.core.drain import RemovalPlan, plan_removal
 from scaler.core.observation import WorkloadSnapshot
 from scaler.core.reasons import Reason
+from scaler.core.signals import SignalStatus
 from scaler.core.state import (
     STATE_FORMAT_VERSION,
     TargetState,
@@ -559,7 +560,9 @@ class Controller:
         if readings.kv_metric:
             m.kv_metric.labels(t.key, readings.kv_metric).set(1)
         for e in decision.signals:
-            if not e.status.usable_for_scale_down:
+            if e.status is SignalStatus.WARMING_UP:  # a fresh fleet: no fault, no warning
+                self.log.info("signal_warming_up", target=t.key, signal=str(e.name))
+            elif not e.status.usable_for_scale_down:
                 m.query_errors.labels(str(e.name), str(e.status)).inc()
                 self.log.warning(
                     "signal_invalid",
@@ -611,7 +614,14 @@ class Controller:
                 found=d.current_replicas,
                 message="spec.replicas was changed by another writer since our last write",
             )
-        log = self.log.warning if d.reason in _WARNING_REASONS else self.log.info
+        warming = all(
+            e.status is SignalStatus.WARMING_UP
+            for e in d.signals
+            if not e.status.usable_for_scale_down
+        )
+        # A scale-down held only until a fresh fleet's rates exist is no cause for a warning.
+        quiet = d.reason is Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL and warming
+        log = self.log.warning if d.reason in _WARNING_REASONS and not quiet else self.log.info
         log(
             "decision",
             target=t.key,

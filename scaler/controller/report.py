@@ -1,5 +1,5 @@
 """The controller's reports: one :class:`TargetReport` per target and cycle, and how
-``run``/``recommend`` print them (``--output json`` and ``table``)."""
+``run``/``recommend`` print them (``--output json`` and ``text``)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ __all__ = [
     "side_by_side",
 ]
 
-OutputFormat = Literal["log", "table", "json"]
+OutputFormat = Literal["log", "text", "json"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +115,7 @@ def report_json(report: TargetReport) -> dict[str, Any]:
 
 
 def print_reports(reports: list[TargetReport], fmt: OutputFormat, out: TextIO) -> None:
-    """Print one round of reports as a JSON array or a readable table."""
+    """Print one round of reports as a JSON array (``json``) or a readable table (``text``)."""
     if fmt == "json":
         out.write(
             json.dumps(

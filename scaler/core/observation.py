@@ -112,9 +112,9 @@ class PodInfo:
         phase: ``status.phase`` (Pending, Running, ...).
         deletion_cost: the ``controller.kubernetes.io/pod-deletion-cost`` annotation as
             written (None when absent); the ReplicaSet controller removes lower costs first.
-        ready_seconds: seconds since the ``lastTransitionTime`` of the Ready condition (how
-            long it has been ready, or not ready); None when the condition or its time is
-            missing.
+        ready_seconds: seconds since the Ready condition's ``lastTransitionTime`` while the
+            pod is ready; None when it is not ready or the time is unknown. A pod ready for
+            less than a ``rate()`` window cannot have a rate yet (its series are that young).
     """
 
     name: str

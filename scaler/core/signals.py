@@ -30,6 +30,9 @@ class SignalStatus(StrEnum):
     Unusable statuses (the signal is invalid this cycle; never read as zero):
 
     - ``empty``: the query answered success with no series for this target.
+    - ``warming_up``: no series yet because the target's pods have been ready for less than
+      the ``rate()`` window (a fresh fleet: a rate needs two scrapes in the window). Not a
+      fault, and not idle either (requests may have arrived); it clears by itself.
     - ``absent``: no series for this signal although other vLLM series prove the pods are
       scraped (a configuration problem such as a renamed metric, not an outage).
     - ``nan`` / ``inf``: a non-finite value (TTFT NaN while requests flow is ``nan``).
@@ -53,6 +56,7 @@ class SignalStatus(StrEnum):
     IDLE = "idle"
     PARTIAL = "partial"
     EMPTY = "empty"
+    WARMING_UP = "warming_up"
     ABSENT = "absent"
     NAN = "nan"
     INF = "inf"

@@ -32,22 +32,25 @@ Build-time only: needs the ``dashboards`` extra (grafana-foundation-sdk), which 
 controller image does without.
 """
 
-from scaler.dashboards.build import build_dashboards, to_json, write_dashboards
-from scaler.dashboards.cli import main
-from scaler.dashboards.decisions import DECISIONS_UID, decisions_dashboard
-from scaler.dashboards.fleet import FLEET_UID, fleet_dashboard
-from scaler.dashboards.previews import render_previews
-from scaler.dashboards.queries import (
-    ALL,
-    PanelQuery,
-    all_values,
-    annotation_queries,
-    panel_queries,
-    resolve_variables,
-    selected_values,
-    substitute,
-    walk_panels,
-)
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from scaler.dashboards.build import build_dashboards, to_json, write_dashboards
+    from scaler.dashboards.cli import main
+    from scaler.dashboards.decisions import DECISIONS_UID, decisions_dashboard
+    from scaler.dashboards.fleet import FLEET_UID, fleet_dashboard
+    from scaler.dashboards.previews import render_previews
+    from scaler.dashboards.queries import (
+        ALL,
+        PanelQuery,
+        all_values,
+        annotation_queries,
+        panel_queries,
+        resolve_variables,
+        selected_values,
+        substitute,
+        walk_panels,
+    )
 
 __all__ = [
     "ALL",
@@ -69,3 +72,24 @@ __all__ = [
     "walk_panels",
     "write_dashboards",
 ]
+
+
+#: Each public name's module, imported on first use (:func:`__getattr__`).
+_HOME = {
+    **dict.fromkeys(("build_dashboards", "to_json", "write_dashboards"), "build"),
+    "main": "cli",
+    **dict.fromkeys(("DECISIONS_UID", "decisions_dashboard"), "decisions"),
+    **dict.fromkeys(("FLEET_UID", "fleet_dashboard"), "fleet"),
+    "render_previews": "previews",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported on first use: the command line imports ``.cli`` without the
+    ``dashboards`` extra (grafana-foundation-sdk), and the command then names the extra."""
+    import importlib
+
+    if name not in __all__:
+        raise AttributeError(f"module 'scaler.dashboards' has no attribute {name!r}")
+    module = importlib.import_module(f"scaler.dashboards.{_HOME.get(name, 'queries')}")
+    return getattr(module, name)

@@ -2,4 +2,4 @@
 
 from scaler.dashboards.cli import main
 
-raise SystemExit(main())
+main()

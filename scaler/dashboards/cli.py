@@ -1,49 +1,122 @@
-"""``vllm-scaler dashboards``: write the dashboards' JSON, check it, draw previews."""
+"""``vllm-scaler dashboards``: write the dashboards' JSON, check it, draw previews.
+
+The command is registered on the main typer app (``scaler/cli.py``); the generator and the
+previews are imported when it runs, so the command line works without the ``dashboards``
+extra (the command then names it). ``--previews`` reads Prometheus with the same client
+settings as every other command (``--prometheus-url``, token file, CA, client certificate,
+headers, timeout).
+"""
 
 from __future__ import annotations
 
-import argparse
+import json
 import time
-from collections.abc import Sequence
 from pathlib import Path
+from typing import Annotated
 
-from scaler.dashboards.build import build_dashboards, to_json, write_dashboards
-from scaler.dashboards.previews import render_previews
+import typer
+
+from scaler.config.cli_options import (
+    PROMETHEUS_FIELDS,
+    OutputFormat,
+    OutputOpt,
+    fail,
+    settings_options,
+)
+from scaler.config.settings import PrometheusSettings
+
+__all__ = ["main", "register"]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``vllm-scaler dashboards``: write the dashboards' JSON (and, optionally, previews).
+def dashboards(
+    settings: PrometheusSettings,
+    out: Annotated[Path, typer.Option(help="Folder the dashboards' JSON is written to.")] = Path(
+        "dashboards"
+    ),
+    check: Annotated[
+        bool, typer.Option("--check", help="Write nothing; exit 1 if the JSON in --out is stale.")
+    ] = False,
+    previews: Annotated[
+        Path | None,
+        typer.Option(help="Also draw PNG previews into this folder, from --prometheus-url."),
+    ] = None,
+    minutes: Annotated[float, typer.Option(help="Time range of the previews, minutes.")] = 10.0,
+    output: OutputOpt = OutputFormat.TEXT,
+) -> None:
+    """Generate the Grafana dashboards' JSON (and, with --previews, PNG previews)."""
+    from scaler.dashboards.build import build_dashboards, to_json, write_dashboards
 
-    Options: ``--out DIR`` (default ``dashboards``); ``--check`` exits 1 if the files in DIR
-    differ from the code; ``--previews DIR --prometheus-url URL [--minutes N]`` draws PNGs.
-    """
-    parser = argparse.ArgumentParser(
-        prog="vllm-scaler dashboards", description="Generate the Grafana dashboards."
-    )
-    parser.add_argument("--out", type=Path, default=Path("dashboards"), help="output folder")
-    parser.add_argument(
-        "--check", action="store_true", help="exit 1 if the committed JSON is out of date"
-    )
-    parser.add_argument("--previews", type=Path, help="also draw PNG previews into this folder")
-    parser.add_argument("--prometheus-url", default="http://localhost:9090")
-    parser.add_argument("--minutes", type=float, default=10.0, help="preview time range")
-    args = parser.parse_args(argv)
-    if args.check:
+    as_json = output is OutputFormat.JSON
+    if check:
         stale = [
-            n
+            str(out / n)
             for n, doc in build_dashboards().items()
-            if not (args.out / n).is_file()
-            or (args.out / n).read_text(encoding="utf-8") != to_json(doc)
+            if not (out / n).is_file() or (out / n).read_text(encoding="utf-8") != to_json(doc)
         ]
-        for n in stale:
-            print(f"out of date: {args.out / n} (run: vllm-scaler dashboards --out {args.out})")
-        return 1 if stale else 0
-    for path in write_dashboards(args.out):
-        print(path)
-    if args.previews is not None:
-        end = time.time()
-        for path in render_previews(
-            args.prometheus_url, args.previews, start=end - args.minutes * 60, end=end
-        ):
-            print(path)
-    return 0
+        if as_json:
+            typer.echo(json.dumps({"out_of_date": stale}))
+        for path in [] if as_json else stale:
+            typer.echo(f"out of date: {path} (run: vllm-scaler dashboards --out {out})")
+        raise typer.Exit(1 if stale else 0)
+    if not minutes > 0:
+        raise fail(f"--minutes: value {minutes:g}: expected a number > 0")
+    written = [str(p) for p in write_dashboards(out)]
+    pictures: list[str] = []
+    if previews is not None:
+        pictures = _previews(settings, previews, minutes)
+    if as_json:
+        typer.echo(json.dumps({"dashboards": written, "previews": pictures}))
+    else:
+        for path in written + pictures:
+            typer.echo(path)
+
+
+def _previews(settings: PrometheusSettings, folder: Path, minutes: float) -> list[str]:
+    """Draw the previews with the client of ``settings``; a Prometheus that fails ends the
+    command (exit 1) with one line saying why."""
+    import httpx
+
+    from scaler.dashboards.previews import render_previews
+    from scaler.sources.prometheus import sync_client_for
+
+    def refused(response: httpx.Response) -> None:
+        if not response.is_success:
+            response.read()
+            text = " ".join(response.text.split())[:300]
+            raise RuntimeError(f"HTTP {response.status_code} from {response.url.path}: {text}")
+
+    typer.echo(f"vllm-scaler: {settings.describe_prometheus()}", err=True)
+    end = time.time()
+    try:
+        with sync_client_for(settings) as client:
+            client.event_hooks["response"] = [refused]
+            return [
+                str(p)
+                for p in render_previews(
+                    str(settings.prometheus_url).rstrip("/"),
+                    folder,
+                    start=end - minutes * 60,
+                    end=end,
+                    client=client,
+                )
+            ]
+    except (httpx.HTTPError, OSError, RuntimeError, ValueError) as err:
+        raise fail(f"previews: {type(err).__name__}: {err}", 1) from None
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``dashboards`` to the main typer app (``scaler/cli.py``)."""
+    app.command("dashboards")(settings_options(PrometheusSettings, PROMETHEUS_FIELDS)(dashboards))
+
+
+def main() -> None:
+    """``python -m scaler.dashboards``: the ``dashboards`` command alone, printing through the
+    same secret-masking streams as ``vllm-scaler``."""
+    from scaler.config.cli_options import register_environment_secrets
+    from scaler.telemetry import redact
+
+    redact.install()
+    register_environment_secrets()
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    register(app)
+    app()

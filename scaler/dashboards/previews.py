@@ -5,6 +5,7 @@ rows once per value, heatmaps of histogram buckets, thresholds taken from query 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import re
@@ -81,6 +82,7 @@ def render_previews(
     end: float | None = None,
     step: float = 2.0,
     builtins: Mapping[str, str] = DEFAULT_BUILTINS,
+    client: httpx.Client | None = None,  # the caller's (token, TLS, headers); else a plain one
 ) -> list[Path]:
     """Draw each dashboard with matplotlib from the same queries, one PNG per dashboard.
 
@@ -100,7 +102,7 @@ def render_previews(
     start = start if start is not None else end - 600
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    with httpx.Client(timeout=30.0) as client:
+    with contextlib.nullcontext(client) if client else httpx.Client(timeout=30.0) as client:
         for name, doc in build_dashboards().items():
             options = resolve_variables(prometheus_url, doc, start=start, end=end, client=client)
             values = selected_values(doc, options)

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import math
+import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from scaler.config.cli_options import OutputFormat, OutputOpt
 from scaler.config.options import option_errors
 from scaler.sim.catalog import TRACE_CHOICES
 from scaler.sim.prometheus_server import PrometheusNotInstalledError, PrometheusStartError
 from scaler.sim.routing import ROUTING_HELP, routing_option_error
 from scaler.sim.trace import TIME_UNIT_HELP, time_unit_option_error
+
+if TYPE_CHECKING:
+    from scaler.sim.report import RunSummary
 
 
 def register(app: typer.Typer) -> None:
@@ -50,11 +56,13 @@ def register(app: typer.Typer) -> None:
         ] = False,
         seed: Annotated[int, typer.Option(help="Seed of the rate scaling and the routing.")] = 0,
         routing: Annotated[str, typer.Option(help=ROUTING_HELP)] = "random",
+        output: OutputOpt = OutputFormat.TEXT,
     ) -> None:
         """Replay a real trace against a simulated vLLM fleet.
 
         A real Prometheus scrapes the fleet and the controller runs in the loop as its own
-        process, exactly as in a cluster. Prints every decision, then a summary and a plot.
+        process, exactly as in a cluster. Prints every decision, then a summary and a plot
+        (--output json: the decisions on stderr, the summary as one JSON object on stdout).
         """
         from scaler.config.policy import PolicyError, load_policy
         from scaler.sim.catalog import open_trace
@@ -122,8 +130,16 @@ def register(app: typer.Typer) -> None:
                 t, max_model_len=ReplicaModel().max_model_len, rate_scale=f"x{rate_scale:g}"
             ),
         )
+        report = None
+        if output is OutputFormat.JSON:
+            from scaler.sim.report import summary_json
+
+            def report(summary: RunSummary, plot: Path | None) -> None:
+                typer.echo(json.dumps(summary_json(summary, plot)))
+
+        out = sys.stderr if output is OutputFormat.JSON else sys.stdout
         try:
-            code = asyncio.run(run_demo(opts))
+            code = asyncio.run(run_demo(opts, out, report=report))
         except WorkdirInUseError as err:
             typer.echo(f"vllm-scaler: {err}", err=True)
             raise typer.Exit(2) from None

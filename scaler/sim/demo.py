@@ -25,7 +25,7 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -36,7 +36,7 @@ from scaler.sim.cluster import SimCluster
 from scaler.sim.engine import ReplicaModel
 from scaler.sim.fleet import FleetConfig
 from scaler.sim.prometheus_server import die_with_parent, wait_for_series
-from scaler.sim.report import format_summary, plot_run, summarize
+from scaler.sim.report import RunSummary, format_summary, plot_run, summarize
 from scaler.sim.trace import Trace
 
 EXAMPLE_POLICY = Path(__file__).resolve().parent.parent / "examples" / "demo-policy.yaml"
@@ -108,6 +108,20 @@ def write_env_file(path: Path, *, prometheus_url: str, kubeconfig: Path, policy:
         encoding="utf-8",
     )
     return path
+
+
+#: The Prometheus client settings that belong to a real Prometheus, not to the demo's own.
+_FOREIGN_PROMETHEUS = tuple(
+    f"VLLM_SCALER_PROMETHEUS_{name}"
+    for name in ("BEARER_TOKEN_FILE", "CA_FILE", "CLIENT_CERT_FILE", "CLIENT_KEY_FILE", "HEADERS")
+)
+
+
+def controller_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment the demo's controller starts with: ours without the credentials and
+    TLS files of a real Prometheus (the demo's Prometheus is a local one that needs none, and
+    a token is never sent to it). Other ``VLLM_SCALER_*`` settings pass on."""
+    return {k: v for k, v in environ.items() if k.upper() not in _FOREIGN_PROMETHEUS}
 
 
 async def until_stopped(aw: Awaitable[_T], stop: asyncio.Event) -> tuple[bool, _T | None]:
@@ -244,8 +258,15 @@ async def _pump(
         out.flush()
 
 
-async def run_demo(opts: DemoOptions, out: TextIO = sys.stdout) -> int:
-    """Run the demo to its end; returns 0 on success. Prints progress to ``out``.
+#: Receives the run's summary and the plot's path (None when none was drawn).
+SummaryReport = Callable[[RunSummary, Path | None], None]
+
+
+async def run_demo(
+    opts: DemoOptions, out: TextIO | None = None, *, report: SummaryReport | None = None
+) -> int:
+    """Run the demo to its end; returns 0 on success. Prints progress to ``out`` (default:
+    stdout), and hands the summary to ``report`` too when given (``--output json``).
 
     SIGINT, SIGTERM and SIGHUP stop the replay; everything started is stopped and the
     summary of what ran is printed (the exit code is then 128 + the signal's number). A
@@ -257,10 +278,12 @@ async def run_demo(opts: DemoOptions, out: TextIO = sys.stdout) -> int:
     workdir = opts.workdir.resolve()
     with lock_workdir(workdir):
         reset_workdir(workdir)
-        return await _run_locked(opts, workdir, out)
+        return await _run_locked(opts, workdir, out or sys.stdout, report)
 
 
-async def _run_locked(opts: DemoOptions, workdir: Path, out: TextIO) -> int:
+async def _run_locked(
+    opts: DemoOptions, workdir: Path, out: TextIO, report: SummaryReport | None = None
+) -> int:
     clock = time.time
     cluster = SimCluster(
         workdir,
@@ -325,7 +348,7 @@ async def _run_locked(opts: DemoOptions, workdir: Path, out: TextIO) -> int:
         start = clock()
         if opts.with_controller and not stop.is_set():
             env = {
-                **os.environ,
+                **controller_environment(os.environ),
                 "VLLM_SCALER_PROMETHEUS_URL": prom.url,
                 "VLLM_SCALER_KUBECONFIG": str(kubeconfig),
                 "VLLM_SCALER_POLICY_FILE": str(opts.policy_file),
@@ -376,9 +399,12 @@ async def _run_locked(opts: DemoOptions, workdir: Path, out: TextIO) -> int:
     )
     title = f"vllm-scaler demo: {opts.trace.description}, routing {opts.routing}"
     out.write("\n" + format_summary(summary, title=title) + "\n")
+    png: Path | None = None
     if opts.plot and runtime.samples:
         png = plot_run(runtime.samples, summary, workdir / "demo.png", title=title, shadow=shadow)
         out.write(f"plot            {png}\n")
+    if report is not None:
+        report(summary, png)
     if received:
         return 128 + received[0]
     early = (

@@ -150,6 +150,33 @@ def format_summary(s: RunSummary, *, title: str) -> str:
     )
 
 
+def summary_json(s: RunSummary, plot: Path | None) -> dict[str, Any]:
+    """The summary as ``sim --output json`` prints it: every field of :class:`RunSummary`
+    (NaN and infinite values as null), scale events as objects, and the plot's path."""
+
+    def finite(value: float) -> float | None:
+        return value if math.isfinite(value) else None
+
+    doc: dict[str, Any] = {
+        name: finite(value) if isinstance(value, float) else value
+        for name in RunSummary.__dataclass_fields__
+        if not isinstance(value := getattr(s, name), tuple)
+    }
+    doc["scale_events"] = [
+        {"seconds": t, "from_replicas": a, "to_replicas": b} for t, a, b in s.scale_events
+    ]
+    doc["windows"] = [
+        {
+            "start_seconds": w.start,
+            "requests": w.requests,
+            "ttft_p95_seconds": finite(w.ttft_p95_seconds),
+        }
+        for w in s.windows
+    ]
+    doc["plot"] = None if plot is None else str(plot)
+    return doc
+
+
 def ttft_line(summary: RunSummary) -> tuple[list[float], list[float]]:
     """The TTFT p95 line of the plot: one point per window mid-point from the first window
     to the last, NaN for a window without requests so that the line breaks there instead of

@@ -8,16 +8,18 @@ from typing import Literal
 
 import structlog
 
-from scaler.telemetry.redact import redact_secrets
+from scaler.telemetry.redact import redacting
 
 
 def configure_logging(
-    fmt: Literal["auto", "json", "console"] = "auto", level: str = "info"
+    fmt: Literal["auto", "json", "text", "console"] = "auto", level: str = "info"
 ) -> None:
     """Configure structlog for the process.
 
-    ``auto`` renders for people when stderr is a terminal and JSON lines otherwise. Every
-    event gets an ISO-8601 UTC timestamp and its level.
+    ``auto`` renders for people when stderr is a terminal and JSON lines otherwise; ``text``
+    is ``console``. Every event gets an ISO-8601 UTC timestamp and its level. Lines go to
+    stderr through :func:`~scaler.telemetry.redact.redacting`: secrets are masked there, in
+    the rendered line (tracebacks included), as in everything else the process prints.
     """
     use_json = fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
     renderer: structlog.typing.Processor = (
@@ -32,12 +34,11 @@ def configure_logging(
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.StackInfoRenderer(),
             structlog.processors.format_exc_info,
-            redact_secrets,  # after exc_info is rendered, so tracebacks are masked too
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(
             logging.getLevelNamesMapping()[level.upper()]
         ),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=redacting(sys.stderr)),
         cache_logger_on_first_use=False,
     )

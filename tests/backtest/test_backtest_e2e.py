@@ -28,6 +28,7 @@ from scaler.backtest.history import (
 )
 from scaler.backtest.pipeline import run_backtest
 from scaler.config.policy import parse_policy
+from scaler.config.settings import PrometheusSettings
 from scaler.config.vocabulary import SignalName
 from scaler.sim.prometheus_server import find_prometheus_binary
 from tests.dashboards.sim_run import POLICY, SimRun, simulated_run
@@ -124,11 +125,17 @@ def test_text_report_with_progress(run: SimRun, policy_file: Path, tmp_path: Pat
     assert out.rstrip().endswith(f"plot            {plot}")
 
 
+def _client(run: SimRun) -> PrometheusRangeClient:
+    """The backtest's client, from the Prometheus settings every command uses."""
+    settings = PrometheusSettings(prometheus_url=run.prometheus_url, prometheus_timeout_seconds=60)
+    return PrometheusRangeClient(settings)
+
+
 def test_chunked_reads_equal_one_read(run: SimRun) -> None:
     """Many small range requests give exactly what one request gives (no gap, no overlap)."""
     policy = parse_policy(POLICY)
     grid = make_grid(run.start, run.end, 1)
-    client = PrometheusRangeClient(run.prometheus_url)
+    client = _client(run)
     try:
         one = run_backtest(client, policy, policy.targets, grid, model_load_seconds=4)
         many = run_backtest(
@@ -146,7 +153,7 @@ def test_chunked_reads_equal_one_read(run: SimRun) -> None:
 def test_pod_count_fallback(run: SimRun) -> None:
     policy = parse_policy(POLICY)
     grid = make_grid(run.start, run.end, 1)
-    client = PrometheusRangeClient(run.prometheus_url)
+    client = _client(run)
     try:
         (bt,) = run_backtest(
             client,
@@ -170,7 +177,7 @@ def test_pod_count_fallback(run: SimRun) -> None:
 def test_prometheus_refuses_more_than_11000_points_and_chunks_get_through(run: SimRun) -> None:
     grid = make_grid(run.end - 4 * 3600, run.end, 1)  # 14,401 steps
     assert grid.count > 11_000
-    client = PrometheusRangeClient(run.prometheus_url)
+    client = _client(run)
     query = "max(vllm_scaler_current_replicas)"
     try:
         with pytest.raises(HistoryError, match="11,000"):

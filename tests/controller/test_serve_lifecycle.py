@@ -24,8 +24,8 @@ from aiohttp import web
 from scaler.actuators.kubernetes import build_api_client
 from scaler.actuators.lease import LeaseClient
 from scaler.config.policy import parse_policy
-from scaler.config.settings import Settings
-from scaler.controller.app import RunOptions, redact_url, serve
+from scaler.config.settings import Settings, redact_url
+from scaler.controller.app import RunOptions, serve
 from scaler.controller.leader import LeaderElectionConfig, LeaderElector
 from scaler.controller.loop import STATE_ANNOTATION
 from scaler.sim.kubeapi import KubeApiServer, KubeStore, write_kubeconfig

@@ -75,7 +75,7 @@ async def test_recommend_shows_active_and_shadow_side_by_side(
     assert [s["name"] for s in shadow["signals"]] == ["queue_depth", "ttft_p95"]
     assert shadow["signals"][0]["value"] == 6.0 and shadow["signals"][0]["target"] == 4.0
 
-    text = await _recommend(h, "table")
+    text = await _recommend(h, "text")
     lines = text.splitlines()
     head = next(i for i, line in enumerate(lines) if line.split() == ["active", "shadow"])
     desired, queue, kv_row, ttft = lines[head + 1 : head + 5]

@@ -7,8 +7,10 @@ import re
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from scaler import dashboards as dash
+from scaler.cli import app
 from scaler.dashboards import queries
 from scaler.telemetry.metrics import ScalerMetrics
 
@@ -51,9 +53,12 @@ def test_no_stray_files_in_dashboards_folder() -> None:
 
 
 def test_main_writes_and_checks(tmp_path: Path) -> None:
-    assert dash.main(["--out", str(tmp_path), "--check"]) == 1
-    assert dash.main(["--out", str(tmp_path)]) == 0
-    assert dash.main(["--out", str(tmp_path), "--check"]) == 0
+    def run(*args: str) -> int:
+        return CliRunner().invoke(app, ["dashboards", "--out", str(tmp_path), *args]).exit_code
+
+    assert run("--check") == 1
+    assert run() == 0
+    assert run("--check") == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(dash.build_dashboards())
 
 

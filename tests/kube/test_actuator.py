@@ -106,10 +106,24 @@ async def test_read_snapshot_classifies_pods(
         selector="app=vllm",
         resource_version=dep["metadata"]["resourceVersion"],
         pods=(
-            PodInfo("vllm-a", True, False, 930.0, phase="Running", ready_seconds=930.0),
-            PodInfo("vllm-b", False, False, 150.0, phase="Pending", ready_seconds=150.0),
-            PodInfo("vllm-c", False, False, 730.0, phase="Pending", ready_seconds=730.0),
-            PodInfo("vllm-d", True, True, 3030.0, phase="Running", ready_seconds=3030.0),
+            PodInfo(
+                "vllm-a",
+                ready=True,
+                terminating=False,
+                age_seconds=930.0,
+                phase="Running",
+                ready_seconds=930.0,
+            ),  # since the Ready condition's lastTransitionTime
+            PodInfo("vllm-b", ready=False, terminating=False, age_seconds=150.0, phase="Pending"),
+            PodInfo("vllm-c", ready=False, terminating=False, age_seconds=730.0, phase="Pending"),
+            PodInfo(
+                "vllm-d",
+                ready=True,
+                terminating=True,
+                age_seconds=3030.0,
+                phase="Running",
+                ready_seconds=3030.0,
+            ),
         ),
     )
     counts = snap.counts(model_load_timeout_seconds=600)

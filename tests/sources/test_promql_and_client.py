@@ -23,6 +23,7 @@ from scaler.sources.prometheus import (
 )
 from scaler.sources.promql import QueryKind, build_query_plan, promql_duration, promql_string
 from tests.support.fakeprom import FakePrometheus, per_pod, snapshot, target
+from tests.support.tls import make_certificates, mutual_tls_server_context
 
 KEY = "llm/Deployment/vllm"
 
@@ -237,30 +238,11 @@ async def test_build_http_client_sets_timeout() -> None:
         assert c.timeout == httpx.Timeout(3)
 
 
-def _openssl(*args: str) -> None:
-    subprocess.run(["openssl", *args], check=True, capture_output=True)
-
-
 @pytest.fixture
 async def mtls_prom(tmp_path: Path) -> AsyncIterator[tuple[str, dict[str, Path]]]:
     """A Prometheus stand-in that requires a client certificate signed by its own CA."""
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl CLI not installed (needed to make test certificates)")
-    f = {n: tmp_path / f"{n}.pem" for n in ("ca", "ca-key", "srv", "srv-key", "cli", "cli-key")}
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=test-ca",
-             "-keyout", str(f["ca-key"]), "-out", str(f["ca"]))  # fmt: skip
-    ext = tmp_path / "ext.cnf"
-    ext.write_text("subjectAltName=IP:127.0.0.1\n")
-    for name, cn in (("srv", "127.0.0.1"), ("cli", "vllm-scaler")):
-        csr = tmp_path / f"{name}.csr"
-        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={cn}",
-                 "-keyout", str(f[f"{name}-key"]), "-out", str(csr))  # fmt: skip
-        _openssl("x509", "-req", "-in", str(csr), "-CA", str(f["ca"]),
-                 "-CAkey", str(f["ca-key"]), "-CAcreateserial", "-days", "1",
-                 "-extfile", str(ext), "-out", str(f[name]))  # fmt: skip
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(f["ca"]))
-    ctx.load_cert_chain(f["srv"], f["srv-key"])
-    ctx.verify_mode = ssl.CERT_REQUIRED
+    f = make_certificates(tmp_path)
+    ctx = mutual_tls_server_context(f)
 
     async def handle(request: web.Request) -> web.Response:
         return web.json_response(per_pod({"pod-0": "7"}, scaler_selector="s0"))

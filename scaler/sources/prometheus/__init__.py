@@ -4,7 +4,8 @@ Missing data is never read as zero: an empty answer is ``empty``, a signal missi
 pods are provably scraped is ``absent``, and every transport, HTTP, query and parsing fault
 has its own :class:`~scaler.core.signals.SignalStatus`.
 
-- :mod:`.http`: the HTTP client (TLS, bearer token file, headers) and one instant query.
+- :mod:`.http`: the HTTP clients built from the Prometheus settings (TLS, bearer token file,
+  headers, timeout) and one instant query.
 - :mod:`.answers`: the API's answers checked and parsed (sample values, instant vectors).
 - :mod:`.split`: one cycle's answers split back per selector group and per target.
 - :mod:`.readings`: each target's readings from the split answers (pure; the backtest
@@ -17,7 +18,14 @@ The names below are the package's public API.
 
 from scaler.sources.prometheus.answers import Answer, QueryOutcome, parse_sample_value
 from scaler.sources.prometheus.check import ConfiguredQueryProblem, check_configured_queries
-from scaler.sources.prometheus.http import BearerTokenFileAuth, TokenFileError, build_http_client
+from scaler.sources.prometheus.http import (
+    BearerTokenFileAuth,
+    TokenFileError,
+    build_http_client,
+    client_for,
+    read_bearer_token,
+    sync_client_for,
+)
 from scaler.sources.prometheus.readings import (
     DroppedSeries,
     DropReason,
@@ -42,7 +50,10 @@ __all__ = [
     "TokenFileError",
     "build_http_client",
     "check_configured_queries",
+    "client_for",
     "parse_sample_value",
+    "read_bearer_token",
     "read_targets",
     "split_answers",
+    "sync_client_for",
 ]

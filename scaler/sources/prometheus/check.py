@@ -53,8 +53,10 @@ async def check_configured_queries(
     """Check at start that every enabled signal's query returns series (dry-run).
 
     A signal fails the check when its query fails or when the target's selector (or TTFT
-    expression) returns no series at all, before any pod filtering. Snapshots are
-    optional: without them only the raw series count is checked.
+    expression) returns no series at all, before any pod filtering, unless the reading is
+    ``warming_up`` (every ready pod younger than the TTFT rate window: a fresh fleet, not a
+    configuration problem). Snapshots are optional: without them only the raw series count
+    is checked.
 
     Returns:
         The problems, empty when every configured query returns data. The caller should
@@ -78,6 +80,8 @@ async def check_configured_queries(
                 continue
             if tr.series_found.get(kind, 0) > 0:
                 continue
+            if tr.signals[name].status is SignalStatus.WARMING_UP:
+                continue  # a fresh fleet: the series are younger than the rate window
             if running_found:
                 status = SignalStatus.ABSENT
                 detail = (

@@ -1,15 +1,16 @@
 """HTTP to Prometheus: the client (TLS, bearer token, headers) and one instant query.
 
-:func:`build_http_client` builds the httpx client the source uses; :func:`instant_query` sends
-one query as a POST form body and turns every transport, HTTP and API fault into a named
+:func:`client_for` (async) and :func:`sync_client_for` build the httpx clients of every command
+from one :class:`~scaler.config.settings.PrometheusSettings` (the backtest's requests session
+takes the same settings and :func:`read_bearer_token`); :func:`instant_query` sends one query
+as a POST form body and turns every transport, HTTP and API fault into a named
 :class:`~scaler.sources.prometheus.answers.QueryOutcome` status (it never raises for them).
-Secrets (the token, a password in the URL) are registered for masking before any use.
+Secrets (the token at each read, a password in the URL) are registered for masking before use.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import ssl
 import time
 from collections.abc import Generator, Mapping
@@ -18,6 +19,8 @@ from typing import Any
 
 import httpx
 
+from scaler.config.secrets import register_secret, register_url_credentials
+from scaler.config.settings import PrometheusSettings
 from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus.answers import (
     Answer,
@@ -27,14 +30,16 @@ from scaler.sources.prometheus.answers import (
     short_detail,
 )
 from scaler.sources.promql import QueryKind, promql_duration
-from scaler.telemetry.redact import register_secret
 
 __all__ = [
     "BearerTokenFileAuth",
     "TokenFileError",
     "build_http_client",
+    "client_for",
     "instant_query",
+    "read_bearer_token",
     "register_url_credentials",
+    "sync_client_for",
 ]
 
 
@@ -60,14 +65,24 @@ class BearerTokenFileAuth(httpx.Auth):
         return f"BearerTokenFileAuth(path={str(self.path)!r})"
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        try:
-            token = self.path.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as err:
-            reason = err.strerror if isinstance(err, OSError) and err.strerror else "not UTF-8 text"
-            raise TokenFileError(f"cannot read bearer token file {self.path}: {reason}") from None
-        register_secret(token)
-        request.headers["Authorization"] = f"Bearer {token}"
+        request.headers["Authorization"] = f"Bearer {read_bearer_token(self.path)}"
         yield request
+
+
+def read_bearer_token(path: Path) -> str:
+    """The token in ``path`` (stripped), registered as a secret before it is used.
+
+    Raises:
+        TokenFileError: the file cannot be read as UTF-8 text; the message names the file
+            and the reason, never the content.
+    """
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else "not UTF-8 text"
+        raise TokenFileError(f"cannot read bearer token file {path}: {reason}") from None
+    register_secret(token)
+    return token
 
 
 def build_http_client(
@@ -79,7 +94,8 @@ def build_http_client(
     client_cert_file: Path | None = None,
     client_key_file: Path | None = None,
 ) -> httpx.AsyncClient:
-    """Build the HTTP client :class:`PrometheusSource` uses.
+    """Build the async HTTP client :class:`PrometheusSource` uses, from explicit parts
+    (commands use :func:`client_for`, which takes them from the settings).
 
     Args:
         bearer_token_file: file holding a bearer token, re-read at each request; None for
@@ -98,6 +114,53 @@ def build_http_client(
             message names the file and the reason. :class:`~scaler.config.settings.Settings`
             checks the same files first, naming the setting.
     """
+    return httpx.AsyncClient(
+        **_client_options(
+            bearer_token_file=bearer_token_file,
+            ca_file=ca_file,
+            timeout_seconds=timeout_seconds,
+            headers=headers,
+            client_cert_file=client_cert_file,
+            client_key_file=client_key_file,
+        )
+    )
+
+
+def client_for(settings: PrometheusSettings) -> httpx.AsyncClient:
+    """The async httpx client of ``settings`` (token file, CA, client certificate, headers,
+    timeout), its credentials registered as secrets. Raises ValueError as
+    :func:`build_http_client`."""
+    settings.register_prometheus_secrets()
+    return httpx.AsyncClient(**_settings_options(settings))
+
+
+def sync_client_for(settings: PrometheusSettings) -> httpx.Client:
+    """The blocking httpx client of ``settings``: the same configuration as :func:`client_for`."""
+    settings.register_prometheus_secrets()
+    return httpx.Client(**_settings_options(settings))
+
+
+def _settings_options(settings: PrometheusSettings) -> dict[str, Any]:
+    return _client_options(
+        bearer_token_file=settings.prometheus_bearer_token_file,
+        ca_file=settings.prometheus_ca_file,
+        timeout_seconds=settings.prometheus_timeout_seconds,
+        headers=settings.prometheus_headers,
+        client_cert_file=settings.prometheus_client_cert_file,
+        client_key_file=settings.prometheus_client_key_file,
+    )
+
+
+def _client_options(
+    *,
+    bearer_token_file: Path | None,
+    ca_file: Path | None,
+    timeout_seconds: float,
+    headers: Mapping[str, str] | None,
+    client_cert_file: Path | None,
+    client_key_file: Path | None,
+) -> dict[str, Any]:
+    """Keyword arguments of ``httpx.Client``/``httpx.AsyncClient`` (the same for both)."""
     verify: ssl.SSLContext | bool = True
     if ca_file is not None or client_cert_file is not None:
         try:
@@ -115,29 +178,19 @@ def build_http_client(
                 raise ValueError(f"client certificate {files}: {_os_reason(err)}") from None
         verify = ctx
     auth = BearerTokenFileAuth(bearer_token_file) if bearer_token_file is not None else None
-    return httpx.AsyncClient(
-        auth=auth,
-        verify=verify,
-        timeout=httpx.Timeout(timeout_seconds),
-        headers=dict(headers or {}),
-        follow_redirects=False,
-    )
+    return {
+        "auth": auth,
+        "verify": verify,
+        "timeout": httpx.Timeout(timeout_seconds),
+        "headers": dict(headers or {}),
+        "follow_redirects": False,
+    }
 
 
 def _os_reason(err: OSError) -> str:
     if isinstance(err, ssl.SSLError):
         return str(err.reason or err).replace("_", " ").lower()
     return err.strerror or str(err)
-
-
-def register_url_credentials(url: str) -> None:
-    """Mask a password in the URL's user-info, and the Basic credential httpx derives from it."""
-    parts = httpx.URL(url)
-    if not parts.password:
-        return
-    register_secret(parts.password)
-    basic = f"{parts.username}:{parts.password}".encode()
-    register_secret(base64.b64encode(basic).decode())
 
 
 async def instant_query(

@@ -3,7 +3,8 @@
 :func:`read_targets` matches per-pod series to each target's live, ready pods (by name in a
 namespace's default selector group, where a gone pod is told by the workload's pod-name
 pattern), sums them per signal, and names every fault: ``empty`` when a query answered with
-no series, ``absent`` when the signal is missing while the pods are provably scraped,
+no series, ``absent`` when the signal is missing while the pods are provably scraped (but
+``warming_up`` for a TTFT rate while every ready pod is younger than the rate window),
 ``partial`` when some ready pods lack series, NaN/Inf/negative values, TTFT ``idle`` only
 when the request rate is exactly 0. Missing data is never read as zero.
 """
@@ -418,6 +419,15 @@ class _TargetReader:
                 # histogram is there (the rate is its _count's).
                 self.series_found[QueryKind.TTFT_QUANTILE] = 1
                 return self.ttft_nan()
+            young = self.ready_for_less_than_window()
+            if scraped and young is not None:
+                return SignalReading(
+                    name,
+                    SignalStatus.WARMING_UP,
+                    source_metric=metric,
+                    detail=f"no TTFT rate yet: the pods have been ready for {young:.0f}s, less "
+                    f"than the {promql_duration(self.rate_window_seconds)} rate() window",
+                )
             if scraped:
                 return SignalReading(
                     name,
@@ -435,6 +445,18 @@ class _TargetReader:
         if bad is not None:
             return bad
         return SignalReading(name, SignalStatus.OK, value=value, source_metric=metric)
+
+    def ready_for_less_than_window(self) -> float | None:
+        """Seconds the longest-ready pod has been ready, when every ready pod has been ready
+        for less than the ``rate()`` window (their series cannot hold two samples of it
+        yet); None otherwise, or when a ready time is unknown."""
+        if self.snapshot is None:
+            return None
+        times = [p.ready_seconds for p in self.snapshot.pods if p.ready and not p.terminating]
+        if not times or any(t is None for t in times):
+            return None
+        longest = max(t for t in times if t is not None)
+        return longest if longest < self.rate_window_seconds else None
 
     def ttft_nan(self) -> SignalReading:
         """NaN quantile: idle only when the request rate is known to be exactly zero."""

@@ -1,0 +1,268 @@
+"""The command line's shared options: every setting as an option, and one output convention.
+
+:func:`settings_options` gives a typer command one option per field of a settings model
+(``--prometheus-url``, ``--prometheus-bearer-token-file``...), each also read from its
+``VLLM_SCALER_<FIELD>`` variable, with the field's description as help; the command receives
+the validated settings. ``run`` takes every :class:`~scaler.config.settings.Settings` field,
+``recommend`` those of a dry run, ``backtest`` and ``dashboards`` the
+:class:`~scaler.config.settings.PrometheusSettings` ones: one Prometheus client configuration
+for every command. :data:`OutputOpt` is ``--output text|json`` (``-o``) of every command.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import types
+from collections.abc import Callable, Collection, Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
+
+import typer
+from pydantic.fields import FieldInfo
+
+from scaler.config.secrets import (
+    register_file_secret,
+    register_header,
+    register_private_key_file,
+    register_url_credentials,
+)
+from scaler.config.settings import (
+    PrometheusSettings,
+    SettingsError,
+    env_name,
+    load_model_settings,
+    parse_headers,
+    unknown_env_vars,
+)
+
+__all__ = [
+    "OPTION_NAMES",
+    "OPTION_ONLY",
+    "PROMETHEUS_FIELDS",
+    "OutputFormat",
+    "OutputOpt",
+    "fail",
+    "load_command_settings",
+    "option_names",
+    "register_configured_secrets",
+    "register_environment_secrets",
+    "settings_options",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class OutputFormat(StrEnum):
+    """What a command prints on stdout: text for people, or one JSON document (``run``:
+    JSON log lines)."""
+
+    TEXT = "text"
+    JSON = "json"
+
+
+OutputOpt = Annotated[
+    OutputFormat,
+    typer.Option(
+        "--output",
+        "-o",
+        case_sensitive=False,
+        help="text (for people) or json (one JSON document on stdout; messages on stderr).",
+    ),
+]
+
+#: Settings field -> its options, where they are not simply ``--field-name``.
+OPTION_NAMES: dict[str, tuple[str, ...]] = {
+    "policy_file": ("--policy", "--policy-file"),
+    "control_interval_seconds": ("--interval", "--control-interval-seconds"),
+    "kube_context": ("--context", "--kube-context"),
+    "in_cluster": ("--in-cluster/--no-in-cluster",),
+    "leader_election": ("--leader-election/--no-leader-election",),
+}
+
+#: What ``--help`` shows as the default of a field whose default is "decide at run time".
+SHOWN_DEFAULTS = {
+    "kubeconfig": "in-cluster in a pod, else ~/.kube/config",
+    "kube_context": "current-context",
+    "in_cluster": "yes in a pod without --kubeconfig",
+    "leader_election": "on with in-cluster configuration",
+    "lease_namespace": "the pod's namespace",
+    "lease_identity": "pod name + random suffix",
+}
+
+#: The fields of the one Prometheus client configuration.
+PROMETHEUS_FIELDS: tuple[str, ...] = tuple(PrometheusSettings.model_fields)
+
+#: ``VLLM_SCALER_*`` names people try that are options only (the unknown-variable warning).
+OPTION_ONLY = {
+    "VLLM_SCALER_OUTPUT": "--output",
+    "VLLM_SCALER_ONCE": "--once",
+    "VLLM_SCALER_DRY_RUN": "--dry-run",
+}
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """Print ``vllm-scaler: <message>`` on stderr; return the ``typer.Exit`` to raise."""
+    typer.echo(f"vllm-scaler: {message}", err=True)
+    return typer.Exit(code)
+
+
+def option_names(field: str, names: Mapping[str, tuple[str, ...]] | None = None) -> tuple[str, ...]:
+    """The command-line options of settings field ``field`` (the first is its name)."""
+    return {**OPTION_NAMES, **(names or {})}.get(field, ("--" + field.replace("_", "-"),))
+
+
+def _option_type(field: FieldInfo) -> Any:
+    """The type typer parses the option as; pydantic validates the value afterwards."""
+    annotation: Any = field.annotation
+    if get_origin(annotation) in (Union, types.UnionType):
+        annotation = next(a for a in get_args(annotation) if a is not type(None))
+    if annotation in (bool, int, float, Path):
+        return annotation
+    return str  # URLs, Literal choices, header lists: validated (and explained) by pydantic
+
+
+def _help(field: FieldInfo) -> str:
+    text = field.description or ""
+    annotation: Any = field.annotation
+    if get_origin(annotation) is Literal:
+        text += " One of: " + ", ".join(str(a) for a in get_args(annotation)) + "."
+    return text
+
+
+def _shown_default(name: str, field: FieldInfo, default: object) -> str | bool:
+    if default is not None:
+        return str(default) if default != {} else False
+    if name in SHOWN_DEFAULTS:
+        return SHOWN_DEFAULTS[name]
+    value = field.get_default(call_default_factory=True)
+    if value is None or value == {}:
+        return False
+    return str(value)
+
+
+def register_configured_secrets(values: Mapping[str, object]) -> None:
+    """Register the credentials in raw settings values (before validation, so that an error
+    message about them is masked too): the URL's password, header values, the content of
+    the bearer token file and of a client key. ``values`` maps field names to what an option
+    or variable holds; anything unreadable or invalid is skipped (validation reports it)."""
+    url = values.get("prometheus_url")
+    if isinstance(url, str):
+        register_url_credentials(url)
+    headers = values.get("prometheus_headers")
+    if isinstance(headers, str | dict):
+        try:
+            parsed = parse_headers(headers)
+        except ValueError:
+            parsed = {}
+        for name, value in parsed.items():
+            register_header(name, value)
+    token = values.get("prometheus_bearer_token_file")
+    if isinstance(token, str | Path) and str(token):
+        register_file_secret(Path(token))
+    for key in ("prometheus_client_key_file", "prometheus_client_cert_file"):
+        pem = values.get(key)
+        if isinstance(pem, str | Path) and str(pem):
+            register_private_key_file(Path(pem))
+
+
+def register_environment_secrets(environ: Mapping[str, str] | None = None) -> None:
+    """:func:`register_configured_secrets` of the ``VLLM_SCALER_PROMETHEUS_*`` variables:
+    every command masks what the environment configures, whether it reads it or not."""
+    env = os.environ if environ is None else environ
+    register_configured_secrets(
+        {f: env[env_name(f)] for f in PROMETHEUS_FIELDS if env.get(env_name(f))}
+    )
+
+
+def load_command_settings(
+    model: type[PrometheusSettings],
+    values: Mapping[str, object],
+    names: Mapping[str, tuple[str, ...]] | None = None,
+) -> Any:
+    """Warn about unknown ``VLLM_SCALER_*`` variables, register the credentials in
+    ``values``, and validate them (with the environment) as ``model``.
+
+    Raises:
+        typer.Exit: code 2 after printing the error, which names the variable, the option,
+            the value (never a secret one) and what was expected.
+    """
+    for name, closest in unknown_env_vars():
+        option = OPTION_ONLY.get(name.upper())
+        note = f"; {option} is a command-line option only" if option else ""
+        typer.echo(
+            f"vllm-scaler: warning: unknown environment variable {name} is ignored "
+            f"(closest setting: {closest}{note})",
+            err=True,
+        )
+    register_configured_secrets(values)
+    shown = {f: option_names(f, names)[0].split("/")[0] for f in model.model_fields}
+    try:
+        return load_model_settings(model, values, shown)
+    except SettingsError as err:
+        raise fail(str(err)) from None
+
+
+def settings_options(
+    model: type[PrometheusSettings],
+    fields: Collection[str],
+    *,
+    defaults: Mapping[str, object] | None = None,
+    fixed: Mapping[str, object] | None = None,
+    names: Mapping[str, tuple[str, ...]] | None = None,
+) -> Callable[[F], F]:
+    """Decorate a typer command so that it takes ``fields`` of ``model`` as options.
+
+    The command declares a ``settings`` parameter; the decorator replaces it by one option
+    per field (same environment variable as the setting, the field's description as help)
+    and passes the validated settings in.
+
+    Args:
+        model: :class:`~scaler.config.settings.Settings` or ``PrometheusSettings``.
+        fields: the fields this command offers as options, in ``--help`` order.
+        defaults: this command's own defaults, used when neither option nor variable is set
+            (``backtest`` waits longer for a range query than the controller for an instant
+            one).
+        fixed: values the command imposes (``recommend`` never serves ``/metrics``).
+        names: option names that differ from :data:`OPTION_NAMES` for this command.
+    """
+    own_defaults = dict(defaults or {})
+    imposed = dict(fixed or {})
+
+    def decorate(func: F) -> F:
+        signature = inspect.signature(func, eval_str=True)
+        kept = [p for p in signature.parameters.values() if p.name != "settings"]
+        added = []
+        for name in fields:
+            info = model.model_fields[name]
+            option = typer.Option(
+                *option_names(name, names),
+                help=_help(info),
+                envvar=env_name(name),
+                show_envvar=True,
+                show_default=_shown_default(name, info, own_defaults.get(name)),
+            )
+            added.append(
+                inspect.Parameter(
+                    name,
+                    inspect.Parameter.KEYWORD_ONLY,
+                    default=None,
+                    annotation=Annotated[_option_type(info) | None, option],
+                )
+            )
+        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in kept] + added
+
+        @functools.wraps(func)
+        def command(**kwargs: Any) -> Any:
+            given = {name: kwargs.pop(name) for name in fields}
+            values = {**own_defaults, **{k: v for k, v in given.items() if v is not None}}
+            settings = load_command_settings(model, {**values, **imposed}, names)
+            return func(settings=settings, **kwargs)
+
+        command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        return command  # type: ignore[return-value]
+
+    return decorate

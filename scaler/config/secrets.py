@@ -1,0 +1,200 @@
+"""Which strings are secrets: a process-wide registry of secret values in every printed form.
+
+Whatever reads a credential registers it here: the settings (URL user-info, header values,
+the bearer token file, a client key), the Prometheus client on every token read (a rotated
+token is new), the Kubernetes client. :func:`mask` replaces each registered value in a text
+with ``***``, in the forms a server or a library may print it: as is, percent-encoded (a URL),
+JSON- or Python-escaped (a JSON body, a ``repr``), and, for user and password, the base64 of
+``user:password`` that an ``Authorization: Basic`` header carries. The output streams of the
+command line (:mod:`scaler.telemetry.redact`) apply it to every line.
+
+Values shorter than :data:`MIN_SECRET_LENGTH` are not masked: they would mask ordinary text.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+import threading
+from pathlib import Path
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
+
+__all__ = [
+    "MASK",
+    "MIN_SECRET_LENGTH",
+    "NON_SECRET_HEADERS",
+    "held_prefix_start",
+    "mask",
+    "register_basic_credentials",
+    "register_file_secret",
+    "register_header",
+    "register_private_key_file",
+    "register_secret",
+    "register_url_credentials",
+]
+
+MASK = "***"
+MIN_SECRET_LENGTH = 4
+
+#: Headers whose values are routing, not credentials: the tenant of Cortex/Mimir/Loki
+#: (``X-Scope-OrgID``) and of Thanos (``THANOS-TENANT``). Every other header value is masked.
+NON_SECRET_HEADERS = frozenset({"x-scope-orgid", "thanos-tenant"})
+
+#: Query parameters of a URL whose values are credentials (``?access_token=...``).
+_SECRET_PARAM = re.compile(r"token|key|secret|password|passwd|auth|signature|sig", re.IGNORECASE)
+
+_lock = threading.Lock()
+_forms: set[str] = set()
+_pattern: re.Pattern[str] | None = None
+_by_first: dict[str, tuple[str, ...]] = {}  # first character -> the forms starting with it
+_longest = 0
+
+
+def _printed_forms(value: str) -> set[str]:
+    """``value`` as servers and libraries print it: raw, in a URL, in JSON, in a repr."""
+    forms = {
+        value,
+        quote(value, safe=""),
+        quote_plus(value, safe=""),
+        json.dumps(value)[1:-1],
+        json.dumps(value, ensure_ascii=False)[1:-1],
+        repr(value)[1:-1],
+        repr(value.encode())[2:-1],  # inside the repr of a bytes body
+    }
+    return {f for f in forms if len(f) >= MIN_SECRET_LENGTH}
+
+
+def register_secret(value: str) -> None:
+    """Mask ``value`` (stripped) from now on, in every form of :func:`_printed_forms`.
+
+    Values shorter than :data:`MIN_SECRET_LENGTH` characters are ignored.
+    """
+    value = value.strip()
+    if len(value) < MIN_SECRET_LENGTH:
+        return
+    global _pattern, _by_first, _longest
+    new = _printed_forms(value)
+    with _lock:
+        if new <= _forms:
+            return
+        _forms.update(new)
+        ordered = sorted(_forms, key=len, reverse=True)  # the longest form wins at a position
+        by_first: dict[str, list[str]] = {}
+        for f in ordered:
+            by_first.setdefault(f[0], []).append(f)
+        _by_first = {c: tuple(fs) for c, fs in by_first.items()}
+        _longest = len(ordered[0])
+        _pattern = re.compile("|".join(re.escape(f) for f in ordered))
+
+
+def register_basic_credentials(user: str, password: str) -> None:
+    """Mask a password and the base64 ``user:password`` of HTTP Basic authentication."""
+    register_secret(password)
+    if password:
+        register_secret(base64.b64encode(f"{user}:{password}".encode()).decode())
+
+
+def register_url_credentials(url: str) -> None:
+    """Mask the password of a URL's user-info (as written and decoded), its Basic form, and
+    the values of credential-looking query parameters (``access_token``, ``api_key``...).
+
+    Never raises: an unparsable URL registers what can be found.
+    """
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return
+    userinfo, at, _ = parts.netloc.rpartition("@")
+    if at:
+        user, colon, password = userinfo.partition(":")
+        if colon:
+            register_secret(password)
+            register_basic_credentials(unquote(user), unquote(password))
+    for name, value in parse_qsl(parts.query, keep_blank_values=False):
+        if _SECRET_PARAM.search(name):
+            register_secret(value)
+
+
+def register_header(name: str, value: str) -> None:
+    """Mask the value of an extra request header, unless it only routes (a tenant id).
+
+    ``Authorization: Basic <b64>`` also masks the decoded ``user:password`` and password;
+    ``<scheme> <credential>`` masks the credential alone too; ``Cookie`` masks each value.
+    """
+    if name.strip().lower() in NON_SECRET_HEADERS:
+        return
+    register_secret(value)
+    scheme, space, credential = value.strip().partition(" ")
+    if space:
+        register_secret(credential)
+        if scheme.lower() == "basic":
+            try:
+                decoded = base64.b64decode(credential.strip(), validate=True).decode()
+            except (binascii.Error, UnicodeDecodeError):
+                decoded = ""
+            user, colon, password = decoded.partition(":")
+            if colon:
+                register_secret(decoded)
+                register_basic_credentials(user, password)
+    if name.strip().lower() == "cookie":
+        for pair in value.split(";"):
+            register_secret(pair.partition("=")[2])
+
+
+def register_file_secret(path: Path) -> str | None:
+    """Read a file that holds a secret (a token), mask its stripped content and return it.
+
+    Returns None when the file cannot be read as UTF-8 text (the caller reports that).
+    """
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    register_secret(text)
+    return text
+
+
+_PEM_KEY = re.compile(
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----(.*?)-----END [A-Z ]*PRIVATE KEY-----", re.DOTALL
+)
+
+
+def register_private_key_file(path: Path) -> None:
+    """Mask the private key(s) in a PEM file: each base64 line of each key block.
+
+    The file's path is no secret; a certificate in the same file is not masked.
+    """
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return
+    for match in _PEM_KEY.finditer(text):
+        for line in match.group(1).splitlines():
+            if ":" not in line:  # not a header line of a legacy encrypted key
+                register_secret(line)
+
+
+def mask(text: str) -> str:
+    """``text`` with every registered secret form replaced by :data:`MASK`."""
+    pattern = _pattern
+    if pattern is None or not text:
+        return text
+    return pattern.sub(MASK, text)
+
+
+def held_prefix_start(text: str) -> int:
+    """Where the longest suffix of ``text`` that may be the start of a secret begins.
+
+    A stream that masks text written in pieces keeps ``text[i:]`` back until the next piece
+    shows whether a secret continues there; ``len(text)`` when no suffix needs holding.
+    """
+    by_first = _by_first
+    for i in range(max(0, len(text) - _longest + 1), len(text)):
+        candidates = by_first.get(text[i])
+        if candidates:
+            tail = text[i:]
+            if any(len(f) > len(tail) and f.startswith(tail) for f in candidates):
+                return i
+    return len(text)

@@ -1,0 +1,262 @@
+"""No command prints a secret, whatever a server echoes back.
+
+Each command that reads Prometheus runs as its own process (the real entry point) against a
+loopback server that refuses every request and echoes the credentials it got: the bearer
+token from the token file (rotated after each request it sees), every header value, the
+password of the URL's user-info (decoded from the Basic header) and the Kubernetes token. The
+echo lands in response bodies and, through the clients, in exception texts; the commands
+print it in logs, start-up errors and one-line failures. The test asserts that the echo did
+reach the output (the tenant header, which is no secret, is there) and that no credential
+did, in any of its printed forms.
+
+Every other command is checked through its usage errors: each echoes an ``--output`` value
+it refuses, which here is the token the environment configures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from aiohttp import web
+from typer.testing import CliRunner
+
+from scaler.cli import app
+from scaler.sim.kubeapi import KubeApiServer, KubeStore, write_kubeconfig
+
+TOKEN = "prom-token-Xk29fQ"
+API_KEY = "api-key-77Hq0z"
+TENANT = "tenant-visible-7"
+USER, PASSWORD = "scaler", "url-pass/w0rd+9"
+KUBE_TOKEN = "kube-token-Pq81mZ"
+POLICY = """\
+targets:
+  - workload: {apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm}
+    max_replicas: 4
+"""
+
+
+@dataclass
+class Echo:
+    """Refuses everything, echoing the request's credentials; rotates the token file."""
+
+    token_file: Path
+    tokens_seen: list[str] = field(default_factory=list)
+    url: str = ""
+
+    async def handle(self, request: web.Request) -> web.Response:
+        auth = request.headers.get("Authorization", "")
+        password = ""
+        if auth.startswith("Basic "):
+            password = base64.b64decode(auth[6:]).decode().partition(":")[2]
+        if auth.startswith("Bearer ") and request.path.startswith("/api/v1/"):
+            self.tokens_seen.append(auth[7:])
+            # Rotate, as a projected service-account token is: the next request must
+            # carry (and the output must mask) a token the process has not seen yet.
+            self.token_file.write_text(f"{TOKEN}-r{len(self.tokens_seen)}\n")
+        kube = not request.path.startswith("/api/v1/")
+        body = (
+            f"denied: Authorization={auth} X-Api-Key={request.headers.get('X-Api-Key')} "
+            f"X-Scope-OrgID={request.headers.get('X-Scope-OrgID')} password={password}"
+        )
+        if kube:  # the Kubernetes API's Status shape
+            text = json.dumps({"kind": "Status", "status": "Failure", "message": body, "code": 403})
+            return web.Response(status=403, text=text, content_type="application/json")
+        return web.Response(status=401, text=body)
+
+
+@pytest.fixture
+async def echo(tmp_path: Path) -> AsyncIterator[Echo]:
+    server = Echo(tmp_path / "token")
+    server.token_file.write_text(TOKEN + "\n")
+    aio = web.Application()
+    aio.router.add_route("*", "/{tail:.*}", server.handle)
+    runner = web.AppRunner(aio)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    server.url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    yield server
+    await runner.cleanup()
+
+
+def _secrets(echo: Echo) -> list[str]:
+    """Every credential in the forms it may be printed in."""
+    basic = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+    values = [TOKEN, *echo.tokens_seen, API_KEY, PASSWORD, KUBE_TOKEN, basic]
+    return values + [quote(v, safe="") for v in values]
+
+
+def _env(echo: Echo, tmp_path: Path, *, auth: str, kube_url: str = "") -> dict[str, str]:
+    """The process environment: the token file (``token``) or the URL's user-info (``url``),
+    and two extra headers, one a credential, one a tenant id. The Kubernetes API is the echo
+    too unless ``kube_url`` is given."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VLLM_SCALER_")}
+    url = echo.url
+    if auth == "url":
+        url = url.replace("http://", f"http://{USER}:{quote(PASSWORD, safe='')}@")
+    else:
+        env["VLLM_SCALER_PROMETHEUS_BEARER_TOKEN_FILE"] = str(echo.token_file)
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY)
+    kubeconfig = write_kubeconfig(
+        tmp_path / "kc", server_url=kube_url or echo.url, token=KUBE_TOKEN
+    )
+    env.update(
+        VLLM_SCALER_PROMETHEUS_URL=url,
+        VLLM_SCALER_PROMETHEUS_HEADERS=f"X-Api-Key={API_KEY},X-Scope-OrgID={TENANT}",
+        VLLM_SCALER_POLICY_FILE=str(policy),
+        VLLM_SCALER_KUBECONFIG=str(kubeconfig),
+        VLLM_SCALER_IN_CLUSTER="false",
+        VLLM_SCALER_METRICS_PORT="0",
+    )
+    return env
+
+
+async def _run(args: list[str], env: dict[str, str]) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "scaler", *args,
+        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    out, _ = await asyncio.wait_for(proc.communicate(), timeout=120)
+    return proc.returncode or 0, out.decode()
+
+
+AUTH = [pytest.param("token", id="token-file"), pytest.param("url", id="url-user-info")]
+
+
+@pytest.mark.parametrize("auth", AUTH)
+@pytest.mark.parametrize(
+    ("args", "code", "echoed"),
+    [
+        pytest.param(["recommend", "--once"], 1, "Prometheus queries fail", id="recommend"),
+        pytest.param(
+            ["backtest", "--start", "now-1h", "--no-plot", "--no-progress"],
+            1,
+            "Prometheus refused the query",
+            id="backtest",
+        ),
+        pytest.param(
+            ["dashboards", "--out", "{tmp}/d", "--previews", "{tmp}/p"],
+            1,
+            "previews: RuntimeError: HTTP 401",
+            id="dashboards-previews",
+        ),
+    ],
+)
+async def test_a_command_that_fails_on_an_echo_prints_no_secret(
+    echo: Echo, tmp_path: Path, auth: str, args: list[str], code: int, echoed: str
+) -> None:
+    env = _env(echo, tmp_path, auth=auth)
+    returned, out = await _run([a.replace("{tmp}", str(tmp_path)) for a in args], env)
+    assert returned == code, out
+    assert echoed in out
+    assert f"X-Scope-OrgID={TENANT}" in out  # the server's echo is printed...
+    assert "X-Api-Key=***" in out  # ...masked
+    if auth == "token":
+        assert "Authorization=Bearer ***" in out
+        assert echo.tokens_seen and echo.tokens_seen[0] == TOKEN
+    else:
+        assert "Authorization=Basic ***" in out and "password=***" in out
+    for secret in _secrets(echo):
+        assert secret not in out, secret
+    if args[0] == "recommend":
+        assert "Authorization=Bearer *** X-Api-Key=None X-Scope-OrgID=None" in out  # kube
+
+
+@pytest.mark.parametrize("auth", AUTH)
+async def test_run_masks_every_echo_in_its_json_log_lines(
+    echo: Echo, tmp_path: Path, auth: str
+) -> None:
+    """``run`` with ``--output json``: every line is JSON, the token rotates between cycles,
+    and neither the first token nor a rotated one is printed. The Kubernetes side is the
+    stand-in (a target that cannot be read is not queried)."""
+    store = KubeStore(time.time)
+    store.add_deployment("llm", "vllm", 1, {"app": "vllm"})
+    store.add_pod("llm", "vllm-0", {"app": "vllm"}, ready=True)
+    kube = KubeApiServer(store, token=KUBE_TOKEN)
+    await kube.start()
+    env = _env(echo, tmp_path, auth=auth, kube_url=kube.url)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "scaler", "run", "--output", "json", "--interval", "0.2",
+        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    lines: list[str] = []
+    failed = 0
+    try:
+        async with asyncio.timeout(120):
+            while failed < 15:  # three cycles of five queries
+                raw = await proc.stderr.readline()
+                assert raw, "run exited early:\n" + "".join(lines)
+                lines.append(raw.decode())
+                failed += json.loads(raw)["event"] == "query_failed"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        rest, _ = await asyncio.wait_for(proc.communicate(), timeout=60)
+        await kube.stop()
+    lines += rest.decode().splitlines(keepends=True)
+    events = [json.loads(line) for line in lines]  # every line is one JSON object
+    assert proc.returncode == 0
+    started = next(e for e in events if e["event"] == "started")
+    assert started["prometheus"]["headers"] == ["X-Api-Key", "X-Scope-OrgID"]
+    assert started["prometheus"]["auth"] == (
+        "bearer token file" if auth == "token" else "basic (user-info in the URL)"
+    )
+    out = "".join(lines)
+    assert "X-Api-Key=***" in out and f"X-Scope-OrgID={TENANT}" in out
+    if auth == "token":
+        assert len(set(echo.tokens_seen)) >= 2  # rotated tokens were sent and echoed
+    for secret in _secrets(echo):
+        assert secret not in out, secret
+
+
+COMMANDS = [
+    pytest.param(["run"], id="run"),
+    pytest.param(["recommend"], id="recommend"),
+    pytest.param(["check-policy", "policy.yaml"], id="check-policy"),
+    pytest.param(["backtest"], id="backtest"),
+    pytest.param(["dashboards"], id="dashboards"),
+    pytest.param(["sim"], id="sim"),
+    pytest.param(["bench"], id="bench"),
+    pytest.param(["bench-scale"], id="bench-scale"),
+]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_commands_usage_errors_pass_through_the_masking(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """The secret the environment configures is masked in any command's output, although
+    this command does not read it: here it is echoed by the refusal of ``--output``."""
+    token = tmp_path / "token"
+    token.write_text("env-token-Zr55w\n")
+    env = {"VLLM_SCALER_PROMETHEUS_BEARER_TOKEN_FILE": str(token)}
+    result = CliRunner().invoke(app, [*command, "--output", "env-token-Zr55w"], env=env)
+    assert result.exit_code == 2, result.output
+    assert "***" in result.output
+    assert "env-token-Zr55w" not in result.output
+
+
+def test_sim_keeps_a_real_prometheus_credentials_from_its_own_controller() -> None:
+    from scaler.sim.demo import controller_environment
+
+    env = {
+        "VLLM_SCALER_PROMETHEUS_BEARER_TOKEN_FILE": "/run/token",
+        "VLLM_SCALER_PROMETHEUS_HEADERS": f"X-Api-Key={API_KEY}",
+        "VLLM_SCALER_PROMETHEUS_CA_FILE": "/etc/ca.pem",
+        "VLLM_SCALER_PROMETHEUS_CLIENT_CERT_FILE": "/etc/cert.pem",
+        "VLLM_SCALER_PROMETHEUS_CLIENT_KEY_FILE": "/etc/key.pem",
+        "VLLM_SCALER_LOG_LEVEL": "debug",
+        "PATH": "/usr/bin",
+    }
+    assert controller_environment(env) == {"VLLM_SCALER_LOG_LEVEL": "debug", "PATH": "/usr/bin"}

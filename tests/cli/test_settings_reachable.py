@@ -1,0 +1,64 @@
+"""Every setting is an option (of ``run``; the Prometheus ones of every command that reads
+Prometheus) and a row of the README's settings table, and the table names no other."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from scaler.cli import app
+from scaler.config.cli_options import PROMETHEUS_FIELDS, option_names
+from scaler.config.settings import Settings, env_name
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _table_rows() -> list[tuple[list[str], list[str]]]:
+    """(variables, options) of each row of the table under "Running the controller"."""
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## Running the controller") :]
+    section = section[: section.index("\n## ")]
+    rows = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0].startswith("`") and cells[1].startswith("`--"):
+            variables = re.findall(r"`([A-Z_]+)`", cells[0])
+            options = re.findall(r"`(--[a-z-]+)", cells[1])
+            rows.append((variables, options))
+    return rows
+
+
+def test_the_readme_table_lists_every_setting_and_only_settings() -> None:
+    documented = {"VLLM_SCALER_" + v for variables, _ in _table_rows() for v in variables}
+    assert documented == {env_name(f) for f in Settings.model_fields}
+
+
+def test_every_documented_option_is_an_option_of_run() -> None:
+    result = CliRunner().invoke(app, ["run", "--help"], terminal_width=200)
+    assert result.exit_code == 0
+    shown = set(re.findall(r"--[a-z-]+", result.output))
+    documented = {o for _, options in _table_rows() for o in options}
+    assert documented <= shown
+    assert {option_names(f)[0].split("/")[0] for f in Settings.model_fields} <= documented
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param("run", id="run"),
+        pytest.param("recommend", id="recommend"),
+        pytest.param("backtest", id="backtest"),
+        pytest.param("dashboards", id="dashboards"),
+    ],
+)
+def test_every_command_that_reads_prometheus_takes_every_prometheus_setting(
+    command: str,
+) -> None:
+    result = CliRunner().invoke(app, [command, "--help"], terminal_width=200)
+    assert result.exit_code == 0
+    for field in PROMETHEUS_FIELDS:
+        assert option_names(field)[0] in result.output, (command, field)
+        assert env_name(field) in result.output, (command, field)
