@@ -159,6 +159,13 @@ def check_policy(
                 "max_replicas": t.max_replicas,
                 "signals": [str(s) for s in t.signals.enabled()],
                 "selector": target_selector(t),
+                "shadow": None
+                if t.shadow is None
+                else {
+                    "min_replicas": t.shadow.min_replicas,
+                    "max_replicas": t.shadow.max_replicas,
+                    "signals": [str(s) for s in t.shadow.signals.enabled()],
+                },
             }
             for t in p.targets
         ]
@@ -169,6 +176,12 @@ def check_policy(
             f"{t.key}: replicas {t.min_replicas}..{t.max_replicas}, signals "
             + ", ".join(str(s) for s in t.signals.enabled())
             + f", selector {{{target_selector(t)}}}"
+            + (
+                f"; shadow: replicas {t.shadow.min_replicas}..{t.shadow.max_replicas}, signals "
+                + ", ".join(str(s) for s in t.shadow.signals.enabled())
+                if t.shadow is not None
+                else ""
+            )
         )
 
 

@@ -171,6 +171,22 @@ def test_check_policy_invalid_file_exits_2_naming_file_field_value(tmp_path: Pat
     assert "greater than or equal to 1" in result.output
 
 
+def test_check_policy_names_a_shadow(tmp_path: Path) -> None:
+    """check-policy lists the shadow policy's range and signals after the active one's."""
+    path = tmp_path / "policy.yaml"
+    path.write_text(
+        "targets:\n"
+        "  - workload: {apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm}\n"
+        "    shadow: {max_replicas: 6, signals: {kv_cache_usage: {enabled: false}}}\n",
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(app, ["check-policy", str(path)])
+    assert result.exit_code == 0, result.output
+    assert result.output.rstrip().endswith(
+        "; shadow: replicas 1..6, signals queue_depth, ttft_p95"
+    )
+
+
 def test_check_policy_valid_file_exits_0(tmp_path: Path) -> None:
     path = tmp_path / "policy.yaml"
     path.write_text(
