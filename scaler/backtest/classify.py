@@ -6,8 +6,9 @@ classification (:func:`scaler.sources.prometheus.read_targets`) that
 :class:`scaler.sources.prometheus.PrometheusSource` applies to its instant answers (per-pod
 sums over the ready pods with data, ``partial`` when some have none, ``absent`` versus
 ``empty``, the new KV-cache name preferred per pod, TTFT ``idle`` only when the request rate
-is exactly 0, NaN/Inf/negative invalid); ``tests/backtest/test_classify.py`` pins that this
-adapter and ``PrometheusSource.read`` agree on the same vector.
+is exactly 0, NaN/Inf/negative invalid, frozen and hung pods left out given the previous
+step's ``pod_history``); ``tests/backtest/test_classify.py`` pins that this adapter and
+``PrometheusSource.read`` agree on the same vector.
 
 What history does not have is the Kubernetes side: which pods were ready. A pod counts as
 ready at a step when it has a ``vllm:num_requests_running`` sample then (vLLM serves
@@ -21,7 +22,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
@@ -29,6 +30,7 @@ from scaler.core.observation import PodInfo, WorkloadSnapshot
 from scaler.core.signals import SignalReading, SignalStatus
 from scaler.sources.prometheus import (
     Answer,
+    PodHistory,
     PodSeries,
     QueryOutcome,
     read_targets,
@@ -50,11 +52,14 @@ class StepReadings:
             per-pod values are sums over the pods with data).
         pods: pods of the target with a ``vllm:num_requests_running`` sample at this step.
         kv_metric: the KV-cache metric name(s) found ('' when none).
+        pod_history: the stall detector's per-pod histories after this step: hand them to
+            the next step (see :mod:`scaler.sources.prometheus.stalls`).
     """
 
     signals: dict[SignalName, SignalReading]
     pods: int
     kv_metric: str
+    pod_history: dict[str, PodHistory] = field(default_factory=dict)
 
 
 def _snapshot(target: TargetPolicy, group: PodSeries | None) -> WorkloadSnapshot:
@@ -86,6 +91,7 @@ def readings_at_step(
     vectors: Mapping[QueryKind, Sequence[Sample]],
     *,
     rate_window_seconds: float,
+    history: Mapping[str, Mapping[str, PodHistory]] | None = None,
 ) -> dict[str, StepReadings]:
     """Classify the plan's answers at one step into readings, per target key.
 
@@ -95,6 +101,8 @@ def readings_at_step(
         vectors: query kind -> the ``(labels, value)`` series with a sample at this step; a
             kind of the plan missing here is an answer with no series (``empty``).
         rate_window_seconds: the TTFT ``rate()`` window (only for messages).
+        history: target key -> the ``pod_history`` of its readings at the previous step
+            (None: the first step).
 
     Returns:
         Target key -> :class:`StepReadings`.
@@ -110,10 +118,17 @@ def readings_at_step(
     running = split.pod_groups.get(QueryKind.RUNNING, {})
     snapshots = {t.key: _snapshot(t, running.get(plan.selector_group[t.key])) for t in targets}
     readings = read_targets(
-        targets, snapshots, plan, split, rate_window_seconds=rate_window_seconds
+        targets,
+        snapshots,
+        plan,
+        split,
+        rate_window_seconds=rate_window_seconds,
+        history=history,
     )
     out: dict[str, StepReadings] = {}
     for t in targets:
         tr = readings[t.key]
-        out[t.key] = StepReadings(dict(tr.signals), len(snapshots[t.key].pods), tr.kv_metric)
+        out[t.key] = StepReadings(
+            dict(tr.signals), len(snapshots[t.key].pods), tr.kv_metric, tr.pod_history
+        )
     return out

@@ -26,6 +26,7 @@ from scaler.backtest.history import (
 from scaler.backtest.replay import ReplayResult, replay
 from scaler.backtest.report import TargetBacktest
 from scaler.config.policy import Policy, TargetPolicy
+from scaler.sources.prometheus import PodHistory
 from scaler.sources.promql import build_query_plan
 
 __all__ = ["NoReplicaHistoryError", "Progress", "run_backtest"]
@@ -107,15 +108,18 @@ def run_backtest(
             )
         replicas[t.key] = hist
 
-    per_step = [
-        readings_at_step(
+    per_step = []
+    history: dict[str, dict[str, PodHistory]] = {}  # the stall detector's, step to step
+    for i in range(grid.count):
+        step = readings_at_step(
             targets,
             signals.plan,
             {kind: m.get(i, []) for kind, m in signals.matrices.items()},
             rate_window_seconds=policy.rate_window_seconds,
+            history=history,
         )
-        for i in range(grid.count)
-    ]
+        history = {k: r.pod_history for k, r in step.items() if r.pod_history}
+        per_step.append(step)
 
     def replay_as(p: TargetPolicy, hist: ReplicaHistory) -> ReplayResult:
         return replay(

@@ -21,8 +21,10 @@ from scaler.bench.tsdb import Tsdb
 from scaler.config.policy import TargetPolicy
 from scaler.sources.promql import (
     KV_METRICS,
+    METRIC_LABEL,
     SELECTOR_LABEL,
     TARGET_LABEL,
+    THROUGHPUT_METRICS,
     QueryKind,
     build_query_plan,
 )
@@ -53,7 +55,7 @@ def prometheus_transport(
         tsdb: the scraped series (all of them belong to ``target``'s workload).
         target: the one target the source reads.
         namespace: the pods' ``namespace`` label.
-        rate_window_seconds: ``rate()`` window W of the TTFT queries, seconds.
+        rate_window_seconds: ``rate()`` window W of the TTFT and throughput queries, seconds.
         clock: the virtual "now", seconds (the evaluation time of each query).
 
     An unknown query is answered with Prometheus' ``bad_data`` error (HTTP 400).
@@ -65,6 +67,13 @@ def prometheus_transport(
 
     def answer(kind: QueryKind, t: float) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
+        if kind is QueryKind.THROUGHPUT:
+            for pod, triple in sorted(tsdb.counter_rates(t, rate_window_seconds).items()):
+                for metric, v in zip(THROUGHPUT_METRICS, triple, strict=True):
+                    labels = {"namespace": namespace, "pod": pod, SELECTOR_LABEL: gid}
+                    labels[METRIC_LABEL] = metric
+                    out.append({"metric": labels, "value": [t, _value(v)]})
+            return out
         if kind.per_pod:
             for pod, s in sorted(tsdb.instant(t).items()):
                 labels = {"namespace": namespace, "pod": pod, SELECTOR_LABEL: gid}

@@ -13,10 +13,10 @@ Once every pod is scraped, it runs control cycles two ways, one after the other,
 same Prometheus:
 
 - **vllm-scaler**: :class:`~scaler.sources.prometheus.PrometheusSource` (the production query
-  plan, at most five queries whatever the number of targets) then
+  plan, at most six queries whatever the number of targets) then
   :func:`~scaler.core.decide.decide` for every target;
 - **per-target** (the KEDA model: one ScaledObject trigger per target and signal): each
-  target's own five queries (the same PromQL built for that target alone), sent with bounded
+  target's own six queries (the same PromQL built for that target alone), sent with bounded
   concurrency, then the same decisions.
 
 A cycle here is the Prometheus side plus the decisions; the Kubernetes reads (informer-style
@@ -171,6 +171,9 @@ def _page(pod: str, now: float) -> bytes:
         f"vllm:num_requests_waiting{{{labels}}} {waiting}",
         f"vllm:num_requests_running{{{labels}}} {running}",
         f"vllm:kv_cache_usage_perc{{{labels}}} {kv}",
+        f'vllm:request_success_total{{{labels},finished_reason="stop"}} {count}',
+        f"vllm:prompt_tokens_total{{{labels}}} {count * 900}",
+        f"vllm:generation_tokens_total{{{labels}}} {count * 200}",
     ]
     cumulative = 0.0
     n = len(TTFT_BUCKETS)

@@ -79,7 +79,7 @@ from scaler.core.state import (
     record_write,
     resume,
 )
-from scaler.sources.prometheus import SourceResult, TargetReadings
+from scaler.sources.prometheus import SourceResult, StallKind, TargetReadings
 from scaler.telemetry.metrics import ScalerMetrics
 
 #: Lease annotation holding the persisted decision state (JSON).
@@ -216,6 +216,7 @@ class Controller:
         self._conflict_labels: dict[str, set[str]] = {}
         self._events: dict[tuple[str, str], tuple[object, float]] = {}
         self._stuck_event_at: dict[str, float] = {}
+        self._stalled: dict[str, dict[str, StallKind]] = {}
         self._cost_unsupported_logged: set[str] = set()
         self._removals: dict[str, PendingRemoval] = {}
         self._disabled: set[str] = set()
@@ -419,6 +420,16 @@ class Controller:
                     reason=str(outcome.status),
                     detail=outcome.detail,
                 )
+        for kind, lost in result.unattributed.items():
+            m.unattributed_series.labels(str(kind)).inc(lost.count)
+            self.log.warning(
+                "series_unattributed",
+                query=str(kind),
+                count=lost.count,
+                first=lost.first,
+                message="series that name no selector group or target were left out; the "
+                "targets they may belong to read them as missing",
+            )
 
     async def _cycle_target(
         self,
@@ -557,6 +568,7 @@ class Controller:
                 )
         if readings.dropped:
             m.stale_series_dropped.labels(t.key).inc(len(readings.dropped))
+        self._export_stalls(t, readings)
         if readings.kv_metric:
             m.kv_metric.labels(t.key, readings.kv_metric).set(1)
         for e in decision.signals:
@@ -583,6 +595,52 @@ class Controller:
             Direction.NONE
         ):
             m.refused_writes.labels(t.key, decision.reason).inc()
+
+    def _export_stalls(self, t: TargetPolicy, readings: TargetReadings) -> None:
+        """Frozen and hung pods: counted every cycle, a warning when a pod becomes one."""
+        m = self.metrics
+        kinds = {pod: s.kind for pod, s in readings.stalled.items()}
+        m.frozen_pods.labels(t.key).set(sum(k is StallKind.FROZEN for k in kinds.values()))
+        m.hung_pods.labels(t.key).set(sum(k is StallKind.HUNG for k in kinds.values()))
+        before = self._stalled.get(t.key, {})
+        reads_per_pod = any(n.per_pod for n in t.signals.enabled())
+        for pod, s in sorted(readings.stalled.items()):
+            if before.get(pod) is s.kind:
+                continue
+            if not reads_per_pod:
+                consequence = "it ranks first for removal on a scale-down"
+            elif s.kind is StallKind.FROZEN:
+                consequence = (
+                    "its queue and KV-cache values are left out of scale-up; scale-down waits "
+                    "until they move"
+                )
+            else:
+                consequence = (
+                    "its queue is not load more replicas could serve and is left out; "
+                    "scale-down waits; restart the pod if it stays hung"
+                )
+            self.log.warning(
+                f"pod_{s.kind}",
+                target=t.key,
+                pod=pod,
+                polls=s.polls,
+                waiting=s.gauges.waiting,
+                running=s.gauges.running,
+                kv_cache=s.gauges.kv_cache,
+                message=f"{s.describe()}: {consequence}",
+            )
+        for pod in sorted(before.keys() - kinds.keys()):
+            self.log.info(
+                "pod_stall_ended",
+                target=t.key,
+                pod=pod,
+                was=str(before[pod]),
+                message=f"pod {pod} is no longer {before[pod]}: its values count again",
+            )
+        if kinds:
+            self._stalled[t.key] = kinds
+        else:
+            self._stalled.pop(t.key, None)
 
     def _export_control(self, t: TargetPolicy, c: Control) -> None:
         m = self.metrics

@@ -110,7 +110,17 @@ def report_json(report: TargetReport) -> dict[str, Any]:
     out.update(decision_json(d))
     out["shadow"] = decision_json(report.shadow) if report.shadow is not None else None
     if report.readings is not None:
-        out["kv_cache_metric"] = report.readings.kv_metric
+        r = report.readings
+        out["kv_cache_metric"] = r.kv_metric
+        out["stalled_pods"] = {pod: str(s.kind) for pod, s in sorted(r.stalled.items())}
+        total = r.throughput.total
+        out["throughput"] = {
+            "status": str(r.throughput.status),
+            "pods_with_rates": len(r.throughput.pods),
+            "requests_per_second": total.requests_per_second if total else None,
+            "prompt_tokens_per_second": total.prompt_tokens_per_second if total else None,
+            "generation_tokens_per_second": total.generation_tokens_per_second if total else None,
+        }
     return out
 
 
@@ -136,6 +146,12 @@ def print_reports(reports: list[TargetReport], fmt: OutputFormat, out: TextIO) -
             f"  replicas: ready {d.replicas.ready}, starting {d.replicas.starting}, "
             f"stuck {d.replicas.stuck}, terminating {d.replicas.terminating}\n"
         )
+        if r.readings is not None and r.readings.stalled:
+            out.write(
+                "  not counted: "
+                + "; ".join(s.describe() for _, s in sorted(r.readings.stalled.items()))
+                + "\n"
+            )
         if r.shadow is not None:
             out.write(side_by_side(d, r.shadow))
             continue

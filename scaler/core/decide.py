@@ -39,6 +39,12 @@ limits) with changes for LLM serving:
    of good samples must pass before a scale-down.
 5. Per-period step limits (HPA ``behavior.policies`` with ``selectPolicy: Max``), then the
    min/max clamp.
+
+Every decision's reason and message say what happened, with the numbers: a hold at the
+current replicas is ``within_tolerance`` only when the signal that asks for the most is
+inside its tolerance band; when it is outside but its proportional rule still gives the
+current replicas (15 waiting on 2 replicas against 10 per replica: ratio 0.75, yet
+``ceil(15 / 10) = 2``), the reason is ``demand_covered`` and the message shows the rounding.
 """
 
 from __future__ import annotations
@@ -51,7 +57,12 @@ from scaler.config.policy import ScalingRules, TargetPolicy
 from scaler.config.vocabulary import SignalName
 from scaler.core.capacity import CapacityView, evaluate_capacity
 from scaler.core.evaluation import EPS as _EPS
-from scaler.core.evaluation import SignalEvaluation, ceil_replicas, evaluate_signal
+from scaler.core.evaluation import (
+    LATENCY_MAX_RATIO,
+    SignalEvaluation,
+    ceil_replicas,
+    evaluate_signal,
+)
 from scaler.core.load_time import observe_starts
 from scaler.core.observation import Observation, ReplicaCounts
 from scaler.core.reasons import Reason
@@ -298,7 +309,9 @@ def decide(
     desired, state, held = hold_for_outside_writer(policy, state, current, clamped.replicas, now)
     held = held or rec.held
     if held is None or desired != current:
-        held = _final_reason(policy, current, rec.replicas, desired, limits, rec.driving, held)
+        held = _final_reason(policy, counts, rec.replicas, desired, limits, rec.driving, held)
+        if held[0] in (Reason.WITHIN_TOLERANCE, Reason.DEMAND_COVERED):
+            held = (held[0], held[1] + _left_out(evaluations))
     return Decision(
         current_replicas=current,
         desired_replicas=desired,
@@ -359,7 +372,7 @@ def recommend(
             current,
             held=(
                 Reason.NO_VALID_SIGNALS,
-                "no signal could be read: " + _describe_invalid(evaluations),
+                f"no signal is usable, holding {current}: " + _describe_invalid(evaluations),
             ),
         )
     driving = max(usable, key=lambda e: (e.desired_replicas or 0, e.ratio or 0.0))
@@ -380,7 +393,7 @@ def _scale_down_guard(
     blocking = [e for e in evaluations if e.status.blocks_scale_down]
     if blocking:
         return Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL, (
-            f"signals ask for {asked} but scale-down needs every signal; "
+            f"signals ask for {asked}, but scale-down needs every signal valid: "
             + _describe_invalid(blocking)
         )
     if counts.starting > 0:
@@ -505,9 +518,50 @@ def hold_for_outside_writer(
     return desired, replace(state, last_rewrite_at=now), None
 
 
+def _in_band(policy: TargetPolicy, e: SignalEvaluation) -> bool:
+    """The evaluation's ratio lies in the target's tolerance band (bounds included)."""
+    tol = policy.tolerance
+    return e.ratio is not None and (1 - tol.scale_down - _EPS <= e.ratio <= 1 + tol.scale_up + _EPS)
+
+
+def _hold_reason(
+    policy: TargetPolicy, counts: ReplicaCounts, driving: SignalEvaluation | None
+) -> tuple[Reason, str]:
+    """Why the signals ask for exactly the current replicas: the deciding signal is inside
+    its tolerance band, or outside it while its proportional rule gives the current count."""
+    current = counts.current
+    e = driving
+    if e is None or e.value is None or e.ratio is None:
+        return Reason.WITHIN_TOLERANCE, f"no signal asks for a change: holding {current}"
+    tol = policy.tolerance
+    band = f"{1 - tol.scale_down:.2f}-{1 + tol.scale_up:.2f}"
+    if _in_band(policy, e):
+        return Reason.WITHIN_TOLERANCE, (
+            f"{e.name} {e.value:.3g} vs target {e.target:.3g} (ratio {e.ratio:.2f}) is within "
+            f"its tolerance band {band}: holding {current}"
+        )
+    side = "below" if e.ratio < 1 else "above"
+    demand = e.demand_replicas if e.demand_replicas is not None else current
+    if e.name.per_pod:
+        total = e.value * max(current, 1)
+        return Reason.DEMAND_COVERED, (
+            f"{e.name} {e.value:.3g} per replica vs target {e.target:.3g} (ratio "
+            f"{e.ratio:.2f}) is {side} its tolerance band {band}, but {total:.3g} in all "
+            f"need ceil({total:.3g} / {e.target:.3g}) = {demand} replicas: holding {current}"
+        )
+    covered = f", no more than the {current} asked for" if demand < current else ""
+    if demand < current and counts.stuck:
+        covered += f" ({counts.stuck} of them stuck)"
+    return Reason.DEMAND_COVERED, (
+        f"{e.name} {e.value:.3g} s vs target {e.target:.3g} s (ratio {e.ratio:.2f}) is {side} "
+        f"its tolerance band {band}, but asks for ceil({min(e.ratio, LATENCY_MAX_RATIO):.2f} "
+        f"x {counts.ready} ready) = {demand} replicas{covered}: holding {current}"
+    )
+
+
 def _final_reason(
     policy: TargetPolicy,
-    current: int,
+    counts: ReplicaCounts,
     recommended: int,
     desired: int,
     limits: tuple[Limit, ...],
@@ -516,6 +570,7 @@ def _final_reason(
 ) -> tuple[Reason, str]:
     """The decision's reason and message: a hold's own when nothing changes, else the limit
     that shaped the change."""
+    current = counts.current
     sig = ""
     if driving is not None and driving.name is SignalName.CAPACITY and driving.valid:
         sig = f" (capacity: {driving.detail})"
@@ -539,7 +594,7 @@ def _final_reason(
             return Reason.STEP_LIMITED, (
                 f"signals ask for {recommended}; the per-period step is used up{sig}"
             )
-        return Reason.WITHIN_TOLERANCE, f"every signal is within tolerance of its target{sig}"
+        return _hold_reason(policy, counts, driving)
     verb = "up" if desired > current else "down"
     if Limit.MAX_REPLICAS in limits and desired == policy.max_replicas:
         return Reason.AT_MAX, (
@@ -564,6 +619,16 @@ def _final_reason(
     if desired > current:
         return Reason.SCALE_UP, f"scale up {current} -> {desired}{sig}"
     return Reason.SCALE_DOWN, f"scale down {current} -> {desired}{sig}"
+
+
+def _left_out(evaluations: tuple[SignalEvaluation, ...]) -> str:
+    """``; left out: queue_depth nan (...)`` for the signals a hold could not use, or ''."""
+    unusable = [e for e in evaluations if not e.valid]
+    if not unusable:
+        return ""
+    return "; left out: " + ", ".join(
+        f"{e.name} {e.status}" + (f" ({e.detail})" if e.detail else "") for e in unusable
+    )
 
 
 def _describe_invalid(evaluations: list[SignalEvaluation] | tuple[SignalEvaluation, ...]) -> str:

@@ -15,12 +15,19 @@ from scaler.config.vocabulary import SignalName
 from scaler.core.observation import ReplicaCounts
 from scaler.core.signals import SignalReading, SignalStatus
 
-__all__ = ["EPS", "SignalEvaluation", "banded", "ceil_replicas", "evaluate_signal"]
+__all__ = [
+    "EPS",
+    "LATENCY_MAX_RATIO",
+    "SignalEvaluation",
+    "banded",
+    "ceil_replicas",
+    "evaluate_signal",
+]
 
 #: Float noise must not turn 5.0000000001 into 6 replicas or put 1.1 outside a 0.1 band.
 EPS = 1e-9
-# The most a latency signal may multiply the ready replicas by in one decision.
-_LATENCY_MAX_RATIO = 2.0
+#: The most a latency signal may multiply the ready replicas by in one decision.
+LATENCY_MAX_RATIO = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +107,7 @@ def evaluate_signal(
         ratio = 0.0 if reading.status is SignalStatus.IDLE else raw / target
         # Latency is not proportional to load (it grows without bound near saturation), so
         # one decision may at most double the serving replicas on it (AIBrix APA's 2x step).
-        proposed = ceil_replicas(min(ratio, _LATENCY_MAX_RATIO) * max(counts.ready, 1))
+        proposed = ceil_replicas(min(ratio, LATENCY_MAX_RATIO) * max(counts.ready, 1))
         if counts.starting > 0 or ttft_settling:
             # TTFT cannot improve before the starting replicas serve, nor read as improved
             # until its rate window has passed since they did: it may not ask for capacity

@@ -26,7 +26,13 @@ class Reason(StrEnum):
         (also when current replicas are outside the range and are brought back into it).
 
     Holds (desired == current):
-      - ``within_tolerance``: every signal's ratio to its target lies in the tolerance band.
+      - ``within_tolerance``: the signal that asks for the most replicas has its ratio to
+        its target inside the tolerance band (the others ask for no more).
+      - ``demand_covered``: that signal is outside its tolerance band, but its proportional
+        rule gives no more than the current replicas: below the band the demand rounds up
+        to them (15 waiting on 2 replicas against 10 per replica: ratio 0.75, and
+        ``ceil(15 / 10) = 2``); above it, TTFT's demand from the ready replicas is no more
+        than the replicas asked for (some of them stuck).
       - ``stabilized``: the stabilization window held back a change the signals asked for.
       - ``waiting_for_pending`` (:attr:`WAITING_FOR_STARTING`): replicas still starting
         (loading their model) already cover the demand,
@@ -35,7 +41,8 @@ class Reason(StrEnum):
       - ``waiting_for_drain``: a scale-down waits until the pods removed earlier are gone.
       - ``scale_down_blocked_missing_signal``: a scale-down was asked while an enabled signal
         was missing or invalid (HPA's rule: never scale down on a partial picture).
-      - ``no_valid_signals``: no enabled signal could be read; hold the current replicas.
+      - ``no_valid_signals``: no enabled signal is usable (unreadable, or read with an
+        unusable value); hold the current replicas.
       - ``outside_writer``: someone else keeps changing ``spec.replicas``; we re-apply at most
         once per cooldown instead of fighting.
 
@@ -64,3 +71,4 @@ class Reason(StrEnum):
     PAUSED = "paused"
     PINNED = "pinned"
     SCALING_DISABLED = "scaling_disabled"
+    DEMAND_COVERED = "demand_covered"

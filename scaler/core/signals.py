@@ -26,6 +26,13 @@ class SignalStatus(StrEnum):
       and it asks for no capacity.
     - ``partial``: per-pod signal with some ready pods missing series. Usable to scale up
       (missing pods count as zero load, HPA's rule); blocks scale-down.
+    - ``frozen``: per-pod signal with some ready pods whose values stopped moving: their
+      queue, running requests and KV-cache usage bit-identical over several polls while they
+      produced no token (vLLM refreshes those gauges only when the engine steps). Those pods
+      count as zero load: usable to scale up on the others, blocks scale-down.
+    - ``hung``: per-pod signal with some ready pods whose queue does not drain while they
+      produce no token (an engine that no longer steps). As ``frozen``: those pods count as
+      zero load (their queue is not load more replicas can serve), blocks scale-down.
 
     Unusable statuses (the signal is invalid this cycle; never read as zero):
 
@@ -41,7 +48,10 @@ class SignalStatus(StrEnum):
     - ``http_error``: a non-2xx HTTP status without a usable body.
     - ``timeout``: the HTTP request timed out on our side.
     - ``transport``: the connection failed (refused, reset, DNS).
-    - ``bad_response``: the body was not the Prometheus API's JSON shape.
+    - ``bad_response``: the body was not the Prometheus API's JSON shape, or one of this
+      target's series was malformed (a bad sample value, a label map that is not one).
+    - ``duplicate_series``: the answer held two series for one of this target's pods (or
+      for the target): which one is right cannot be told. Only that target is affected.
 
     Neither usable nor blocking:
 
@@ -66,12 +76,15 @@ class SignalStatus(StrEnum):
     TIMEOUT = "timeout"
     TRANSPORT = "transport"
     BAD_RESPONSE = "bad_response"
+    FROZEN = "frozen"
+    HUNG = "hung"
+    DUPLICATE_SERIES = "duplicate_series"
     LEARNING = "learning"
 
     @property
     def usable_for_scale_up(self) -> bool:
         """True when the value may drive a scale-up."""
-        return self in (SignalStatus.OK, SignalStatus.IDLE, SignalStatus.PARTIAL)
+        return self in _USABLE_FOR_SCALE_UP
 
     @property
     def usable_for_scale_down(self) -> bool:
@@ -85,6 +98,17 @@ class SignalStatus(StrEnum):
         return not self.usable_for_scale_down and self is not SignalStatus.LEARNING
 
 
+_USABLE_FOR_SCALE_UP = frozenset(
+    {
+        SignalStatus.OK,
+        SignalStatus.IDLE,
+        SignalStatus.PARTIAL,
+        SignalStatus.FROZEN,
+        SignalStatus.HUNG,
+    }
+)
+
+
 @dataclass(frozen=True, slots=True)
 class SignalReading:
     """One signal of one target in one cycle, as the source read it.
@@ -93,7 +117,8 @@ class SignalReading:
         name: which signal.
         status: the outcome; see :class:`SignalStatus`.
         value: for per-pod signals the **sum** over the target's live, ready pods that have
-            data (waiting requests; KV-cache usage as a sum of 0-1 ratios); for ``ttft_p95``
+            data and are neither frozen nor hung (waiting requests; KV-cache usage as a sum
+            of 0-1 ratios); for ``ttft_p95``
             the quantile in seconds. ``None`` when the status is not usable.
         pods_with_data: ready pods whose series were found (per-pod signals; 0 otherwise).
         pods_missing: ready pods with no series (per-pod signals; 0 otherwise).

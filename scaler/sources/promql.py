@@ -1,13 +1,13 @@
 """The PromQL vllm-scaler sends: a fixed set of instant queries covering every target at once.
 
-One control cycle sends at most five instant queries (:class:`QueryKind`), whatever the number
+One control cycle sends at most six instant queries (:class:`QueryKind`), whatever the number
 of targets; each query is the ``or`` of one sub-expression per *group*, and every
 sub-expression is tagged with :func:`label_replace` so the answer can be split back per group:
 
-- per-pod queries (waiting, running, KV cache) are grouped by label selector: every target
-  with the default selector (its namespace and its pods' names) is in one group selected by
-  namespace alone, and targets with explicit ``prometheus_matchers`` group by distinct
-  selector (:func:`target_selector`). Each series is tagged
+- per-pod queries (waiting, running, KV cache, throughput) are grouped by label selector:
+  every target with the default selector (its namespace and its pods' names) is in one group
+  selected by namespace alone, and targets with explicit ``prometheus_matchers`` group by
+  distinct selector (:func:`target_selector`). Each series is tagged
   ``scaler_selector="s<i>"`` and keeps ``namespace`` and ``pod`` so the source can match it
   to the target's live, ready pods (by name in the default group). Tagging (rather than
   merging with a plain ``or``) keeps a series of a pod picked by two selectors in both
@@ -32,6 +32,14 @@ Why these expressions:
   [W])))`` over the target's pods. It is NaN both when there is no traffic (0/0) and when the
   data is broken, so a second query, ``sum(rate(..._count[W]))``, gives the request rate:
   exactly 0 means idle. Bucket bounds are never hard-coded (vLLM accepts custom buckets).
+- Throughput: per pod, ``sum by (namespace, pod) (rate(C{SEL}[W]))`` of each of vLLM's
+  counters ``vllm:request_success_total`` (finished requests, every ``finished_reason``),
+  ``vllm:prompt_tokens_total`` and ``vllm:generation_tokens_total``, summed over engines, one
+  series per counter: ``rate()`` drops the metric name, so each is tagged
+  ``scaler_metric="<counter>"`` (not ``__name__`` again: ``or`` matches label sets without
+  the name, and would keep only the first counter of each pod). Zero token throughput tells
+  a frozen gauge from a busy pod (:mod:`scaler.sources.prometheus.stalls`); the same per-pod
+  rates are a target's demand.
 
 All expressions were checked against Prometheus 2.42 (``tests/sources/test_prometheus_real.py``).
 Queries get long with many targets: send them as POST form bodies.
@@ -48,11 +56,16 @@ from scaler.config.policy import POD_NAME_SUFFIX, TargetPolicy
 from scaler.config.vocabulary import SignalName
 
 __all__ = [
+    "GENERATION_TOKENS_METRIC",
     "KV_METRICS",
+    "METRIC_LABEL",
+    "PROMPT_TOKENS_METRIC",
+    "REQUESTS_METRIC",
     "RUNNING_METRIC",
     "SELECTOR_LABEL",
     "SIGNAL_QUERY",
     "TARGET_LABEL",
+    "THROUGHPUT_METRICS",
     "TTFT_BUCKET_METRIC",
     "TTFT_COUNT_METRIC",
     "WAITING_METRIC",
@@ -69,6 +82,8 @@ __all__ = [
 SELECTOR_LABEL = "scaler_selector"
 #: Label that tags target-level (TTFT) series with the target key.
 TARGET_LABEL = "scaler_target"
+#: Label that tags each throughput series with the counter it is the rate of.
+METRIC_LABEL = "scaler_metric"
 
 WAITING_METRIC = "vllm:num_requests_waiting"
 RUNNING_METRIC = "vllm:num_requests_running"
@@ -76,6 +91,16 @@ RUNNING_METRIC = "vllm:num_requests_running"
 KV_METRICS: tuple[str, ...] = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
 TTFT_BUCKET_METRIC = "vllm:time_to_first_token_seconds_bucket"
 TTFT_COUNT_METRIC = "vllm:time_to_first_token_seconds_count"
+#: vLLM's counters of finished requests, prefill tokens and generated tokens (all versions).
+REQUESTS_METRIC = "vllm:request_success_total"
+PROMPT_TOKENS_METRIC = "vllm:prompt_tokens_total"
+GENERATION_TOKENS_METRIC = "vllm:generation_tokens_total"
+#: The counters whose per-pod rates the throughput query reads (each series' ``scaler_metric``).
+THROUGHPUT_METRICS: tuple[str, ...] = (
+    REQUESTS_METRIC,
+    PROMPT_TOKENS_METRIC,
+    GENERATION_TOKENS_METRIC,
+)
 
 
 class QueryKind(StrEnum):
@@ -86,11 +111,17 @@ class QueryKind(StrEnum):
     KV_CACHE = "kv_cache"
     TTFT_QUANTILE = "ttft_quantile"
     TTFT_RATE = "ttft_rate"
+    THROUGHPUT = "throughput"
 
     @property
     def per_pod(self) -> bool:
         """True for queries whose series are per (namespace, pod) and tagged by selector."""
-        return self in (QueryKind.WAITING, QueryKind.RUNNING, QueryKind.KV_CACHE)
+        return self in (
+            QueryKind.WAITING,
+            QueryKind.RUNNING,
+            QueryKind.KV_CACHE,
+            QueryKind.THROUGHPUT,
+        )
 
 
 #: Which query carries each signal's value.
@@ -169,13 +200,19 @@ def _per_pod_expr(metric_selector: str, agg: str, by: str) -> str:
     return f"{agg} by ({by}) ({metric_selector})"
 
 
+def _named_rate(metric: str, sel: str, window: str) -> str:
+    """The per-pod rate of counter ``metric``, tagged with its name (rate() drops the name)."""
+    rate = _per_pod_expr(f"rate({metric}{{{sel}}}[{window}])", "sum", "namespace, pod")
+    return _tag(rate, METRIC_LABEL, metric)
+
+
 def build_query_plan(targets: Sequence[TargetPolicy], *, rate_window_seconds: float) -> QueryPlan:
     """Build the cycle's queries for all ``targets``.
 
     Args:
         targets: the targets to read (any number; the query count does not grow with it).
-        rate_window_seconds: the ``rate()`` window W of the TTFT queries (``Policy.
-            rate_window_seconds``, at least 4 scrape intervals).
+        rate_window_seconds: the ``rate()`` window W of the TTFT and throughput queries
+            (``Policy.rate_window_seconds``, at least 4 scrape intervals).
 
     Returns:
         A :class:`QueryPlan`. Per kind, the query is the ``or`` of tagged sub-expressions:
@@ -189,7 +226,11 @@ def build_query_plan(targets: Sequence[TargetPolicy], *, rate_window_seconds: fl
           vllm:time_to_first_token_seconds_bucket{SEL_t}[W]))), "scaler_target", "<key>",
           "", "") or ...`` per TTFT-enabled target;
         - ``ttft_rate``: ``label_replace(sum(rate(vllm:time_to_first_token_seconds_count
-          {SEL_t}[W])), "scaler_target", "<key>", "", "") or ...``.
+          {SEL_t}[W])), "scaler_target", "<key>", "", "") or ...``;
+        - ``throughput``: ``label_replace((label_replace(sum by (namespace, pod) (rate(
+          vllm:request_success_total{SEL}[W])), "scaler_metric", "vllm:request_success_total",
+          "", "") or <the same for vllm:prompt_tokens_total and vllm:generation_tokens_total>),
+          "scaler_selector", "s<i>", "", "") or ...`` for every target's selector.
     """
     window = promql_duration(rate_window_seconds)
     selectors: dict[str, str] = {}
@@ -238,6 +279,8 @@ def build_query_plan(targets: Sequence[TargetPolicy], *, rate_window_seconds: fl
             if kind is QueryKind.KV_CACHE:
                 matchers = ",".join(m for m in (f'__name__=~"{kv_names}"', sel) if m)
                 inner = _per_pod_expr(f"{{{matchers}}}", "max", "namespace, pod, __name__")
+            elif kind is QueryKind.THROUGHPUT:
+                inner = "(" + _or([_named_rate(m, sel, window) for m in THROUGHPUT_METRICS]) + ")"
             else:
                 metric = WAITING_METRIC if kind is QueryKind.WAITING else RUNNING_METRIC
                 inner = _per_pod_expr(f"{metric}{{{sel}}}", "sum", "namespace, pod")
@@ -247,6 +290,7 @@ def build_query_plan(targets: Sequence[TargetPolicy], *, rate_window_seconds: fl
     per_pod(QueryKind.WAITING, groups_for(SignalName.QUEUE_DEPTH))
     per_pod(QueryKind.RUNNING, groups_for(None))
     per_pod(QueryKind.KV_CACHE, groups_for(SignalName.KV_CACHE_USAGE))
+    per_pod(QueryKind.THROUGHPUT, groups_for(None))
 
     ttft_targets = [t for t in targets if SignalName.TTFT_P95 in t.signals.enabled()]
     if ttft_targets:

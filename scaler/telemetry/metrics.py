@@ -183,6 +183,28 @@ class ScalerMetrics:
             t,
             registry=r,
         )
+        self.frozen_pods = Gauge(
+            "vllm_scaler_frozen_pods",
+            "Ready pods whose queue, running and KV-cache values stopped moving (bit-identical "
+            "over several polls while they produced no token): left out of the signals, and "
+            "scale-down waits.",
+            t,
+            registry=r,
+        )
+        self.hung_pods = Gauge(
+            "vllm_scaler_hung_pods",
+            "Ready pods whose queue does not drain while they produce no token (a hung "
+            "engine): their queue is not counted as load, and scale-down waits.",
+            t,
+            registry=r,
+        )
+        self.unattributed_series = Counter(
+            "vllm_scaler_unattributed_series",
+            "Series of a query's answer left out because they named no selector group or "
+            "target (a proxy or a backend that mangles labels).",
+            ["query"],
+            registry=r,
+        )
         self.kv_metric = Gauge(
             "vllm_scaler_kv_cache_metric_info",
             "1 for the vLLM KV-cache metric name found for the target.",

@@ -152,7 +152,8 @@ def test_same_readings_as_the_live_source(v: dict[QueryKind, list[Sample]]) -> N
     def handler(request: httpx.Request) -> httpx.Response:
         query = parse_qs(request.content.decode())["query"][0]
         result = [
-            {"metric": labels, "value": [1.0, _fmt(value)]} for labels, value in by_query[query]
+            {"metric": labels, "value": [1.0, _fmt(value)]}
+            for labels, value in by_query.get(query, [])
         ]
         return httpx.Response(
             200, json={"status": "success", "data": {"resultType": "vector", "result": result}}
@@ -227,3 +228,25 @@ def test_targets_sharing_a_namespace_selector_count_only_their_own_pods() -> Non
     got = readings_at_step(two.targets, plan, v, rate_window_seconds=60)
     assert got["llm/Deployment/vllm"].signals[SignalName.QUEUE_DEPTH].value == 3.0
     assert got["llm/Deployment/big"].signals[SignalName.QUEUE_DEPTH].value == 40.0
+
+
+def test_frozen_pods_are_recognised_across_steps_with_the_threaded_history() -> None:
+    """History replays the live source's stall detector: the histories of one step are
+    handed to the next, and a pod frozen on three steps is left out of the queue."""
+    v = vectors(running={A: 106, B: 1}, waiting={A: 15, B: 2}, kv_new={A: 0.904, B: 0.1})
+    counters = ("vllm:request_success_total", "vllm:prompt_tokens_total")
+    v[QueryKind.THROUGHPUT] = [
+        (pod(p, scaler_metric=m), 0.0 if p == A else 5.0)
+        for p in (A, B)
+        for m in (*counters, "vllm:generation_tokens_total")
+    ]
+    history: dict[str, Any] = {}
+    statuses = []
+    for _ in range(3):
+        step = readings_at_step(POLICY.targets, PLAN, v, rate_window_seconds=60, history=history)
+        history = {k: r.pod_history for k, r in step.items() if r.pod_history}
+        statuses.append(step[KEY].signals[SignalName.QUEUE_DEPTH].status)
+    assert statuses == [SignalStatus.OK, SignalStatus.OK, SignalStatus.FROZEN]
+    assert step[KEY].signals[SignalName.QUEUE_DEPTH].value == 2.0  # B's only
+    again = readings_at_step(POLICY.targets, PLAN, v, rate_window_seconds=60)
+    assert again[KEY].signals[SignalName.QUEUE_DEPTH].status is SignalStatus.OK  # no history

@@ -17,7 +17,7 @@ from scaler.sim.prometheus_server import PrometheusNotInstalledError, find_prome
 pytestmark = pytest.mark.e2e
 
 
-async def test_query_count_is_constant_and_per_target_is_five_per_target() -> None:
+async def test_query_count_is_constant_and_per_target_is_six_per_target() -> None:
     try:
         find_prometheus_binary()
     except PrometheusNotInstalledError as err:
@@ -37,8 +37,8 @@ async def test_query_count_is_constant_and_per_target_is_five_per_target() -> No
     finally:
         structlog.configure(**saved)
     ours, keda = r.approaches
-    assert ours.queries_per_cycle == 5 and ours.failed_queries == 0
-    assert keda.queries_per_cycle == 5 * 20 and keda.failed_queries == 0
+    assert ours.queries_per_cycle == 6 and ours.failed_queries == 0
+    assert keda.queries_per_cycle == 6 * 20 and keda.failed_queries == 0
     # grouped queries read what per-target ones read
     assert r.disagreeing_signals == 0, r.disagreements
     assert "queries/cycle" in format_result(r)
@@ -47,13 +47,18 @@ async def test_query_count_is_constant_and_per_target_is_five_per_target() -> No
     assert 0 < ours.outside_queries_p50_seconds <= ours.cycle_p50_seconds
 
 
-def test_without_ttft_the_plan_has_the_three_per_pod_queries() -> None:
+def test_without_ttft_the_plan_has_the_four_per_pod_queries() -> None:
     from scaler.bench.scale import _fleet
     from scaler.sources.promql import QueryKind, build_query_plan
 
     policies, pods = _fleet(10, 2, 2, ttft=False)
     assert len(pods) == 20
     plan = build_query_plan(policies, rate_window_seconds=60)
-    assert set(plan.queries) == {QueryKind.WAITING, QueryKind.RUNNING, QueryKind.KV_CACHE}
+    assert set(plan.queries) == {
+        QueryKind.WAITING,
+        QueryKind.RUNNING,
+        QueryKind.KV_CACHE,
+        QueryKind.THROUGHPUT,
+    }
     with_ttft, _ = _fleet(10, 2, 2)
-    assert len(build_query_plan(with_ttft, rate_window_seconds=60).queries) == 5
+    assert len(build_query_plan(with_ttft, rate_window_seconds=60).queries) == 6

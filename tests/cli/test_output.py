@@ -54,6 +54,7 @@ def _policy_file(tmp_path: Path) -> Path:
                         "max_replicas": 10,
                         "signals": ["queue_depth", "kv_cache_usage", "ttft_p95"],
                         "selector": 'namespace="llm",pod=~"vllm-[a-z0-9]+-[a-z0-9]+"',
+                        "shadow": None,
                     }
                 ]
             ),

@@ -182,9 +182,7 @@ def test_check_policy_names_a_shadow(tmp_path: Path) -> None:
     )
     result = CliRunner().invoke(app, ["check-policy", str(path)])
     assert result.exit_code == 0, result.output
-    assert result.output.rstrip().endswith(
-        "; shadow: replicas 1..6, signals queue_depth, ttft_p95"
-    )
+    assert result.output.rstrip().endswith("; shadow: replicas 1..6, signals queue_depth, ttft_p95")
 
 
 def test_check_policy_valid_file_exits_0(tmp_path: Path) -> None:

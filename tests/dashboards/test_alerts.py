@@ -83,6 +83,8 @@ def test_the_required_alerts_exist() -> None:
         "vllm_scaler_conflict",
         "vllm_scaler_stuck_replicas",
         "vllm_scaler_scale_failures_total",
+        "vllm_scaler_hung_pods",
+        "vllm_scaler_frozen_pods",
     ):
         assert needle in joined, needle
 
@@ -125,7 +127,7 @@ def test_promtool_check_rules_as_shipped() -> None:
         [_promtool(), "check", "rules", *files], capture_output=True, text=True, check=False
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "SUCCESS: 9 rules found" in out.stdout, out.stdout
+    assert "SUCCESS: 11 rules found" in out.stdout, out.stdout
 
 
 def test_promtool_test_rules_as_shipped() -> None:

@@ -11,7 +11,7 @@ from scaler.core.reasons import Reason
 from tests.support.controller_harness import Harness, case_policy
 from tests.support.fakeprom import TS, R, kv, per_pod
 
-QUERY_KINDS = ("waiting", "running", "kv_cache", "ttft_quantile", "ttft_rate")
+QUERY_KINDS = ("waiting", "running", "kv_cache", "ttft_quantile", "ttft_rate", "throughput")
 SIGNALS = ("queue_depth", "kv_cache_usage", "ttft_p95")
 
 

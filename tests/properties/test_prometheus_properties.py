@@ -15,7 +15,13 @@ from hypothesis import strategies as st
 
 from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus import PrometheusSource, parse_sample_value
-from scaler.sources.promql import SELECTOR_LABEL, TARGET_LABEL, QueryKind, build_query_plan
+from scaler.sources.promql import (
+    SELECTOR_LABEL,
+    TARGET_LABEL,
+    THROUGHPUT_METRICS,
+    QueryKind,
+    build_query_plan,
+)
 from tests.support.fakeprom import snapshot, target
 
 TARGET = target()
@@ -66,6 +72,7 @@ def _labels(kind: QueryKind) -> st.SearchStrategy[dict[str, str]]:
             "__name__": st.sampled_from(
                 ["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "x"]
             ),
+            "scaler_metric": st.sampled_from([*THROUGHPUT_METRICS, "x"]),
         },
     )
 
@@ -139,3 +146,9 @@ def test_any_answer_gives_named_statuses_and_usable_values_only_when_usable(
             assert r.value is None and r.detail
         if r.status is SignalStatus.OK and r.name.per_pod:
             assert r.pods_missing == 0 and r.pods_with_data == len(PODS)
+    tp = result.targets[TARGET.key].throughput
+    assert tp.status in SignalStatus and (tp.status is SignalStatus.OK or tp.detail)
+    for rates in tp.pods.values():
+        for v in (rates.requests_per_second, rates.tokens_per_second):
+            assert math.isfinite(v) and v >= 0
+    assert result.targets[TARGET.key].stalled == {}  # one read is never a stall

@@ -49,4 +49,4 @@ async def test_grouped_series_are_split_per_target(
     assert {d.pod for d in ra.dropped} == {"a-1x-gone"}
     assert {d.pod for d in rb.dropped} == {"b-2y-gone"}
     assert ra.series_found[QueryKind.WAITING] == 3 and rb.series_found[QueryKind.WAITING] == 2
-    assert result.queries_sent == 5
+    assert result.queries_sent == 6

@@ -470,7 +470,9 @@ async def test_disabled_signals_are_neither_read_nor_queried(
     t = target(signals={"kv_cache_usage": {"enabled": False}, "ttft_p95": {"enabled": False}})
     result = await make_source().read([t], {KEY: snapshot(pods(1))})
     assert set(result.readings(KEY)) == {Q}
-    assert sorted(fake_prom.kinds_asked()) == sorted([QueryKind.WAITING, QueryKind.RUNNING])
+    assert sorted(fake_prom.kinds_asked()) == sorted(
+        [QueryKind.WAITING, QueryKind.RUNNING, QueryKind.THROUGHPUT]
+    )
 
 
 async def test_query_count_is_constant_in_the_number_of_targets(
@@ -483,7 +485,7 @@ async def test_query_count_is_constant_in_the_number_of_targets(
     fake_prom.requests.clear()
     many = [target(f"m{i}") for i in range(20)]
     result = await source.read(many, {})
-    assert len(fake_prom.requests) == sent_for_one == result.queries_sent == 5
+    assert len(fake_prom.requests) == sent_for_one == result.queries_sent == 6
     assert all(r["query"] for r in fake_prom.requests)  # POST form field 'query'
     assert all(r["timeout"] == "5s" for r in fake_prom.requests)
 

@@ -178,7 +178,7 @@ async def test_real_prometheus_readings_and_constant_query_count(
         sent_for_five = len(sent)
 
     log = prometheus.log_tail()
-    assert sent_for_one == sent_for_five == 5, log
+    assert sent_for_one == sent_for_five == 6, log
     assert set(sent) == {"/api/v1/query"}
     assert all(o.ok for o in five.queries.values()), five.queries
 

@@ -58,6 +58,17 @@ def test_query_plan_for_the_default_target_is_pinned() -> None:
         QueryKind.TTFT_RATE: "label_replace(sum(rate("
         f"vllm:time_to_first_token_seconds_count{{{sel}}}[60s])), "
         '"scaler_target", "llm/Deployment/vllm", "", "")',
+        QueryKind.THROUGHPUT: "label_replace(("
+        + " or ".join(
+            f"label_replace(sum by (namespace, pod) (rate({m}{{{ns}}}[60s])), "
+            f'"scaler_metric", "{m}", "", "")'
+            for m in (
+                "vllm:request_success_total",
+                "vllm:prompt_tokens_total",
+                "vllm:generation_tokens_total",
+            )
+        )
+        + '), "scaler_selector", "s0", "", "")',
     }
 
 
@@ -124,7 +135,7 @@ async def test_bearer_token_is_reread_on_every_request(
         token.write_text("rotated-token")
         await source.read([target()], {KEY: snapshot(["pod-0"])})
     auths = [h.get("Authorization") for h in fake_prom.headers]
-    assert auths == ["Bearer first-token"] * 5 + ["Bearer rotated-token"] * 5
+    assert auths == ["Bearer first-token"] * 6 + ["Bearer rotated-token"] * 6
     assert {h.get("X-Scope-OrgID") for h in fake_prom.headers} == {"t1"}
     assert "first-token" not in repr(client.auth) and "rotated" not in repr(client.auth)
 

@@ -23,7 +23,15 @@ from aiohttp import web
 from scaler.config.policy import TargetPolicy, WorkloadRef
 from scaler.core.observation import PodInfo, WorkloadSnapshot
 from scaler.sources.prometheus import PrometheusSource
-from scaler.sources.promql import SELECTOR_LABEL, TARGET_LABEL, QueryKind
+from scaler.sources.promql import (
+    GENERATION_TOKENS_METRIC,
+    METRIC_LABEL,
+    PROMPT_TOKENS_METRIC,
+    REQUESTS_METRIC,
+    SELECTOR_LABEL,
+    TARGET_LABEL,
+    QueryKind,
+)
 
 TS = 1718000000
 
@@ -60,6 +68,19 @@ def kv(values: Mapping[str, str], name: str = "vllm:kv_cache_usage_perc") -> dic
     return per_pod(values, __name__=name)
 
 
+def rates(values: Mapping[str, tuple[str, str, str] | str]) -> dict[str, Any]:
+    """A throughput answer: per pod, the rates of finished requests, prompt tokens and
+    generated tokens (``"0"`` for all three: a pod that produced no token)."""
+    series = []
+    for pod, triple in values.items():
+        per = (triple, triple, triple) if isinstance(triple, str) else triple
+        for metric, value in zip(
+            (REQUESTS_METRIC, PROMPT_TOKENS_METRIC, GENERATION_TOKENS_METRIC), per, strict=True
+        ):
+            series.append(sample(pod, value, **{METRIC_LABEL: metric}))
+    return R(*series)
+
+
 @dataclass
 class Reply:
     """A canned HTTP answer: JSON (dict) or raw text, with a status code."""
@@ -75,6 +96,7 @@ _KIND_BY_METRIC: list[tuple[str, QueryKind]] = [
     ("num_requests_waiting", QueryKind.WAITING),
     ("num_requests_running", QueryKind.RUNNING),
     ("kv_cache_usage_perc", QueryKind.KV_CACHE),
+    ("generation_tokens_total", QueryKind.THROUGHPUT),
 ]
 _TAG_RE = re.compile(r'"(scaler_selector|scaler_target)", "((?:[^"\\]|\\.)*)"')
 

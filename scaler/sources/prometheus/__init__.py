@@ -7,7 +7,10 @@ has its own :class:`~scaler.core.signals.SignalStatus`.
 - :mod:`.http`: the HTTP clients built from the Prometheus settings (TLS, bearer token file,
   headers, timeout) and one instant query.
 - :mod:`.answers`: the API's answers checked and parsed (sample values, instant vectors).
-- :mod:`.split`: one cycle's answers split back per selector group and per target.
+- :mod:`.split`: one cycle's answers split back per selector group and per target; a bad
+  series is a fault of its own pod or target only.
+- :mod:`.throughput`: a target's per-pod request and token rates.
+- :mod:`.stalls`: values that stopped moving (frozen gauges, hung engines), across polls.
 - :mod:`.readings`: each target's readings from the split answers (pure; the backtest
   replays history through it too).
 - :mod:`.source`: :class:`PrometheusSource`, the three joined for the control loop.
@@ -16,7 +19,7 @@ has its own :class:`~scaler.core.signals.SignalStatus`.
 The names below are the package's public API.
 """
 
-from scaler.sources.prometheus.answers import Answer, QueryOutcome, parse_sample_value
+from scaler.sources.prometheus.answers import Answer, BadSeries, QueryOutcome, parse_sample_value
 from scaler.sources.prometheus.check import ConfiguredQueryProblem, check_configured_queries
 from scaler.sources.prometheus.http import (
     BearerTokenFileAuth,
@@ -33,27 +36,54 @@ from scaler.sources.prometheus.readings import (
     read_targets,
 )
 from scaler.sources.prometheus.source import PrometheusSource, SourceResult
-from scaler.sources.prometheus.split import PodSeries, SplitAnswers, split_answers
+from scaler.sources.prometheus.split import (
+    PodSeries,
+    SeriesFault,
+    SplitAnswers,
+    Unattributed,
+    split_answers,
+)
+from scaler.sources.prometheus.stalls import (
+    STALL_POLLS,
+    PodGauges,
+    PodHistory,
+    PodStall,
+    StallKind,
+    track_stalls,
+)
+from scaler.sources.prometheus.throughput import PodRates, Throughput, read_throughput
 
 __all__ = [
+    "STALL_POLLS",
     "Answer",
+    "BadSeries",
     "BearerTokenFileAuth",
     "ConfiguredQueryProblem",
     "DropReason",
     "DroppedSeries",
+    "PodGauges",
+    "PodHistory",
+    "PodRates",
     "PodSeries",
+    "PodStall",
     "PrometheusSource",
     "QueryOutcome",
+    "SeriesFault",
     "SourceResult",
     "SplitAnswers",
+    "StallKind",
     "TargetReadings",
+    "Throughput",
     "TokenFileError",
+    "Unattributed",
     "build_http_client",
     "check_configured_queries",
     "client_for",
     "parse_sample_value",
     "read_bearer_token",
     "read_targets",
+    "read_throughput",
     "split_answers",
     "sync_client_for",
+    "track_stalls",
 ]

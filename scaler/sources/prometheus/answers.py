@@ -3,7 +3,9 @@
 :func:`parse_vector` checks a ``status: success`` body's shape and returns its series;
 :func:`parse_sample_value` reads one sample value exactly as Prometheus writes it. An answer
 that does not have the API's shape is a :class:`BadResponse`, which the source reports as the
-query's ``bad_response`` status, never as data.
+query's ``bad_response`` status, never as data. One malformed series in a well-formed vector
+(a bad sample value, a label map that is not one) is not: it is a :class:`BadSeries` with the
+labels that could be read, so that only the target it belongs to is affected.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from scaler.sources.promql import QueryKind
 __all__ = [
     "Answer",
     "BadResponse",
+    "BadSeries",
     "QueryOutcome",
     "Series",
-    "failed_answer",
     "parse_sample_value",
     "parse_vector",
     "short_detail",
@@ -66,11 +68,29 @@ class QueryOutcome:
 
 
 @dataclass(frozen=True, slots=True)
+class BadSeries:
+    """One malformed series of a well-formed vector.
+
+    Attributes:
+        labels: the labels that are strings (empty when the label map is not an object):
+            enough, usually, to tell whose series it is.
+        detail: what is wrong, e.g. ``result[3]: sample value 'lots' is not a number``.
+    """
+
+    labels: dict[str, str]
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
 class Answer:
-    """One query's outcome and, when it succeeded, its series (empty otherwise)."""
+    """One query's outcome and, when it succeeded, its series (empty otherwise).
+
+    ``bad`` holds the malformed series of a successful answer (see :class:`BadSeries`).
+    """
 
     outcome: QueryOutcome
     series: list[Series]
+    bad: tuple[BadSeries, ...] = ()
 
 
 class BadResponse(ValueError):
@@ -106,14 +126,17 @@ def parse_sample_value(raw: object) -> float:
     return value
 
 
-def parse_vector(body: Any) -> tuple[list[Series], tuple[str, ...]]:
+def parse_vector(body: Any) -> tuple[list[Series], list[BadSeries], tuple[str, ...]]:
     """Check the ``status: success`` body's shape and return its (labels, value) series.
 
     Returns:
-        ``(series, warnings)``: the vector's series and the ``warnings`` Prometheus attached.
+        ``(series, bad, warnings)``: the vector's well-formed series, its malformed ones (a
+        result item that is not an object, a label map with a non-string value, a value that
+        is not ``[timestamp, "number"]``) and the ``warnings`` Prometheus attached.
 
     Raises:
-        BadResponse: the body is not an instant vector of label maps and sample values.
+        BadResponse: the body is not an instant vector (no ``data``, another ``resultType``,
+            a ``result`` that is not a list).
     """
     data = body.get("data")
     if not isinstance(data, dict):
@@ -124,9 +147,11 @@ def parse_vector(body: Any) -> tuple[list[Series], tuple[str, ...]]:
     if not isinstance(result, list):
         raise BadResponse("'data.result' is not a list")
     out: list[Series] = []
+    bad: list[BadSeries] = []
     for i, item in enumerate(result):
         if not isinstance(item, dict):
-            raise BadResponse(f"result[{i}] is not an object")
+            bad.append(BadSeries({}, f"result[{i}] is not an object"))
+            continue
         metric = item.get("metric")
         value = item.get("value")
         # map(type, ...) keeps the check in C: answers carry 10^4-10^5 series.
@@ -134,38 +159,32 @@ def parse_vector(body: Any) -> tuple[list[Series], tuple[str, ...]]:
             _STR_ONLY.issuperset(map(type, metric))
             and _STR_ONLY.issuperset(map(type, metric.values()))
         ):
-            raise BadResponse(f"result[{i}].metric is not a label map")
+            bad.append(BadSeries(_string_labels(metric), f"result[{i}].metric is not a label map"))
+            continue
         if (
             not isinstance(value, list)
             or len(value) != 2
             or isinstance(value[0], bool)
             or not isinstance(value[0], int | float)
         ):
-            raise BadResponse(f'result[{i}].value is not [timestamp, "value"]')
+            bad.append(BadSeries(dict(metric), f'result[{i}].value is not [timestamp, "value"]'))
+            continue
         try:
             out.append((dict(metric), parse_sample_value(value[1])))
         except ValueError as err:
-            raise BadResponse(f"result[{i}]: {err}") from None
+            bad.append(BadSeries(dict(metric), f"result[{i}]: {err}"))
     warnings = body.get("warnings") or []
-    return out, tuple(str(w) for w in warnings) if isinstance(warnings, list) else ()
+    return out, bad, tuple(str(w) for w in warnings) if isinstance(warnings, list) else ()
+
+
+def _string_labels(metric: object) -> dict[str, str]:
+    """The string-valued labels of a label map that is not entirely one."""
+    if not isinstance(metric, dict):
+        return {}
+    return {k: v for k, v in metric.items() if isinstance(k, str) and isinstance(v, str)}
 
 
 def short_detail(text: str) -> str:
     """``text`` on one line, cut to 300 characters (a detail for logs and outcomes)."""
     text = " ".join(text.split())
     return text if len(text) <= _DETAIL_MAX else text[: _DETAIL_MAX - 3] + "..."
-
-
-def failed_answer(answer: Answer, err: BadResponse) -> Answer:
-    """The answer turned out not to match the query sent: the whole query is bad_response."""
-    o = answer.outcome  # logged once, as ``query_failed``, by the controller
-    return Answer(
-        QueryOutcome(
-            o.kind,
-            SignalStatus.BAD_RESPONSE,
-            detail=short_detail(str(err)),
-            duration_seconds=o.duration_seconds,
-            query=o.query,
-        ),
-        [],
-    )

@@ -264,7 +264,7 @@ async def instant_query(
             f"not a Prometheus API answer: {short_detail(resp.text) or '(empty body)'}",
         )
     try:
-        series, warnings = parse_vector(body)
+        series, bad, warnings = parse_vector(body)
     except BadResponse as err:
         return fail(SignalStatus.BAD_RESPONSE, str(err))
     return Answer(
@@ -277,4 +277,5 @@ async def instant_query(
             warnings=warnings,
         ),
         series,
+        tuple(bad),
     )

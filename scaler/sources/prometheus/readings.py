@@ -7,6 +7,13 @@ no series, ``absent`` when the signal is missing while the pods are provably scr
 ``warming_up`` for a TTFT rate while every ready pod is younger than the rate window),
 ``partial`` when some ready pods lack series, NaN/Inf/negative values, TTFT ``idle`` only
 when the request rate is exactly 0. Missing data is never read as zero.
+
+A fault in one series touches only the target that owns it: a pod of the target with two
+series (``duplicate_series``) or a malformed one (``bad_response``) makes that target's
+signal unusable, and every other target reads the same answer as usual. Pods whose values
+stopped moving (:mod:`.stalls`: frozen gauges, hung engines) are kept out of the sums, with
+the status ``frozen`` or ``hung``; the per-pod request and token rates are on each target's
+readings (:attr:`TargetReadings.throughput`).
 """
 
 from __future__ import annotations
@@ -23,7 +30,15 @@ from scaler.config.vocabulary import SignalName
 from scaler.core.observation import WorkloadSnapshot
 from scaler.core.signals import SignalReading, SignalStatus
 from scaler.sources.prometheus.answers import QueryOutcome
-from scaler.sources.prometheus.split import PodSeries, SplitAnswers
+from scaler.sources.prometheus.split import PodSeries, SeriesFault, SplitAnswers
+from scaler.sources.prometheus.stalls import (
+    PodGauges,
+    PodHistory,
+    PodStall,
+    StallKind,
+    track_stalls,
+)
+from scaler.sources.prometheus.throughput import Throughput, read_throughput
 from scaler.sources.promql import (
     KV_METRICS,
     SIGNAL_QUERY,
@@ -72,7 +87,14 @@ class TargetReadings:
             before any pod filtering; the dry-run check uses it.
         pod_load: ready pod -> requests in flight (``vllm:num_requests_running`` plus
             ``vllm:num_requests_waiting``, summed over engines); only pods with both series
-            (running only when the waiting query was not sent). Ranks pods for scale-down.
+            (running only when the waiting query was not sent); 0 for a frozen or hung pod,
+            whose numbers serve nobody. Ranks pods for scale-down.
+        throughput: per ready pod, requests, prompt tokens and generated tokens per second
+            over the rate window (:class:`~scaler.sources.prometheus.throughput.Throughput`).
+        stalled: ready pods whose values stopped moving this poll (frozen gauges, hung
+            engines; :mod:`scaler.sources.prometheus.stalls`), kept out of the signals.
+        pod_history: the stall detector's per-pod histories after this poll: hand them to
+            the next :func:`read_targets` of this target.
     """
 
     key: str
@@ -83,6 +105,11 @@ class TargetReadings:
     dropped: tuple[DroppedSeries, ...] = ()
     series_found: dict[QueryKind, int] = field(default_factory=dict)
     pod_load: dict[str, float] = field(default_factory=dict)
+    throughput: Throughput = field(
+        default_factory=lambda: Throughput(SignalStatus.EMPTY, detail="not read")
+    )
+    stalled: dict[str, PodStall] = field(default_factory=dict)
+    pod_history: dict[str, PodHistory] = field(default_factory=dict)
 
 
 def _names(pods: Sequence[str] | frozenset[str], limit: int = 5) -> str:
@@ -115,6 +142,7 @@ def read_targets(
     split: SplitAnswers,
     *,
     rate_window_seconds: float,
+    history: Mapping[str, Mapping[str, PodHistory]] | None = None,
 ) -> dict[str, TargetReadings]:
     """Classify the split answers of one cycle into each target's readings (pure, no I/O).
 
@@ -129,6 +157,8 @@ def read_targets(
         split: the cycle's answers, split (:func:`~scaler.sources.prometheus.split.
             split_answers`).
         rate_window_seconds: the TTFT ``rate()`` window (for messages only).
+        history: target key -> the ``pod_history`` of its readings from the previous poll
+            (the stall detector's memory; None or a missing target: a first poll).
 
     Returns:
         Target key -> :class:`TargetReadings`, for every target of ``policy_targets``.
@@ -137,6 +167,7 @@ def read_targets(
     known_pods: set[tuple[str, str]] = {
         (snap.namespace, p.name) for snap in snapshots.values() for p in snap.pods
     }
+    history = history or {}
     return {
         t.key: _TargetReader(
             target=t,
@@ -145,6 +176,7 @@ def read_targets(
             split=split,
             known_pods=known_pods,
             rate_window_seconds=rate_window_seconds,
+            history=history.get(t.key, {}),
         ).read()
         for t in policy_targets
     }
@@ -166,8 +198,11 @@ class _TargetReader:
     split: SplitAnswers
     known_pods: set[tuple[str, str]]
     rate_window_seconds: float
+    history: Mapping[str, PodHistory]
     dropped: list[DroppedSeries] = field(default_factory=list)
     series_found: dict[QueryKind, int] = field(default_factory=dict)
+    # per query: ready pod -> the fault of its series (see split.SeriesFault)
+    faults: dict[QueryKind, dict[str, SeriesFault]] = field(default_factory=dict)
     _pod_cache: dict[QueryKind, dict[str, dict[str, float]] | None] = field(default_factory=dict)
 
     @property
@@ -182,10 +217,19 @@ class _TargetReader:
         """Ready pod -> {metric: value} for a per-pod query; None if the query failed.
 
         Series of pods that are not live and ready are recorded in ``dropped`` (once per
-        query: the result is cached).
+        query: the result is cached). Ready pods whose series are faulty are in
+        ``faults[kind]`` and left out.
         """
         if kind not in self._pod_cache:
-            self._pod_cache[kind] = self._pod_values(kind)
+            values = self._pod_values(kind)
+            grp = (self.split.pod_groups.get(kind) or {}).get(self.gid)
+            if values is not None and grp is not None and grp.faults and self.snapshot:
+                ns = self.snapshot.namespace
+                faults = {p: f for p in self.ready if (f := grp.fault(ns, p)) is not None}
+                if faults:
+                    self.faults[kind] = faults
+                    values = {p: m for p, m in values.items() if p not in faults}
+            self._pod_cache[kind] = values
         return self._pod_cache[kind]
 
     def _pod_values(self, kind: QueryKind) -> dict[str, dict[str, float]] | None:
@@ -277,6 +321,13 @@ class _TargetReader:
         running = self.pod_values(QueryKind.RUNNING)
         scraped = bool(running)  # at least one ready pod of this target exports vLLM series
         unscraped = self.ready - set(running) if running is not None else frozenset()
+        throughput = read_throughput(
+            self.outcome(QueryKind.THROUGHPUT),
+            self.pod_values(QueryKind.THROUGHPUT),
+            self.faults.get(QueryKind.THROUGHPUT, {}),
+            self.ready,
+        )
+        history, stalled = track_stalls(self.history, self.gauges(running), dict(throughput.pods))
 
         signals: dict[SignalName, SignalReading] = {}
         pods_missing: dict[SignalName, frozenset[str]] = {}
@@ -285,7 +336,7 @@ class _TargetReader:
             if name is SignalName.TTFT_P95:
                 signals[name] = self.ttft(scraped)
                 continue
-            reading, missing = self.per_pod(name, scraped)
+            reading, missing = self.per_pod(name, scraped, stalled)
             signals[name] = reading
             if missing:
                 pods_missing[name] = missing
@@ -299,11 +350,43 @@ class _TargetReader:
             pods_unscraped=frozenset(unscraped),
             dropped=tuple(self.dropped),
             series_found=dict(self.series_found),
-            pod_load=self.pod_load(running),
+            pod_load=self.pod_load(running, stalled),
+            throughput=throughput,
+            stalled=stalled,
+            pod_history=history,
         )
 
-    def pod_load(self, running: dict[str, dict[str, float]] | None) -> dict[str, float]:
-        """Requests in flight per ready pod (running + waiting); pods lacking data are left out."""
+    def gauges(self, running: dict[str, dict[str, float]] | None) -> dict[str, PodGauges]:
+        """Each ready pod's waiting, running and KV-cache values, for the stall detector:
+        only pods with a value for every query the target reads (others are unknown)."""
+        if not running:
+            return {}
+        enabled = self.target.signals.enabled()
+        waiting = self.pod_values(QueryKind.WAITING) if SignalName.QUEUE_DEPTH in enabled else {}
+        kv = self.pod_values(QueryKind.KV_CACHE) if SignalName.KV_CACHE_USAGE in enabled else {}
+        if waiting is None or kv is None:
+            return {}
+        out: dict[str, PodGauges] = {}
+        for pod, metrics in running.items():
+            w: float | None = None
+            k: float | None = None
+            if SignalName.QUEUE_DEPTH in enabled:
+                if pod not in waiting:
+                    continue
+                w = math.fsum(waiting[pod].values())
+            if SignalName.KV_CACHE_USAGE in enabled:
+                name = next((m for m in KV_METRICS if m in kv.get(pod, {})), None)
+                if name is None:
+                    continue
+                k = kv[pod][name]
+            out[pod] = PodGauges(waiting=w, running=math.fsum(metrics.values()), kv_cache=k)
+        return out
+
+    def pod_load(
+        self, running: dict[str, dict[str, float]] | None, stalled: Mapping[str, PodStall]
+    ) -> dict[str, float]:
+        """Requests in flight per ready pod (running + waiting); pods lacking data are left
+        out; frozen or hung pods count 0 (a scale-down should take them first)."""
         if not running:
             return {}
         waiting_sent = QueryKind.WAITING in self.split.answers
@@ -316,11 +399,14 @@ class _TargetReader:
                 continue
             total = math.fsum(metrics.values()) + math.fsum((waiting.get(pod) or {}).values())
             if math.isfinite(total) and total >= 0:
-                out[pod] = total
+                out[pod] = 0.0 if pod in stalled else total
         return out
 
-    def per_pod(self, name: SignalName, scraped: bool) -> tuple[SignalReading, frozenset[str]]:
-        """Reading of a per-pod signal: the sum over the ready pods with data."""
+    def per_pod(
+        self, name: SignalName, scraped: bool, stalled: Mapping[str, PodStall]
+    ) -> tuple[SignalReading, frozenset[str]]:
+        """Reading of a per-pod signal: the sum over the ready pods with data that are
+        neither frozen nor hung."""
         kind = SIGNAL_QUERY[name]
         outcome = self.outcome(kind)
         values = self.pod_values(kind)
@@ -335,6 +421,19 @@ class _TargetReader:
         ready = self.ready
         if not ready:
             return SignalReading(name, SignalStatus.EMPTY, detail="no ready pods"), frozenset()
+        faults = self.faults.get(kind)
+        if faults:
+            # Which of the pod's series is right cannot be told: this target's signal is
+            # unusable this cycle; other targets of the same answer are not touched.
+            pod = min(faults)
+            return SignalReading(
+                name,
+                faults[pod].status,
+                pods_with_data=len(values),
+                pods_missing=len(ready) - len(values),
+                detail=f"pod {pod}: {faults[pod].detail}"
+                + (f" (and {len(faults) - 1} more pods)" if len(faults) > 1 else ""),
+            ), frozenset(ready - values.keys())
 
         per_pod: dict[str, float] = {}
         metric_used: dict[str, str] = {}
@@ -378,8 +477,11 @@ class _TargetReader:
             if bad is not None:
                 return bad, frozenset(ready - per_pod.keys())
 
-        total = math.fsum(per_pod.values())
         missing = frozenset(ready - per_pod.keys())
+        stuck = [stalled[p] for p in sorted(per_pod) if p in stalled]
+        if stuck:
+            return self.stalled_reading(name, per_pod, stuck, missing, source_metric), missing
+        total = math.fsum(per_pod.values())
         if missing:
             return SignalReading(
                 name,
@@ -399,6 +501,34 @@ class _TargetReader:
             source_metric=source_metric,
         ), missing
 
+    def stalled_reading(
+        self,
+        name: SignalName,
+        per_pod: dict[str, float],
+        stuck: list[PodStall],
+        missing: frozenset[str],
+        source_metric: str,
+    ) -> SignalReading:
+        """The reading when some ready pods are frozen or hung: the sum over the others."""
+        left_out = {s.pod for s in stuck}
+        kept = {p: v for p, v in per_pod.items() if p not in left_out}
+        hung = any(s.kind is StallKind.HUNG for s in stuck)
+        detail = "; ".join(s.describe() for s in stuck[:3])
+        if len(stuck) > 3:
+            detail += f"; and {len(stuck) - 3} more pods"
+        detail += ": left out of the sum"
+        if missing:
+            detail += f"; {len(missing)} ready pods have no series: " + _names(missing)
+        return SignalReading(
+            name,
+            SignalStatus.HUNG if hung else SignalStatus.FROZEN,
+            value=math.fsum(kept.values()),
+            pods_with_data=len(kept),
+            pods_missing=len(missing),
+            source_metric=source_metric,
+            detail=detail,
+        )
+
     def ttft(self, scraped: bool) -> SignalReading:
         """Reading of the TTFT quantile: ok, idle (NaN with zero request rate) or a fault."""
         name = SignalName.TTFT_P95
@@ -410,7 +540,10 @@ class _TargetReader:
             status = outcome.status if outcome else SignalStatus.EMPTY
             detail = outcome.detail if outcome else "query not sent"
             return SignalReading(name, status, source_metric=metric, detail=f"ttft query: {detail}")
-        self.series_found[QueryKind.TTFT_QUANTILE] = int(key in series)
+        fault = self.split.target_faults.get(QueryKind.TTFT_QUANTILE, {}).get(key)
+        self.series_found[QueryKind.TTFT_QUANTILE] = int(key in series or fault is not None)
+        if fault is not None:
+            return SignalReading(name, fault.status, source_metric=metric, detail=fault.detail)
         if key not in series:
             rates = self.split.target_series.get(QueryKind.TTFT_RATE) or {}
             if rates.get(key) == 0.0:
@@ -472,6 +605,14 @@ class _TargetReader:
                 SignalStatus.NAN,
                 source_metric=metric,
                 detail=f"TTFT quantile NaN and request rate unknown (rate query: {why})",
+            )
+        rate_fault = self.split.target_faults.get(QueryKind.TTFT_RATE, {}).get(self.target.key)
+        if rate_fault is not None:
+            return SignalReading(
+                name,
+                SignalStatus.NAN,
+                source_metric=metric,
+                detail=f"TTFT quantile NaN and request rate unusable ({rate_fault.detail})",
             )
         rate = rates.get(self.target.key)
         if rate is None:

@@ -1,9 +1,12 @@
 """The Prometheus signal source: every target's readings in a constant number of queries.
 
 :class:`PrometheusSource` sends the cycle's instant queries (:mod:`scaler.sources.promql`, at
-most five whatever the number of targets) concurrently, splits the answers per target
+most six whatever the number of targets) concurrently, splits the answers per target
 (:mod:`.split`) and classifies them into readings (:mod:`.readings`). ``read`` never raises
 for Prometheus trouble: every fault is a named status.
+
+The source keeps one piece of state from one read to the next: the stall detector's per-pod
+histories (:mod:`.stalls`), so that values that stopped moving are recognised across polls.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import httpx
 import structlog
@@ -23,7 +26,8 @@ from scaler.core.signals import SignalReading, SignalStatus
 from scaler.sources.prometheus.answers import QueryOutcome
 from scaler.sources.prometheus.http import instant_query, register_url_credentials
 from scaler.sources.prometheus.readings import TargetReadings, read_targets
-from scaler.sources.prometheus.split import split_answers
+from scaler.sources.prometheus.split import Unattributed, split_answers
+from scaler.sources.prometheus.stalls import PodHistory
 from scaler.sources.promql import SIGNAL_QUERY, QueryKind, build_query_plan
 
 __all__ = ["PrometheusSource", "SourceResult"]
@@ -39,15 +43,18 @@ class SourceResult:
         targets: target key -> :class:`TargetReadings`, for every target passed in.
         queries: query kind -> :class:`QueryOutcome`, for every query sent.
         duration_seconds: wall time of the whole read.
+        unattributed: query kind -> the series of its answer that named no selector group or
+            target (left out; see :mod:`.split`).
     """
 
     targets: dict[str, TargetReadings]
     queries: dict[QueryKind, QueryOutcome]
     duration_seconds: float = 0.0
+    unattributed: dict[QueryKind, Unattributed] = field(default_factory=dict)
 
     @property
     def queries_sent(self) -> int:
-        """Number of HTTP queries sent (constant in the number of targets, at most 5)."""
+        """Number of HTTP queries sent (constant in the number of targets, at most 6)."""
         return len(self.queries)
 
     def readings(self, key: str) -> dict[SignalName, SignalReading]:
@@ -65,7 +72,7 @@ class PrometheusSource:
             URL such as ``https://thanos/prometheus``.
         timeout_seconds: total deadline per query (client side; also sent to Prometheus
             as the ``timeout`` parameter so it stops evaluating).
-        rate_window_seconds: ``rate()`` window of the TTFT queries
+        rate_window_seconds: ``rate()`` window of the TTFT and throughput queries
             (``Policy.rate_window_seconds``).
 
     Raises:
@@ -89,6 +96,9 @@ class PrometheusSource:
         register_url_credentials(base_url)
         self._timeout = timeout_seconds
         self.rate_window_seconds = rate_window_seconds
+        # The stall detector's memory: target -> pod -> history after the last read. Replaced
+        # by each read, so targets and pods not read then start over (never judged on a gap).
+        self._history: dict[str, dict[str, PodHistory]] = {}
 
     async def read(
         self,
@@ -107,6 +117,8 @@ class PrometheusSource:
             A :class:`SourceResult` with a :class:`TargetReadings` per target. Never raises
             for Prometheus faults; each becomes a named status. A signal ``absent`` while
             its target's pods are scraped is logged as an error (a configuration problem).
+            Frozen and hung pods are judged on this read and the previous ones (see
+            :mod:`scaler.sources.prometheus.stalls`).
         """
         start = time.monotonic()
         plan = build_query_plan(policy_targets, rate_window_seconds=self.rate_window_seconds)
@@ -123,13 +135,16 @@ class PrometheusSource:
             plan,
             split,
             rate_window_seconds=self.rate_window_seconds,
+            history=self._history,
         )
+        self._history = {k: tr.pod_history for k, tr in targets.items() if tr.pod_history}
         queries = {k: a.outcome for k, a in split.answers.items()}
         _log_absent(targets.values(), queries)
         return SourceResult(
             targets=targets,
             queries=queries,
             duration_seconds=time.monotonic() - start,
+            unattributed=dict(split.unattributed),
         )
 
 

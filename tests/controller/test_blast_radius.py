@@ -1,0 +1,170 @@
+"""A fault in one target's data touches that target only, through the real code path.
+
+Three Deployments in one namespace share every per-pod query (one selector group) and the
+namespace's grouped TTFT expression. One series of the middle target is broken (duplicated,
+with a value that is not a number, with a label map that is not one); that target gets its own
+status for that signal, and the two others read the same answers and decide as usual. No
+query fails as a whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from scaler.config.policy import parse_policy
+from scaler.core.reasons import Reason
+from tests.support.controller_harness import NS, T0, Harness, HarnessFactory, captured_logs
+from tests.support.fakeprom import TS, R, kv, per_pod, rates, sample
+from tests.support.policies import case_target_doc
+
+NAMES = ("vllm", "beta", "gamma")
+KEYS = {n: f"llm/Deployment/{n}" for n in NAMES}
+PODS = {n: [f"{n}-7d9f8-p{i}" for i in range(2)] for n in NAMES}
+ALL = [p for n in NAMES for p in PODS[n]]
+BROKEN = "beta"
+
+
+def _policy() -> Any:
+    docs = [
+        case_target_doc(
+            workload={"apiVersion": "apps/v1", "kind": "Deployment", "namespace": NS, "name": n}
+        )
+        for n in NAMES
+    ]
+    return parse_policy({"targets": docs}, source="blast-radius")
+
+
+def _ttft(value: str) -> dict[str, Any]:
+    return R(*({"metric": {"scaler_target": KEYS[n]}, "value": [TS, value]} for n in NAMES))
+
+
+def healthy() -> dict[str, Any]:
+    """30 waiting on each of 6 pods (60 per target: each asks for 6), tokens flowing."""
+    return {
+        "waiting": per_pod(dict.fromkeys(ALL, "30")),
+        "running": per_pod(dict.fromkeys(ALL, "4")),
+        "kv_cache": kv(dict.fromkeys(ALL, "0.5")),
+        "throughput": rates(dict.fromkeys(ALL, ("2", "900", "300"))),
+        "ttft_quantile": _ttft("1.0"),
+        "ttft_rate": _ttft("2"),
+    }
+
+
+def _with(kind: str, *extra: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
+    def apply(answers: dict[str, Any]) -> None:
+        answers[kind]["data"]["result"].extend(extra)
+
+    return apply
+
+
+BROKEN_POD = PODS[BROKEN][0]
+# fault -> (how one series of beta is broken, beta's signal, its status, beta's replicas, reason)
+FAULTS: dict[str, tuple[Callable[[dict[str, Any]], None], str, str, int, Reason]] = {
+    "duplicate queue series": (
+        _with("waiting", sample(BROKEN_POD, "31")),
+        "queue_depth", "duplicate_series", 2, Reason.DEMAND_COVERED,
+    ),
+    "queue label map that is not one": (
+        _with("waiting", {"metric": {"pod": BROKEN_POD, "namespace": NS, "zone": 3},
+                          "value": [TS, "30"]}),
+        "queue_depth", "bad_response", 2, Reason.DEMAND_COVERED,
+    ),
+    "KV value that is not a number": (
+        _with("kv_cache", sample(PODS[BROKEN][1], "lots", __name__="vllm:kv_cache_usage_perc")),
+        "kv_cache_usage", "bad_response", 6, Reason.SCALE_UP,
+    ),
+    "duplicate TTFT series": (
+        _with("ttft_quantile", {"metric": {"scaler_target": KEYS[BROKEN]}, "value": [TS, "9"]}),
+        "ttft_p95", "duplicate_series", 6, Reason.SCALE_UP,
+    ),
+    "TTFT value that is not [time, value]": (
+        lambda a: a["ttft_quantile"]["data"]["result"].__setitem__(
+            1, {"metric": {"scaler_target": KEYS[BROKEN]}, "value": [TS]}
+        ),
+        "ttft_p95", "bad_response", 6, Reason.SCALE_UP,
+    ),
+}  # fmt: skip
+
+
+def status_of(h: Harness, name: str, signal: str) -> str:
+    found = [
+        s.labels["status"]
+        for metric in h.metrics.registry.collect()
+        if metric.name == "vllm_scaler_signal_status"
+        for s in metric.samples
+        if s.labels["target"] == KEYS[name] and s.labels["signal"] == signal and s.value == 1
+    ]
+    assert len(found) == 1, found
+    return found[0]
+
+
+@pytest.mark.parametrize("fault", [pytest.param(f, id=f) for f in FAULTS])
+async def test_one_broken_series_touches_only_its_own_target(
+    make_harness: HarnessFactory, fault: str
+) -> None:
+    """A fault in one target's series gives that target its own status; the others scale."""
+    breaks, signal, status, replicas, reason = FAULTS[fault]
+    h = await make_harness(policy=_policy(), replicas=2)
+    for n in NAMES:
+        if n != "vllm":  # the harness made llm/vllm
+            h.store.add_deployment(NS, n, 2, {"app": n})
+        for p in PODS[n]:
+            h.store.add_pod(NS, p, {"app": n}, ready=True, created_at=T0 - 3600)
+    answers = healthy()
+    breaks(answers)
+    h.fake.set(**answers)
+
+    reports = {r.target: r for r in await h.controller.run_cycle()}
+
+    for n in NAMES:
+        d = reports[KEYS[n]].decision
+        assert d is not None
+        got = (h.store.get_spec_replicas(NS, n), d.reason)
+        if n == BROKEN:
+            assert got == (replicas, reason), (n, d.message)
+            assert status_of(h, n, signal) == status
+            assert h.value("vllm_scaler_signal_valid", target=KEYS[n], signal=signal) == 0
+            others = {"queue_depth", "kv_cache_usage", "ttft_p95"} - {signal}
+            assert {status_of(h, n, s) for s in others} == {"ok"}
+            evaluation = next(e for e in d.signals if e.name == signal)
+            assert evaluation.detail  # names the pod or target and what is wrong
+        else:  # 60 waiting on 2 replicas: ceil(60 / 10) = 6, limited to 2 + 4
+            assert got == (6, Reason.SCALE_UP), (n, d.message)
+            for s in ("queue_depth", "kv_cache_usage", "ttft_p95"):
+                assert status_of(h, n, s) == "ok"
+    for kind in ("waiting", "kv_cache", "ttft_quantile", "ttft_rate", "running", "throughput"):
+        assert h.value("vllm_scaler_last_successful_query_timestamp_seconds", signal=kind) == T0
+    failures = [
+        s
+        for m in h.metrics.registry.collect()
+        if m.name == "vllm_scaler_query_failures"
+        for s in m.samples
+    ]
+    assert failures == []  # no query failed as a whole
+    if reason is Reason.DEMAND_COVERED:  # the hold names what it could not use
+        d = reports[KEYS[BROKEN]].decision
+        assert d is not None and f"left out: {signal} {status} (pod {BROKEN_POD}" in d.message
+
+
+async def test_a_series_that_names_no_target_is_counted_and_logged(
+    make_harness: HarnessFactory,
+) -> None:
+    """A series that names no selector group is nobody's: left out, counted and logged."""
+    h = await make_harness(replicas=2, ready=["pod-0", "pod-1"])
+    stray = sample("pod-0", "500", scaler_target="elsewhere")  # the fake tags bare series only
+    h.fake.set(
+        waiting=R(*per_pod({"pod-0": "15", "pod-1": "5"})["data"]["result"], stray),
+        running=per_pod({"pod-0": "1", "pod-1": "1"}),
+        kv_cache=kv({"pod-0": "0.5", "pod-1": "0.5"}),
+        ttft_quantile=R({"metric": {}, "value": [TS, "1.0"]}),
+        ttft_rate=R({"metric": {}, "value": [TS, "2"]}),
+    )
+    with captured_logs() as logs:
+        r = await h.cycle()
+    assert r.decision is not None and r.decision.signals[0].value == 10.0  # 20 over 2
+    assert h.count("vllm_scaler_unattributed_series_total", query="waiting") == 1
+    warned = [e for e in logs if e["event"] == "series_unattributed"]
+    assert len(warned) == 1 and warned[0]["count"] == 1 and "elsewhere" in warned[0]["first"]
