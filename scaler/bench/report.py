@@ -149,7 +149,7 @@ def as_json(result: BenchResult, plot: Path | None = None) -> dict[str, Any]:
 
 def _row(p: PolicyFigures, ref: PolicyFigures, base: PolicyFigures) -> str:
     return (
-        f"{p.name:<17} {100 * p.slo_request_share:7.2f}% {100 * p.slo_minute_share:6.1f}% "
+        f"{p.name:<18} {100 * p.slo_request_share:7.2f}% {100 * p.slo_minute_share:6.1f}% "
         f"{p.ttft_p50:6.2f} {p.ttft_p95:7.2f} {p.ttft_p99:7.2f} {p.gpu_hours:7.2f} "
         f"{_ratio(p.gpu_hours, ref.gpu_hours):6.2f} {_ratio(p.gpu_hours, base.gpu_hours):6.2f} "
         f"{p.scale_events:4d} ({p.scale_ups:>3}/{p.scale_downs:<3}) {p.reversals:4d} "
@@ -162,7 +162,7 @@ def _halves(p: PolicyFigures, ref: PolicyFigures) -> str:
         f"{100 * h.slo_request_share:6.2f}% {_ratio(h.gpu_hours, rh.gpu_hours):5.2f}x"
         for h, rh in zip(p.halves, ref.halves, strict=True)
     ]
-    return f"  {p.name:<17} " + "   ".join(cells)
+    return f"  {p.name:<18} " + "   ".join(cells)
 
 
 def _reaction(p: PolicyFigures) -> str:
@@ -174,7 +174,7 @@ def _reaction(p: PolicyFigures) -> str:
         return "never" if x is None else f"{x:+.0f} s"
 
     return (
-        f"  {p.name:<17} first scale-up write {fmt(r.first_write_seconds)}, first added "
+        f"  {p.name:<18} first scale-up write {fmt(r.first_write_seconds)}, first added "
         f"replica Ready {fmt(r.first_ready_seconds)}"
     )
 
@@ -184,7 +184,7 @@ def format_table(result: BenchResult, plot: Path | None = None) -> str:
     ref = result.by_name(HINDSIGHT)
     base = result.by_name(BASELINE)
     head = (
-        f"{'policy':<17} {'req<=SLO':>8} {'min<=SLO':>7} {'p50 s':>6} {'p95 s':>7} "
+        f"{'policy':<18} {'req<=SLO':>8} {'min<=SLO':>7} {'p50 s':>6} {'p95 s':>7} "
         f"{'p99 s':>7} {'GPU-h':>7} {'/hind':>6} {'/keda':>6} {'events (up/dn)':>14} "
         f"{'rev':>4} {'saw':>4} {'peakQ':>6} {'peak':>4} {'rej':>5} {'cut':>4}"
     )
@@ -202,7 +202,7 @@ def format_table(result: BenchResult, plot: Path | None = None) -> str:
         head,
         "-" * len(head),
         *(_row(p, ref, base) for p in result.policies),
-        f"{'lower bound':<17} {'':>8} {'':>7} {'':>6} {'':>7} {'':>7} {bound:7.2f} "
+        f"{'lower bound':<18} {'':>8} {'':>7} {'':>6} {'':>7} {'':>7} {bound:7.2f} "
         f"{_ratio(bound, ref.gpu_hours):6.2f} {_ratio(bound, base.gpu_hours):6.2f}",
         "",
         f"/hind: GPU-hours over {HINDSIGHT}'s; saw: scale-ups within 5 minutes after a "
@@ -214,8 +214,8 @@ def format_table(result: BenchResult, plot: Path | None = None) -> str:
         *(_halves(p, ref) for p in result.policies),
         "",
         "rows:",
-        *(f"  {p.name:<17} {_describe(result, p.name)}" for p in result.policies),
-        f"  {'lower bound':<17} {_LOWER_BOUND}",
+        *(f"  {p.name:<18} {_describe(result, p.name)}" for p in result.policies),
+        f"  {'lower bound':<18} {_LOWER_BOUND}",
     ]
     if result.step_seconds is not None:
         lines += [
