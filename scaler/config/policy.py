@@ -146,12 +146,12 @@ class CapacitySignal(_Strict):
     and generated tokens per second. Without a seed the signal asks for nothing until it has
     learned from a busy fleet.
 
-    ``enabled: null`` means on whenever ``ttft_p95`` is on: the capacity is learned at the
-    TTFT target, so without TTFT there is nothing to learn it from; ``true`` with TTFT off is
-    refused.
+    ``enabled`` defaults to on whenever ``ttft_p95`` is on: the capacity is learned at the
+    TTFT target, so without TTFT there is nothing to learn it from (``true`` with TTFT off is
+    refused).
     """
 
-    enabled: bool | None = Field(default=False, description="null: on whenever ttft_p95 is on")
+    enabled: bool | None = Field(default=None, description="default: on whenever ttft_p95 is on")
     target_utilization: float = Field(
         default=0.85, gt=0, le=1, description="0-1 ratio of the learned capacity to fill"
     )
