@@ -36,6 +36,7 @@ from scaler.sources.prometheus import (
     read_targets,
     split_answers,
 )
+from scaler.sources.prometheus.ttft import plan_ttft
 from scaler.sources.promql import QueryKind, QueryPlan
 
 __all__ = ["StepReadings", "readings_at_step"]
@@ -99,7 +100,9 @@ def readings_at_step(
         targets: the targets the plan was built for.
         plan: the controller's query plan (:func:`scaler.sources.promql.build_query_plan`).
         vectors: query kind -> the ``(labels, value)`` series with a sample at this step; a
-            kind of the plan missing here is an answer with no series (``empty``).
+            kind of the plan missing here is an answer with no series (``empty``);
+            ``ttft_buckets`` holds the per-target bucket rates of
+            :func:`~scaler.backtest.history.history_queries`.
         rate_window_seconds: the TTFT ``rate()`` window (only for messages).
         history: target key -> the ``pod_history`` of its readings at the previous step
             (None: the first step).
@@ -108,7 +111,10 @@ def readings_at_step(
         Target key -> :class:`StepReadings`.
     """
     answers: dict[QueryKind, Answer] = {}
-    for kind, query in plan.queries.items():
+    queries = dict(plan.queries)
+    if QueryKind.TTFT_BUCKETS in vectors:
+        queries[QueryKind.TTFT_BUCKETS] = "(the TTFT buckets of history)"
+    for kind, query in queries.items():
         series = list(vectors.get(kind, ()))
         answers[kind] = Answer(
             QueryOutcome(kind, SignalStatus.OK, series=len(series), query=query), series
@@ -117,12 +123,16 @@ def readings_at_step(
 
     running = split.pod_groups.get(QueryKind.RUNNING, {})
     snapshots = {t.key: _snapshot(t, running.get(plan.selector_group[t.key])) for t in targets}
+    # Which targets had TTFT requests at this step, from the per-pod request rates as the live
+    # source decides it; the bucket rates are history's, read per target.
+    ttft_plan = plan_ttft(targets, snapshots, {}, plan, split, recorded=False)
     readings = read_targets(
         targets,
         snapshots,
         plan,
         split,
         rate_window_seconds=rate_window_seconds,
+        ttft_plan=ttft_plan,
         history=history,
     )
     out: dict[str, StepReadings] = {}

@@ -9,7 +9,10 @@ overlap nor leave gaps. A range query evaluates its expression at each step exac
 instant query at that time would (same 5 min lookback), so step ``i`` of the answer is what the
 controller would have read at ``start + i x step``.
 
-Signals: the queries of :func:`scaler.sources.promql.build_query_plan`, unchanged.
+Signals: the queries of :func:`scaler.sources.promql.build_query_plan`, unchanged, and the
+TTFT bucket rates per target by :func:`scaler.sources.prometheus.ttft.history_ttft_plan`
+(history has no pod lists, so each target's series are picked by its explicit matchers or its
+workload's pod-name pattern; the live controller asks for the exact pods it lists).
 
 Actual replicas, first source with data wins (:class:`ReplicaSource`):
 
@@ -45,6 +48,7 @@ from prometheus_api_client.prometheus_connect import PrometheusConnect
 from scaler.config.policy import TargetPolicy
 from scaler.config.settings import PrometheusSettings, redact_url
 from scaler.sources.prometheus import TokenFileError, parse_sample_value, read_bearer_token
+from scaler.sources.prometheus.ttft import history_ttft_plan
 from scaler.sources.promql import (
     RUNNING_METRIC,
     QueryKind,
@@ -66,6 +70,7 @@ __all__ = [
     "SignalHistory",
     "StepGrid",
     "chunk_grid",
+    "history_queries",
     "make_grid",
     "read_matrix",
     "read_replica_history",
@@ -332,9 +337,20 @@ def read_signal_history(
     plan = build_query_plan(targets, rate_window_seconds=rate_window_seconds)
     matrices = {
         kind: read_matrix(query_range, q, grid, max_points=max_points, on_chunk=on_chunk)
-        for kind, q in plan.queries.items()
+        for kind, q in history_queries(targets, rate_window_seconds=rate_window_seconds).items()
     }
     return SignalHistory(plan, grid, matrices)
+
+
+def history_queries(
+    targets: Sequence[TargetPolicy], *, rate_window_seconds: float
+) -> dict[QueryKind, str]:
+    """Every query the backtest reads as a range: the per-pod ones and the TTFT buckets."""
+    queries = dict(build_query_plan(targets, rate_window_seconds=rate_window_seconds).queries)
+    ttft = history_ttft_plan(targets, rate_window_seconds=rate_window_seconds).query
+    if ttft is not None:
+        queries[QueryKind.TTFT_BUCKETS] = ttft
+    return queries
 
 
 # ------------------------------------------------------------------------------- replicas

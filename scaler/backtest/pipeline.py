@@ -19,6 +19,7 @@ from scaler.backtest.history import (
     ReplicaSource,
     StepGrid,
     chunk_grid,
+    history_queries,
     read_replica_history,
     read_signal_history,
     replica_queries,
@@ -27,7 +28,6 @@ from scaler.backtest.replay import ReplayResult, replay
 from scaler.backtest.report import TargetBacktest
 from scaler.config.policy import Policy, TargetPolicy
 from scaler.sources.prometheus import PodHistory
-from scaler.sources.promql import build_query_plan
 
 __all__ = ["NoReplicaHistoryError", "Progress", "run_backtest"]
 
@@ -77,9 +77,7 @@ def run_backtest(
     policies = list(targets)
     targets = [t.reading_target() for t in targets]
     chunks = len(chunk_grid(grid, max_points))
-    plan_kinds = len(
-        build_query_plan(targets, rate_window_seconds=policy.rate_window_seconds).queries
-    )
+    plan_kinds = len(history_queries(targets, rate_window_seconds=policy.rate_window_seconds))
     prog.add_total(chunks * (plan_kinds + 2 * len(targets)))
     signals = read_signal_history(
         query_range,

@@ -134,6 +134,7 @@ class VllmScalerController:
             base_url="http://prometheus.bench",
             timeout_seconds=10.0,
             rate_window_seconds=self.rate_window_seconds,
+            clock=lambda: self._now,
         )
 
     def observe(self, ctx: TickContext) -> None:

@@ -2,32 +2,41 @@
 
 The benchmark does not re-implement how vllm-scaler reads its signals: it runs the production
 source (query plan, answer parsing, per-pod filtering by readiness, ok/idle/nan/partial
-statuses) against an ``httpx.MockTransport`` that answers each of the plan's instant queries
-from a :class:`~scaler.bench.tsdb.Tsdb`, in the JSON shape of ``/api/v1/query``.
+statuses, the TTFT quantile computed from bucket rates) against an ``httpx.MockTransport``
+that answers each of the plan's instant queries from a :class:`~scaler.bench.tsdb.Tsdb`, in
+the JSON shape of ``/api/v1/query``: the per-pod queries by their exact text, and the second
+round's TTFT query (built from their answers) by the pods it names. The emulated Prometheus
+has classic histograms and no recording rules.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
 
 import httpx
 
-from scaler.bench.promql import histogram_quantile
 from scaler.bench.tsdb import Tsdb
 from scaler.config.policy import TargetPolicy
 from scaler.sources.promql import (
+    HISTOGRAM_LABEL,
     KV_METRICS,
     METRIC_LABEL,
     SELECTOR_LABEL,
     TARGET_LABEL,
     THROUGHPUT_METRICS,
+    TTFT_BUCKET_METRIC,
+    HistogramKind,
     QueryKind,
     build_query_plan,
 )
+
+# The pod alternation of the TTFT query's selector, as a PromQL string's content.
+_PODS_RE = re.compile(r'pod=~"((?:[^"\\]|\\.)*)"')
 
 __all__ = ["prometheus_transport"]
 
@@ -63,10 +72,15 @@ def prometheus_transport(
     plan = build_query_plan([target], rate_window_seconds=rate_window_seconds)
     kinds = {q: k for k, q in plan.queries.items()}
     gid = plan.selector_group[target.key]
-    quantile = target.signals.ttft_p95.quantile
 
-    def answer(kind: QueryKind, t: float) -> list[dict[str, Any]]:
+    def per_pod(kind: QueryKind, t: float) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
+        if kind is QueryKind.TTFT_RATE:
+            for pod, rate in sorted(tsdb.ttft_count_rates(t, rate_window_seconds).items()):
+                labels = {"namespace": namespace, "pod": pod, SELECTOR_LABEL: gid}
+                labels[HISTOGRAM_LABEL] = HistogramKind.CLASSIC
+                out.append({"metric": labels, "value": [t, _value(rate)]})
+            return out
         if kind is QueryKind.THROUGHPUT:
             for pod, triple in sorted(tsdb.counter_rates(t, rate_window_seconds).items()):
                 for metric, v in zip(THROUGHPUT_METRICS, triple, strict=True):
@@ -74,33 +88,54 @@ def prometheus_transport(
                     labels[METRIC_LABEL] = metric
                     out.append({"metric": labels, "value": [t, _value(v)]})
             return out
-        if kind.per_pod:
-            for pod, s in sorted(tsdb.instant(t).items()):
-                labels = {"namespace": namespace, "pod": pod, SELECTOR_LABEL: gid}
-                if kind is QueryKind.WAITING:
-                    v = s.waiting
-                elif kind is QueryKind.RUNNING:
-                    v = s.running
-                else:
-                    labels["__name__"] = KV_METRICS[0]
-                    v = s.kv_usage
-                out.append({"metric": labels, "value": [t, _value(v)]})
-            return out
-        rates = tsdb.ttft_rates(t, rate_window_seconds)
-        if rates is None:
-            return out
-        v = histogram_quantile(quantile, rates[0]) if kind is QueryKind.TTFT_QUANTILE else rates[1]
-        out.append({"metric": {TARGET_LABEL: target.key}, "value": [t, _value(v)]})
+        for pod, s in sorted(tsdb.instant(t).items()):
+            labels = {"namespace": namespace, "pod": pod, SELECTOR_LABEL: gid}
+            if kind is QueryKind.WAITING:
+                v = s.waiting
+            elif kind is QueryKind.RUNNING:
+                v = s.running
+            else:
+                labels["__name__"] = KV_METRICS[0]
+                v = s.kv_usage
+            out.append({"metric": labels, "value": [t, _value(v)]})
         return out
+
+    def buckets(query: str, t: float) -> list[dict[str, Any]]:
+        """``sum by (le) (rate(bucket{pods}[W]))`` of the pods the query names, tagged."""
+        m = _PODS_RE.search(query)
+        if m is None:
+            return []
+        pattern = re.compile(m.group(1).replace('\\"', '"').replace("\\\\", "\\"))
+        pods = {p for p in tsdb.series if pattern.fullmatch(p)}
+        rates = tsdb.ttft_rates(t, rate_window_seconds, pods)
+        if rates is None:
+            return []
+        return [
+            {
+                "metric": {TARGET_LABEL: target.key, "le": _value(le)},
+                "value": [t, _value(v)],
+            }
+            for le, v in rates[0]
+        ]
+
+    def answer(query: str, t: float) -> list[dict[str, Any]] | None:
+        if query == "histogram_count(vector(0))":  # the source's probe: the function exists
+            return []
+        kind = kinds.get(query)
+        if kind is not None:
+            return per_pod(kind, t)
+        if TTFT_BUCKET_METRIC in query:
+            return buckets(query, t)
+        return None
 
     def handler(request: httpx.Request) -> httpx.Response:
         form = parse_qs(request.content.decode())
         query = form.get("query", [""])[0]
-        kind = kinds.get(query)
-        if kind is None:
+        result = answer(query, clock())
+        if result is None:
             body = {"status": "error", "errorType": "bad_data", "error": "unknown query"}
             return httpx.Response(400, content=json.dumps(body).encode())
-        data = {"resultType": "vector", "result": answer(kind, clock())}
+        data = {"resultType": "vector", "result": result}
         return httpx.Response(200, content=json.dumps({"status": "success", "data": data}).encode())
 
     return httpx.MockTransport(handler)

@@ -8,9 +8,9 @@ Times are seconds (Prometheus works in milliseconds; the difference is below any
 
 from __future__ import annotations
 
-import bisect
-import math
 from collections.abc import Sequence
+
+from scaler.sources.quantile import bucket_quantile
 
 __all__ = ["extrapolated_rate", "histogram_quantile"]
 
@@ -69,51 +69,9 @@ def histogram_quantile(q: float, buckets: Sequence[tuple[float, float]]) -> floa
             bucket must be present.
 
     Returns:
-        The quantile estimate with linear interpolation inside the bucket that holds the rank
-        (lower bound 0 for the first bucket); the upper bound of the last finite bucket when
-        the rank falls in ``+Inf``; NaN with no ``+Inf`` bucket, fewer than two buckets or no
-        observations (the idle 0/0 case the source tells apart with the request rate).
+        The quantile estimate (:func:`scaler.sources.quantile.bucket_quantile`, which the
+        live source uses too): linear interpolation inside the bucket that holds the rank;
+        the upper bound of the last finite bucket when the rank falls in ``+Inf``; NaN with
+        no ``+Inf`` bucket, fewer than two buckets or no observations.
     """
-    if math.isnan(q):
-        return math.nan
-    if q < 0:
-        return -math.inf
-    if q > 1:
-        return math.inf
-    ordered = sorted(buckets)
-    if not ordered or not math.isinf(ordered[-1][0]):
-        return math.nan
-    # coalesceBuckets: equal bounds (from series with different label sets) are added up.
-    merged: list[list[float]] = []
-    for le, count in ordered:
-        if merged and merged[-1][0] == le:
-            merged[-1][1] += count
-        else:
-            merged.append([le, count])
-    # ensureMonotonic: float noise in rates can make a cumulative count dip; flatten it.
-    high = -math.inf
-    for b in merged:
-        if b[1] > high:
-            high = b[1]
-        else:
-            b[1] = high
-    if len(merged) < 2:
-        return math.nan
-    total = merged[-1][1]
-    if total == 0:
-        return math.nan
-    rank = q * total
-    counts = [b[1] for b in merged[:-1]]
-    i = bisect.bisect_left(counts, rank)  # sort.Search: first bucket with count >= rank
-    if i == len(merged) - 1:
-        return merged[-2][0]
-    if i == 0 and merged[0][0] <= 0:
-        return merged[0][0]
-    start = 0.0
-    end = merged[i][0]
-    count = merged[i][1]
-    if i > 0:
-        start = merged[i - 1][0]
-        count -= merged[i - 1][1]
-        rank -= merged[i - 1][1]
-    return start + (end - start) * (rank / count)
+    return bucket_quantile(q, buckets).value

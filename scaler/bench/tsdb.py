@@ -22,7 +22,7 @@ import itertools
 import math
 import zlib
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 
 from scaler.bench.promql import extrapolated_rate, histogram_quantile
@@ -169,8 +169,11 @@ class Tsdb:
         values = [s.waiting for s in self.instant(t).values()]
         return math.fsum(values) if values else None
 
-    def ttft_rates(self, t: float, window: float) -> tuple[list[tuple[float, float]], float] | None:
-        """``sum by (le) (rate(bucket[W]))`` and ``sum(rate(count[W]))`` at ``t``.
+    def ttft_rates(
+        self, t: float, window: float, pods: Container[str] | None = None
+    ) -> tuple[list[tuple[float, float]], float] | None:
+        """``sum by (le) (rate(bucket[W]))`` and ``sum(rate(count[W]))`` at ``t``, over
+        ``pods`` (every pod when None).
 
         Returns ``(buckets, count rate)`` or None when no pod has two samples in the window
         (Prometheus answers an empty vector).
@@ -179,7 +182,9 @@ class Tsdb:
         count_rate = 0.0
         found = False
         start = t - window
-        for s in self.series.values():
+        for name, s in self.series.items():
+            if pods is not None and name not in pods:
+                continue
             pts = s.in_range(start, t)
             if len(pts) < 2:
                 continue
@@ -194,6 +199,18 @@ class Tsdb:
         if not found:
             return None
         return list(zip(_BOUNDS, sums, strict=True)), count_rate
+
+    def ttft_count_rates(self, t: float, window: float) -> dict[str, float]:
+        """Pod -> ``rate(vllm:time_to_first_token_seconds_count[W])`` at ``t`` (pods with two
+        samples in the window only, as Prometheus answers)."""
+        out: dict[str, float] = {}
+        start = t - window
+        for name, s in self.series.items():
+            pts = s.in_range(start, t)
+            rate = extrapolated_rate([(p.t, p.ttft_count) for p in pts], start, t)
+            if rate is not None:
+                out[name] = rate
+        return out
 
     def counter_rates(self, t: float, window: float) -> dict[str, tuple[float, float, float]]:
         """Per pod, ``rate(...[W])`` at ``t`` of finished requests, prompt tokens and

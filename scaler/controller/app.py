@@ -32,6 +32,7 @@ from scaler.sources.prometheus import (
     ConfiguredQueryProblem,
     PrometheusSource,
     check_configured_queries,
+    check_rate_window,
     client_for,
 )
 from scaler.telemetry.health import Heartbeat
@@ -178,6 +179,8 @@ async def serve(
                 await telemetry.start()
             except TelemetryBindError as err:
                 raise StartupError(str(err)) from None
+        # first: a TTFT without data at start then names a rate window that is too short
+        await _check_rate_window(controller, source, policy)
         if options.check_queries:
             await _check_queries(controller, source, policy, str(settings.prometheus_url))
         log.info(
@@ -297,6 +300,32 @@ async def _check_queries(
         raise StartupError(
             format_startup_problems(unreadable, problems, redact_url(prometheus_url)), exit_code=1
         )
+
+
+async def _check_rate_window(
+    controller: Controller, source: PrometheusSource, policy: Policy
+) -> None:
+    """At start: find the pods' scrape interval (exported, and kept by the source so that a
+    TTFT without data names the window) and warn, with both numbers and the fix, about a
+    rate window shorter than four scrape intervals."""
+    log = structlog.get_logger("vllm_scaler")
+    metrics = controller.metrics
+    metrics.rate_window.set(policy.rate_window_seconds)
+    snapshots = {}
+    for t in policy.targets:
+        with contextlib.suppress(Exception):  # an unreadable target is reported by the round
+            snapshots[t.key] = await controller.actuator.read(t.workload)
+    for problem in await check_rate_window(source, policy.targets, snapshots):
+        log.warning(
+            "rate_window_too_short",
+            target=problem.target,
+            rate_window_seconds=problem.rate_window_seconds,
+            scrape_interval_seconds=problem.scrape_interval_seconds,
+            minimum_seconds=problem.minimum_seconds,
+            message=str(problem),
+        )
+    for key, seconds in source.scrape_intervals.items():
+        metrics.scrape_interval.labels(key).set(seconds)
 
 
 _UNREACHABLE = frozenset({SignalStatus.TRANSPORT, SignalStatus.TIMEOUT})

@@ -218,6 +218,7 @@ class Controller:
         self._stuck_event_at: dict[str, float] = {}
         self._stalled: dict[str, dict[str, StallKind]] = {}
         self._cost_unsupported_logged: set[str] = set()
+        self._ttft_labels: dict[str, tuple[str, str]] = {}
         self._removals: dict[str, PendingRemoval] = {}
         self._disabled: set[str] = set()
         metrics.dry_run.set(1 if actuator.dry_run else 0)
@@ -571,6 +572,7 @@ class Controller:
         self._export_stalls(t, readings)
         if readings.kv_metric:
             m.kv_metric.labels(t.key, readings.kv_metric).set(1)
+        self._export_histograms(t, decision, readings)
         for e in decision.signals:
             if e.status is SignalStatus.WARMING_UP:  # a fresh fleet: no fault, no warning
                 self.log.info("signal_warming_up", target=t.key, signal=str(e.name))
@@ -595,6 +597,42 @@ class Controller:
             Direction.NONE
         ):
             m.refused_writes.labels(t.key, decision.reason).inc()
+
+    def _export_histograms(
+        self, t: TargetPolicy, decision: Decision, readings: TargetReadings
+    ) -> None:
+        """How TTFT was read, and a warning while a quantile is only a lower bound."""
+        m = self.metrics
+        labels = (
+            (
+                "native" if "native" in readings.ttft_metric else "classic",
+                readings.ttft_query or "none",  # none: idle, no bucket asked for
+            )
+            if readings.ttft_metric
+            else None
+        )
+        old = self._ttft_labels.get(t.key)
+        if old is not None and old != labels:
+            m.ttft_histogram.remove(t.key, *old)
+        if labels is not None:
+            m.ttft_histogram.labels(t.key, *labels).set(1)
+            self._ttft_labels[t.key] = labels
+        for e in decision.signals:
+            if e.name.per_pod:
+                continue
+            saturated = e.status is SignalStatus.SATURATED
+            m.top_bucket_too_low.labels(t.key, str(e.name)).set(1 if saturated else 0)
+            if saturated:
+                self.log.warning(
+                    "histogram_top_bucket_too_low",
+                    target=t.key,
+                    signal=str(e.name),
+                    top_bucket_seconds=e.value,
+                    detail=e.detail,
+                    message=f"{e.name} is at least {e.value:g} s, beyond the top finite bucket "
+                    "of its histogram, true size unknown: raise the histogram's top bucket "
+                    "(current vLLM TTFT buckets reach 2560 s; early releases stopped at 10 s)",
+                )
 
     def _export_stalls(self, t: TargetPolicy, readings: TargetReadings) -> None:
         """Frozen and hung pods: counted every cycle, a warning when a pod becomes one."""

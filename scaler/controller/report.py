@@ -112,6 +112,7 @@ def report_json(report: TargetReport) -> dict[str, Any]:
     if report.readings is not None:
         r = report.readings
         out["kv_cache_metric"] = r.kv_metric
+        out["ttft_metric"] = r.ttft_metric
         out["stalled_pods"] = {pod: str(s.kind) for pod, s in sorted(r.stalled.items())}
         total = r.throughput.total
         out["throughput"] = {

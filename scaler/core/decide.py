@@ -24,6 +24,11 @@ limits) with changes for LLM serving:
      would double the fleet again for a queue the new replicas already drain (a 2x overshoot
      the bench showed on ``conv``). ``2 W`` covers the window plus the drain and the
      interval; queue depth and KV cache are instant readings and keep scaling up meanwhile.
+   - a ``saturated`` reading is only a lower bound of the quantile (the histogram's top finite
+     bucket): above the band it asks for the largest step a latency signal may take
+     (``ceil(2 x ready)``), since the true ratio is at least the one read and its size is
+     unknown; at or below the band it asks for nothing (and, not being fully valid, blocks a
+     scale-down).
    - inside the band ``[1 - down_tolerance, 1 + up_tolerance]`` the signal asks for the
      current replicas; a result that would move against the ratio's direction is replaced by
      the current replicas (HPA does the same).
@@ -575,9 +580,11 @@ def _final_reason(
     if driving is not None and driving.name is SignalName.CAPACITY and driving.valid:
         sig = f" (capacity: {driving.detail})"
     elif driving is not None and driving.value is not None and driving.ratio is not None:
+        # a saturated reading is a lower bound: say so
+        at_least = ">= " if driving.status is SignalStatus.SATURATED else ""
         sig = (
-            f" ({driving.name} {driving.value:.3g} vs target {driving.target:.3g}, "
-            f"ratio {driving.ratio:.2f})"
+            f" ({driving.name} {at_least}{driving.value:.3g} vs target {driving.target:.3g}, "
+            f"ratio {at_least}{driving.ratio:.2f})"
         )
     if desired == current:
         if held is not None:

@@ -85,17 +85,7 @@ def evaluate_signal(
     valid = reading.status.usable_for_scale_up
     raw = reading.value
     if not valid or raw is None or not math.isfinite(raw) or raw < 0:
-        return SignalEvaluation(
-            name=reading.name,
-            status=reading.status,
-            value=None,
-            target=target,
-            ratio=None,
-            demand_replicas=None,
-            desired_replicas=None,
-            valid=False,
-            detail=reading.detail,
-        )
+        return _asks_nothing(reading, target)
     current = counts.current
     if reading.name.per_pod:
         base = max(current, 1)
@@ -107,22 +97,52 @@ def evaluate_signal(
         ratio = 0.0 if reading.status is SignalStatus.IDLE else raw / target
         # Latency is not proportional to load (it grows without bound near saturation), so
         # one decision may at most double the serving replicas on it (AIBrix APA's 2x step).
-        proposed = ceil_replicas(min(ratio, LATENCY_MAX_RATIO) * max(counts.ready, 1))
+        step = min(ratio, LATENCY_MAX_RATIO)
+        if reading.status is SignalStatus.SATURATED:
+            if not ratio > 1 + policy.tolerance.scale_up + EPS:
+                # A lower bound at or below the band says nothing about the true value: the
+                # signal asks for nothing (and, not fully valid, blocks a scale-down).
+                return _asks_nothing(reading, target, value=value, ratio=ratio)
+            step = LATENCY_MAX_RATIO  # the true ratio is larger, by how much is unknown
+        proposed = ceil_replicas(step * max(counts.ready, 1))
         if counts.starting > 0 or ttft_settling:
             # TTFT cannot improve before the starting replicas serve, nor read as improved
             # until its rate window has passed since they did: it may not ask for capacity
             # beyond what is already asked for (no cascade on a lagging signal).
             proposed = min(proposed, current)
     desired = banded(policy, ratio, proposed, current)
+    return _evaluation(reading, target, value, ratio, (proposed, desired))
+
+
+def _asks_nothing(
+    reading: SignalReading,
+    target: float,
+    *,
+    value: float | None = None,
+    ratio: float | None = None,
+) -> SignalEvaluation:
+    """An evaluation that asks for no replicas: an unusable reading (no value), or a lower
+    bound at or below its band (its value and ratio shown, still valid for scale-up)."""
+    return _evaluation(reading, target, value, ratio, None)
+
+
+def _evaluation(
+    reading: SignalReading,
+    target: float,
+    value: float | None,
+    ratio: float | None,
+    asks: tuple[int, int] | None,
+) -> SignalEvaluation:
+    """``asks``: the demand and the desired replicas, None when the signal asks for none."""
     return SignalEvaluation(
         name=reading.name,
         status=reading.status,
         value=value,
         target=target,
         ratio=ratio,
-        demand_replicas=proposed,
-        desired_replicas=desired,
-        valid=True,
+        demand_replicas=asks[0] if asks else None,
+        desired_replicas=asks[1] if asks else None,
+        valid=value is not None,
         detail=reading.detail,
     )
 

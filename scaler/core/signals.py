@@ -26,6 +26,11 @@ class SignalStatus(StrEnum):
       and it asks for no capacity.
     - ``partial``: per-pod signal with some ready pods missing series. Usable to scale up
       (missing pods count as zero load, HPA's rule); blocks scale-down.
+    - ``saturated``: a quantile read from a histogram that is only a lower bound: the rank
+      fell in the ``+Inf`` bucket, so the value is the largest finite bucket bound and the
+      true quantile is at least that, size unknown (``histogram_quantile`` clamps). Usable
+      to scale up (above its target it asks for the largest step a latency signal may take);
+      blocks scale-down.
     - ``frozen``: per-pod signal with some ready pods whose values stopped moving: their
       queue, running requests and KV-cache usage bit-identical over several polls while they
       produced no token (vLLM refreshes those gauges only when the engine steps). Those pods
@@ -51,7 +56,8 @@ class SignalStatus(StrEnum):
     - ``bad_response``: the body was not the Prometheus API's JSON shape, or one of this
       target's series was malformed (a bad sample value, a label map that is not one).
     - ``duplicate_series``: the answer held two series for one of this target's pods (or
-      for the target): which one is right cannot be told. Only that target is affected.
+      one of its TTFT buckets twice): which one is right cannot be told. Only that target
+      is affected.
 
     Neither usable nor blocking:
 
@@ -79,6 +85,7 @@ class SignalStatus(StrEnum):
     FROZEN = "frozen"
     HUNG = "hung"
     DUPLICATE_SERIES = "duplicate_series"
+    SATURATED = "saturated"
     LEARNING = "learning"
 
     @property
@@ -105,6 +112,7 @@ _USABLE_FOR_SCALE_UP = frozenset(
         SignalStatus.PARTIAL,
         SignalStatus.FROZEN,
         SignalStatus.HUNG,
+        SignalStatus.SATURATED,
     }
 )
 
@@ -118,8 +126,8 @@ class SignalReading:
         status: the outcome; see :class:`SignalStatus`.
         value: for per-pod signals the **sum** over the target's live, ready pods that have
             data and are neither frozen nor hung (waiting requests; KV-cache usage as a sum
-            of 0-1 ratios); for ``ttft_p95``
-            the quantile in seconds. ``None`` when the status is not usable.
+            of 0-1 ratios); for ``ttft_p95`` the quantile in seconds (for ``saturated`` a
+            lower bound of it). ``None`` when the status is not usable.
         pods_with_data: ready pods whose series were found (per-pod signals; 0 otherwise).
         pods_missing: ready pods with no series (per-pod signals; 0 otherwise).
         source_metric: the vLLM metric name the value came from (for the KV-cache rename).

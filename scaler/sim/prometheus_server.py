@@ -264,6 +264,10 @@ class ScrapingServer(abc.ABC):
         """More ``global`` settings of the scrape configuration (``interval``: the scrape one)."""
         return {}
 
+    def config_options(self) -> dict[str, Any]:
+        """More top-level settings of the scrape configuration."""
+        return {}
+
     def write_config(self) -> None:
         """One job, ``vllm``, whose targets come from :attr:`sd_file`, every scrape interval."""
         interval = duration(self.scrape_interval_seconds)
@@ -274,6 +278,7 @@ class ScrapingServer(abc.ABC):
                 "scrape_timeout": interval,
                 **self.global_options(interval),
             },
+            **self.config_options(),
             "scrape_configs": [
                 {
                     "job_name": "vllm",
@@ -415,9 +420,29 @@ class ScrapingServer(abc.ABC):
 class PrometheusServer(ScrapingServer):
     """A Prometheus process scraping the targets listed in a file-SD file (see
     :class:`ScrapingServer` for the arguments; ``extra_args`` e.g.
-    ``--query.lookback-delta=30s``). Its configuration is ``workdir/prometheus.yml``, its TSDB
-    ``workdir/data``.
+    ``--query.lookback-delta=30s`` or ``--enable-feature=native-histograms``). Its
+    configuration is ``workdir/prometheus.yml``, its TSDB ``workdir/data``; ``rule_files``
+    are loaded (``rule_files`` of the config), and :meth:`reload` loads others later.
     """
+
+    def __init__(self, workdir: Path, *, rule_files: Sequence[Path] = (), **kwargs: Any) -> None:
+        super().__init__(workdir, **kwargs)
+        self.rule_files = tuple(rule_files)
+
+    def config_options(self) -> dict[str, Any]:
+        """The rule files, if any."""
+        return (
+            {"rule_files": [str(f.resolve()) for f in self.rule_files]} if self.rule_files else {}
+        )
+
+    def reload(self, rule_files: Sequence[Path]) -> None:
+        """Rewrite the config with ``rule_files`` and have Prometheus re-read it (SIGHUP);
+        returns at once (the rules run from their group's next evaluation)."""
+        self.rule_files = tuple(rule_files)
+        self.write_config()
+        if self._proc is None or self._proc.poll() is not None:
+            raise RuntimeError("PrometheusServer is not running")
+        self._proc.send_signal(signal.SIGHUP)
 
     name = "prometheus"
     ready_path = "/-/ready"

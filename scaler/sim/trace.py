@@ -1,6 +1,6 @@
 """Request traces for the simulated fleet: load, slice, compress and rate-scale.
 
-The traces in ``/work/shared/traces`` are the Azure LLM inference traces of November 2023
+The bundled traces in ``scaler/sim/traces`` are the Azure LLM inference traces of November 2023
 (AzurePublicDataset, CC BY 4.0, published with "Splitwise", Patel et al., ISCA 2024): CSV with
 ``TIMESTAMP`` (wall clock, no time zone, 7 decimal digits), ``ContextTokens`` and
 ``GeneratedTokens``. :func:`load_trace` reads them (or any CSV / JSONL of the same shape),

@@ -1,19 +1,26 @@
 """The PromQL vllm-scaler sends: a fixed set of instant queries covering every target at once.
 
 One control cycle sends at most six instant queries (:class:`QueryKind`), whatever the number
-of targets; each query is the ``or`` of one sub-expression per *group*, and every
-sub-expression is tagged with :func:`label_replace` so the answer can be split back per group:
+of targets, in two rounds: the per-pod queries first, then one TTFT query built from their
+answers. Each query is the ``or`` of sub-expressions tagged with :func:`label_replace` so the
+answer can be split back per selector group or per target, and the ``or`` is a balanced tree
+(Prometheus' ``or`` hashes its whole left side, so a left-deep chain of n parts costs n^2).
 
-- per-pod queries (waiting, running, KV cache, throughput) are grouped by label selector:
-  every target with the default selector (its namespace and its pods' names) is in one group
-  selected by namespace alone, and targets with explicit ``prometheus_matchers`` group by
-  distinct selector (:func:`target_selector`). Each series is tagged
-  ``scaler_selector="s<i>"`` and keeps ``namespace`` and ``pod`` so the source can match it
-  to the target's live, ready pods (by name in the default group). Tagging (rather than
-  merging with a plain ``or``) keeps a series of a pod picked by two selectors in both
-  groups, so each target sees exactly what its own selector picks.
-- target-level TTFT queries have one sub-expression per target, tagged
-  ``scaler_target="<namespace/kind/name>"``.
+- Per-pod queries (waiting, running, KV cache, TTFT request rate, throughput) are grouped by
+  label selector: every target with the default selector is in one group selected by
+  namespace alone, and targets with explicit ``prometheus_matchers`` group by distinct
+  selector (:func:`target_selector`). Each series is tagged ``scaler_selector="s<i>"`` and
+  keeps ``namespace`` and ``pod``: the source counts a series for a target only when its pod
+  is one the Kubernetes API lists for that target (by exact name), never by a name pattern.
+  Tagging (rather than merging with a plain ``or``) keeps a series of a pod picked by two
+  selectors in both groups, so each target sees exactly what its own selector picks.
+- The TTFT query (``ttft_buckets``) asks, per target that has requests, for the per-``le``
+  rates of the TTFT histogram over exactly its pods (an alternation of their names, which
+  Prometheus matches as a set), and the source computes the quantile itself
+  (:mod:`scaler.sources.quantile`): the same number as ``histogram_quantile``, plus whether it
+  is only a lower bound (the rank in the ``+Inf`` bucket). Where the recording rules of
+  ``deploy/rules`` run, it reads their per-pod-group bucket rates instead, for the targets
+  whose groups hold only their own pods (:func:`pod_group`).
 
 Why these expressions:
 
@@ -28,10 +35,17 @@ Why these expressions:
   (``vllm:gpu_cache_usage_perc``, removed in 0.12), keeping the name so the source prefers the
   new one per pod and reports which it found. Max over engines: each engine has its own cache
   and the fullest one is the one that preempts.
-- TTFT: vLLM's own Grafana expression, ``histogram_quantile(q, sum by (le) (rate(..._bucket
-  [W])))`` over the target's pods. It is NaN both when there is no traffic (0/0) and when the
-  data is broken, so a second query, ``sum(rate(..._count[W]))``, gives the request rate:
-  exactly 0 means idle. Bucket bounds are never hard-coded (vLLM accepts custom buckets).
+- TTFT request rate per pod, ``rate(..._count[W])`` of the classic histogram or
+  ``histogram_count(rate(...[W]))`` of a native one (Prometheus stores a histogram one way or
+  the other; the series are tagged ``scaler_histogram="classic|native"``): it tells which
+  pods have a TTFT histogram and in which representation, and exactly 0 means idle (the
+  quantile of an idle window is NaN, 0/0). The same query carries the ages of the
+  recorded per-group buckets (``scaler_histogram="recorded"``), so the TTFT query knows which
+  recorded groups are there and fresh. Bucket bounds are never hard-coded.
+- Native histograms: Prometheus 2.42 drops the histogram of a ``label_replace``d sample, so a
+  native target's TTFT query returns floats only: ``histogram_quantile``, ``histogram_count``
+  and ``histogram_fraction(0, quantile)``, which is below the quantile exactly when the rank
+  fell in a ``+Inf`` bucket (native histograms with custom buckets).
 - Throughput: per pod, ``sum by (namespace, pod) (rate(C{SEL}[W]))`` of each of vLLM's
   counters ``vllm:request_success_total`` (finished requests, every ``finished_reason``),
   ``vllm:prompt_tokens_total`` and ``vllm:generation_tokens_total``, summed over engines, one
@@ -48,17 +62,21 @@ Queries get long with many targets: send them as POST form bodies.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from scaler.config.policy import POD_NAME_SUFFIX, TargetPolicy
+from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
 
 __all__ = [
     "GENERATION_TOKENS_METRIC",
+    "HISTOGRAM_LABEL",
     "KV_METRICS",
     "METRIC_LABEL",
+    "NATIVE_PART_LABEL",
+    "POD_GROUP_LABEL",
+    "POD_GROUP_REGEX",
     "PROMPT_TOKENS_METRIC",
     "REQUESTS_METRIC",
     "RUNNING_METRIC",
@@ -68,13 +86,22 @@ __all__ = [
     "THROUGHPUT_METRICS",
     "TTFT_BUCKET_METRIC",
     "TTFT_COUNT_METRIC",
+    "TTFT_HISTOGRAM",
     "WAITING_METRIC",
+    "HistogramKind",
+    "NativePart",
     "QueryKind",
     "QueryPlan",
+    "TtftPart",
     "build_query_plan",
+    "build_ttft_query",
     "label_value",
+    "pod_group",
+    "pods_selector",
     "promql_duration",
     "promql_string",
+    "recorded_ttft_metric",
+    "recording_rule_expr",
     "target_selector",
 ]
 
@@ -82,6 +109,12 @@ __all__ = [
 SELECTOR_LABEL = "scaler_selector"
 #: Label that tags target-level (TTFT) series with the target key.
 TARGET_LABEL = "scaler_target"
+#: Label of the TTFT request-rate series: which representation the pod's histogram has.
+HISTOGRAM_LABEL = "scaler_histogram"
+#: Label of a native target's TTFT series: which float it carries (:class:`NativePart`).
+NATIVE_PART_LABEL = "scaler_native"
+#: Label of the recording rules' per-group bucket rates: the pod name up to its last dash.
+POD_GROUP_LABEL = "scaler_pod_group"
 #: Label that tags each throughput series with the counter it is the rate of.
 METRIC_LABEL = "scaler_metric"
 
@@ -89,8 +122,12 @@ WAITING_METRIC = "vllm:num_requests_waiting"
 RUNNING_METRIC = "vllm:num_requests_running"
 #: KV-cache usage gauges, preferred first (0.9.2 renamed the second to the first).
 KV_METRICS: tuple[str, ...] = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
-TTFT_BUCKET_METRIC = "vllm:time_to_first_token_seconds_bucket"
-TTFT_COUNT_METRIC = "vllm:time_to_first_token_seconds_count"
+#: The TTFT histogram: a native histogram under this name, a classic one as the three below.
+TTFT_HISTOGRAM = "vllm:time_to_first_token_seconds"
+TTFT_BUCKET_METRIC = f"{TTFT_HISTOGRAM}_bucket"
+TTFT_COUNT_METRIC = f"{TTFT_HISTOGRAM}_count"
+#: RE2 of :func:`pod_group`, for ``label_replace`` (anchored by Prometheus).
+POD_GROUP_REGEX = "(.+)-[^-]*"
 #: vLLM's counters of finished requests, prefill tokens and generated tokens (all versions).
 REQUESTS_METRIC = "vllm:request_success_total"
 PROMPT_TOKENS_METRIC = "vllm:prompt_tokens_total"
@@ -109,26 +146,39 @@ class QueryKind(StrEnum):
     WAITING = "waiting"
     RUNNING = "running"
     KV_CACHE = "kv_cache"
-    TTFT_QUANTILE = "ttft_quantile"
     TTFT_RATE = "ttft_rate"
+    TTFT_BUCKETS = "ttft_buckets"
     THROUGHPUT = "throughput"
 
     @property
     def per_pod(self) -> bool:
-        """True for queries whose series are per (namespace, pod) and tagged by selector."""
-        return self in (
-            QueryKind.WAITING,
-            QueryKind.RUNNING,
-            QueryKind.KV_CACHE,
-            QueryKind.THROUGHPUT,
-        )
+        """True for queries whose series are per (namespace, pod) and tagged by selector
+        (waiting, running, KV cache, TTFT request rate, throughput); they are sent first,
+        together. ``ttft_buckets`` is built from their answers."""
+        return self is not QueryKind.TTFT_BUCKETS
+
+
+class HistogramKind(StrEnum):
+    """How Prometheus stores a pod's TTFT histogram (the ``scaler_histogram`` tag)."""
+
+    CLASSIC = "classic"  # ..._bucket{le}, ..._count, ..._sum series
+    NATIVE = "native"  # one native histogram series under the metric's own name
+    RECORDED = "recorded"  # the recording rules' per-group bucket rates (their ages)
+
+
+class NativePart(StrEnum):
+    """The floats a native target's TTFT query returns (the ``scaler_native`` tag)."""
+
+    QUANTILE = "quantile"  # histogram_quantile(q, H)
+    COUNT = "count"  # histogram_count(H): first tokens per second
+    FRACTION = "fraction"  # histogram_fraction(0, quantile, H): below q when clamped
 
 
 #: Which query carries each signal's value.
 SIGNAL_QUERY: dict[SignalName, QueryKind] = {
     SignalName.QUEUE_DEPTH: QueryKind.WAITING,
     SignalName.KV_CACHE_USAGE: QueryKind.KV_CACHE,
-    SignalName.TTFT_P95: QueryKind.TTFT_QUANTILE,
+    SignalName.TTFT_P95: QueryKind.TTFT_BUCKETS,
 }
 
 
@@ -143,16 +193,63 @@ def promql_string(value: str) -> str:
     return f'"{label_value(value)}"'
 
 
+def pod_group(pod: str) -> str:
+    """The pod's name up to its last dash: the ReplicaSet of a Deployment's pod
+    (``vllm-5d8f7c9b4-x2k9p`` -> ``vllm-5d8f7c9b4``), the StatefulSet of an ordinal pod
+    (``vllm-70b-0`` -> ``vllm-70b``); '' without a dash.
+
+    Only a pre-aggregation key of the recording rules (:data:`POD_GROUP_REGEX` computes the
+    same in PromQL): a group is read for a target only when every pod in it is one of the
+    target's own, so a name that Kubernetes shortened or another workload sharing a prefix
+    never attributes a series to the wrong target.
+    """
+    return pod.rpartition("-")[0]
+
+
+def rule_duration(seconds: float) -> str:
+    """A window as the recording rules' names spell it: ``1m``, ``90s``, ``4500ms``."""
+    ms = max(1, round(seconds * 1000))
+    if ms % 60_000 == 0:
+        return f"{ms // 60_000}m"
+    return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
+
+
+def recorded_ttft_metric(rate_window_seconds: float) -> str:
+    """Name of the recording rule that holds per-group TTFT bucket rates over the window
+    (``namespace_scaler_pod_group_le:vllm_time_to_first_token_seconds_bucket:rate1m`` for
+    60 s; ``deploy/rules/vllm-scaler.rules.yaml`` ships the 1m one)."""
+    return (
+        f"namespace_{POD_GROUP_LABEL}_le:vllm_time_to_first_token_seconds_bucket:"
+        f"rate{rule_duration(rate_window_seconds)}"
+    )
+
+
+def recording_rule_expr(rate_window_seconds: float) -> str:
+    """The expression of :func:`recorded_ttft_metric`'s rule (a test pins the shipped file)."""
+    return (
+        f"sum by (namespace, {POD_GROUP_LABEL}, le) (label_replace(rate({TTFT_BUCKET_METRIC}"
+        f'{{namespace!="",pod!=""}}[{rule_duration(rate_window_seconds)}]), '
+        f'"{POD_GROUP_LABEL}", "$1", "pod", "{POD_GROUP_REGEX}"))'
+    )
+
+
 def target_selector(target: TargetPolicy) -> str:
-    """The label selector body of one target's vLLM series, e.g.
+    """The label selector body of one target's vLLM series as the user sees it, e.g.
     ``namespace="llm",pod=~"vllm-[a-z0-9]+-[a-z0-9]+"``: its exact-match
     :meth:`~scaler.config.policy.TargetPolicy.matchers`, and with the default matchers a regex
-    on the pod names of the workload (:meth:`~scaler.config.policy.TargetPolicy.pod_name_regex`).
+    on the pod names of the workload. Used in messages and by the backtest, which has no pod
+    list; the live source selects the pods the Kubernetes API lists (:func:`pods_selector`).
     """
     parts = [f'{k}="{label_value(v)}"' for k, v in sorted(target.matchers().items())]
     if target.prometheus_matchers is None:
         parts.append(f'pod=~"{label_value(target.pod_name_regex())}"')
     return ",".join(parts)
+
+
+def pods_selector(namespace: str, pods: Sequence[str]) -> str:
+    """The selector body of exactly these pods of ``namespace`` (a set match for Prometheus)."""
+    names = "|".join(re.escape(p) for p in sorted(set(pods)))
+    return f'namespace="{label_value(namespace)}",pod=~"{label_value(names)}"'
 
 
 def _replacement(value: str) -> str:
@@ -177,23 +274,32 @@ def _tag(expr: str, label: str, value: str) -> str:
 
 
 def _or(parts: Sequence[str]) -> str:
-    return " or ".join(parts)
+    """``a or b or ...`` as a balanced tree: Prometheus' ``or`` hashes its whole left side, so
+    a left-deep chain of n sub-expressions costs n^2 and a balanced one n log n."""
+    if len(parts) <= 2:
+        return " or ".join(parts)
+    mid = len(parts) // 2
+    halves = [parts[:mid], parts[mid:]]
+    return " or ".join(_or(h) if len(h) == 1 else f"({_or(h)})" for h in halves)
 
 
 @dataclass(frozen=True, slots=True)
 class QueryPlan:
-    """The queries of one cycle and how to split their answers back per target.
+    """The per-pod queries of one cycle and how to split their answers back per target.
 
     Attributes:
         queries: PromQL per query kind; a kind is left out when no target needs it
             (for example no target enables TTFT).
         selector_group: target key -> selector group id (the ``scaler_selector`` value).
         selectors: group id -> label selector body.
+        rate_window_seconds: the ``rate()`` window W of the TTFT and throughput queries,
+            seconds.
     """
 
     queries: dict[QueryKind, str]
     selector_group: dict[str, str]
     selectors: dict[str, str]
+    rate_window_seconds: float = 60.0
 
 
 def _per_pod_expr(metric_selector: str, agg: str, by: str) -> str:
@@ -206,13 +312,41 @@ def _named_rate(metric: str, sel: str, window: str) -> str:
     return _tag(rate, METRIC_LABEL, metric)
 
 
-def build_query_plan(targets: Sequence[TargetPolicy], *, rate_window_seconds: float) -> QueryPlan:
-    """Build the cycle's queries for all ``targets``.
+def _ttft_rate_parts(
+    gid: str, sel: str, window: str, recorded: str | None, native: bool
+) -> list[str]:
+    """The TTFT request-rate sub-expressions of one selector group."""
+    classic = _per_pod_expr(
+        f"rate({TTFT_COUNT_METRIC}{{{sel}}}[{window}])", "sum", "namespace, pod"
+    )
+    native_count = _per_pod_expr(
+        f"histogram_count(rate({TTFT_HISTOGRAM}{{{sel}}}[{window}]))", "sum", "namespace, pod"
+    )
+    parts = [_tag(_tag(classic, HISTOGRAM_LABEL, HistogramKind.CLASSIC), SELECTOR_LABEL, gid)]
+    if native:
+        parts.append(
+            _tag(_tag(native_count, HISTOGRAM_LABEL, HistogramKind.NATIVE), SELECTOR_LABEL, gid)
+        )
+    if recorded is not None:
+        stamps = f'time() - timestamp({recorded}{{{sel},le="+Inf"}})'
+        parts.append(
+            _tag(_tag(stamps, HISTOGRAM_LABEL, HistogramKind.RECORDED), SELECTOR_LABEL, gid)
+        )
+    return parts
+
+
+def build_query_plan(
+    targets: Sequence[TargetPolicy], *, rate_window_seconds: float, native_histograms: bool = True
+) -> QueryPlan:
+    """Build the cycle's per-pod queries for all ``targets`` (the first round).
 
     Args:
         targets: the targets to read (any number; the query count does not grow with it).
         rate_window_seconds: the ``rate()`` window W of the TTFT and throughput queries
             (``Policy.rate_window_seconds``, at least 4 scrape intervals).
+        native_histograms: the backend has Prometheus' native-histogram functions
+            (``histogram_count``: Prometheus 2.40 on; not VictoriaMetrics, whose MetricsQL
+            rejects the unknown function and with it the whole query).
 
     Returns:
         A :class:`QueryPlan`. Per kind, the query is the ``or`` of tagged sub-expressions:
@@ -222,26 +356,27 @@ def build_query_plan(targets: Sequence[TargetPolicy], *, rate_window_seconds: fl
         - ``running``: the same on ``vllm:num_requests_running`` for every target's selector;
         - ``kv_cache``: ``label_replace(max by (namespace, pod, __name__) ({__name__=~
           "vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc",SEL}), ...) or ...``;
-        - ``ttft_quantile``: ``label_replace(histogram_quantile(Q, sum by (le) (rate(
-          vllm:time_to_first_token_seconds_bucket{SEL_t}[W]))), "scaler_target", "<key>",
-          "", "") or ...`` per TTFT-enabled target;
-        - ``ttft_rate``: ``label_replace(sum(rate(vllm:time_to_first_token_seconds_count
-          {SEL_t}[W])), "scaler_target", "<key>", "", "") or ...``;
+        - ``ttft_rate`` per selector of a TTFT-enabled target: ``sum by (namespace, pod)
+          (rate(vllm:time_to_first_token_seconds_count{SEL}[W]))`` tagged ``classic``, the
+          same with ``histogram_count`` over the native histogram tagged ``native``, and for
+          the default group the age, ``time() - timestamp(...)``, of the recorded ``+Inf``
+          buckets tagged ``recorded``;
         - ``throughput``: ``label_replace((label_replace(sum by (namespace, pod) (rate(
           vllm:request_success_total{SEL}[W])), "scaler_metric", "vllm:request_success_total",
           "", "") or <the same for vllm:prompt_tokens_total and vllm:generation_tokens_total>),
           "scaler_selector", "s<i>", "", "") or ...`` for every target's selector.
+
+        The TTFT query of the second round is :func:`build_ttft_query`.
     """
     window = promql_duration(rate_window_seconds)
     selectors: dict[str, str] = {}
     group_of_selector: dict[str, str] = {}
     selector_group: dict[str, str] = {}
-    # Targets with the default selector (their namespace and their pods' names) all share one
-    # group whose selector is only their namespaces: with 1,000 targets in 50 namespaces the
-    # per-pod queries are one selector instead of an ``or`` of 1,000 (or 50 with pod-name
-    # unions), 3-4x cheaper for Prometheus (see scaler/bench/scale.py). The source keeps
-    # each target's own pods by name (and a gone pod by its pod-name pattern) and ignores the
-    # other vLLM pods of those namespaces. Targets with explicit matchers group by selector.
+    # Targets with the default selector all share one group whose selector is only their
+    # namespaces: with 1,000 targets in 50 namespaces the per-pod queries are one selector
+    # instead of an ``or`` of 1,000 (3-4x cheaper for Prometheus, see scaler/bench/scale.py).
+    # The source keeps each target's own pods by their exact names and ignores the other
+    # vLLM pods of those namespaces. Targets with explicit matchers group by selector.
     default_namespaces: list[str] = []
     for t in targets:
         if t.prometheus_matchers is None and t.workload.namespace not in default_namespaces:
@@ -276,6 +411,12 @@ def build_query_plan(targets: Sequence[TargetPolicy], *, rate_window_seconds: fl
         parts = []
         for gid in gids:
             sel = selectors[gid]
+            if kind is QueryKind.TTFT_RATE:
+                recorded = None
+                if sel == default_selector:
+                    recorded = recorded_ttft_metric(rate_window_seconds)
+                parts += _ttft_rate_parts(gid, sel, window, recorded, native_histograms)
+                continue
             if kind is QueryKind.KV_CACHE:
                 matchers = ",".join(m for m in (f'__name__=~"{kv_names}"', sel) if m)
                 inner = _per_pod_expr(f"{{{matchers}}}", "max", "namespace, pod, __name__")
@@ -290,59 +431,89 @@ def build_query_plan(targets: Sequence[TargetPolicy], *, rate_window_seconds: fl
     per_pod(QueryKind.WAITING, groups_for(SignalName.QUEUE_DEPTH))
     per_pod(QueryKind.RUNNING, groups_for(None))
     per_pod(QueryKind.KV_CACHE, groups_for(SignalName.KV_CACHE_USAGE))
+    per_pod(QueryKind.TTFT_RATE, groups_for(SignalName.TTFT_P95))
     per_pod(QueryKind.THROUGHPUT, groups_for(None))
+    return QueryPlan(
+        queries=queries,
+        selector_group=selector_group,
+        selectors=selectors,
+        rate_window_seconds=rate_window_seconds,
+    )
 
-    ttft_targets = [t for t in targets if SignalName.TTFT_P95 in t.signals.enabled()]
-    if ttft_targets:
-        quantiles = []
-        rates = []
-        # Default-selector Deployments and StatefulSets of one namespace (same quantile) share
-        # one expression: the target key is derived from the pod name with label_replace
-        # (``<name>-<hash>-<suffix>`` / ``<name>-<ordinal>``: the name is unambiguous), then
-        # aggregated by it. Others get one sub-expression each.
-        grouped: dict[tuple[str, str, str], list[TargetPolicy]] = {}
-        single: list[TargetPolicy] = []
-        for t in ttft_targets:
-            q = repr(float(t.signals.ttft_p95.quantile))
-            if t.prometheus_matchers is None and t.workload.kind in POD_NAME_SUFFIX:
-                grouped.setdefault((t.workload.namespace, t.workload.kind, q), []).append(t)
-            else:
-                single.append(t)
-        for (ns, kind, q), members in grouped.items():
-            if len(members) == 1:
-                single.append(members[0])
-                continue
-            names = "|".join(re.escape(t.workload.name) for t in members)
-            capture = f"({names}){POD_NAME_SUFFIX[kind]}"
-            sel = f'namespace="{label_value(ns)}",pod=~"{label_value(capture)}"'
-            key = f"{ns}/{kind}/$1"
 
-            def keyed(metric: str, sel: str = sel, key: str = key, capture: str = capture) -> str:
-                return (
-                    f"label_replace(rate({metric}{{{sel}}}[{window}]), "
-                    f'"{TARGET_LABEL}", {promql_string(key)}, "pod", {promql_string(capture)})'
-                )
+@dataclass(frozen=True, slots=True)
+class TtftPart:
+    """What the TTFT query asks for one target.
 
-            quantiles.append(
-                f"histogram_quantile({q}, sum by (le, {TARGET_LABEL}) "
-                f"({keyed(TTFT_BUCKET_METRIC)}))"
-            )
-            rates.append(f"sum by ({TARGET_LABEL}) ({keyed(TTFT_COUNT_METRIC)})")
-        for t in sorted(single, key=lambda t: ttft_targets.index(t)):
-            sel = target_selector(t)
-            q = repr(float(t.signals.ttft_p95.quantile))
-            quantiles.append(
-                _tag(
-                    f"histogram_quantile({q}, sum by (le) "
-                    f"(rate({TTFT_BUCKET_METRIC}{{{sel}}}[{window}])))",
-                    TARGET_LABEL,
-                    t.key,
-                )
-            )
-            rates.append(
-                _tag(f"sum(rate({TTFT_COUNT_METRIC}{{{sel}}}[{window}]))", TARGET_LABEL, t.key)
-            )
-        queries[QueryKind.TTFT_QUANTILE] = _or(quantiles)
-        queries[QueryKind.TTFT_RATE] = _or(rates)
+    Attributes:
+        key: the target key (the ``scaler_target`` tag).
+        selector: the label selector body of the target's TTFT series (its pods, or its
+            explicit matchers).
+        quantile: the target's quantile (0-1), for a native histogram's server-side estimate.
+        classic: ask for the classic buckets' per-``le`` rates.
+        native: ask for the native histogram's quantile, count and fraction.
+    """
 
-    return QueryPlan(queries=queries, selector_group=selector_group, selectors=selectors)
+    key: str
+    selector: str
+    quantile: float
+    classic: bool = True
+    native: bool = False
+
+
+def build_ttft_query(
+    parts: Sequence[TtftPart],
+    recorded_groups: Mapping[str, Sequence[str]],
+    *,
+    rate_window_seconds: float,
+) -> str | None:
+    """The second round's TTFT query, or None when nothing is to be asked.
+
+    Args:
+        parts: per target read from the raw histogram: its selector and representation.
+        recorded_groups: namespace -> pod groups read from the recording rule.
+        rate_window_seconds: the ``rate()`` window W, seconds.
+
+    Returns:
+        The balanced ``or`` of:
+
+        - per classic part ``label_replace(sum by (le) (rate(
+          vllm:time_to_first_token_seconds_bucket{SEL}[W])), "scaler_target", "<key>", "", "")``;
+        - per native part, with ``H = sum(rate(vllm:time_to_first_token_seconds{SEL}[W]))``:
+          ``histogram_quantile(q, H)``, ``histogram_count(H)`` and ``histogram_fraction(0,
+          scalar(histogram_quantile(q, H)), H)``, each tagged with the target and
+          ``scaler_native``;
+        - one selector of the recorded groups, ``max by (namespace, scaler_pod_group, le)
+          (<recorded>{namespace=~"ns|...", scaler_pod_group=~"g|..."})`` (the source keeps the
+          (namespace, group) pairs it asked for).
+    """
+    window = promql_duration(rate_window_seconds)
+    exprs: list[str] = []
+    for p in parts:
+        if p.classic:
+            inner = f"sum by (le) (rate({TTFT_BUCKET_METRIC}{{{p.selector}}}[{window}]))"
+            exprs.append(_tag(inner, TARGET_LABEL, p.key))
+        if p.native:
+            h = f"sum(rate({TTFT_HISTOGRAM}{{{p.selector}}}[{window}]))"
+            q = repr(float(p.quantile))
+            floats = {
+                NativePart.QUANTILE: f"histogram_quantile({q}, {h})",
+                NativePart.COUNT: f"histogram_count({h})",
+                NativePart.FRACTION: (
+                    f"histogram_fraction(0, scalar(histogram_quantile({q}, {h})), {h})"
+                ),
+            }
+            for part, expr in floats.items():
+                exprs.append(_tag(_tag(expr, TARGET_LABEL, p.key), NATIVE_PART_LABEL, part))
+    wanted = {ns: sorted(set(g)) for ns, g in recorded_groups.items() if g}
+    if wanted:
+        namespaces = "|".join(re.escape(ns) for ns in sorted(wanted))
+        groups = "|".join(sorted({re.escape(g) for gs in wanted.values() for g in gs}))
+        # max by: drops the long metric name from the answer (a third of its bytes) and any
+        # duplicate of a group that a second rule evaluator wrote with other external labels
+        exprs.append(
+            f"max by (namespace, {POD_GROUP_LABEL}, le) ("
+            f'{recorded_ttft_metric(rate_window_seconds)}{{namespace=~"{label_value(namespaces)}",'
+            f'{POD_GROUP_LABEL}=~"{label_value(groups)}"}})'
+        )
+    return _or(exprs) if exprs else None

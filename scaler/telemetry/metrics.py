@@ -211,6 +211,33 @@ class ScalerMetrics:
             ["target", "metric"],
             registry=r,
         )
+        self.ttft_histogram = Gauge(
+            "vllm_scaler_ttft_histogram_info",
+            "1 for how the target's TTFT histogram was read: representation (classic buckets "
+            "or native histogram) and query (raw series, the recording rules' per-group "
+            "buckets, or none while the target is idle).",
+            ["target", "representation", "query"],
+            registry=r,
+        )
+        self.top_bucket_too_low = Gauge(
+            "vllm_scaler_histogram_top_bucket_too_low",
+            "1 while the signal's quantile lies beyond its histogram's top finite bucket: the "
+            "value read is only a lower bound (status saturated); raise the top bucket.",
+            ts,
+            registry=r,
+        )
+        self.scrape_interval = Gauge(
+            "vllm_scaler_scrape_interval_seconds",
+            "Scrape interval of the target's pods, found at start from their samples' "
+            "timestamps (rate windows need at least 4 of them).",
+            t,
+            registry=r,
+        )
+        self.rate_window = Gauge(
+            "vllm_scaler_rate_window_seconds",
+            "The policy's rate() window of the TTFT queries.",
+            registry=r,
+        )
         self.cycle_duration = Histogram(
             "vllm_scaler_cycle_duration_seconds",
             "Duration of one control cycle.",

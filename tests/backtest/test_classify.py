@@ -43,8 +43,8 @@ def kv(name: str, metric: str = "vllm:kv_cache_usage_perc") -> dict[str, str]:
     return pod(name, __name__=metric)
 
 
-def tgt() -> dict[str, str]:
-    return {"scaler_target": KEY}
+def tgt(le: str) -> dict[str, str]:
+    return {"scaler_target": KEY, "le": le}
 
 
 def vectors(
@@ -56,13 +56,23 @@ def vectors(
     ttft: float | None = None,
     rate: float | None = None,
 ) -> dict[QueryKind, list[Sample]]:
+    """The per-step vectors; TTFT as ``rate`` first tokens/s spread over the running pods and
+    bucket rates whose p95 is ``ttft`` (a ``+Inf`` bucket alone for NaN)."""
+    each = (rate or 0.0) / max(1, len(running))
+    buckets: list[Sample] = []
+    if ttft is not None and rate is not None:
+        buckets = [(tgt("+Inf"), rate)]
+        if not math.isnan(ttft):
+            buckets.append((tgt(repr(ttft)), 0.95 * rate))
     out: dict[QueryKind, list[Sample]] = {
         QueryKind.RUNNING: [(pod(p), v) for p, v in running.items()],
         QueryKind.WAITING: [(pod(p), v) for p, v in (waiting or {}).items()],
         QueryKind.KV_CACHE: [(kv(p), v) for p, v in (kv_new or {}).items()]
         + [(kv(p, "vllm:gpu_cache_usage_perc"), v) for p, v in (kv_old or {}).items()],
-        QueryKind.TTFT_QUANTILE: [] if ttft is None else [(tgt(), ttft)],
-        QueryKind.TTFT_RATE: [] if rate is None else [(tgt(), rate)],
+        QueryKind.TTFT_RATE: []
+        if rate is None
+        else [(pod(p, scaler_histogram="classic"), each) for p in running],
+        QueryKind.TTFT_BUCKETS: buckets,
     }
     return out
 
@@ -105,11 +115,15 @@ def test_ttft_idle_only_when_the_rate_is_zero() -> None:
     busy = read(vectors(**base, ttft=math.nan, rate=0.5)).signals[SignalName.TTFT_P95]
     assert busy.status is SignalStatus.NAN
     unknown = read(vectors(**base, ttft=math.nan)).signals[SignalName.TTFT_P95]  # type: ignore[arg-type]
-    assert unknown.status is SignalStatus.NAN
+    assert unknown.status is SignalStatus.ABSENT  # no request-rate series: no histogram
 
 
 def test_non_finite_values_are_invalid() -> None:
-    r = read(vectors(running={A: 1}, waiting={A: math.inf}, kv_new={A: math.nan}, ttft=math.inf))
+    r = read(
+        vectors(
+            running={A: 1}, waiting={A: math.inf}, kv_new={A: math.nan}, ttft=2.0, rate=math.inf
+        )
+    )
     assert r.signals[SignalName.QUEUE_DEPTH].status is SignalStatus.INF
     assert r.signals[SignalName.KV_CACHE_USAGE].status is SignalStatus.NAN
     assert r.signals[SignalName.TTFT_P95].status is SignalStatus.INF
@@ -147,14 +161,13 @@ def test_no_pods_is_empty_and_missing_signal_with_pods_is_absent() -> None:
 )  # fmt: skip
 def test_same_readings_as_the_live_source(v: dict[QueryKind, list[Sample]]) -> None:
     """The live PrometheusSource, answering the same vectors, reads exactly the same."""
-    by_query = {PLAN.queries[k]: series for k, series in v.items()}
+    by_query = {q: v.get(k, []) for k, q in PLAN.queries.items()}  # throughput: none
 
     def handler(request: httpx.Request) -> httpx.Response:
         query = parse_qs(request.content.decode())["query"][0]
-        result = [
-            {"metric": labels, "value": [1.0, _fmt(value)]}
-            for labels, value in by_query.get(query, [])
-        ]
+        # the second round names the pods the live source lists; history asks by pattern
+        series = by_query.get(query, v[QueryKind.TTFT_BUCKETS])
+        result = [{"metric": labels, "value": [1.0, _fmt(value)]} for labels, value in series]
         return httpx.Response(
             200, json={"status": "success", "data": {"resultType": "vector", "result": result}}
         )
@@ -222,8 +235,8 @@ def test_targets_sharing_a_namespace_selector_count_only_their_own_pods() -> Non
         QueryKind.RUNNING: [(labels(mine), 1.0), (labels(theirs), 1.0)],
         QueryKind.WAITING: [(labels(mine), 3.0), (labels(theirs), 40.0)],
         QueryKind.KV_CACHE: [],
-        QueryKind.TTFT_QUANTILE: [],
         QueryKind.TTFT_RATE: [],
+        QueryKind.TTFT_BUCKETS: [],
     }
     got = readings_at_step(two.targets, plan, v, rate_window_seconds=60)
     assert got["llm/Deployment/vllm"].signals[SignalName.QUEUE_DEPTH].value == 3.0

@@ -36,15 +36,19 @@ async def test_query_count_is_constant_and_per_target_is_six_per_target() -> Non
         )
     finally:
         structlog.configure(**saved)
-    ours, keda = r.approaches
+    ours, keda, rules = r.approaches
     assert ours.queries_per_cycle == 6 and ours.failed_queries == 0
     assert keda.queries_per_cycle == 6 * 20 and keda.failed_queries == 0
-    # grouped queries read what per-target ones read
+    assert rules.queries_per_cycle == 6 and rules.failed_queries == 0
+    # grouped queries read what per-target ones read, and the recording rule what raw ones do
     assert r.disagreeing_signals == 0, r.disagreements
+    assert r.rules_disagreeing_signals == 0, r.rules_disagreements
+    assert (ours.ttft_recorded_targets, rules.ttft_recorded_targets) == (0, 20)
+    assert r.rule_evaluations > 0 and r.rule_interval_seconds == 2.0  # two scrapes
     assert "queries/cycle" in format_result(r)
     # the floor query ran and the controller's own share is a part of the cycle
     assert r.ttft_selection_floor_seconds > 0
-    assert 0 < ours.outside_queries_p50_seconds <= ours.cycle_p50_seconds
+    assert 0 < ours.controller_cpu_p50_seconds <= ours.cycle_p50_seconds
 
 
 def test_without_ttft_the_plan_has_the_four_per_pod_queries() -> None:
@@ -61,4 +65,11 @@ def test_without_ttft_the_plan_has_the_four_per_pod_queries() -> None:
         QueryKind.THROUGHPUT,
     }
     with_ttft, _ = _fleet(10, 2, 2)
-    assert len(build_query_plan(with_ttft, rate_window_seconds=60).queries) == 6
+    # the first round; the TTFT bucket query follows from its answers
+    assert set(build_query_plan(with_ttft, rate_window_seconds=60).queries) == {
+        QueryKind.WAITING,
+        QueryKind.RUNNING,
+        QueryKind.KV_CACHE,
+        QueryKind.TTFT_RATE,
+        QueryKind.THROUGHPUT,
+    }

@@ -20,7 +20,7 @@ from scaler.bench import scale
 from scaler.cli import app
 from scaler.dashboards import build_dashboards
 from tests.support.controller_harness import KEY, HarnessFactory
-from tests.support.fakeprom import TS, R, kv, per_pod, pods
+from tests.support.fakeprom import kv, per_pod, pods, ttft_answers
 from tests.support.policies import case_target_doc
 
 
@@ -98,8 +98,7 @@ async def test_recommend_json_is_the_only_thing_on_stdout(
         waiting=per_pod(dict.fromkeys(three, "1")),
         running=per_pod(dict.fromkeys(three, "1")),
         kv_cache=kv(dict.fromkeys(three, "0.5")),
-        ttft_quantile=R({"metric": {}, "value": [TS, "0.4"]}),
-        ttft_rate=R({"metric": {}, "value": [TS, "2"]}),
+        **ttft_answers("0.4", "2"),
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("VLLM_SCALER_")}
     env.update(

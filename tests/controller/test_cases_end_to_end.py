@@ -29,7 +29,7 @@ from tests.support.controller_harness import (
     captured_logs,
     case_policy,
 )
-from tests.support.fakeprom import TS, R, Reply, case_file, kv, per_pod, pods, sample
+from tests.support.fakeprom import R, Reply, Ttft, case_file, kv, per_pod, pods, sample
 from tests.support.replicas import ReplicaSetSim
 
 Q = "queue_depth"
@@ -39,14 +39,11 @@ SIGNALS = (Q, KV, TTFT)
 KV_QUERY_NAMES = "vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc"
 
 
-def target_sample(value: str) -> dict[str, Any]:
-    """A target-level sample (the TTFT queries): no labels but the source's tag."""
-    return {"metric": {}, "value": [TS, value]}
-
-
 def ttft(value: str, rate: str = "4") -> dict[str, Any]:
-    """TTFT quantile and request-rate answers; ``ttft("NaN", "0")`` is an idle target."""
-    return {"ttft_quantile": R(target_sample(value)), "ttft_rate": R(target_sample(rate))}
+    """A TTFT histogram on every scraped pod whose p95 is ``value`` at ``rate`` first tokens
+    per second; ``ttft("NaN", "0")`` is an idle target."""
+    answer = Ttft(value, rate)
+    return {"ttft_rate": answer, "ttft_buckets": answer}
 
 
 def serving(
@@ -357,7 +354,7 @@ async def test_case_04_outage_then_partial_holds_until_a_good_window(
         assert h.signal_status(sig) == "transport"
     assert h.count("vllm_scaler_query_failures_total", query="waiting", reason="transport") == 3
 
-    for kind in ("waiting", "running", "kv_cache", "ttft_quantile", "ttft_rate"):
+    for kind in ("waiting", "running", "kv_cache", "ttft_rate", "ttft_buckets"):
         h.fake.set(**{kind: Reply(R(), stall=True)})
     await h.prom.start()  # t4..t6: listening again on the same port, but never answering
     for _ in range(3):
@@ -420,7 +417,8 @@ async def test_case_05_ttft_query_error_blocks_scale_down_not_scale_up(
         waiting=per_pod(each(five, "0")),
         running=per_pod(each(five, "1")),
         kv_cache=kv(each(five, "0.10")),
-        ttft_quantile=error,
+        ttft_rate=Ttft("1.0", "4"),  # requests flow, so the bucket query is sent, and fails
+        ttft_buckets=error,
     )
     held = await h.cycle()
     d = held.decision
@@ -431,8 +429,7 @@ async def test_case_05_ttft_query_error_blocks_scale_down_not_scale_up(
     assert h.signal_valid(TTFT) == 0 and h.signal_status(TTFT) == "query_error"
     assert h.query_errors(TTFT, "query_error") == 1
     assert (
-        h.count("vllm_scaler_query_failures_total", query="ttft_quantile", reason="query_error")
-        == 1
+        h.count("vllm_scaler_query_failures_total", query="ttft_buckets", reason="query_error") == 1
     )
     assert h.signal_valid(Q) == 1 and h.signal_valid(KV) == 1
 
@@ -570,26 +567,34 @@ async def test_case_11_stale_series_are_dropped_not_counted(
     """Case 11: series of terminating or deleted pods are dropped and counted, not read as load."""
     case_file("11-stale-series-deleted-pods.md")
     h = await make_harness(replicas=2, ready=["pod-a", "pod-b"])  # just scaled 3 -> 2
-    c = "vllm-5c4d9-ccccc"  # pod-c: a gone pod is known as the Deployment's by its name
-    if variant == "terminating":
-        h.add_ready([c])
-        h.store.mark_pod_terminating(NS, c)
+    c = "vllm-5c4d9-ccccc"  # pod-c: terminating, then gone while Prometheus still returns it
+    h.add_ready([c])
+    h.store.mark_pod_terminating(NS, c)
     h.fake.set(
         waiting=per_pod({"pod-a": "0", "pod-b": "1", c: "30"}),
         running=per_pod({"pod-a": "0", "pod-b": "1", c: "1"}),
         kv_cache=kv({"pod-a": "0.1", "pod-b": "0.1", c: "0.95"}),
         **ttft("NaN", "0"),
     )
+    await h.cycle()  # the API lists pod-c (terminating): the memory of the target's pods has it
+    before = h.count("vllm_scaler_stale_series_dropped_total", target=KEY)
+    assert before == 3  # its waiting, running and KV series
+    if variant == "deleted":
+        h.store.delete_pod(NS, c)
     for cycle in (1, 2):
-        report = await (h.cycle() if cycle == 1 else h.next_cycle())
+        report = await h.next_cycle()
         d = report.decision
         assert d is not None
         assert d.current_replicas == 2  # from the scale subresource, not 3 series
         assert (d.desired_replicas, d.reason) == (2, reason)
         assert d.signals[0].value == 0.5  # pod-a 0 + pod-b 1 over 2 replicas
         assert_hold(h, 2, 0)
-        # pod-c's waiting, running and KV series, every cycle
-        assert h.count("vllm_scaler_stale_series_dropped_total", target=KEY) == 3 * cycle
+        # pod-c's waiting, running and KV series, every cycle, dropped with their reason
+        assert h.count("vllm_scaler_stale_series_dropped_total", target=KEY) == before + 3 * cycle
+        assert report.readings is not None
+        assert {(x.pod, str(x.reason)) for x in report.readings.dropped} == {
+            (c, "terminating" if variant == "terminating" else "gone")
+        }
     assert h.signal_status(Q) == "ok" and h.signal_status(KV) == "ok"
 
 

@@ -27,7 +27,7 @@ from scaler.sim.kubeapi import KubeApiServer, KubeStore, write_kubeconfig
 from scaler.sources.prometheus import PrometheusSource
 from scaler.telemetry.metrics import ScalerMetrics
 from tests.support.controller_harness import T0, FakeClock, PromServer, captured_logs
-from tests.support.fakeprom import FakePrometheus, R, kv, per_pod
+from tests.support.fakeprom import FakePrometheus, kv, per_pod, ttft_answers
 
 POLICY = {
     "targets": [
@@ -66,8 +66,7 @@ class Rig:
             waiting=per_pod({n: str(p.engine.num_waiting) for n, p in pods.items()}),
             running=per_pod({n: str(p.engine.num_running) for n, p in pods.items()}),
             kv_cache=kv({n: f"{p.engine.kv_usage_ratio:.4f}" for n, p in pods.items()}),
-            ttft_quantile=R({"metric": {}, "value": [0, "0.2"]}),
-            ttft_rate=R({"metric": {}, "value": [0, "0.1"]}),
+            **ttft_answers("0.2", "0.1"),
         )
 
     def run_fleet(self, seconds: float, step: float = 0.5) -> None:

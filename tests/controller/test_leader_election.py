@@ -18,26 +18,19 @@ from scaler.controller.leader import parse_time
 from scaler.controller.loop import STATE_ANNOTATION
 from scaler.sim.kubeapi import ScaleChange
 from tests.support.controller_harness import NS, T0, Harness, HarnessFactory, captured_logs
-from tests.support.fakeprom import R, kv, per_pod
+from tests.support.fakeprom import kv, per_pod, ttft_answers
 from tests.support.replicas import LEASE_NAME, LEASE_NS, Cluster, ReplicaSetSim, open_instance
 
 LOAD_DROPS_AT = T0 + 60
-
-
-def _ttft(value: str, rate: str) -> dict[str, Any]:
-    return {
-        "ttft_quantile": R({"metric": {}, "value": [0, value]}),
-        "ttft_rate": R({"metric": {}, "value": [0, rate]}),
-    }
 
 
 def serve_load(h: Harness, rs: ReplicaSetSim) -> None:
     """Prometheus answers for the pods that exist now: busy before the drop, idle after."""
     pods = rs.pods()
     if h.clock.now < LOAD_DROPS_AT:
-        waiting, running, kv_each, ttft = "10", "4", "0.8", _ttft("1.0", "4")
+        waiting, running, kv_each, ttft = "10", "4", "0.8", ttft_answers("1.0", "4")
     else:
-        waiting, running, kv_each, ttft = "0", "0", "0.1", _ttft("NaN", "0")
+        waiting, running, kv_each, ttft = "0", "0", "0.1", ttft_answers("NaN", "0")
     h.fake.set(
         waiting=per_pod(dict.fromkeys(pods, waiting)),
         running=per_pod(dict.fromkeys(pods, running)),

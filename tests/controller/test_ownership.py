@@ -19,7 +19,7 @@ from tests.support.controller_harness import (
     HarnessFactory,
     captured_logs,
 )
-from tests.support.fakeprom import R, case_file, kv, per_pod
+from tests.support.fakeprom import case_file, kv, per_pod, ttft_answers
 
 PODS = ["vllm-p0", "vllm-p1"]
 
@@ -30,8 +30,7 @@ def busy(h: Harness, pods: list[str] = PODS, waiting: str = "20") -> None:
         waiting=per_pod(dict.fromkeys(pods, waiting)),
         running=per_pod(dict.fromkeys(pods, "4")),
         kv_cache=kv(dict.fromkeys(pods, "0.9")),
-        ttft_quantile=R({"metric": {}, "value": [0, "1.0"]}),
-        ttft_rate=R({"metric": {}, "value": [0, "4"]}),
+        **ttft_answers("1.0", "4"),
     )
 
 
@@ -224,8 +223,7 @@ async def test_lws_and_rollout_targets(
         waiting=per_pod(dict.fromkeys(all_pods, "0")),
         running=per_pod(dict(zip(all_pods, ["3", "0", "2", "1"], strict=True))),
         kv_cache=kv(dict.fromkeys(all_pods, "0.1")),
-        ttft_quantile=R({"metric": {}, "value": [0, "NaN"]}),
-        ttft_rate=R({"metric": {}, "value": [0, "0"]}),
+        **ttft_answers("NaN", "0"),
     )
     h.clock.advance(60)
     with captured_logs() as logs:
@@ -260,8 +258,7 @@ async def test_statefulset_scale_down_falls_back_to_plain_behaviour(
         waiting=per_pod(dict.fromkeys(pods, "0")),
         running=per_pod(dict.fromkeys(pods, "0")),
         kv_cache=kv(dict.fromkeys(pods, "0.1")),
-        ttft_quantile=R({"metric": {}, "value": [0, "NaN"]}),
-        ttft_rate=R({"metric": {}, "value": [0, "0"]}),
+        **ttft_answers("NaN", "0"),
     )
     with captured_logs() as logs:
         [r] = await h.controller.run_cycle()

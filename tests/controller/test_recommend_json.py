@@ -18,7 +18,7 @@ from scaler.cli import app
 from scaler.config.settings import Settings
 from scaler.controller.app import RunOptions, StartupError, serve
 from tests.support.controller_harness import KEY, Harness, HarnessFactory
-from tests.support.fakeprom import TS, R, Reply, case_file, kv, per_pod, pods
+from tests.support.fakeprom import R, Reply, Ttft, case_file, kv, per_pod, pods, ttft_answers
 
 DOCUMENTED = {"target", "current_replicas", "desired_replicas", "reason", "signals"}
 SIGNAL_KEYS = {"name", "value", "target", "valid"}
@@ -48,13 +48,6 @@ def _by_name(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {s["name"]: s for s in obj["signals"]}
 
 
-def _ttft(value: str, rate: str) -> dict[str, Any]:
-    return {
-        "ttft_quantile": R({"metric": {}, "value": [TS, value]}),
-        "ttft_rate": R({"metric": {}, "value": [TS, rate]}),
-    }
-
-
 async def test_recommend_json_case_05_dry_run_scale_up(make_harness: HarnessFactory) -> None:
     """Case 05: the dry-run recommendation scales up on the valid signals and writes nothing."""
     case_file("05-one-signal-missing.md")
@@ -64,7 +57,8 @@ async def test_recommend_json_case_05_dry_run_scale_up(make_harness: HarnessFact
         waiting=per_pod(dict.fromkeys(five, "16")),  # 80 waiting
         running=per_pod(dict.fromkeys(five, "1")),
         kv_cache=kv(dict.fromkeys(five, "0.10")),
-        ttft_quantile=Reply(
+        ttft_rate=Ttft("1.0", "4"),
+        ttft_buckets=Reply(
             {"status": "error", "errorType": "timeout", "error": "query timed out"}, status=503
         ),
     )
@@ -120,7 +114,7 @@ def _case_07(h: Harness, *, kv_answer: dict[str, Any]) -> None:
         waiting=per_pod(dict(zip(four, ["2", "0", "1", "3"], strict=True))),
         running=per_pod(dict.fromkeys(four, "1")),
         kv_cache=kv_answer,
-        **_ttft("1.0", "4"),
+        **ttft_answers("1.0", "4"),
     )
 
 

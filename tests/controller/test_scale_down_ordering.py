@@ -14,7 +14,7 @@ from typing import Any
 
 from scaler.core.reasons import Reason
 from tests.support.controller_harness import KEY, LABELS, NS, T0, Harness, HarnessFactory
-from tests.support.fakeprom import R, case_file, kv, per_pod
+from tests.support.fakeprom import case_file, kv, per_pod, ttft_answers
 from tests.support.policies import case_policy
 from tests.support.replicas import COST, ReplicaSetSim
 
@@ -27,8 +27,7 @@ def answers(running: dict[str, str]) -> dict[str, Any]:
         "waiting": per_pod(dict.fromkeys(running, "0")),
         "running": per_pod(running),
         "kv_cache": kv(dict.fromkeys(running, "0.02")),
-        "ttft_quantile": R({"metric": {}, "value": [0, "NaN"]}),
-        "ttft_rate": R({"metric": {}, "value": [0, "0"]}),
+        **ttft_answers("NaN", "0"),
     }
 
 

@@ -21,7 +21,7 @@ from tests.support.controller_harness import (
     captured_logs,
     case_policy,
 )
-from tests.support.fakeprom import R, case_file, kv, per_pod
+from tests.support.fakeprom import case_file, kv, per_pod, ttft_answers
 
 SIGNALS = ("queue_depth", "kv_cache_usage", "ttft_p95")
 
@@ -31,8 +31,7 @@ def idle(pods: list[str]) -> dict[str, object]:
         "waiting": per_pod(dict.fromkeys(pods, "0")),
         "running": per_pod(dict.fromkeys(pods, "0")),
         "kv_cache": kv(dict.fromkeys(pods, "0.02")),
-        "ttft_quantile": R({"metric": {}, "value": [0, "NaN"]}),
-        "ttft_rate": R({"metric": {}, "value": [0, "0"]}),
+        **ttft_answers("NaN", "0"),
     }
 
 

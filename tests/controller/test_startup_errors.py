@@ -29,7 +29,7 @@ from tests.support.controller_harness import (
     captured_logs,
     case_policy,
 )
-from tests.support.fakeprom import R, Reply, kv, per_pod, pods
+from tests.support.fakeprom import Reply, Ttft, kv, per_pod, pods, ttft_answers
 
 MISSING = "llm/Deployment/missing"
 POLICY_YAML = (
@@ -62,14 +62,14 @@ def _two_targets() -> Any:
 
 
 def _all_signals(h: Harness) -> None:
-    # the harness' pods, and one named as the "missing" Deployment's would be
+    # the harness' pods, and one named as the "missing" Deployment's would be: a name is no
+    # identity, so it is not the missing target's
     two = [*pods(2), "missing-5c4d9-aaaaa"]
     h.fake.set(
         waiting=per_pod(dict.fromkeys(two, "1")),
         running=per_pod(dict.fromkeys(two, "1")),
         kv_cache=kv(dict.fromkeys(two, "0.5")),
-        ttft_quantile=R({"metric": {}, "value": [0, "1.0"]}),
-        ttft_rate=R({"metric": {}, "value": [0, "2"]}),
+        **ttft_answers("1.0", "2"),
     )
 
 
@@ -122,7 +122,10 @@ async def test_start_up_check_reports_the_unreadable_target_before_missing_serie
     assert lines[0] == "cannot read targets in Kubernetes:"
     assert lines[1].startswith(f"  {MISSING}: not_found: ")
     assert lines[2] == "configured signals return no series in Prometheus:"
-    assert f"  {MISSING} queue_depth: empty: " in str(err.value)
+    # the readable target has no series; the unreadable one has no pods to attribute any to
+    assert lines[3].startswith(f"  {KEY} queue_depth: empty: ")
+    assert "none of its 2 pods (selector app=vllm in namespace llm) has vLLM series" in lines[3]
+    assert f"{MISSING} queue_depth" not in str(err.value)
     assert err.value.exit_code == 1
 
 
@@ -166,15 +169,16 @@ async def test_a_failed_query_is_logged_once_with_kind_reason_and_detail(
     h = await make_harness(replicas=2, ready=pods(2))
     _all_signals(h)
     h.fake.set(
-        ttft_quantile=Reply(
+        ttft_rate=Ttft("1.0", "4"),
+        ttft_buckets=Reply(
             {"status": "error", "errorType": "timeout", "error": "query timed out"}, status=503
-        )
+        ),
     )
     with captured_logs() as logs:
         await h.cycle()
     failures = [e for e in logs if "fail" in str(e["event"]) and "query" in str(e["event"])]
     assert [(e["event"], e["query"], e["reason"]) for e in failures] == [
-        ("query_failed", "ttft_quantile", "query_error")
+        ("query_failed", "ttft_buckets", "query_error")
     ]
     assert failures[0]["detail"] == "timeout: query timed out (HTTP 503)"
 

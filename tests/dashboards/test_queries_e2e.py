@@ -79,7 +79,8 @@ def _check_everything(url: str, start: float, end: float, model: str, out: Path)
     for rule in (r for g in doc["groups"] for r in g["rules"]):
         body = _post(url, "/api/v1/query", {"query": rule["expr"], "time": end})
         if body.get("status") != "success":
-            failures.append(f"alert {rule['alert']}: error {body.get('error')}")
+            name = rule.get("alert") or rule["record"]
+            failures.append(f"rule {name}: error {body.get('error')}")
     assert not failures, "\n".join(failures)
     # The controller is up and scraped, so the "down" alert is quiet.
     down = _post(url, "/api/v1/query", {"query": 'absent(up{job=~".*vllm-scaler.*"} == 1)'})

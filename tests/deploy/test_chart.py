@@ -176,8 +176,22 @@ def test_prometheusrule_holds_exactly_the_plain_rules_file() -> None:
     # A mirror of the runbooks moves every runbook_url, nothing else.
     mirror = "https://wiki.example.com/vllm-scaler/runbooks"
     moved = one(helm_render({"prometheusRule": {"runbookBaseUrl": mirror + "/"}}), "PrometheusRule")
-    urls = [r["annotations"]["runbook_url"] for g in moved["spec"]["groups"] for r in g["rules"]]
+    urls = [
+        r["annotations"]["runbook_url"]
+        for g in moved["spec"]["groups"]
+        for r in g["rules"]
+        if "alert" in r
+    ]
     assert urls and all(u.startswith(mirror + "#vllmscaler") for u in urls), urls
+
+
+def test_the_ttft_recording_rule_can_be_left_out() -> None:
+    def groups(values: dict[str, Any]) -> list[str]:
+        rule = one(helm_render(values), "PrometheusRule")
+        return [g["name"] for g in rule["spec"]["groups"]]
+
+    assert groups({}) == ["vllm-scaler-recording", "vllm-scaler"]
+    assert groups({"prometheusRule": {"recordingRules": False}}) == ["vllm-scaler"]
 
 
 def test_monitoring_labels_and_interval_are_configurable() -> None:

@@ -18,7 +18,7 @@ from scaler.config.policy import WorkloadRef
 from scaler.controller.leader import LeaderElectionConfig, LeaderElector
 from tests.deploy.render import DEPLOY, files, helm_render, kustomize, one, validate
 from tests.support.controller_harness import case_policy, open_harness
-from tests.support.fakeprom import kv, per_pod
+from tests.support.fakeprom import kv, per_pod, ttft_answers
 
 
 @pytest.fixture(scope="module")
@@ -188,11 +188,8 @@ async def test_rbac_grants_exactly_the_calls_the_controller_makes(base, tmp_path
             waiting=per_pod(dict.fromkeys(names, "0")),
             running=per_pod(dict(zip(names, ["2", "0", "1"], strict=True))),
             kv_cache=kv(dict.fromkeys(names, "0.1")),
-            ttft_quantile={"status": "success", "data": {"resultType": "vector", "result": [
-                {"metric": {}, "value": [0, "NaN"]}]}},
-            ttft_rate={"status": "success", "data": {"resultType": "vector", "result": [
-                {"metric": {}, "value": [0, "0"]}]}},
-        )  # fmt: skip
+            **ttft_answers("NaN", "0"),
+        )
         api = await build_api_client(kubeconfig=h.kubeconfig, in_cluster=False)
         try:
             elector = LeaderElector(

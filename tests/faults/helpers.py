@@ -9,18 +9,14 @@ from scaler.config.policy import Policy
 from scaler.controller.report import TargetReport
 from scaler.core.reasons import Reason
 from tests.support.controller_harness import Harness, case_policy
-from tests.support.fakeprom import TS, R, kv, per_pod
+from tests.support.fakeprom import Ttft, kv, per_pod
 
-QUERY_KINDS = ("waiting", "running", "kv_cache", "ttft_quantile", "ttft_rate", "throughput")
+QUERY_KINDS = ("waiting", "running", "kv_cache", "ttft_rate", "ttft_buckets", "throughput")
 SIGNALS = ("queue_depth", "kv_cache_usage", "ttft_p95")
 
 
 def names(n: int) -> list[str]:
     return [f"pod-{i}" for i in range(n)]
-
-
-def target_sample(value: str) -> dict[str, Any]:
-    return {"metric": {}, "value": [TS, value]}
 
 
 def serving(
@@ -31,8 +27,8 @@ def serving(
         "waiting": per_pod(waiting),
         "running": per_pod(dict.fromkeys(waiting, "1")),
         "kv_cache": kv(dict.fromkeys(waiting, kv_value)),
-        "ttft_quantile": R(target_sample(ttft)),
-        "ttft_rate": R(target_sample(rate)),
+        "ttft_rate": Ttft(ttft, rate),
+        "ttft_buckets": Ttft(ttft, rate),
     }
 
 

@@ -24,8 +24,8 @@ from tests.faults.helpers import (
     recovery_scales_down,
     serving,
 )
-from tests.support.controller_harness import T0, Harness, HarnessFactory, captured_logs
-from tests.support.fakeprom import TS, R, Reply, kv, per_pod
+from tests.support.controller_harness import NS, T0, Harness, HarnessFactory, captured_logs
+from tests.support.fakeprom import R, Reply, kv, per_pod, ttft_answers
 
 PODS = names(4)
 LAST_OK = "vllm_scaler_last_successful_query_timestamp_seconds"
@@ -100,24 +100,20 @@ async def test_prometheus_fault_holds_exposes_and_recovers(
         assert h.query_errors(sig, reason) == 3
         assert h.signal_valid(sig) == 0
         assert h.signal_status(sig) == reason
-    for kind in QUERY_KINDS:
+    first_round = [k for k in QUERY_KINDS if k != "ttft_buckets"]
+    for kind in first_round:
         assert h.count("vllm_scaler_query_failures_total", query=kind, reason=reason) == 3
         assert h.value(LAST_OK, signal=kind) is None  # never succeeded
+    # the TTFT bucket query is built from the first round's answers: never sent without them
+    assert h.count("vllm_scaler_query_failures_total", query="ttft_buckets", reason=reason) == 0
     assert h.decisions("no_valid_signals") == 3
     failed = [e for e in logs if e["event"] == "query_failed"]
-    assert len(failed) == 3 * len(QUERY_KINDS)
+    assert len(failed) == 3 * len(first_round)
     assert all(e["reason"] == reason and e["detail"] for e in failed)
 
     await _recover(h, fault)  # good data again: the hold ends in the first good cycle
     await recovery_scales_down(h)
     assert h.value(LAST_OK, signal="waiting") == h.clock.now
-
-
-def _ttft(value: str, rate: str) -> dict[str, Any]:
-    return {
-        "ttft_quantile": R({"metric": {}, "value": [TS, value]}),
-        "ttft_rate": R({"metric": {}, "value": [TS, rate]}),
-    }
 
 
 # fault name -> (answers that replace the quiet ones, the blocked signal, its status)
@@ -126,7 +122,7 @@ BAD_VALUE_FAULTS: dict[str, tuple[dict[str, Any], str, str]] = {
     "nan_queue": ({"waiting": per_pod(dict.fromkeys(PODS, "NaN"))}, "queue_depth", "nan"),
     "inf_kv": ({"kv_cache": kv(dict.fromkeys(PODS, "+Inf"))}, "kv_cache_usage", "inf"),
     "negative_queue": ({"waiting": per_pod(dict.fromkeys(PODS, "-1"))}, "queue_depth", "negative"),
-    "nan_ttft_with_traffic": (_ttft("NaN", "3"), "ttft_p95", "nan"),
+    "nan_ttft_with_traffic": (ttft_answers("NaN", "3"), "ttft_p95", "nan"),
     "partial_coverage": (
         {"waiting": per_pod(dict.fromkeys(PODS[:3], "0"))},
         "queue_depth",
@@ -136,8 +132,8 @@ BAD_VALUE_FAULTS: dict[str, tuple[dict[str, Any], str, str]] = {
         {
             "waiting": per_pod({"pod-2": "0"}),
             "kv_cache": kv({"pod-2": "0.1"}),
-            "ttft_quantile": R(),
             "ttft_rate": R(),
+            "ttft_buckets": R(),
         },
         "queue_depth",
         "partial",
@@ -173,7 +169,7 @@ async def test_bad_values_never_block_a_scale_up_the_other_signals_ask_for(
     h = await make_harness(
         replicas=2, ready=PODS[:2], answers=serving(dict.fromkeys(PODS[:2], "30"))
     )
-    h.fake.set(kv_cache=kv(dict.fromkeys(PODS[:2], "NaN")), **_ttft("NaN", "3"))
+    h.fake.set(kv_cache=kv(dict.fromkeys(PODS[:2], "NaN")), **ttft_answers("NaN", "3"))
     r = await h.cycle()
     assert r.decision is not None and r.decision.reason is Reason.SCALE_UP
     assert h.replicas() == 6  # 60 waiting / 10 per replica, queue depth alone
@@ -185,12 +181,16 @@ async def test_stale_series_of_deleted_pods_are_dropped_and_counted(
 ) -> None:
     h = await make_harness(policy=no_window_policy(), replicas=4, ready=PODS, answers=quiet(PODS))
     # Prometheus still returns (within its 5 min lookback) a deleted pod with a long queue.
-    gone = "vllm-5c4d9-ggggg"  # the Deployment's pod name pattern: its, not another app's
+    gone = "vllm-5c4d9-ggggg"  # listed for the target a cycle ago: its, not another app's
+    h.add_ready([gone])
+    h.store.mark_pod_terminating(NS, gone)
+    await h.cycle()
+    h.store.delete_pod(NS, gone)
     h.fake.set(waiting=per_pod({**dict.fromkeys(PODS, "0"), gone: "500", "other-app-0": "9"}))
     r = await h.next_cycle()
     assert r.decision is not None and r.decision.reason is Reason.STEP_LIMITED  # 4 -> 3
-    assert h.target_value("vllm_scaler_stale_series_dropped_total") == 1
-    assert r.readings is not None and [d.pod for d in r.readings.dropped] == [gone]
+    assert r.readings is not None
+    assert [(d.pod, str(d.reason)) for d in r.readings.dropped] == [(gone, "gone")]
 
 
 async def test_outage_longer_than_the_window_then_a_whole_window_before_scale_down(

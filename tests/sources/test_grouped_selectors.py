@@ -1,4 +1,4 @@
-"""Default-selector targets share one per-pod group read by namespace; TTFT per namespace."""
+"""Default-selector targets share one per-pod group read by namespace; each keeps its own pods."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from scaler.config.vocabulary import SignalName
 from scaler.core.signals import SignalStatus
-from scaler.sources.prometheus import PrometheusSource
+from scaler.sources.prometheus import DropReason, PrometheusSource
 from scaler.sources.promql import QueryKind, build_query_plan
 from tests.support.fakeprom import FakePrometheus, kv, per_pod, snapshot, target
 
@@ -22,11 +22,8 @@ def test_default_targets_share_one_group_read_by_namespace() -> None:
     assert plan.selectors["s0"] == 'namespace=~"llm|other"'
     assert plan.selectors["s1"] == 'model_name="m",namespace="llm"'
     assert plan.queries[QueryKind.WAITING].count("label_replace") == 2
-    # TTFT: one expression for a and b (the target key taken from the pod name), c and d alone
-    ttft = plan.queries[QueryKind.TTFT_QUANTILE]
-    assert ttft.count("label_replace") == 3
-    assert '"scaler_target", "llm/Deployment/$1", "pod", "(a|b)-[a-z0-9]+-[a-z0-9]+"' in ttft
-    assert "sum by (le, scaler_target)" in ttft
+    # no pod-name pattern anywhere: the pods are told apart by their exact names
+    assert all("[a-z0-9]+" not in q for q in plan.queries.values())
 
 
 async def test_grouped_series_are_split_per_target(
@@ -40,7 +37,12 @@ async def test_grouped_series_are_split_per_target(
         running=per_pod(dict.fromkeys(waiting, "1")),
         kv_cache=kv(dict.fromkeys(waiting, "0.5")),
     )
-    result = await make_source().read([a, b], {a.key: snapshot(a_pods), b.key: snapshot(b_pods)})
+    source = make_source()
+    # a cycle before, each listed its gone pod (deleted since, its series still returned)
+    await source.read(
+        [a, b], {a.key: snapshot([*a_pods, "a-1x-gone"]), b.key: snapshot([*b_pods, "b-2y-gone"])}
+    )
+    result = await source.read([a, b], {a.key: snapshot(a_pods), b.key: snapshot(b_pods)})
     ra, rb = result.targets[a.key], result.targets[b.key]
     assert ra.signals[SignalName.QUEUE_DEPTH].value == 5.0
     assert ra.signals[SignalName.QUEUE_DEPTH].status is SignalStatus.OK
@@ -49,4 +51,5 @@ async def test_grouped_series_are_split_per_target(
     assert {d.pod for d in ra.dropped} == {"a-1x-gone"}
     assert {d.pod for d in rb.dropped} == {"b-2y-gone"}
     assert ra.series_found[QueryKind.WAITING] == 3 and rb.series_found[QueryKind.WAITING] == 2
-    assert result.queries_sent == 6
+    assert {(d.pod, d.reason) for d in ra.dropped} == {("a-1x-gone", DropReason.GONE)}
+    assert result.queries_sent == 5  # no TTFT request rate: no second round

@@ -20,6 +20,7 @@ from tests.support.fakeprom import (
     FakePrometheus,
     R,
     Reply,
+    Ttft,
     case_file,
     kv,
     per_pod,
@@ -27,6 +28,7 @@ from tests.support.fakeprom import (
     sample,
     snapshot,
     target,
+    ttft_answers,
 )
 
 Q = SignalName.QUEUE_DEPTH
@@ -99,7 +101,8 @@ async def test_case_02c_huge_finite_value_read_exactly(
     case_file("02-nan-inf-overflow.md")
     fake_prom.set(
         waiting=R(sample("pod-0", "214748365")),
-        ttft_quantile=R({"metric": {}, "value": [1718000000, "214748365"]}),
+        running=R(sample("pod-0", "1")),
+        **ttft_answers("214748365", "4"),
     )
     readings = (await make_source().read([target()], {KEY: snapshot(["pod-0"])})).readings(KEY)
     assert readings[Q].status is SignalStatus.OK
@@ -128,8 +131,7 @@ async def test_case_03_idle_ttft_nan_with_zero_rate_is_idle(
     case_file("03-idle-ttft-nan.md")
     four = pods(4)
     fake_prom.set(
-        ttft_quantile=R({"metric": {}, "value": [1718000000, "NaN"]}),
-        ttft_rate=R({"metric": {}, "value": [1718000000, "0"]}),
+        **ttft_answers("NaN", "0"),
         waiting=per_pod(dict.fromkeys(four, "0")),
         running=per_pod(dict.fromkeys(four, "0")),
         kv_cache=kv(dict.fromkeys(four, "0.0")),
@@ -147,10 +149,7 @@ async def test_case_03_ttft_nan_while_requests_flow_is_nan(
 ) -> None:
     """Case 03: a NaN TTFT while requests flow is 'nan' (invalid)."""
     case_file("03-idle-ttft-nan.md")
-    fake_prom.set(
-        ttft_quantile=R({"metric": {}, "value": [1718000000, "NaN"]}),
-        ttft_rate=R({"metric": {}, "value": [1718000000, "3.2"]}),
-    )
+    fake_prom.set(running=per_pod(dict.fromkeys(pods(4), "1")), **ttft_answers("NaN", "3.2"))
     r = (await make_source().read([target()], {KEY: snapshot(pods(4))})).readings(KEY)[TTFT]
     assert r.status is SignalStatus.NAN
     assert not r.status.usable_for_scale_down
@@ -160,14 +159,12 @@ async def test_case_03_ttft_nan_while_requests_flow_is_nan(
 async def test_case_03_ttft_nan_with_unknown_rate_is_nan(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
-    """Case 03: a NaN TTFT with an unknown request rate is 'nan' (invalid)."""
-    fake_prom.set(
-        ttft_quantile=R({"metric": {}, "value": [1718000000, "NaN"]}),
-        ttft_rate=Reply("boom", status=500),
-    )
+    """Case 03: with the request rate unknown (its query failed), TTFT is that failure."""
+    fake_prom.set(ttft_rate=Reply("boom", status=500))
     r = (await make_source().read([target()], {KEY: snapshot(pods(4))})).readings(KEY)[TTFT]
-    assert r.status is SignalStatus.NAN
-    assert "http_error" in r.detail
+    assert r.status is SignalStatus.HTTP_ERROR
+    assert not r.status.usable_for_scale_up
+    assert r.detail.startswith("ttft_rate query: HTTP 500")
 
 
 async def test_case_04_connection_refused_is_transport(http_client: object) -> None:
@@ -229,7 +226,8 @@ async def test_case_05_query_error_keeps_error_text(
         waiting=per_pod(dict.fromkeys(five, "0")),
         running=per_pod(dict.fromkeys(five, "1")),
         kv_cache=kv(dict.fromkeys(five, "0.10")),
-        ttft_quantile=Reply(
+        ttft_rate=Ttft("1.0", "4"),  # requests flow: the bucket query is sent, and fails
+        ttft_buckets=Reply(
             {
                 "status": "error",
                 "errorType": "timeout",
@@ -242,7 +240,7 @@ async def test_case_05_query_error_keeps_error_text(
     readings = result.readings(KEY)
     assert readings[TTFT].status is SignalStatus.QUERY_ERROR
     assert "timeout: query timed out in expression evaluation" in readings[TTFT].detail
-    assert result.queries[QueryKind.TTFT_QUANTILE].status is SignalStatus.QUERY_ERROR
+    assert result.queries[QueryKind.TTFT_BUCKETS].status is SignalStatus.QUERY_ERROR
     assert readings[Q].status is SignalStatus.OK and readings[Q].value == 0.0
     assert readings[KV].status is SignalStatus.OK
     assert math.isclose(readings[KV].value or 0, 0.5)
@@ -324,26 +322,34 @@ async def test_case_07_dry_run_check_without_any_series(
 ) -> None:
     """Case 07: the start-up check names each configured query that returns no series."""
     case_file("07-renamed-kv-metric.md")
-    problems = await check_configured_queries(make_source(), [target()])
+    problems = await check_configured_queries(make_source(), [target()], {KEY: snapshot(pods(2))})
     assert {(p.signal, p.status) for p in problems} == {
         (Q, SignalStatus.EMPTY),
         (KV, SignalStatus.EMPTY),
         (TTFT, SignalStatus.EMPTY),
     }
-    assert all("vllm" in p.detail for p in problems)
+    by_signal = {p.signal: p.detail for p in problems}
+    assert "none of its 2 pods (selector app=vllm in namespace llm)" in by_signal[Q]
+    # both representations of the TTFT histogram are named
+    assert "vllm:time_to_first_token_seconds_bucket" in by_signal[TTFT]
+    assert "vllm:time_to_first_token_seconds (native histogram)" in by_signal[TTFT]
 
 
 async def test_dry_run_check_passes_when_every_query_has_series(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
-    pod = "vllm-7d9f8-x2x2x"  # a pod of the target's by name, ready or not
+    pod = "vllm-7d9f8-x2x2x"  # a pod the API lists for the target, ready or not
     fake_prom.set(
         waiting=R(sample(pod, "1")),
         running=R(sample(pod, "1")),
         kv_cache=kv({pod: "0.1"}),
-        ttft_quantile=R({"metric": {}, "value": [1718000000, "NaN"]}),
+        **ttft_answers("NaN", "0"),
     )
-    assert await check_configured_queries(make_source(), [target()]) == []
+    snaps = {KEY: snapshot([], not_ready=[pod])}
+    assert await check_configured_queries(make_source(), [target()], snaps) == []
+    other = {KEY: snapshot(["vllm-7d9f8-other"])}  # the series are not this target's pods
+    problems = await check_configured_queries(make_source(), [target()], other)
+    assert {p.signal for p in problems} == {Q, KV, TTFT}
 
 
 async def test_case_11_terminating_pod_series_dropped_and_counted(
@@ -369,20 +375,23 @@ async def test_case_11_deleted_pod_series_dropped_and_counted(
 ) -> None:
     """Case 11: the series of a deleted pod is dropped and counted."""
     case_file("11-stale-series-deleted-pods.md")
-    # pod-c no longer exists: a gone pod is known by its name, one of the Deployment's
-    # (<name>-<hash>-<suffix>); other pods of the namespace are not this target's.
+    # pod-c no longer exists: the API listed it for the target a cycle ago, so its lingering
+    # series are the target's gone pod's; other pods of the namespace are not this target's,
+    # whatever their names (vllm-70b-0 fits a Deployment vllm's pod-name pattern).
     gone = "vllm-5c4d9-ccccc"
     fake_prom.set(
-        waiting=per_pod({"pod-a": "0", "pod-b": "1", gone: "30", "other-app-0": "9"}),
-        kv_cache=kv({"pod-a": "0.1", "pod-b": "0.2", gone: "0.99", "other-app-0": "0.9"}),
+        waiting=per_pod({"pod-a": "0", "pod-b": "1", gone: "30", "vllm-70b-0": "9"}),
+        kv_cache=kv({"pod-a": "0.1", "pod-b": "0.2", gone: "0.99", "vllm-70b-0": "0.9"}),
     )
-    result = await make_source().read([target()], {KEY: snapshot(["pod-a", "pod-b"])})
+    source = make_source()
+    await source.read([target()], {KEY: snapshot(["pod-a", "pod-b"], terminating=[gone])})
+    result = await source.read([target()], {KEY: snapshot(["pod-a", "pod-b"])})
     readings = result.readings(KEY)
     assert readings[Q].value == 1.0
     assert math.isclose(readings[KV].value or 0, 0.3)
     assert {(d.pod, d.reason, d.query) for d in result.targets[KEY].dropped} == {
-        (gone, DropReason.UNKNOWN_POD, QueryKind.WAITING),
-        (gone, DropReason.UNKNOWN_POD, QueryKind.KV_CACHE),
+        (gone, DropReason.GONE, QueryKind.WAITING),
+        (gone, DropReason.GONE, QueryKind.KV_CACHE),
     }
 
 
@@ -434,7 +443,7 @@ async def test_garbage_json_is_bad_response(
     fake_prom.set(
         waiting=Reply("{not json"),
         kv_cache=Reply({"status": "success", "data": {"resultType": "vector", "result": 3}}),
-        ttft_quantile=R({"metric": {}, "value": [1718000000, 0.5]}),  # value not a string
+        ttft_rate=R({"metric": {"pod": "pod-0"}, "value": [1718000000, 0.5]}),  # not a string
         running=Reply({"hello": "world"}),
     )
     result = await make_source().read([target()], {KEY: snapshot(pods(2))})
@@ -479,13 +488,17 @@ async def test_query_count_is_constant_in_the_number_of_targets(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
     source = make_source()
-    one = [target("m0")]
-    await source.read(one, {})
+    many = [target(f"m{i}") for i in range(20)]
+    snaps = {t.key: snapshot([f"{t.workload.name}-5d8f-p{j}" for j in range(3)]) for t in many}
+    scraped = [p.name for s in snaps.values() for p in s.pods]
+    fake_prom.set(running=per_pod(dict.fromkeys(scraped, "1")), **ttft_answers("1.0", "60"))
+    await source.read(many[:1], {many[0].key: snaps[many[0].key]})
     sent_for_one = len(fake_prom.requests)
     fake_prom.requests.clear()
-    many = [target(f"m{i}") for i in range(20)]
-    result = await source.read(many, {})
+    result = await source.read(many, snaps)
+    # five per-pod queries, then one TTFT query for every target with requests
     assert len(fake_prom.requests) == sent_for_one == result.queries_sent == 6
+    assert fake_prom.kinds_asked()[-1] is QueryKind.TTFT_BUCKETS
     assert all(r["query"] for r in fake_prom.requests)  # POST form field 'query'
     assert all(r["timeout"] == "5s" for r in fake_prom.requests)
 
@@ -518,3 +531,20 @@ async def test_series_of_a_same_named_pod_in_another_namespace_is_not_counted(
     result = await make_source().read([target()], {KEY: snapshot(["pod-0"])})
     assert result.readings(KEY)[Q].value == 1.0
     assert result.targets[KEY].dropped == ()  # another namespace's pod: not ours at all
+
+
+async def test_a_backend_without_native_histogram_functions_gets_classic_queries_only(
+    fake_prom: FakePrometheus, make_source: SourceFactory
+) -> None:
+    """VictoriaMetrics rejects histogram_count: asked once, the request-rate query leaves it out."""
+    fake_prom.native_functions = False
+    four = pods(4)
+    fake_prom.set(running=per_pod(dict.fromkeys(four, "1")), **ttft_answers("1.0", "4"))
+    source = make_source()
+    for _ in range(2):
+        result = await source.read([target()], {KEY: snapshot(four)})
+        assert result.readings(KEY)[TTFT].status is SignalStatus.OK
+        assert result.readings(KEY)[TTFT].value == 1.0
+    assert source.native_histograms is False and fake_prom.probes == 1
+    rate_queries = [r["query"] for r in fake_prom.requests if "_count" in r["query"]]
+    assert len(rate_queries) == 2 and not any("histogram_count" in q for q in rate_queries)

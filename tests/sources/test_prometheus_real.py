@@ -172,7 +172,8 @@ async def test_real_prometheus_readings_and_constant_query_count(
             client, base_url=prometheus.url, timeout_seconds=5, rate_window_seconds=RATE_WINDOW
         )
         one = await source.read([a], snaps)
-        sent_for_one = len(sent)
+        sent_for_one = len(sent) - 1  # the first read asks once whether native histograms exist
+        assert source.native_histograms is True
         sent.clear()
         five = await source.read([a, b, c, d, e], snaps)
         sent_for_five = len(sent)
@@ -217,7 +218,12 @@ async def test_real_prometheus_dry_run_check(prometheus: PrometheusServer) -> No
         source = PrometheusSource(
             client, base_url=prometheus.url, timeout_seconds=5, rate_window_seconds=RATE_WINDOW
         )
-        problems = await check_configured_queries(source, [a, c, d])
+        snaps = {
+            a.key: snapshot(["vllm-a-0", "vllm-a-1"]),
+            c.key: snapshot(["vllm-c-0"]),
+            d.key: snapshot(["vllm-d-0"]),  # listed, never scraped
+        }
+        problems = await check_configured_queries(source, [a, c, d], snaps)
     got = {(p.target, p.signal, p.status) for p in problems}
     assert got == {
         (c.key, KV, SignalStatus.ABSENT),

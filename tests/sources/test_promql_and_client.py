@@ -21,7 +21,15 @@ from scaler.sources.prometheus import (
     build_http_client,
     parse_sample_value,
 )
-from scaler.sources.promql import QueryKind, build_query_plan, promql_duration, promql_string
+from scaler.sources.promql import (
+    QueryKind,
+    TtftPart,
+    build_query_plan,
+    build_ttft_query,
+    pods_selector,
+    promql_duration,
+    promql_string,
+)
 from tests.support.fakeprom import FakePrometheus, per_pod, snapshot, target
 from tests.support.tls import make_certificates, mutual_tls_server_context
 
@@ -42,8 +50,8 @@ def test_promql_string_escapes() -> None:
 
 def test_query_plan_for_the_default_target_is_pinned() -> None:
     plan = build_query_plan([target()], rate_window_seconds=60)
-    sel = 'namespace="llm",pod=~"vllm-[a-z0-9]+-[a-z0-9]+"'
     ns = 'namespace="llm"'  # per-pod queries: the source picks the target's pods by name
+    recorded = "namespace_scaler_pod_group_le:vllm_time_to_first_token_seconds_bucket:rate1m"
     assert plan.queries == {
         QueryKind.WAITING: "label_replace(sum by (namespace, pod) "
         f'(vllm:num_requests_waiting{{{ns}}}), "scaler_selector", "s0", "", "")',
@@ -52,24 +60,64 @@ def test_query_plan_for_the_default_target_is_pinned() -> None:
         QueryKind.KV_CACHE: "label_replace(max by (namespace, pod, __name__) "
         '({__name__=~"vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc",'
         f'{ns}}}), "scaler_selector", "s0", "", "")',
-        QueryKind.TTFT_QUANTILE: "label_replace(histogram_quantile(0.95, sum by (le) "
-        f"(rate(vllm:time_to_first_token_seconds_bucket{{{sel}}}[60s]))), "
-        '"scaler_target", "llm/Deployment/vllm", "", "")',
-        QueryKind.TTFT_RATE: "label_replace(sum(rate("
-        f"vllm:time_to_first_token_seconds_count{{{sel}}}[60s])), "
-        '"scaler_target", "llm/Deployment/vllm", "", "")',
-        QueryKind.THROUGHPUT: "label_replace(("
-        + " or ".join(
-            f"label_replace(sum by (namespace, pod) (rate({m}{{{ns}}}[60s])), "
-            f'"scaler_metric", "{m}", "", "")'
-            for m in (
-                "vllm:request_success_total",
-                "vllm:prompt_tokens_total",
-                "vllm:generation_tokens_total",
+        QueryKind.TTFT_RATE: "label_replace(label_replace(sum by (namespace, pod) "
+        f"(rate(vllm:time_to_first_token_seconds_count{{{ns}}}[60s])), "
+        '"scaler_histogram", "classic", "", ""), "scaler_selector", "s0", "", "") or '
+        "(label_replace(label_replace(sum by (namespace, pod) (histogram_count(rate("
+        f"vllm:time_to_first_token_seconds{{{ns}}}[60s]))), "
+        '"scaler_histogram", "native", "", ""), "scaler_selector", "s0", "", "") or '
+        f'label_replace(label_replace(time() - timestamp({recorded}{{{ns},le="+Inf"}}), '
+        '"scaler_histogram", "recorded", "", ""), "scaler_selector", "s0", "", ""))',
+        # the three counters' rates, or'ed as a balanced tree: a or (b or c)
+        QueryKind.THROUGHPUT: "label_replace(({} or ({} or {})), "
+        '"scaler_selector", "s0", "", "")'.format(
+            *(
+                f"label_replace(sum by (namespace, pod) (rate({m}{{{ns}}}[60s])), "
+                f'"scaler_metric", "{m}", "", "")'
+                for m in (
+                    "vllm:request_success_total",
+                    "vllm:prompt_tokens_total",
+                    "vllm:generation_tokens_total",
+                )
             )
-        )
-        + '), "scaler_selector", "s0", "", "")',
+        ),
     }
+
+
+def test_ttft_query_asks_for_exactly_the_named_pods_raw_native_or_recorded() -> None:
+    pods = pods_selector("llm", ["vllm-5d8f-b", "vllm-5d8f-a"])
+    # re.escape'd names inside a PromQL string (its backslashes doubled): a set match
+    assert pods == r'namespace="llm",pod=~"vllm\\-5d8f\\-a|vllm\\-5d8f\\-b"'
+    query = build_ttft_query(
+        [
+            TtftPart("llm/Deployment/vllm", pods, 0.95),
+            TtftPart("llm/StatefulSet/big", r'namespace="llm",pod=~"big\\-0"', 0.5, False, True),
+        ],
+        {"llm": ["small-7c9d"]},
+        rate_window_seconds=30,
+    )
+    classic = (
+        "label_replace(sum by (le) (rate(vllm:time_to_first_token_seconds_bucket"
+        f'{{{pods}}}[30s])), "scaler_target", "llm/Deployment/vllm", "", "")'
+    )
+    h = r'sum(rate(vllm:time_to_first_token_seconds{namespace="llm",pod=~"big\\-0"}[30s]))'
+    native = [
+        f'label_replace(label_replace(histogram_quantile(0.5, {h}), "scaler_target", '
+        f'"llm/StatefulSet/big", "", ""), "scaler_native", "quantile", "", "")',
+        f'label_replace(label_replace(histogram_count({h}), "scaler_target", '
+        f'"llm/StatefulSet/big", "", ""), "scaler_native", "count", "", "")',
+        "label_replace(label_replace(histogram_fraction(0, scalar(histogram_quantile(0.5, "
+        f'{h})), {h}), "scaler_target", "llm/StatefulSet/big", "", ""), "scaler_native", '
+        '"fraction", "", "")',
+    ]
+    recorded = (
+        "max by (namespace, scaler_pod_group, le) ("
+        "namespace_scaler_pod_group_le:vllm_time_to_first_token_seconds_bucket:rate30s"
+        r'{namespace=~"llm",scaler_pod_group=~"small\\-7c9d"})'
+    )
+    # five parts, a balanced "or": ((a or b) or (c or (d or e)))
+    assert query == (f"({classic} or {native[0]}) or ({native[1]} or ({native[2]} or {recorded}))")
+    assert build_ttft_query([], {"llm": []}, rate_window_seconds=30) is None
 
 
 def test_query_plan_shares_groups_between_equal_selectors() -> None:
@@ -79,15 +127,10 @@ def test_query_plan_shares_groups_between_equal_selectors() -> None:
     plan = build_query_plan([a, b, c], rate_window_seconds=30)
     assert plan.selector_group == {a.key: "s0", b.key: "s0", c.key: "s1"}
     assert plan.queries[QueryKind.WAITING].count("label_replace") == 2
-    assert plan.queries[QueryKind.TTFT_QUANTILE].count("label_replace") == 3  # per target
+    # per group: classic and native request rates; the default group the recorded ages too
+    assert plan.queries[QueryKind.TTFT_RATE].count('"scaler_selector", "s0"') == 2
+    assert plan.queries[QueryKind.TTFT_RATE].count('"scaler_selector", "s1"') == 3
     assert "[30s]" in plan.queries[QueryKind.TTFT_RATE]
-
-
-def test_query_plan_uses_each_targets_quantile() -> None:
-    plan = build_query_plan(
-        [target(signals={"ttft_p95": {"quantile": 0.5}})], rate_window_seconds=60
-    )
-    assert "histogram_quantile(0.5," in plan.queries[QueryKind.TTFT_QUANTILE]
 
 
 @pytest.mark.parametrize(
@@ -135,7 +178,8 @@ async def test_bearer_token_is_reread_on_every_request(
         token.write_text("rotated-token")
         await source.read([target()], {KEY: snapshot(["pod-0"])})
     auths = [h.get("Authorization") for h in fake_prom.headers]
-    assert auths == ["Bearer first-token"] * 6 + ["Bearer rotated-token"] * 6
+    # five per-pod queries each; no TTFT request rate, so no second round
+    assert auths == ["Bearer first-token"] * 5 + ["Bearer rotated-token"] * 5
     assert {h.get("X-Scope-OrgID") for h in fake_prom.headers} == {"t1"}
     assert "first-token" not in repr(client.auth) and "rotated" not in repr(client.auth)
 

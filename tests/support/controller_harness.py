@@ -209,6 +209,7 @@ async def open_harness(
             base_url=prom.url,
             timeout_seconds=timeout_seconds,
             rate_window_seconds=policy.rate_window_seconds,
+            clock=clock,
         )
         actuator = KubernetesActuator(api, clock=clock)
         metrics = ScalerMetrics()

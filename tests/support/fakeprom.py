@@ -3,13 +3,16 @@
 The fake is a real aiohttp server speaking the ``/api/v1/query`` protocol (POST form body).
 It picks a canned answer per query by the metric name in the ``query`` field, and tags the
 series the way the source's ``label_replace`` would (``scaler_selector`` / ``scaler_target``
-taken from the query), so case inputs can be written in the cases' ``R[pod-0:"3"]`` shorthand.
+taken from the query, ``scaler_histogram="classic"`` on the TTFT request rates), so case
+inputs can be written in the cases' ``R[pod-0:"3"]`` shorthand. :class:`Ttft` stands for a
+TTFT histogram on every scraped pod when a test only cares about the quantile it yields.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -25,13 +28,18 @@ from scaler.core.observation import PodInfo, WorkloadSnapshot
 from scaler.sources.prometheus import PrometheusSource
 from scaler.sources.promql import (
     GENERATION_TOKENS_METRIC,
+    HISTOGRAM_LABEL,
     METRIC_LABEL,
+    POD_GROUP_LABEL,
     PROMPT_TOKENS_METRIC,
     REQUESTS_METRIC,
     SELECTOR_LABEL,
     TARGET_LABEL,
+    HistogramKind,
     QueryKind,
+    pod_group,
 )
+from scaler.sources.quantile import bucket_quantile
 
 TS = 1718000000
 
@@ -90,9 +98,156 @@ class Reply:
     stall: bool = False  # never answer (until the test ends)
 
 
+@dataclass
+class Ttft:
+    """A TTFT histogram on every scraped pod, for tests that only care about its quantile.
+
+    Round one (``ttft_rate``) answers ``rate`` first tokens per second spread evenly over the
+    pods of the ``running`` answer; round two (``ttft_buckets``) answers bucket rates whose
+    0.95 quantile is exactly ``p95`` (``le=p95``: 0.95 x rate, ``+Inf``: rate), or, for
+    ``"NaN"``, a ``+Inf`` bucket alone (a broken histogram: NaN while requests flow).
+    """
+
+    p95: str
+    rate: str
+
+
+def histograms(h: Histograms) -> dict[str, Histograms]:
+    """Both TTFT rounds answered from the pods' histograms."""
+    return {"ttft_rate": h, "ttft_buckets": h}
+
+
+def ttft_answers(p95: str, rate: str = "4") -> dict[str, Ttft]:
+    """Both TTFT rounds answered by one :class:`Ttft` (``ttft_answers("NaN", "0")``: idle)."""
+    answer = Ttft(p95, rate)
+    return {"ttft_rate": answer, "ttft_buckets": answer}
+
+
+def _fmt(value: float) -> str:
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(float(value))
+
+
+def _promql_unescape(text: str) -> str:
+    return re.sub(r"\\(.)", lambda m: {"n": "\n"}.get(m.group(1), m.group(1)), text)
+
+
+_CLASSIC_PART = re.compile(
+    r"rate\(vllm:time_to_first_token_seconds_bucket\{(?P<sel>[^}]*)\}\[[^\]]*\]\)\), "
+    r'"scaler_target", "(?P<key>(?:[^"\\]|\\.)*)"'
+)
+_NATIVE_PART = re.compile(
+    r"histogram_quantile\((?P<q>[0-9.e+-]+), sum\(rate\(vllm:time_to_first_token_seconds"
+    r'\{(?P<sel>[^}]*)\}\[[^\]]*\]\)\)\), "scaler_target", "(?P<key>(?:[^"\\]|\\.)*)"'
+)
+_RECORDED_PART = re.compile(
+    r'_bucket:rate\w+\{namespace=~"(?P<ns>(?:[^"\\]|\\.)*)",'
+    r'scaler_pod_group=~"(?P<groups>(?:[^"\\]|\\.)*)"\}'
+)
+_MATCHER = re.compile(r'(\w+)(=~|=)"((?:[^"\\]|\\.)*)"')
+
+
+def _selects(selector: str, labels: Mapping[str, str]) -> bool:
+    """Whether a PromQL selector body (``=`` and ``=~`` matchers) picks ``labels``."""
+    for name, op, raw in _MATCHER.findall(selector):
+        value, got = _promql_unescape(raw), labels.get(name, "")
+        if (op == "=" and got != value) or (op == "=~" and not re.fullmatch(value, got)):
+            return False
+    return True
+
+
+@dataclass
+class Histograms:
+    """Each pod's TTFT histogram, answered as Prometheus answers both TTFT rounds.
+
+    ``buckets``: pod -> {le: rate of that cumulative bucket over the window}; the pod's
+    request rate is its ``+Inf`` rate. Round one answers every pod's request rate, tagged
+    ``classic`` (``native``: ``native``), and with ``recorded`` the age (5 s) of each pod
+    group's recorded buckets. Round two sums the buckets of exactly the pods each
+    sub-expression's selector picks (its pod alternation, matched as Prometheus matches a
+    regex), and of the pods of each recorded group it names; for a native histogram it
+    answers, as Prometheus would, the quantile (with the classic interpolation), the count
+    and the fraction of observations up to the quantile. ``edit``, when set, changes each
+    round's series before they are sent (called with ``"ttft_rate"`` or ``"ttft_buckets"``
+    and the answer's ``result`` list): a broken series for the blast-radius tests.
+    """
+
+    buckets: dict[str, dict[str, float]]
+    native: bool = False
+    recorded: bool = False
+    namespace: str = "llm"
+    edit: Callable[[str, list[dict[str, Any]]], None] | None = None
+
+    def _edited(self, name: str, answer: dict[str, Any]) -> dict[str, Any]:
+        if self.edit is not None:
+            self.edit(name, answer["data"]["result"])
+        return answer
+
+    def _labels(self, pod: str) -> dict[str, str]:
+        return {"namespace": self.namespace, "pod": pod}
+
+    def first_round(self, gid: str) -> dict[str, Any]:
+        kind = "native" if self.native else "classic"
+        out = [
+            sample(pod, _fmt(b["+Inf"]), namespace=self.namespace, scaler_selector=gid,
+                   scaler_histogram=kind)
+            for pod, b in self.buckets.items()
+        ]  # fmt: skip
+        if self.recorded and not self.native:
+            for group in sorted({pod_group(p) for p in self.buckets}):
+                labels = {"namespace": self.namespace, "scaler_pod_group": group}
+                out.append(
+                    sample(None, "5", **labels, scaler_selector=gid, scaler_histogram="recorded")
+                )
+        return self._edited("ttft_rate", R(*out))
+
+    def _sum(self, pods: list[str]) -> dict[str, float]:
+        total: dict[str, float] = {}
+        for pod in pods:
+            for le, rate in self.buckets[pod].items():
+                total[le] = total.get(le, 0.0) + rate
+        return total
+
+    def second_round(self, query: str) -> dict[str, Any]:
+        out: list[dict[str, Any]] = []
+        for m in _CLASSIC_PART.finditer(query):
+            picked = [p for p in self.buckets if _selects(m["sel"], self._labels(p))]
+            key = _promql_unescape(m["key"])
+            for le, rate in self._sum(picked).items():
+                out.append(sample(None, _fmt(rate), scaler_target=key, le=le))
+        for m in _NATIVE_PART.finditer(query):
+            picked = [p for p in self.buckets if _selects(m["sel"], self._labels(p))]
+            if not picked:
+                continue
+            total = self._sum(picked)
+            q = float(m["q"])
+            est = bucket_quantile(q, [(float(le), r) for le, r in total.items()])
+            fraction = 1 - est.above_top if est.lower_bound else q
+            key = _promql_unescape(m["key"])
+            for part, value in (
+                ("quantile", est.value),
+                ("count", total["+Inf"]),
+                ("fraction", fraction),
+            ):
+                out.append(sample(None, _fmt(value), scaler_target=key, scaler_native=part))
+        for m in _RECORDED_PART.finditer(query):
+            groups = set(_promql_unescape(m["groups"]).replace("\\", "").split("|"))
+            for g in sorted(groups):
+                pods = [p for p in self.buckets if pod_group(p) == g]
+                for le, rate in self._sum(pods).items():
+                    out.append(
+                        sample(None, _fmt(rate), namespace=self.namespace, scaler_pod_group=g,
+                               le=le)
+                    )  # fmt: skip
+        return self._edited("ttft_buckets", R(*out))
+
+
+NATIVE_PROBE = "histogram_count(vector(0))"
+
 _KIND_BY_METRIC: list[tuple[str, QueryKind]] = [
-    ("time_to_first_token_seconds_bucket", QueryKind.TTFT_QUANTILE),
     ("time_to_first_token_seconds_count", QueryKind.TTFT_RATE),
+    ("time_to_first_token_seconds", QueryKind.TTFT_BUCKETS),
     ("num_requests_waiting", QueryKind.WAITING),
     ("num_requests_running", QueryKind.RUNNING),
     ("kv_cache_usage_perc", QueryKind.KV_CACHE),
@@ -112,13 +267,22 @@ def kind_of(query: str) -> QueryKind:
 class FakePrometheus:
     """A fake Prometheus API. Set ``answers[kind]``; unset kinds answer ``R[]``."""
 
-    answers: dict[QueryKind, dict[str, Any] | Reply] = field(default_factory=dict)
+    answers: dict[QueryKind, dict[str, Any] | Reply | Ttft | Histograms] = field(
+        default_factory=dict
+    )
     requests: list[dict[str, str]] = field(default_factory=list)
     headers: list[Mapping[str, str]] = field(default_factory=list)
     url: str = ""
     release: asyncio.Event = field(default_factory=asyncio.Event)
+    #: the start-up probe of the scrape interval (a range vector of running): pod -> the
+    #: timestamps of its samples; none by default (the interval stays unknown)
+    scrape_times: dict[str, list[float]] = field(default_factory=dict)
+    #: times the source asked whether native-histogram functions exist (once per source)
+    probes: int = 0
+    #: False: answer that probe as VictoriaMetrics does (unknown function)
+    native_functions: bool = True
 
-    def set(self, **answers: dict[str, Any] | Reply) -> None:
+    def set(self, **answers: dict[str, Any] | Reply | Ttft | Histograms) -> None:
         for name, ans in answers.items():
             self.answers[QueryKind(name)] = ans
 
@@ -131,14 +295,74 @@ class FakePrometheus:
         self.requests.append(fields)
         self.headers.append(dict(request.headers))
         query = fields.get("query", "")
-        reply = self.answers.get(kind_of(query), R())
+        if query == NATIVE_PROBE:  # the source's one-time question: native histograms known?
+            self.requests.pop()  # not one of the cycle's queries
+            self.headers.pop()
+            self.probes += 1
+            if self.native_functions:
+                return web.json_response(R())
+            error = f'unknown func "histogram_count" in query={query!r}'  # VictoriaMetrics
+            return web.json_response(
+                {"status": "error", "errorType": "422", "error": error}, status=422
+            )
+        if query.startswith("vllm:num_requests_running{") and query.endswith("]"):
+            self.requests.pop()  # the start-up probe of the scrape interval
+            self.headers.pop()
+            return web.json_response(self._matrix())
+        kind = kind_of(query)
+        reply = self.answers.get(kind, R())
+        if isinstance(reply, Ttft):
+            reply = self._ttft(reply, kind)
+        elif isinstance(reply, Histograms):
+            if kind is QueryKind.TTFT_RATE:
+                gid = _TAG_RE.search(query)
+                reply = reply.first_round(gid.group(2) if gid else "s0")
+            else:
+                reply = reply.second_round(query)
         if not isinstance(reply, Reply):
             reply = Reply(reply)
         if reply.stall:
             await self.release.wait()
         if isinstance(reply.body, str):
             return web.Response(status=reply.status, text=reply.body)
-        return web.json_response(_tagged(reply.body, query), status=reply.status)
+        body = _tagged(reply.body, query)
+        if kind is QueryKind.TTFT_RATE:
+            body = _classic(body)
+        return web.json_response(body, status=reply.status)
+
+    def _matrix(self) -> dict[str, Any]:
+        result = [
+            {"metric": {"namespace": "llm", "pod": pod}, "values": [[t, "1"] for t in times]}
+            for pod, times in self.scrape_times.items()
+        ]
+        return {"status": "success", "data": {"resultType": "matrix", "result": result}}
+
+    def _ttft(self, ttft: Ttft, kind: QueryKind) -> dict[str, Any]:
+        if kind is QueryKind.TTFT_RATE:
+            running = self.answers.get(QueryKind.RUNNING)
+            body = running.body if isinstance(running, Reply) else running
+            if not isinstance(body, dict):
+                return R()
+            found = [i["metric"].get("pod") for i in body["data"]["result"]]
+            scraped = [p for p in found if p]
+            each = repr(float(ttft.rate) / len(scraped)) if scraped else ttft.rate
+            return R(*(sample(p, each) for p in scraped))
+        if ttft.p95 == "NaN":
+            return R(sample(None, ttft.rate, le="+Inf"))
+        share = repr(0.95 * float(ttft.rate))
+        return R(sample(None, share, le=ttft.p95), sample(None, ttft.rate, le="+Inf"))
+
+
+def _classic(body: dict[str, Any]) -> dict[str, Any]:
+    """Request-rate series without a representation tag are the classic histogram's."""
+    data = body.get("data")
+    if not isinstance(data, dict) or not isinstance(data.get("result"), list):
+        return body
+    for item in data["result"]:
+        metric = item.get("metric") if isinstance(item, dict) else None
+        if isinstance(metric, dict):
+            metric.setdefault(HISTOGRAM_LABEL, str(HistogramKind.CLASSIC))
+    return body
 
 
 def _tagged(body: dict[str, Any], query: str) -> dict[str, Any]:
@@ -151,7 +375,8 @@ def _tagged(body: dict[str, Any], query: str) -> dict[str, Any]:
     body = json.loads(json.dumps(body))
     for item in body["data"]["result"]:
         metric = item.get("metric") if isinstance(item, dict) else None
-        if isinstance(metric, dict) and SELECTOR_LABEL not in metric and TARGET_LABEL not in metric:
+        tagged = {SELECTOR_LABEL, TARGET_LABEL, POD_GROUP_LABEL}
+        if isinstance(metric, dict) and not tagged & metric.keys():
             metric[label] = value
     return body
 

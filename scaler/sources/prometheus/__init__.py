@@ -8,19 +8,27 @@ has its own :class:`~scaler.core.signals.SignalStatus`.
   headers, timeout) and one instant query.
 - :mod:`.answers`: the API's answers checked and parsed (sample values, instant vectors).
 - :mod:`.split`: one cycle's answers split back per selector group and per target; a bad
-  series is a fault of its own pod or target only.
+  series is a fault of its own pod, target or recorded pod group only.
 - :mod:`.throughput`: a target's per-pod request and token rates.
 - :mod:`.stalls`: values that stopped moving (frozen gauges, hung engines), across polls.
 - :mod:`.readings`: each target's readings from the split answers (pure; the backtest
   replays history through it too).
 - :mod:`.source`: :class:`PrometheusSource`, the three joined for the control loop.
-- :mod:`.check`: the start-up check that every configured query returns series.
+- :mod:`.attribution`: which pods are a target's (listed now, or until recently).
+- :mod:`.ttft`: the second round's TTFT question and the TTFT reading.
+- :mod:`.check`: the start-up checks (every configured query returns series; the rate
+  window holds four scrapes).
 
 The names below are the package's public API.
 """
 
 from scaler.sources.prometheus.answers import Answer, BadSeries, QueryOutcome, parse_sample_value
-from scaler.sources.prometheus.check import ConfiguredQueryProblem, check_configured_queries
+from scaler.sources.prometheus.check import (
+    ConfiguredQueryProblem,
+    RateWindowProblem,
+    check_configured_queries,
+    check_rate_window,
+)
 from scaler.sources.prometheus.http import (
     BearerTokenFileAuth,
     TokenFileError,
@@ -68,6 +76,7 @@ __all__ = [
     "PodStall",
     "PrometheusSource",
     "QueryOutcome",
+    "RateWindowProblem",
     "SeriesFault",
     "SourceResult",
     "SplitAnswers",
@@ -78,6 +87,7 @@ __all__ = [
     "Unattributed",
     "build_http_client",
     "check_configured_queries",
+    "check_rate_window",
     "client_for",
     "parse_sample_value",
     "read_bearer_token",

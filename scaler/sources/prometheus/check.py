@@ -1,9 +1,12 @@
-"""The start-up check: every configured signal's query returns series.
+"""The start-up checks: every configured signal's query returns series, and the rate window
+holds enough scrapes.
 
 ``recommend`` (and any caller that wants to fail loudly at start) runs
 :func:`check_configured_queries` once before the first round: a signal whose query fails, or
 whose selector returns no series at all, is a configuration problem (a renamed metric, a
 wrong selector, a Deployment that does not exist) rather than an outage to ride out.
+:func:`check_rate_window` (``run`` and ``recommend``) finds the pods' scrape interval and
+names a ``rate()`` window shorter than four of them, which silently yields no TTFT.
 """
 
 from __future__ import annotations
@@ -16,9 +19,15 @@ from scaler.config.vocabulary import SignalName
 from scaler.core.observation import WorkloadSnapshot
 from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus.source import PrometheusSource
+from scaler.sources.prometheus.ttft import MIN_SCRAPES_PER_WINDOW
 from scaler.sources.promql import SIGNAL_QUERY, QueryKind, build_query_plan, target_selector
 
-__all__ = ["ConfiguredQueryProblem", "check_configured_queries"]
+__all__ = [
+    "ConfiguredQueryProblem",
+    "RateWindowProblem",
+    "check_configured_queries",
+    "check_rate_window",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,20 +61,25 @@ async def check_configured_queries(
 ) -> list[ConfiguredQueryProblem]:
     """Check at start that every enabled signal's query returns series (dry-run).
 
-    A signal fails the check when its query fails or when the target's selector (or TTFT
-    expression) returns no series at all, before any pod filtering, unless the reading is
-    ``warming_up`` (every ready pod younger than the TTFT rate window: a fresh fleet, not a
-    configuration problem). Snapshots are optional: without them only the raw series count
-    is checked.
+    A signal fails the check when its query fails or when no series of the target's own
+    pods (the snapshot's, by name; with explicit matchers, whatever they pick) is returned,
+    before any readiness filtering, unless the reading is ``warming_up`` (every ready pod
+    younger than the TTFT rate window: a fresh fleet, not a configuration problem). A
+    default-selector target without a snapshot has no pods to attribute series to: it is left
+    out, for the caller to report as unreadable.
 
     Returns:
         The problems, empty when every configured query returns data. The caller should
         fail loudly (log an error naming each query, exit non-zero) when it is not empty;
         ``str(problem)`` is a one-line message naming target, signal, status and query.
     """
-    result = await source.read(policy_targets, snapshots or {})
+    snapshots = snapshots or {}
+    result = await source.read(policy_targets, snapshots)
     problems: list[ConfiguredQueryProblem] = []
     for t in policy_targets:
+        # without its pod list a default-selector target has no series to attribute: only a
+        # failed query is its problem here, the caller reports the target as unreadable
+        unlisted = t.prometheus_matchers is None and t.key not in snapshots
         tr = result.targets[t.key]
         running_found = tr.series_found.get(QueryKind.RUNNING, 0) > 0
         own = build_query_plan([t], rate_window_seconds=source.rate_window_seconds).queries
@@ -73,16 +87,31 @@ async def check_configured_queries(
             kind = SIGNAL_QUERY[name]
             outcome = result.queries.get(kind)
             query = own.get(kind, "")
+            if kind is QueryKind.TTFT_BUCKETS:
+                # Which pods have a TTFT histogram is the first round's request-rate query; the
+                # second is sent only for targets with requests.
+                query = own.get(QueryKind.TTFT_RATE, "")
+                if outcome is None or outcome.ok:
+                    outcome = result.queries.get(QueryKind.TTFT_RATE)
             if outcome is None or not outcome.ok:
                 status = outcome.status if outcome else SignalStatus.EMPTY
                 detail = outcome.detail if outcome else "query not sent"
                 problems.append(ConfiguredQueryProblem(t.key, name, status, query, detail))
                 continue
-            if tr.series_found.get(kind, 0) > 0:
+            if unlisted or tr.series_found.get(kind, 0) > 0:
                 continue
-            if tr.signals[name].status is SignalStatus.WARMING_UP:
+            reading = tr.signals.get(name)
+            if reading is not None and reading.status is SignalStatus.WARMING_UP:
                 continue  # a fresh fleet: the series are younger than the rate window
-            if running_found:
+            if (
+                kind is QueryKind.TTFT_BUCKETS
+                and reading is not None
+                and (reading.status in (SignalStatus.ABSENT, SignalStatus.EMPTY))
+            ):
+                # names both histogram representations, or a rate window that is too short
+                status = reading.status
+                detail = f"ttft_rate query for {t.key}: {reading.detail}"
+            elif running_found:
                 status = SignalStatus.ABSENT
                 detail = (
                     f"{kind} query returns no series for {t.key} although "
@@ -90,9 +119,58 @@ async def check_configured_queries(
                 )
             else:
                 status = SignalStatus.EMPTY
-                detail = (
-                    f"{kind} query returns no series for {t.key}: no vLLM series match "
-                    f"its selector {{{target_selector(t)}}}"
-                )
+                detail = f"{kind} query returns no series for {t.key}: {_whose(t, snapshots)}"
             problems.append(ConfiguredQueryProblem(t.key, name, status, query, detail))
     return problems
+
+
+def _whose(t: TargetPolicy, snapshots: Mapping[str, WorkloadSnapshot]) -> str:
+    """Whose series were looked for, for the message of a signal without any."""
+    if t.prometheus_matchers is not None:
+        return f"no vLLM series match its selector {{{target_selector(t)}}}"
+    snap = snapshots[t.key]
+    return (
+        f"none of its {len(snap.pods)} pods (selector {snap.selector or 'none'} in namespace "
+        f"{snap.namespace}) has vLLM series"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RateWindowProblem:
+    """A ``rate()`` window shorter than :data:`~scaler.sources.prometheus.ttft.
+    MIN_SCRAPES_PER_WINDOW` scrape intervals of a target's pods (seconds both)."""
+
+    target: str
+    rate_window_seconds: float
+    scrape_interval_seconds: float
+
+    @property
+    def minimum_seconds(self) -> float:
+        """The shortest window that holds enough scrapes."""
+        return MIN_SCRAPES_PER_WINDOW * self.scrape_interval_seconds
+
+    def __str__(self) -> str:
+        return (
+            f"{self.target}: rate window {self.rate_window_seconds:g}s is shorter than "
+            f"{MIN_SCRAPES_PER_WINDOW} scrape intervals (its pods are scraped every "
+            f"{self.scrape_interval_seconds:g}s): rate() finds fewer than two samples in some "
+            "windows, so TTFT is empty or flickers; set rate_window_seconds to at least "
+            f"{self.minimum_seconds:g}"
+        )
+
+
+async def check_rate_window(
+    source: PrometheusSource,
+    policy_targets: Sequence[TargetPolicy],
+    snapshots: Mapping[str, WorkloadSnapshot],
+) -> list[RateWindowProblem]:
+    """Find the scrape interval of each TTFT-enabled target's pods (kept by ``source`` for its
+    readings) and return the targets whose rate window is shorter than four of them."""
+    ttft = [t for t in policy_targets if SignalName.TTFT_P95 in t.signals.enabled()]
+    intervals = await source.probe_scrape_intervals(ttft, snapshots)
+    window = source.rate_window_seconds
+    return [
+        RateWindowProblem(t.key, window, intervals[t.key])
+        for t in ttft
+        if t.key in intervals and window < MIN_SCRAPES_PER_WINDOW * intervals[t.key]
+    ]

@@ -1,26 +1,26 @@
 """Each target's readings from one cycle's split answers (pure, no I/O).
 
-:func:`read_targets` matches per-pod series to each target's live, ready pods (by name in a
-namespace's default selector group, where a gone pod is told by the workload's pod-name
-pattern), sums them per signal, and names every fault: ``empty`` when a query answered with
-no series, ``absent`` when the signal is missing while the pods are provably scraped (but
-``warming_up`` for a TTFT rate while every ready pod is younger than the rate window),
-``partial`` when some ready pods lack series, NaN/Inf/negative values, TTFT ``idle`` only
-when the request rate is exactly 0. Missing data is never read as zero.
+:func:`read_targets` matches per-pod series to each target's live, ready pods by their exact
+names (:mod:`.attribution`: the pods the Kubernetes API lists for the target, and the ones it
+listed until recently, whose lingering series are dropped as ``gone``; other pods of a shared
+namespace are not the target's at all), sums them per signal, and names every fault:
+``empty`` when a query answered with no series, ``absent`` when the signal is missing while
+the pods are provably scraped, ``partial`` when some ready pods lack series, NaN/Inf/negative
+values. TTFT is read by :mod:`.ttft` (``warming_up`` while every ready pod is younger than the
+rate window, ``idle`` only when the request rate is exactly 0). Missing data is never read as
+zero.
 
 A fault in one series touches only the target that owns it: a pod of the target with two
-series (``duplicate_series``) or a malformed one (``bad_response``) makes that target's
-signal unusable, and every other target reads the same answer as usual. Pods whose values
-stopped moving (:mod:`.stalls`: frozen gauges, hung engines) are kept out of the sums, with
-the status ``frozen`` or ``hung``; the per-pod request and token rates are on each target's
-readings (:attr:`TargetReadings.throughput`).
+series (``duplicate_series``) or a malformed one (``bad_response``), in a per-pod answer or
+among its TTFT buckets, makes that target's signal unusable, and every other target reads
+the same answer as usual. Pods whose values stopped moving (:mod:`.stalls`: frozen gauges,
+hung engines) are kept out of the sums, with the status ``frozen`` or ``hung``; the per-pod
+request and token rates are on each target's readings (:attr:`TargetReadings.throughput`).
 """
 
 from __future__ import annotations
 
-import functools
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -39,13 +39,13 @@ from scaler.sources.prometheus.stalls import (
     track_stalls,
 )
 from scaler.sources.prometheus.throughput import Throughput, read_throughput
+from scaler.sources.prometheus.ttft import TtftPlan, TtftRoute, read_ttft, ttft_metric_name
 from scaler.sources.promql import (
     KV_METRICS,
     SIGNAL_QUERY,
     WAITING_METRIC,
     QueryKind,
     QueryPlan,
-    promql_duration,
 )
 
 __all__ = ["DropReason", "DroppedSeries", "TargetReadings", "read_targets"]
@@ -56,7 +56,8 @@ class DropReason(StrEnum):
 
     TERMINATING = "terminating"  # the pod has a deletionTimestamp
     NOT_READY = "not_ready"  # live but not Ready (still loading, or failing probes)
-    UNKNOWN_POD = "unknown_pod"  # not among the workload's pods: deleted, or foreign
+    GONE = "gone"  # listed for the target until recently, no longer listed (deleted)
+    UNKNOWN_POD = "unknown_pod"  # picked by the target's explicit matchers, not its pod
     NO_POD_LABEL = "no_pod_label"  # the series has no ``pod`` label to match
 
 
@@ -89,6 +90,9 @@ class TargetReadings:
             ``vllm:num_requests_waiting``, summed over engines); only pods with both series
             (running only when the waiting query was not sent); 0 for a frozen or hung pod,
             whose numbers serve nobody. Ranks pods for scale-down.
+        ttft_metric: the TTFT histogram read (``..._bucket``, or the native histogram's
+            name with ``(native histogram)``); '' when none was found.
+        ttft_query: ``recorded`` (the recording rules' per-group buckets) or ``raw``.
         throughput: per ready pod, requests, prompt tokens and generated tokens per second
             over the rate window (:class:`~scaler.sources.prometheus.throughput.Throughput`).
         stalled: ready pods whose values stopped moving this poll (frozen gauges, hung
@@ -107,6 +111,8 @@ class TargetReadings:
     dropped: tuple[DroppedSeries, ...] = ()
     series_found: dict[QueryKind, int] = field(default_factory=dict)
     pod_load: dict[str, float] = field(default_factory=dict)
+    ttft_metric: str = ""
+    ttft_query: str = ""
     throughput: Throughput = field(
         default_factory=lambda: Throughput(SignalStatus.EMPTY, detail="not read")
     )
@@ -145,6 +151,9 @@ def read_targets(
     split: SplitAnswers,
     *,
     rate_window_seconds: float,
+    ttft_plan: TtftPlan | None = None,
+    former: Mapping[str, frozenset[str]] | None = None,
+    scrape_intervals: Mapping[str, float] | None = None,
     history: Mapping[str, Mapping[str, PodHistory]] | None = None,
 ) -> dict[str, TargetReadings]:
     """Classify the split answers of one cycle into each target's readings (pure, no I/O).
@@ -158,8 +167,13 @@ def read_targets(
             ``empty`` per-pod signals).
         plan: the cycle's query plan (for each target's selector group).
         split: the cycle's answers, split (:func:`~scaler.sources.prometheus.split.
-            split_answers`).
+            split_answers`), both rounds.
         rate_window_seconds: the TTFT ``rate()`` window (for messages only).
+        ttft_plan: how each target's TTFT was asked (:func:`~scaler.sources.prometheus.
+            ttft.plan_ttft`); None: TTFT reads as not asked.
+        former: target key -> pods it listed until recently (:class:`~scaler.sources.
+            prometheus.attribution.PodMemory`); their series are dropped as ``gone``.
+        scrape_intervals: target key -> its pods' scrape interval found at start, seconds.
         history: target key -> the ``pod_history`` of its readings from the previous poll
             (the stall detector's memory; None or a missing target: a first poll).
 
@@ -170,6 +184,9 @@ def read_targets(
     known_pods: set[tuple[str, str]] = {
         (snap.namespace, p.name) for snap in snapshots.values() for p in snap.pods
     }
+    former = former or {}
+    routes = ttft_plan.routes if ttft_plan is not None else {}
+    intervals = scrape_intervals or {}
     history = history or {}
     return {
         t.key: _TargetReader(
@@ -178,17 +195,14 @@ def read_targets(
             gid=plan.selector_group[t.key],
             split=split,
             known_pods=known_pods,
+            former=former.get(t.key, frozenset()),
             rate_window_seconds=rate_window_seconds,
+            ttft_route=routes.get(t.key),
+            scrape_interval=intervals.get(t.key),
             history=history.get(t.key, {}),
         ).read()
         for t in policy_targets
     }
-
-
-@functools.lru_cache(maxsize=4096)
-def _pattern(regex: str) -> re.Pattern[str]:
-    """A pod-name pattern of :meth:`TargetPolicy.pod_name_regex` (PromQL anchors it: fullmatch)."""
-    return re.compile(regex)
 
 
 @dataclass(slots=True)
@@ -200,8 +214,11 @@ class _TargetReader:
     gid: str
     split: SplitAnswers
     known_pods: set[tuple[str, str]]
+    former: frozenset[str]
     rate_window_seconds: float
     history: Mapping[str, PodHistory]
+    ttft_route: TtftRoute | None = None
+    scrape_interval: float | None = None
     dropped: list[DroppedSeries] = field(default_factory=list)
     series_found: dict[QueryKind, int] = field(default_factory=dict)
     # per query: ready pod -> the fault of its series (see split.SeriesFault)
@@ -240,27 +257,15 @@ class _TargetReader:
         if groups is None:
             return None
         grp = groups.get(self.gid, PodSeries())
-        # A default-selector target's group selects whole namespaces (see build_query_plan):
-        # only its own pods' series, and gone pods its pod-name pattern picks, are its.
-        own = (
-            _pattern(self.target.pod_name_regex())
-            if self.target.prometheus_matchers is None
-            else None
-        )
         snap = self.snapshot
-        if own is not None and snap is not None:
-            return self._own_pod_values(kind, grp, own, snap)
-        namespace = self.target.workload.namespace
-        if own is None:
-            self.series_found[kind] = grp.count
-        else:
-            self.series_found[kind] = grp.no_pod_label + sum(
-                1
-                for ns, pod in grp.by_pod
-                if (ns or namespace) == namespace
-                and (namespace, pod) not in self.known_pods
-                and own.fullmatch(pod)
-            )
+        if self.target.prometheus_matchers is None:
+            # The default group selects whole namespaces (see build_query_plan): only the
+            # target's own pods' series are its, looked up by their exact names.
+            if snap is None:
+                self.series_found[kind] = 0
+                return {}
+            return self._own_pod_values(kind, grp, snap)
+        self.series_found[kind] = grp.count
         out: dict[str, dict[str, float]] = {}
         if snap is None:
             return out
@@ -276,6 +281,8 @@ class _TargetReader:
             info = pods.get(pod) if ns == snap.namespace else None
             if info is not None:
                 reason = DropReason.TERMINATING if info.terminating else DropReason.NOT_READY
+            elif ns == snap.namespace and pod in self.former:
+                reason = DropReason.GONE
             elif (ns, pod) in self.known_pods:
                 continue  # another target's pod, picked by a shared selector
             else:
@@ -284,40 +291,38 @@ class _TargetReader:
         return out
 
     def _own_pod_values(
-        self, kind: QueryKind, grp: PodSeries, own: re.Pattern[str], snap: WorkloadSnapshot
+        self, kind: QueryKind, grp: PodSeries, snap: WorkloadSnapshot
     ) -> dict[str, dict[str, float]]:
         """:meth:`_pod_values` for a target sharing its namespace's group: the series of its
-        own pods (looked up by name), plus the stray series its pod-name pattern picks."""
+        own pods, looked up by name; those of pods it listed until recently are dropped."""
         ns = snap.namespace
         ready = snap.ready_pod_names
-        own_names = {p.name for p in snap.pods}
         found = grp.no_pod_label
         out: dict[str, dict[str, float]] = {}
         dropped: list[DroppedSeries] = []
-        for p in snap.pods:
+        listed = {p.name: p for p in snap.pods}
+        for name in sorted(listed.keys() | self.former):
             # A series without a namespace label is matched on the target's namespace; the
             # namespaced one wins when both exist.
-            for key in (("", p.name), (ns, p.name)):
+            for key in (("", name), (ns, name)):
                 metrics = grp.by_pod.get(key)
                 if metrics is None:
+                    found += key in grp.faults  # its only series was malformed
                     continue
                 found += 1
-                if p.name in ready:
-                    out[p.name] = metrics
+                info = listed.get(name)
+                if info is None:
+                    dropped.append(DroppedSeries(kind, ns, name, DropReason.GONE))
+                elif name in ready:
+                    out[name] = metrics
                 else:
-                    reason = DropReason.TERMINATING if p.terminating else DropReason.NOT_READY
-                    dropped.append(DroppedSeries(kind, ns, p.name, reason))
-        for series_ns, pod in grp.strays(self.known_pods, ns):
-            if (series_ns or ns) != ns or pod in own_names or (ns, pod) in self.known_pods:
-                continue  # another namespace's, already counted, or another target's pod
-            if own.fullmatch(pod):  # a gone pod of this target
-                found += 1
-                dropped.append(DroppedSeries(kind, ns, pod, DropReason.UNKNOWN_POD))
+                    reason = DropReason.TERMINATING if info.terminating else DropReason.NOT_READY
+                    dropped.append(DroppedSeries(kind, ns, name, reason))
         self.series_found[kind] = found
         self.dropped.extend(
             [DroppedSeries(kind, ns, "", DropReason.NO_POD_LABEL)] * grp.no_pod_label
         )
-        self.dropped.extend(sorted(dropped, key=lambda d: d.pod))
+        self.dropped.extend(dropped)
         return out
 
     def read(self) -> TargetReadings:
@@ -336,9 +341,22 @@ class _TargetReader:
         signals: dict[SignalName, SignalReading] = {}
         pods_missing: dict[SignalName, frozenset[str]] = {}
         kv_metric = ""
+        route = self.ttft_route
         for name in self.target.signals.queried():
             if name is SignalName.TTFT_P95:
-                signals[name] = self.ttft(scraped)
+                signals[name] = read_ttft(
+                    self.target,
+                    route,
+                    self.split,
+                    scraped=scraped,
+                    ready=len(self.ready),
+                    rate_window_seconds=self.rate_window_seconds,
+                    scrape_interval=self.scrape_interval,
+                    ready_seconds=self.ready_for_less_than_window(),
+                )
+                # a target whose TTFT series are faulty has series (the check names the fault)
+                found = len(route.pods) or int(route.fault is not None) if route else 0
+                self.series_found[QueryKind.TTFT_BUCKETS] = found
                 continue
             reading, missing = self.per_pod(name, scraped, stalled)
             signals[name] = reading
@@ -355,6 +373,8 @@ class _TargetReader:
             dropped=tuple(self.dropped),
             series_found=dict(self.series_found),
             pod_load=self.pod_load(running, stalled),
+            ttft_metric=ttft_metric_name(route.representation) if route and route.pods else "",
+            ttft_query=route.query if route and route.asked else "",
             throughput=throughput,
             stalled=stalled,
             pod_history=history,
@@ -534,56 +554,6 @@ class _TargetReader:
             detail=detail,
         )
 
-    def ttft(self, scraped: bool) -> SignalReading:
-        """Reading of the TTFT quantile: ok, idle (NaN with zero request rate) or a fault."""
-        name = SignalName.TTFT_P95
-        metric = "vllm:time_to_first_token_seconds"
-        key = self.target.key
-        outcome = self.outcome(QueryKind.TTFT_QUANTILE)
-        series = self.split.target_series.get(QueryKind.TTFT_QUANTILE)
-        if outcome is None or series is None:
-            status = outcome.status if outcome else SignalStatus.EMPTY
-            detail = outcome.detail if outcome else "query not sent"
-            return SignalReading(name, status, source_metric=metric, detail=f"ttft query: {detail}")
-        fault = self.split.target_faults.get(QueryKind.TTFT_QUANTILE, {}).get(key)
-        self.series_found[QueryKind.TTFT_QUANTILE] = int(key in series or fault is not None)
-        if fault is not None:
-            return SignalReading(name, fault.status, source_metric=metric, detail=fault.detail)
-        if key not in series:
-            rates = self.split.target_series.get(QueryKind.TTFT_RATE) or {}
-            if rates.get(key) == 0.0:
-                # VictoriaMetrics (MetricsQL) drops the NaN an idle window's quantile is, where
-                # Prometheus returns it: a request rate of exactly 0 is the same idle, and the
-                # histogram is there (the rate is its _count's).
-                self.series_found[QueryKind.TTFT_QUANTILE] = 1
-                return self.ttft_nan()
-            young = self.ready_for_less_than_window()
-            if scraped and young is not None:
-                return SignalReading(
-                    name,
-                    SignalStatus.WARMING_UP,
-                    source_metric=metric,
-                    detail=f"no TTFT rate yet: the pods have been ready for {young:.0f}s, less "
-                    f"than the {promql_duration(self.rate_window_seconds)} rate() window",
-                )
-            if scraped:
-                return SignalReading(
-                    name,
-                    SignalStatus.ABSENT,
-                    source_metric=metric,
-                    detail="no TTFT histogram series although the pods are scraped",
-                )
-            return SignalReading(
-                name, SignalStatus.EMPTY, source_metric=metric, detail="no TTFT histogram series"
-            )
-        value = series[key]
-        if math.isnan(value):
-            return self.ttft_nan()
-        bad = _bad_value_reading(name, value, "TTFT quantile", metric)
-        if bad is not None:
-            return bad
-        return SignalReading(name, SignalStatus.OK, value=value, source_metric=metric)
-
     def ready_for_less_than_window(self) -> float | None:
         """Seconds the longest-ready pod has been ready, when every ready pod has been ready
         for less than the ``rate()`` window (their series cannot hold two samples of it
@@ -595,50 +565,3 @@ class _TargetReader:
             return None
         longest = max(t for t in times if t is not None)
         return longest if longest < self.rate_window_seconds else None
-
-    def ttft_nan(self) -> SignalReading:
-        """NaN quantile: idle only when the request rate is known to be exactly zero."""
-        name = SignalName.TTFT_P95
-        metric = "vllm:time_to_first_token_seconds"
-        window = promql_duration(self.rate_window_seconds)
-        rate_outcome = self.outcome(QueryKind.TTFT_RATE)
-        rates = self.split.target_series.get(QueryKind.TTFT_RATE)
-        if rates is None:
-            why = rate_outcome.status if rate_outcome else "not sent"
-            return SignalReading(
-                name,
-                SignalStatus.NAN,
-                source_metric=metric,
-                detail=f"TTFT quantile NaN and request rate unknown (rate query: {why})",
-            )
-        rate_fault = self.split.target_faults.get(QueryKind.TTFT_RATE, {}).get(self.target.key)
-        if rate_fault is not None:
-            return SignalReading(
-                name,
-                SignalStatus.NAN,
-                source_metric=metric,
-                detail=f"TTFT quantile NaN and request rate unusable ({rate_fault.detail})",
-            )
-        rate = rates.get(self.target.key)
-        if rate is None:
-            return SignalReading(
-                name,
-                SignalStatus.NAN,
-                source_metric=metric,
-                detail="TTFT quantile NaN and the request-rate query has no series",
-            )
-        if rate == 0.0:
-            # 0/0 in histogram_quantile: no requests in the window. Valid, no pressure.
-            return SignalReading(
-                name,
-                SignalStatus.IDLE,
-                value=0.0,
-                source_metric=metric,
-                detail=f"no requests in the last {window} (request rate 0)",
-            )
-        return SignalReading(
-            name,
-            SignalStatus.NAN,
-            source_metric=metric,
-            detail=f"TTFT quantile NaN while requests flow at {rate:g}/s",
-        )

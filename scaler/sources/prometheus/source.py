@@ -1,19 +1,26 @@
 """The Prometheus signal source: every target's readings in a constant number of queries.
 
 :class:`PrometheusSource` sends the cycle's instant queries (:mod:`scaler.sources.promql`, at
-most six whatever the number of targets) concurrently, splits the answers per target
-(:mod:`.split`) and classifies them into readings (:mod:`.readings`). ``read`` never raises
-for Prometheus trouble: every fault is a named status.
+most six whatever the number of targets) in two rounds: the per-pod queries concurrently,
+then the TTFT query that their answers shape (:mod:`.ttft`: which targets have requests, in
+which histogram representation, read raw or from the recording rules). It splits the answers
+per target (:mod:`.split`), attributes series to the pods each target owns
+(:mod:`.attribution`) and classifies them into readings (:mod:`.readings`). ``read`` never
+raises for Prometheus trouble: every fault is a named status.
 
-The source keeps one piece of state from one read to the next: the stall detector's per-pod
-histories (:mod:`.stalls`), so that values that stopped moving are recognised across polls.
+The source keeps state from one read to the next: the stall detector's per-pod histories
+(:mod:`.stalls`), so that values that stopped moving are recognised across polls, and the
+pods each target listed until recently (:mod:`.attribution`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
+import re
+import statistics
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import httpx
@@ -23,12 +30,21 @@ from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
 from scaler.core.observation import WorkloadSnapshot
 from scaler.core.signals import SignalReading, SignalStatus
-from scaler.sources.prometheus.answers import QueryOutcome
+from scaler.sources.prometheus.answers import Answer, QueryOutcome
+from scaler.sources.prometheus.attribution import PodMemory
 from scaler.sources.prometheus.http import instant_query, register_url_credentials
 from scaler.sources.prometheus.readings import TargetReadings, read_targets
-from scaler.sources.prometheus.split import Unattributed, split_answers
+from scaler.sources.prometheus.split import Unattributed, split_answers, with_ttft
 from scaler.sources.prometheus.stalls import PodHistory
-from scaler.sources.promql import SIGNAL_QUERY, QueryKind, build_query_plan
+from scaler.sources.prometheus.ttft import TtftPlan, plan_ttft
+from scaler.sources.promql import (
+    RUNNING_METRIC,
+    SIGNAL_QUERY,
+    QueryKind,
+    build_query_plan,
+    label_value,
+    promql_duration,
+)
 
 __all__ = ["PrometheusSource", "SourceResult"]
 
@@ -54,7 +70,8 @@ class SourceResult:
 
     @property
     def queries_sent(self) -> int:
-        """Number of HTTP queries sent (constant in the number of targets, at most 6)."""
+        """Number of HTTP queries sent (constant in the number of targets, at most 6: five
+        per-pod ones and the TTFT query, which is left out when no target needs it)."""
         return len(self.queries)
 
     def readings(self, key: str) -> dict[SignalName, SignalReading]:
@@ -74,6 +91,13 @@ class PrometheusSource:
             as the ``timeout`` parameter so it stops evaluating).
         rate_window_seconds: ``rate()`` window of the TTFT and throughput queries
             (``Policy.rate_window_seconds``).
+        clock: seconds, for how long a pod a target no longer lists is still known as its
+            own (:class:`~scaler.sources.prometheus.attribution.PodMemory`).
+
+    Attributes:
+        scrape_intervals: target key -> its pods' scrape interval, seconds, once found at
+            start (:func:`~scaler.sources.prometheus.check.check_rate_window`); a TTFT
+            without data then names a rate window that is too short.
 
     Raises:
         ValueError: a non-positive timeout or rate window.
@@ -86,6 +110,7 @@ class PrometheusSource:
         base_url: str,
         timeout_seconds: float,
         rate_window_seconds: float,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not timeout_seconds > 0:
             raise ValueError(f"timeout_seconds must be positive, got {timeout_seconds!r}")
@@ -96,6 +121,9 @@ class PrometheusSource:
         register_url_credentials(base_url)
         self._timeout = timeout_seconds
         self.rate_window_seconds = rate_window_seconds
+        self.scrape_intervals: dict[str, float] = {}
+        self.native_histograms: bool | None = None  # unknown until the first probe answers
+        self._memory = PodMemory(clock)
         # The stall detector's memory: target -> pod -> history after the last read. Replaced
         # by each read, so targets and pods not read then start over (never judged on a gap).
         self._history: dict[str, dict[str, PodHistory]] = {}
@@ -121,20 +149,42 @@ class PrometheusSource:
             :mod:`scaler.sources.prometheus.stalls`).
         """
         start = time.monotonic()
-        plan = build_query_plan(policy_targets, rate_window_seconds=self.rate_window_seconds)
-        answers = await asyncio.gather(
-            *(
-                instant_query(self._client, self._url, kind, promql, timeout_seconds=self._timeout)
-                for kind, promql in plan.queries.items()
-            )
+        window = self.rate_window_seconds
+        if self.native_histograms is None:
+            self.native_histograms = await self._probe_native_histograms()
+        plan = build_query_plan(
+            policy_targets,
+            rate_window_seconds=window,
+            native_histograms=self.native_histograms is not False,
         )
-        split = split_answers(dict(zip(plan.queries, answers, strict=True)))
+        former = self._memory.update(snapshots, rate_window_seconds=window)
+        first = {k: asyncio.ensure_future(self._query(k, q)) for k, q in plan.queries.items()}
+        second: asyncio.Future[Answer] | None = None
+        try:
+            # The TTFT query needs only the request rates: it is sent as soon as they answer,
+            # while the other per-pod queries may still be running.
+            ttft_plan = TtftPlan(None)
+            if QueryKind.TTFT_RATE in first:
+                rates = split_answers({QueryKind.TTFT_RATE: await first[QueryKind.TTFT_RATE]})
+                ttft_plan = plan_ttft(policy_targets, snapshots, former, plan, rates)
+            if ttft_plan.query is not None:
+                second = asyncio.ensure_future(self._query(QueryKind.TTFT_BUCKETS, ttft_plan.query))
+            await asyncio.gather(*first.values(), *([second] if second else []))
+        finally:  # cancelled (a stop mid-cycle): no query outlives the cycle
+            for task in [*first.values(), *([second] if second else [])]:
+                task.cancel()
+        split = split_answers({k: f.result() for k, f in first.items()})
+        if second is not None:
+            split = with_ttft(split, second.result())
         targets = read_targets(
             policy_targets,
             snapshots,
             plan,
             split,
-            rate_window_seconds=self.rate_window_seconds,
+            rate_window_seconds=window,
+            ttft_plan=ttft_plan,
+            former=former,
+            scrape_intervals=self.scrape_intervals,
             history=self._history,
         )
         self._history = {k: tr.pod_history for k, tr in targets.items() if tr.pod_history}
@@ -146,6 +196,97 @@ class PrometheusSource:
             duration_seconds=time.monotonic() - start,
             unattributed=dict(split.unattributed),
         )
+
+    async def probe_scrape_intervals(
+        self,
+        policy_targets: Sequence[TargetPolicy],
+        snapshots: Mapping[str, WorkloadSnapshot],
+    ) -> dict[str, float]:
+        """Find each target's scrape interval from its pods' samples, once at start.
+
+        One instant query of a range vector, ``vllm:num_requests_running{namespace=~...,
+        pod=~...}[L]`` over one ready pod per target (L: four rate windows, at least 3 min),
+        and the median gap between consecutive samples of that pod. The result is kept in
+        :attr:`scrape_intervals` (a TTFT without data then names a too short rate window) and
+        returned: target key -> seconds, for the targets whose pod had two samples or more.
+        Never raises: on any failure the intervals stay unknown (an empty result).
+        """
+        probe: dict[tuple[str, str], list[str]] = {}
+        for t in policy_targets:
+            snap = snapshots.get(t.key)
+            ready = sorted(snap.ready_pod_names) if snap else []
+            if snap is not None and ready:
+                probe.setdefault((snap.namespace, ready[0]), []).append(t.key)
+        if not probe:
+            return {}
+        lookback = max(4 * self.rate_window_seconds, 180.0)
+        namespaces = "|".join(re.escape(ns) for ns in sorted({ns for ns, _ in probe}))
+        pods = "|".join(re.escape(pod) for pod in sorted({pod for _, pod in probe}))
+        promql = (
+            f'{RUNNING_METRIC}{{namespace=~"{label_value(namespaces)}",'
+            f'pod=~"{label_value(pods)}"}}[{promql_duration(lookback)}]'
+        )
+        try:
+            resp = await self._client.post(
+                self._url,
+                data={"query": promql, "timeout": promql_duration(self._timeout)},
+                timeout=self._timeout,
+            )
+            times = sample_times(resp.json())
+        except (httpx.HTTPError, OSError, ValueError) as err:
+            log.warning("scrape_interval_unknown", error=f"{type(err).__name__}: {err}")
+            return {}
+        found: dict[str, float] = {}
+        for (ns, pod), keys in probe.items():
+            gaps = [b - a for a, b in itertools.pairwise(times.get((ns, pod), []))]
+            if gaps:
+                for key in keys:
+                    found[key] = round(statistics.median(gaps), 3)
+        self.scrape_intervals = found
+        return found
+
+    async def _probe_native_histograms(self) -> bool | None:
+        """Whether the backend knows ``histogram_count`` (asked once, at the first read):
+        Prometheus 2.40 on answers; VictoriaMetrics and older Prometheus reject the unknown
+        function, which would fail the whole request-rate query. None when the answer says
+        neither (an outage): asked again at the next read, native parts kept meanwhile."""
+        answer = await self._query(QueryKind.TTFT_RATE, "histogram_count(vector(0))")
+        outcome = answer.outcome
+        if outcome.ok:
+            return True
+        if outcome.status is SignalStatus.QUERY_ERROR and "histogram_count" in outcome.detail:
+            log.info(
+                "native_histograms_unsupported",
+                detail=outcome.detail,
+                message="the backend has no native-histogram functions: TTFT is read from "
+                "classic histograms only",
+            )
+            return False
+        return None
+
+    async def _query(self, kind: QueryKind, promql: str) -> Answer:
+        return await instant_query(
+            self._client, self._url, kind, promql, timeout_seconds=self._timeout
+        )
+
+
+def sample_times(body: object) -> dict[tuple[str, str], list[float]]:
+    """(namespace, pod) -> the sorted, distinct timestamps (seconds) of an instant query's
+    range-vector answer (a pod's engines are scraped together: their timestamps coincide).
+
+    Raises:
+        ValueError: the body is not a successful matrix answer.
+    """
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, dict) or data.get("resultType") != "matrix":
+        raise ValueError("not a matrix answer")
+    out: dict[tuple[str, str], set[float]] = {}
+    for item in data.get("result") or []:
+        labels = item.get("metric") or {}
+        values = item.get("values") or []
+        key = (str(labels.get("namespace", "")), str(labels.get("pod", "")))
+        out.setdefault(key, set()).update(float(v[0]) for v in values)
+    return {key: sorted(times) for key, times in out.items()}
 
 
 def _log_absent(

@@ -1,31 +1,53 @@
 """Splitting one cycle's answers back per selector group and per target (pure, no I/O).
 
 Every sub-expression of a cycle's query is tagged (:mod:`scaler.sources.promql`): per-pod
-series with their selector group, TTFT series with their target. :func:`split_answers` undoes
-the tagging. A fault in one series touches only whose series it is: two series for one pod
-(or one target), or a malformed series (:class:`~scaler.sources.prometheus.answers.
-BadSeries`), become a :class:`SeriesFault` of that pod (or target), which the readings turn
-into a status of the targets that own it; every other target reads the answer as usual. A
-series that names no group (or no target) cannot be anybody's: it is left out and listed in
-``unattributed``, so the pods or targets it might have been read as missing, never as zero.
-Shared by the live source and the backtest's replay of history.
+series with their selector group, TTFT series with their target (or, read from the recording
+rules, with their namespace and pod group). :func:`split_answers` undoes the tagging. A fault
+in one series touches only whose series it is: two series for one pod, one target's bucket
+or one recorded group's bucket, or a malformed series (:class:`~scaler.sources.prometheus.
+answers.BadSeries`), become a :class:`SeriesFault` of that pod, target or group, which the
+readings turn into a status of the targets that own it; every other target reads the answer
+as usual. A series that names no group, target or pod group cannot be anybody's: it is left
+out and listed in ``unattributed``, so the pods or targets it might have been read as
+missing, never as zero. Shared by the live source and the backtest's replay of history.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from scaler.core.signals import SignalStatus
-from scaler.sources.prometheus.answers import Answer, short_detail
-from scaler.sources.promql import METRIC_LABEL, SELECTOR_LABEL, TARGET_LABEL, QueryKind
+from scaler.sources.prometheus.answers import Answer, parse_sample_value, short_detail
+from scaler.sources.promql import (
+    HISTOGRAM_LABEL,
+    METRIC_LABEL,
+    NATIVE_PART_LABEL,
+    POD_GROUP_LABEL,
+    SELECTOR_LABEL,
+    TARGET_LABEL,
+    HistogramKind,
+    NativePart,
+    QueryKind,
+)
 
-__all__ = ["PodSeries", "SeriesFault", "SplitAnswers", "Unattributed", "split_answers"]
+__all__ = [
+    "PodSeries",
+    "SeriesFault",
+    "SplitAnswers",
+    "TtftSeries",
+    "Unattributed",
+    "split_answers",
+    "split_ttft",
+    "with_ttft",
+]
 
 
 @dataclass(frozen=True, slots=True)
 class SeriesFault:
-    """Why the series of one pod (or one target) in one answer cannot be used.
+    """Why the series of one pod (or one target, or one recorded pod group) in one answer
+    cannot be used.
 
     Attributes:
         status: ``duplicate_series`` (two series where the query gives one) or
@@ -35,6 +57,14 @@ class SeriesFault:
 
     status: SignalStatus
     detail: str
+
+
+def _duplicate(detail: str) -> SeriesFault:
+    return SeriesFault(SignalStatus.DUPLICATE_SERIES, short_detail(detail))
+
+
+def _malformed(detail: str) -> SeriesFault:
+    return SeriesFault(SignalStatus.BAD_RESPONSE, short_detail(detail))
 
 
 @dataclass(slots=True)
@@ -48,6 +78,8 @@ class PodSeries:
     by_pod: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
     no_pod_label: int = 0
     faults: dict[tuple[str, str], SeriesFault] = field(default_factory=dict)
+    #: ``ttft_rate`` only: (namespace, pod group) -> age of its recorded buckets, seconds.
+    recorded: dict[tuple[str, str], float] = field(default_factory=dict)
     _strays: dict[str, list[str]] | None = None
 
     @property
@@ -83,9 +115,11 @@ class PodSeries:
 def _split_per_pod(answer: Answer, kind: QueryKind) -> tuple[dict[str, PodSeries], list[str]]:
     """Group a per-pod answer by selector group -> (namespace, pod) -> {metric: value}.
 
-    The metric is the series' ``__name__`` (KV cache), its ``scaler_metric`` tag
-    (throughput), or else the query kind. Returns the groups and the details of the series
-    that name no group.
+    The metric is the TTFT request rate's histogram representation (``scaler_histogram``),
+    else the series' ``__name__`` (KV cache), its ``scaler_metric`` tag (throughput), or the
+    query kind. The recorded groups' ages (``scaler_histogram="recorded"``) go to
+    :attr:`PodSeries.recorded`. Returns the groups and the details of the series that name
+    no group.
     """
     groups: dict[str, PodSeries] = {}
     unattributed: list[str] = []
@@ -95,19 +129,24 @@ def _split_per_pod(answer: Answer, kind: QueryKind) -> tuple[dict[str, PodSeries
             unattributed.append(f"a series has no {SELECTOR_LABEL} label: {labels}")
             continue
         grp = groups.setdefault(gid, PodSeries())
+        histogram = labels.get(HISTOGRAM_LABEL)
+        if histogram == HistogramKind.RECORDED:
+            group = (labels.get("namespace", ""), labels.get(POD_GROUP_LABEL, ""))
+            # two ages for one group (two rule evaluators): the older one is the one to trust
+            grp.recorded[group] = max(value, grp.recorded.get(group, value))
+            continue
         pod = labels.get("pod")
         if not pod:
             grp.no_pod_label += 1
             continue
         # An empty namespace means the series has no namespace label; the source
         # then matches it on the target's namespace (the selector already scoped it).
-        metric = labels.get("__name__") or labels.get(METRIC_LABEL) or str(kind)
+        metric = histogram or labels.get("__name__") or labels.get(METRIC_LABEL) or str(kind)
         key = (labels.get("namespace", ""), pod)
         slot = grp.by_pod.setdefault(key, {})
         if metric in slot:
-            detail = f"duplicate series for {metric} of pod {pod}: {labels}"
             grp.faults.setdefault(
-                key, SeriesFault(SignalStatus.DUPLICATE_SERIES, short_detail(detail))
+                key, _duplicate(f"duplicate series for {metric} of pod {pod}: {labels}")
             )
             continue
         slot[metric] = value
@@ -117,6 +156,8 @@ def _split_per_pod(answer: Answer, kind: QueryKind) -> tuple[dict[str, PodSeries
             unattributed.append(bad.detail)
             continue
         grp = groups.setdefault(gid, PodSeries())
+        if bad.labels.get(HISTOGRAM_LABEL) == HistogramKind.RECORDED:
+            continue  # an unreadable age: that group is not known fresh, read raw instead
         pod = bad.labels.get("pod")
         if not pod:
             grp.no_pod_label += 1
@@ -126,29 +167,104 @@ def _split_per_pod(answer: Answer, kind: QueryKind) -> tuple[dict[str, PodSeries
     return groups, unattributed
 
 
-def _split_per_target(answer: Answer) -> tuple[dict[str, float], dict[str, SeriesFault], list[str]]:
-    """Map a target-level answer to target key -> value, the faults per target key, and the
-    details of the series that name no target."""
-    out: dict[str, float] = {}
-    faults: dict[str, SeriesFault] = {}
+@dataclass(slots=True)
+class TtftSeries:
+    """The ``ttft_buckets`` answer, split.
+
+    Attributes:
+        buckets: target key -> ``le`` -> bucket rate (classic histograms, raw).
+        native: target key -> :class:`~scaler.sources.promql.NativePart` -> value.
+        groups: (namespace, pod group) -> ``le`` -> bucket rate (the recording rule).
+        faults: target key -> why its series cannot be used (a duplicate ``le``, a malformed
+            series...): that target only takes the fault's status.
+        group_faults: (namespace, pod group) -> why its recorded buckets cannot be used: the
+            targets that read that group take the fault's status.
+    """
+
+    buckets: dict[str, dict[float, float]] = field(default_factory=dict)
+    native: dict[str, dict[NativePart, float]] = field(default_factory=dict)
+    groups: dict[tuple[str, str], dict[float, float]] = field(default_factory=dict)
+    faults: dict[str, SeriesFault] = field(default_factory=dict)
+    group_faults: dict[tuple[str, str], SeriesFault] = field(default_factory=dict)
+
+
+def _le(labels: Mapping[str, str]) -> float | None:
+    """The bucket's upper bound, or None when the ``le`` label is missing or not a number."""
+    try:
+        le = parse_sample_value(labels.get("le"))
+    except ValueError:
+        return None
+    return None if math.isnan(le) else le
+
+
+def _native_part(value: str) -> NativePart | None:
+    try:
+        return NativePart(value)
+    except ValueError:
+        return None
+
+
+def split_ttft(answer: Answer) -> tuple[TtftSeries, list[str]]:
+    """Split the ``ttft_buckets`` answer per target and per recorded group.
+
+    Returns:
+        The split series, and the details of the series that name neither a target nor a
+        recorded pod group (left out). Never raises: a duplicated or malformed series is a
+        fault of its target or group only.
+    """
+    out = TtftSeries()
     unattributed: list[str] = []
     for labels, value in answer.series:
         key = labels.get(TARGET_LABEL)
         if key is None:
-            unattributed.append(f"a series has no {TARGET_LABEL} label: {labels}")
+            if POD_GROUP_LABEL not in labels:
+                unattributed.append(
+                    f"a series has neither {TARGET_LABEL} nor {POD_GROUP_LABEL}: {labels}"
+                )
+                continue
+            group = (labels.get("namespace", ""), labels[POD_GROUP_LABEL])
+            le = _le(labels)
+            slot = out.groups.setdefault(group, {})
+            if le is None:
+                out.group_faults.setdefault(
+                    group, _malformed(f"a recorded bucket has no valid le label: {labels}")
+                )
+            elif le in slot:
+                out.group_faults.setdefault(
+                    group, _duplicate(f"duplicate recorded bucket {labels}")
+                )
+            else:
+                slot[le] = value
             continue
-        if key in out:
-            detail = f"duplicate series for target {key}: {labels}"
-            faults.setdefault(key, SeriesFault(SignalStatus.DUPLICATE_SERIES, short_detail(detail)))
+        part = labels.get(NATIVE_PART_LABEL)
+        if part is not None:
+            native = out.native.setdefault(key, {})
+            name = _native_part(part)
+            if name is None:
+                out.faults.setdefault(key, _malformed(f"unknown {NATIVE_PART_LABEL} in {labels}"))
+            elif name in native:
+                out.faults.setdefault(key, _duplicate(f"duplicate {part} series: {labels}"))
+            else:
+                native[name] = value
             continue
-        out[key] = value
+        buckets = out.buckets.setdefault(key, {})
+        le = _le(labels)
+        if le is None:
+            out.faults.setdefault(key, _malformed(f"a bucket has no valid le label: {labels}"))
+        elif le in buckets:
+            out.faults.setdefault(key, _duplicate(f"duplicate bucket le={labels['le']}: {labels}"))
+        else:
+            buckets[le] = value
     for bad in answer.bad:
         key = bad.labels.get(TARGET_LABEL)
-        if key is None:
+        if key is not None:
+            out.faults.setdefault(key, SeriesFault(SignalStatus.BAD_RESPONSE, bad.detail))
+        elif POD_GROUP_LABEL in bad.labels:
+            group = (bad.labels.get("namespace", ""), bad.labels[POD_GROUP_LABEL])
+            out.group_faults.setdefault(group, SeriesFault(SignalStatus.BAD_RESPONSE, bad.detail))
+        else:
             unattributed.append(bad.detail)
-            continue
-        faults.setdefault(key, SeriesFault(SignalStatus.BAD_RESPONSE, bad.detail))
-    return out, faults, unattributed
+    return out, unattributed
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,39 +287,48 @@ class SplitAnswers:
     Attributes:
         answers: query -> answer, as received.
         pod_groups: per-pod query -> selector group -> its series (and its pods' faults).
-        target_series: TTFT query -> target key -> value.
-        target_faults: TTFT query -> target key -> why that target's series cannot be used.
+        ttft: the ``ttft_buckets`` answer split per target and recorded group (its faults
+            included); None when it was not sent or failed.
         unattributed: query -> the series that name no group or target (left out).
     """
 
     answers: dict[QueryKind, Answer]
     pod_groups: dict[QueryKind, dict[str, PodSeries]] = field(default_factory=dict)
-    target_series: dict[QueryKind, dict[str, float]] = field(default_factory=dict)
-    target_faults: dict[QueryKind, dict[str, SeriesFault]] = field(default_factory=dict)
+    ttft: TtftSeries | None = None
     unattributed: dict[QueryKind, Unattributed] = field(default_factory=dict)
 
 
+def _unattributed(lost: list[str]) -> Unattributed:
+    return Unattributed(len(lost), short_detail(lost[0]))
+
+
 def split_answers(answers: Mapping[QueryKind, Answer]) -> SplitAnswers:
-    """Split one cycle's answers: per-pod ones per selector group, TTFT ones per target.
+    """Split one cycle's answers: per-pod ones per selector group, TTFT per target.
 
     Pure: ``answers`` is left as it is. A duplicated or malformed series is a fault of its
-    pod or target only (see the module docstring); no answer is failed as a whole here.
+    pod, target or recorded group only (see the module docstring); no answer is failed as a
+    whole here.
     """
     pod_groups: dict[QueryKind, dict[str, PodSeries]] = {}
-    target_series: dict[QueryKind, dict[str, float]] = {}
-    target_faults: dict[QueryKind, dict[str, SeriesFault]] = {}
     unattributed: dict[QueryKind, Unattributed] = {}
     for kind, ans in answers.items():
-        if not ans.outcome.ok:
+        if not (kind.per_pod and ans.outcome.ok):
             continue
-        if kind.per_pod:
-            pod_groups[kind], lost = _split_per_pod(ans, kind)
-        elif kind in (QueryKind.TTFT_QUANTILE, QueryKind.TTFT_RATE):
-            target_series[kind], faults, lost = _split_per_target(ans)
-            if faults:
-                target_faults[kind] = faults
-        else:
-            continue
+        pod_groups[kind], lost = _split_per_pod(ans, kind)
         if lost:
-            unattributed[kind] = Unattributed(len(lost), short_detail(lost[0]))
-    return SplitAnswers(dict(answers), pod_groups, target_series, target_faults, unattributed)
+            unattributed[kind] = _unattributed(lost)
+    split = SplitAnswers(dict(answers), pod_groups, unattributed=unattributed)
+    t_ans = answers.get(QueryKind.TTFT_BUCKETS)
+    return split if t_ans is None else with_ttft(split, t_ans)
+
+
+def with_ttft(split: SplitAnswers, answer: Answer) -> SplitAnswers:
+    """``split`` with the second round's ``ttft_buckets`` answer added (and split)."""
+    answers = {**split.answers, QueryKind.TTFT_BUCKETS: answer}
+    unattributed = dict(split.unattributed)
+    ttft: TtftSeries | None = None
+    if answer.outcome.ok:
+        ttft, lost = split_ttft(answer)
+        if lost:
+            unattributed[QueryKind.TTFT_BUCKETS] = _unattributed(lost)
+    return SplitAnswers(answers, split.pod_groups, ttft, unattributed)
