@@ -540,6 +540,8 @@ def _hold_reason(
         return Reason.WITHIN_TOLERANCE, f"no signal asks for a change: holding {current}"
     tol = policy.tolerance
     band = f"{1 - tol.scale_down:.2f}-{1 + tol.scale_up:.2f}"
+    # a saturated reading is a lower bound (only one above its band asks for replicas)
+    at_least = ">= " if e.status is SignalStatus.SATURATED else ""
     if _in_band(policy, e):
         return Reason.WITHIN_TOLERANCE, (
             f"{e.name} {e.value:.3g} vs target {e.target:.3g} (ratio {e.ratio:.2f}) is within "
@@ -558,7 +560,8 @@ def _hold_reason(
     if demand < current and counts.stuck:
         covered += f" ({counts.stuck} of them stuck)"
     return Reason.DEMAND_COVERED, (
-        f"{e.name} {e.value:.3g} s vs target {e.target:.3g} s (ratio {e.ratio:.2f}) is {side} "
+        f"{e.name} {at_least}{e.value:.3g} s vs target {e.target:.3g} s (ratio "
+        f"{at_least}{e.ratio:.2f}) is {side} "
         f"its tolerance band {band}, but asks for ceil({min(e.ratio, LATENCY_MAX_RATIO):.2f} "
         f"x {counts.ready} ready) = {demand} replicas{covered}: holding {current}"
     )
@@ -629,8 +632,14 @@ def _final_reason(
 
 
 def _left_out(evaluations: tuple[SignalEvaluation, ...]) -> str:
-    """``; left out: queue_depth nan (...)`` for the signals a hold could not use, or ''."""
-    unusable = [e for e in evaluations if not e.valid]
+    """``; left out: queue_depth nan (...)`` for the signals a hold could not use (unusable,
+    or a saturated lower bound at or below its band, which asks for nothing), or ''. A
+    capacity signal still ``learning`` is no fault and holds nothing back: not named."""
+    unusable = [
+        e
+        for e in evaluations
+        if e.desired_replicas is None and e.status is not SignalStatus.LEARNING
+    ]
     if not unusable:
         return ""
     return "; left out: " + ", ".join(

@@ -1,10 +1,10 @@
 """A fault in one target's data touches that target only, through the real code path.
 
-Three Deployments in one namespace share every per-pod query (one selector group) and the
-namespace's grouped TTFT expression. One series of the middle target is broken (duplicated,
-with a value that is not a number, with a label map that is not one); that target gets its own
-status for that signal, and the two others read the same answers and decide as usual. No
-query fails as a whole.
+Three Deployments in one namespace share every per-pod query (one selector group), the TTFT
+request-rate query of the first round and the TTFT bucket query of the second. One series of
+the middle target is broken (duplicated, with a value that is not a number, with a label map
+that is not one); that target gets its own status for that signal, and the two others read
+the same answers and decide as usual. No query fails as a whole.
 """
 
 from __future__ import annotations
@@ -17,7 +17,17 @@ import pytest
 from scaler.config.policy import parse_policy
 from scaler.core.reasons import Reason
 from tests.support.controller_harness import NS, T0, Harness, HarnessFactory, captured_logs
-from tests.support.fakeprom import TS, R, kv, per_pod, rates, sample
+from tests.support.fakeprom import (
+    TS,
+    Histograms,
+    R,
+    histograms,
+    kv,
+    per_pod,
+    rates,
+    sample,
+    ttft_answers,
+)
 from tests.support.policies import case_target_doc
 
 NAMES = ("vllm", "beta", "gamma")
@@ -37,8 +47,9 @@ def _policy() -> Any:
     return parse_policy({"targets": docs}, source="blast-radius")
 
 
-def _ttft(value: str) -> dict[str, Any]:
-    return R(*({"metric": {"scaler_target": KEYS[n]}, "value": [TS, value]} for n in NAMES))
+Edit = Callable[[list[dict[str, Any]]], None]
+#: every pod's TTFT histogram: 1 first token/s, 95 % of them within 1 s (p95 exactly 1.0 s)
+BUCKETS = {"1.0": 0.95, "+Inf": 1.0}
 
 
 def healthy() -> dict[str, Any]:
@@ -48,8 +59,7 @@ def healthy() -> dict[str, Any]:
         "running": per_pod(dict.fromkeys(ALL, "4")),
         "kv_cache": kv(dict.fromkeys(ALL, "0.5")),
         "throughput": rates(dict.fromkeys(ALL, ("2", "900", "300"))),
-        "ttft_quantile": _ttft("1.0"),
-        "ttft_rate": _ttft("2"),
+        **histograms(Histograms({p: dict(BUCKETS) for p in ALL})),
     }
 
 
@@ -58,6 +68,25 @@ def _with(kind: str, *extra: dict[str, Any]) -> Callable[[dict[str, Any]], None]
         answers[kind]["data"]["result"].extend(extra)
 
     return apply
+
+
+def _ttft(round_: str, edit: Edit) -> Callable[[dict[str, Any]], None]:
+    """Both TTFT rounds from the pods' histograms, ``round_``'s answer edited."""
+
+    def apply(answers: dict[str, Any]) -> None:
+        def on(name: str, result: list[dict[str, Any]]) -> None:
+            if name == round_:
+                edit(result)
+
+        answers.update(histograms(Histograms({p: dict(BUCKETS) for p in ALL}, edit=on)))
+
+    return apply
+
+
+def _broken_bucket_value(result: list[dict[str, Any]]) -> None:
+    """The first of beta's bucket series gets a value that is not [time, value]."""
+    i = next(i for i, s in enumerate(result) if s["metric"].get("scaler_target") == KEYS[BROKEN])
+    result[i] = {"metric": result[i]["metric"], "value": [TS]}
 
 
 BROKEN_POD = PODS[BROKEN][0]
@@ -76,14 +105,19 @@ FAULTS: dict[str, tuple[Callable[[dict[str, Any]], None], str, str, int, Reason]
         _with("kv_cache", sample(PODS[BROKEN][1], "lots", __name__="vllm:kv_cache_usage_perc")),
         "kv_cache_usage", "bad_response", 6, Reason.SCALE_UP,
     ),
-    "duplicate TTFT series": (
-        _with("ttft_quantile", {"metric": {"scaler_target": KEYS[BROKEN]}, "value": [TS, "9"]}),
+    "duplicate TTFT request rate of a pod": (
+        _ttft("ttft_rate", lambda result: result.append(
+            sample(BROKEN_POD, "1", namespace=NS, scaler_selector="s0",
+                   scaler_histogram="classic"))),
         "ttft_p95", "duplicate_series", 6, Reason.SCALE_UP,
     ),
-    "TTFT value that is not [time, value]": (
-        lambda a: a["ttft_quantile"]["data"]["result"].__setitem__(
-            1, {"metric": {"scaler_target": KEYS[BROKEN]}, "value": [TS]}
-        ),
+    "duplicate TTFT bucket": (
+        _ttft("ttft_buckets", lambda result: result.append(
+            {"metric": {"scaler_target": KEYS[BROKEN], "le": "1.0"}, "value": [TS, "9"]})),
+        "ttft_p95", "duplicate_series", 6, Reason.SCALE_UP,
+    ),
+    "TTFT bucket value that is not [time, value]": (
+        _ttft("ttft_buckets", _broken_bucket_value),
         "ttft_p95", "bad_response", 6, Reason.SCALE_UP,
     ),
 }  # fmt: skip
@@ -135,7 +169,7 @@ async def test_one_broken_series_touches_only_its_own_target(
             assert got == (6, Reason.SCALE_UP), (n, d.message)
             for s in ("queue_depth", "kv_cache_usage", "ttft_p95"):
                 assert status_of(h, n, s) == "ok"
-    for kind in ("waiting", "kv_cache", "ttft_quantile", "ttft_rate", "running", "throughput"):
+    for kind in ("waiting", "kv_cache", "ttft_rate", "ttft_buckets", "running", "throughput"):
         assert h.value("vllm_scaler_last_successful_query_timestamp_seconds", signal=kind) == T0
     failures = [
         s
@@ -159,8 +193,7 @@ async def test_a_series_that_names_no_target_is_counted_and_logged(
         waiting=R(*per_pod({"pod-0": "15", "pod-1": "5"})["data"]["result"], stray),
         running=per_pod({"pod-0": "1", "pod-1": "1"}),
         kv_cache=kv({"pod-0": "0.5", "pod-1": "0.5"}),
-        ttft_quantile=R({"metric": {}, "value": [TS, "1.0"]}),
-        ttft_rate=R({"metric": {}, "value": [TS, "2"]}),
+        **ttft_answers("1.0", "2"),
     )
     with captured_logs() as logs:
         r = await h.cycle()

@@ -16,18 +16,15 @@ import pytest
 from scaler.core.reasons import Reason
 from scaler.sources.prometheus import STALL_POLLS
 from tests.support.controller_harness import Harness, HarnessFactory, captured_logs
-from tests.support.fakeprom import TS, R, Reply, case_file, kv, per_pod, rates
+from tests.support.fakeprom import R, Reply, case_file, kv, per_pod, rates, ttft_answers
 
 Q, KV, TTFT = "queue_depth", "kv_cache_usage", "ttft_p95"
 P0, P1 = "pod-0", "pod-1"
 
 
 def _idle_ttft() -> dict[str, Any]:
-    """No request finished a prefill in the window: TTFT NaN with a request rate of 0."""
-    return {
-        "ttft_quantile": R({"metric": {}, "value": [TS, "NaN"]}),
-        "ttft_rate": R({"metric": {}, "value": [TS, "0"]}),
-    }
+    """No request finished a prefill in the window: a TTFT request rate of 0 on every pod."""
+    return ttft_answers("NaN", "0")
 
 
 def answers(

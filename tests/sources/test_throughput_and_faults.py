@@ -19,8 +19,19 @@ from scaler.sources.prometheus import (
     split_answers,
 )
 from scaler.sources.prometheus.answers import BadResponse, parse_vector
-from scaler.sources.promql import SELECTOR_LABEL, TARGET_LABEL, QueryKind
-from tests.support.fakeprom import TS, FakePrometheus, R, kv, per_pod, rates, sample, snapshot
+from scaler.sources.promql import POD_GROUP_LABEL, SELECTOR_LABEL, TARGET_LABEL, QueryKind
+from tests.support.fakeprom import (
+    TS,
+    FakePrometheus,
+    Histograms,
+    R,
+    histograms,
+    kv,
+    per_pod,
+    rates,
+    sample,
+    snapshot,
+)
 from tests.support.fakeprom import target as make_target
 
 KEY = "llm/Deployment/vllm"
@@ -93,18 +104,37 @@ def test_split_keeps_faults_with_their_pod_and_leaves_out_series_of_no_group() -
 
 
 def test_split_keeps_faults_with_their_target() -> None:
-    quantile = Answer(
-        QueryOutcome(QueryKind.TTFT_QUANTILE, SignalStatus.OK),
-        [({TARGET_LABEL: "a"}, 1.0), ({TARGET_LABEL: "b"}, 2.0), ({TARGET_LABEL: "b"}, 3.0)],
-        (BadSeries({TARGET_LABEL: "c"}, "result[3]: sample value 'x' is not a number"),),
+    def bucket(key: str, le: str) -> dict[str, str]:
+        return {TARGET_LABEL: key, "le": le}
+
+    group = {"namespace": "llm", POD_GROUP_LABEL: "vllm-5d8f"}
+    buckets = Answer(
+        QueryOutcome(QueryKind.TTFT_BUCKETS, SignalStatus.OK),
+        [
+            (bucket("a", "1.0"), 1.0),
+            (bucket("a", "+Inf"), 2.0),
+            (bucket("b", "1.0"), 2.0),
+            (bucket("b", "1.0"), 3.0),  # b's bucket twice
+            (bucket("d", "soon"), 3.0),  # not a bound
+            ({**group, "le": "+Inf"}, 4.0),
+            ({**group, "le": "+Inf"}, 5.0),  # a recorded group's bucket twice
+            ({"le": "+Inf"}, 6.0),  # nobody's
+        ],
+        (BadSeries(bucket("c", "+Inf"), "result[8]: sample value 'x' is not a number"),),
     )
-    split = split_answers({QueryKind.TTFT_QUANTILE: quantile})
-    assert split.target_series[QueryKind.TTFT_QUANTILE] == {"a": 1.0, "b": 2.0}
-    faults = split.target_faults[QueryKind.TTFT_QUANTILE]
-    assert {k: f.status for k, f in faults.items()} == {
+    split = split_answers({QueryKind.TTFT_BUCKETS: buckets})
+    assert split.ttft is not None
+    assert split.ttft.buckets["a"] == {1.0: 1.0, math.inf: 2.0}
+    assert {k: f.status for k, f in split.ttft.faults.items()} == {
         "b": SignalStatus.DUPLICATE_SERIES,
         "c": SignalStatus.BAD_RESPONSE,
+        "d": SignalStatus.BAD_RESPONSE,
     }
+    assert {g: f.status for g, f in split.ttft.group_faults.items()} == {
+        ("llm", "vllm-5d8f"): SignalStatus.DUPLICATE_SERIES
+    }
+    assert split.unattributed[QueryKind.TTFT_BUCKETS].count == 1
+    assert split.answers[QueryKind.TTFT_BUCKETS].outcome.ok  # not failed as a whole
 
 
 async def test_per_pod_rates_are_on_the_readings(
@@ -175,3 +205,29 @@ async def test_a_series_that_names_no_group_is_left_out_and_reported(
     lost = result.unattributed[QueryKind.WAITING]
     assert lost.count == 1 and "someone" in lost.first
     assert result.queries[QueryKind.WAITING].ok
+
+
+async def test_a_broken_recorded_pod_group_touches_only_the_target_that_reads_it(
+    fake_prom: FakePrometheus, make_source: SourceFactory
+) -> None:
+    """Two targets read their TTFT from the recording rule; one bucket of one target's pod
+    group comes twice: that target is ``duplicate_series``, the other reads its quantile."""
+    a, b = make_target("vllm"), make_target("beta")
+    pods = {a.key: ["vllm-5d8f-p0", "vllm-5d8f-p1"], b.key: ["beta-7c9d-p0", "beta-7c9d-p1"]}
+    every = [p for ps in pods.values() for p in ps]
+
+    def duplicate(round_: str, result: list[dict[str, object]]) -> None:
+        if round_ == "ttft_buckets":
+            labels = {"namespace": "llm", "scaler_pod_group": "beta-7c9d", "le": "1.0"}
+            result.append({"metric": labels, "value": [TS, "9"]})
+
+    h = Histograms({p: {"1.0": 0.95, "+Inf": 1.0} for p in every}, recorded=True, edit=duplicate)
+    fake_prom.set(running=per_pod(dict.fromkeys(every, "1")), **histograms(h))
+    result = await make_source().read([a, b], {k: snapshot(ps) for k, ps in pods.items()})
+    ra, rb = result.targets[a.key], result.targets[b.key]
+    assert ra.ttft_query == rb.ttft_query == "recorded"
+    ok, broken = ra.signals[SignalName.TTFT_P95], rb.signals[SignalName.TTFT_P95]
+    assert (ok.status, ok.value) == (SignalStatus.OK, pytest.approx(1.0))
+    assert broken.status is SignalStatus.DUPLICATE_SERIES and broken.value is None
+    assert "beta-7c9d" in broken.detail
+    assert result.queries[QueryKind.TTFT_BUCKETS].ok  # not failed as a whole

@@ -15,6 +15,12 @@ and each target's own pods (:mod:`.attribution`), :func:`plan_ttft` decides per 
 - otherwise the raw bucket rates over exactly its pods (or its explicit matchers), or the
   native histogram's quantile, count and fraction.
 
+A fault in one target's series touches that target only: a duplicated or malformed request
+rate of one of its pods in the first round (no question is asked for it), a duplicated or
+malformed bucket of its own in the second, or of a recorded pod group it reads, makes its
+reading ``duplicate_series`` or ``bad_response``; every other target reads the same answers
+as usual.
+
 :func:`read_ttft` turns the answer into the reading: the quantile is computed here from the
 bucket rates (:func:`~scaler.sources.quantile.bucket_quantile`, Prometheus' own
 interpolation), ``saturated`` when it is only a lower bound (the rank in the ``+Inf``
@@ -33,7 +39,7 @@ from scaler.config.vocabulary import SignalName
 from scaler.core.observation import WorkloadSnapshot
 from scaler.core.signals import SignalReading, SignalStatus
 from scaler.sources.prometheus.answers import QueryOutcome
-from scaler.sources.prometheus.split import PodSeries, SplitAnswers, TtftSeries
+from scaler.sources.prometheus.split import PodSeries, SeriesFault, SplitAnswers, TtftSeries
 from scaler.sources.promql import (
     TTFT_BUCKET_METRIC,
     TTFT_COUNT_METRIC,
@@ -91,6 +97,8 @@ class TtftRoute:
             the raw histogram is read.
         asked: the target is in the second round's query.
         raw_because: why the recording rule was not used ('' when it was, or none exists).
+        fault: a fault of one of its pods' request-rate series in the first round (then
+            nothing is asked, and the reading takes the fault's status).
     """
 
     key: str
@@ -100,6 +108,7 @@ class TtftRoute:
     groups: tuple[tuple[str, str], ...] = ()
     asked: bool = False
     raw_because: str = ""
+    fault: SeriesFault | None = None
 
     @property
     def query(self) -> str:
@@ -134,6 +143,31 @@ def _own_entries(
         if metrics:
             out[name] = metrics
     return out
+
+
+def _own_fault(
+    target: TargetPolicy,
+    series: PodSeries,
+    snapshot: WorkloadSnapshot | None,
+    former: frozenset[str],
+) -> SeriesFault | None:
+    """The first fault among the target's own pods' ``ttft_rate`` series (every series of
+    its group for explicit matchers), with the pod named; None when there is none."""
+    if not series.faults:
+        return None
+    if target.prometheus_matchers is not None:
+        faulty = sorted(series.faults.items())
+    elif snapshot is None:
+        return None
+    else:
+        ns = snapshot.namespace
+        names = sorted({p.name for p in snapshot.pods} | former)
+        faulty = [((ns, n), f) for n in names if (f := series.fault(ns, n)) is not None]
+    if not faulty:
+        return None
+    (_ns, pod), fault = faulty[0]
+    more = f" (and {len(faulty) - 1} more pods)" if len(faulty) > 1 else ""
+    return SeriesFault(fault.status, f"ttft_rate query: pod {pod}: {fault.detail}{more}")
 
 
 def _rates(own: Mapping[str, Mapping[str, float]], kind: HistogramKind) -> dict[str, float]:
@@ -214,6 +248,10 @@ def plan_ttft(
         series = groups.get(plan.selector_group[t.key], PodSeries())
         snap = snapshots.get(t.key)
         gone = former.get(t.key, frozenset())
+        fault = _own_fault(t, series, snap, gone)
+        if fault is not None:
+            routes[t.key] = TtftRoute(t.key, fault=fault)
+            continue
         own = _own_entries(t, series, snap, gone)
         classic = _rates(own, HistogramKind.CLASSIC)
         native = _rates(own, HistogramKind.NATIVE)
@@ -394,6 +432,8 @@ def read_ttft(
     first = split.answers.get(QueryKind.TTFT_RATE)
     if first is None or not first.outcome.ok or route is None:
         return _failed(first.outcome if first else None, "ttft_rate")
+    if route.fault is not None:
+        return _faulty(route.fault, TTFT_BUCKET_METRIC)
     metric = ttft_metric_name(route.representation)
     if route.representation is None:
         return _no_histogram(scraped, ready, rate_window_seconds, scrape_interval, ready_seconds)
@@ -403,13 +443,11 @@ def read_ttft(
     if second is None or not second.outcome.ok or split.ttft is None:
         return _failed(second.outcome if second else None, "ttft_buckets", metric)
     ttft = split.ttft
-    if target.key in ttft.broken:
-        return SignalReading(
-            _NAME,
-            SignalStatus.BAD_RESPONSE,
-            source_metric=metric,
-            detail=f"ttft_buckets query: {ttft.broken[target.key]}",
-        )
+    fault = ttft.faults.get(target.key) or next(
+        (f for g in route.groups if (f := ttft.group_faults.get(g)) is not None), None
+    )
+    if fault is not None:
+        return _faulty(fault, metric, "ttft_buckets query: ")
     q = float(target.signals.ttft_p95.quantile)
     native = ttft.native.get(target.key)
     if native is not None and NativePart.QUANTILE in native:
@@ -470,6 +508,11 @@ def _native_reading(
     clamped = fraction is not None and math.isfinite(value) and fraction < q - _FRACTION_SLACK
     above = max(0.0, 1.0 - fraction) if clamped and fraction is not None else 0.0
     return _value_reading(value, count, clamped, above, metric, rate_window_seconds)
+
+
+def _faulty(fault: SeriesFault, metric: str, prefix: str = "") -> SignalReading:
+    """The reading of a target whose own TTFT series are faulty (duplicated or malformed)."""
+    return SignalReading(_NAME, fault.status, source_metric=metric, detail=prefix + fault.detail)
 
 
 def _failed(outcome: QueryOutcome | None, name: str, metric: str = "") -> SignalReading:
