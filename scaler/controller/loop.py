@@ -576,6 +576,8 @@ class Controller:
         for e in decision.signals:
             if e.status is SignalStatus.WARMING_UP:  # a fresh fleet: no fault, no warning
                 self.log.info("signal_warming_up", target=t.key, signal=str(e.name))
+            elif e.status is SignalStatus.LEARNING:  # no capacity estimate yet: no fault
+                continue
             elif not e.status.usable_for_scale_down:
                 m.query_errors.labels(str(e.name), str(e.status)).inc()
                 self.log.warning(
@@ -711,9 +713,7 @@ class Controller:
                 message="spec.replicas was changed by another writer since our last write",
             )
         warming = all(
-            e.status is SignalStatus.WARMING_UP
-            for e in d.signals
-            if not e.status.usable_for_scale_down
+            e.status is SignalStatus.WARMING_UP for e in d.signals if e.status.blocks_scale_down
         )
         # A scale-down held only until a fresh fleet's rates exist is no cause for a warning.
         quiet = d.reason is Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL and warming

@@ -482,6 +482,11 @@ def evaluate_capacity(
     if reading is None or not reading.status.usable_for_scale_up:
         status = reading.status if reading is not None else SignalStatus.EMPTY
         detail = reading.detail if reading is not None else "no throughput reading"
+        if estimate is None:
+            # Nothing learned and no seed: whatever the demand, the signal could ask for
+            # nothing, so an unusable reading holds nothing back either (still learning).
+            status = SignalStatus.LEARNING
+            detail = f"no capacity estimate yet; demand unknown ({detail})"
         view = CapacityView(
             None, None, None, _tps(estimate), None, horizon, learned_load_seconds, sample,
             estimate.samples if estimate else 0,

@@ -651,6 +651,6 @@ def _describe_invalid(evaluations: list[SignalEvaluation] | tuple[SignalEvaluati
     parts = [
         f"{e.name} {e.status}" + (f" ({e.detail})" if e.detail else "")
         for e in evaluations
-        if not e.status.usable_for_scale_down
+        if e.status.blocks_scale_down  # a capacity signal still learning is no fault
     ]
     return ", ".join(parts) if parts else "none"

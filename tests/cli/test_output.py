@@ -52,7 +52,7 @@ def _policy_file(tmp_path: Path) -> Path:
                         "target": KEY,
                         "min_replicas": 1,
                         "max_replicas": 10,
-                        "signals": ["queue_depth", "kv_cache_usage", "ttft_p95"],
+                        "signals": ["queue_depth", "kv_cache_usage", "ttft_p95", "capacity"],
                         "selector": 'namespace="llm",pod=~"vllm-[a-z0-9]+-[a-z0-9]+"',
                         "shadow": None,
                     }

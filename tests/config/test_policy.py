@@ -20,6 +20,7 @@ def test_defaults_and_selector() -> None:
         SignalName.QUEUE_DEPTH,
         SignalName.KV_CACHE_USAGE,
         SignalName.TTFT_P95,
+        SignalName.CAPACITY,  # on by default whenever TTFT is
     )
     assert t.scale_down.stabilization_window_seconds == 300
     # scale-up fires at 0.7 x 1.1 = 0.77 KV-cache usage, before vLLM runs out of free blocks
@@ -215,7 +216,7 @@ def test_a_shadow_is_a_complete_second_policy_of_the_same_workload() -> None:
     assert shadow.workload == t.workload and shadow.prometheus_matchers == t.prometheus_matchers
     assert shadow.max_replicas == 10 and shadow.shadow is None
     assert shadow.signals.enabled() == ("queue_depth", "kv_cache_usage", "ttft_p95", "capacity")
-    assert t.signals.enabled() == ("kv_cache_usage", "ttft_p95")
+    assert t.signals.enabled() == ("kv_cache_usage", "ttft_p95", "capacity")
     # the source reads what either decides on (capacity needs no query of its own)
     assert t.reading_target().signals.queried() == shadow.signals.queried()
     assert t.reading_target().signals.queue_depth == shadow.signals.queue_depth

@@ -14,7 +14,7 @@ from scaler.controller.loop import STATE_ANNOTATION
 from scaler.core.state import decode_state
 from tests.controller.test_leader_election import lease, serve_load
 from tests.support.controller_harness import KEY, T0, Harness, HarnessFactory
-from tests.support.fakeprom import TS, R, kv, per_pod, pods
+from tests.support.fakeprom import kv, per_pod, pods, ttft_answers
 from tests.support.policies import case_policy
 from tests.support.replicas import Cluster, ReplicaSetSim, open_instance
 
@@ -44,8 +44,7 @@ def _load(h: Harness, waiting: str) -> None:
         waiting=per_pod(dict.fromkeys(four, waiting)),
         running=per_pod(dict.fromkeys(four, "2")),
         kv_cache=kv(dict.fromkeys(four, "0.3")),
-        ttft_quantile=R({"metric": {}, "value": [TS, "0.4"]}),
-        ttft_rate=R({"metric": {}, "value": [TS, "3"]}),
+        **ttft_answers("0.4", "3"),
     )
 
 
@@ -72,19 +71,21 @@ async def test_recommend_shows_active_and_shadow_side_by_side(
     shadow: dict[str, Any] = obj["shadow"]
     assert (shadow["current_replicas"], shadow["desired_replicas"]) == (4, 6)
     assert shadow["reason"] == "scale_up"
-    assert [s["name"] for s in shadow["signals"]] == ["queue_depth", "ttft_p95"]
+    assert [s["name"] for s in shadow["signals"]] == ["queue_depth", "ttft_p95", "capacity"]
     assert shadow["signals"][0]["value"] == 6.0 and shadow["signals"][0]["target"] == 4.0
 
     text = await _recommend(h, "text")
     lines = text.splitlines()
     head = next(i for i, line in enumerate(lines) if line.split() == ["active", "shadow"])
-    desired, queue, kv_row, ttft = lines[head + 1 : head + 5]
+    desired, queue, kv_row, ttft, capacity = lines[head + 1 : head + 6]
     assert desired.split()[1:] == ["4", "[stabilized]", "6", "[scale_up]"]
     assert queue.split() == ["queue_depth", "6", "/", "10", "=", "0.60", "->", "3",
                              "6", "/", "4", "=", "1.50", "->", "6"]  # fmt: skip
     assert kv_row.split()[-1] == "off" and kv_row.split()[0] == "kv_cache_usage"
     assert ttft.split()[0] == "ttft_p95"
-    assert lines[head + 5].startswith("  shadow: scale up 4 -> 6 (queue_depth 6 vs target 4")
+    # on by default with TTFT in both; no seed and no throughput yet: learning in both
+    assert capacity.split() == ["capacity", "learning", "learning"]
+    assert lines[head + 6].startswith("  shadow: scale up 4 -> 6 (queue_depth 6 vs target 4")
     assert set(h.kube.methods()) == {"GET"} and h.replicas() == 4
 
 

@@ -340,3 +340,25 @@ def test_a_failed_throughput_reading_blocks_scale_down() -> None:
     )
     assert d.desired_replicas == 6
     assert d.reason is Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL
+
+
+@pytest.mark.parametrize(
+    "status", [SignalStatus.EMPTY, SignalStatus.TIMEOUT, SignalStatus.ABSENT], ids=str
+)
+def test_without_an_estimate_an_unusable_throughput_reading_holds_nothing_back(
+    status: SignalStatus,
+) -> None:
+    """No seed and nothing learned: whatever the demand, the signal could ask for nothing, so
+    a failed or absent throughput reading leaves it `learning` (not a blocking status) and
+    the other signals scale down as they would without it."""
+    d = decide(
+        POLICY,
+        _with_ttft(fleet_observation(6, 0.0, throughput_status=status), 0.2),
+        TargetState.seeded(6, -1000.0),
+        0.0,
+    )
+    cap = next(e for e in d.signals if e.name is SignalName.CAPACITY)
+    assert (cap.status, cap.valid, cap.desired_replicas) == (SignalStatus.LEARNING, False, None)
+    assert cap.detail.startswith("no capacity estimate yet; demand unknown")
+    assert d.reason is not Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL
+    assert d.desired_replicas < 6  # TTFT 0.2 s of a 2 s target: the fleet shrinks
