@@ -700,8 +700,10 @@ class Controller:
     def _log_decision(
         self, t: TargetPolicy, d: Decision, action: str, shadow: Decision | None = None
     ) -> None:
+        # a signal without a usable value (or the capacity signal still learning, whose value
+        # is only the demand per replica) logs its status
         signals = {
-            str(e.name): (round(e.value, 4) if e.value is not None else str(e.status))
+            str(e.name): (round(e.value, 4) if e.value is not None and e.valid else str(e.status))
             for e in d.signals
         }
         if d.outside_write:

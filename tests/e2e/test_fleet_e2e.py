@@ -170,7 +170,8 @@ async def test_fleet_scales_up_in_a_burst_and_down_after_it(tmp_path: Path, back
     signals = row["signals"]
     assert isinstance(signals, list)
     by_name = {s["name"]: s for s in signals}
-    assert set(by_name) == {"queue_depth", "kv_cache_usage", "ttft_p95"}
+    # the demo policy's capacity signal is on (by default, with TTFT)
+    assert set(by_name) == {"queue_depth", "kv_cache_usage", "ttft_p95", "capacity"}
     assert by_name["queue_depth"]["target"] == 8
     assert by_name["kv_cache_usage"]["target"] == 0.8
     assert by_name["ttft_p95"]["target"] == 2.0
