@@ -164,6 +164,13 @@ def check_policy(
                 "signals": [str(s) for s in t.signals.enabled()],
                 "selector": query_selector(t),
                 "backtest_selector": target_selector(t),
+                "shadow": None
+                if t.shadow is None
+                else {
+                    "min_replicas": t.shadow.min_replicas,
+                    "max_replicas": t.shadow.max_replicas,
+                    "signals": [str(s) for s in t.shadow.signals.enabled()],
+                },
             }
             for t in p.targets
         ]
@@ -173,6 +180,12 @@ def check_policy(
         typer.echo(
             f"{t.key}: replicas {t.min_replicas}..{t.max_replicas}, signals "
             + ", ".join(str(s) for s in t.signals.enabled())
+            + (
+                f"; shadow: replicas {t.shadow.min_replicas}..{t.shadow.max_replicas}, signals "
+                + ", ".join(str(s) for s in t.shadow.signals.enabled())
+                if t.shadow is not None
+                else ""
+            )
         )
         typer.echo(
             f"  series    {{{query_selector(t)}}}, only those of the pods the Kubernetes API lists for "

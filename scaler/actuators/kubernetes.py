@@ -608,7 +608,8 @@ class KubernetesActuator:
 
 
 def _pod_info(pod: Any, now: float) -> PodInfo:
-    """A kubernetes-asyncio V1Pod -> PodInfo."""
+    """A kubernetes-asyncio V1Pod -> PodInfo. ``ready_seconds`` is the time since the Ready
+    condition's ``lastTransitionTime`` (None without the condition or its time)."""
     meta, status = pod.metadata, pod.status
     condition = next(
         (

@@ -15,6 +15,7 @@ from scaler.backtest.history import (
     ALL_REPLICA_SOURCES,
     PROMETHEUS_MAX_POINTS,
     RangeQuery,
+    ReplicaHistory,
     ReplicaSource,
     StepGrid,
     chunk_grid,
@@ -23,7 +24,7 @@ from scaler.backtest.history import (
     read_signal_history,
     replica_queries,
 )
-from scaler.backtest.replay import replay
+from scaler.backtest.replay import ReplayResult, replay
 from scaler.backtest.report import TargetBacktest
 from scaler.config.policy import Policy, TargetPolicy
 from scaler.sources.prometheus import PodHistory
@@ -72,6 +73,9 @@ def run_backtest(
         NoReplicaHistoryError: a target's actual replicas are in none of the sources.
     """
     prog = progress or _NoProgress()
+    # the signals either the policy or its shadow decides on, read once for both
+    policies = list(targets)
+    targets = [t.reading_target() for t in targets]
     chunks = len(chunk_grid(grid, max_points))
     plan_kinds = len(history_queries(targets, rate_window_seconds=policy.rate_window_seconds))
     prog.add_total(chunks * (plan_kinds + 2 * len(targets)))
@@ -114,17 +118,28 @@ def run_backtest(
         )
         history = {k: r.pod_history for k, r in step.items() if r.pod_history}
         per_step.append(step)
-    out = []
-    for t in targets:
-        hist = replicas[t.key]
-        result = replay(
-            t,
+
+    def replay_as(p: TargetPolicy, hist: ReplicaHistory) -> ReplayResult:
+        return replay(
+            p,
             grid.times,
-            [step[t.key].signals for step in per_step],
+            [step[p.key].signals for step in per_step],
             hist.spec,
             hist.ready,
             model_load_seconds=model_load_seconds,
             ttft_window_seconds=policy.rate_window_seconds,
         )
-        out.append(TargetBacktest(t, hist, result))
+
+    out = []
+    for t in policies:
+        hist = replicas[t.key]
+        shadow = t.shadow_target()
+        out.append(
+            TargetBacktest(
+                t,
+                hist,
+                replay_as(t, hist),
+                replay_as(shadow, hist) if shadow is not None else None,
+            )
+        )
     return out

@@ -23,11 +23,13 @@ __all__ = ["TargetBacktest", "format_text", "plot_backtest", "to_json"]
 
 @dataclass(frozen=True, slots=True)
 class TargetBacktest:
-    """One target's backtest: its policy, where the actual replicas came from, the replay."""
+    """One target's backtest: its policy, where the actual replicas came from, the replay,
+    and the replay of its shadow policy on the same history (None without one)."""
 
     policy: TargetPolicy
     replicas: ReplicaHistory
     result: ReplayResult
+    shadow: ReplayResult | None = None
 
 
 def _iso(ts: float) -> str:
@@ -80,27 +82,50 @@ def format_text(backtests: Sequence[TargetBacktest], *, step_seconds: float) -> 
             f"{bt.result.target}: {_iso(steps[0].at)} .. {_iso(steps[-1].at)}, "
             f"{len(steps)} steps of {step_seconds:g} s, actual replicas from {src}"
         )
-        lines.append("  time      actual  policy  reason            signals")
-        prev: tuple[int, int] | None = None
-        for st in steps:
-            key = (st.actual_replicas, st.policy_replicas)
+        sh = bt.shadow
+        shadow_steps = sh.steps if sh is not None else None
+        lines.append(
+            "  time      actual  policy  "
+            + ("shadow  " if shadow_steps is not None else "")
+            + "reason            signals"
+        )
+        prev: tuple[int, int, int] | None = None
+        for i, st in enumerate(steps):
+            other = shadow_steps[i].policy_replicas if shadow_steps is not None else -1
+            key = (st.actual_replicas, st.policy_replicas, other)
             if key == prev:
                 continue
             prev = key
+            column = f"{other:>6}  " if shadow_steps is not None else ""
             lines.append(
-                f"  {_hms(st.at)}  {st.actual_replicas:>6}  {st.policy_replicas:>6}  "
+                f"  {_hms(st.at)}  {st.actual_replicas:>6}  {st.policy_replicas:>6}  {column}"
                 f"{st.reason!s:<17} {_signal_text(st)}"
             )
             if st.reason in ("scale_up", "scale_down", "step_limited", "stabilized", "at_max"):
                 lines.append(f"            {st.message}")
+            if shadow_steps is not None and shadow_steps[i].policy_replicas != (
+                shadow_steps[i - 1].policy_replicas if i else other
+            ):
+                lines.append(f"            shadow: {shadow_steps[i].message}")
         change = _change_pct(s.actual_replica_hours, s.policy_replica_hours)
         lines.append(
             f"  replica-hours  actual {_hours(s.actual_replica_hours)}, policy "
             f"{_hours(s.policy_replica_hours)} ({change})"
+            + (
+                f", shadow {_hours(sh.summary.policy_replica_hours)} "
+                f"({_change_pct(s.actual_replica_hours, sh.summary.policy_replica_hours)})"
+                if sh is not None
+                else ""
+            )
         )
-        lines.append(f"  peak           actual {s.actual_peak}, policy {s.policy_peak}")
+        lines.append(
+            f"  peak           actual {s.actual_peak}, policy {s.policy_peak}"
+            + (f", shadow {sh.summary.policy_peak}" if sh is not None else "")
+        )
         lines.append(f"  scale events   actual {_events(s.actual_events)}")
         lines.append(f"                 policy {_events(s.policy_events)}")
+        if sh is not None:
+            lines.append(f"                 shadow {_events(sh.summary.policy_events)}")
         if s.risk_steps is None:
             lines.append(
                 f"  vs actual      below {s.below_actual_steps} steps, above "
@@ -145,10 +170,12 @@ def to_json(
     model_load_seconds: float,
     plot: Path | None,
 ) -> dict[str, Any]:
-    """The machine-readable report (``--output json``)."""
+    """The machine-readable report (``--output json``): per target the policy's summary and
+    steps, and under ``shadow`` the shadow policy's (null without one)."""
     targets = []
     for bt in backtests:
         s = bt.result.summary
+        sh = bt.shadow
         targets.append(
             {
                 "target": bt.result.target,
@@ -188,6 +215,29 @@ def to_json(
                     }
                     for st in bt.result.steps
                 ],
+                "shadow": None
+                if sh is None
+                else {
+                    "replica_hours": sh.summary.policy_replica_hours,
+                    "peak": sh.summary.policy_peak,
+                    "scale_events": [_change(e) for e in sh.summary.policy_events],
+                    "below_actual_steps": sh.summary.below_actual_steps,
+                    "above_actual_steps": sh.summary.above_actual_steps,
+                    "risk_steps": sh.summary.risk_steps,
+                    "relief_steps": sh.summary.relief_steps,
+                    "reasons": sh.summary.reasons,
+                    "steps": [
+                        {
+                            "at": st.at,
+                            "replicas": st.policy_replicas,
+                            "ready": st.policy_ready,
+                            "recommended_replicas": st.recommended,
+                            "reason": str(st.reason),
+                            "message": st.message,
+                        }
+                        for st in sh.steps
+                    ],
+                },
             }
         )
     return {
@@ -201,7 +251,8 @@ def to_json(
 
 
 def plot_backtest(backtests: Sequence[TargetBacktest], path: Path) -> Path:
-    """Write a PNG: per target, replicas (actual vs policy) above the observed signals.
+    """Write a PNG: per target, replicas (actual vs policy, and the shadow policy's dashed)
+    above the observed signals.
 
     The replicas panel shades steps where the policy is below actual while TTFT was above
     its target (risk). The signals panel shows each signal as a ratio to its target (log
@@ -233,6 +284,12 @@ def plot_backtest(backtests: Sequence[TargetBacktest], path: Path) -> Path:
         ):
             lw = 1.6 if style == "-" else 1.2
             ax1.step(t, counts, where="post", color=color, ls=style, lw=lw, label=label)
+        if bt.shadow is not None:
+            hours = bt.shadow.summary.policy_replica_hours
+            ax1.step(
+                t, [st.policy_replicas for st in bt.shadow.steps], where="post",
+                color="tab:green", ls="--", lw=1.4, label=f"shadow ({_hours(hours)} replica-h)",
+            )  # fmt: skip
         target_s = bt.policy.signals.ttft_p95.target_seconds
         risky = False
         for i, st in enumerate(steps):

@@ -34,8 +34,9 @@ from scaler.bench.kpa import Kpa, KpaConfig
 from scaler.bench.prometheus_api import prometheus_transport
 from scaler.bench.simulate import TickContext
 from scaler.config.policy import TargetPolicy, WorkloadRef
+from scaler.controller.observe import observe
 from scaler.core.decide import Decision, Direction, decide
-from scaler.core.observation import Observation, PodInfo, WorkloadSnapshot
+from scaler.core.observation import PodInfo, WorkloadSnapshot
 from scaler.core.reasons import Reason
 from scaler.core.state import TargetState, record_write
 from scaler.sim.fleet import Fleet
@@ -68,6 +69,12 @@ def snapshot(fleet: Fleet, now: float) -> WorkloadSnapshot:
             terminating=p.terminating_since is not None,
             age_seconds=max(0.0, now - p.created_at),
             phase="Running" if p.ready_at is not None else "Pending",
+            # since the Ready condition's lastTransitionTime, while ready
+            ready_seconds=(
+                max(0.0, now - p.ready_at)
+                if p.ready_at is not None and p.terminating_since is None
+                else None
+            ),
         )
         for p in sorted(fleet.pods.values(), key=lambda p: p.name)
     )
@@ -140,8 +147,10 @@ class VllmScalerController:
         self._now = ctx.now
         snap = snapshot(ctx.fleet, ctx.now)
         key = self.policy.key
-        result = self._loop.run_until_complete(self._source.read([self.policy], {key: snap}))
-        obs = Observation(snap.counts(self.policy.model_load_timeout_seconds), result.readings(key))
+        result = self._loop.run_until_complete(
+            self._source.read([self.policy.reading_target()], {key: snap})
+        )
+        obs = observe(self.policy, snap, result.targets[key], self.state)
         d = decide(
             self.policy, obs, self.state, ctx.now, ttft_window_seconds=self.rate_window_seconds
         )

@@ -20,7 +20,15 @@ produced the first token):
 - reaction (on a trace with a load step, :attr:`~scaler.sim.trace.Trace.step_seconds`):
   seconds from the step's start to the first scale-up write and to the first added replica
   Ready, counting from ``model load`` seconds before the step (so that a schedule that
-  anticipates it shows a negative time; a reactive policy cannot).
+  anticipates it shows a negative time; a reactive policy cannot);
+- sawtooth: scale-ups written within :data:`SAWTOOTH_SECONDS` after a scale-down while the
+  load is steady: the arrival rate over the :data:`SAWTOOTH_RISE_SECONDS` before the
+  scale-up is at most :data:`SAWTOOTH_RISE` times the rate over the
+  :data:`SAWTOOTH_SECONDS` before the scale-down (the capacity removed was needed again
+  for the same load: a scale-down that went too far);
+- halves: the share within the SLO and the GPU-hours of the requests arriving in, and the
+  pods' time inside, the first and the second half of the trace window (parameters are
+  chosen on the first half; the second half shows whether they carry over).
 """
 
 from __future__ import annotations
@@ -34,7 +42,28 @@ from scaler.bench.capacity import nearest_rank
 from scaler.bench.simulate import RunRecord
 from scaler.sim.engine import SimRequest
 
-__all__ = ["PolicyFigures", "Reaction", "figures_of_run", "littles_law", "reaction", "reversals"]
+__all__ = [
+    "SAWTOOTH_RISE",
+    "SAWTOOTH_RISE_SECONDS",
+    "SAWTOOTH_SECONDS",
+    "PolicyFigures",
+    "Reaction",
+    "WindowFigures",
+    "figures_of_run",
+    "littles_law",
+    "reaction",
+    "reversals",
+    "sawtooth",
+    "window_figures",
+]
+
+#: A scale-up this soon after a scale-down (seconds) is a sawtooth tooth if the load is steady.
+SAWTOOTH_SECONDS = 300.0
+#: The load counts as steady while the arrival rate before the scale-up is at most this many
+#: times the rate before the scale-down.
+SAWTOOTH_RISE = 1.25
+#: The span before the scale-up whose arrival rate is compared, seconds.
+SAWTOOTH_RISE_SECONDS = 120.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +73,25 @@ class Reaction:
 
     first_write_seconds: float | None
     first_ready_seconds: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class WindowFigures:
+    """A policy's figures over part of the trace window.
+
+    Attributes:
+        start_seconds, end_seconds: the part, seconds from the trace start.
+        requests: accepted requests that arrived in it.
+        slo_request_share: of those, the share whose TTFT was within the SLO (0-1; NaN
+            without requests).
+        gpu_hours: replica-hours of the pods' time inside it.
+    """
+
+    start_seconds: float
+    end_seconds: float
+    requests: int
+    slo_request_share: float
+    gpu_hours: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +113,8 @@ class PolicyFigures:
         minute_p95: TTFT p95 per minute (seconds; NaN for minutes without arrivals).
         replicas_over_time: ``(seconds, pods)`` steps, for the plot.
         reaction: on a trace with a load step, the reaction times.
+        sawtooth: scale-ups soon after a scale-down at a steady load (:func:`sawtooth`).
+        halves: the figures of the first and the second half of the trace window.
     """
 
     name: str
@@ -89,6 +139,8 @@ class PolicyFigures:
     minute_p95: tuple[float, ...]
     replicas_over_time: tuple[tuple[float, int], ...]
     reaction: Reaction | None = None
+    sawtooth: int = 0
+    halves: tuple[WindowFigures, ...] = ()
 
 
 def reversals(directions: Sequence[int]) -> int:
@@ -130,6 +182,52 @@ def reaction(run: RunRecord, step_seconds: float, lead_seconds: float) -> Reacti
     return Reaction(
         None if write is None else write - step_seconds,
         min(ready) - step_seconds if ready else None,
+    )
+
+
+def _arrival_rate(arrivals: Sequence[int], start: float, end: float) -> float:
+    """Mean arrivals per second over ``[start, end)`` (per-second counts; clipped to them)."""
+    lo, hi = max(0, int(start)), min(len(arrivals), int(end))
+    return sum(arrivals[lo:hi]) / (hi - lo) if hi > lo else 0.0
+
+
+def sawtooth(run: RunRecord) -> int:
+    """Scale-ups written within :data:`SAWTOOTH_SECONDS` after a scale-down while the load is
+    steady (see the module docstring); each scale-up counts once."""
+    arrivals = [s.arrivals for s in run.samples]
+    teeth = 0
+    last_down: float | None = None
+    for t, before, after in run.scale_events:
+        if after < before:
+            last_down = t
+            continue
+        if after > before and last_down is not None and t - last_down <= SAWTOOTH_SECONDS:
+            earlier = _arrival_rate(arrivals, last_down - SAWTOOTH_SECONDS, last_down)
+            now = _arrival_rate(arrivals, t - SAWTOOTH_RISE_SECONDS, t)
+            if now <= SAWTOOTH_RISE * earlier:
+                teeth += 1
+    return teeth
+
+
+def window_figures(
+    run: RunRecord, slo_seconds: float, start_seconds: float, end_seconds: float
+) -> WindowFigures:
+    """The figures of the requests arriving in ``[start, end)`` and of the pods' time in it."""
+    counted = [
+        r for r in run.requests if not r.rejected and start_seconds <= r.arrival < end_seconds
+    ]
+    within = sum(1 for r in counted if r.ttft is not None and r.ttft <= slo_seconds)
+    gpu = 0.0
+    for pod in run.pods:
+        lo = max(pod.created_at, start_seconds)
+        hi = min(pod.deleted_at if pod.deleted_at is not None else math.inf, end_seconds)
+        gpu += max(0.0, hi - lo)
+    return WindowFigures(
+        start_seconds,
+        end_seconds,
+        len(counted),
+        within / len(counted) if counted else math.nan,
+        gpu / 3600,
     )
 
 
@@ -179,6 +277,11 @@ def figures_of_run(
         minute_p95=p95s,
         replicas_over_time=tuple(steps),
         reaction=None if step_seconds is None else reaction(run, step_seconds, lead_seconds),
+        sawtooth=sawtooth(run),
+        halves=(
+            window_figures(run, slo_seconds, 0.0, end / 2),
+            window_figures(run, slo_seconds, end / 2, end),
+        ),
     )
 
 

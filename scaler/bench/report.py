@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from scaler.bench.figures import PolicyFigures
-from scaler.bench.runner import BASELINE, HINDSIGHT, BenchResult
+from scaler.bench.runner import BASELINE, HINDSIGHT, REACTIVE, BenchResult
 
 __all__ = ["as_json", "format_table", "plot_bench"]
 
@@ -21,6 +21,9 @@ _DESCRIPTIONS = {
     "keeping >= 99% of requests within the SLO, replayed with state carried across minutes",
     HINDSIGHT: "hindsight schedule paying model load: the same service, each added replica "
     "loading its model before its minute (paid), removed replicas paid while draining",
+    REACTIVE: "the best reactive policy: each minute's instant-start need known at its start, "
+    "replicas added then and Ready a model load later, kept through a 5-minute scale-down "
+    "window (what it misses needs a forecast of load not yet seen)",
 }
 _LOWER_BOUND = (
     "lower bound: prefill work of 99% of the requests inside their SLO windows, at least one "
@@ -85,6 +88,20 @@ def as_json(result: BenchResult, plot: Path | None = None) -> dict[str, Any]:
                     round(_ratio(p.scale_events, base.scale_events), 4)
                 ),
                 "direction_reversals": p.reversals,
+                "sawtooth": p.sawtooth,
+                "halves": [
+                    {
+                        "start_seconds": h.start_seconds,
+                        "end_seconds": h.end_seconds,
+                        "requests": h.requests,
+                        "slo_request_share": _num(h.slo_request_share),
+                        "gpu_hours": round(h.gpu_hours, 4),
+                        "gpu_hours_vs_hindsight_load": _num(
+                            round(_ratio(h.gpu_hours, rh.gpu_hours), 4)
+                        ),
+                    }
+                    for h, rh in zip(p.halves, ref.halves, strict=True)
+                ],
                 "peak_queue": p.peak_queue,
                 "peak_replicas": p.peak_replicas,
                 "reaction": None
@@ -132,12 +149,20 @@ def as_json(result: BenchResult, plot: Path | None = None) -> dict[str, Any]:
 
 def _row(p: PolicyFigures, ref: PolicyFigures, base: PolicyFigures) -> str:
     return (
-        f"{p.name:<17} {100 * p.slo_request_share:7.2f}% {100 * p.slo_minute_share:6.1f}% "
+        f"{p.name:<18} {100 * p.slo_request_share:7.2f}% {100 * p.slo_minute_share:6.1f}% "
         f"{p.ttft_p50:6.2f} {p.ttft_p95:7.2f} {p.ttft_p99:7.2f} {p.gpu_hours:7.2f} "
         f"{_ratio(p.gpu_hours, ref.gpu_hours):6.2f} {_ratio(p.gpu_hours, base.gpu_hours):6.2f} "
         f"{p.scale_events:4d} ({p.scale_ups:>3}/{p.scale_downs:<3}) {p.reversals:4d} "
-        f"{p.peak_queue:6d} {p.peak_replicas:4d} {p.rejected:5d} {p.cut:4d}"
+        f"{p.sawtooth:4d} {p.peak_queue:6d} {p.peak_replicas:4d} {p.rejected:5d} {p.cut:4d}"
     )
+
+
+def _halves(p: PolicyFigures, ref: PolicyFigures) -> str:
+    cells = [
+        f"{100 * h.slo_request_share:6.2f}% {_ratio(h.gpu_hours, rh.gpu_hours):5.2f}x"
+        for h, rh in zip(p.halves, ref.halves, strict=True)
+    ]
+    return f"  {p.name:<18} " + "   ".join(cells)
 
 
 def _reaction(p: PolicyFigures) -> str:
@@ -149,7 +174,7 @@ def _reaction(p: PolicyFigures) -> str:
         return "never" if x is None else f"{x:+.0f} s"
 
     return (
-        f"  {p.name:<17} first scale-up write {fmt(r.first_write_seconds)}, first added "
+        f"  {p.name:<18} first scale-up write {fmt(r.first_write_seconds)}, first added "
         f"replica Ready {fmt(r.first_ready_seconds)}"
     )
 
@@ -159,9 +184,9 @@ def format_table(result: BenchResult, plot: Path | None = None) -> str:
     ref = result.by_name(HINDSIGHT)
     base = result.by_name(BASELINE)
     head = (
-        f"{'policy':<17} {'req<=SLO':>8} {'min<=SLO':>7} {'p50 s':>6} {'p95 s':>7} "
+        f"{'policy':<18} {'req<=SLO':>8} {'min<=SLO':>7} {'p50 s':>6} {'p95 s':>7} "
         f"{'p99 s':>7} {'GPU-h':>7} {'/hind':>6} {'/keda':>6} {'events (up/dn)':>14} "
-        f"{'rev':>4} {'peakQ':>6} {'peak':>4} {'rej':>5} {'cut':>4}"
+        f"{'rev':>4} {'saw':>4} {'peakQ':>6} {'peak':>4} {'rej':>5} {'cut':>4}"
     )
     bound = result.lower_bound_gpu_hours
     lines = [
@@ -177,15 +202,20 @@ def format_table(result: BenchResult, plot: Path | None = None) -> str:
         head,
         "-" * len(head),
         *(_row(p, ref, base) for p in result.policies),
-        f"{'lower bound':<17} {'':>8} {'':>7} {'':>6} {'':>7} {'':>7} {bound:7.2f} "
+        f"{'lower bound':<18} {'':>8} {'':>7} {'':>6} {'':>7} {'':>7} {bound:7.2f} "
         f"{_ratio(bound, ref.gpu_hours):6.2f} {_ratio(bound, base.gpu_hours):6.2f}",
         "",
-        f"/hind: GPU-hours over {HINDSIGHT}'s; rej: requests longer than the context, "
-        "rejected at once (in no share)",
+        f"/hind: GPU-hours over {HINDSIGHT}'s; saw: scale-ups within 5 minutes after a "
+        "scale-down at a steady load; rej: requests longer than the context, rejected at once "
+        "(in no share)",
+        "",
+        "first half / second half of the trace (share within the SLO, GPU-hours over "
+        f"{HINDSIGHT}'s in the same half):",
+        *(_halves(p, ref) for p in result.policies),
         "",
         "rows:",
-        *(f"  {p.name:<17} {_describe(result, p.name)}" for p in result.policies),
-        f"  {'lower bound':<17} {_LOWER_BOUND}",
+        *(f"  {p.name:<18} {_describe(result, p.name)}" for p in result.policies),
+        f"  {'lower bound':<18} {_LOWER_BOUND}",
     ]
     if result.step_seconds is not None:
         lines += [
@@ -207,6 +237,7 @@ def format_table(result: BenchResult, plot: Path | None = None) -> str:
 _STYLES: dict[str, dict[str, Any]] = {
     HINDSIGHT: {"color": "black", "lw": 1.8, "ls": "--"},
     "hindsight-instant": {"color": "dimgray", "lw": 1.2, "ls": ":"},
+    REACTIVE: {"color": "darkgray", "lw": 1.2, "ls": "-."},
 }
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -46,12 +46,14 @@ from scaler.sim.trace import Trace, rejected_count, summary_line
 __all__ = [
     "BASELINE",
     "HINDSIGHT",
+    "REACTIVE",
     "BenchOptions",
     "BenchResult",
     "Goal",
     "auto_rate_scale",
     "cheapest_fixed",
     "default_policy",
+    "reactive_schedule",
     "run_bench",
 ]
 
@@ -59,8 +61,28 @@ __all__ = [
 BASELINE = "keda-queue"
 #: The reference the goals are stated against: the hindsight schedule paying model load.
 HINDSIGHT = "hindsight-load"
+#: The best a reactive policy can do (see :func:`reactive_schedule`).
+REACTIVE = "hindsight-reactive"
 #: Row order of the table.
-ROWS = ("vllm-scaler", BASELINE, "hpa-kv", "kpa", "fixed", "hindsight-instant", HINDSIGHT)
+ROWS = (
+    "vllm-scaler",
+    BASELINE,
+    "hpa-kv",
+    "kpa",
+    "fixed",
+    "hindsight-instant",
+    HINDSIGHT,
+    REACTIVE,
+)
+#: The rows a policy is compared with for "no other row both cheaper and better".
+OTHERS = (BASELINE, "hpa-kv", "kpa", "fixed")
+#: The share of accepted requests within the SLO the issue asks for, per trace: 97% where
+#: bursts start from idle and end before a model load could answer them, 99% elsewhere.
+SHARE_GOALS = {"code": 0.97, "synthetic:flash": 0.97}
+#: The most GPU-hours a policy may spend, over the hindsight schedule paying model load.
+COST_GOAL = 1.3
+#: The scale-down window the reactive reference keeps replicas through (HPA's default), minutes.
+_REACTIVE_HOLD_MINUTES = 5
 # Knative's default container-concurrency-target-percentage: aim at 70% of capacity.
 _KPA_UTILIZATION = 0.7
 _RATE_STEP = 0.25
@@ -325,8 +347,24 @@ def _run_fixed(base: _Job, start: int) -> PolicyFigures:
     return cheapest_fixed(run, start, base.max_replicas)
 
 
-def _run_hindsight(base: _Job) -> tuple[PolicyFigures, PolicyFigures, dict[str, tuple[int, ...]]]:
-    """The instant-start and load-paying hindsight schedules and their replays."""
+def reactive_schedule(
+    instant: Sequence[int], hold_minutes: int = _REACTIVE_HOLD_MINUTES
+) -> tuple[int, ...]:
+    """The reactive reference: each minute the largest instant-start need of that minute and
+    the ``hold_minutes - 1`` before it.
+
+    Replayed with no lead, it is a policy that knows the exact need of each minute at its start
+    (before any of its requests arrive), asks for it at once, gets the added replicas a model
+    load later, and keeps them through a scale-down window. No policy that reacts to load it
+    has seen does better; what it misses, only a forecast of load not seen yet could serve.
+    """
+    return tuple(max(instant[max(0, m - hold_minutes + 1) : m + 1]) for m in range(len(instant)))
+
+
+def _run_hindsight(
+    base: _Job,
+) -> tuple[PolicyFigures, PolicyFigures, PolicyFigures, dict[str, tuple[int, ...]]]:
+    """The instant-start, load-paying and reactive hindsight schedules and their replays."""
     model, trace, load = base.model, base.trace, base.model.model_load_seconds
     common: dict[str, Any] = {"routing": base.routing, "seed": base.seed}
     found = first = search_schedule(trace, model=model, slo_seconds=base.slo, **common)
@@ -351,7 +389,16 @@ def _run_hindsight(base: _Job) -> tuple[PolicyFigures, PolicyFigures, dict[str, 
             break
         target = min(1.0, target + short + 0.0005)
         found = search_schedule(trace, model=model, slo_seconds=base.slo, share=target, **common)
-    return instant, paying, {"hindsight-instant": first.replicas, HINDSIGHT: schedule}
+    reactive = reactive_schedule(first.replicas)
+    reacting = _figures(
+        base, replay_schedule(trace, reactive, model=model, name=REACTIVE, **common)
+    )
+    return (
+        instant,
+        paying,
+        reacting,
+        {"hindsight-instant": first.replicas, HINDSIGHT: schedule, REACTIVE: reactive},
+    )
 
 
 def _cheapest_reference(
@@ -373,39 +420,38 @@ def _cheapest_reference(
             schedules[name] = (fixed.peak_replicas,) * minutes
 
 
-def _goals(result: dict[str, PolicyFigures]) -> tuple[Goal, ...]:
-    us, base, ref = result["vllm-scaler"], result[BASELINE], result[HINDSIGHT]
+def _goals(result: dict[str, PolicyFigures], share_goal: float) -> tuple[Goal, ...]:
+    """Issue 13's goals for vllm-scaler on this trace."""
+    us, ref = result["vllm-scaler"], result[HINDSIGHT]
     cost_ref = us.gpu_hours / ref.gpu_hours if ref.gpu_hours else math.inf
-    cost_base = us.gpu_hours / base.gpu_hours if base.gpu_hours else math.inf
-    cheaper = us.slo_request_share >= base.slo_request_share and cost_base <= 0.75
-    fewer_bad = (
-        us.violating_minutes <= 0.5 * base.violating_minutes and us.gpu_hours <= base.gpu_hours
-    )
+    dominating = [
+        name
+        for name in OTHERS
+        if result[name].gpu_hours < us.gpu_hours
+        and result[name].slo_request_share > us.slo_request_share
+    ]
     return (
         Goal(
-            ">= 99% of requests within the TTFT SLO",
+            f">= {100 * share_goal:g}% of accepted requests within the TTFT SLO",
             f"{100 * us.slo_request_share:.2f}%",
-            us.slo_request_share >= 0.99,
+            us.slo_request_share >= share_goal,
         ),
         Goal(
-            f"GPU-hours <= 1.25x the hindsight schedule paying model load ({HINDSIGHT})",
+            f"GPU-hours <= {COST_GOAL:g}x the hindsight schedule paying model load ({HINDSIGHT})",
             f"{cost_ref:.2f}x",
-            cost_ref <= 1.25,
+            cost_ref <= COST_GOAL,
         ),
         Goal(
-            f"vs {BASELINE}: >= 25% fewer GPU-hours at equal or better SLO attainment, or "
-            ">= 50% fewer SLO-violating minutes at equal GPU-hours",
-            f"GPU-hours {cost_base:.2f}x, requests within SLO {100 * us.slo_request_share:.2f}%"
-            f" vs {100 * base.slo_request_share:.2f}%, violating minutes "
-            f"{us.violating_minutes} vs {base.violating_minutes}",
-            cheaper or fewer_bad,
-        ),
-        Goal(
-            f"at most half of {BASELINE}'s scale events",
-            f"{us.scale_events} vs {base.scale_events}",
-            us.scale_events <= 0.5 * base.scale_events,
+            f"no other row ({', '.join(OTHERS)}) both cheaper and better",
+            ", ".join(dominating) if dominating else "none",
+            not dominating,
         ),
         Goal("no request cut by a scale-down", f"{us.cut} cut", us.cut == 0),
+        Goal(
+            "no sawtooth (scale-up within 5 minutes after a scale-down at a steady load)",
+            f"{us.sawtooth}",
+            us.sawtooth == 0,
+        ),
     )
 
 
@@ -500,11 +546,11 @@ def run_bench(options: BenchOptions, progress: Callable[[str], None] | None = No
             fixed_future = pool.submit(_run_fixed, base, fixed_start)
             futures = [pool.submit(_run_job, j) for j in jobs]
             runs = [f.result() for f in futures] + [fixed_future.result()]
-            instant, paying, schedules = refs.result()
+            instant, paying, reacting, schedules = refs.result()
     else:
-        instant, paying, schedules = _run_hindsight(base)
+        instant, paying, reacting, schedules = _run_hindsight(base)
         runs = [_run_job(j) for j in jobs] + [_run_fixed(base, fixed_start)]
-    figures = {f.name: f for f in [*runs, instant, paying]}
+    figures = {f.name: f for f in [*runs, instant, paying, reacting]}
     _cheapest_reference(figures, schedules, trace.duration_seconds)
     bound = gpu_seconds_lower_bound(trace, model, slo, FIXED_SLO_SHARE) / 3600
     per_second = [0.0] * max(1, math.ceil(trace.duration_seconds / 10))
@@ -530,6 +576,6 @@ def run_bench(options: BenchOptions, progress: Callable[[str], None] | None = No
         policies=tuple(figures[n] for n in ROWS),
         hindsight_replicas=schedules,
         lower_bound_gpu_hours=bound,
-        goals=_goals(figures),
+        goals=_goals(figures, SHARE_GOALS.get(options.trace, FIXED_SLO_SHARE)),
         elapsed_seconds=time.monotonic() - started,
     )

@@ -58,13 +58,14 @@ from prometheus_client.parser import text_string_to_metric_families
 from scaler.config.cli_options import OutputFormat, OutputOpt
 from scaler.config.options import option_errors
 from scaler.config.policy import Signals, TargetPolicy, TtftSignal, WorkloadRef
+from scaler.controller.observe import observe
 from scaler.core.decide import decide
-from scaler.core.observation import Observation, PodInfo, WorkloadSnapshot
+from scaler.core.observation import PodInfo, WorkloadSnapshot
 from scaler.core.signals import SignalName, SignalReading
 from scaler.core.state import TargetState
 from scaler.sim.exposition import TTFT_BUCKETS
 from scaler.sim.prometheus_server import PrometheusServer, wait_for_series, write_file_sd
-from scaler.sources.prometheus import PrometheusSource
+from scaler.sources.prometheus import PrometheusSource, TargetReadings
 from scaler.sources.promql import build_query_plan, recorded_ttft_metric, recording_rule_expr
 
 __all__ = [
@@ -266,15 +267,14 @@ def _peak_rss_mb(pid: int | None = None) -> float:
 async def _decide_all(
     policies: Sequence[TargetPolicy],
     snaps: dict[str, WorkloadSnapshot],
-    readings: dict[str, dict[SignalName, SignalReading]],
+    readings: dict[str, TargetReadings],
     states: dict[str, TargetState | None],
     now: float,
     ttft_window_seconds: float,
 ) -> None:
     for t in policies:
-        snap = snaps[t.key]
-        obs = Observation(snap.counts(t.model_load_timeout_seconds), readings[t.key])
         state = states.get(t.key)
+        obs = observe(t, snaps[t.key], readings[t.key], state)
         states[t.key] = decide(t, obs, state, now, ttft_window_seconds=ttft_window_seconds).state
 
 
@@ -294,10 +294,10 @@ async def _ours(
         start = time.monotonic()
         cpu = time.process_time()
         result = await source.read(policies, snaps)
-        readings = {k: r.signals for k, r in result.targets.items()}
         await _decide_all(
-            policies, snaps, readings, states, time.time(), source.rate_window_seconds
+            policies, snaps, result.targets, states, time.time(), source.rate_window_seconds
         )
+        readings = {k: r.signals for k, r in result.targets.items()}
         durations.append(time.monotonic() - start)
         # the controller's own work: this process' CPU time in the cycle (answers parsed,
         # split and read, decisions); the exposition server runs in a child process
@@ -323,19 +323,24 @@ async def _per_target(
     sem = asyncio.Semaphore(concurrency)
     queries = failed = 0
 
-    async def one(t: TargetPolicy) -> tuple[str, dict[SignalName, SignalReading], int, int]:
+    async def one(t: TargetPolicy) -> tuple[str, TargetReadings, int, int]:
         async with sem:
             r = await source.read([t], {t.key: snaps[t.key]})
         bad = sum(1 for o in r.queries.values() if not o.ok)
-        return t.key, r.targets[t.key].signals, r.queries_sent, bad
+        return t.key, r.targets[t.key], r.queries_sent, bad
 
     for _ in range(cycles):
         start = time.monotonic()
         results = await asyncio.gather(*(one(t) for t in policies))
-        readings = {k: s for k, s, _, _ in results}
         await _decide_all(
-            policies, snaps, readings, states, time.time(), source.rate_window_seconds
+            policies,
+            snaps,
+            {k: r for k, r, _, _ in results},
+            states,
+            time.time(),
+            source.rate_window_seconds,
         )
+        readings = {k: r.signals for k, r, _, _ in results}
         durations.append(time.monotonic() - start)
         last.update(readings)
         queries = sum(q for _, _, q, _ in results)

@@ -133,12 +133,105 @@ class TtftSignal(_Strict):
     quantile: float = Field(default=0.95, gt=0, lt=1)
 
 
+class CapacitySignal(_Strict):
+    """Capacity: the demand the fleet will see, over what one replica serves at the TTFT target.
+
+    ``desired = ceil(forecast demand / (capacity x target_utilization))``, where demand and
+    capacity are *weighted tokens per second*: prompt tokens plus ``generation_token_weight``
+    times generated tokens (``vllm:prompt_tokens_total``, ``vllm:generation_tokens_total``),
+    capacity per replica is learned online (:mod:`scaler.core.capacity`) and the forecast
+    covers the model load time (:mod:`scaler.core.forecast`). See README "How it decides".
+
+    Seeds (optional): a replica's throughput at the TTFT target on your request mix, for
+    example from ``vllm bench serve`` at the rate where TTFT p95 reaches the target: its prompt
+    and generated tokens per second. Without a seed the signal asks for nothing until it has
+    learned from a busy fleet.
+
+    ``enabled`` defaults to on whenever ``ttft_p95`` is on: the capacity is learned at the
+    TTFT target, so without TTFT there is nothing to learn it from (``true`` with TTFT off is
+    refused).
+    """
+
+    enabled: bool | None = Field(default=None, description="default: on whenever ttft_p95 is on")
+    target_utilization: float = Field(
+        default=0.85, gt=0, le=1, description="0-1 ratio of the learned capacity to fill"
+    )
+    generation_token_weight: float = Field(
+        default=16.0,
+        ge=0,
+        le=1000,
+        description="what one generated token costs a replica, in prompt tokens",
+    )
+    seed_prompt_tokens_per_second: float | None = Field(default=None, gt=0)
+    seed_generation_tokens_per_second: float | None = Field(default=None, ge=0)
+    min_tokens_per_second: float = Field(
+        default=1.0, gt=0, description="lower bound of the learned capacity, weighted tokens/s"
+    )
+    max_tokens_per_second: float = Field(
+        default=10_000_000.0,
+        gt=0,
+        description="upper bound of the learned capacity, weighted tokens/s",
+    )
+    headroom: float = Field(
+        default=1.0,
+        ge=0,
+        le=10,
+        description="standard deviations of the demand's recent burstiness added to the forecast",
+    )
+    model_load_seconds: float = Field(
+        default=120.0,
+        gt=0,
+        le=3600,
+        description="time from pod creation to Ready assumed until one start was observed",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        if self.max_tokens_per_second < self.min_tokens_per_second:
+            raise ValueError(
+                f"max_tokens_per_second ({self.max_tokens_per_second:g}) must be >= "
+                f"min_tokens_per_second ({self.min_tokens_per_second:g})"
+            )
+        if (
+            self.seed_generation_tokens_per_second is not None
+            and self.seed_prompt_tokens_per_second is None
+        ):
+            raise ValueError(
+                "seed_generation_tokens_per_second needs seed_prompt_tokens_per_second too "
+                "(a replica's prompt and generated tokens per second at the TTFT target)"
+            )
+        return self
+
+    def weighted(self, prompt_tokens: float, generation_tokens: float) -> float:
+        """Weighted tokens: ``prompt + generation_token_weight x generated`` (any time unit)."""
+        return prompt_tokens + self.generation_token_weight * generation_tokens
+
+    @property
+    def seed_tokens_per_second(self) -> float | None:
+        """The seed as weighted tokens/s per replica (None without a seed)."""
+        if self.seed_prompt_tokens_per_second is None:
+            return None
+        return self.weighted(
+            self.seed_prompt_tokens_per_second, self.seed_generation_tokens_per_second or 0.0
+        )
+
+
 class Signals(_Strict):
     """Per-signal targets. Each signal can be switched off with ``enabled: false``."""
 
     queue_depth: QueueDepthSignal = QueueDepthSignal()
     kv_cache_usage: KvCacheSignal = KvCacheSignal()
     ttft_p95: TtftSignal = TtftSignal()
+    capacity: CapacitySignal = CapacitySignal()
+
+    @model_validator(mode="after")
+    def _capacity_needs_ttft(self) -> Self:
+        if self.capacity.enabled is True and not self.ttft_p95.enabled:
+            raise ValueError(
+                "capacity.enabled needs ttft_p95 enabled: a replica's capacity is learned "
+                "only while TTFT is within its target"
+            )
+        return self
 
     def enabled(self) -> tuple[SignalName, ...]:
         """Names of the enabled signals, in a fixed order."""
@@ -149,14 +242,30 @@ class Signals(_Strict):
             out.append(SignalName.KV_CACHE_USAGE)
         if self.ttft_p95.enabled:
             out.append(SignalName.TTFT_P95)
+        if self.capacity_enabled:
+            out.append(SignalName.CAPACITY)
         return tuple(out)
 
+    @property
+    def capacity_enabled(self) -> bool:
+        """The capacity signal is on: asked for, or by default whenever TTFT is on."""
+        enabled = self.capacity.enabled
+        return self.ttft_p95.enabled if enabled is None else enabled
+
+    def queried(self) -> tuple[SignalName, ...]:
+        """The enabled signals read by a query of their own (all but capacity, which the
+        decision core derives from the target's throughput)."""
+        return tuple(n for n in self.enabled() if n.queried)
+
     def target_of(self, name: SignalName) -> float:
-        """The configured target of a signal, in its own unit."""
+        """The configured target of a signal, in its own unit (capacity: the target
+        utilization, a 0-1 ratio)."""
         if name is SignalName.QUEUE_DEPTH:
             return self.queue_depth.target_per_replica
         if name is SignalName.KV_CACHE_USAGE:
             return self.kv_cache_usage.target_ratio
+        if name is SignalName.CAPACITY:
+            return self.capacity.target_utilization
         return self.ttft_p95.target_seconds
 
 
@@ -215,18 +324,10 @@ class ScaleDownRules(ScalingRules):
     max_percent_per_period: float = Field(default=0, ge=0, le=1000)
 
 
-class TargetPolicy(_Strict):
-    """How one target is scaled."""
+class ScalingPolicy(_Strict):
+    """How a target's replicas are decided: everything of a target's policy but which workload
+    it is and how its series are found. A target's ``shadow`` is one of these."""
 
-    workload: WorkloadRef
-    prometheus_matchers: dict[Annotated[str, Field(pattern=_LABEL_NAME)], str] | None = Field(
-        default=None,
-        description=(
-            "Label matchers (exact values) that select this target's vLLM series. Default: "
-            "namespace=<workload namespace>. Only the series of the pods the Kubernetes API "
-            "lists for the workload count, by exact name."
-        ),
-    )
     # Scale to zero is not offered: with no pods there are no vLLM series to wake it up.
     min_replicas: int = Field(default=1, ge=1)
     max_replicas: int = Field(default=10, ge=1)
@@ -245,6 +346,74 @@ class TargetPolicy(_Strict):
         if not self.signals.enabled():
             raise ValueError("at least one signal must be enabled")
         return self
+
+
+class TargetPolicy(ScalingPolicy):
+    """How one target is scaled.
+
+    ``shadow`` (optional): a complete second policy for the same workload (every field it does
+    not set has its default, not the active policy's value), evaluated every cycle on the same
+    readings with its own decision state and never written: its recommendation is exported
+    beside the active one, so that a change (the capacity signal, other targets) can be
+    compared on live traffic before it is switched on.
+    """
+
+    workload: WorkloadRef
+    prometheus_matchers: dict[Annotated[str, Field(pattern=_LABEL_NAME)], str] | None = Field(
+        default=None,
+        description=(
+            "Label matchers (exact values) that select this target's vLLM series. Default: "
+            "namespace=<workload namespace>. Only the series of the pods the Kubernetes API "
+            "lists for the workload count, by exact name."
+        ),
+    )
+    shadow: ScalingPolicy | None = None
+
+    @model_validator(mode="after")
+    def _shadow_reads_the_same_ttft(self) -> Self:
+        sh = self.shadow
+        if (
+            sh is not None
+            and sh.signals.ttft_p95.enabled
+            and self.signals.ttft_p95.enabled
+            and sh.signals.ttft_p95.quantile != self.signals.ttft_p95.quantile
+        ):
+            raise ValueError(
+                f"shadow.signals.ttft_p95.quantile ({sh.signals.ttft_p95.quantile:g}) must be "
+                f"the active policy's ({self.signals.ttft_p95.quantile:g}): both decide on the "
+                "same TTFT reading"
+            )
+        return self
+
+    def shadow_target(self) -> TargetPolicy | None:
+        """The shadow as a target policy of the same workload and series (None without one)."""
+        if self.shadow is None:
+            return None
+        return TargetPolicy.model_validate(
+            {
+                **self.shadow.model_dump(),
+                "workload": self.workload,
+                "prometheus_matchers": self.prometheus_matchers,
+            }
+        )
+
+    def reading_target(self) -> TargetPolicy:
+        """The target as the source should read it: every signal the active policy or its
+        shadow enables (the active policy's settings, the shadow's where only it enables the
+        signal). Without a shadow, the target itself."""
+        if self.shadow is None:
+            return self
+        mine, theirs = self.signals, self.shadow.signals
+        blocks = {
+            name: (getattr(theirs, name) if not getattr(mine, name).enabled else None)
+            for name in ("queue_depth", "kv_cache_usage", "ttft_p95")  # the queried ones
+        }
+        update = {
+            name: block for name, block in blocks.items() if block is not None and block.enabled
+        }
+        if not update:
+            return self
+        return self.model_copy(update={"signals": mine.model_copy(update=update)})
 
     @property
     def key(self) -> str:

@@ -21,13 +21,23 @@ class SignalName(StrEnum):
     - ``ttft_p95``: time to first token, 95th percentile, seconds
       (``histogram_quantile`` over ``vllm:time_to_first_token_seconds_bucket``).
       Target-level signal.
+    - ``capacity``: the demand the fleet will see (weighted tokens per second, from vLLM's
+      ``vllm:prompt_tokens_total`` and ``vllm:generation_tokens_total``) over what one replica
+      serves at the TTFT target, learned online. Derived by the decision core from the
+      target's throughput, not read by a query of its own.
     """
 
     QUEUE_DEPTH = "queue_depth"
     KV_CACHE_USAGE = "kv_cache_usage"
     TTFT_P95 = "ttft_p95"
+    CAPACITY = "capacity"
 
     @property
     def per_pod(self) -> bool:
         """True for signals read per pod and summed over the target's ready pods."""
-        return self is not SignalName.TTFT_P95
+        return self in (SignalName.QUEUE_DEPTH, SignalName.KV_CACHE_USAGE)
+
+    @property
+    def queried(self) -> bool:
+        """True for signals with a query of their own (capacity is derived from throughput)."""
+        return self is not SignalName.CAPACITY

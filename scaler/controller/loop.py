@@ -54,6 +54,7 @@ from scaler.actuators.kubernetes import (
 from scaler.config.policy import Policy, TargetPolicy, WorkloadRef
 from scaler.config.vocabulary import SignalName
 from scaler.controller.fence import Leadership, WriteFence
+from scaler.controller.observe import observe
 from scaler.controller.overrides import (
     REFUSALS,
     Control,
@@ -67,7 +68,7 @@ from scaler.controller.removal import PendingRemoval, pending_removal, ranked, r
 from scaler.controller.report import TargetReport
 from scaler.core.decide import Decision, Direction, decide
 from scaler.core.drain import RemovalPlan, plan_removal
-from scaler.core.observation import Observation, WorkloadSnapshot
+from scaler.core.observation import WorkloadSnapshot
 from scaler.core.reasons import Reason
 from scaler.core.signals import SignalStatus
 from scaler.core.state import (
@@ -83,6 +84,8 @@ from scaler.telemetry.metrics import ScalerMetrics
 
 #: Lease annotation holding the persisted decision state (JSON).
 STATE_ANNOTATION = "vllm-scaler.io/state"
+
+
 #: Upper bound of the persisted state (Kubernetes allows 256 KiB of annotations in total).
 MAX_STATE_BYTES = 64 * 1024
 #: Pod annotation failures that a retry will not fix: scale down without the ranking.
@@ -202,9 +205,11 @@ class Controller:
         self.resume_max_gap_seconds = resume_max_gap_seconds
         self.event_repeat_seconds = event_repeat_seconds
         self.states: dict[str, TargetState] = {}
+        self.shadow_states: dict[str, TargetState] = {}
         self.log = structlog.get_logger("vllm_scaler")
         self._loaded_term: int | None = None
         self._resume: dict[str, TargetState] = {}
+        self._resume_shadows: dict[str, TargetState] = {}
         self._resume_saved_at = 0.0
         self._persisted: str | None = None
         self._owners: dict[str, list[ScaleOwner]] = {}
@@ -262,11 +267,16 @@ class Controller:
             if not isinstance(targets, dict):
                 raise ValueError("targets is not an object")
             states = {str(k): decode_state(v) for k, v in targets.items()}
+            shadows = doc.get("shadows") or {}  # absent before shadow policies existed
+            if not isinstance(shadows, dict):
+                raise ValueError("shadows is not an object")
+            shadow_states = {str(k): decode_state(v) for k, v in shadows.items()}
             saved_at = float(doc.get("saved_at") or 0.0)
         except (ValueError, TypeError) as err:
             self.log.error("state_unreadable", error=str(err), message="starting fresh")
             return
         self._resume = states
+        self._resume_shadows = shadow_states
         self._resume_saved_at = saved_at
         self.log.info(
             "state_loaded",
@@ -276,7 +286,20 @@ class Controller:
         )
 
     def _state_for(self, t: TargetPolicy, current: int, now: float) -> TargetState | None:
-        persisted = self._resume.pop(t.key, None)
+        return self._resumed(self._resume, self.states, t, current, now)
+
+    def _state_for_shadow(self, t: TargetPolicy, current: int, now: float) -> TargetState | None:
+        return self._resumed(self._resume_shadows, self.shadow_states, t, current, now)
+
+    def _resumed(
+        self,
+        persisted_states: dict[str, TargetState],
+        states: dict[str, TargetState],
+        t: TargetPolicy,
+        current: int,
+        now: float,
+    ) -> TargetState | None:
+        persisted = persisted_states.pop(t.key, None)
         if persisted is not None:
             return resume(
                 persisted,
@@ -285,7 +308,7 @@ class Controller:
                 now=now,
                 max_gap=self.resume_max_gap_seconds,
             )
-        return self.states.get(t.key)
+        return states.get(t.key)
 
     async def _persist(self, now: float, fence: WriteFence) -> None:
         """As the leader, write the decision state to the Lease when it changed."""
@@ -296,11 +319,19 @@ class Controller:
             for t in self.policy.targets
             if t.key in self.states
         }
-        body = json.dumps(targets, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        shadows = {
+            t.key: encode_state(self.shadow_states[t.key])
+            for t in self.policy.targets
+            if t.key in self.shadow_states
+        }
+        saved: dict[str, object] = {"targets": targets}
+        if shadows:
+            saved["shadows"] = shadows
+        body = json.dumps(saved, sort_keys=True, separators=(",", ":"), allow_nan=False)
         if body == self._persisted:
             return
         text = json.dumps(
-            {"v": STATE_FORMAT_VERSION, "saved_at": now, "targets": targets},
+            {"v": STATE_FORMAT_VERSION, "saved_at": now, **saved},
             sort_keys=True,
             separators=(",", ":"),
             allow_nan=False,
@@ -346,7 +377,9 @@ class Controller:
         # spec.replicas 0: scaling disabled; its (absent) series are not asked for
         active = [t for t in readable if snapshots[t.key].spec_replicas > 0]
         result = (
-            await self.source.read(active, {t.key: snapshots[t.key] for t in active})
+            await self.source.read(
+                [t.reading_target() for t in active], {t.key: snapshots[t.key] for t in active}
+            )
             if active
             else None
         )
@@ -419,19 +452,47 @@ class Controller:
                 "fresh stabilization history",
             )
         removing = self._removing(t, snap, now)
-        obs = Observation(
-            snap.counts(t.model_load_timeout_seconds, removing=removing), readings.signals
-        )
         state = self._state_for(t, snap.spec_replicas, now)
         window = self.policy.rate_window_seconds
-        core = decide(t, obs, state, now, ttft_window_seconds=window)
+        core = decide(
+            t, observe(t, snap, readings, state, removing=removing), state, now,
+            ttft_window_seconds=window,
+        )  # fmt: skip
         decision = override(core, control)
         self._export(t, decision, core, control, readings)
+        shadow = self._shadow(t, snap, readings, now, removing)
         plan = self._plan(t, snap, readings, core, decision, control, now, fence)
         applied = await self.apply(plan, fence)
         self.states[t.key] = applied.state
-        self._log_decision(t, decision, applied.action)
-        return TargetReport(t.key, decision, readings, applied.action, applied.error)
+        self._log_decision(t, decision, applied.action, shadow)
+        return TargetReport(t.key, decision, readings, applied.action, applied.error, shadow)
+
+    def _shadow(
+        self,
+        t: TargetPolicy,
+        snap: WorkloadSnapshot,
+        readings: TargetReadings,
+        now: float,
+        removing: int,
+    ) -> Decision | None:
+        """The target's shadow policy on the same readings, with its own state; never
+        written (a shadow has no writes of its own: it recommends from the replicas there
+        are, as a dry run would)."""
+        shadow = t.shadow_target()
+        if shadow is None:
+            self.shadow_states.pop(t.key, None)
+            return None
+        state = self._state_for_shadow(t, snap.spec_replicas, now)
+        d = decide(
+            shadow,
+            observe(shadow, snap, readings, state, removing=removing),
+            state,
+            now,
+            ttft_window_seconds=self.policy.rate_window_seconds,
+        )
+        self.shadow_states[t.key] = d.state
+        self.metrics.record_shadow(t.key, d)
+        return d
 
     def _removing(self, t: TargetPolicy, snap: WorkloadSnapshot, now: float) -> int:
         """Live pods that our own earlier scale-down still removes (forgotten once none is)."""
@@ -453,7 +514,9 @@ class Controller:
         """
         decision = disabled_decision(snap.counts(t.model_load_timeout_seconds))
         self.states.pop(t.key, None)
+        self.shadow_states.pop(t.key, None)
         self._resume.pop(t.key, None)
+        self._resume_shadows.pop(t.key, None)
         self._removals.pop(t.key, None)
         self._record(t, decision, disabled=True)
         self.metrics.remove_signals(t.key, t.signals.enabled())
@@ -513,6 +576,8 @@ class Controller:
         for e in decision.signals:
             if e.status is SignalStatus.WARMING_UP:  # a fresh fleet: no fault, no warning
                 self.log.info("signal_warming_up", target=t.key, signal=str(e.name))
+            elif e.status is SignalStatus.LEARNING:  # no capacity estimate yet: no fault
+                continue
             elif not e.status.usable_for_scale_down:
                 m.query_errors.labels(str(e.name), str(e.status)).inc()
                 self.log.warning(
@@ -632,9 +697,13 @@ class Controller:
             with contextlib.suppress(KeyError):
                 m.pinned_replicas.remove(t.key)
 
-    def _log_decision(self, t: TargetPolicy, d: Decision, action: str) -> None:
+    def _log_decision(
+        self, t: TargetPolicy, d: Decision, action: str, shadow: Decision | None = None
+    ) -> None:
+        # a signal without a usable value (or the capacity signal still learning, whose value
+        # is only the demand per replica) logs its status
         signals = {
-            str(e.name): (round(e.value, 4) if e.value is not None else str(e.status))
+            str(e.name): (round(e.value, 4) if e.value is not None and e.valid else str(e.status))
             for e in d.signals
         }
         if d.outside_write:
@@ -646,9 +715,7 @@ class Controller:
                 message="spec.replicas was changed by another writer since our last write",
             )
         warming = all(
-            e.status is SignalStatus.WARMING_UP
-            for e in d.signals
-            if not e.status.usable_for_scale_down
+            e.status is SignalStatus.WARMING_UP for e in d.signals if e.status.blocks_scale_down
         )
         # A scale-down held only until a fresh fleet's rates exist is no cause for a warning.
         quiet = d.reason is Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL and warming
@@ -665,6 +732,15 @@ class Controller:
             terminating=d.replicas.terminating,
             signals=signals,
             message=d.message,
+            **(
+                {
+                    "shadow_desired": shadow.desired_replicas,
+                    "shadow_reason": str(shadow.reason),
+                    "shadow_message": shadow.message,
+                }
+                if shadow is not None
+                else {}
+            ),
         )
 
     # ------------------------------------------------------------------ writes

@@ -8,10 +8,18 @@ from dataclasses import dataclass
 from typing import Any, Literal, TextIO
 
 from scaler.core.decide import Decision
+from scaler.core.evaluation import SignalEvaluation
 from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus import TargetReadings
 
-__all__ = ["OutputFormat", "TargetReport", "print_reports", "report_json"]
+__all__ = [
+    "OutputFormat",
+    "TargetReport",
+    "decision_json",
+    "print_reports",
+    "report_json",
+    "side_by_side",
+]
 
 OutputFormat = Literal["log", "text", "json"]
 
@@ -28,6 +36,8 @@ class TargetReport:
             when nothing was asked; ``not_leader`` when another replica leads;
             ``read_failed`` when the target could not be read.
         error: why the target could not be read or written.
+        shadow: the decision of the target's shadow policy (None without one); never
+            written.
     """
 
     target: str
@@ -35,36 +45,26 @@ class TargetReport:
     readings: TargetReadings | None
     action: str
     error: str = ""
+    shadow: Decision | None = None
 
 
-def report_json(report: TargetReport) -> dict[str, Any]:
-    """The ``recommend --output json`` object of one target (see the README for its fields)."""
-    d = report.decision
-    out: dict[str, Any] = {"target": report.target, "action": report.action}
-    if d is None:
-        out.update(
-            current_replicas=None,
-            desired_replicas=None,
-            reason="target_read_failed",
-            message=report.error,
-            signals=[],
-        )
-        return out
-    out.update(
-        current_replicas=d.current_replicas,
-        desired_replicas=d.desired_replicas,
-        recommended_replicas=d.recommended_replicas,
-        reason=str(d.reason),
-        message=d.message,
-        driving_signal=str(d.driving_signal) if d.driving_signal else None,
-        limits=[str(limit) for limit in d.limits],
-        replicas={
+def decision_json(d: Decision) -> dict[str, Any]:
+    """A decision's fields in ``recommend --output json`` (also a shadow's)."""
+    out: dict[str, Any] = {
+        "current_replicas": d.current_replicas,
+        "desired_replicas": d.desired_replicas,
+        "recommended_replicas": d.recommended_replicas,
+        "reason": str(d.reason),
+        "message": d.message,
+        "driving_signal": str(d.driving_signal) if d.driving_signal else None,
+        "limits": [str(limit) for limit in d.limits],
+        "replicas": {
             "ready": d.replicas.ready,
             "starting": d.replicas.starting,
             "stuck": d.replicas.stuck,
             "terminating": d.replicas.terminating,
         },
-        signals=[
+        "signals": [
             {
                 "name": str(e.name),
                 "value": e.value,
@@ -77,7 +77,38 @@ def report_json(report: TargetReport) -> dict[str, Any]:
             }
             for e in d.signals
         ],
-    )
+        "model_load_seconds": d.state.load_times.median_seconds,
+    }
+    if d.capacity is not None:
+        c = d.capacity
+        out["capacity"] = {
+            "demand_tokens_per_second": c.demand_tokens_per_second,
+            "waiting_tokens": c.waiting_tokens,
+            "forecast_tokens_per_second": c.forecast_tokens_per_second,
+            "capacity_tokens_per_second": c.capacity_tokens_per_second,
+            "utilization": c.utilization,
+            "horizon_seconds": c.horizon_seconds,
+            "samples": c.samples,
+        }
+    return out
+
+
+def report_json(report: TargetReport) -> dict[str, Any]:
+    """The ``recommend --output json`` object of one target (see the README for its fields):
+    the active decision's fields, and under ``shadow`` the shadow policy's (null without one)."""
+    d = report.decision
+    out: dict[str, Any] = {"target": report.target, "action": report.action}
+    if d is None:
+        out.update(
+            current_replicas=None,
+            desired_replicas=None,
+            reason="target_read_failed",
+            message=report.error,
+            signals=[],
+        )
+        return out
+    out.update(decision_json(d))
+    out["shadow"] = decision_json(report.shadow) if report.shadow is not None else None
     if report.readings is not None:
         r = report.readings
         out["kv_cache_metric"] = r.kv_metric
@@ -122,6 +153,9 @@ def print_reports(reports: list[TargetReport], fmt: OutputFormat, out: TextIO) -
                 + "; ".join(s.describe() for _, s in sorted(r.readings.stalled.items()))
                 + "\n"
             )
+        if r.shadow is not None:
+            out.write(side_by_side(d, r.shadow))
+            continue
         for e in d.signals:
             value = "-" if e.value is None else f"{e.value:.4g}"
             ratio = "-" if e.ratio is None else f"{e.ratio:.2f}"
@@ -132,6 +166,37 @@ def print_reports(reports: list[TargetReport], fmt: OutputFormat, out: TextIO) -
                 f"{flag} {e.status}{extra}\n"
             )
     out.flush()
+
+
+def _cell(e: SignalEvaluation | None) -> str:
+    if e is None:
+        return "off"
+    if not e.valid or e.value is None or e.ratio is None:
+        return str(e.status)
+    return f"{e.value:.4g} / {e.target:.4g} = {e.ratio:.2f} -> {e.desired_replicas}"
+
+
+def side_by_side(active: Decision, shadow: Decision) -> str:
+    """The active and the shadow decision in two columns: desired replicas and reason, then
+    each signal either enables as value / target = ratio -> replicas it asks for, then the
+    shadow's message."""
+    rows = [
+        ("", "active", "shadow"),
+        (
+            "desired",
+            f"{active.desired_replicas} [{active.reason}]",
+            f"{shadow.desired_replicas} [{shadow.reason}]",
+        ),
+    ]
+    mine = {e.name: e for e in active.signals}
+    theirs = {e.name: e for e in shadow.signals}
+    for name in [*mine, *(n for n in theirs if n not in mine)]:
+        rows.append((str(name), _cell(mine.get(name)), _cell(theirs.get(name))))
+    left = max(len(r[0]) for r in rows)
+    mid = max(len(r[1]) for r in rows)
+    lines = [f"  {a:<{left}}  {b:<{mid}}  {c}".rstrip() for a, b, c in rows]
+    lines.append(f"  shadow: {shadow.message}")
+    return "\n".join(lines) + "\n"
 
 
 def _json_default(value: object) -> object:

@@ -60,15 +60,20 @@ from enum import StrEnum
 
 from scaler.config.policy import ScalingRules, TargetPolicy
 from scaler.config.vocabulary import SignalName
+from scaler.core.capacity import CapacityView, evaluate_capacity
+from scaler.core.evaluation import EPS as _EPS
+from scaler.core.evaluation import (
+    LATENCY_MAX_RATIO,
+    SignalEvaluation,
+    ceil_replicas,
+    evaluate_signal,
+)
+from scaler.core.load_time import observe_starts
 from scaler.core.observation import Observation, ReplicaCounts
 from scaler.core.reasons import Reason
 from scaler.core.signals import SignalReading, SignalStatus
 from scaler.core.state import Recommendation, ScaleEvent, TargetState, compact
 
-# Float noise must not turn 5.0000000001 into 6 replicas or put 1.1 outside a 0.1 band.
-_EPS = 1e-9
-# The most a latency signal may multiply the ready replicas by in one decision.
-_LATENCY_MAX_RATIO = 2.0
 # For this many TTFT rate windows after the last cycle that saw replicas starting, TTFT asks
 # for no more than the current replicas (its window still holds the queue they drain; see
 # the module docstring).
@@ -81,36 +86,6 @@ class Direction(StrEnum):
     UP = "up"
     DOWN = "down"
     NONE = "none"
-
-
-@dataclass(frozen=True, slots=True)
-class SignalEvaluation:
-    """One signal's part in a decision.
-
-    Attributes:
-        name: the signal.
-        status: the reading's status (see :class:`~scaler.core.signals.SignalStatus`).
-        value: the value compared with the target, in the target's unit: waiting requests per
-            replica asked for; KV-cache usage as a 0-1 ratio averaged over replicas asked for;
-            TTFT in seconds. ``None`` when the reading is unusable.
-        target: the configured target, same unit.
-        ratio: ``value / target`` (``None`` when unusable).
-        demand_replicas: the proportional result before the tolerance band, e.g.
-            ``ceil(S / target)`` (``None`` when unusable).
-        desired_replicas: what this signal alone asks for after the band (``None`` when unusable).
-        valid: whether the reading may drive a scale-up (``ok``, ``idle`` or ``partial``).
-        detail: the source's explanation of a non-``ok`` status.
-    """
-
-    name: SignalName
-    status: SignalStatus
-    value: float | None
-    target: float
-    ratio: float | None
-    demand_replicas: int | None
-    desired_replicas: int | None
-    valid: bool
-    detail: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +105,7 @@ class Decision:
         signals: each enabled signal's evaluation.
         outside_write: ``spec.replicas`` differs from the value we last wrote.
         state: the new state to keep for the next cycle.
+        capacity: what the capacity signal saw and computed (None when it is off).
     """
 
     current_replicas: int
@@ -143,6 +119,7 @@ class Decision:
     replicas: ReplicaCounts
     outside_write: bool
     state: TargetState
+    capacity: CapacityView | None = None
 
     @property
     def direction(self) -> Direction:
@@ -189,98 +166,6 @@ class Phase:
     limits: tuple[Limit, ...] = ()
 
 
-def _ceil(x: float) -> int:
-    return math.ceil(x - _EPS)
-
-
-def evaluate_signal(
-    policy: TargetPolicy,
-    reading: SignalReading,
-    counts: ReplicaCounts,
-    *,
-    ttft_settling: bool = False,
-) -> SignalEvaluation:
-    """Apply HPA's proportional rule with the target's tolerance band to one reading.
-
-    ``ttft_settling``: replicas were starting less than two TTFT rate windows ago, so the
-    TTFT quantile may still reflect the queue from before they served; TTFT may then ask for
-    no more than the current replicas, as while replicas are starting.
-
-    Returns an evaluation whose ``desired_replicas`` is ``None`` when the reading is unusable.
-    Computation is in floating point, so huge values clamp later instead of wrapping.
-    """
-    target = policy.signals.target_of(reading.name)
-    valid = reading.status.usable_for_scale_up
-    raw = reading.value
-    if not valid or raw is None or not math.isfinite(raw) or raw < 0:
-        return _asks_nothing(reading, target)
-    current = counts.current
-    if reading.name.per_pod:
-        base = max(current, 1)
-        value = raw / base
-        ratio = value / target
-        proposed = _ceil(raw / target)
-    else:
-        value = raw
-        ratio = 0.0 if reading.status is SignalStatus.IDLE else raw / target
-        # Latency is not proportional to load (it grows without bound near saturation), so
-        # one decision may at most double the serving replicas on it (AIBrix APA's 2x step).
-        step = min(ratio, _LATENCY_MAX_RATIO)
-        if reading.status is SignalStatus.SATURATED:
-            if not ratio > 1 + policy.tolerance.scale_up + _EPS:
-                # A lower bound at or below the band says nothing about the true value: the
-                # signal asks for nothing (and, not fully valid, blocks a scale-down).
-                return _asks_nothing(reading, target, value=value, ratio=ratio)
-            step = _LATENCY_MAX_RATIO  # the true ratio is larger, by how much is unknown
-        proposed = _ceil(step * max(counts.ready, 1))
-        if counts.starting > 0 or ttft_settling:
-            # TTFT cannot improve before the starting replicas serve, nor read as improved
-            # until its rate window has passed since they did: it may not ask for capacity
-            # beyond what is already asked for (no cascade on a lagging signal).
-            proposed = min(proposed, current)
-    tol = policy.tolerance
-    if ratio > 1 + tol.scale_up + _EPS:
-        desired = max(proposed, current)
-    elif ratio < 1 - tol.scale_down - _EPS:
-        desired = min(proposed, current)
-    else:
-        desired = current
-    return _evaluation(reading, target, value, ratio, (proposed, desired))
-
-
-def _asks_nothing(
-    reading: SignalReading,
-    target: float,
-    *,
-    value: float | None = None,
-    ratio: float | None = None,
-) -> SignalEvaluation:
-    """An evaluation that asks for no replicas: an unusable reading (no value), or a lower
-    bound at or below its band (its value and ratio shown, still valid for scale-up)."""
-    return _evaluation(reading, target, value, ratio, None)
-
-
-def _evaluation(
-    reading: SignalReading,
-    target: float,
-    value: float | None,
-    ratio: float | None,
-    asks: tuple[int, int] | None,
-) -> SignalEvaluation:
-    """``asks``: the demand and the desired replicas, None when the signal asks for none."""
-    return SignalEvaluation(
-        name=reading.name,
-        status=reading.status,
-        value=value,
-        target=target,
-        ratio=ratio,
-        demand_replicas=asks[0] if asks else None,
-        desired_replicas=asks[1] if asks else None,
-        valid=value is not None,
-        detail=reading.detail,
-    )
-
-
 def _missing_reading(name: SignalName) -> SignalReading:
     return SignalReading(name, SignalStatus.EMPTY, detail="no reading from the source")
 
@@ -306,7 +191,7 @@ def _up_limit(policy: TargetPolicy, state: TargetState, current: int, now: float
     rules = policy.scale_up
     start = _period_start(state, rules, current, now, up=True)
     by_pods = start + rules.max_replicas_per_period
-    by_percent = _ceil(start * (1 + rules.max_percent_per_period / 100))
+    by_percent = ceil_replicas(start * (1 + rules.max_percent_per_period / 100))
     return max(by_pods, by_percent)
 
 
@@ -388,6 +273,13 @@ def decide(
     counts = observation.replicas
     current = counts.current
     state = _begin(state, counts, now)
+    if observation.pods:
+        state = replace(
+            state,
+            load_times=observe_starts(
+                state.load_times, observation.pods, max_seconds=policy.model_load_timeout_seconds
+            ),
+        )
     settling = _ttft_settling(state, now, ttft_window_seconds)
     evaluations = tuple(
         evaluate_signal(
@@ -396,8 +288,20 @@ def decide(
             counts,
             ttft_settling=settling,
         )
-        for name in policy.signals.enabled()
+        for name in policy.signals.queried()
     )
+    capacity: CapacityView | None = None
+    if policy.signals.capacity_enabled:
+        evaluation, capacity, memory = evaluate_capacity(
+            policy,
+            observation,
+            state.capacity,
+            state.load_times.median_seconds,
+            now,
+            window_seconds=ttft_window_seconds,
+        )
+        evaluations += (evaluation,)
+        state = replace(state, capacity=memory)
     rec = recommend(policy, counts, evaluations, settling=settling, window=ttft_window_seconds)
     state = _prune(state, policy, now)
     stabilized = stabilize(policy, state, current, rec.replicas, now)
@@ -425,6 +329,7 @@ def decide(
         replicas=counts,
         outside_write=_outside_write(state, current),
         state=state,
+        capacity=capacity,
     )
 
 
@@ -490,7 +395,7 @@ def _scale_down_guard(
     counts: ReplicaCounts, evaluations: tuple[SignalEvaluation, ...], asked: int
 ) -> tuple[Reason, str] | None:
     """Why a scale-down to ``asked`` must wait, if it must."""
-    blocking = [e for e in evaluations if not e.status.usable_for_scale_down]
+    blocking = [e for e in evaluations if e.status.blocks_scale_down]
     if blocking:
         return Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL, (
             f"signals ask for {asked}, but scale-down needs every signal valid: "
@@ -657,7 +562,7 @@ def _hold_reason(
     return Reason.DEMAND_COVERED, (
         f"{e.name} {at_least}{e.value:.3g} s vs target {e.target:.3g} s (ratio "
         f"{at_least}{e.ratio:.2f}) is {side} "
-        f"its tolerance band {band}, but asks for ceil({min(e.ratio, _LATENCY_MAX_RATIO):.2f} "
+        f"its tolerance band {band}, but asks for ceil({min(e.ratio, LATENCY_MAX_RATIO):.2f} "
         f"x {counts.ready} ready) = {demand} replicas{covered}: holding {current}"
     )
 
@@ -675,7 +580,9 @@ def _final_reason(
     that shaped the change."""
     current = counts.current
     sig = ""
-    if driving is not None and driving.value is not None and driving.ratio is not None:
+    if driving is not None and driving.name is SignalName.CAPACITY and driving.valid:
+        sig = f" (capacity: {driving.detail})"
+    elif driving is not None and driving.value is not None and driving.ratio is not None:
         # a saturated reading is a lower bound: say so
         at_least = ">= " if driving.status is SignalStatus.SATURATED else ""
         sig = (
@@ -726,8 +633,13 @@ def _final_reason(
 
 def _left_out(evaluations: tuple[SignalEvaluation, ...]) -> str:
     """``; left out: queue_depth nan (...)`` for the signals a hold could not use (unusable,
-    or a saturated lower bound at or below its band, which asks for nothing), or ''."""
-    unusable = [e for e in evaluations if e.desired_replicas is None]
+    or a saturated lower bound at or below its band, which asks for nothing), or ''. A
+    capacity signal still ``learning`` is no fault and holds nothing back: not named."""
+    unusable = [
+        e
+        for e in evaluations
+        if e.desired_replicas is None and e.status is not SignalStatus.LEARNING
+    ]
     if not unusable:
         return ""
     return "; left out: " + ", ".join(
@@ -739,6 +651,6 @@ def _describe_invalid(evaluations: list[SignalEvaluation] | tuple[SignalEvaluati
     parts = [
         f"{e.name} {e.status}" + (f" ({e.detail})" if e.detail else "")
         for e in evaluations
-        if not e.status.usable_for_scale_down
+        if e.status.blocks_scale_down  # a capacity signal still learning is no fault
     ]
     return ", ".join(parts) if parts else "none"

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from scaler.config.vocabulary import SignalName
-from scaler.core.signals import SignalReading
+from scaler.core.signals import SignalReading, SignalStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,14 +43,61 @@ class ReplicaCounts:
 
 
 @dataclass(frozen=True, slots=True)
+class PodLoad:
+    """One ready pod's throughput and queue this cycle.
+
+    Attributes:
+        requests_per_second: ``rate(vllm:request_success_total[W])``, finished requests/s.
+        prompt_tokens_per_second: ``rate(vllm:prompt_tokens_total[W])``, tokens/s.
+        generation_tokens_per_second: ``rate(vllm:generation_tokens_total[W])``, tokens/s.
+        waiting: ``vllm:num_requests_waiting`` of the pod (None: unknown).
+        kv_cache_usage: KV-cache usage of the pod, a 0-1 ratio (None: unknown).
+    """
+
+    requests_per_second: float
+    prompt_tokens_per_second: float
+    generation_tokens_per_second: float
+    waiting: float | None = None
+    kv_cache_usage: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ThroughputReading:
+    """A target's throughput this cycle, as the source read it.
+
+    Attributes:
+        status: ``ok`` when every ready pod has its rates, ``partial`` when some lack them
+            (the sum is then a lower bound: usable to scale up only), or the fault that made
+            the reading unusable (``empty``, ``transport``, ...; see
+            :class:`~scaler.core.signals.SignalStatus`).
+        pods: ready pod -> its :class:`PodLoad`, for the pods with usable rates (stalled pods,
+            whose numbers serve nobody, are left out by the source).
+        detail: a short explanation of a status other than ``ok``.
+    """
+
+    status: SignalStatus
+    pods: Mapping[str, PodLoad] = field(default_factory=dict)
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Observation:
     """Everything the decision core needs to know about one target this cycle.
 
-    ``signals`` holds a reading for every *enabled* signal of the target's policy.
+    Attributes:
+        replicas: the replica counts.
+        signals: a reading for every *enabled* signal of the target's policy that has a query
+            of its own (queue depth, KV cache, TTFT).
+        throughput: the target's throughput per ready pod (None: not read); the capacity
+            signal's input.
+        pods: the target's pods (their Ready times teach the model load time and tell which
+            pods' rates cover a whole window); empty when unknown.
     """
 
     replicas: ReplicaCounts
     signals: Mapping[SignalName, SignalReading] = field(default_factory=dict)
+    throughput: ThroughputReading | None = None
+    pods: tuple[PodInfo, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

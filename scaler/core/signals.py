@@ -59,6 +59,12 @@ class SignalStatus(StrEnum):
       one of its TTFT buckets twice): which one is right cannot be told. Only that target
       is affected.
 
+    Neither usable nor blocking:
+
+    - ``learning``: the capacity signal has no estimate of a replica's capacity yet (no seed,
+      no busy cycle within the TTFT target): it asks for nothing and, unlike an unusable
+      reading, holds back no scale-down (the other signals decide as they would without it).
+
     A signal the policy switches off has no reading at all.
     """
 
@@ -80,6 +86,7 @@ class SignalStatus(StrEnum):
     HUNG = "hung"
     DUPLICATE_SERIES = "duplicate_series"
     SATURATED = "saturated"
+    LEARNING = "learning"
 
     @property
     def usable_for_scale_up(self) -> bool:
@@ -90,6 +97,12 @@ class SignalStatus(StrEnum):
     def usable_for_scale_down(self) -> bool:
         """True when the value may drive (or allow) a scale-down."""
         return self in (SignalStatus.OK, SignalStatus.IDLE)
+
+    @property
+    def blocks_scale_down(self) -> bool:
+        """True when a signal with this status holds every scale-down back (HPA's rule for an
+        invalid metric); ``learning`` asks for nothing and blocks nothing."""
+        return not self.usable_for_scale_down and self is not SignalStatus.LEARNING
 
 
 _USABLE_FOR_SCALE_UP = frozenset(

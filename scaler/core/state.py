@@ -7,7 +7,12 @@ seconds on the controller's clock (any monotonic-enough float; the tests use a f
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import math
+from dataclasses import dataclass, field, replace
+
+from scaler.core.capacity import CapacityEstimate, CapacityMemory
+from scaler.core.forecast import DemandForecast
+from scaler.core.load_time import RECENT_STARTS, LoadTimes
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +46,9 @@ class TargetState:
         last_starting_at: the last cycle (seconds, controller clock) that saw replicas
             starting; TTFT may not ask for more replicas until two TTFT rate windows after it
             (see :func:`scaler.core.decide.decide`).
+        capacity: the capacity signal's memory: one replica's learned capacity at the SLO, the
+            demand forecast, the pods queued at the last cycle (:mod:`scaler.core.capacity`).
+        load_times: the model load times observed (:mod:`scaler.core.load_time`).
     """
 
     recommendations: tuple[Recommendation, ...] = ()
@@ -48,6 +56,8 @@ class TargetState:
     last_written_replicas: int | None = None
     last_rewrite_at: float | None = None
     last_starting_at: float | None = None
+    capacity: CapacityMemory = field(default_factory=CapacityMemory)
+    load_times: LoadTimes = field(default_factory=LoadTimes)
 
     @classmethod
     def seeded(cls, current_replicas: int, now: float) -> TargetState:
@@ -70,9 +80,10 @@ def record_write(
 #
 # A new leader resumes the decision state the previous one kept (stabilization history, own
 # writes for the step limits, the last value written and the last re-apply over an outside
-# write). The encoding is plain JSON-able data, compacted without changing any decision:
-# decide() only asks "is a recommendation of N inside the window", and for a given N the
-# newest timestamp answers that, so one entry per distinct replica count is kept.
+# write, the learned capacity, the demand forecast and the model load times, so that it does
+# not relearn from nothing). The encoding is plain JSON-able data, compacted without changing
+# any decision: decide() only asks "is a recommendation of N inside the window", and for a
+# given N the newest timestamp answers that, so one entry per distinct replica count is kept.
 
 STATE_FORMAT_VERSION = 1
 
@@ -93,15 +104,103 @@ def compact(state: TargetState) -> TargetState:
 
 
 def encode_state(state: TargetState) -> dict[str, object]:
-    """A JSON-able dict of a (compacted) state."""
+    """A JSON-able dict of a (compacted) state (learned rates to six significant digits).
+
+    Keys added after the first format (``c`` capacity estimate, ``cb`` the bounds seen before
+    it, ``d`` demand forecast, ``l`` model load times, ``lw`` pods whose start is watched) are
+    left out while empty, so a state without them encodes as before.
+    """
     s = compact(state)
-    return {
+    out: dict[str, object] = {
         "r": [[r.at, r.replicas] for r in s.recommendations],
         "e": [[e.at, e.from_replicas, e.to_replicas] for e in s.scale_events],
         "w": s.last_written_replicas,
         "rw": s.last_rewrite_at,
         "st": s.last_starting_at,
     }
+    cap = s.capacity
+    if cap.estimate is not None:
+        c = cap.estimate
+        out["c"] = [_sig(c.tokens_per_second), c.samples, c.learned_at]
+    if cap.forecast is not None:
+        d = cap.forecast
+        out["d"] = [_sig(d.level), _sig(d.trend), _sig(d.burstiness), d.at, d.samples]
+    if cap.lower is not None or cap.upper is not None:
+        out["cb"] = [None if b is None else _sig(b) for b in (cap.lower, cap.upper)]
+    if s.load_times.recent:
+        out["l"] = [_sig(x) for x in s.load_times.recent]
+    if s.load_times.watching:
+        out["lw"] = sorted(s.load_times.watching)
+    return out
+
+
+def _sig(x: float) -> float:
+    """``x`` to six significant digits: learned rates need no more, and the state of every
+    target shares one Lease annotation."""
+    return float(f"{x:.6g}")
+
+
+def _finite(x: object, what: str, *, positive: bool = False) -> float:
+    value = float(x)  # type: ignore[arg-type]
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        raise ValueError(f"{what} {x!r} is not a finite number >= 0")
+    return value
+
+
+def _decode_capacity(data: object) -> CapacityEstimate | None:
+    if data is None:
+        return None
+    if not isinstance(data, list) or len(data) != 3:
+        raise ValueError(f"capacity {data!r} is not [tokens/s, samples, learned_at]")
+    value, samples, at = data
+    return CapacityEstimate(
+        _finite(value, "capacity", positive=True),
+        int(samples),
+        None if at is None else float(at),
+    )
+
+
+def _decode_demand(data: object) -> DemandForecast | None:
+    if data is None:
+        return None
+    if not isinstance(data, list) or len(data) != 5:
+        raise ValueError(f"demand {data!r} is not [level, trend, burstiness, at, samples]")
+    level, trend, burst, at, samples = data
+    trend_value = float(trend)
+    if not math.isfinite(trend_value):
+        raise ValueError(f"demand trend {trend!r} is not finite")
+    return DemandForecast(
+        _finite(level, "demand level"),
+        trend_value,
+        _finite(burst, "demand burstiness"),
+        float(at),
+        int(samples),
+    )
+
+
+def _decode_capacity_memory(data: dict[str, object]) -> CapacityMemory:
+    bounds = data.get("cb") or [None, None]
+    if not isinstance(bounds, list) or len(bounds) != 2:
+        raise ValueError(f"capacity bounds {bounds!r} are not [lower, upper]")
+    lower, upper = (None if b is None else _finite(b, "capacity bound") for b in bounds)
+    return CapacityMemory(
+        _decode_capacity(data.get("c")), _decode_demand(data.get("d")), lower, upper
+    )
+
+
+def _names(data: object, what: str) -> frozenset[str]:
+    if not isinstance(data, list) or not all(isinstance(x, str) for x in data):
+        raise ValueError(f"{what} {data!r} is not a list of names")
+    return frozenset(data)
+
+
+def _decode_load_times(recent: object, watching: object) -> LoadTimes:
+    if not isinstance(recent, list):
+        raise ValueError(f"model load times {recent!r} are not a list")
+    return LoadTimes(
+        recent=tuple(_finite(x, "model load time") for x in recent)[-RECENT_STARTS:],
+        watching=_names(watching, "pods starting"),
+    )
 
 
 def decode_state(data: object) -> TargetState:
@@ -124,6 +223,9 @@ def decode_state(data: object) -> TargetState:
             last_written_replicas=None if written is None else int(written),
             last_rewrite_at=None if rewrite is None else float(rewrite),
             last_starting_at=None if starting is None else float(starting),
+            # absent in states saved before the capacity signal existed
+            capacity=CapacityMemory(_decode_capacity(data.get("c")), _decode_demand(data.get("d"))),
+            load_times=_decode_load_times(data.get("l") or [], data.get("lw") or []),
         )
     except (TypeError, ValueError) as err:
         raise ValueError(f"not an encoded target state: {err}") from None

@@ -38,6 +38,11 @@ SIGNALS: Final = (
     ("queue_depth", "Queue depth: waiting requests per replica", "short"),
     ("kv_cache_usage", "KV-cache usage (0-1)", "percentunit"),
     ("ttft_p95", "TTFT p95", "s"),
+    (
+        "capacity",
+        "Capacity: forecast demand per replica (weighted tokens/s) vs capacity x utilization",
+        "short",
+    ),
 )
 
 
@@ -112,6 +117,80 @@ def _signal_panel(name: str, title: str, unit: str) -> gts.Panel:
     return with_overrides(p, [(name, props + dashed.get(name, [])) for name, props in band])
 
 
+def _shadow_table() -> gtable.Panel:
+    """The shadow policy beside the active one: each target's latest shadow reason and
+    recommendation, and what the active policy asked for."""
+    return (
+        gtable.Panel()
+        .title("Shadow policy: latest recommendation per target")
+        .datasource(DS)
+        .description(
+            "Targets with a shadow policy (a second policy evaluated on the same readings, "
+            "never written): its latest reason and desired replicas "
+            "(vllm_scaler_shadow_desired_replicas) next to the active policy's. Empty when no "
+            "target has a shadow."
+        )
+        .span(12)
+        .height(8)
+        .with_target(
+            prometheus_query(
+                "A",
+                f"max by (target, reason) (vllm_scaler_shadow_last_decision_reason{{{_T}}} == 1)",
+                instant=True,
+            )
+        )
+        .with_target(
+            prometheus_query(
+                "B", f"max by (target) (vllm_scaler_desired_replicas{{{_T}}})", instant=True
+            )
+        )
+        .with_target(
+            prometheus_query(
+                "C",
+                f"max by (target) (vllm_scaler_shadow_desired_replicas{{{_T}}})",
+                instant=True,
+            )
+        )
+        .with_transformation(gm.DataTransformerConfig(id_val="merge", options={}))
+        .with_transformation(
+            gm.DataTransformerConfig(
+                id_val="organize",
+                options={
+                    "excludeByName": {"Time": True, "Value #A": True},
+                    "renameByName": {
+                        "reason": "shadow reason",
+                        "Value #B": "active desired",
+                        "Value #C": "shadow desired",
+                    },
+                    "indexByName": {"target": 0, "reason": 1},
+                },
+            )
+        )
+    )
+
+
+def _capacity_panel() -> gts.Panel:
+    """Demand against what the ready replicas serve at the learned capacity."""
+    fleet = (
+        f"vllm_scaler_capacity_tokens_per_second{{{_T}}} * on(job, instance, target) "
+        f"vllm_scaler_ready_replicas{{{_T}}}"
+    )
+    return timeseries(
+        "Demand and capacity ($target)",
+        "Weighted tokens/s (prompt + generation_token_weight x generated): what the ready "
+        "replicas served (demand), what the fleet is sized for (forecast: the demand over the "
+        "model-load horizon with burstiness headroom and the waiting work), and what the ready "
+        "replicas serve at the learned capacity per replica. Empty while the capacity signal "
+        "is off or still learning.",
+        [
+            (f"vllm_scaler_demand_tokens_per_second{{{_T}}}", "demand"),
+            (f"vllm_scaler_forecast_demand_tokens_per_second{{{_T}}}", "forecast"),
+            (fleet, "ready x capacity"),
+            (f"vllm_scaler_capacity_tokens_per_second{{{_T}}}", "capacity per replica"),
+        ],
+    )
+
+
 def decisions_dashboard() -> dict[str, Any]:
     """The "vllm-scaler: decisions" dashboard as Grafana JSON (a dict)."""
     b = _decisions_variables(
@@ -177,6 +256,7 @@ def decisions_dashboard() -> dict[str, Any]:
         )
     )
     b = b.with_row(gd.Row("Decisions")).with_panel(why)
+    b = b.with_panel(_shadow_table())
     b = b.with_panel(
         timeseries(
             "Decisions by reason",
@@ -207,11 +287,23 @@ def decisions_dashboard() -> dict[str, Any]:
             (f"vllm_scaler_stuck_replicas{{{_T}}}", "stuck"),
             (f"vllm_scaler_max_replicas{{{_T}}}", "max"),
             (f"vllm_scaler_min_replicas{{{_T}}}", "min"),
+            (f"vllm_scaler_shadow_desired_replicas{{{_T}}}", "shadow desired"),
         ],
     )
-    b = b.with_panel(with_overrides(replicas, dashed_lines(["max", "min"])))
+    b = b.with_panel(with_overrides(replicas, dashed_lines(["max", "min", "shadow desired"])))
     for name, title, unit in SIGNALS:
         b = b.with_panel(_signal_panel(name, title, unit))
+    b = b.with_panel(_capacity_panel())
+    b = b.with_panel(
+        timeseries(
+            "Learned model load time ($target)",
+            "Seconds from pod creation to Ready, the median of the target's recent starts "
+            "(vllm_scaler_model_load_seconds): the capacity signal's forecast horizon and the "
+            "startup guard. Empty until a start was observed.",
+            [(f"vllm_scaler_model_load_seconds{{{_T}}}", "model load")],
+            unit="s",
+        )
+    )
     b = b.with_row(gd.Row("Load of $model"))
     b = b.with_panel(
         timeseries(

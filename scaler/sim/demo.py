@@ -219,9 +219,25 @@ def format_event(event: dict[str, object], start: float) -> str:
         f"ready {event.get('ready')} starting {event.get('starting')} "
         f"draining {event.get('terminating')} | {' '.join(parts)}"
     )
+    if "shadow_desired" in event:
+        line += f" | shadow {event.get('shadow_desired')} [{event.get('shadow_reason')}]"
     if event.get("current") != event.get("desired"):
         line += f"\n        {event.get('message')}"
     return line
+
+
+def shadow_point(event: dict[str, object], start: float) -> tuple[float, int] | None:
+    """``(seconds since start, shadow desired replicas)`` of a decision event that carries a
+    shadow policy's recommendation, else None."""
+    when, desired = event.get("timestamp"), event.get("shadow_desired")
+    if event.get("event") != "decision" or not isinstance(when, str):
+        return None
+    if not isinstance(desired, int):
+        return None
+    try:
+        return datetime.fromisoformat(when).timestamp() - start, desired
+    except ValueError:
+        return None
 
 
 async def pump_controller_log(
@@ -229,9 +245,11 @@ async def pump_controller_log(
     out: TextIO,
     start: float,
     seen: collections.Counter[str] | None = None,
+    shadow: list[tuple[float, int]] | None = None,
 ) -> None:
     """Print the controller's JSON log lines as :func:`format_event` lines (other lines
-    indented as they are) and count each event name in ``seen`` (``cycle_failed``...)."""
+    indented as they are), count each event name in ``seen`` (``cycle_failed``...) and
+    collect the shadow policy's recommendations in ``shadow`` (:func:`shadow_point`)."""
     while raw := await stream.readline():
         text = raw.decode(errors="replace").rstrip("\n")
         try:
@@ -244,6 +262,9 @@ async def pump_controller_log(
                     seen[str(event.get("event"))] += 1
                 if event.get("event") != "scaled":
                     out.write(format_event(event, start) + "\n")
+                point = shadow_point(event, start)
+                if point is not None and shadow is not None:
+                    shadow.append(point)
         out.flush()
 
 
@@ -317,6 +338,7 @@ async def _run_locked(
         clock=clock,
     )
     fleet, runtime, prom = cluster.fleet, cluster.runtime, cluster.prometheus
+    shadow: list[tuple[float, int]] = []  # the shadow policy's recommendations, if it has one
     controller: asyncio.subprocess.Process | None = None
     pump: asyncio.Task[None] | None = None
     seen: collections.Counter[str] = collections.Counter()  # the controller's events by name
@@ -383,7 +405,9 @@ async def _run_locked(
             )  # fmt: skip
             assert controller.stdout is not None
             out.write("Decisions of vllm-scaler (every control interval):\n")
-            pump = asyncio.create_task(pump_controller_log(controller.stdout, out, start, seen))
+            pump = asyncio.create_task(
+                pump_controller_log(controller.stdout, out, start, seen, shadow)
+            )
             watcher = asyncio.create_task(watch_controller(controller, pump, stop, out))
         if not stop.is_set():
             await runtime.replay(opts.trace, tail_seconds=opts.tail_seconds, stop=stop)
@@ -422,7 +446,7 @@ async def _run_locked(
     out.write("\n" + format_summary(summary, title=title) + "\n")
     png: Path | None = None
     if opts.plot and runtime.samples:
-        png = plot_run(runtime.samples, summary, workdir / "demo.png", title=title)
+        png = plot_run(runtime.samples, summary, workdir / "demo.png", title=title, shadow=shadow)
         out.write(f"plot            {png}\n")
     if report is not None:
         report(summary, png)

@@ -202,8 +202,16 @@ def ttft_line(summary: RunSummary) -> tuple[list[float], list[float]]:
     return xs, ys
 
 
-def plot_figure(samples: Sequence[Sample], summary: RunSummary, *, title: str) -> Figure:
+def plot_figure(
+    samples: Sequence[Sample],
+    summary: RunSummary,
+    *,
+    title: str,
+    shadow: Sequence[tuple[float, int]] = (),
+) -> Figure:
     """The figure :func:`plot_run` saves: arrivals, replicas, TTFT p95 per window vs target.
+    With ``shadow`` (``(seconds since start, desired replicas)`` of a shadow policy), the
+    replicas panel shows what the shadow would have asked for, as a dashed line.
 
     Legends sit above their panel, outside the plotting area, so they never hide data.
     """
@@ -228,6 +236,16 @@ def plot_figure(samples: Sequence[Sample], summary: RunSummary, *, title: str) -
     ax2.step(
         t, [s.ready + s.starting for s in samples], where="post", ls=":", label="ready + starting"
     )
+    if shadow:
+        ax2.step(
+            [p[0] for p in shadow],
+            [p[1] for p in shadow],
+            where="post",
+            ls="--",
+            lw=1.2,
+            color="tab:orange",
+            label="shadow policy (desired)",
+        )
     for when, a, b in summary.scale_events:
         ax2.axvline(when, color="tab:green" if b > a else "tab:purple", alpha=0.3, lw=0.8)
     ax2.set_ylabel("replicas")
@@ -249,11 +267,13 @@ def plot_run(
     path: Path,
     *,
     title: str,
+    shadow: Sequence[tuple[float, int]] = (),
 ) -> Path:
-    """Write a PNG with three panels: arrivals, replicas, TTFT p95 per window vs target."""
+    """Write a PNG with three panels: arrivals, replicas (and a shadow policy's desired
+    replicas, if given), TTFT p95 per window vs target."""
     import matplotlib.pyplot as plt
 
-    fig = plot_figure(samples, summary, title=title)
+    fig = plot_figure(samples, summary, title=title, shadow=shadow)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -317,6 +317,58 @@ class ScalerMetrics:
             ["outcome"],
             registry=r,
         )
+        # The capacity signal (scaler.core.capacity): weighted tokens/s are prompt tokens plus
+        # the policy's generation_token_weight times generated tokens.
+        self.demand = Gauge(
+            "vllm_scaler_demand_tokens_per_second",
+            "Weighted tokens/s the ready replicas served over the rate window (capacity signal).",
+            t,
+            registry=r,
+        )
+        self.forecast_demand = Gauge(
+            "vllm_scaler_forecast_demand_tokens_per_second",
+            "Weighted tokens/s the fleet is sized for: the forecast over the model-load horizon "
+            "with burstiness headroom, plus the waiting work.",
+            t,
+            registry=r,
+        )
+        self.capacity = Gauge(
+            "vllm_scaler_capacity_tokens_per_second",
+            "Learned weighted tokens/s one replica serves at the TTFT target.",
+            t,
+            registry=r,
+        )
+        self.capacity_samples = Gauge(
+            "vllm_scaler_capacity_samples",
+            "Samples the learned capacity rests on (a seed counts as several).",
+            t,
+            registry=r,
+        )
+        self.utilization = Gauge(
+            "vllm_scaler_capacity_utilization_ratio",
+            "Demand over what the ready replicas serve at the learned capacity (0-1+ ratio).",
+            t,
+            registry=r,
+        )
+        self.model_load = Gauge(
+            "vllm_scaler_model_load_seconds",
+            "Model load time learned from the target's own pods (creation to Ready, median of "
+            "recent starts).",
+            t,
+            registry=r,
+        )
+        self.shadow_desired_replicas = Gauge(
+            "vllm_scaler_shadow_desired_replicas",
+            "Replicas the target's shadow policy would ask for (never written).",
+            t,
+            registry=r,
+        )
+        self.shadow_last_reason = Gauge(
+            "vllm_scaler_shadow_last_decision_reason",
+            "1 for the reason of the shadow policy's last decision, 0 for the others.",
+            ["target", "reason"],
+            registry=r,
+        )
         Info("vllm_scaler_build", "Build information.", registry=r).info({"version": __version__})
 
     def remove_signals(self, target: str, signals: Iterable[str]) -> None:
@@ -374,3 +426,30 @@ class ScalerMetrics:
             self.last_reason.labels(target, reason).set(1 if reason is decision.reason else 0)
         if decision.outside_write:
             self.outside_writes.labels(target).inc()
+        self.record_capacity(target, decision)
+
+    def record_capacity(self, target: str, decision: Decision) -> None:
+        """Export what the capacity signal saw (NaN for what it does not know; nothing when
+        the signal is off) and the learned model load time."""
+        nan = float("nan")
+        load = decision.state.load_times.median_seconds
+        self.model_load.labels(target).set(load if load is not None else nan)
+        view = decision.capacity
+        if view is None:
+            return
+        for gauge, value in (
+            (self.demand, view.demand_tokens_per_second),
+            (self.forecast_demand, view.forecast_tokens_per_second),
+            (self.capacity, view.capacity_tokens_per_second),
+            (self.utilization, view.utilization),
+        ):
+            gauge.labels(target).set(value if value is not None else nan)
+        self.capacity_samples.labels(target).set(view.samples)
+
+    def record_shadow(self, target: str, decision: Decision) -> None:
+        """Export the shadow policy's recommendation and reason."""
+        self.shadow_desired_replicas.labels(target).set(decision.desired_replicas)
+        for reason in Reason:
+            self.shadow_last_reason.labels(target, reason).set(
+                1 if reason is decision.reason else 0
+            )

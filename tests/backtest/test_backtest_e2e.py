@@ -201,3 +201,30 @@ def test_missing_replica_history_is_an_error_naming_the_queries(
     assert result.exit_code == 1
     assert "llm/Deployment/other: no replica history" in result.stderr
     assert "vllm_scaler_current_replicas" in result.stderr
+
+
+def test_a_shadow_policy_gets_its_own_timeline_and_replica_hours(
+    run: SimRun, tmp_path: Path
+) -> None:
+    """The backtest replays the target's shadow policy on the same history beside the active
+    one: both timelines, both replica-hours, in JSON and in the text report."""
+    doc = json.loads(json.dumps(POLICY))
+    doc["targets"][0]["shadow"] = {
+        "signals": {"queue_depth": {"target_per_replica": 2}, "ttft_p95": {"target_seconds": 2.0}},
+        "max_replicas": 8,
+    }
+    path = tmp_path / "policy.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    result = CliRunner().invoke(_app(), _args(run, path, "--output", "json"))
+    assert result.exit_code == 0, result.output
+    (t,) = json.loads(result.stdout)["targets"]
+    shadow = t["shadow"]
+    assert len(shadow["steps"]) == len(t["steps"])
+    # a quarter of the active policy's queue target: it asks for more at the burst
+    assert shadow["peak"] >= t["summary"]["policy_peak"]
+    assert shadow["replica_hours"] >= t["summary"]["policy_replica_hours"] > 0
+    assert {st["reason"] for st in shadow["steps"]} <= set(shadow["reasons"])
+    text = CliRunner().invoke(_app(), _args(run, path)).stdout
+    assert "time      actual  policy  shadow  reason" in text
+    assert ", shadow " in text.split("replica-hours  actual", 1)[1].splitlines()[0]
+    assert "                 shadow " in text

@@ -52,9 +52,10 @@ def _policy_file(tmp_path: Path) -> Path:
                         "target": KEY,
                         "min_replicas": 1,
                         "max_replicas": 10,
-                        "signals": ["queue_depth", "kv_cache_usage", "ttft_p95"],
+                        "signals": ["queue_depth", "kv_cache_usage", "ttft_p95", "capacity"],
                         "selector": 'namespace="llm"',
                         "backtest_selector": 'namespace="llm",pod=~"vllm-[a-z0-9]+-[a-z0-9]+"',
+                        "shadow": None,
                     }
                 ]
             ),
@@ -63,7 +64,8 @@ def _policy_file(tmp_path: Path) -> Path:
         pytest.param(
             "text",
             lambda out: (
-                out == f"{KEY}: replicas 1..10, signals queue_depth, kv_cache_usage, ttft_p95\n"
+                out == f"{KEY}: replicas 1..10, signals queue_depth, kv_cache_usage, ttft_p95, "
+                "capacity\n"
                 '  series    {namespace="llm"}, only those of the pods the Kubernetes API lists '
                 "for Deployment llm/vllm (by exact name)\n"
                 '  backtest  {namespace="llm",pod=~"vllm-[a-z0-9]+-[a-z0-9]+"} (history has no '

@@ -20,6 +20,7 @@ def test_defaults_and_selector() -> None:
         SignalName.QUEUE_DEPTH,
         SignalName.KV_CACHE_USAGE,
         SignalName.TTFT_P95,
+        SignalName.CAPACITY,  # on by default whenever TTFT is
     )
     assert t.scale_down.stabilization_window_seconds == 300
     # scale-up fires at 0.7 x 1.1 = 0.77 KV-cache usage, before vLLM runs out of free blocks
@@ -79,6 +80,26 @@ def test_statefulset_and_custom_matchers() -> None:
             },
             "at least one signal must be enabled",
             id="every signal off",
+        ),
+        pytest.param(
+            {"signals": {"ttft_p95": {"enabled": False}, "capacity": {"enabled": True}}},
+            "capacity.enabled needs ttft_p95 enabled",
+            id="capacity without TTFT",
+        ),
+        pytest.param(
+            {"signals": {"capacity": {"target_utilization": 85}}},
+            "signals.capacity.target_utilization: value 85",
+            id="utilization as a percent",
+        ),
+        pytest.param(
+            {"signals": {"capacity": {"seed_generation_tokens_per_second": 300.0}}},
+            "needs seed_prompt_tokens_per_second too",
+            id="generation seed alone",
+        ),
+        pytest.param(
+            {"signals": {"capacity": {"min_tokens_per_second": 5.0, "max_tokens_per_second": 1.0}}},
+            "max_tokens_per_second (1) must be >= min_tokens_per_second (5)",
+            id="capacity bounds reversed",
         ),
     ],
 )
@@ -201,15 +222,16 @@ DEPLOYMENT = "{apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm
         pytest.param(
             f"targets:\n  - workload: {DEPLOYMENT}\n    min_replica: 2\n",
             "invalid policy\n  p.yaml: targets[0].min_replica: value 2: unknown field; did you "
-            "mean min_replicas? (targets[0] takes workload, prometheus_matchers, min_replicas, "
-            "max_replicas, signals, tolerance, scale_up, scale_down, model_load_timeout_seconds)",
+            "mean min_replicas? (targets[0] takes min_replicas, max_replicas, signals, tolerance, "
+            "scale_up, scale_down, model_load_timeout_seconds, workload, prometheus_matchers, "
+            "shadow)",
             id="unknown-field",
         ),
         pytest.param(
             f"targets:\n  - workload: {DEPLOYMENT}\n    signals: {{ttft_p99: {{}}}}\n",
             "invalid policy\n  p.yaml: targets[0].signals.ttft_p99: value a mapping: unknown "
             "field; did you mean ttft_p95? (targets[0].signals takes queue_depth, "
-            "kv_cache_usage, ttft_p95)",
+            "kv_cache_usage, ttft_p95, capacity)",
             id="unknown-section",
         ),
         pytest.param(
@@ -250,3 +272,45 @@ def test_policy_errors_name_file_field_value_and_expectation(
     tmp_path: Path, text: str, message: str
 ) -> None:
     assert _message(tmp_path, text) == message
+
+
+def test_a_shadow_is_a_complete_second_policy_of_the_same_workload() -> None:
+    """Fields the shadow does not set take their defaults (not the active policy's values); it
+    scales the same workload, read through the same series."""
+    policy = parse_policy(
+        {
+            "targets": [
+                {
+                    "workload": WORKLOAD,
+                    "max_replicas": 20,
+                    "prometheus_matchers": {"namespace": "llm", "model_name": "m"},
+                    "signals": {"queue_depth": {"enabled": False}},
+                    "shadow": {"signals": {"capacity": {"enabled": True}}},
+                }
+            ]
+        }
+    )
+    t = policy.targets[0]
+    shadow = t.shadow_target()
+    assert shadow is not None
+    assert shadow.workload == t.workload and shadow.prometheus_matchers == t.prometheus_matchers
+    assert shadow.max_replicas == 10 and shadow.shadow is None
+    assert shadow.signals.enabled() == ("queue_depth", "kv_cache_usage", "ttft_p95", "capacity")
+    assert t.signals.enabled() == ("kv_cache_usage", "ttft_p95", "capacity")
+    # the source reads what either decides on (capacity needs no query of its own)
+    assert t.reading_target().signals.queried() == shadow.signals.queried()
+    assert t.reading_target().signals.queue_depth == shadow.signals.queue_depth
+    plain = parse_policy({"targets": [{"workload": WORKLOAD}]}).targets[0]
+    assert plain.shadow_target() is None and plain.reading_target() is plain
+
+
+def test_a_shadow_reads_the_active_ttft_quantile() -> None:
+    """One TTFT query per target: a shadow on another quantile is refused with both values."""
+    with pytest.raises(PolicyError, match=r"shadow.signals.ttft_p95.quantile \(0.99\) must be"):
+        parse_policy(
+            {
+                "targets": [
+                    {"workload": WORKLOAD, "shadow": {"signals": {"ttft_p95": {"quantile": 0.99}}}}
+                ]
+            }
+        )

@@ -91,15 +91,18 @@ def _broken_bucket_value(result: list[dict[str, Any]]) -> None:
 
 BROKEN_POD = PODS[BROKEN][0]
 # fault -> (how one series of beta is broken, beta's signal, its status, beta's replicas, reason)
+# Without its queue, beta scales on the capacity signal (on by default with TTFT): its busy
+# pods at TTFT 1 s (half the target) are a first estimate of a replica's capacity, and the
+# demand at utilization 0.85 asks for ceil(2 / 0.85) = 3.
 FAULTS: dict[str, tuple[Callable[[dict[str, Any]], None], str, str, int, Reason]] = {
     "duplicate queue series": (
         _with("waiting", sample(BROKEN_POD, "31")),
-        "queue_depth", "duplicate_series", 2, Reason.DEMAND_COVERED,
+        "queue_depth", "duplicate_series", 3, Reason.SCALE_UP,
     ),
     "queue label map that is not one": (
         _with("waiting", {"metric": {"pod": BROKEN_POD, "namespace": NS, "zone": 3},
                           "value": [TS, "30"]}),
-        "queue_depth", "bad_response", 2, Reason.DEMAND_COVERED,
+        "queue_depth", "bad_response", 3, Reason.SCALE_UP,
     ),
     "KV value that is not a number": (
         _with("kv_cache", sample(PODS[BROKEN][1], "lots", __name__="vllm:kv_cache_usage_perc")),

@@ -70,7 +70,8 @@ async def test_recommend_json_case_05_dry_run_scale_up(make_harness: HarnessFact
     assert obj["reason"] == "scale_up"
     assert obj["action"] == "dry_run"
     signals = _by_name(obj)
-    assert list(signals) == ["queue_depth", "kv_cache_usage", "ttft_p95"]
+    # the capacity signal is on by default with TTFT: no seed and no estimate yet
+    assert list(signals) == ["queue_depth", "kv_cache_usage", "ttft_p95", "capacity"]
     for s in signals.values():
         assert set(s) >= SIGNAL_KEYS
     assert (signals["queue_depth"]["value"], signals["queue_depth"]["target"]) == (16.0, 10.0)
@@ -84,6 +85,8 @@ async def test_recommend_json_case_05_dry_run_scale_up(make_harness: HarnessFact
         "valid": False,
         "status": "query_error",
     }
+    assert (signals["capacity"]["status"], signals["capacity"]["valid"]) == ("learning", False)
+    assert signals["capacity"]["desired_replicas"] is None
     # read verbs only: nothing was written, not even an Event
     assert h.kube.methods() and set(h.kube.methods()) == {"GET"}
     assert h.replicas() == 5
@@ -104,6 +107,7 @@ async def test_recommend_json_case_01_holds_without_valid_signals(
         ("queue_depth", None, False, "empty"),
         ("kv_cache_usage", None, False, "empty"),
         ("ttft_p95", None, False, "empty"),
+        ("capacity", None, False, "learning"),
     ]
     assert set(h.kube.methods()) == {"GET"}
 
@@ -163,6 +167,21 @@ def test_check_policy_invalid_file_exits_2_naming_file_field_value(tmp_path: Pat
     assert result.exit_code == 2, result.output
     assert f"{path}: targets[0].min_replicas: value 0:" in result.output
     assert "greater than or equal to 1" in result.output
+
+
+def test_check_policy_names_a_shadow(tmp_path: Path) -> None:
+    """check-policy lists the shadow policy's range and signals after the active one's."""
+    path = tmp_path / "policy.yaml"
+    path.write_text(
+        "targets:\n"
+        "  - workload: {apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm}\n"
+        "    shadow: {max_replicas: 6, signals: {kv_cache_usage: {enabled: false}}}\n",
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(app, ["check-policy", str(path)])
+    assert result.exit_code == 0, result.output
+    first = result.output.splitlines()[0]  # the series and backtest selectors follow
+    assert first.endswith("; shadow: replicas 1..6, signals queue_depth, ttft_p95, capacity")
 
 
 def test_check_policy_valid_file_exits_0(tmp_path: Path) -> None:

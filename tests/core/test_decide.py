@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import pytest
 
+from scaler.config.vocabulary import SignalName
 from scaler.core.decide import Decision
 from scaler.core.reasons import Reason
 from scaler.core.signals import SignalStatus
@@ -51,8 +52,14 @@ def test_case_01_all_empty_holds_current(policy):
     d = decide(policy, empty, first.state, 30.0)
     assert d.desired_replicas == 6
     assert d.reason is Reason.NO_VALID_SIGNALS
-    assert [e.valid for e in d.signals] == [False, False, False]
-    assert "queue_depth empty" in d.message
+    assert [(e.name, e.status, e.valid) for e in d.signals] == [
+        (Q, SignalStatus.EMPTY, False),
+        (KV, SignalStatus.EMPTY, False),
+        (TTFT, SignalStatus.EMPTY, False),
+        # on by default with TTFT: no throughput and nothing learned, it asks for nothing
+        (SignalName.CAPACITY, SignalStatus.LEARNING, False),
+    ]
+    assert "queue_depth empty" in d.message and "capacity" not in d.message
 
 
 # --- case 02: NaN, +Inf and very large values ------------------------------------------

@@ -9,6 +9,9 @@ import random
 import pytest
 
 from scaler.config.policy import TargetPolicy
+from scaler.core.capacity import CapacityEstimate, CapacityMemory
+from scaler.core.forecast import DemandForecast
+from scaler.core.load_time import LoadTimes
 from scaler.core.observation import Observation, ReplicaCounts
 from scaler.core.signals import SignalName, SignalReading, SignalStatus
 from scaler.core.state import (
@@ -74,6 +77,27 @@ def test_encode_decode_round_trip() -> None:
         decode_state({"r": [["x"]]})
     with pytest.raises(ValueError):
         decode_state([1])
+
+
+def test_the_capacity_memory_round_trips_and_old_states_still_load() -> None:
+    """The learned capacity, the demand forecast and the model load times travel with the
+    state, so a new leader does not relearn; a state saved before they existed loads with
+    nothing learned; a corrupt value is refused, not guessed."""
+    s = TargetState(
+        recommendations=(Recommendation(10.0, 4),),
+        capacity=CapacityMemory(
+            CapacityEstimate(12_345.5, 17, 900.0), DemandForecast(80_000.0, -2.5, 4e6, 915.0, 60)
+        ),
+        load_times=LoadTimes(recent=(118.0, 121.5, 130.0), watching=frozenset({"vllm-x-1"})),
+    )
+    encoded = encode_state(s)
+    assert decode_state(json.loads(json.dumps(encoded))) == s
+    old = {k: v for k, v in encoded.items() if k not in ("c", "d", "l", "lw")}
+    assert decode_state(old) == TargetState(recommendations=s.recommendations)
+    assert set(encode_state(decode_state(old))) == {"r", "e", "w", "rw", "st"}
+    for key, value in (("c", [-1.0, 3, None]), ("c", [1.0]), ("d", [1, 2, 3]), ("l", [1e400])):
+        with pytest.raises(ValueError):
+            decode_state({**encoded, key: value})
 
 
 def test_resume_continues_a_recent_save_and_reseeds_a_stale_one() -> None:

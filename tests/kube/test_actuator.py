@@ -136,6 +136,22 @@ async def test_read_snapshot_classifies_pods(
     )
 
 
+async def test_read_the_ready_transition_time(
+    store: KubeStore, clock: FakeClock, actuator: KubernetesActuator
+) -> None:
+    """ready_seconds is the time since the Ready condition's lastTransitionTime: since the pod
+    became Ready (model loaded), not since it was created; a probe that stays Ready does not
+    move it (the kubelet only moves it on a change of status)."""
+    store.add_pod("llm", "vllm-a", LABELS, created_at=T0 - 300)
+    clock.now = T0 - 170  # loaded after 130 s
+    store.set_pod_ready("llm", "vllm-a")
+    clock.now = T0 - 100
+    store.set_pod_ready("llm", "vllm-a")  # still Ready: the transition time stays
+    clock.now = T0
+    (pod,) = (await actuator.read(REF)).pods
+    assert (pod.ready, pod.age_seconds, pod.ready_seconds) == (True, 300.0, 170.0)
+
+
 async def test_read_custom_kind(store: KubeStore, actuator: KubernetesActuator) -> None:
     store.add_pod("llm", "lws-0", {"leaderworkerset.sigs.k8s.io/name": "lws"}, ready=True)
     snap = await actuator.read(LWS_REF)

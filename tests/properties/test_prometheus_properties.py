@@ -147,7 +147,7 @@ def test_any_answer_gives_named_statuses_and_usable_values_only_when_usable(
         if not outcome.ok:
             assert outcome.detail  # every failure says why
     readings = result.targets[TARGET.key].signals
-    assert set(readings) == set(TARGET.signals.enabled())
+    assert set(readings) == set(TARGET.signals.queried())  # capacity: from the throughput
     for r in readings.values():
         if r.status.usable_for_scale_up:
             assert r.value is not None and math.isfinite(r.value) and r.value >= 0

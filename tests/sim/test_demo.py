@@ -371,3 +371,42 @@ def test_legends_do_not_cover_plotted_data() -> None:
         assert checked > 100
     finally:
         plt.close(fig)
+
+
+def test_the_shadow_policy_gets_its_own_line_and_words() -> None:
+    """Decision events that carry a shadow policy's recommendation become the plot's dashed
+    shadow line, and the printed decision names it."""
+    from scaler.sim.demo import format_event, shadow_point
+
+    start = 1_700_000_000.0
+    event: dict[str, object] = {
+        "event": "decision",
+        "timestamp": "2023-11-14T22:13:40+00:00",  # start + 20 s
+        "current": 2,
+        "desired": 2,
+        "reason": "within_tolerance",
+        "signals": {},
+        "shadow_desired": 3,
+        "shadow_reason": "scale_up",
+    }
+    assert shadow_point(event, start) == (20.0, 3)
+    assert format_event(event, start).endswith("| shadow 3 [scale_up]")
+    assert shadow_point({**event, "event": "scaled"}, start) is None
+    assert shadow_point({k: v for k, v in event.items() if k != "shadow_desired"}, start) is None
+
+    samples = [
+        Sample(t=float(t), arrivals=5, spec_replicas=2, ready=2, starting=0, terminating=0,
+               waiting=0, running=3)
+        for t in range(60)
+    ]  # fmt: skip
+    s = summarize([], samples, (), start=0.0, slo_ttft_seconds=2.0, window_seconds=10.0)
+    import matplotlib.pyplot as plt
+
+    fig = plot_figure(samples, s, title="t", shadow=[(0.0, 2), (20.0, 3), (40.0, 2)])
+    try:
+        lines = {ln.get_label(): ln for ln in fig.axes[1].get_lines()}  # the replicas panel
+        line = lines["shadow policy (desired)"]
+        assert line.get_linestyle() == "--"
+        assert 3 in list(line.get_ydata())  # type: ignore[arg-type]
+    finally:
+        plt.close(fig)

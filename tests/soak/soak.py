@@ -290,7 +290,10 @@ def run_soak(
             state_a, state_b = d_a.state, d_b.state
             fig.reasons[str(d_a.reason)] += 1
 
-            usable = all(e.status.usable_for_scale_down for e in d_a.signals)
+            # no signal at fault (a capacity signal still learning asks for nothing)
+            usable = not any(e.status.blocks_scale_down for e in d_a.signals) and all(
+                e.status.usable_for_scale_down or e.desired_replicas is None for e in d_a.signals
+            )
             if d_a.direction is Direction.DOWN and (not usable or not _same(d_a, d_b)):
                 fig.bad_data_scale_downs += 1
             if t - last_fault_at > horizon:

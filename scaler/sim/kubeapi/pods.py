@@ -102,9 +102,11 @@ class Pods(StoreBase):
     def set_pod_ready(
         self, namespace: str, name: str, ready: bool = True, *, phase: str | None = None
     ) -> None:
-        """Set the Ready condition (and phase: Running when ready unless given)."""
+        """Set the Ready condition (and phase: Running when ready unless given). As the kubelet
+        does, ``lastTransitionTime`` moves only when the status changes."""
         pod = self._pod(namespace, name)
-        pod["status"]["conditions"] = [_ready_condition(ready, rfc3339(self._now()))]
+        if pod_ready(pod) != ready or not pod["status"].get("conditions"):
+            pod["status"]["conditions"] = [_ready_condition(ready, rfc3339(self._now()))]
         if phase is not None:
             pod["status"]["phase"] = phase
         elif ready:

@@ -85,7 +85,7 @@ async def check_configured_queries(
         tr = result.targets[t.key]
         running_found = tr.series_found.get(QueryKind.RUNNING, 0) > 0
         own = build_query_plan([t], rate_window_seconds=source.rate_window_seconds).queries
-        for name in t.signals.enabled():
+        for name in t.signals.queried():
             kind = SIGNAL_QUERY[name]
             outcome = result.queries.get(kind)
             query = own.get(kind, "")

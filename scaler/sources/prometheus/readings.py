@@ -97,6 +97,8 @@ class TargetReadings:
             over the rate window (:class:`~scaler.sources.prometheus.throughput.Throughput`).
         stalled: ready pods whose values stopped moving this poll (frozen gauges, hung
             engines; :mod:`scaler.sources.prometheus.stalls`), kept out of the signals.
+        gauges: ready pod -> its waiting, running and KV-cache values this poll (only pods
+            with a value for every per-pod query the target reads).
         pod_history: the stall detector's per-pod histories after this poll: hand them to
             the next :func:`read_targets` of this target.
     """
@@ -116,6 +118,7 @@ class TargetReadings:
     )
     stalled: dict[str, PodStall] = field(default_factory=dict)
     pod_history: dict[str, PodHistory] = field(default_factory=dict)
+    gauges: dict[str, PodGauges] = field(default_factory=dict)
 
 
 def _names(pods: Sequence[str] | frozenset[str], limit: int = 5) -> str:
@@ -332,13 +335,14 @@ class _TargetReader:
             self.faults.get(QueryKind.THROUGHPUT, {}),
             self.ready,
         )
-        history, stalled = track_stalls(self.history, self.gauges(running), dict(throughput.pods))
+        gauges = self.gauges(running)
+        history, stalled = track_stalls(self.history, gauges, dict(throughput.pods))
 
         signals: dict[SignalName, SignalReading] = {}
         pods_missing: dict[SignalName, frozenset[str]] = {}
         kv_metric = ""
         route = self.ttft_route
-        for name in self.target.signals.enabled():
+        for name in self.target.signals.queried():
             if name is SignalName.TTFT_P95:
                 signals[name] = read_ttft(
                     self.target,
@@ -374,6 +378,7 @@ class _TargetReader:
             throughput=throughput,
             stalled=stalled,
             pod_history=history,
+            gauges=gauges,
         )
 
     def gauges(self, running: dict[str, dict[str, float]] | None) -> dict[str, PodGauges]:

@@ -1,0 +1,554 @@
+"""The capacity signal: the demand the fleet will see over what one replica serves at the SLO.
+
+Pure: no I/O, no clock reads. Inputs are the target's throughput per ready pod (rates over the
+``rate()`` window of vLLM's counters ``vllm:request_success_total``,
+``vllm:prompt_tokens_total`` and ``vllm:generation_tokens_total``, summed over engines), each
+pod's waiting requests and KV-cache usage, the TTFT reading and the pods' Ready times.
+
+**Units.** Prefill is compute-bound and costs a replica about the same per prompt token at any
+batch size; decode is bound by memory bandwidth: every engine step reads the weights and the
+batch's KV cache once, so a generated token costs a share of a step that depends on the batch.
+On the published ``vllm bench serve`` sweeps of 7-8B models (a 4090 and an H100 at 16-48
+requests in flight) one generated token costs a loaded replica the time of 15-35 prompt
+tokens. Demand and capacity are therefore *weighted tokens per second*: prompt tokens plus
+``generation_token_weight`` (default 16) times generated tokens. Requests are not a unit: one
+request can be 50 or 20,000 tokens. No cost model beyond that weight is assumed: what a
+replica serves at the SLO depends on the mix (the length distribution, how much KV each
+request holds, how often a long prompt blocks the head of the queue), and that is what is
+learned, on the target's own mix.
+
+**Demand** is the sum over the ready pods of their weighted token rates (a pod Ready for less
+than 1.5 rate windows has a rate over a window it served only part of: it is counted at the
+mean of the others), plus the work already waiting (waiting requests times the mean weighted
+tokens per finished request) spread over the horizon. The forecast
+(:mod:`scaler.core.forecast`) extends it to the horizon: the model load time learned from the
+target's own starts (:mod:`scaler.core.load_time`) plus half the rate window, by which the
+rates lag.
+
+**Capacity estimator.** A cycle gives a sample, at most one per rate window (consecutive
+cycles share most of it), when the reading can be trusted: every ready pod has its rates and
+has been Ready for 1.5 rate windows, no pod is draining, TTFT is ``ok``. The sample is the
+fleet's weighted tokens per second per ready replica, ``x``, and it is one of two kinds:
+
+- *within the SLO*: TTFT p95 at or under its target while the fleet is busy (a pod has a
+  request waiting, or KV-cache usage at the KV signal's target): a replica serves at least
+  ``x`` within the SLO;
+- *beyond the SLO*: TTFT p95 above its target by more than the scale-up tolerance while at
+  least half the pods are busy, at this cycle and the one before: at ``x`` per replica the
+  SLO broke, a replica's capacity is below ``x``. Here ``x`` is the rate offered, the work
+  left waiting at the end of the window added. With fewer pods busy the breach is one pod's
+  bad luck (a long prompt at the head of its queue), not the fleet's load; an overload that
+  does not last two cycles is a burst shorter than the window, whose rate hides in the
+  window's mean (on the bench's bursty ``code`` trace such samples put the estimate at a
+  third of a replica's rate).
+
+The estimate starts from the seed, or else from the first sample within the SLO whose TTFT
+is at least half its target (requests queue: the fleet is near its capacity, not merely
+busy), or between a rate served within the SLO and one at which it broke at most twice as
+high (their geometric mean). Then a sample within the SLO above the estimate raises it, a
+sample beyond the SLO below the estimate lowers it, by one step
+``eta_n = max(0.04, 0.25 / sqrt(n))`` in log space, never past the sample; a sample on the
+estimate's own side says nothing new.
+
+Why bounds and not an average: the controller itself decides how loaded the replicas are. An
+average of the rates observed learns the operating point instead of the capacity: with more
+replicas than needed each serves less, the average falls, the signal asks for more replicas,
+and the estimate spirals down (3.3x the GPU-hours of the hindsight schedule on the bench's
+``conv`` trace, with the median of busy pods' rates). A rate served within the SLO is only
+evidence that capacity is at least that much, and a rate at which the SLO broke that it is
+less; only such evidence moves the estimate, so it settles at the load where the SLO starts to
+break, and the target utilization keeps the fleet below that. Hence the estimator is
+
+- robust to **outliers**: one sample moves it by one bounded step (25% at first, 4% after 40
+  samples), whatever its size;
+- unmoved by **idle periods** and **outages**: no sample, no decay. An idle hour is not
+  evidence that replicas got slower, and a missing reading is never zero;
+- robust to **mixed prompt lengths**: the rates of a whole window over the whole fleet
+  average hundreds of requests, and the weighting prices prompt and generated tokens;
+- **bounded** by the policy's ``min_tokens_per_second`` and ``max_tokens_per_second``;
+- **seeded** by ``seed_prompt_tokens_per_second`` and ``seed_generation_tokens_per_second``:
+  a seed counts as :data:`SEED_WEIGHT` samples, so a few observations correct a wrong one.
+
+**The decision.** ``desired = ceil(forecast demand / (capacity x target_utilization))``,
+through the same tolerance band as the other signals and combined with them by max: the
+capacity signal adds replicas before the queue builds and keeps them while the forecast needs
+them (a scale-down goes only as low as the remaining replicas serve the forecast at the target
+utilization); the queue, KV-cache and TTFT signals stay as safety nets. Until an estimate
+exists the signal is ``learning``: it asks for nothing and holds back nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from scaler.config.policy import TargetPolicy
+from scaler.config.vocabulary import SignalName
+from scaler.core.evaluation import SignalEvaluation, banded, ceil_replicas
+from scaler.core.forecast import DemandForecast, observe_demand
+from scaler.core.observation import Observation, PodLoad, ThroughputReading
+from scaler.core.signals import SignalStatus
+
+__all__ = [
+    "SEED_WEIGHT",
+    "CapacityEstimate",
+    "CapacityMemory",
+    "CapacitySample",
+    "CapacityView",
+    "capacity_sample",
+    "demand_of",
+    "evaluate_capacity",
+    "forecast_demand",
+    "horizon_seconds",
+    "learn_capacity",
+    "seeded_estimate",
+]
+
+#: Samples a seed counts as.
+SEED_WEIGHT = 8
+#: The largest step of the estimate per sample, in log space (at the first samples).
+_STEP_FIRST = 0.25
+#: The smallest step per sample, in log space: the estimate keeps following a change of mix.
+_STEP_LAST = 0.04
+#: A pod counts for capacity only after it has been Ready this many rate windows.
+_READY_WINDOWS = 1.5
+#: Without a seed, an estimate may also start between a rate served within the SLO and one at
+#: which it broke, once the first is at least this share of the second (a wider bracket says
+#: too little: a busy pod at a trickle of load is a lower bound of almost nothing).
+_BRACKET = 0.5
+#: A TTFT quantile at least this share of its target shows queueing: the fleet is near its
+#: capacity (without a seed, an estimate starts only from such a sample).
+_NEAR_TARGET = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityEstimate:
+    """One replica's capacity at the SLO, as learned so far.
+
+    Attributes:
+        tokens_per_second: weighted tokens per second one replica serves at the TTFT target.
+        samples: samples learned from (a seed counts as :data:`SEED_WEIGHT`).
+        learned_at: controller time of the last sample, seconds (None: only the seed).
+    """
+
+    tokens_per_second: float
+    samples: int
+    learned_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityMemory:
+    """What the capacity signal carries from cycle to cycle (part of the decision state).
+
+    Attributes:
+        estimate: one replica's learned capacity (None: nothing learned and no seed).
+        forecast: the demand forecast (None: no valid demand reading yet).
+        lower: before an estimate exists, the highest rate per replica served within the SLO
+            while busy (None: none yet).
+        upper: before an estimate exists, the lowest rate per replica at which the SLO broke
+            (None: none yet).
+        overloaded: at least half the pods were busy at the last cycle (an overload that
+            lasts two cycles is the fleet's load, not a burst inside one window).
+    """
+
+    estimate: CapacityEstimate | None = None
+    forecast: DemandForecast | None = None
+    lower: float | None = None
+    upper: float | None = None
+    overloaded: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityView:
+    """What the capacity signal saw and computed this cycle (for messages, metrics, reports).
+
+    Attributes:
+        demand_tokens_per_second: weighted tokens/s the ready pods served over the rate
+            window (a lower bound when the reading is ``partial``); None when unusable.
+        waiting_tokens: weighted tokens of the requests waiting (None: unknown).
+        forecast_tokens_per_second: the demand the horizon is sized for (forecast peak plus
+            the waiting work spread over the horizon); None when unusable.
+        capacity_tokens_per_second: the estimate used (None: still learning).
+        utilization: demand over what the ready replicas serve at the estimate, a 0-1+ ratio
+            (None when either is unknown).
+        horizon_seconds: the forecast horizon, seconds.
+        model_load_seconds: the learned model load time (None: none observed yet).
+        sample: this cycle's capacity sample, if one was taken.
+        samples: samples the estimate rests on.
+    """
+
+    demand_tokens_per_second: float | None
+    waiting_tokens: float | None
+    forecast_tokens_per_second: float | None
+    capacity_tokens_per_second: float | None
+    utilization: float | None
+    horizon_seconds: float
+    model_load_seconds: float | None
+    sample: CapacitySample | None
+    samples: int
+
+
+def seeded_estimate(policy: TargetPolicy) -> CapacityEstimate | None:
+    """The estimate a target starts from: its seed, clamped to the bounds, or None."""
+    cap = policy.signals.capacity
+    seed = cap.seed_tokens_per_second
+    if seed is None:
+        return None
+    return CapacityEstimate(_bounded(policy, seed), SEED_WEIGHT)
+
+
+def _bounded(policy: TargetPolicy, value: float) -> float:
+    cap = policy.signals.capacity
+    return min(cap.max_tokens_per_second, max(cap.min_tokens_per_second, value))
+
+
+def demand_of(policy: TargetPolicy, reading: ThroughputReading) -> tuple[float, float | None]:
+    """``(weighted tokens/s, weighted tokens per finished request)`` over the reading's pods
+    (the second is None when no request finished in the window)."""
+    cap = policy.signals.capacity
+    pods = reading.pods.values()
+    tokens = math.fsum(
+        cap.weighted(p.prompt_tokens_per_second, p.generation_tokens_per_second) for p in pods
+    )
+    requests = math.fsum(p.requests_per_second for p in pods)
+    return tokens, (tokens / requests if requests > 0 else None)
+
+
+def _settled_demand(
+    policy: TargetPolicy, observation: Observation, window_seconds: float
+) -> tuple[float, float | None, bool]:
+    """``(demand, weighted tokens per request, settled)`` of this cycle's throughput reading.
+
+    A pod Ready for less than 1.5 rate windows has a rate over a window it served only part
+    of, which reads low (a new pod, or every pod of a fleet that just started). When some pods
+    have a whole window, the others are counted at their mean rate (a Service or gateway
+    spreads requests over the ready pods); when none has, the reading is taken as it is and
+    ``settled`` is False (the forecast does not learn a trend or burstiness from it).
+    """
+    reading = observation.throughput
+    assert reading is not None
+    since = {p.name: p.ready_seconds for p in observation.pods if p.ready and not p.terminating}
+    full = _READY_WINDOWS * window_seconds
+    whole = {
+        name: pod
+        for name, pod in reading.pods.items()
+        if (r := since.get(name)) is not None and r >= full
+    }
+    if not whole or len(whole) == len(reading.pods):
+        demand, per_request = demand_of(policy, reading)
+        return demand, per_request, bool(whole)
+    demand, per_request = demand_of(policy, ThroughputReading(reading.status, whole))
+    return demand * len(reading.pods) / len(whole), per_request, True
+
+
+@dataclass(frozen=True, slots=True)
+class CapacitySample:
+    """One cycle's evidence on a replica's capacity.
+
+    Attributes:
+        tokens_per_second: the weighted tokens/s per ready replica the fleet served over the
+            rate window.
+        within_slo: TTFT was within its target while the fleet was busy (a replica serves at
+            least this within the SLO), or beyond it by more than the tolerance (at this rate
+            per replica the SLO broke: capacity is below it).
+        near_target: within the SLO, with TTFT at least half its target: requests queue,
+            the fleet is near its capacity.
+    """
+
+    tokens_per_second: float
+    within_slo: bool
+    near_target: bool = False
+
+
+def busy_pods(policy: TargetPolicy, reading: ThroughputReading | None) -> int | None:
+    """Ready pods with a request waiting or their KV cache at the KV signal's target, from a
+    usable throughput reading (None without one)."""
+    if reading is None or not reading.status.usable_for_scale_up or not reading.pods:
+        return None
+    return _busy_pods(policy, reading.pods)
+
+
+def _busy_pods(policy: TargetPolicy, pods: Mapping[str, PodLoad]) -> int:
+    """Ready pods with a request waiting or their KV cache at the KV signal's target."""
+    kv = policy.signals.kv_cache_usage
+    busy = 0
+    for pod in pods.values():
+        if (pod.waiting is not None and pod.waiting >= 1) or (
+            kv.enabled and pod.kv_cache_usage is not None and pod.kv_cache_usage >= kv.target_ratio
+        ):
+            busy += 1
+    return busy
+
+
+def overloaded(policy: TargetPolicy, reading: ThroughputReading | None) -> bool:
+    """At least half the ready pods of a usable reading are busy (a request waiting, or the KV
+    cache at the KV signal's target)."""
+    busy = busy_pods(policy, reading)
+    return busy is not None and reading is not None and 2 * busy >= len(reading.pods)
+
+
+def capacity_sample(
+    policy: TargetPolicy,
+    observation: Observation,
+    *,
+    window_seconds: float,
+    overloaded_before: bool = True,
+) -> CapacitySample | None:
+    """This cycle's capacity sample, or None (see the module docstring for the rules).
+
+    Args:
+        policy: the target's policy.
+        observation: this cycle's observation (throughput, TTFT reading, pods, counts).
+        window_seconds: the ``rate()`` window of the throughput and TTFT queries, seconds.
+    """
+    reading = observation.throughput
+    if reading is None or reading.status is not SignalStatus.OK or not reading.pods:
+        return None
+    ttft = observation.signals.get(SignalName.TTFT_P95)
+    if (
+        ttft is None
+        or ttft.status is not SignalStatus.OK
+        or ttft.value is None
+        or not math.isfinite(ttft.value)
+    ):
+        return None
+    counts = observation.replicas
+    if counts.terminating > 0:
+        return None  # pods removed in the window served part of its traffic
+    settled = _READY_WINDOWS * window_seconds
+    ready = [p for p in observation.pods if p.ready and not p.terminating]
+    if len(ready) != len(reading.pods) or any(
+        p.ready_seconds is None or p.ready_seconds < settled for p in ready
+    ):
+        return None  # a pod's rate covers only part of the window, or is missing
+    target = policy.signals.ttft_p95.target_seconds
+    busy = _busy_pods(policy, reading.pods)
+    if ttft.value <= target:
+        if busy == 0:
+            return None
+        within = True
+    elif ttft.value > target * (1 + policy.tolerance.scale_up):
+        if 2 * busy < len(reading.pods):
+            return None  # one unlucky pod (a long prompt ahead of the queue), not the load
+        if not overloaded_before:
+            return None  # a burst shorter than a cycle: its rate hides in the window's mean
+        within = False
+    else:
+        return None  # inside the band: neither side
+    demand, per_request = demand_of(policy, reading)
+    if not math.isfinite(demand) or demand <= 0:
+        return None
+    if not within and per_request is not None:
+        # The SLO broke at the rate offered, not the rate served: add the work left waiting
+        # at the end of the window (a burst shorter than the window hides in its mean).
+        waiting = math.fsum(p.waiting or 0.0 for p in reading.pods.values())
+        demand += waiting * per_request / window_seconds
+    return CapacitySample(
+        demand / len(reading.pods),
+        within,
+        near_target=within and ttft.value >= target * _NEAR_TARGET,
+    )
+
+
+def learn_capacity(
+    policy: TargetPolicy,
+    memory: CapacityMemory,
+    sample: CapacitySample | None,
+    now: float,
+) -> CapacityMemory:
+    """``memory`` after this cycle's sample (unchanged without one).
+
+    Without a seed or an earlier estimate, the estimate starts from the first sample within
+    the SLO and near the target, or, once the fleet has shown both a rate it served within
+    the SLO and one at which it broke no more than twice as high, from their geometric mean
+    (from the lower rate when the two contradict each other). Afterwards a sample is a bound
+    (see the module docstring): one within the SLO above the estimate raises it, one beyond
+    the SLO below the estimate lowers it, by one bounded step in log space and never past
+    the sample; a sample on the estimate's own side says nothing new and leaves it. Always
+    inside the policy's bounds.
+    """
+    estimate = memory.estimate if memory.estimate is not None else seeded_estimate(policy)
+    memory = replace(memory, estimate=estimate)
+    if sample is None or not math.isfinite(sample.tokens_per_second):
+        return memory
+    x = sample.tokens_per_second
+    if x <= 0:
+        return memory
+    if estimate is None:
+        if sample.within_slo and sample.near_target:
+            return CapacityMemory(CapacityEstimate(_bounded(policy, x), 1, now), memory.forecast)
+        lower, upper = memory.lower, memory.upper
+        if sample.within_slo:
+            lower = x if lower is None else max(lower, x)
+        else:
+            upper = x if upper is None else min(upper, x)
+        if lower is None or upper is None or lower < upper * _BRACKET:
+            return replace(memory, lower=lower, upper=upper)
+        start = math.sqrt(lower * upper) if lower < upper else upper
+        return CapacityMemory(CapacityEstimate(_bounded(policy, start), 2, now), memory.forecast)
+    c = estimate.tokens_per_second
+    if (sample.within_slo and x <= c) or (not sample.within_slo and x >= c):
+        return memory
+    n = estimate.samples + 1
+    step = max(_STEP_LAST, _STEP_FIRST / math.sqrt(n))
+    value = min(x, c * math.exp(step)) if x > c else max(x, c * math.exp(-step))
+    return replace(memory, estimate=CapacityEstimate(_bounded(policy, value), n, now))
+
+
+def horizon_seconds(
+    policy: TargetPolicy, learned_load_seconds: float | None, window_seconds: float
+) -> float:
+    """The forecast horizon, seconds: the model load time (learned, else the policy's
+    ``capacity.model_load_seconds``) plus half the rate window, by which the rates lag."""
+    load = (
+        learned_load_seconds
+        if learned_load_seconds is not None
+        else policy.signals.capacity.model_load_seconds
+    )
+    return load + window_seconds / 2
+
+
+def forecast_demand(
+    policy: TargetPolicy,
+    forecast: DemandForecast | None,
+    demand: float,
+    waiting_tokens: float | None,
+    horizon: float,
+) -> float:
+    """The demand the fleet is sized for, weighted tokens/s: the forecast's peak over the
+    horizon (the demand read now before a forecast exists), plus the waiting work spread over
+    the horizon."""
+    peak = demand
+    if forecast is not None:
+        peak = forecast.peak(horizon, policy.signals.capacity.headroom)
+    return peak + (waiting_tokens or 0.0) / horizon
+
+
+def _k(x: float) -> str:
+    """Tokens/s in a short human form: 812, 5.2k, 41.2k, 1.3M."""
+    if x >= 1e6:
+        return f"{x / 1e6:.3g}M"
+    if x >= 1e3:
+        return f"{x / 1e3:.3g}k"
+    return f"{x:.3g}"
+
+
+def evaluate_capacity(
+    policy: TargetPolicy,
+    observation: Observation,
+    memory: CapacityMemory,
+    learned_load_seconds: float | None,
+    now: float,
+    *,
+    window_seconds: float,
+) -> tuple[SignalEvaluation, CapacityView, CapacityMemory]:
+    """The capacity signal's evaluation this cycle, and the estimate and forecast after it.
+
+    Args:
+        policy: the target's policy (``signals.capacity`` enabled).
+        observation: this cycle's observation (throughput, TTFT reading, pods).
+        memory: what the signal kept from the last cycle.
+        learned_load_seconds: the learned model load time (None: none observed).
+        now: the controller's clock, seconds.
+        window_seconds: the ``rate()`` window of the throughput and TTFT queries, seconds.
+
+    Returns:
+        ``(evaluation, view, memory)``. The evaluation's value is the forecast
+        demand per replica asked for and its target the capacity times the target utilization,
+        both in weighted tokens/s; ``demand_replicas`` is ``ceil(forecast / (capacity x
+        utilization))``. Its status is the throughput reading's, or ``learning`` while no
+        estimate exists. Never raises.
+    """
+    counts = observation.replicas
+    reading = observation.throughput
+    sample = capacity_sample(
+        policy,
+        observation,
+        window_seconds=window_seconds,
+        overloaded_before=memory.overloaded,
+    )
+    last = memory.estimate.learned_at if memory.estimate is not None else None
+    if sample is not None and last is not None and 0 <= now - last < window_seconds:
+        sample = None  # consecutive cycles share most of a window: one sample per window
+    memory = replace(
+        learn_capacity(policy, memory, sample, now),
+        overloaded=overloaded(policy, reading),
+    )
+    estimate, forecast = memory.estimate, memory.forecast
+    horizon = horizon_seconds(policy, learned_load_seconds, window_seconds)
+    u = policy.signals.capacity.target_utilization
+    per_replica = estimate.tokens_per_second * u if estimate is not None else 0.0
+    if reading is None or not reading.status.usable_for_scale_up:
+        status = reading.status if reading is not None else SignalStatus.EMPTY
+        detail = reading.detail if reading is not None else "no throughput reading"
+        if estimate is None:
+            # Nothing learned and no seed: whatever the demand, the signal could ask for
+            # nothing, so an unusable reading holds nothing back either (still learning).
+            status = SignalStatus.LEARNING
+            detail = f"no capacity estimate yet; demand unknown ({detail})"
+        view = CapacityView(
+            None, None, None, _tps(estimate), None, horizon, learned_load_seconds, sample,
+            estimate.samples if estimate else 0,
+        )  # fmt: skip
+        evaluation = SignalEvaluation(
+            SignalName.CAPACITY, status, None, per_replica, None, None, None, False, detail
+        )
+        return evaluation, view, replace(memory, forecast=forecast)
+    demand, per_request, settled = _settled_demand(policy, observation, window_seconds)
+    waiting = [p.waiting for p in reading.pods.values() if p.waiting is not None]
+    waiting_tokens = (
+        math.fsum(waiting) * per_request if waiting and per_request is not None else None
+    )
+    if reading.status is SignalStatus.OK and settled:
+        forecast = observe_demand(forecast, demand, now)
+    wanted = forecast_demand(policy, forecast, demand, waiting_tokens, horizon)
+    utilization = (
+        demand / (estimate.tokens_per_second * counts.ready)
+        if estimate is not None and counts.ready > 0
+        else None
+    )
+    view = CapacityView(
+        demand, waiting_tokens, wanted, _tps(estimate), utilization, horizon,
+        learned_load_seconds, sample, estimate.samples if estimate else 0,
+    )  # fmt: skip
+    current = counts.current
+    value = wanted / max(current, 1)
+    if estimate is None:
+        evaluation = SignalEvaluation(
+            SignalName.CAPACITY,
+            SignalStatus.LEARNING,
+            value,
+            0.0,
+            None,
+            None,
+            None,
+            False,
+            f"demand {_k(demand)} tok/s; no capacity estimate yet (no seed, and the fleet "
+            "has not yet been busy close to the TTFT target)",
+        )
+        return evaluation, view, replace(memory, forecast=forecast)
+    proposed = ceil_replicas(wanted / per_replica)
+    ratio = value / per_replica
+    ttft_target = policy.signals.ttft_p95.target_seconds
+    detail = (
+        f"demand {_k(demand)} tok/s, forecast {_k(wanted)} over {horizon:.0f} s, capacity "
+        f"{_k(estimate.tokens_per_second)} per replica at TTFT p95 <= {ttft_target:g} s, "
+        f"utilization {u:g}: {proposed}"
+    )
+    evaluation = SignalEvaluation(
+        SignalName.CAPACITY,
+        reading.status,
+        value,
+        per_replica,
+        ratio,
+        proposed,
+        banded(policy, ratio, proposed, current),
+        True,
+        detail,
+    )
+    return evaluation, view, replace(memory, forecast=forecast)
+
+
+def _tps(estimate: CapacityEstimate | None) -> float | None:
+    return estimate.tokens_per_second if estimate is not None else None

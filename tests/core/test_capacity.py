@@ -1,0 +1,364 @@
+"""The capacity signal (scaler.core.capacity): what a cycle's sample is, how the estimate moves,
+and the learned capacity on a steady load, through an idle hour and a Prometheus outage."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+
+import pytest
+
+from scaler.config.policy import TargetPolicy
+from scaler.config.vocabulary import SignalName
+from scaler.core.capacity import (
+    SEED_WEIGHT,
+    CapacityEstimate,
+    CapacityMemory,
+    CapacitySample,
+    capacity_sample,
+    learn_capacity,
+)
+from scaler.core.decide import Decision
+from scaler.core.observation import Observation, PodInfo, ThroughputReading
+from scaler.core.reasons import Reason
+from scaler.core.signals import SignalReading, SignalStatus
+from scaler.core.state import TargetState, record_write
+from tests.core.builders import decide
+from tests.core.capacity_fleet import BOUNDARY, fleet_observation, ttft_p95
+from tests.support.policies import case_target
+
+WINDOW = 60.0
+
+
+def capacity_policy(**capacity: object) -> TargetPolicy:
+    """The cases' target with the capacity signal on (queue and KV off, TTFT on)."""
+    return case_target(
+        max_replicas=30,
+        signals={
+            "queue_depth": {"enabled": False},
+            "kv_cache_usage": {"enabled": False},
+            "ttft_p95": {"target_seconds": 2.0},
+            "capacity": {"enabled": True, **capacity},
+        },
+    )
+
+
+POLICY = capacity_policy()
+
+
+def _step(
+    policy: TargetPolicy, obs: Observation, state: TargetState | None, now: float
+) -> Decision:
+    """One cycle, with the scale write recorded as the actuator would."""
+    d = decide(policy, obs, state, now)
+    if d.desired_replicas != d.current_replicas:
+        return dataclasses.replace(
+            d,
+            state=record_write(
+                d.state, from_replicas=d.current_replicas, to_replicas=d.desired_replicas, now=now
+            ),
+        )
+    return d
+
+
+def _estimate(d: Decision) -> float:
+    est = d.state.capacity.estimate
+    assert est is not None
+    return est.tokens_per_second
+
+
+def test_learned_capacity_converges_on_a_steady_load_and_stays_through_idle_and_outage() -> None:
+    """On a steady load (60k tokens/s, +-3% noise) a fleet that starts with 4 replicas, too few
+    for it, learns a replica's capacity, settles, and keeps exactly that estimate through an
+    idle hour and a 20-minute Prometheus outage (no sample: nothing moves, nothing decays)."""
+    rng = random.Random(13)
+    replicas, now, state = 4, 0.0, None
+    estimates: list[float] = []
+    for _ in range(240):  # one hour of 15 s cycles
+        demand = 60_000 * (1 + rng.uniform(-0.03, 0.03))
+        d = _step(POLICY, fleet_observation(replicas, demand), state, now)
+        replicas, state, now = d.desired_replicas, d.state, now + 15
+        if d.state.capacity.estimate is not None:
+            estimates.append(_estimate(d))
+    # learned from the busy cycles near the target, inside the bracket the fleet showed
+    assert estimates, "never learned"
+    settled = estimates[-1]
+    assert 0.7 * BOUNDARY <= settled <= BOUNDARY
+    assert estimates[-120:] == [settled] * 120  # the second half hour moves it no more
+    # sized from it: demand / (capacity x 0.85), within the tolerance band
+    assert (
+        replicas == math.ceil(60_000 / (settled * 0.85))
+        or abs(60_000 / (replicas * settled * 0.85) - 1) <= 0.1
+    )
+    assert ttft_p95(60_000 / replicas) <= 2.0
+
+    # an idle hour: the demand is zero, TTFT idle; the fleet goes to its minimum
+    for _ in range(240):
+        d = _step(POLICY, fleet_observation(replicas, 0.0), state, now)
+        replicas, state, now = d.desired_replicas, d.state, now + 15
+        assert _estimate(d) == settled
+    assert replicas == 1
+
+    # a Prometheus outage: every query fails; the estimate and the replicas stay
+    for _ in range(80):
+        d = _step(
+            POLICY,
+            fleet_observation(
+                replicas,
+                60_000,
+                throughput_status=SignalStatus.TRANSPORT,
+                ttft_status=SignalStatus.TRANSPORT,
+            ),
+            state,
+            now,
+        )
+        assert d.reason is Reason.NO_VALID_SIGNALS and d.desired_replicas == replicas
+        assert _estimate(d) == settled
+        state, now = d.state, now + 15
+
+    # the load comes back: the same estimate sizes the fleet at once
+    d = _step(POLICY, fleet_observation(replicas, 60_000), state, now)
+    assert d.driving_signal is SignalName.CAPACITY and d.capacity is not None
+    assert d.capacity.capacity_tokens_per_second == settled
+    forecast = d.capacity.forecast_tokens_per_second
+    assert forecast is not None and forecast >= 60_000
+    assert d.recommended_replicas == math.ceil(forecast / (settled * 0.85) - 1e-9)
+
+
+def _sample(obs: Observation, policy: TargetPolicy = POLICY) -> CapacitySample | None:
+    return capacity_sample(policy, obs, window_seconds=WINDOW)
+
+
+def _with_ttft(obs: Observation, value: float) -> Observation:
+    reading = SignalReading(SignalName.TTFT_P95, SignalStatus.OK, value)
+    return dataclasses.replace(obs, signals={SignalName.TTFT_P95: reading})
+
+
+@pytest.mark.parametrize(
+    ("obs", "expected"),
+    [
+        pytest.param(
+            fleet_observation(8, 64_000), CapacitySample(8_000.0, True, near_target=True),
+            id="busy-within-near-target",
+        ),
+        pytest.param(
+            _with_ttft(fleet_observation(8, 56_000), 0.5), CapacitySample(7_000.0, True),
+            id="busy-within-far-below-target",
+        ),
+        pytest.param(
+            fleet_observation(4, 60_000), CapacitySample(15_000.0 + 1_000 / WINDOW, False),
+            id="beyond-the-slo-at-the-rate-offered",
+        ),
+        pytest.param(_with_ttft(fleet_observation(8, 64_000), 2.1), None, id="inside-the-band"),
+        pytest.param(fleet_observation(10, 30_000), None, id="within-but-not-busy"),
+        pytest.param(fleet_observation(8, 0.0), None, id="idle"),
+        pytest.param(fleet_observation(8, 64_000, ready_seconds=60.0), None,
+                     id="pods-ready-for-less-than-1.5-windows"),
+        pytest.param(
+            fleet_observation(8, 64_000, throughput_status=SignalStatus.EMPTY), None,
+            id="throughput-empty",
+        ),
+        pytest.param(
+            fleet_observation(8, 64_000, ttft_status=SignalStatus.NAN), None, id="ttft-nan",
+        ),
+    ],
+)  # fmt: skip
+def test_what_a_cycle_teaches(obs: Observation, expected: CapacitySample | None) -> None:
+    """Only trusted readings are samples: within the SLO while busy (a lower bound) or beyond
+    it (an upper bound); never from an idle, partial, unsettled or failed reading."""
+    assert _sample(obs) == expected
+
+
+def test_a_breach_teaches_only_when_the_fleet_is_overloaded_for_two_cycles() -> None:
+    """A breach with fewer than half the pods busy is one pod's bad luck; an overload seen at
+    one cycle only is a burst inside the window, whose rate its mean hides."""
+    overloaded = fleet_observation(4, 60_000)
+    assert (
+        capacity_sample(POLICY, overloaded, window_seconds=WINDOW, overloaded_before=False) is None
+    )
+    assert overloaded.throughput is not None
+    one_busy = {
+        name: dataclasses.replace(pod, waiting=1.0 if i == 0 else 0.0)
+        for i, (name, pod) in enumerate(overloaded.throughput.pods.items())
+    }
+    unlucky = dataclasses.replace(
+        overloaded, throughput=ThroughputReading(SignalStatus.OK, one_busy)
+    )
+    assert _sample(unlucky) is None
+
+
+def test_no_sample_while_a_pod_drains_or_a_ready_pod_lacks_rates() -> None:
+    """A pod removed in the window served part of its traffic; a ready pod without rates
+    makes the per-replica rate unknown."""
+    obs = fleet_observation(8, 64_000)
+    draining = dataclasses.replace(obs, replicas=dataclasses.replace(obs.replicas, terminating=1))
+    assert _sample(draining) is None
+    assert obs.throughput is not None
+    partial = dataclasses.replace(
+        obs,
+        throughput=ThroughputReading(
+            SignalStatus.PARTIAL, dict(list(obs.throughput.pods.items())[:7])
+        ),
+    )
+    assert _sample(partial) is None
+    extra = dataclasses.replace(
+        obs,
+        pods=(*obs.pods, PodInfo("vllm-5d8f7c9b4-new", True, False, 4000.0, ready_seconds=3600)),
+    )
+    assert _sample(extra) is None
+
+
+#: The step of the 21st sample: 0.25 / sqrt(21) in log space.
+_STEP_21 = 0.25 / math.sqrt(21)
+
+
+def _est(value: float, samples: int = 20) -> CapacityEstimate:
+    return CapacityEstimate(value, samples, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("estimate", "sample", "expected"),
+    [
+        pytest.param(None, CapacitySample(8_000.0, True, True), 8_000.0, id="starts-near-target"),
+        pytest.param(None, CapacitySample(8_000.0, True, False), None, id="no-start-far-below"),
+        pytest.param(None, CapacitySample(8_000.0, False), None, id="no-start-beyond-alone"),
+        pytest.param(_est(8_000.0), CapacitySample(9_000.0, True), 8_000 * math.exp(_STEP_21),
+                     id="within-above-raises-one-step"),
+        pytest.param(_est(8_000.0), CapacitySample(8_100.0, True), 8_100.0,
+                     id="never-past-the-sample"),
+        pytest.param(_est(8_000.0), CapacitySample(6_000.0, True), 8_000.0,
+                     id="within-below-says-nothing"),
+        pytest.param(_est(8_000.0), CapacitySample(9_000.0, False), 8_000.0,
+                     id="beyond-above-says-nothing"),
+        pytest.param(_est(8_000.0), CapacitySample(6_000.0, False), 8_000 * math.exp(-_STEP_21),
+                     id="beyond-below-lowers-one-step"),
+        pytest.param(_est(8_000.0, 1_000), CapacitySample(6_000.0, False), 8_000 * math.exp(-0.04),
+                     id="late-steps-floor-at-4-percent"),
+    ],
+)  # fmt: skip
+def test_how_a_sample_moves_the_estimate(
+    estimate: CapacityEstimate | None, sample: CapacitySample, expected: float | None
+) -> None:
+    """A sample is a bound: it moves the estimate by one bounded step towards it in log space,
+    only when it is on the other side."""
+    out = learn_capacity(POLICY, CapacityMemory(estimate), sample, 100.0).estimate
+    if expected is None:
+        assert out is None
+    else:
+        assert out is not None
+        assert out.tokens_per_second == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("lower", "upper", "expected"),
+    [
+        pytest.param(6_000.0, 9_000.0, math.sqrt(6_000.0 * 9_000.0), id="between-the-bounds"),
+        pytest.param(9_500.0, 9_000.0, 9_000.0, id="contradicting-bounds-the-lower-rate"),
+        pytest.param(3_000.0, 9_000.0, None, id="bracket-wider-than-2x-says-too-little"),
+    ],
+)
+def test_an_estimate_starts_from_a_bracket(
+    lower: float, upper: float, expected: float | None
+) -> None:
+    """Without a seed or a sample near the target, a rate served within the SLO and one at
+    which it broke at most twice as high start the estimate at their geometric mean."""
+    memory = learn_capacity(POLICY, CapacityMemory(), CapacitySample(lower, True), 0.0)
+    assert memory.estimate is None and memory.lower == lower
+    memory = learn_capacity(POLICY, memory, CapacitySample(upper, False), 60.0)
+    if expected is None:
+        assert memory.estimate is None and (memory.lower, memory.upper) == (lower, upper)
+    else:
+        assert memory.estimate is not None
+        assert memory.estimate.tokens_per_second == pytest.approx(expected)
+
+
+def test_an_outlier_moves_the_estimate_by_one_step_only() -> None:
+    """A sample a hundred times the estimate (a glitch) raises it by one step, not to it."""
+    memory = CapacityMemory(_est(8_000.0, 100))
+    out = learn_capacity(POLICY, memory, CapacitySample(800_000.0, True), 100.0).estimate
+    assert out is not None and out.tokens_per_second == pytest.approx(8_000 * math.exp(0.04))
+
+
+def test_seed_and_bounds() -> None:
+    """A seed starts the estimate (prompt + weight x generated tokens/s) and counts as several
+    samples; the learned value stays inside the policy's bounds."""
+    policy = capacity_policy(
+        seed_prompt_tokens_per_second=5_000,
+        seed_generation_tokens_per_second=250,
+        min_tokens_per_second=2_000,
+        max_tokens_per_second=9_500,
+    )
+    seeded = learn_capacity(policy, CapacityMemory(), None, 0.0).estimate
+    assert seeded == CapacityEstimate(5_000 + 16 * 250, SEED_WEIGHT, None)
+    up = learn_capacity(
+        policy, CapacityMemory(_est(9_400.0)), CapacitySample(20_000.0, True), 1.0
+    ).estimate
+    assert up is not None and up.tokens_per_second == 9_500
+    down = learn_capacity(
+        policy, CapacityMemory(_est(2_100.0)), CapacitySample(100.0, False), 1.0
+    ).estimate
+    assert down is not None and down.tokens_per_second == 2_000
+
+
+def test_the_decision_message_explains_the_replicas() -> None:
+    """desired = ceil(forecast / (capacity x utilization)), said with the numbers."""
+    policy = capacity_policy(seed_prompt_tokens_per_second=10_000)
+    d = decide(policy, fleet_observation(2, 41_000), None, 0.0)
+    assert d.driving_signal is SignalName.CAPACITY
+    assert d.desired_replicas == math.ceil(41_000 / (10_000 * 0.85))  # 5: step limit is 4 pods
+    assert d.message == (
+        "scale up 2 -> 5 (capacity: demand 41k tok/s, forecast 41k over 150 s, capacity 10k "
+        "per replica at TTFT p95 <= 2 s, utilization 0.85: 5)"
+    )
+    assert d.capacity is not None and d.capacity.utilization == pytest.approx(41_000 / 20_000)
+
+
+def test_learning_asks_for_nothing_and_holds_back_nothing() -> None:
+    """Without an estimate the signal is `learning`: the other signals scale down as usual."""
+    policy = capacity_policy()
+    replicas, state = 4, None
+    reasons = []
+    for i in range(40):  # a trickle: capacity learning, the others go down to the minimum
+        d = _step(policy, fleet_observation(replicas, 10.0), state, 15.0 * i)
+        replicas, state = d.desired_replicas, d.state
+        cap = next(e for e in d.signals if e.name is SignalName.CAPACITY)
+        assert cap.status is SignalStatus.LEARNING and not cap.valid
+        reasons.append(d.reason)
+    assert replicas == 1
+    assert Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL not in reasons
+
+
+def test_a_failed_throughput_reading_blocks_scale_down() -> None:
+    """With an estimate, a missing throughput reading is never zero demand (HPA's rule)."""
+    policy = capacity_policy(seed_prompt_tokens_per_second=10_000)
+    d = decide(
+        policy,
+        fleet_observation(6, 10_000, throughput_status=SignalStatus.TIMEOUT),
+        TargetState.seeded(6, -1000.0),
+        0.0,
+    )
+    assert d.desired_replicas == 6
+    assert d.reason is Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL
+
+
+@pytest.mark.parametrize(
+    "status", [SignalStatus.EMPTY, SignalStatus.TIMEOUT, SignalStatus.ABSENT], ids=str
+)
+def test_without_an_estimate_an_unusable_throughput_reading_holds_nothing_back(
+    status: SignalStatus,
+) -> None:
+    """No seed and nothing learned: whatever the demand, the signal could ask for nothing, so
+    a failed or absent throughput reading leaves it `learning` (not a blocking status) and
+    the other signals scale down as they would without it."""
+    d = decide(
+        POLICY,
+        _with_ttft(fleet_observation(6, 0.0, throughput_status=status), 0.2),
+        TargetState.seeded(6, -1000.0),
+        0.0,
+    )
+    cap = next(e for e in d.signals if e.name is SignalName.CAPACITY)
+    assert (cap.status, cap.valid, cap.desired_replicas) == (SignalStatus.LEARNING, False, None)
+    assert cap.detail.startswith("no capacity estimate yet; demand unknown")
+    assert d.reason is not Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL
+    assert d.desired_replicas < 6  # TTFT 0.2 s of a 2 s target: the fleet shrinks
