@@ -5,7 +5,7 @@ signal for all targets in a constant number of queries (Prometheus source), run 
 decision core per target, apply what overrides it (:mod:`.overrides`: other autoscalers,
 pause, pin), plan the target's writes (:class:`~scaler.controller.plan.WritePlan`), apply the
 plan in one place (:meth:`Controller.apply`), and export the outcome (metrics, one log event
-per decision).
+per decision: :mod:`.exports`).
 
 A failure of one target never stops the others; a failure of the whole source is a set of
 invalid signals, which the core turns into holds.
@@ -32,7 +32,6 @@ Ownership of ``spec.replicas`` (the controller's part over the core's decision):
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -52,7 +51,7 @@ from scaler.actuators.kubernetes import (
     WriteGuard,
 )
 from scaler.config.policy import Policy, TargetPolicy, WorkloadRef
-from scaler.config.vocabulary import SignalName
+from scaler.controller.exports import DecisionExports
 from scaler.controller.fence import Leadership, WriteFence
 from scaler.controller.observe import observe
 from scaler.controller.overrides import (
@@ -70,7 +69,6 @@ from scaler.core.decide import Decision, Direction, decide
 from scaler.core.drain import RemovalPlan, plan_removal
 from scaler.core.observation import WorkloadSnapshot
 from scaler.core.reasons import Reason
-from scaler.core.signals import SignalStatus
 from scaler.core.state import (
     STATE_FORMAT_VERSION,
     TargetState,
@@ -79,7 +77,7 @@ from scaler.core.state import (
     record_write,
     resume,
 )
-from scaler.sources.prometheus import SourceResult, StallKind, TargetReadings
+from scaler.sources.prometheus import SourceResult, TargetReadings
 from scaler.telemetry.metrics import ScalerMetrics
 
 #: Lease annotation holding the persisted decision state (JSON).
@@ -92,15 +90,6 @@ MAX_STATE_BYTES = 64 * 1024
 _PERMANENT = frozenset({ApiFailure.FORBIDDEN, ApiFailure.INVALID, ApiFailure.NOT_FOUND})
 #: Holds during which the ranking of a scale-down the signals ask for is written ahead.
 _RANK_AHEAD = frozenset({Reason.STABILIZED, Reason.STEP_LIMITED})
-#: Reasons under which the reported level of the decision log is a warning.
-_WARNING_REASONS = frozenset(
-    {
-        Reason.NO_VALID_SIGNALS,
-        Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL,
-        Reason.OUTSIDE_WRITER,
-        Reason.CONFLICT,
-    }
-)
 
 
 class SignalSource(Protocol):
@@ -207,18 +196,16 @@ class Controller:
         self.states: dict[str, TargetState] = {}
         self.shadow_states: dict[str, TargetState] = {}
         self.log = structlog.get_logger("vllm_scaler")
+        self.exports = DecisionExports(metrics)
         self._loaded_term: int | None = None
         self._resume: dict[str, TargetState] = {}
         self._resume_shadows: dict[str, TargetState] = {}
         self._resume_saved_at = 0.0
         self._persisted: str | None = None
         self._owners: dict[str, list[ScaleOwner]] = {}
-        self._conflict_labels: dict[str, set[str]] = {}
         self._events: dict[tuple[str, str], tuple[object, float]] = {}
         self._stuck_event_at: dict[str, float] = {}
-        self._stalled: dict[str, dict[str, StallKind]] = {}
         self._cost_unsupported_logged: set[str] = set()
-        self._ttft_labels: dict[str, tuple[str, str]] = {}
         self._removals: dict[str, PendingRemoval] = {}
         self._disabled: set[str] = set()
         metrics.dry_run.set(1 if actuator.dry_run else 0)
@@ -385,7 +372,7 @@ class Controller:
         )
         now = self.clock()
         if result is not None:
-            self._export_queries(result, now)
+            self.exports.queries(result, now)
         for t in readable:
             owners = self._owners.get(t.workload.namespace, [])
             control = read_control(t.workload, owners, annotations[t.key])
@@ -406,31 +393,6 @@ class Controller:
         self.metrics.last_cycle.set(self.clock())
         order = {t.key: i for i, t in enumerate(targets)}
         return sorted(reports, key=lambda r: order[r.target])
-
-    def _export_queries(self, result: SourceResult, now: float) -> None:
-        m = self.metrics
-        m.queries.inc(result.queries_sent)
-        for kind, outcome in result.queries.items():
-            if outcome.ok:
-                m.last_query_success.labels(str(kind)).set(now)
-            else:
-                m.query_failures.labels(str(kind), str(outcome.status)).inc()
-                self.log.warning(
-                    "query_failed",
-                    query=str(kind),
-                    reason=str(outcome.status),
-                    detail=outcome.detail,
-                )
-        for kind, lost in result.unattributed.items():
-            m.unattributed_series.labels(str(kind)).inc(lost.count)
-            self.log.warning(
-                "series_unattributed",
-                query=str(kind),
-                count=lost.count,
-                first=lost.first,
-                message="series that name no selector group or target were left out; the "
-                "targets they may belong to read them as missing",
-            )
 
     async def _cycle_target(
         self,
@@ -459,12 +421,12 @@ class Controller:
             ttft_window_seconds=window,
         )  # fmt: skip
         decision = override(core, control)
-        self._export(t, decision, core, control, readings)
+        self.exports.decision(t, decision, core, control, readings)
         shadow = self._shadow(t, snap, readings, now, removing)
         plan = self._plan(t, snap, readings, core, decision, control, now, fence)
         applied = await self.apply(plan, fence)
         self.states[t.key] = applied.state
-        self._log_decision(t, decision, applied.action, shadow)
+        self.exports.log_decision(t, decision, applied.action, shadow)
         return TargetReport(t.key, decision, readings, applied.action, applied.error, shadow)
 
     def _shadow(
@@ -518,7 +480,7 @@ class Controller:
         self._resume.pop(t.key, None)
         self._resume_shadows.pop(t.key, None)
         self._removals.pop(t.key, None)
-        self._record(t, decision, disabled=True)
+        self.exports.record(t, decision, disabled=True)
         self.metrics.remove_signals(t.key, t.signals.enabled())
         events: tuple[Event, ...] = ()
         if t.key not in self._disabled:
@@ -534,214 +496,8 @@ class Controller:
             events=events if not self.actuator.dry_run else (),
         )
         applied = await self.apply(plan, fence)
-        self._log_decision(t, decision, applied.action)
+        self.exports.log_decision(t, decision, applied.action)
         return TargetReport(t.key, decision, None, applied.action)
-
-    # ------------------------------------------------------------------ telemetry
-
-    def _record(self, t: TargetPolicy, decision: Decision, *, disabled: bool) -> None:
-        self.metrics.record_decision(
-            t.key,
-            decision,
-            min_replicas=t.min_replicas,
-            max_replicas=t.max_replicas,
-            tolerance_up=t.tolerance.scale_up,
-            tolerance_down=t.tolerance.scale_down,
-        )
-        self.metrics.scaling_disabled.labels(t.key).set(1 if disabled else 0)
-
-    def _export(
-        self,
-        t: TargetPolicy,
-        decision: Decision,
-        core: Decision,
-        control: Control,
-        readings: TargetReadings,
-    ) -> None:
-        """Metrics and logs of one target's decision (nothing is written to the cluster)."""
-        m = self.metrics
-        self._record(t, decision, disabled=False)
-        self._export_control(t, control)
-        for name in (SignalName.QUEUE_DEPTH, SignalName.KV_CACHE_USAGE):
-            if name in readings.signals:
-                m.pods_missing_metrics.labels(t.key, name).set(
-                    len(readings.pods_missing.get(name, frozenset()))
-                )
-        if readings.dropped:
-            m.stale_series_dropped.labels(t.key).inc(len(readings.dropped))
-        self._export_stalls(t, readings)
-        if readings.kv_metric:
-            m.kv_metric.labels(t.key, readings.kv_metric).set(1)
-        self._export_histograms(t, decision, readings)
-        for e in decision.signals:
-            if e.status is SignalStatus.WARMING_UP:  # a fresh fleet: no fault, no warning
-                self.log.info("signal_warming_up", target=t.key, signal=str(e.name))
-            elif e.status is SignalStatus.LEARNING:  # no capacity estimate yet: no fault
-                continue
-            elif not e.status.usable_for_scale_down:
-                m.query_errors.labels(str(e.name), str(e.status)).inc()
-                self.log.warning(
-                    "signal_invalid",
-                    target=t.key,
-                    signal=str(e.name),
-                    status=str(e.status),
-                    detail=e.detail,
-                )
-        if control.conflicts:
-            self.log.error(
-                "scale_conflict",
-                target=t.key,
-                owners=[f"{o.kind} {o.namespace}/{o.name}" for o in control.conflicts],
-                recommended=core.desired_replicas,
-                message="another autoscaler targets this workload; recommend only",
-            )
-        if decision.reason in (Reason.CONFLICT, Reason.PAUSED) and core.direction is not (
-            Direction.NONE
-        ):
-            m.refused_writes.labels(t.key, decision.reason).inc()
-
-    def _export_histograms(
-        self, t: TargetPolicy, decision: Decision, readings: TargetReadings
-    ) -> None:
-        """How TTFT was read, and a warning while a quantile is only a lower bound."""
-        m = self.metrics
-        labels = (
-            (
-                "native" if "native" in readings.ttft_metric else "classic",
-                readings.ttft_query or "none",  # none: idle, no bucket asked for
-            )
-            if readings.ttft_metric
-            else None
-        )
-        old = self._ttft_labels.get(t.key)
-        if old is not None and old != labels:
-            m.ttft_histogram.remove(t.key, *old)
-        if labels is not None:
-            m.ttft_histogram.labels(t.key, *labels).set(1)
-            self._ttft_labels[t.key] = labels
-        for e in decision.signals:
-            if e.name.per_pod:
-                continue
-            saturated = e.status is SignalStatus.SATURATED
-            m.top_bucket_too_low.labels(t.key, str(e.name)).set(1 if saturated else 0)
-            if saturated:
-                self.log.warning(
-                    "histogram_top_bucket_too_low",
-                    target=t.key,
-                    signal=str(e.name),
-                    top_bucket_seconds=e.value,
-                    detail=e.detail,
-                    message=f"{e.name} is at least {e.value:g} s, beyond the top finite bucket "
-                    "of its histogram, true size unknown: raise the histogram's top bucket "
-                    "(current vLLM TTFT buckets reach 2560 s; early releases stopped at 10 s)",
-                )
-
-    def _export_stalls(self, t: TargetPolicy, readings: TargetReadings) -> None:
-        """Frozen and hung pods: counted every cycle, a warning when a pod becomes one."""
-        m = self.metrics
-        kinds = {pod: s.kind for pod, s in readings.stalled.items()}
-        m.frozen_pods.labels(t.key).set(sum(k is StallKind.FROZEN for k in kinds.values()))
-        m.hung_pods.labels(t.key).set(sum(k is StallKind.HUNG for k in kinds.values()))
-        before = self._stalled.get(t.key, {})
-        reads_per_pod = any(n.per_pod for n in t.signals.enabled())
-        for pod, s in sorted(readings.stalled.items()):
-            if before.get(pod) is s.kind:
-                continue
-            if not reads_per_pod:
-                consequence = "it ranks first for removal on a scale-down"
-            elif s.kind is StallKind.FROZEN:
-                consequence = (
-                    "its queue and KV-cache values are left out of scale-up; scale-down waits "
-                    "until they move"
-                )
-            else:
-                consequence = (
-                    "its queue is not load more replicas could serve and is left out; "
-                    "scale-down waits; restart the pod if it stays hung"
-                )
-            self.log.warning(
-                f"pod_{s.kind}",
-                target=t.key,
-                pod=pod,
-                polls=s.polls,
-                waiting=s.gauges.waiting,
-                running=s.gauges.running,
-                kv_cache=s.gauges.kv_cache,
-                message=f"{s.describe()}: {consequence}",
-            )
-        for pod in sorted(before.keys() - kinds.keys()):
-            self.log.info(
-                "pod_stall_ended",
-                target=t.key,
-                pod=pod,
-                was=str(before[pod]),
-                message=f"pod {pod} is no longer {before[pod]}: its values count again",
-            )
-        if kinds:
-            self._stalled[t.key] = kinds
-        else:
-            self._stalled.pop(t.key, None)
-
-    def _export_control(self, t: TargetPolicy, c: Control) -> None:
-        m = self.metrics
-        labels = {o.label for o in c.conflicts}
-        for gone in self._conflict_labels.get(t.key, set()) - labels:
-            m.conflict.labels(t.key, gone).set(0)
-        for owner in labels:
-            m.conflict.labels(t.key, owner).set(1)
-        self._conflict_labels[t.key] = labels
-        m.paused.labels(t.key).set(1 if c.paused or c.invalid_pin is not None else 0)
-        if c.pin is not None and not c.paused and not c.conflicts:
-            m.pinned_replicas.labels(t.key).set(c.pin)
-        else:
-            with contextlib.suppress(KeyError):
-                m.pinned_replicas.remove(t.key)
-
-    def _log_decision(
-        self, t: TargetPolicy, d: Decision, action: str, shadow: Decision | None = None
-    ) -> None:
-        # a signal without a usable value (or the capacity signal still learning, whose value
-        # is only the demand per replica) logs its status
-        signals = {
-            str(e.name): (round(e.value, 4) if e.value is not None and e.valid else str(e.status))
-            for e in d.signals
-        }
-        if d.outside_write:
-            self.log.warning(
-                "outside_write",
-                target=t.key,
-                written=d.state.last_written_replicas,
-                found=d.current_replicas,
-                message="spec.replicas was changed by another writer since our last write",
-            )
-        warming = all(
-            e.status is SignalStatus.WARMING_UP for e in d.signals if e.status.blocks_scale_down
-        )
-        # A scale-down held only until a fresh fleet's rates exist is no cause for a warning.
-        quiet = d.reason is Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL and warming
-        log = self.log.warning if d.reason in _WARNING_REASONS and not quiet else self.log.info
-        log(
-            "decision",
-            target=t.key,
-            current=d.current_replicas,
-            desired=d.desired_replicas,
-            reason=str(d.reason),
-            action=action,
-            ready=d.replicas.ready,
-            starting=d.replicas.starting,
-            terminating=d.replicas.terminating,
-            signals=signals,
-            message=d.message,
-            **(
-                {
-                    "shadow_desired": shadow.desired_replicas,
-                    "shadow_reason": str(shadow.reason),
-                    "shadow_message": shadow.message,
-                }
-                if shadow is not None
-                else {}
-            ),
-        )
 
     # ------------------------------------------------------------------ writes
 
