@@ -117,6 +117,19 @@ def _signal_panel(name: str, title: str, unit: str) -> gts.Panel:
     return with_overrides(p, [(name, props + dashed.get(name, [])) for name, props in band])
 
 
+def _reason_table(rename: dict[str, str]) -> gm.DataTransformerConfig:
+    """Columns of a per-target table merged from instant queries: target, reason (query A,
+    whose value is only the reason's 1), then the other queries' values renamed."""
+    return gm.DataTransformerConfig(
+        id_val="organize",
+        options={
+            "excludeByName": {"Time": True, "Value #A": True},
+            "renameByName": rename,
+            "indexByName": {"target": 0, "reason": 1},
+        },
+    )
+
+
 def _shadow_table() -> gtable.Panel:
     """The shadow policy beside the active one: each target's latest shadow reason and
     recommendation, and what the active policy asked for."""
@@ -153,17 +166,12 @@ def _shadow_table() -> gtable.Panel:
         )
         .with_transformation(gm.DataTransformerConfig(id_val="merge", options={}))
         .with_transformation(
-            gm.DataTransformerConfig(
-                id_val="organize",
-                options={
-                    "excludeByName": {"Time": True, "Value #A": True},
-                    "renameByName": {
-                        "reason": "shadow reason",
-                        "Value #B": "active desired",
-                        "Value #C": "shadow desired",
-                    },
-                    "indexByName": {"target": 0, "reason": 1},
-                },
+            _reason_table(
+                {
+                    "reason": "shadow reason",
+                    "Value #B": "active desired",
+                    "Value #C": "shadow desired",
+                }
             )
         )
     )
@@ -241,18 +249,7 @@ def decisions_dashboard() -> dict[str, Any]:
         )
         .with_transformation(gm.DataTransformerConfig(id_val="merge", options={}))
         .with_transformation(
-            gm.DataTransformerConfig(
-                id_val="organize",
-                options={
-                    "excludeByName": {"Time": True, "Value #A": True},
-                    "renameByName": {
-                        "Value #B": "current",
-                        "Value #C": "desired",
-                        "Value #D": "recommended",
-                    },
-                    "indexByName": {"target": 0, "reason": 1},
-                },
-            )
+            _reason_table({"Value #B": "current", "Value #C": "desired", "Value #D": "recommended"})
         )
     )
     b = b.with_row(gd.Row("Decisions")).with_panel(why)
