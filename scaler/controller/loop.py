@@ -35,7 +35,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import structlog
@@ -439,12 +439,25 @@ class Controller:
     ) -> Decision | None:
         """The target's shadow policy on the same readings, with its own state; never
         written (a shadow has no writes of its own: it recommends from the replicas there
-        are, as a dry run would)."""
+        are, as a dry run would).
+
+        Its stabilization history is its own; its step limits count the workload's real
+        changes in the period, which are the active policy's writes: without them the shadow
+        would take each step of the active one as its own starting point and step again (a
+        shadow asking for 8 beside an active policy held at 5 by the same step limit).
+        """
         shadow = t.shadow_target()
         if shadow is None:
             self.shadow_states.pop(t.key, None)
             return None
         state = self._state_for_shadow(t, snap.spec_replicas, now)
+        active = self.states.get(t.key)
+        if state is not None and active is not None:
+            state = replace(
+                state,
+                scale_events=active.scale_events,
+                last_written_replicas=active.last_written_replicas,
+            )
         d = decide(
             shadow,
             observe(shadow, snap, readings, state, removing=removing),

@@ -149,3 +149,37 @@ def test_backtest_against_a_prometheus_answering_500(prom: Scripted, tmp_path: P
     )
     assert "cannot reach" not in result.output and "Max retries" not in result.output
     assert prom.requests == 1
+
+
+@pytest.mark.parametrize(
+    ("signals", "named"),
+    [
+        pytest.param("", True, id="capacity-on-by-default"),
+        pytest.param("    signals: {capacity: {enabled: false}}\n", False, id="capacity-off"),
+        pytest.param(
+            "    signals: {capacity: {enabled: false}}\n    shadow: {}\n", True, id="in-the-shadow"
+        ),
+    ],
+)
+def test_backtest_says_the_capacity_signal_is_not_replayed(
+    prom: Scripted, tmp_path: Path, signals: str, named: bool
+) -> None:
+    """The replay reads no throughput history: a policy (or its shadow) with the capacity
+    signal is told so on stderr, naming the target, before any query."""
+    prom.answers = [(500, b"boom")]
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        "targets:\n"
+        "  - workload: {apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm}\n"
+        + signals
+    )
+    result = CliRunner().invoke(
+        app,
+        ["backtest", "--prometheus-url", prom.url, "--policy", str(policy), "--start", "now-1h",
+         "--no-plot", "--no-progress"],
+    )  # fmt: skip
+    note = (
+        "vllm-scaler: the capacity signal is not replayed (the backtest reads no throughput "
+        "history): the timelines of llm/Deployment/vllm decide without it"
+    )
+    assert (note in result.output) is named, result.output

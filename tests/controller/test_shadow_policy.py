@@ -15,7 +15,7 @@ from scaler.core.state import decode_state
 from tests.controller.test_leader_election import lease, serve_load
 from tests.support.controller_harness import KEY, T0, Harness, HarnessFactory
 from tests.support.fakeprom import kv, per_pod, pods, ttft_answers
-from tests.support.policies import case_policy
+from tests.support.policies import case_policy, case_target_doc
 from tests.support.replicas import Cluster, ReplicaSetSim, open_instance
 
 SHADOW = {
@@ -114,6 +114,37 @@ async def test_the_shadow_is_decided_every_cycle_never_written_and_exported(
     [report] = await h.controller.run_cycle()
     assert report.shadow is not None
     assert (report.shadow.desired_replicas, report.shadow.reason) == (4, "stabilized")
+
+
+async def test_a_shadow_like_the_active_policy_follows_its_step_limits(
+    make_harness: HarnessFactory,
+) -> None:
+    """A shadow with the active policy's very settings recommends what the active one
+    decides, step-limited scale-ups included: its step limits count the workload's real
+    changes (the active policy's writes), not only its own (it has none)."""
+    same = {k: v for k, v in case_target_doc().items() if k != "workload"}
+    h = await make_harness(replicas=1, ready=pods(1), policy=case_policy(shadow=same))
+    one = pods(1)
+    h.fake.set(
+        waiting=per_pod(dict.fromkeys(one, "80")),
+        running=per_pod(dict.fromkeys(one, "2")),
+        kv_cache=kv(dict.fromkeys(one, "0.3")),
+        **ttft_answers("0.4", "3"),
+    )
+    steps = []
+    for _ in range(3):  # within one 60 s scale-up period
+        [report] = await h.controller.run_cycle()
+        assert report.decision is not None and report.shadow is not None
+        steps.append(
+            (
+                (report.decision.desired_replicas, str(report.decision.reason)),
+                (report.shadow.desired_replicas, str(report.shadow.reason)),
+            )
+        )
+        h.clock.advance(15)
+    # the larger of +4 replicas and +100% per 60 s from 1: 5, then held there for the period
+    assert steps == [((5, "step_limited"), (5, "step_limited"))] * 3
+    assert h.replicas() == 5
 
 
 async def test_a_new_leader_resumes_the_shadow_state(make_harness: HarnessFactory) -> None:
