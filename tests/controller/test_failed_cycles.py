@@ -29,20 +29,7 @@ from scaler.controller.loop import Controller
 from scaler.sim.kubeapi import KubeApiServer, KubeStore, write_kubeconfig
 from scaler.telemetry.logging import configure_logging
 from tests.support.clock import FakeClock
-
-POLICY = {
-    "targets": [
-        {
-            "workload": {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "namespace": "llm",
-                "name": "vllm",
-            },
-            "max_replicas": 4,
-        }
-    ]
-}
+from tests.support.policies import SERVE_POLICY as POLICY
 
 
 class ScriptedCycles:

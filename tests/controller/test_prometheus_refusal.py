@@ -28,22 +28,10 @@ from scaler.sources.prometheus import PrometheusSource, QueryOutcome, probe_prob
 from scaler.sources.promql import QueryKind
 from scaler.telemetry.logging import configure_logging
 from tests.support.fakeprom import snapshot
+from tests.support.policies import SERVE_POLICY as POLICY
 from tests.support.policies import case_target
 
 PASSWORD = "pw-SECRET-31337"
-POLICY = {
-    "targets": [
-        {
-            "workload": {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "namespace": "llm",
-                "name": "vllm",
-            },
-            "max_replicas": 4,
-        }
-    ]
-}
 
 
 class Refusing:

@@ -31,22 +31,10 @@ from scaler.controller.loop import STATE_ANNOTATION
 from scaler.sim.kubeapi import KubeApiServer, KubeStore, write_kubeconfig
 from scaler.telemetry.logging import configure_logging
 from tests.support.clock import FakeClock
+from tests.support.policies import SERVE_POLICY as POLICY
 
 TOKEN = "tok-SECRET-4242-rotating"
 BASIC = "Basic c2VjcmV0LXVzZXI6cGFzcw=="
-POLICY = {
-    "targets": [
-        {
-            "workload": {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "namespace": "llm",
-                "name": "vllm",
-            },
-            "max_replicas": 4,
-        }
-    ]
-}
 
 
 class EchoingPrometheus:

@@ -15,6 +15,22 @@ from scaler.config.policy import Policy, TargetPolicy, parse_policy
 NS = "llm"
 NAME = "vllm"
 
+#: The serve tests' policy file: one Deployment ``llm/vllm``, at most 4 replicas, every other
+#: field the policy file's default (so the shipped defaults are what those tests run).
+SERVE_POLICY: dict[str, Any] = {
+    "targets": [
+        {
+            "workload": {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "namespace": NS,
+                "name": NAME,
+            },
+            "max_replicas": 4,
+        }
+    ]
+}
+
 
 def case_target_doc(**overrides: Any) -> dict[str, Any]:
     """The cases' target as a policy-file mapping, ``overrides`` merged in."""
