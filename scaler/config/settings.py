@@ -31,6 +31,7 @@ from scaler.config.secrets import (
     register_header,
     register_private_key_file,
     register_url_credentials,
+    token_in,
 )
 
 #: Fields whose values may be secrets: never echoed in errors, hidden from ``repr``.
@@ -147,8 +148,8 @@ class PrometheusSettings(BaseSettings):
     @classmethod
     def _token_file(cls, value: Path | None) -> Path | None:
         # Checked once at start; the clients re-read it on every request (rotation).
-        if value is not None and not _check_readable_file(value, "a file holding a token").strip():
-            raise ValueError("the file is empty; expected a file holding a token")
+        if value is not None:
+            token_in(_check_readable_file(value, "a file holding a token"))
         return value
 
     @field_validator("prometheus_ca_file")

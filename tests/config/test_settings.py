@@ -164,6 +164,39 @@ def test_token_file_is_checked_at_start_but_never_echoed(tmp_path: Path) -> None
         load_settings(prometheus_bearer_token_file=token)
 
 
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        pytest.param(
+            b"tok-SECRET-1\ntok-SECRET-2\n",
+            "the file holds 2 lines; expected one token on one line",
+            id="several lines",
+        ),
+        pytest.param(
+            b"\xff\xfetok-SECRET",
+            "the file is not UTF-8 text; expected a file holding a token",
+            id="not UTF-8",
+        ),
+        pytest.param(
+            b"tok-SECRET part2\n",
+            "the token holds whitespace; expected one token without spaces",
+            id="whitespace inside",
+        ),
+    ],
+)
+def test_token_file_that_holds_no_single_token_is_a_settings_error(
+    tmp_path: Path, content: bytes, expected: str
+) -> None:
+    token = tmp_path / "token"
+    token.write_bytes(content)
+    with pytest.raises(SettingsError) as err:
+        load_settings(prometheus_bearer_token_file=token)
+    assert _one_line(err) == (
+        f"VLLM_SCALER_PROMETHEUS_BEARER_TOKEN_FILE: value '{token}': {expected}"
+    )
+    assert "SECRET" not in str(err.value)
+
+
 @pytest.fixture
 def cert_and_key(tmp_path: Path) -> tuple[Path, Path]:
     if shutil.which("openssl") is None:
