@@ -455,6 +455,34 @@ class Policy(_Strict):
         return self
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, but a key given twice in one mapping is an error.
+
+    PyYAML keeps the last value of a repeated key silently; YAML 1.2 requires keys to be
+    unique, and a policy whose second ``max_replicas`` overrides the first is a mistake.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key: the base class reports it
+                continue
+            if first is not None:
+                line = first.start_mark.line + 1
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"duplicate key {key!r} (first given at line {line}); expected each key "
+                    "once in a mapping",
+                    key_node.start_mark,
+                )
+            seen[key] = key_node
+        return super().construct_mapping(node, deep=deep)
+
+
 class PolicyError(ValueError):
     """A policy file could not be read or is invalid. The message names file, field and value."""
 
@@ -483,7 +511,7 @@ def load_policy(path: Path) -> Policy:
     except OSError as err:
         raise PolicyError(f"{path}: cannot read policy file: {err.strerror}") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as err:
         raise PolicyError(f"{path}: not valid YAML {describe_yaml_error(err)}") from None
     if not isinstance(data, dict):

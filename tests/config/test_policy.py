@@ -259,6 +259,19 @@ DEPLOYMENT = "{apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm
             id="yaml-syntax",
         ),
         pytest.param(
+            "targets:\n  - workload: {apiVersion: apps/v1, kind: Deployment, namespace: a, "
+            "name: b}\n    max_replicas: 4\n    min_replicas: 1\n    max_replicas: 40\n",
+            "p.yaml: not valid YAML at line 5, column 5: duplicate key 'max_replicas' (first "
+            "given at line 3); expected each key once in a mapping",
+            id="duplicate-key",
+        ),
+        pytest.param(
+            "targets: []\nrate_window_seconds: 30\ntargets: []\n",
+            "p.yaml: not valid YAML at line 3, column 1: duplicate key 'targets' (first "
+            "given at line 1); expected each key once in a mapping",
+            id="duplicate-top-level-key",
+        ),
+        pytest.param(
             "", "p.yaml: the file is empty; expected a mapping with 'targets'", id="empty"
         ),
         pytest.param(
