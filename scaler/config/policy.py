@@ -189,16 +189,23 @@ class CapacitySignal(_Strict):
     def _check(self) -> Self:
         if self.max_tokens_per_second < self.min_tokens_per_second:
             raise ValueError(
-                f"max_tokens_per_second ({self.max_tokens_per_second:g}) must be >= "
-                f"min_tokens_per_second ({self.min_tokens_per_second:g})"
+                f"max_tokens_per_second: value {self.max_tokens_per_second:g}: expected a "
+                f"number >= min_tokens_per_second ({self.min_tokens_per_second:g})"
             )
-        if (
-            self.seed_generation_tokens_per_second is not None
-            and self.seed_prompt_tokens_per_second is None
-        ):
+        # One seed alone would leave the other at 0: a prompt seed alone would price decode
+        # at nothing and size the fleet for prefill only.
+        seeds = {
+            "seed_prompt_tokens_per_second": self.seed_prompt_tokens_per_second,
+            "seed_generation_tokens_per_second": self.seed_generation_tokens_per_second,
+        }
+        given = [(n, v) for n, v in seeds.items() if v is not None]
+        if len(given) == 1:
+            name, value = given[0]
+            other = next(n for n in seeds if n != name)
             raise ValueError(
-                "seed_generation_tokens_per_second needs seed_prompt_tokens_per_second too "
-                "(a replica's prompt and generated tokens per second at the TTFT target)"
+                f"{name}: value {value:g}: expected {other} too: the seed is a replica's "
+                "prompt and generated tokens per second at the TTFT target, both measured on "
+                "your request mix (0 generated tokens per second only if it generates none)"
             )
         return self
 
@@ -228,8 +235,8 @@ class Signals(_Strict):
     def _capacity_needs_ttft(self) -> Self:
         if self.capacity.enabled is True and not self.ttft_p95.enabled:
             raise ValueError(
-                "capacity.enabled needs ttft_p95 enabled: a replica's capacity is learned "
-                "only while TTFT is within its target"
+                "capacity.enabled: value true: expected false or unset while ttft_p95 is "
+                "disabled: a replica's capacity is learned only while TTFT is within its target"
             )
         return self
 
@@ -379,9 +386,9 @@ class TargetPolicy(ScalingPolicy):
             and sh.signals.ttft_p95.quantile != self.signals.ttft_p95.quantile
         ):
             raise ValueError(
-                f"shadow.signals.ttft_p95.quantile ({sh.signals.ttft_p95.quantile:g}) must be "
-                f"the active policy's ({self.signals.ttft_p95.quantile:g}): both decide on the "
-                "same TTFT reading"
+                f"shadow.signals.ttft_p95.quantile: value {sh.signals.ttft_p95.quantile:g}: "
+                f"expected the active policy's quantile ({self.signals.ttft_p95.quantile:g}): "
+                "both decide on the same TTFT reading"
             )
         return self
 

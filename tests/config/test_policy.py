@@ -83,22 +83,44 @@ def test_statefulset_and_custom_matchers() -> None:
         ),
         pytest.param(
             {"signals": {"ttft_p95": {"enabled": False}, "capacity": {"enabled": True}}},
-            "capacity.enabled needs ttft_p95 enabled",
+            "signals.capacity.enabled: value true: expected false or unset while ttft_p95 is "
+            "disabled",
             id="capacity without TTFT",
         ),
         pytest.param(
             {"signals": {"capacity": {"target_utilization": 85}}},
-            "signals.capacity.target_utilization: value 85",
+            "signals.capacity.target_utilization: value 85: expected a number <= 1 (a 0-1 "
+            "ratio, not a percent: 85% is 0.85)",
             id="utilization as a percent",
         ),
         pytest.param(
             {"signals": {"capacity": {"seed_generation_tokens_per_second": 300.0}}},
-            "needs seed_prompt_tokens_per_second too",
+            "signals.capacity.seed_generation_tokens_per_second: value 300: expected "
+            "seed_prompt_tokens_per_second too",
             id="generation seed alone",
         ),
         pytest.param(
+            {"signals": {"capacity": {"seed_prompt_tokens_per_second": 5000.0}}},
+            "signals.capacity.seed_prompt_tokens_per_second: value 5000: expected "
+            "seed_generation_tokens_per_second too",
+            id="prompt seed alone",
+        ),
+        pytest.param(
+            {"shadow": {"shadow": {}}},
+            "targets[0].shadow.shadow: value a mapping: a shadow has no shadow of its own: only "
+            "a target has a shadow (targets[0].shadow takes min_replicas,",
+            id="nested shadow",
+        ),
+        pytest.param(
+            {"shadow": {"workload": WORKLOAD}},
+            "targets[0].shadow.workload: value a mapping: a shadow has no workload of its own: "
+            "it decides on the target's workload and series",
+            id="workload in a shadow",
+        ),
+        pytest.param(
             {"signals": {"capacity": {"min_tokens_per_second": 5.0, "max_tokens_per_second": 1.0}}},
-            "max_tokens_per_second (1) must be >= min_tokens_per_second (5)",
+            "signals.capacity.max_tokens_per_second: value 1: expected a number >= "
+            "min_tokens_per_second (5)",
             id="capacity bounds reversed",
         ),
     ],
@@ -319,7 +341,11 @@ def test_a_shadow_is_a_complete_second_policy_of_the_same_workload() -> None:
 
 def test_a_shadow_reads_the_active_ttft_quantile() -> None:
     """One TTFT query per target: a shadow on another quantile is refused with both values."""
-    with pytest.raises(PolicyError, match=r"shadow.signals.ttft_p95.quantile \(0.99\) must be"):
+    with pytest.raises(
+        PolicyError,
+        match=r"targets\[0\]\.shadow\.signals\.ttft_p95\.quantile: value 0\.99: expected "
+        r"the active policy's quantile \(0\.95\)",
+    ):
         parse_policy(
             {
                 "targets": [

@@ -166,7 +166,7 @@ def test_check_policy_invalid_file_exits_2_naming_file_field_value(tmp_path: Pat
     result = CliRunner().invoke(app, ["check-policy", str(path)])
     assert result.exit_code == 2, result.output
     assert f"{path}: targets[0].min_replicas: value 0:" in result.output
-    assert "greater than or equal to 1" in result.output
+    assert "expected a number >= 1" in result.output
 
 
 def test_check_policy_names_a_shadow(tmp_path: Path) -> None:

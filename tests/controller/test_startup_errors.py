@@ -258,8 +258,7 @@ def test_run_with_a_missing_ca_file_exits_2_naming_it(files: dict[str, Path]) ->
     )
     assert result.exit_code == 2
     assert result.output == (
-        "vllm-scaler: invalid settings\n"
-        "  VLLM_SCALER_PROMETHEUS_CA_FILE (--prometheus-ca-file): value '/nonexistent': "
+        "vllm-scaler: VLLM_SCALER_PROMETHEUS_CA_FILE (--prometheus-ca-file): value '/nonexistent': "
         "no such file; expected a PEM CA bundle\n"
     )
 
