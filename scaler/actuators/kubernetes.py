@@ -520,6 +520,8 @@ class KubernetesActuator:
         what = {
             ApiFailure.STALE: "still conflicting after a re-read and retry",
             ApiFailure.NOT_FOUND: "the workload or its scale subresource does not exist",
+            ApiFailure.UNAUTHORIZED: "the API server did not accept the credentials (an "
+            "expired or revoked token, or a kubeconfig of another cluster)",
             ApiFailure.FORBIDDEN: "not allowed (check the service account's RBAC for */scale)",
             ApiFailure.THROTTLED: "throttled by the API server",
             ApiFailure.SERVER_ERROR: "API server error",

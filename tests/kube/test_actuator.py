@@ -324,7 +324,7 @@ async def test_deletion_costs_stop_at_the_first_refused_pod(
     ("status", "retry_after", "outcome"),
     [
         pytest.param(403, None, ApiFailure.FORBIDDEN, id="403 is forbidden"),
-        pytest.param(401, None, ApiFailure.FORBIDDEN, id="401 counts as forbidden"),
+        pytest.param(401, None, ApiFailure.UNAUTHORIZED, id="401 is unauthorized"),
         pytest.param(404, None, ApiFailure.NOT_FOUND, id="404 is not found"),
         pytest.param(429, 7, ApiFailure.THROTTLED, id="429 with Retry-After is throttled"),
         pytest.param(500, None, ApiFailure.SERVER_ERROR, id="500 is a server error"),
@@ -368,7 +368,7 @@ async def test_real_server_invalid_replicas_outcome(actuator: KubernetesActuator
         await actuator.scale(REF, -1, current=snap)
 
 
-async def test_wrong_token_is_forbidden(
+async def test_wrong_token_is_unauthorized_not_forbidden(
     server: KubeApiServer, clock: FakeClock, tmp_path: Path
 ) -> None:
     api = await _client(server, tmp_path, token="wrong")
@@ -376,10 +376,11 @@ async def test_wrong_token_is_forbidden(
         act = KubernetesActuator(api, clock=clock)
         snap = WorkloadSnapshot("llm", 3, 3, "app=vllm", "1")
         result = await act.scale(REF, 4, current=snap)
-        assert (result.outcome, result.http_status) == (ApiFailure.FORBIDDEN, 401)
+        assert (result.outcome, result.http_status) == (ApiFailure.UNAUTHORIZED, 401)
+        assert "did not accept the credentials" in result.message
         with pytest.raises(KubeApiError) as info:
             await act.read(REF)
-        assert info.value.outcome is ApiFailure.FORBIDDEN
+        assert info.value.outcome is ApiFailure.UNAUTHORIZED
     finally:
         await api.close()
 
