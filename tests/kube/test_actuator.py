@@ -23,6 +23,7 @@ from scaler.config.policy import WorkloadRef
 from scaler.core.observation import PodInfo, WorkloadSnapshot
 from scaler.sim.kubeapi import KubeApiServer, KubeStore, write_kubeconfig
 from tests.support.clock import FakeClock
+from tests.support.controller_harness import captured_logs
 
 TOKEN = "t0ken"
 T0 = 1_700_000_000.0
@@ -222,10 +223,17 @@ async def test_conflict_rereads_and_retries_once(
     store.external_scale("llm", "vllm", 4)  # another writer: our resourceVersion is stale
     server.requests.clear()
 
-    result = await actuator.scale(REF, 6, current=snap)
+    with captured_logs() as logs:
+        result = await actuator.scale(REF, 6, current=snap)
 
     assert result.outcome is ScaleOutcome.SCALED
     assert (result.replicas_before, result.replicas_after) == (4, 6)
+    [reread] = [e for e in logs if e["event"] == "scale_conflict_reread"]
+    rv = snap.resource_version
+    assert reread["message"] == (
+        f"the scale write got 409 Conflict: llm/Deployment/vllm changed after it was read at "
+        f"resourceVersion {rv}; re-reading its scale subresource and retrying once"
+    )
     assert store.get_spec_replicas("llm", "vllm") == 6
     assert [(r.method, r.status) for r in server.requests] == [
         ("PATCH", 409),
