@@ -348,10 +348,14 @@ class ScalingPolicy(_Strict):
     def _check(self) -> Self:
         if self.max_replicas < self.min_replicas:
             raise ValueError(
-                f"max_replicas ({self.max_replicas}) must be >= min_replicas ({self.min_replicas})"
+                f"max_replicas: value {self.max_replicas}: expected a number >= min_replicas "
+                f"({self.min_replicas})"
             )
         if not self.signals.enabled():
-            raise ValueError("at least one signal must be enabled")
+            raise ValueError(
+                "signals: value every signal off: expected at least one signal enabled "
+                "(queue_depth, kv_cache_usage, ttft_p95, or capacity with ttft_p95)"
+            )
         return self
 
 

@@ -49,7 +49,7 @@ def test_statefulset_and_custom_matchers() -> None:
         pytest.param({"min_replicas": 0}, "targets[0].min_replicas: value 0", id="min_replicas 0"),
         pytest.param(
             {"max_replicas": 2, "min_replicas": 3},
-            "max_replicas (2) must be >= min_replicas (3)",
+            "targets[0].max_replicas: value 2: expected a number >= min_replicas (3)",
             id="max below min",
         ),
         pytest.param(
@@ -78,7 +78,7 @@ def test_statefulset_and_custom_matchers() -> None:
                     n: {"enabled": False} for n in ("queue_depth", "kv_cache_usage", "ttft_p95")
                 }
             },
-            "at least one signal must be enabled",
+            "targets[0].signals: value every signal off: expected at least one signal enabled",
             id="every signal off",
         ),
         pytest.param(
@@ -233,7 +233,8 @@ DEPLOYMENT = "{apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm
     [
         pytest.param(
             f"targets:\n  - workload: {DEPLOYMENT}\n    min_replicas: 9\n    max_replicas: 8\n",
-            "invalid policy\n  p.yaml: targets[0]: max_replicas (8) must be >= min_replicas (9)",
+            "invalid policy\n  p.yaml: targets[0].max_replicas: value 8: expected a number >= "
+            "min_replicas (9)",
             id="across-fields",
         ),
         pytest.param(
