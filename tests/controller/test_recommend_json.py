@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from scaler.cli import app
 from scaler.config.settings import Settings
 from scaler.controller.app import RunOptions, StartupError, serve
+from tests.faults.helpers import serving
 from tests.support.controller_harness import KEY, Harness, HarnessFactory
 from tests.support.fakeprom import R, Reply, Ttft, case_file, kv, per_pod, pods, ttft_answers
 
@@ -108,12 +109,7 @@ async def test_recommend_text_shows_a_learning_capacity_signal_as_learning(
     """A capacity signal without an estimate yet is learning, not invalid, and has no target."""
     three = pods(3)
     h = await make_harness(replicas=3, ready=three)
-    h.fake.set(
-        waiting=per_pod(dict.fromkeys(three, "1")),
-        running=per_pod(dict.fromkeys(three, "1")),
-        kv_cache=kv(dict.fromkeys(three, "0.50")),
-        **ttft_answers("1.0", "4"),
-    )
+    h.fake.set(**serving(dict.fromkeys(three, "1"), kv_value="0.5", ttft="1.0", rate="4"))
     out = StringIO()
     options = RunOptions(dry_run=True, once=True, output="text")
     assert await serve(_settings(h), h.policy, options, out=out, clock=h.clock) == 0
