@@ -11,10 +11,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+import yaml
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.config.config_exception import ConfigException
 
+from scaler.config.policy_errors import describe_yaml_error
 from scaler.telemetry.redact import register_secret
 
 __all__ = ["KubeConfigError", "build_api_client"]
@@ -56,6 +58,8 @@ async def build_api_client(
         _register_credentials(cfg)
         return ApiClient(configuration=cfg)
     source = _kubeconfig_source(kubeconfig)
+    for path in source.split(os.pathsep):
+        _check_kubeconfig_shape(Path(path))
     try:
         # persist_config=False: never write refreshed credentials back to the user's file.
         await config.load_kube_config(
@@ -94,6 +98,38 @@ def _register_credentials(cfg: client.Configuration) -> None:
         register(c)
 
     cfg.refresh_api_key_hook = refresh_and_register
+
+
+def _check_kubeconfig_shape(path: Path) -> None:
+    """Refuse a kubeconfig that is not YAML or not a mapping, naming the file.
+
+    The library would fail on it with a Python-internal message (``list indices must be
+    integers``). A scalar is named by its kind only: a file given by mistake may be a token.
+
+    Raises:
+        KubeConfigError: the file cannot be read, is not YAML, or is no mapping.
+    """
+    expected = "expected a kubeconfig: a mapping with clusters, contexts and users"
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as err:
+        why = err.strerror if isinstance(err, OSError) and err.strerror else "not UTF-8 text"
+        raise KubeConfigError(f"kubeconfig {path}: cannot be read ({why})") from None
+    except yaml.YAMLError as err:
+        raise KubeConfigError(
+            f"kubeconfig {path}: not valid YAML {describe_yaml_error(err)}"
+        ) from None
+    if not isinstance(data, dict):
+        holds = "is empty" if data is None else f"holds a {_kind(data)}"
+        raise KubeConfigError(f"kubeconfig {path}: the file {holds}; {expected}")
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, str):
+        return "string"
+    return "number" if isinstance(value, int | float) else type(value).__name__
 
 
 def _kubeconfig_source(kubeconfig: Path | None) -> str:

@@ -26,12 +26,15 @@ class ApiFailure(StrEnum):
     - ``stale`` (value ``conflict``, HTTP 409): another write came first (the object's
       resourceVersion changed, or it was created meanwhile); re-read and try again. The value
       is the ``outcome`` label of ``vllm_scaler_scale_failures_total`` and stays as it is.
-    - ``not_found`` (404), ``forbidden`` (401/403), ``throttled`` (429), ``server_error``
-      (5xx), ``invalid`` (other 4xx), ``transport`` (connection failure or timeout).
+    - ``not_found`` (404), ``unauthorized`` (401: the credentials were not accepted, e.g. an
+      expired token or a kubeconfig of another cluster), ``forbidden`` (403: authenticated,
+      but RBAC does not allow the verb), ``throttled`` (429), ``server_error`` (5xx),
+      ``invalid`` (other 4xx), ``transport`` (connection failure or timeout).
     """
 
     STALE = "conflict"
     NOT_FOUND = "not_found"
+    UNAUTHORIZED = "unauthorized"
     FORBIDDEN = "forbidden"
     THROTTLED = "throttled"
     SERVER_ERROR = "server_error"
@@ -123,7 +126,9 @@ def classify_error(exc: BaseException, *, now: float = 0.0) -> KubeApiError | No
         message, details = _status_message(getattr(exc, "body", None))
         text = message or f"HTTP {status} {exc.reason or ''}".strip()
         retry = _retry_after(getattr(exc, "headers", None), details, now)
-        if status in (401, 403):
+        if status == 401:
+            outcome = ApiFailure.UNAUTHORIZED
+        elif status == 403:
             outcome = ApiFailure.FORBIDDEN
         elif status == 404:
             outcome = ApiFailure.NOT_FOUND

@@ -472,7 +472,14 @@ class KubernetesActuator:
                 err = self._classify(exc)
                 if err.outcome is not ApiFailure.STALE or attempt == 2:
                     return self._failed(ref, err, before, replicas, rv, sent)
-                log.info("scale_conflict_reread", target=ref.key(), resource_version=rv)
+                log.info(
+                    "scale_conflict_reread",
+                    target=ref.key(),
+                    resource_version=rv,
+                    message=f"the scale write got 409 Conflict: {ref.key()} changed after it "
+                    f"was read at resourceVersion {rv}; re-reading its scale subresource and "
+                    "retrying once",
+                )
                 try:
                     sent += 1
                     fresh = await self._get_scale(ref)
@@ -520,6 +527,8 @@ class KubernetesActuator:
         what = {
             ApiFailure.STALE: "still conflicting after a re-read and retry",
             ApiFailure.NOT_FOUND: "the workload or its scale subresource does not exist",
+            ApiFailure.UNAUTHORIZED: "the API server did not accept the credentials (an "
+            "expired or revoked token, or a kubeconfig of another cluster)",
             ApiFailure.FORBIDDEN: "not allowed (check the service account's RBAC for */scale)",
             ApiFailure.THROTTLED: "throttled by the API server",
             ApiFailure.SERVER_ERROR: "API server error",

@@ -102,6 +102,7 @@ def register(app: typer.Typer) -> None:
         plot: Annotated[
             Path | None, typer.Option(help="PNG path (default: out/bench/<trace>-bench.png).")
         ] = None,
+        no_plot: Annotated[bool, typer.Option("--no-plot", help="Do not draw the plot.")] = False,
         output: OutputOpt = OutputFormat.TEXT,
     ) -> None:
         """Compare vllm-scaler with KEDA, HPA-on-KV-cache and a KPA-style policy, against the
@@ -179,7 +180,11 @@ def register(app: typer.Typer) -> None:
             )
             typer.echo(f"vllm-scaler: --trace: {err}{hint}", err=True)
             raise typer.Exit(2) from None
-        png = plot_bench(result, plot or Path("out/bench") / f"{trace_label(trace)}-bench.png")
+        png = (
+            None
+            if no_plot
+            else plot_bench(result, plot or Path("out/bench") / f"{trace_label(trace)}-bench.png")
+        )
         if output == "json":
             typer.echo(json.dumps(as_json(result, png), indent=2))
         else:

@@ -25,19 +25,9 @@ import typer
 from pydantic import ValidationError
 from typer.core import TyperCommand, TyperGroup
 
-__all__ = ["Command", "CommandGroup", "describe_bad_parameter"]
+from scaler.config.wording import expectation
 
-#: pydantic's error types of a value typer could not convert, as the expectation.
-_EXPECTED = {
-    "float_parsing": "a number",
-    "float_type": "a number",
-    "int_parsing": "a whole number",
-    "int_type": "a whole number",
-    "int_from_float": "a whole number",
-    "bool_parsing": "true or false",
-    "bool_type": "true or false",
-    "path_type": "a path",
-}
+__all__ = ["Command", "CommandGroup", "describe_bad_parameter"]
 
 
 def _option_name(err: typer.BadParameter) -> str:
@@ -79,9 +69,7 @@ def describe_bad_parameter(err: typer.BadParameter) -> str:
     if isinstance(cause, ValidationError) and cause.errors():
         first = cause.errors()[0]
         value, has_value = first.get("input"), "input" in first
-        expected = _EXPECTED.get(first["type"])
-        msg = str(first["msg"]).removeprefix("Value error, ").rstrip(".")
-        detail = f"expected {expected}" if expected else msg.replace("Input should be", "expected")
+        detail = expectation(first)
     choices = _choices(err.param)
     if choices is not None:
         detail = "expected one of " + ", ".join(choices)

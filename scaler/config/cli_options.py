@@ -210,7 +210,10 @@ def load_command_settings(
     try:
         return load_model_settings(model, values, shown)
     except SettingsError as err:
-        raise fail(str(err)) from None
+        *first, last = str(err).splitlines()
+        for line in first:  # one line per invalid value, each as the last
+            typer.echo(f"vllm-scaler: {line}", err=True)
+        raise fail(last) from None
 
 
 def settings_options(

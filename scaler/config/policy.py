@@ -189,16 +189,23 @@ class CapacitySignal(_Strict):
     def _check(self) -> Self:
         if self.max_tokens_per_second < self.min_tokens_per_second:
             raise ValueError(
-                f"max_tokens_per_second ({self.max_tokens_per_second:g}) must be >= "
-                f"min_tokens_per_second ({self.min_tokens_per_second:g})"
+                f"max_tokens_per_second: value {self.max_tokens_per_second:g}: expected a "
+                f"number >= min_tokens_per_second ({self.min_tokens_per_second:g})"
             )
-        if (
-            self.seed_generation_tokens_per_second is not None
-            and self.seed_prompt_tokens_per_second is None
-        ):
+        # One seed alone would leave the other at 0: a prompt seed alone would price decode
+        # at nothing and size the fleet for prefill only.
+        seeds = {
+            "seed_prompt_tokens_per_second": self.seed_prompt_tokens_per_second,
+            "seed_generation_tokens_per_second": self.seed_generation_tokens_per_second,
+        }
+        given = [(n, v) for n, v in seeds.items() if v is not None]
+        if len(given) == 1:
+            name, value = given[0]
+            other = next(n for n in seeds if n != name)
             raise ValueError(
-                "seed_generation_tokens_per_second needs seed_prompt_tokens_per_second too "
-                "(a replica's prompt and generated tokens per second at the TTFT target)"
+                f"{name}: value {value:g}: expected {other} too: the seed is a replica's "
+                "prompt and generated tokens per second at the TTFT target, both measured on "
+                "your request mix (0 generated tokens per second only if it generates none)"
             )
         return self
 
@@ -228,8 +235,8 @@ class Signals(_Strict):
     def _capacity_needs_ttft(self) -> Self:
         if self.capacity.enabled is True and not self.ttft_p95.enabled:
             raise ValueError(
-                "capacity.enabled needs ttft_p95 enabled: a replica's capacity is learned "
-                "only while TTFT is within its target"
+                "capacity.enabled: value true: expected false or unset while ttft_p95 is "
+                "disabled: a replica's capacity is learned only while TTFT is within its target"
             )
         return self
 
@@ -341,10 +348,14 @@ class ScalingPolicy(_Strict):
     def _check(self) -> Self:
         if self.max_replicas < self.min_replicas:
             raise ValueError(
-                f"max_replicas ({self.max_replicas}) must be >= min_replicas ({self.min_replicas})"
+                f"max_replicas: value {self.max_replicas}: expected a number >= min_replicas "
+                f"({self.min_replicas})"
             )
         if not self.signals.enabled():
-            raise ValueError("at least one signal must be enabled")
+            raise ValueError(
+                "signals: value every signal off: expected at least one signal enabled "
+                "(queue_depth, kv_cache_usage, ttft_p95, or capacity with ttft_p95)"
+            )
         return self
 
 
@@ -379,9 +390,9 @@ class TargetPolicy(ScalingPolicy):
             and sh.signals.ttft_p95.quantile != self.signals.ttft_p95.quantile
         ):
             raise ValueError(
-                f"shadow.signals.ttft_p95.quantile ({sh.signals.ttft_p95.quantile:g}) must be "
-                f"the active policy's ({self.signals.ttft_p95.quantile:g}): both decide on the "
-                "same TTFT reading"
+                f"shadow.signals.ttft_p95.quantile: value {sh.signals.ttft_p95.quantile:g}: "
+                f"expected the active policy's quantile ({self.signals.ttft_p95.quantile:g}): "
+                "both decide on the same TTFT reading"
             )
         return self
 
@@ -455,6 +466,34 @@ class Policy(_Strict):
         return self
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, but a key given twice in one mapping is an error.
+
+    PyYAML keeps the last value of a repeated key silently; YAML 1.2 requires keys to be
+    unique, and a policy whose second ``max_replicas`` overrides the first is a mistake.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key: the base class reports it
+                continue
+            if first is not None:
+                line = first.start_mark.line + 1
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"duplicate key {key!r} (first given at line {line}); expected each key "
+                    "once in a mapping",
+                    key_node.start_mark,
+                )
+            seen[key] = key_node
+        return super().construct_mapping(node, deep=deep)
+
+
 class PolicyError(ValueError):
     """A policy file could not be read or is invalid. The message names file, field and value."""
 
@@ -483,7 +522,7 @@ def load_policy(path: Path) -> Policy:
     except OSError as err:
         raise PolicyError(f"{path}: cannot read policy file: {err.strerror}") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as err:
         raise PolicyError(f"{path}: not valid YAML {describe_yaml_error(err)}") from None
     if not isinstance(data, dict):

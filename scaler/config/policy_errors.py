@@ -12,6 +12,7 @@ Each message names the file, the field path, the value and what was expected:
 from __future__ import annotations
 
 import difflib
+import re
 import types
 from collections.abc import Sequence
 from typing import Any, Union, get_args, get_origin
@@ -19,15 +20,9 @@ from typing import Any, Union, get_args, get_origin
 import yaml
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["describe_document", "describe_yaml_error", "field_path", "validation_lines"]
+from scaler.config.wording import expectation, percent_hint
 
-#: pydantic's wording of a wrong container, in the policy's terms.
-_EXPECTED = {
-    "model_type": "expected a mapping",
-    "model_attributes_type": "expected a mapping",
-    "dict_type": "expected a mapping",
-    "list_type": "expected a list",
-}
+__all__ = ["describe_document", "describe_yaml_error", "field_path", "validation_lines"]
 
 
 def field_path(loc: Sequence[int | str]) -> str:
@@ -84,26 +79,45 @@ def _field_names(model: type[BaseModel]) -> list[str]:
     return [f.alias or n for n, f in model.model_fields.items()]
 
 
+#: Keys of a target that its shadow (a :class:`~scaler.config.policy.ScalingPolicy`) does not
+#: take: it shares the first two with the target, and a shadow has no shadow.
+_OF_THE_TARGET_ONLY = ("workload", "prometheus_matchers", "shadow")
+
+
 def _unknown_field(model: type[BaseModel], loc: Sequence[int | str]) -> str:
     section = _section(model, loc[:-1])
     if section is None:
         return "unknown field"
     allowed = _field_names(section)
     name = str(loc[-1])
+    where = field_path(loc[:-1])
+    if loc[-2:-1] == ("shadow",) and name in _OF_THE_TARGET_ONLY:
+        why = (
+            "only a target has a shadow"
+            if name == "shadow"
+            else "it decides on the target's workload and series"
+        )
+        return f"a shadow has no {name} of its own: {why} ({where} takes {', '.join(allowed)})"
     close = difflib.get_close_matches(name, allowed, n=1)
     hint = f"; did you mean {close[0]}?" if close else ""
-    where = field_path(loc[:-1])
     where = "the top level" if where == "(top level)" else where
     return f"unknown field{hint} ({where} takes {', '.join(allowed)})"
+
+
+#: A model validator's message about one of its fields: ``field.path: value V: expected ...``;
+#: the path is relative to the section the validator checks.
+_FIELD_MESSAGE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*): value ")
 
 
 def validation_lines(err: ValidationError, model: type[BaseModel], source: str) -> list[str]:
     """One line per error of ``err`` (a validation of ``model``):
     ``source: field.path: value 'x': expected ...``.
 
-    Checks across fields (model validators) read ``source: field.path: <what they check>``;
-    an unknown field reads ``source: path: value 2: unknown field; did you mean
-    min_replicas? (targets[0] takes workload, ...)``.
+    Checks across fields (model validators) read ``source: field.path: <what they check>``,
+    or, when their message starts with a field of the section (``quantile: value 0.99:
+    expected ...``), ``source: section.quantile: value 0.99: expected ...``; an unknown field
+    reads ``source: path: value 2: unknown field; did you mean min_replicas? (targets[0]
+    takes workload, ...)``.
     """
     lines = []
     for e in err.errors():
@@ -117,21 +131,17 @@ def validation_lines(err: ValidationError, model: type[BaseModel], source: str) 
         if kind == "extra_forbidden":
             lines.append(f"{where}: value {_shown(value)}: {_unknown_field(model, loc)}")
             continue
-        msg = str(e["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
         if kind in ("value_error", "assertion_error") and isinstance(value, dict):
             # a model validator: its message names the fields and values it compared
+            msg = expectation(e)
+            field = _FIELD_MESSAGE.match(msg)
+            if field:
+                msg = msg.removeprefix(f"{field.group(1)}: ")
+                where = f"{source}: {field_path((*loc, *field.group(1).split('.')))}"
             lines.append(f"{where}: {msg}")
             continue
-        msg = _EXPECTED.get(kind, msg)
-        hint = ""
-        if (
-            loc
-            and loc[-1] == "target_ratio"
-            and isinstance(value, int | float)
-            and 1 < value <= 100
-        ):
-            hint = f" (a 0-1 ratio, not a percent: {value:g}% is {value / 100:g})"
-        lines.append(f"{where}: value {_shown(value)}: {msg}{hint}")
+        hint = percent_hint(str(loc[-1]), value) if loc else ""
+        lines.append(f"{where}: value {_shown(value)}: {expectation(e)}{hint}")
     return lines
 
 

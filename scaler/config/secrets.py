@@ -33,6 +33,7 @@ __all__ = [
     "register_private_key_file",
     "register_secret",
     "register_url_credentials",
+    "token_in",
 ]
 
 MASK = "***"
@@ -141,6 +142,28 @@ def register_header(name: str, value: str) -> None:
     if name.strip().lower() == "cookie":
         for pair in value.split(";"):
             register_secret(pair.partition("=")[2])
+
+
+def token_in(data: bytes) -> str:
+    """The bearer token a token file holds: its content without the line break around it.
+
+    Raises:
+        ValueError: the content is not UTF-8, is empty, spans several lines or holds
+            whitespace inside the token (sent as is, a server echoing part of it would print
+            that part unmasked). The message says which, never the content.
+    """
+    try:
+        text = data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise ValueError("the file is not UTF-8 text; expected a file holding a token") from None
+    if not text:
+        raise ValueError("the file is empty; expected a file holding a token")
+    lines = text.splitlines()
+    if len(lines) > 1:
+        raise ValueError(f"the file holds {len(lines)} lines; expected one token on one line")
+    if any(c.isspace() for c in text):
+        raise ValueError("the token holds whitespace; expected one token without spaces")
+    return text
 
 
 def register_file_secret(path: Path) -> str | None:

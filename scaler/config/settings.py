@@ -31,7 +31,9 @@ from scaler.config.secrets import (
     register_header,
     register_private_key_file,
     register_url_credentials,
+    token_in,
 )
+from scaler.config.wording import expectation
 
 #: Fields whose values may be secrets: never echoed in errors, hidden from ``repr``.
 SECRET_FIELDS = frozenset({"prometheus_headers"})
@@ -147,8 +149,8 @@ class PrometheusSettings(BaseSettings):
     @classmethod
     def _token_file(cls, value: Path | None) -> Path | None:
         # Checked once at start; the clients re-read it on every request (rotation).
-        if value is not None and not _check_readable_file(value, "a file holding a token").strip():
-            raise ValueError("the file is empty; expected a file holding a token")
+        if value is not None:
+            token_in(_check_readable_file(value, "a file holding a token"))
         return value
 
     @field_validator("prometheus_ca_file")
@@ -354,9 +356,11 @@ class Settings(PrometheusSettings):
             < self.lease_duration_seconds
         ):
             raise ValueError(
-                "lease timings must satisfy retry period < renew deadline < lease duration "
-                f"(got {self.lease_retry_period_seconds:g} < "
-                f"{self.lease_renew_deadline_seconds:g} < {self.lease_duration_seconds:g})"
+                f"{env_name('lease_retry_period_seconds')} {self.lease_retry_period_seconds:g}, "
+                f"{env_name('lease_renew_deadline_seconds')} "
+                f"{self.lease_renew_deadline_seconds:g}, {env_name('lease_duration_seconds')} "
+                f"{self.lease_duration_seconds:g}: expected retry period < renew deadline < "
+                "lease duration"
             )
         return self
 
@@ -380,7 +384,9 @@ S = TypeVar("S", bound=PrometheusSettings)
 
 
 class SettingsError(ValueError):
-    """Invalid process settings; the message names the variable, the value and what was expected."""
+    """Invalid process settings: one line per invalid value, naming the variable (and its
+    option), the value and what was expected:
+    ``VLLM_SCALER_CONTROL_INTERVAL_SECONDS (--interval): value -1.0: expected a number > 0``."""
 
 
 ENV_PREFIX = "VLLM_SCALER_"
@@ -458,11 +464,11 @@ def load_model_settings(
         lines = []
         for e in err.errors():
             field = ".".join(str(p) for p in e["loc"])
-            msg = e["msg"].removeprefix("Value error, ")
-            if not field:  # a check across fields
+            msg = expectation(e)
+            if not field:  # a check across fields: its message names them and their values
                 lines.append(msg)
                 continue
             shown = "<redacted>" if field in SECRET_FIELDS else _shown(e.get("input"), field)
             option = f" ({options[field]})" if field in options else ""
             lines.append(f"{env_name(field)}{option}: value {shown}: {msg}")
-        raise SettingsError("invalid settings\n  " + "\n  ".join(lines)) from None
+        raise SettingsError("\n".join(lines)) from None

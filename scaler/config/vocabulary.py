@@ -33,6 +33,13 @@ class SignalName(StrEnum):
     CAPACITY = "capacity"
 
     @property
+    def unit(self) -> str:
+        """The unit of the signal's value and target in a decision (``recommend`` prints it):
+        waiting requests per replica, a 0-1 ratio per replica, seconds, or weighted tokens
+        per second per replica (prompt tokens plus the generation weight times generated)."""
+        return _UNITS[self]
+
+    @property
     def per_pod(self) -> bool:
         """True for signals read per pod and summed over the target's ready pods."""
         return self in (SignalName.QUEUE_DEPTH, SignalName.KV_CACHE_USAGE)
@@ -41,3 +48,11 @@ class SignalName(StrEnum):
     def queried(self) -> bool:
         """True for signals with a query of their own (capacity is derived from throughput)."""
         return self is not SignalName.CAPACITY
+
+
+_UNITS = {
+    SignalName.QUEUE_DEPTH: "waiting_requests_per_replica",
+    SignalName.KV_CACHE_USAGE: "ratio_per_replica",
+    SignalName.TTFT_P95: "seconds",
+    SignalName.CAPACITY: "weighted_tokens_per_second_per_replica",
+}

@@ -87,7 +87,9 @@ STATE_ANNOTATION = "vllm-scaler.io/state"
 #: Upper bound of the persisted state (Kubernetes allows 256 KiB of annotations in total).
 MAX_STATE_BYTES = 64 * 1024
 #: Pod annotation failures that a retry will not fix: scale down without the ranking.
-_PERMANENT = frozenset({ApiFailure.FORBIDDEN, ApiFailure.INVALID, ApiFailure.NOT_FOUND})
+_PERMANENT = frozenset(
+    {ApiFailure.UNAUTHORIZED, ApiFailure.FORBIDDEN, ApiFailure.INVALID, ApiFailure.NOT_FOUND}
+)
 #: Holds during which the ranking of a scale-down the signals ask for is written ahead.
 _RANK_AHEAD = frozenset({Reason.STABILIZED, Reason.STEP_LIMITED})
 

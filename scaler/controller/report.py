@@ -67,8 +67,10 @@ def decision_json(d: Decision) -> dict[str, Any]:
         "signals": [
             {
                 "name": str(e.name),
+                "unit": e.name.unit,
                 "value": e.value,
-                "target": e.target,
+                # a learning capacity signal has no estimate yet, hence no target
+                "target": None if e.status is SignalStatus.LEARNING else e.target,
                 "ratio": e.ratio,
                 "valid": e.valid,
                 "status": str(e.status),
@@ -157,15 +159,27 @@ def print_reports(reports: list[TargetReport], fmt: OutputFormat, out: TextIO) -
             out.write(side_by_side(d, r.shadow))
             continue
         for e in d.signals:
-            value = "-" if e.value is None else f"{e.value:.4g}"
-            ratio = "-" if e.ratio is None else f"{e.ratio:.2f}"
-            flag = "valid" if e.valid else "INVALID"
-            extra = f" ({e.detail})" if e.detail and e.status is not SignalStatus.OK else ""
-            out.write(
-                f"  {e.name:<15} value {value:>8}  target {e.target:<6g} ratio {ratio:>5}  "
-                f"{flag} {e.status}{extra}\n"
-            )
+            out.write(_signal_line(e))
     out.flush()
+
+
+def _signal_line(e: SignalEvaluation) -> str:
+    """One signal of the text report: value and target in the signal's unit, the ratio, and
+    whether it may drive a decision (a learning capacity signal is no invalid one: it has no
+    estimate yet, asks for nothing and holds nothing back)."""
+    value = "-" if e.value is None else f"{e.value:.4g}"
+    ratio = "-" if e.ratio is None else f"{e.ratio:.2f}"
+    learning = e.status is SignalStatus.LEARNING
+    target = "-" if learning else f"{e.target:g}"
+    if learning:
+        state = "learning (no estimate yet)"
+    else:
+        state = f"{'valid' if e.valid else 'INVALID'} {e.status}"
+    extra = f" ({e.detail})" if e.detail and e.status is not SignalStatus.OK else ""
+    return (
+        f"  {e.name:<15} value {value:>8}  target {target:<6} ratio {ratio:>5}  {state}{extra}"
+        f" [{e.name.unit}]\n"
+    )
 
 
 def _cell(e: SignalEvaluation | None) -> str:

@@ -439,9 +439,11 @@ def _starting_guard(
     if not lagging:
         return None
     settle = _TTFT_SETTLE_WINDOWS * window
-    return Reason.WAITING_FOR_STARTING, (
-        f"ttft_p95 {lagging[0].value:.3g} s may still count requests that queued "
-        f"before the replicas started within the last {settle:.0f} s served; "
+    # No replica is starting now (that case is above): the hold is the rate window's.
+    return Reason.WAITING_FOR_TTFT_WINDOW, (
+        f"ttft_p95 {lagging[0].value:.3g} s is over a {window:.0f} s rate window that may "
+        "still hold requests queued before the replicas that were starting became ready; "
+        f"TTFT asks for more only {settle:.0f} s after replicas were last starting; "
         f"holding {current}"
     )
 

@@ -35,9 +35,11 @@ class Reason(StrEnum):
         than the replicas asked for (some of them stuck).
       - ``stabilized``: the stabilization window held back a change the signals asked for.
       - ``waiting_for_pending`` (:attr:`WAITING_FOR_STARTING`): replicas still starting
-        (loading their model) already cover the demand,
-        or a scale-down waits until they are ready, or TTFT asks for more while its rate
-        window may still hold requests that queued before the newest replicas were ready.
+        (loading their model) already cover the demand, or a scale-down waits until they
+        are ready.
+      - ``waiting_for_ttft_window``: no replica is starting any more, but replicas were
+        starting less than two TTFT rate windows ago, and only TTFT asks for more: its rate
+        window may still hold requests that queued before those replicas were ready.
       - ``waiting_for_drain``: a scale-down waits until the pods removed earlier are gone.
       - ``scale_down_blocked_missing_signal``: a scale-down was asked while an enabled signal
         was missing or invalid (HPA's rule: never scale down on a partial picture).
@@ -72,3 +74,4 @@ class Reason(StrEnum):
     PINNED = "pinned"
     SCALING_DISABLED = "scaling_disabled"
     DEMAND_COVERED = "demand_covered"
+    WAITING_FOR_TTFT_WINDOW = "waiting_for_ttft_window"

@@ -48,15 +48,18 @@ def dashboards(
 
     as_json = output is OutputFormat.JSON
     if check:
+        built = build_dashboards()
         stale = [
             str(out / n)
-            for n, doc in build_dashboards().items()
+            for n, doc in built.items()
             if not (out / n).is_file() or (out / n).read_text(encoding="utf-8") != to_json(doc)
         ]
         if as_json:
             typer.echo(json.dumps({"out_of_date": stale}))
         for path in [] if as_json else stale:
             typer.echo(f"out of date: {path} (run: vllm-scaler dashboards --out {out})")
+        if not as_json and not stale:
+            typer.echo(f"up to date: {len(built)} dashboards in {out}")
         raise typer.Exit(1 if stale else 0)
     if not minutes > 0:
         raise fail(f"--minutes: value {minutes:g}: expected a number > 0")

@@ -231,10 +231,23 @@ def plot_figure(
     ax1b.set_ylabel("waiting")
     lines = ax1.get_lines() + ax1b.get_lines()
     ax1.legend(lines, [ln.get_label() for ln in lines], ncol=2, frameon=False, **above)
-    ax2.step(t, [s.spec_replicas for s in samples], where="post", label="desired (spec)", lw=1.5)
-    ax2.step(t, [s.ready for s in samples], where="post", label="ready", lw=1.2)
+    # Fixed colours: the default cycle gave "ready" the shadow's orange.
     ax2.step(
-        t, [s.ready + s.starting for s in samples], where="post", ls=":", label="ready + starting"
+        t,
+        [s.spec_replicas for s in samples],
+        where="post",
+        label="desired (spec)",
+        lw=1.5,
+        color="tab:blue",
+    )
+    ax2.step(t, [s.ready for s in samples], where="post", label="ready", lw=1.2, color="tab:cyan")
+    ax2.step(
+        t,
+        [s.ready + s.starting for s in samples],
+        where="post",
+        ls=":",
+        label="ready + starting",
+        color="tab:cyan",
     )
     if shadow:
         ax2.step(
@@ -242,8 +255,8 @@ def plot_figure(
             [p[1] for p in shadow],
             where="post",
             ls="--",
-            lw=1.2,
-            color="tab:orange",
+            lw=1.4,
+            color="black",
             label="shadow policy (desired)",
         )
     for when, a, b in summary.scale_events:

@@ -140,6 +140,6 @@ def test_a_policy_error_of_backtest_names_the_option(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["backtest", "--policy", str(policy)])
     assert result.exit_code == 2
     assert result.stderr == (
-        f"vllm-scaler: --policy: invalid policy\n  {policy}: targets[0]: max_replicas (8) must "
-        "be >= min_replicas (9)\n"
+        f"vllm-scaler: --policy: invalid policy\n  {policy}: targets[0].max_replicas: value 8: "
+        "expected a number >= min_replicas (9)\n"
     )

@@ -138,6 +138,20 @@ def test_bench_json(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["duration_seconds"] == 180.0 and doc["rate_scale"] == 0.5
+    # the SLO bounds each request's TTFT; its goal is a share of the requests, not a p95
+    assert (doc["slo_ttft_seconds"], doc["slo_request_share_target"]) == (2.0, 0.99)
+    assert "slo_ttft_p95_seconds" not in doc
+    assert doc["plot"] == str(tmp_path / "bench.png") and (tmp_path / "bench.png").is_file()
+
+
+def test_bench_without_a_plot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = _invoke(
+        ["bench", "--minutes", "3", "--rate-scale", "0.5", "--jobs", "1", "--no-plot"]
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / "out").exists()  # nothing drawn, not even the default path
+    assert "plot" not in result.stdout.lower()
 
 
 def test_bench_scale_output(monkeypatch: pytest.MonkeyPatch) -> None:

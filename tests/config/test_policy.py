@@ -49,7 +49,7 @@ def test_statefulset_and_custom_matchers() -> None:
         pytest.param({"min_replicas": 0}, "targets[0].min_replicas: value 0", id="min_replicas 0"),
         pytest.param(
             {"max_replicas": 2, "min_replicas": 3},
-            "max_replicas (2) must be >= min_replicas (3)",
+            "targets[0].max_replicas: value 2: expected a number >= min_replicas (3)",
             id="max below min",
         ),
         pytest.param(
@@ -78,27 +78,49 @@ def test_statefulset_and_custom_matchers() -> None:
                     n: {"enabled": False} for n in ("queue_depth", "kv_cache_usage", "ttft_p95")
                 }
             },
-            "at least one signal must be enabled",
+            "targets[0].signals: value every signal off: expected at least one signal enabled",
             id="every signal off",
         ),
         pytest.param(
             {"signals": {"ttft_p95": {"enabled": False}, "capacity": {"enabled": True}}},
-            "capacity.enabled needs ttft_p95 enabled",
+            "signals.capacity.enabled: value true: expected false or unset while ttft_p95 is "
+            "disabled",
             id="capacity without TTFT",
         ),
         pytest.param(
             {"signals": {"capacity": {"target_utilization": 85}}},
-            "signals.capacity.target_utilization: value 85",
+            "signals.capacity.target_utilization: value 85: expected a number <= 1 (a 0-1 "
+            "ratio, not a percent: 85% is 0.85)",
             id="utilization as a percent",
         ),
         pytest.param(
             {"signals": {"capacity": {"seed_generation_tokens_per_second": 300.0}}},
-            "needs seed_prompt_tokens_per_second too",
+            "signals.capacity.seed_generation_tokens_per_second: value 300: expected "
+            "seed_prompt_tokens_per_second too",
             id="generation seed alone",
         ),
         pytest.param(
+            {"signals": {"capacity": {"seed_prompt_tokens_per_second": 5000.0}}},
+            "signals.capacity.seed_prompt_tokens_per_second: value 5000: expected "
+            "seed_generation_tokens_per_second too",
+            id="prompt seed alone",
+        ),
+        pytest.param(
+            {"shadow": {"shadow": {}}},
+            "targets[0].shadow.shadow: value a mapping: a shadow has no shadow of its own: only "
+            "a target has a shadow (targets[0].shadow takes min_replicas,",
+            id="nested shadow",
+        ),
+        pytest.param(
+            {"shadow": {"workload": WORKLOAD}},
+            "targets[0].shadow.workload: value a mapping: a shadow has no workload of its own: "
+            "it decides on the target's workload and series",
+            id="workload in a shadow",
+        ),
+        pytest.param(
             {"signals": {"capacity": {"min_tokens_per_second": 5.0, "max_tokens_per_second": 1.0}}},
-            "max_tokens_per_second (1) must be >= min_tokens_per_second (5)",
+            "signals.capacity.max_tokens_per_second: value 1: expected a number >= "
+            "min_tokens_per_second (5)",
             id="capacity bounds reversed",
         ),
     ],
@@ -211,7 +233,8 @@ DEPLOYMENT = "{apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm
     [
         pytest.param(
             f"targets:\n  - workload: {DEPLOYMENT}\n    min_replicas: 9\n    max_replicas: 8\n",
-            "invalid policy\n  p.yaml: targets[0]: max_replicas (8) must be >= min_replicas (9)",
+            "invalid policy\n  p.yaml: targets[0].max_replicas: value 8: expected a number >= "
+            "min_replicas (9)",
             id="across-fields",
         ),
         pytest.param(
@@ -257,6 +280,19 @@ DEPLOYMENT = "{apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm
             "p.yaml: not valid YAML at line 4, column 1: expected ',' or ']', but got "
             "'<stream end>' (while parsing a flow sequence at line 2, column 15)",
             id="yaml-syntax",
+        ),
+        pytest.param(
+            "targets:\n  - workload: {apiVersion: apps/v1, kind: Deployment, namespace: a, "
+            "name: b}\n    max_replicas: 4\n    min_replicas: 1\n    max_replicas: 40\n",
+            "p.yaml: not valid YAML at line 5, column 5: duplicate key 'max_replicas' (first "
+            "given at line 3); expected each key once in a mapping",
+            id="duplicate-key",
+        ),
+        pytest.param(
+            "targets: []\nrate_window_seconds: 30\ntargets: []\n",
+            "p.yaml: not valid YAML at line 3, column 1: duplicate key 'targets' (first "
+            "given at line 1); expected each key once in a mapping",
+            id="duplicate-top-level-key",
         ),
         pytest.param(
             "", "p.yaml: the file is empty; expected a mapping with 'targets'", id="empty"
@@ -306,7 +342,11 @@ def test_a_shadow_is_a_complete_second_policy_of_the_same_workload() -> None:
 
 def test_a_shadow_reads_the_active_ttft_quantile() -> None:
     """One TTFT query per target: a shadow on another quantile is refused with both values."""
-    with pytest.raises(PolicyError, match=r"shadow.signals.ttft_p95.quantile \(0.99\) must be"):
+    with pytest.raises(
+        PolicyError,
+        match=r"targets\[0\]\.shadow\.signals\.ttft_p95\.quantile: value 0\.99: expected "
+        r"the active policy's quantile \(0\.95\)",
+    ):
         parse_policy(
             {
                 "targets": [

@@ -17,11 +17,12 @@ from typer.testing import CliRunner
 from scaler.cli import app
 from scaler.config.settings import Settings
 from scaler.controller.app import RunOptions, StartupError, serve
+from tests.faults.helpers import serving
 from tests.support.controller_harness import KEY, Harness, HarnessFactory
 from tests.support.fakeprom import R, Reply, Ttft, case_file, kv, per_pod, pods, ttft_answers
 
 DOCUMENTED = {"target", "current_replicas", "desired_replicas", "reason", "signals"}
-SIGNAL_KEYS = {"name", "value", "target", "valid"}
+SIGNAL_KEYS = {"name", "unit", "value", "target", "valid"}
 
 
 def _settings(h: Harness) -> Settings:
@@ -87,10 +88,40 @@ async def test_recommend_json_case_05_dry_run_scale_up(make_harness: HarnessFact
     }
     assert (signals["capacity"]["status"], signals["capacity"]["valid"]) == ("learning", False)
     assert signals["capacity"]["desired_replicas"] is None
+    # no estimate yet: no target (not 0), and each value says its unit
+    assert signals["capacity"]["target"] is None
+    assert signals["capacity"]["unit"] == "weighted_tokens_per_second_per_replica"
+    assert [s["unit"] for s in signals.values()] == [
+        "waiting_requests_per_replica",
+        "ratio_per_replica",
+        "seconds",
+        "weighted_tokens_per_second_per_replica",
+    ]
     # read verbs only: nothing was written, not even an Event
     assert h.kube.methods() and set(h.kube.methods()) == {"GET"}
     assert h.replicas() == 5
     assert h.store.events() == []
+
+
+async def test_recommend_text_shows_a_learning_capacity_signal_as_learning(
+    make_harness: HarnessFactory,
+) -> None:
+    """A capacity signal without an estimate yet is learning, not invalid, and has no target."""
+    three = pods(3)
+    h = await make_harness(replicas=3, ready=three)
+    h.fake.set(**serving(dict.fromkeys(three, "1"), kv_value="0.5", ttft="1.0", rate="4"))
+    out = StringIO()
+    options = RunOptions(dry_run=True, once=True, output="text")
+    assert await serve(_settings(h), h.policy, options, out=out, clock=h.clock) == 0
+    [line] = [x for x in out.getvalue().splitlines() if x.strip().startswith("capacity")]
+    assert "INVALID" not in line
+    assert "  target -      ratio     -  learning (no estimate yet) (" in line
+    assert line.endswith("[weighted_tokens_per_second_per_replica]")
+    [queue] = [x for x in out.getvalue().splitlines() if x.strip().startswith("queue_depth")]
+    assert queue == (
+        "  queue_depth     value        1  target 10     ratio  0.10  valid ok "
+        "[waiting_requests_per_replica]"
+    )
 
 
 async def test_recommend_json_case_01_holds_without_valid_signals(
@@ -166,7 +197,7 @@ def test_check_policy_invalid_file_exits_2_naming_file_field_value(tmp_path: Pat
     result = CliRunner().invoke(app, ["check-policy", str(path)])
     assert result.exit_code == 2, result.output
     assert f"{path}: targets[0].min_replicas: value 0:" in result.output
-    assert "greater than or equal to 1" in result.output
+    assert "expected a number >= 1" in result.output
 
 
 def test_check_policy_names_a_shadow(tmp_path: Path) -> None:

@@ -258,8 +258,7 @@ def test_run_with_a_missing_ca_file_exits_2_naming_it(files: dict[str, Path]) ->
     )
     assert result.exit_code == 2
     assert result.output == (
-        "vllm-scaler: invalid settings\n"
-        "  VLLM_SCALER_PROMETHEUS_CA_FILE (--prometheus-ca-file): value '/nonexistent': "
+        "vllm-scaler: VLLM_SCALER_PROMETHEUS_CA_FILE (--prometheus-ca-file): value '/nonexistent': "
         "no such file; expected a PEM CA bundle\n"
     )
 
@@ -273,6 +272,41 @@ def test_run_with_a_missing_kubeconfig_exits_2_with_one_line(files: dict[str, Pa
         "no such file; set --kubeconfig FILE (VLLM_SCALER_KUBECONFIG)"
     )
     assert "Config not found" not in result.output and "current-context" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        pytest.param("- a\n", "the file holds a list", id="list"),
+        pytest.param("tok-SECRET-123\n", "the file holds a string", id="scalar"),
+        pytest.param("", "the file is empty", id="empty"),
+    ],
+)
+def test_a_kubeconfig_that_is_no_mapping_is_named_with_what_it_holds(
+    files: dict[str, Path], tmp_path: Path, content: str, problem: str
+) -> None:
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(content)
+    result = _invoke(["run", "--policy", str(files["policy"]), "--kubeconfig", str(kubeconfig)])
+    assert result.exit_code == 2
+    assert _single_error(result).startswith(
+        f"vllm-scaler: cannot load the Kubernetes configuration: kubeconfig {kubeconfig}: "
+        f"{problem}; expected a kubeconfig: a mapping with clusters, contexts and users; "
+    )
+    assert "SECRET" not in result.output
+
+
+def test_a_kubeconfig_that_is_no_yaml_names_the_line(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text("clusters: [\n")
+    result = _invoke(["run", "--policy", str(files["policy"]), "--kubeconfig", str(kubeconfig)])
+    assert result.exit_code == 2
+    assert _single_error(result).startswith(
+        f"vllm-scaler: cannot load the Kubernetes configuration: kubeconfig {kubeconfig}: "
+        "not valid YAML at line 2, column 1: "
+    )
 
 
 def test_recommend_without_any_kubeconfig_says_in_cluster_was_not_possible(

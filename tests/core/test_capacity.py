@@ -303,7 +303,9 @@ def test_seed_and_bounds() -> None:
 
 def test_the_decision_message_explains_the_replicas() -> None:
     """desired = ceil(forecast / (capacity x utilization)), said with the numbers."""
-    policy = capacity_policy(seed_prompt_tokens_per_second=10_000)
+    policy = capacity_policy(
+        seed_prompt_tokens_per_second=10_000, seed_generation_tokens_per_second=0
+    )
     d = decide(policy, fleet_observation(2, 41_000), None, 0.0)
     assert d.driving_signal is SignalName.CAPACITY
     assert d.desired_replicas == math.ceil(41_000 / (10_000 * 0.85))  # 5: step limit is 4 pods
@@ -331,7 +333,9 @@ def test_learning_asks_for_nothing_and_holds_back_nothing() -> None:
 
 def test_a_failed_throughput_reading_blocks_scale_down() -> None:
     """With an estimate, a missing throughput reading is never zero demand (HPA's rule)."""
-    policy = capacity_policy(seed_prompt_tokens_per_second=10_000)
+    policy = capacity_policy(
+        seed_prompt_tokens_per_second=10_000, seed_generation_tokens_per_second=0
+    )
     d = decide(
         policy,
         fleet_observation(6, 10_000, throughput_status=SignalStatus.TIMEOUT),

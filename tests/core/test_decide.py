@@ -310,8 +310,13 @@ def test_ttft_holds_for_one_rate_window_after_replicas_become_ready():
     ready = obs(4, ok(TTFT, 6.0), ready=4, starting=0)
     held = decide(policy, ready, d.state, 105.0)
     assert held.desired_replicas == 4
-    assert held.reason is Reason.WAITING_FOR_STARTING
-    assert "ttft_p95 6 s" in held.message
+    # nothing is starting now: the hold is the rate window's, and says so
+    assert held.reason is Reason.WAITING_FOR_TTFT_WINDOW
+    assert held.message == (
+        "ttft_p95 6 s is over a 60 s rate window that may still hold requests queued before "
+        "the replicas that were starting became ready; TTFT asks for more only 120 s after "
+        "replicas were last starting; holding 4"
+    )
     assert held.signals[0].ratio == 3.0  # the reading is reported unchanged
     assert decide(policy, ready, d.state, 120.0).desired_replicas == 8
     # a longer rate window holds longer

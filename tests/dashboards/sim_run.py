@@ -40,7 +40,10 @@ POLICY = sim_policy(max_replicas=4, up_pods_per_period=2, down_window_seconds=15
 # The panels of the capacity signal and of the shadow policy need their series: a seed gives
 # the capacity signal an estimate from the first cycle (a 40 s run is too short to learn one),
 # and the shadow is the same policy without the capacity signal.
-POLICY["targets"][0]["signals"]["capacity"] = {"seed_prompt_tokens_per_second": 20_000}
+POLICY["targets"][0]["signals"]["capacity"] = {
+    "seed_prompt_tokens_per_second": 20_000,
+    "seed_generation_tokens_per_second": 0,
+}
 POLICY["targets"][0]["shadow"] = {"max_replicas": 4, "signals": {"capacity": {"enabled": False}}}
 
 

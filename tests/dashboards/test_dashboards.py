@@ -60,6 +60,9 @@ def test_main_writes_and_checks(tmp_path: Path) -> None:
     assert run() == 0
     assert run("--check") == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(dash.build_dashboards())
+    # a check that passes says so, in one line
+    ok = CliRunner().invoke(app, ["dashboards", "--out", str(tmp_path), "--check"])
+    assert ok.stdout == f"up to date: {len(dash.build_dashboards())} dashboards in {tmp_path}\n"
 
 
 @pytest.mark.parametrize(

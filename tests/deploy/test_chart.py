@@ -16,6 +16,7 @@ import yaml
 from scaler.config.policy import parse_policy
 from scaler.config.settings import unknown_env_vars
 from tests.deploy.render import (
+    CHART,
     CRD_KINDS,
     DEPLOY,
     ROOT,
@@ -309,6 +310,22 @@ def test_image_by_tag_or_digest() -> None:
     assert image({"image": {"tag": "0.2.0"}}) == "ghcr.io/vllm-scaler/vllm-scaler:0.2.0"
     digest = "sha256:" + "0f" * 32
     assert image({"image": {"digest": digest}}) == f"ghcr.io/vllm-scaler/vllm-scaler@{digest}"
+
+
+def _rendered_policy(values: dict[str, Any]) -> Any:
+    cm = one(helm_render(values), "ConfigMap", "vllm-scaler-policy")
+    return yaml.safe_load(cm["data"]["policy.yaml"])
+
+
+def test_a_policy_mapping_replaces_the_example_and_is_never_merged_with_it() -> None:
+    example = yaml.safe_load((CHART / "files" / "example-policy.yaml").read_text())
+    assert _rendered_policy({}) == example  # nothing given: the example
+    # A mapping without rate_window_seconds keeps the controller's default, not the example's.
+    assert _rendered_policy({"policy": TWO_NAMESPACES}) == TWO_NAMESPACES
+    helm = pytest.importorskip("helm_python")
+    with pytest.raises(helm.HelmError) as err:  # no targets: refused, not the example's
+        helm_render({"policy": {"rate_window_seconds": 30}})
+    assert "policy: no 'targets' (it has rate_window_seconds)" in str(err.value)
 
 
 def test_a_changed_policy_rolls_the_pods() -> None:

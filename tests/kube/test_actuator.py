@@ -23,6 +23,7 @@ from scaler.config.policy import WorkloadRef
 from scaler.core.observation import PodInfo, WorkloadSnapshot
 from scaler.sim.kubeapi import KubeApiServer, KubeStore, write_kubeconfig
 from tests.support.clock import FakeClock
+from tests.support.controller_harness import captured_logs
 
 TOKEN = "t0ken"
 T0 = 1_700_000_000.0
@@ -222,10 +223,17 @@ async def test_conflict_rereads_and_retries_once(
     store.external_scale("llm", "vllm", 4)  # another writer: our resourceVersion is stale
     server.requests.clear()
 
-    result = await actuator.scale(REF, 6, current=snap)
+    with captured_logs() as logs:
+        result = await actuator.scale(REF, 6, current=snap)
 
     assert result.outcome is ScaleOutcome.SCALED
     assert (result.replicas_before, result.replicas_after) == (4, 6)
+    [reread] = [e for e in logs if e["event"] == "scale_conflict_reread"]
+    rv = snap.resource_version
+    assert reread["message"] == (
+        f"the scale write got 409 Conflict: llm/Deployment/vllm changed after it was read at "
+        f"resourceVersion {rv}; re-reading its scale subresource and retrying once"
+    )
     assert store.get_spec_replicas("llm", "vllm") == 6
     assert [(r.method, r.status) for r in server.requests] == [
         ("PATCH", 409),
@@ -324,7 +332,7 @@ async def test_deletion_costs_stop_at_the_first_refused_pod(
     ("status", "retry_after", "outcome"),
     [
         pytest.param(403, None, ApiFailure.FORBIDDEN, id="403 is forbidden"),
-        pytest.param(401, None, ApiFailure.FORBIDDEN, id="401 counts as forbidden"),
+        pytest.param(401, None, ApiFailure.UNAUTHORIZED, id="401 is unauthorized"),
         pytest.param(404, None, ApiFailure.NOT_FOUND, id="404 is not found"),
         pytest.param(429, 7, ApiFailure.THROTTLED, id="429 with Retry-After is throttled"),
         pytest.param(500, None, ApiFailure.SERVER_ERROR, id="500 is a server error"),
@@ -368,7 +376,7 @@ async def test_real_server_invalid_replicas_outcome(actuator: KubernetesActuator
         await actuator.scale(REF, -1, current=snap)
 
 
-async def test_wrong_token_is_forbidden(
+async def test_wrong_token_is_unauthorized_not_forbidden(
     server: KubeApiServer, clock: FakeClock, tmp_path: Path
 ) -> None:
     api = await _client(server, tmp_path, token="wrong")
@@ -376,10 +384,11 @@ async def test_wrong_token_is_forbidden(
         act = KubernetesActuator(api, clock=clock)
         snap = WorkloadSnapshot("llm", 3, 3, "app=vllm", "1")
         result = await act.scale(REF, 4, current=snap)
-        assert (result.outcome, result.http_status) == (ApiFailure.FORBIDDEN, 401)
+        assert (result.outcome, result.http_status) == (ApiFailure.UNAUTHORIZED, 401)
+        assert "did not accept the credentials" in result.message
         with pytest.raises(KubeApiError) as info:
             await act.read(REF)
-        assert info.value.outcome is ApiFailure.FORBIDDEN
+        assert info.value.outcome is ApiFailure.UNAUTHORIZED
     finally:
         await api.close()
 

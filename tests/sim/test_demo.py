@@ -174,6 +174,7 @@ def test_env_file_puts_this_interpreters_bin_first_so_the_printed_command_works(
     assert done.stdout.strip() == str(bindir / "vllm-scaler")
     text = env_file.read_text()
     assert "export VLLM_SCALER_PROMETHEUS_URL=http://127.0.0.1:1234\n" in text
+    assert text.endswith("\n") and len(text.splitlines()) == 4  # a complete last line
 
 
 # ---------------------------------------------------------------- stopping the demo
@@ -401,6 +402,7 @@ def test_the_shadow_policy_gets_its_own_line_and_words() -> None:
     ]  # fmt: skip
     s = summarize([], samples, (), start=0.0, slo_ttft_seconds=2.0, window_seconds=10.0)
     import matplotlib.pyplot as plt
+    from matplotlib.colors import to_hex
 
     fig = plot_figure(samples, s, title="t", shadow=[(0.0, 2), (20.0, 3), (40.0, 2)])
     try:
@@ -408,5 +410,11 @@ def test_the_shadow_policy_gets_its_own_line_and_words() -> None:
         line = lines["shadow policy (desired)"]
         assert line.get_linestyle() == "--"
         assert 3 in list(line.get_ydata())  # type: ignore[arg-type]
+        # every replicas line tells apart from the others by colour or style, and the
+        # shadow's colour is no other line's
+        looks = [(to_hex(ln.get_color()), ln.get_linestyle()) for ln in lines.values()]
+        assert len(set(looks)) == len(looks), looks
+        others = {to_hex(ln.get_color()) for ln in lines.values() if ln is not line}
+        assert to_hex(line.get_color()) not in others, others
     finally:
         plt.close(fig)

@@ -220,7 +220,8 @@ async def test_token_file_failing_after_start_names_the_file_never_the_content(
     outcome = bad.queries[QueryKind.WAITING]
     assert outcome.status is SignalStatus.TRANSPORT
     assert outcome.detail == (
-        f"request not sent: cannot read bearer token file {token}: not UTF-8 text"
+        f"request not sent: cannot read bearer token file {token}: the file is not UTF-8 "
+        "text; expected a file holding a token"
     )
     assert "SECRET" not in outcome.detail
 

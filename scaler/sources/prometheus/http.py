@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from scaler.config.secrets import register_secret, register_url_credentials
+from scaler.config.secrets import register_secret, register_url_credentials, token_in
 from scaler.config.settings import PrometheusSettings
 from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus.answers import (
@@ -75,14 +75,19 @@ def read_bearer_token(path: Path) -> str:
     """The token in ``path`` (stripped), registered as a secret before it is used.
 
     Raises:
-        TokenFileError: the file cannot be read as UTF-8 text; the message names the file
-            and the reason, never the content.
+        TokenFileError: the file cannot be read, or holds no single token
+            (:func:`~scaler.config.secrets.token_in`: not UTF-8, empty, several lines,
+            whitespace inside); the message names the file and the reason, never the content.
     """
     try:
-        token = path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as err:
-        reason = err.strerror if isinstance(err, OSError) and err.strerror else "not UTF-8 text"
+        data = path.read_bytes()
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
         raise TokenFileError(f"cannot read bearer token file {path}: {reason}") from None
+    try:
+        token = token_in(data)
+    except ValueError as err:
+        raise TokenFileError(f"cannot read bearer token file {path}: {err}") from None
     register_secret(token)
     return token
 

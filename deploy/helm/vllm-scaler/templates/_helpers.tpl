@@ -48,7 +48,8 @@ app.kubernetes.io/part-of: vllm-scaler
 {{- end }}
 
 {{/*
-The policy file's text: values.policy is a mapping or the file's text. Rendering fails,
+The policy file's text: values.policy is a mapping or the file's text, or, when it is left
+empty ({}), the example files/example-policy.yaml. Rendering fails,
 naming the field, when it is not YAML or not the shape of a policy (a mapping whose
 'targets' list holds each target's workload); the controller checks the rest at start
 (`vllm-scaler check-policy` before installing).
@@ -59,6 +60,10 @@ naming the field, when it is not YAML or not the shape of a policy (a mapping wh
 {{- $text = .Values.policy }}
 {{- else if .Values.policy }}
 {{- $text = toYaml .Values.policy }}
+{{- else }}
+{{- /* No policy given: the example, kept out of values.yaml so that Helm's merge of a
+user's mapping with the chart's values never fills in the example's keys. */}}
+{{- $text = .Files.Get "files/example-policy.yaml" }}
 {{- end }}
 {{- if not (trim $text) }}
 {{- fail "policy: empty; expected the policy file, a mapping with 'targets' (--set-file policy=my-policy.yaml)" }}

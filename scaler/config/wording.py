@@ -1,0 +1,84 @@
+"""What a pydantic validation error expected, in the project's words: ``expected a number >
+0``, not pydantic's ``Input should be greater than 0``.
+
+Used by the policy file's errors (:mod:`scaler.config.policy_errors`) and the settings'
+(:mod:`scaler.config.settings`), which put it after the field and the value:
+``<field>: value <v>: <expectation>``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["expectation", "percent_hint"]
+
+#: Error types whose expectation needs no context.
+_PLAIN = {
+    "float_parsing": "expected a number",
+    "float_type": "expected a number",
+    "int_parsing": "expected a whole number",
+    "int_type": "expected a whole number",
+    "int_from_float": "expected a whole number",
+    "bool_parsing": "expected true or false",
+    "bool_type": "expected true or false",
+    "string_type": "expected text",
+    "path_type": "expected a path",
+    "model_type": "expected a mapping",
+    "model_attributes_type": "expected a mapping",
+    "dict_type": "expected a mapping",
+    "list_type": "expected a list",
+    "missing": "required field missing",
+}
+
+#: Bounds of numbers: error type -> the comparison it asks for.
+_BOUNDS = {
+    "greater_than": ("gt", ">"),
+    "greater_than_equal": ("ge", ">="),
+    "less_than": ("lt", "<"),
+    "less_than_equal": ("le", "<="),
+}
+
+
+def _number(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def expectation(error: Mapping[str, Any]) -> str:
+    """The expectation of one entry of ``ValidationError.errors()``: ``expected ...`` for the
+    kinds pydantic words as ``Input should ...``; a custom validator's message as it is
+    (without pydantic's ``Value error,`` prefix)."""
+    kind = str(error.get("type", ""))
+    ctx = error.get("ctx") or {}
+    if kind in _PLAIN:
+        return _PLAIN[kind]
+    if kind in _BOUNDS:
+        key, sign = _BOUNDS[kind]
+        if key in ctx:
+            return f"expected a number {sign} {_number(ctx[key])}"
+    if kind == "literal_error" and "expected" in ctx:
+        return f"expected one of {ctx['expected'].replace(' or ', ', ')}"
+    if kind == "string_pattern_mismatch" and "pattern" in ctx:
+        return f"expected text matching {ctx['pattern']}"
+    if kind == "url_parsing":
+        return f"expected a URL such as http://prometheus:9090 ({ctx.get('error', 'invalid')})"
+    if kind == "url_scheme":
+        return f"expected a URL whose scheme is {ctx.get('expected_schemes', 'http or https')}"
+    if kind == "too_short" and "min_length" in ctx:
+        return f"expected at least {ctx['min_length']} item(s)"
+    if kind == "string_too_long" and "max_length" in ctx:
+        return f"expected at most {ctx['max_length']} characters"
+    msg = str(error.get("msg", "")).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    return msg.replace("Input should be", "expected").rstrip(".")
+
+
+#: Fields that hold a 0-1 ratio, where a percent is the likely mistake.
+RATIO_FIELDS = frozenset({"target_ratio", "target_utilization"})
+
+
+def percent_hint(field: str, value: object) -> str:
+    """`` (a 0-1 ratio, not a percent: 80% is 0.8)`` when ``value`` of a ratio ``field``
+    looks like a percent (above 1, at most 100); else ``""``."""
+    if field in RATIO_FIELDS and isinstance(value, int | float) and 1 < value <= 100:
+        return f" (a 0-1 ratio, not a percent: {value:g}% is {value / 100:g})"
+    return ""
