@@ -268,10 +268,13 @@ class PrometheusRangeClient:
 
 def _transport_reason(err: BaseException) -> str:
     """The root cause of a requests connection error in a few words (``Connection refused``,
-    ``Name or service not known``, a TLS reason), instead of urllib3's "HTTPConnectionPool(...):
-    Max retries exceeded ... (Caused by NewConnectionError(...))"."""
+    ``Name or service not known``, a TLS reason, ``Remote end closed connection without
+    response``), instead of urllib3's "HTTPConnectionPool(...): Max retries exceeded ...
+    (Caused by NewConnectionError(...))": the first operating-system error with a reason in
+    the chain of causes, else the innermost exception that is neither requests' nor urllib3's."""
     seen: set[int] = set()
     todo: list[BaseException] = [err]
+    inner: BaseException | None = None
     while todo:
         e = todo.pop(0)
         if id(e) in seen:
@@ -281,12 +284,16 @@ def _transport_reason(err: BaseException) -> str:
             return str(e.reason or e).replace("_", " ").lower()
         if isinstance(e, OSError) and e.strerror:
             return e.strerror
+        if not type(e).__module__.startswith(("requests", "urllib3")):
+            inner = e
         todo += [a for a in e.args if isinstance(a, BaseException)]
         todo += [
             x
             for x in (getattr(e, "reason", None), e.__cause__, e.__context__)
             if isinstance(x, BaseException)
         ]
+    if inner is not None:
+        return _short(str(inner) or type(inner).__name__)
     return _short(f"{type(err).__name__}: {err}")
 
 
