@@ -54,7 +54,7 @@ def _signal_text(step: ReplayStep) -> str:
     per_replica = {e.name: e.value for e in step.evaluations if e.name.per_pod}
     for name, r in step.signals.items():
         flag = "" if r.status == "ok" else f"({r.status})"
-        value = per_replica.get(name, r.value) if name.per_pod else r.value
+        value = per_replica.get(name) if name.per_pod else r.value
         if value is None:
             parts.append(f"{name}={r.status}")
         elif name is SignalName.TTFT_P95:
@@ -65,7 +65,7 @@ def _signal_text(step: ReplayStep) -> str:
     if c is not None:
         demand = c.demand_tokens_per_second
         if demand is not None:
-            parts.append(f"demand={_tokens(demand)}tok/s")
+            parts.append(f"demand={_tokens(demand)} tok/s")
         learned = c.capacity_tokens_per_second
         parts.append(
             f"capacity={_tokens(learned)}/replica" if learned is not None else "capacity=learning"
@@ -106,7 +106,7 @@ def format_text(backtests: Sequence[TargetBacktest], *, step_seconds: float) -> 
         sh = bt.shadow
         shadow_steps = sh.steps if sh is not None else None
         # wide enough for every reason of the table (waiting_for_pending, ...)
-        width = max(len(str(st.reason)) for st in steps)
+        width = max(len("reason"), *(len(str(st.reason)) for st in steps))
         lines.append(
             "  time      actual  policy  "
             + ("shadow  " if shadow_steps is not None else "")

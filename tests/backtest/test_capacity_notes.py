@@ -23,14 +23,16 @@ def _policy(**signals: Any) -> Any:
 
 def _history(counters: bool) -> Any:
     """Two pods waiting 10 requests each for the whole range; the throughput counters' rates
-    only when ``counters``; kube-state-metrics says 2 replicas."""
+    only when ``counters``; kube-state-metrics says 2 and 3 replicas in turn."""
 
     def values(v: float) -> list[list[Any]]:
         return [[START + 15 * i, str(v)] for i in range(STEPS)]
 
     def query(q: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
         if q.startswith("max(kube_deployment"):
-            return [{"metric": {}, "values": values(2)}]
+            # 2 and 3 replicas in turn: every step is a row of the table
+            spec = [[START + 15 * i, str(2 + i % 2)] for i in range(STEPS)]
+            return [{"metric": {}, "values": spec}]
         if "scaler_selector" not in q:
             return []
         out = []
@@ -86,14 +88,16 @@ def test_the_table_shows_queue_depth_per_replica_and_keeps_its_columns() -> None
     width = max(len(str(st.reason)) for st in bt.result.steps)
     signals_at = header.index("signals")
     rows = [line for line in lines if line[2:3].isdigit()]
-    assert rows
+    assert len(rows) == STEPS
+    # a reason longer than the header's word (the replicas added are still loading)
+    assert "waiting_for_pending" in {str(st.reason) for st in bt.result.steps}
     for row in rows:
         # the signals start in the same column on every row, whatever the reason
         assert row[signals_at - 1] == " " and row[signals_at] != " ", row
         assert len(row[:signals_at].split()[-1]) <= width
     # 20 waiting over the replay's 2 replicas at the first step: 10 per replica, labelled
     assert "queue_depth=10.00/replica" in rows[0]
-    assert "demand=5k tok/s".replace(" ", "") in rows[0]
+    assert "demand=5k tok/s capacity=learning" in rows[0]
     doc = to_json([bt], start=START, end=START, step_seconds=15, model_load_seconds=60, plot=None)
     first = doc["targets"][0]["steps"][0]
     assert first["signals"]["queue_depth"] == {
