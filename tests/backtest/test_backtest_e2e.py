@@ -333,9 +333,9 @@ def test_the_capacity_replay_decides_as_the_live_loop_within_the_ready_time_tole
     assert [b.capacity_tokens_per_second for b, _ in views if b] == [
         lv.capacity_tokens_per_second for _, lv in views if lv
     ]
-    # the replicas: the same at every step of four runs (90% required); the recommendation:
-    # within one replica at every step, the same at 88-100% of them (the demand forecast
-    # keeps what it saw at the steps in transition)
+    # the replicas: the same at every step of three runs inspected (90% required); the
+    # recommendation: within one replica at every step, the same at 88-100% of them (the
+    # demand forecast keeps what it saw at the steps in transition)
     pairs = list(zip(steps, live, strict=True))
     same_replicas = [st.policy_replicas == d.desired_replicas for st, d in pairs]
     near = [abs(st.recommended - d.recommended_replicas) <= 1 for st, d in pairs]
