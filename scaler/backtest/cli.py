@@ -104,7 +104,6 @@ def register(app: typer.Typer) -> None:
         from scaler.backtest.report import format_text, plot_backtest, to_json
         from scaler.backtest.timeparse import TimeParseError, parse_duration
         from scaler.config.policy import PolicyError, load_policy
-        from scaler.config.vocabulary import SignalName
         from scaler.telemetry.logging import configure_logging
 
         # The live source logs an error per read when a signal is absent; here that would be
@@ -146,22 +145,6 @@ def register(app: typer.Typer) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
         typer.echo(f"vllm-scaler: {settings.describe_prometheus()}", err=True)
-        with_capacity = [
-            t.key
-            for t in targets
-            for p in (t, t.shadow_target())
-            if p is not None and SignalName.CAPACITY in p.signals.enabled()
-        ]
-        if with_capacity:
-            # the replay reads no per-pod throughput from history (yet): say so, rather than
-            # let two timelines that differ only by the capacity signal look identical
-            typer.echo(
-                "vllm-scaler: the capacity signal is not replayed (the backtest reads no "
-                "throughput history): the timelines of "
-                + ", ".join(sorted(set(with_capacity)))
-                + " decide without it",
-                err=True,
-            )
         client = PrometheusRangeClient(settings)
         bar = Progress(
             "[progress.description]{task.description}",
@@ -196,6 +179,9 @@ def register(app: typer.Typer) -> None:
             raise fail(str(err), 1) from None
         finally:
             client.close()
+        for bt in results:
+            for note in bt.notes:
+                typer.echo(f"vllm-scaler: {note}", err=True)
 
         png = None if no_plot else plot_backtest(results, plot)
         if output is OutputFormat.JSON:

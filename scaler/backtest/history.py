@@ -33,6 +33,7 @@ export the same value under different ``instance`` labels.
 from __future__ import annotations
 
 import math
+import ssl
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -47,12 +48,13 @@ from prometheus_api_client.prometheus_connect import PrometheusConnect
 from requests.adapters import Retry
 
 from scaler.config.policy import TargetPolicy
-from scaler.config.settings import PrometheusSettings, redact_url
+from scaler.config.settings import PrometheusSettings, env_name, redact_url
 from scaler.sources.prometheus import (
     TokenFileError,
     error_answer_detail,
     parse_sample_value,
     read_bearer_token,
+    refusal_hint,
 )
 from scaler.sources.prometheus.ttft import history_ttft_plan
 from scaler.sources.promql import (
@@ -70,6 +72,7 @@ __all__ = [
     "HistoryError",
     "Matrix",
     "PrometheusRangeClient",
+    "PrometheusUnreachableError",
     "RangeQuery",
     "ReplicaHistory",
     "ReplicaSource",
@@ -97,6 +100,11 @@ Matrix = dict[int, list[Sample]]
 
 class HistoryError(RuntimeError):
     """A range query failed (connection, HTTP or Prometheus error, malformed answer)."""
+
+
+class PrometheusUnreachableError(HistoryError):
+    """Prometheus could not be reached at all (connection refused, DNS, TLS, timeout): said
+    in one line naming the URL, without the query (every query would fail the same way)."""
 
 
 class RangeQuery(Protocol):
@@ -197,6 +205,7 @@ class PrometheusRangeClient:
         if cert is not None:
             session.cert = (str(cert), str(key)) if key is not None else str(cert)
         token = settings.prometheus_bearer_token_file
+        self._auth = settings.prometheus_auth
         self._timeout = settings.prometheus_timeout_seconds
         self.url = str(settings.prometheus_url).rstrip("/")
         # An error answer is reported with its status and the server's message, as the
@@ -224,9 +233,15 @@ class PrometheusRangeClient:
             raise HistoryError(f"Prometheus refused the query: {_short(str(err))}") from None
         except TokenFileError as err:
             raise HistoryError(f"request not sent: {err}") from None
+        except requests.Timeout:
+            raise PrometheusUnreachableError(
+                f"Prometheus at {redact_url(self.url)} cannot be reached: timeout: no answer "
+                f"within {self._timeout:g}s"
+            ) from None
         except requests.RequestException as err:
-            raise HistoryError(
-                f"cannot reach Prometheus at {redact_url(self.url)}: {_short(str(err))}"
+            raise PrometheusUnreachableError(
+                f"Prometheus at {redact_url(self.url)} cannot be reached: transport: "
+                f"{_transport_reason(err)}"
             ) from None
         except ValueError as err:  # the body was not JSON
             raise HistoryError(f"not a Prometheus API answer: {err}") from None
@@ -240,8 +255,46 @@ class PrometheusRangeClient:
 
     def _refused(self, response: requests.Response, *_args: object, **_kwargs: object) -> None:
         if not response.ok:
-            detail = error_answer_detail(response.status_code, response.text)
+            code = response.status_code
+            detail = error_answer_detail(code, response.text) + refusal_hint(code, self._auth)
+            if code in (401, 403):
+                detail += (
+                    "; check --prometheus-bearer-token-file "
+                    f"({env_name('prometheus_bearer_token_file')}) and --prometheus-headers "
+                    f"({env_name('prometheus_headers')})"
+                )
             raise HistoryError(f"Prometheus at {redact_url(self.url)} refused the query: {detail}")
+
+
+def _transport_reason(err: BaseException) -> str:
+    """The root cause of a requests connection error in a few words (``Connection refused``,
+    ``Name or service not known``, a TLS reason, ``Remote end closed connection without
+    response``), instead of urllib3's "HTTPConnectionPool(...): Max retries exceeded ...
+    (Caused by NewConnectionError(...))": the first operating-system error with a reason in
+    the chain of causes, else the innermost exception that is neither requests' nor urllib3's."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [err]
+    inner: BaseException | None = None
+    while todo:
+        e = todo.pop(0)
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, ssl.SSLError):
+            return str(e.reason or e).replace("_", " ").lower()
+        if isinstance(e, OSError) and e.strerror:
+            return e.strerror
+        if not type(e).__module__.startswith(("requests", "urllib3")):
+            inner = e
+        todo += [a for a in e.args if isinstance(a, BaseException)]
+        todo += [
+            x
+            for x in (getattr(e, "reason", None), e.__cause__, e.__context__)
+            if isinstance(x, BaseException)
+        ]
+    if inner is not None:
+        return _short(str(inner) or type(inner).__name__)
+    return _short(f"{type(err).__name__}: {err}")
 
 
 #: Retries of a range query: only answers that say "try again" (429, and a gateway's 502,
@@ -295,6 +348,8 @@ def read_matrix(
         try:
             series = query_range(query, start, end, grid.step)
             _add_series(out, series, grid)
+        except PrometheusUnreachableError:
+            raise
         except HistoryError as err:
             raise HistoryError(
                 f"{err}; query {query!r} from {_iso(start)} to {_iso(end)}"

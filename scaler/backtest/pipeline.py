@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from scaler.backtest.classify import readings_at_step
+from scaler.backtest.classify import StepReadings, readings_at_step
 from scaler.backtest.history import (
     ALL_REPLICA_SOURCES,
     PROMETHEUS_MAX_POINTS,
@@ -27,7 +27,9 @@ from scaler.backtest.history import (
 from scaler.backtest.replay import ReplayResult, replay
 from scaler.backtest.report import TargetBacktest
 from scaler.config.policy import Policy, TargetPolicy
+from scaler.config.vocabulary import SignalName
 from scaler.sources.prometheus import PodHistory
+from scaler.sources.promql import THROUGHPUT_METRICS
 
 __all__ = ["NoReplicaHistoryError", "Progress", "run_backtest"]
 
@@ -108,15 +110,19 @@ def run_backtest(
 
     per_step = []
     history: dict[str, dict[str, PodHistory]] = {}  # the stall detector's, step to step
-    for i in range(grid.count):
+    since: dict[str, dict[str, float]] | None = None  # each pod's ready time, step to step
+    for i, now in enumerate(grid.times):
         step = readings_at_step(
             targets,
             signals.plan,
             {kind: m.get(i, []) for kind, m in signals.matrices.items()},
             rate_window_seconds=policy.rate_window_seconds,
             history=history,
+            now=now,
+            ready_since=since,
         )
         history = {k: r.pod_history for k, r in step.items() if r.pod_history}
+        since = {k: r.ready_since for k, r in step.items()}
         per_step.append(step)
 
     def replay_as(p: TargetPolicy, hist: ReplicaHistory) -> ReplayResult:
@@ -128,6 +134,8 @@ def run_backtest(
             hist.ready,
             model_load_seconds=model_load_seconds,
             ttft_window_seconds=policy.rate_window_seconds,
+            throughput=[step[p.key].throughput for step in per_step],
+            pods=[step[p.key].pod_infos for step in per_step],
         )
 
     out = []
@@ -140,6 +148,28 @@ def run_backtest(
                 hist,
                 replay_as(t, hist),
                 replay_as(shadow, hist) if shadow is not None else None,
+                notes=_missing_counters(t, [step[t.key] for step in per_step]),
             )
         )
     return out
+
+
+def _missing_counters(target: TargetPolicy, steps: Sequence[StepReadings]) -> tuple[str, ...]:
+    """What to say, once, about a target whose policy or shadow enables the capacity signal
+    while some of vLLM's throughput counters are nowhere in its history (its pods exported
+    ``running`` but never a rate of that counter): the capacity signal then reads no demand at
+    any step and decides as the controller does without it."""
+    policies = [p for p in (target, target.shadow_target()) if p is not None]
+    if not any(SignalName.CAPACITY in p.signals.enabled() for p in policies):
+        return ()
+    if not any(s.pods for s in steps):
+        return ()
+    seen = frozenset().union(*(s.throughput_counters for s in steps))
+    missing = [m for m in THROUGHPUT_METRICS if m not in seen]
+    if not missing:
+        return ()
+    return (
+        f"{target.key}: no {' / '.join(missing)} series in the history of its pods (vLLM's "
+        "throughput counters): the capacity signal reads no demand at any step and decides "
+        "as the controller does without it",
+    )

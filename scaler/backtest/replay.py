@@ -18,6 +18,15 @@ The model (simple, and honest about what it cannot know):
 - A replica added at time t is ready at ``t + model_load_seconds``. Removal is immediate (no
   draining, no stuck replicas); the core never scales down while replicas are loading, so a
   scale-down removes ready ones.
+- The capacity signal (:mod:`scaler.core.capacity`) gets each step's throughput reading and
+  the actual pods (history's, with their ready times; :mod:`.classify`), as the controller
+  gives it the fleet it reads, and learns its estimate and forecast in the replay's own state
+  from the first step (its seed, else nothing: a backtest starts as a controller that has
+  just started). Demand is what the actual fleet served, so like queue depth it stands for
+  the demand whatever the replica count; a capacity sample is taken, as live, only when the
+  actual fleet was busy with TTFT within (or beyond) its target. Its model load time, the
+  forecast's horizon, is ``model_load_seconds``: the load time of every replica of the replay
+  (the controller learns it from its starts; history does not say when a pod was created).
 - Actual replicas missing at a step (the source had no sample) carry the last known value
   forward (the first known value backward); :attr:`ReplaySummary.actual_missing_steps` counts
   them. Where only the ready count is missing, ``spec.replicas`` stands in for it.
@@ -30,12 +39,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
+from scaler.core.capacity import CapacityView
 from scaler.core.decide import decide
-from scaler.core.observation import Observation, ReplicaCounts
+from scaler.core.evaluation import SignalEvaluation
+from scaler.core.load_time import LoadTimes
+from scaler.core.observation import Observation, PodInfo, ReplicaCounts, ThroughputReading
 from scaler.core.reasons import Reason
 from scaler.core.signals import SignalReading, SignalStatus
 from scaler.core.state import TargetState, record_write
@@ -57,6 +69,9 @@ class ReplayStep:
         reason: the decision's reason.
         message: the decision's sentence.
         signals: the readings the decision saw.
+        capacity: what the capacity signal saw and computed (demand, forecast, learned
+            capacity, utilization); None when the policy does not enable it.
+        evaluations: each enabled signal's evaluation (per-pod signals per replica).
     """
 
     at: float
@@ -68,6 +83,8 @@ class ReplayStep:
     reason: Reason
     message: str
     signals: Mapping[SignalName, SignalReading]
+    capacity: CapacityView | None = None
+    evaluations: tuple[SignalEvaluation, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +191,8 @@ def replay(
     *,
     model_load_seconds: float,
     ttft_window_seconds: float,
+    throughput: Sequence[ThroughputReading | None] | None = None,
+    pods: Sequence[tuple[PodInfo, ...]] | None = None,
 ) -> ReplayResult:
     """Replay one target's history through :func:`~scaler.core.decide.decide`.
 
@@ -184,6 +203,9 @@ def replay(
         actual_spec, actual_ready: the actual replicas per step (None where unknown).
         model_load_seconds: seconds from a scale-up until the new replicas are ready.
         ttft_window_seconds: the TTFT ``rate()`` window (the policy's ``rate_window_seconds``).
+        throughput: per step, the capacity signal's input (None: not read, at every step or
+            at one).
+        pods: per step, the actual pods (their ready times; None: unknown).
 
     Raises:
         ValueError: the sequences differ in length, are empty, or the actual replicas are
@@ -192,6 +214,8 @@ def replay(
     n = len(times)
     if n == 0 or not len(readings) == len(actual_spec) == len(actual_ready) == n:
         raise ValueError("times, readings and actual replicas must have the same, non-zero length")
+    if (throughput is not None and len(throughput) != n) or (pods is not None and len(pods) != n):
+        raise ValueError("throughput and pods must have one entry per step")
     spec, missing = fill_gaps(actual_spec)
     ready_known = [
         r if r is not None else s for r, s in zip(actual_ready, actual_spec, strict=True)
@@ -202,7 +226,10 @@ def replay(
     start_ready = min(r, ready[0])
     # Time at which each of the policy's replicas is (or was) ready.
     ready_at = [-math.inf] * start_ready + [times[0] + model_load_seconds] * (r - start_ready)
-    state: TargetState | None = None
+    # Every replica of the replay loads in model_load_seconds: the load time the controller
+    # would have learned from its own starts (the capacity forecast's horizon).
+    state = TargetState.seeded(r, times[0])
+    state = replace(state, load_times=LoadTimes(recent=(model_load_seconds,)))
     steps: list[ReplayStep] = []
     policy_events: list[ScaleChange] = []
     statuses: dict[str, dict[str, int]] = {}
@@ -210,9 +237,15 @@ def replay(
     for i, now in enumerate(times):
         n_ready = sum(1 for t in ready_at if t <= now)
         counts = ReplicaCounts(current=r, status=r, ready=n_ready, starting=r - n_ready)
+        observation = Observation(
+            counts,
+            readings[i],
+            throughput=throughput[i] if throughput is not None else None,
+            pods=pods[i] if pods is not None else (),
+        )
         decision = decide(
             policy,
-            Observation(counts, readings[i]),
+            observation,
             state,
             now,
             ttft_window_seconds=ttft_window_seconds,
@@ -239,6 +272,8 @@ def replay(
                 reason=decision.reason,
                 message=decision.message,
                 signals=readings[i],
+                capacity=decision.capacity,
+                evaluations=decision.signals,
             )
         )
         reasons[str(decision.reason)] = reasons.get(str(decision.reason), 0) + 1

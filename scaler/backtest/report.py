@@ -24,12 +24,14 @@ __all__ = ["TargetBacktest", "format_text", "plot_backtest", "to_json"]
 @dataclass(frozen=True, slots=True)
 class TargetBacktest:
     """One target's backtest: its policy, where the actual replicas came from, the replay,
-    and the replay of its shadow policy on the same history (None without one)."""
+    the replay of its shadow policy on the same history (None without one), and notes on
+    what history lacks (a throughput counter the capacity signal needs)."""
 
     policy: TargetPolicy
     replicas: ReplicaHistory
     result: ReplayResult
     shadow: ReplayResult | None = None
+    notes: tuple[str, ...] = ()
 
 
 def _iso(ts: float) -> str:
@@ -40,15 +42,34 @@ def _hms(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%H:%M:%S")
 
 
+def _tokens(x: float) -> str:
+    return f"{x / 1e3:.3g}k" if x >= 1e3 else f"{x:.3g}"
+
+
 def _signal_text(step: ReplayStep) -> str:
+    """The signals as the decision compared them with their targets: queue depth and KV-cache
+    usage per replica (the sum over the pods over the replay's replicas), TTFT in seconds,
+    the capacity signal's demand and learned capacity in weighted tokens/s."""
     parts = []
+    per_replica = {e.name: e.value for e in step.evaluations if e.name.per_pod}
     for name, r in step.signals.items():
-        if r.value is None:
+        flag = "" if r.status == "ok" else f"({r.status})"
+        value = per_replica.get(name) if name.per_pod else r.value
+        if value is None:
             parts.append(f"{name}={r.status}")
         elif name is SignalName.TTFT_P95:
-            parts.append(f"{name}={r.value:.2f}s" + ("" if r.status == "ok" else f"({r.status})"))
+            parts.append(f"{name}={value:.2f}s{flag}")
         else:
-            parts.append(f"{name}={r.value:.2f}" + ("" if r.status == "ok" else f"({r.status})"))
+            parts.append(f"{name}={value:.2f}/replica{flag}")
+    c = step.capacity
+    if c is not None:
+        demand = c.demand_tokens_per_second
+        if demand is not None:
+            parts.append(f"demand={_tokens(demand)} tok/s")
+        learned = c.capacity_tokens_per_second
+        parts.append(
+            f"capacity={_tokens(learned)}/replica" if learned is not None else "capacity=learning"
+        )
     return " ".join(parts)
 
 
@@ -84,10 +105,12 @@ def format_text(backtests: Sequence[TargetBacktest], *, step_seconds: float) -> 
         )
         sh = bt.shadow
         shadow_steps = sh.steps if sh is not None else None
+        # wide enough for every reason of the table (waiting_for_pending, ...)
+        width = max(len("reason"), *(len(str(st.reason)) for st in steps))
         lines.append(
             "  time      actual  policy  "
             + ("shadow  " if shadow_steps is not None else "")
-            + "reason            signals"
+            + f"{'reason':<{width}} signals"
         )
         prev: tuple[int, int, int] | None = None
         for i, st in enumerate(steps):
@@ -99,7 +122,7 @@ def format_text(backtests: Sequence[TargetBacktest], *, step_seconds: float) -> 
             column = f"{other:>6}  " if shadow_steps is not None else ""
             lines.append(
                 f"  {_hms(st.at)}  {st.actual_replicas:>6}  {st.policy_replicas:>6}  {column}"
-                f"{st.reason!s:<17} {_signal_text(st)}"
+                f"{st.reason!s:<{width}} {_signal_text(st)}"
             )
             if st.reason in ("scale_up", "scale_down", "step_limited", "stabilized", "at_max"):
                 lines.append(f"            {st.message}")
@@ -153,6 +176,29 @@ def _num(x: float | None) -> float | None:
     return x if x is not None and math.isfinite(x) else None
 
 
+def _signal_json(step: ReplayStep, name: SignalName, status: str, value: float | None) -> Any:
+    """A signal in JSON: status, value as read (queue depth and KV cache: the sum over the
+    pods), and for those two ``per_replica``, what the decision compared with the target."""
+    out: dict[str, Any] = {"status": str(status), "value": _num(value)}
+    if name.per_pod:
+        per = next((e.value for e in step.evaluations if e.name is name), None)
+        out["per_replica"] = _num(per)
+    return out
+
+
+def _capacity_json(step: ReplayStep) -> dict[str, Any] | None:
+    c = step.capacity
+    if c is None:
+        return None
+    return {
+        "demand_tokens_per_second": _num(c.demand_tokens_per_second),
+        "forecast_tokens_per_second": _num(c.forecast_tokens_per_second),
+        "capacity_tokens_per_second": _num(c.capacity_tokens_per_second),
+        "utilization_ratio": _num(c.utilization),
+        "samples": c.samples,
+    }
+
+
 def _change(e: ScaleChange) -> dict[str, Any]:
     out: dict[str, Any] = {"at": e.at, "time": _iso(e.at), "from": e.from_replicas}
     out["to"] = e.to_replicas
@@ -181,6 +227,7 @@ def to_json(
                 "target": bt.result.target,
                 "replica_source": str(bt.replicas.source) if bt.replicas.source else None,
                 "replica_queries": list(bt.replicas.queries or ()),
+                "notes": list(bt.notes),
                 "summary": {
                     "actual_replica_hours": s.actual_replica_hours,
                     "policy_replica_hours": s.policy_replica_hours,
@@ -209,9 +256,10 @@ def to_json(
                         "reason": str(st.reason),
                         "message": st.message,
                         "signals": {
-                            str(n): {"status": str(r.status), "value": _num(r.value)}
+                            str(n): _signal_json(st, n, r.status, r.value)
                             for n, r in st.signals.items()
                         },
+                        "capacity": _capacity_json(st),
                     }
                     for st in bt.result.steps
                 ],
@@ -257,7 +305,9 @@ def plot_backtest(backtests: Sequence[TargetBacktest], path: Path) -> Path:
     The replicas panel shades steps where the policy is below actual while TTFT was above
     its target (risk). The signals panel shows each signal as a ratio to its target (log
     scale, 1 = at target, zero drawn at 1e-3): queue depth and KV-cache usage per actual ready
-    replica, TTFT as observed.
+    replica, TTFT as observed, and the capacity signal's ratio as the decision computed it
+    (the forecast demand per replica of the policy over the learned capacity times the target
+    utilization; none while it is learning).
     """
     import matplotlib
 
@@ -324,6 +374,18 @@ def plot_backtest(backtests: Sequence[TargetBacktest], path: Path) -> Path:
                 ys.append(max(per / target, 1e-3))
             label = f"{name} / target" + (" (per actual ready replica)" if name.per_pod else "")
             ax2.plot(t, ys, color=color, lw=1, label=label)
+        if SignalName.CAPACITY in sig.enabled():
+            ratios = [
+                next((e.ratio for e in st.evaluations if e.name is SignalName.CAPACITY), None)
+                for st in steps
+            ]
+            ax2.plot(
+                t,
+                [max(r, 1e-3) if r is not None else math.nan for r in ratios],
+                color="tab:brown",
+                lw=1,
+                label="capacity: forecast demand / (capacity x utilization) per policy replica",
+            )
         ax2.axhline(1.0, color="black", ls="--", lw=0.8, label="at target")
         ax2.set_yscale("log")
         ax2.set_ylabel("ratio to target")

@@ -82,7 +82,21 @@ def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
             "internal: storage is closed (HTTP 500)",
             id="Prometheus' error",
         ),
-        pytest.param(401, b"denied", "HTTP 401 Unauthorized: denied", id="401"),
+        pytest.param(
+            401,
+            b"denied",
+            "HTTP 401 Unauthorized: denied; Prometheus (or the proxy in front of it) did not "
+            "accept the credentials, or got none (authentication: none); check "
+            "--prometheus-bearer-token-file (VLLM_SCALER_PROMETHEUS_BEARER_TOKEN_FILE) and "
+            "--prometheus-headers (VLLM_SCALER_PROMETHEUS_HEADERS)",
+            id="401",
+        ),
+        pytest.param(
+            403,
+            b"forbidden",
+            "HTTP 403 Forbidden: forbidden; the credentials were accepted but may not query",
+            id="403",
+        ),
         pytest.param(
             422,
             b'{"status":"error","errorType":"execution","error":"too many samples"}',
@@ -101,7 +115,7 @@ def test_an_error_answer_is_named_at_once(
             client("up", 0.0, 60.0, 15.0)
     finally:
         client.close()
-    assert str(err.value) == f"Prometheus at {prom.url} refused the query: {detail}"
+    assert str(err.value).startswith(f"Prometheus at {prom.url} refused the query: {detail}")
     assert prom.requests == 1  # not retried
 
 
@@ -151,35 +165,30 @@ def test_backtest_against_a_prometheus_answering_500(prom: Scripted, tmp_path: P
     assert prom.requests == 1
 
 
-@pytest.mark.parametrize(
-    ("signals", "named"),
-    [
-        pytest.param("", True, id="capacity-on-by-default"),
-        pytest.param("    signals: {capacity: {enabled: false}}\n", False, id="capacity-off"),
-        pytest.param(
-            "    signals: {capacity: {enabled: false}}\n    shadow: {}\n", True, id="in-the-shadow"
-        ),
-    ],
-)
-def test_backtest_says_the_capacity_signal_is_not_replayed(
-    prom: Scripted, tmp_path: Path, signals: str, named: bool
+def test_an_unreachable_prometheus_is_one_line_naming_the_url_without_credentials(
+    tmp_path: Path,
 ) -> None:
-    """The replay reads no throughput history: a policy (or its shadow) with the capacity
-    signal is told so on stderr, naming the target, before any query."""
-    prom.answers = [(500, b"boom")]
+    """As ``recommend`` says it: the URL without its password and the cause in a few words,
+    not urllib3's "HTTPConnectionPool(...): Max retries exceeded ..."; no query named (every
+    query would fail the same way)."""
+    server = Scripted()  # bound, then closed: nothing listens on the port
+    port = server.server_address[1]
+    server.server_close()
     policy = tmp_path / "policy.yaml"
     policy.write_text(
         "targets:\n"
         "  - workload: {apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm}\n"
-        + signals
     )
+    url = f"http://scaler:s3cret-pw@127.0.0.1:{port}"
     result = CliRunner().invoke(
         app,
-        ["backtest", "--prometheus-url", prom.url, "--policy", str(policy), "--start", "now-1h",
+        ["backtest", "--prometheus-url", url, "--policy", str(policy), "--start", "now-1h",
          "--no-plot", "--no-progress"],
     )  # fmt: skip
-    note = (
-        "vllm-scaler: the capacity signal is not replayed (the backtest reads no throughput "
-        "history): the timelines of llm/Deployment/vllm decide without it"
+    assert result.exit_code == 1, result.output
+    last = result.output.strip().splitlines()[-1]
+    assert last == (
+        f"vllm-scaler: Prometheus at http://scaler:***@127.0.0.1:{port} cannot be reached: "
+        "transport: Connection refused"
     )
-    assert (note in result.output) is named, result.output
+    assert "s3cret-pw" not in result.output and "Max retries" not in result.output

@@ -26,7 +26,7 @@ from scaler.controller.loop import Controller
 from scaler.sim.cluster import SimCluster
 from scaler.sim.demo import NAMED_TRACES
 from scaler.sim.engine import ReplicaModel
-from scaler.sim.fleet import FleetConfig
+from scaler.sim.fleet import FleetConfig, SimPod
 from scaler.sim.prometheus_server import ScrapingServer, wait_for_series, write_file_sd
 from scaler.sim.trace import load_trace
 from scaler.sim.victoria_metrics import VictoriaMetricsServer
@@ -52,7 +52,8 @@ class SimRun:
     """What a test needs from a finished replay; the backends and all targets still serve.
 
     ``backends``: the base URL of each server that scraped the run, by name (``prometheus``,
-    and ``victoria-metrics`` when asked for).
+    and ``victoria-metrics`` when asked for). ``pods``: every pod of the fleet (their
+    creation, Ready, termination and deletion times on the wall clock).
     """
 
     prometheus_url: str
@@ -61,6 +62,7 @@ class SimRun:
     model_name: str
     scale_events: list[tuple[int, int]]
     backends: dict[str, str]
+    pods: tuple[SimPod, ...] = ()
 
 
 @contextlib.asynccontextmanager
@@ -134,6 +136,7 @@ async def simulated_run(
             model_name=config.model_name,
             scale_events=[(c.old_replicas, c.new_replicas) for _, c in cluster.fleet.scale_changes],
             backends=backends,
+            pods=(*cluster.fleet.gone, *cluster.fleet.pods.values()),
         )
     finally:
         stop.set()

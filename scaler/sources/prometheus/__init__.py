@@ -35,6 +35,7 @@ from scaler.sources.prometheus.check import (
     check_configured_queries,
     check_rate_window,
     probe_problem,
+    refusal_hint,
 )
 from scaler.sources.prometheus.http import (
     BearerTokenFileAuth,
@@ -102,6 +103,7 @@ __all__ = [
     "read_bearer_token",
     "read_targets",
     "read_throughput",
+    "refusal_hint",
     "split_answers",
     "sync_client_for",
     "track_stalls",

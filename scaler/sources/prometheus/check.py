@@ -178,6 +178,14 @@ async def check_rate_window(
     ]
 
 
+def refusal_hint(status: int, auth: str) -> str:
+    """``"; <what 401 or 403 means> (authentication: <auth>)"`` for those statuses, else ''.
+    ``auth`` is the kind of authentication the requests carry (never a credential)."""
+    if status not in _REFUSALS:
+        return ""
+    return f"; {_REFUSALS[status]} (authentication: {auth})"
+
+
 #: What a refusal means, by HTTP status, for the start-up probe's message.
 _REFUSALS = {
     401: "Prometheus (or the proxy in front of it) did not accept the credentials, or got none",
@@ -195,10 +203,7 @@ def probe_problem(outcome: QueryOutcome, url: str, auth: str) -> str:
     if status is not None and not 200 <= status < 300:
         phrase = http_status_text(status)
         said = outcome.detail.removeprefix(f"HTTP {phrase}: ")
-        text = f"Prometheus at {url} answered HTTP {phrase}: {said}"
-        if status in _REFUSALS:
-            text += f"; {_REFUSALS[status]} (authentication: {auth})"
-        return text
+        return f"Prometheus at {url} answered HTTP {phrase}: {said}" + refusal_hint(status, auth)
     if outcome.status in (SignalStatus.TRANSPORT, SignalStatus.TIMEOUT):
         return f"Prometheus at {url} cannot be reached: {outcome.status}: {outcome.detail}"
     return (
