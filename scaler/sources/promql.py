@@ -387,7 +387,7 @@ def build_query_plan(
     selector_group: dict[str, str] = {}
     # Targets with the default selector all share one group whose selector is only their
     # namespaces: with 1,000 targets in 50 namespaces the per-pod queries are one selector
-    # instead of an ``or`` of 1,000 (3-4x cheaper for Prometheus, see scaler/bench/scale.py).
+    # instead of an ``or`` of 1,000 (3-4x cheaper for Prometheus, see ``vllm-scaler bench-scale``).
     # The source keeps each target's own pods by their exact names and ignores the other
     # vLLM pods of those namespaces. Targets with explicit matchers group by selector.
     default_namespaces: list[str] = []

@@ -12,6 +12,7 @@ import pytest
 import structlog
 
 from scaler.bench.scale import format_result, run_scale_bench
+from scaler.sim.exposition import TTFT_BUCKETS
 from scaler.sim.prometheus_server import PrometheusNotInstalledError, find_prometheus_binary
 
 pytestmark = pytest.mark.e2e
@@ -49,13 +50,31 @@ async def test_query_count_is_constant_and_per_target_is_six_per_target() -> Non
     # the floor query ran and the controller's own share is a part of the cycle
     assert r.ttft_selection_floor_seconds > 0
     assert 0 < ours.controller_cpu_p50_seconds <= ours.cycle_p50_seconds
+    assert ours.controller_cpu_p50_seconds <= ours.controller_cpu_p95_seconds
+    # per query: what was answered, and Prometheus' own timings of the same PromQL
+    for approach in (ours, rules):
+        by_kind = {q.kind: q for q in approach.queries}
+        assert set(by_kind) == {
+            "waiting", "running", "kv_cache", "ttft_rate", "throughput", "ttft_buckets"
+        }  # fmt: skip
+        assert by_kind["running"].series == 20 * 8
+        assert by_kind["throughput"].series == 3 * 20 * 8
+        assert all(q.prometheus_exec_seconds > 0 and q.response_mb > 0 for q in approach.queries)
+        assert by_kind["running"].samples == 20 * 8
+    # raw buckets: 8 pods' buckets per target; recorded: one pod group per target
+    buckets = len(TTFT_BUCKETS) + 1
+    assert {q.kind: q.series for q in ours.queries}["ttft_buckets"] == 20 * buckets
+    assert {q.kind: q.series for q in rules.queries}["ttft_buckets"] == 20 * buckets
+    assert {q.kind: q.samples for q in rules.queries}["ttft_buckets"] == 20 * buckets
+    assert {q.kind: q.samples for q in ours.queries}["ttft_buckets"] > 20 * 8 * buckets
+    assert ours.load_average >= 0 and "prom exec s" in format_result(r)
 
 
 def test_without_ttft_the_plan_has_the_four_per_pod_queries() -> None:
-    from scaler.bench.scale import _fleet
+    from scaler.bench.scale.fleet import fleet
     from scaler.sources.promql import QueryKind, build_query_plan
 
-    policies, pods = _fleet(10, 2, 2, ttft=False)
+    policies, pods = fleet(10, 2, 2, ttft=False)
     assert len(pods) == 20
     plan = build_query_plan(policies, rate_window_seconds=60)
     assert set(plan.queries) == {
@@ -64,7 +83,7 @@ def test_without_ttft_the_plan_has_the_four_per_pod_queries() -> None:
         QueryKind.KV_CACHE,
         QueryKind.THROUGHPUT,
     }
-    with_ttft, _ = _fleet(10, 2, 2)
+    with_ttft, _ = fleet(10, 2, 2)
     # the first round; the TTFT bucket query follows from its answers
     assert set(build_query_plan(with_ttft, rate_window_seconds=60).queries) == {
         QueryKind.WAITING,

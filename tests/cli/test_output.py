@@ -162,7 +162,7 @@ def test_bench_scale_output(monkeypatch: pytest.MonkeyPatch) -> None:
     async def measured(**_: object) -> scale.ScaleResult:
         return result
 
-    monkeypatch.setattr(scale, "run_scale_bench", measured)
+    monkeypatch.setattr(scale.cli, "run_scale_bench", measured)
     as_json = _invoke(
         ["bench-scale", "--targets", "2", "--pods", "1", "--namespaces", "1", "-o", "json"]
     )

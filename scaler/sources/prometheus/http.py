@@ -26,8 +26,10 @@ from scaler.sources.prometheus.answers import (
     Answer,
     BadResponse,
     QueryOutcome,
+    decode_json,
     error_answer_detail,
     parse_vector,
+    paused_gc,
     short_detail,
 )
 from scaler.sources.promql import QueryKind, promql_duration
@@ -223,7 +225,8 @@ async def instant_query(
     if failed is not None:
         return Answer(failed, [])
     try:
-        series, bad, warnings = parse_vector(body)
+        with paused_gc():
+            series, bad, warnings = parse_vector(body)
     except BadResponse as err:
         return Answer(
             QueryOutcome(
@@ -302,7 +305,7 @@ async def query_body(
         return fail(SignalStatus.TRANSPORT, f"{type(err).__name__}: {err}")
 
     try:
-        body: Any = resp.json()
+        body: Any = decode_json(resp.content)
     except ValueError:
         body = None
     is_prom = isinstance(body, dict) and body.get("status") in ("success", "error")

@@ -27,7 +27,7 @@ from enum import StrEnum
 
 from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
-from scaler.core.observation import WorkloadSnapshot
+from scaler.core.observation import PodInfo, WorkloadSnapshot
 from scaler.core.signals import SignalReading, SignalStatus
 from scaler.sources.prometheus.answers import QueryOutcome
 from scaler.sources.prometheus.split import PodSeries, SeriesFault, SplitAnswers
@@ -224,10 +224,24 @@ class _TargetReader:
     # per query: ready pod -> the fault of its series (see split.SeriesFault)
     faults: dict[QueryKind, dict[str, SeriesFault]] = field(default_factory=dict)
     _pod_cache: dict[QueryKind, dict[str, dict[str, float]] | None] = field(default_factory=dict)
+    _ready: frozenset[str] | None = None
+    _listed: dict[str, PodInfo] | None = None
+    _own_names: list[str] | None = None
 
     @property
     def ready(self) -> frozenset[str]:
-        return self.snapshot.ready_pod_names if self.snapshot else frozenset()
+        """The snapshot's live, ready pods (computed once: every query's values use it)."""
+        if self._ready is None:
+            self._ready = self.snapshot.ready_pod_names if self.snapshot else frozenset()
+        return self._ready
+
+    def _own(self, snap: WorkloadSnapshot) -> tuple[dict[str, PodInfo], list[str]]:
+        """The pods the snapshot lists by name, and those with the ones listed until
+        recently, sorted (computed once per target and cycle)."""
+        if self._listed is None or self._own_names is None:
+            self._listed = {p.name: p for p in snap.pods}
+            self._own_names = sorted(self._listed.keys() | self.former)
+        return self._listed, self._own_names
 
     def outcome(self, kind: QueryKind) -> QueryOutcome | None:
         ans = self.split.answers.get(kind)
@@ -300,8 +314,8 @@ class _TargetReader:
         found = grp.no_pod_label
         out: dict[str, dict[str, float]] = {}
         dropped: list[DroppedSeries] = []
-        listed = {p.name: p for p in snap.pods}
-        for name in sorted(listed.keys() | self.former):
+        listed, names = self._own(snap)
+        for name in names:
             # A series without a namespace label is matched on the target's namespace; the
             # namespaced one wins when both exist.
             for key in (("", name), (ns, name)):

@@ -31,7 +31,7 @@ from scaler.config.settings import redact_url
 from scaler.config.vocabulary import SignalName
 from scaler.core.observation import WorkloadSnapshot
 from scaler.core.signals import SignalReading, SignalStatus
-from scaler.sources.prometheus.answers import Answer, QueryOutcome
+from scaler.sources.prometheus.answers import Answer, QueryOutcome, paused_gc
 from scaler.sources.prometheus.attribution import PodMemory
 from scaler.sources.prometheus.http import instant_query, query_body, register_url_credentials
 from scaler.sources.prometheus.readings import TargetReadings, read_targets
@@ -166,28 +166,31 @@ class PrometheusSource:
             # while the other per-pod queries may still be running.
             ttft_plan = TtftPlan(None)
             if QueryKind.TTFT_RATE in first:
-                rates = split_answers({QueryKind.TTFT_RATE: await first[QueryKind.TTFT_RATE]})
-                ttft_plan = plan_ttft(policy_targets, snapshots, former, plan, rates)
+                rate_answer = await first[QueryKind.TTFT_RATE]
+                with paused_gc():
+                    rates = split_answers({QueryKind.TTFT_RATE: rate_answer})
+                    ttft_plan = plan_ttft(policy_targets, snapshots, former, plan, rates)
             if ttft_plan.query is not None:
                 second = asyncio.ensure_future(self._query(QueryKind.TTFT_BUCKETS, ttft_plan.query))
             await asyncio.gather(*first.values(), *([second] if second else []))
         finally:  # cancelled (a stop mid-cycle): no query outlives the cycle
             for task in [*first.values(), *([second] if second else [])]:
                 task.cancel()
-        split = split_answers({k: f.result() for k, f in first.items()})
-        if second is not None:
-            split = with_ttft(split, second.result())
-        targets = read_targets(
-            policy_targets,
-            snapshots,
-            plan,
-            split,
-            rate_window_seconds=window,
-            ttft_plan=ttft_plan,
-            former=former,
-            scrape_intervals=self.scrape_intervals,
-            history=self._history,
-        )
+        with paused_gc():
+            split = split_answers({k: f.result() for k, f in first.items()})
+            if second is not None:
+                split = with_ttft(split, second.result())
+            targets = read_targets(
+                policy_targets,
+                snapshots,
+                plan,
+                split,
+                rate_window_seconds=window,
+                ttft_plan=ttft_plan,
+                former=former,
+                scrape_intervals=self.scrape_intervals,
+                history=self._history,
+            )
         self._history = {k: tr.pod_history for k, tr in targets.items() if tr.pod_history}
         queries = {k: a.outcome for k, a in split.answers.items()}
         _log_absent(targets.values(), queries)
