@@ -322,7 +322,10 @@ class Settings(PrometheusSettings):
     metrics_address: str = Field(default="0.0.0.0", description="Address /metrics binds to.")
     log_format: Literal["auto", "json", "text", "console"] = Field(
         default="auto",
-        description="auto: text on a terminal, JSON lines otherwise (console is text).",
+        description=(
+            "auto: text on a terminal, JSON lines otherwise, and always text beside "
+            "recommend --output text (console is text)."
+        ),
     )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         default="info", description="Least severe log level printed."
