@@ -3,6 +3,9 @@ duration) and one per target (what each signal read)."""
 
 from __future__ import annotations
 
+import logging
+
+import structlog
 from structlog.testing import capture_logs
 
 from tests.support.controller_harness import KEY, HarnessFactory
@@ -20,8 +23,14 @@ async def test_a_cycle_logs_each_query_and_each_targets_readings_at_debug(
         kv_cache=kv(dict.fromkeys(two, "0.25")),
         **ttft_answers("NaN", "0"),
     )
-    with capture_logs() as events:
-        await h.controller.run_cycle()
+    saved = structlog.get_config()
+    # --log-level debug (another test may have left a less verbose level configured)
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
+    try:
+        with capture_logs() as events:
+            await h.controller.run_cycle()
+    finally:
+        structlog.configure(**saved)
     debug = [e for e in events if e["log_level"] == "debug"]
     queries = [e for e in debug if e["event"] == "query"]
     assert queries and {e["status"] for e in queries} == {"ok"}
