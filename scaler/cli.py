@@ -16,7 +16,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -122,6 +122,16 @@ def run(
     _serve(settings, dry_run=dry_run, once=False, output="log", check=False)
 
 
+LogFormat = Literal["auto", "json", "text", "console"]
+
+
+def recommend_log_format(log_format: LogFormat, output: str) -> LogFormat:
+    """The log format of ``recommend``: ``--log-format`` when given; else (``auto``) text
+    with ``--output text``, so that a text report never has JSON log lines beside it, and
+    with ``--output json`` the usual ``auto`` (text on a terminal, JSON lines otherwise)."""
+    return "text" if log_format == "auto" and output == "text" else log_format
+
+
 @app.command()
 @settings_options(
     Settings, RECOMMEND_FIELDS, defaults={"log_level": "warning"}, fixed={"metrics_port": 0}
@@ -136,7 +146,7 @@ def recommend(
     Reads Prometheus and the cluster with read verbs only; never writes. --output json
     prints a JSON array per round, one object per target.
     """
-    configure_logging(settings.log_format, settings.log_level)
+    configure_logging(recommend_log_format(settings.log_format, str(output)), settings.log_level)
     typer.echo(f"vllm-scaler: {settings.describe_prometheus()}", err=True)
     _serve(settings, dry_run=True, once=once, output=str(output), check=True)
 

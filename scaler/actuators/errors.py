@@ -141,6 +141,14 @@ def classify_error(exc: BaseException, *, now: float = 0.0) -> KubeApiError | No
         else:
             outcome = ApiFailure.INVALID
         return KubeApiError(outcome, text, http_status=status, retry_after_seconds=retry)
+    if isinstance(exc, aiohttp.ClientConnectorError) and not isinstance(
+        exc, aiohttp.ClientSSLError
+    ):
+        # aiohttp's own text adds "ssl:default" even for a plain-http address; the host, the
+        # port and the system's reason are what a person can act on.
+        reason = exc.os_error.strerror or str(exc.os_error) or type(exc.os_error).__name__
+        text = f"cannot connect to {exc.host}:{exc.port}: {reason}"
+        return KubeApiError(ApiFailure.TRANSPORT, f"{type(exc).__name__}: {text}")
     if isinstance(exc, aiohttp.ClientError | TimeoutError | asyncio.TimeoutError | OSError):
         text = str(exc) or type(exc).__name__
         return KubeApiError(ApiFailure.TRANSPORT, f"{type(exc).__name__}: {text}")

@@ -110,8 +110,16 @@ OPTION_ONLY = {
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
-    """Print ``vllm-scaler: <message>`` on stderr; return the ``typer.Exit`` to raise."""
-    typer.echo(f"vllm-scaler: {message}", err=True)
+    """Print ``vllm-scaler: <message>`` on stderr; return the ``typer.Exit`` to raise.
+
+    Each line of ``message`` that starts a new error (not indented) gets the prefix, so that
+    two errors never read as one; indented lines are the details of the error above them.
+    """
+    lines = [
+        line if line[:1].isspace() else f"vllm-scaler: {line}"
+        for line in message.splitlines() or [""]
+    ]
+    typer.echo("\n".join(lines), err=True)
     return typer.Exit(code)
 
 

@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from scaler.config.secrets import (
+    NON_SECRET_HEADERS,
     register_file_secret,
     register_header,
     register_private_key_file,
@@ -236,15 +237,25 @@ class PrometheusSettings(BaseSettings):
     @property
     def prometheus_auth(self) -> str:
         """How requests authenticate, without any value: ``bearer token file``, ``basic
-        (user-info in the URL)``, ``Authorization header`` or ``none`` (a client certificate
-        is named apart, in :meth:`prometheus_summary`)."""
+        (user-info in the URL)``, ``Authorization header``, the names of the other credential
+        headers (``header X-Api-Key``: every header masked as a secret, that is all but tenant
+        ids such as ``X-Scope-OrgID``), joined by ``and``; or ``none`` (a client certificate is
+        named apart, in :meth:`prometheus_summary`)."""
+        kinds = []
         if self.prometheus_bearer_token_file is not None:
-            return "bearer token file"
+            kinds.append("bearer token file")
         if any(name.lower() == "authorization" for name in self.prometheus_headers):
-            return "Authorization header"
+            kinds.append("Authorization header")
         if self.prometheus_url.username or self.prometheus_url.password is not None:
-            return "basic (user-info in the URL)"
-        return "none"
+            kinds.append("basic (user-info in the URL)")
+        others = sorted(
+            name
+            for name in self.prometheus_headers
+            if name.strip().lower() not in NON_SECRET_HEADERS | {"authorization"}
+        )
+        if others:
+            kinds.append(f"header{'s' if len(others) > 1 else ''} {', '.join(others)}")
+        return " and ".join(kinds) or "none"
 
     def prometheus_summary(self) -> dict[str, object]:
         """What the Prometheus clients use, safe to print: the URL without its password, the
@@ -311,7 +322,10 @@ class Settings(PrometheusSettings):
     metrics_address: str = Field(default="0.0.0.0", description="Address /metrics binds to.")
     log_format: Literal["auto", "json", "text", "console"] = Field(
         default="auto",
-        description="auto: text on a terminal, JSON lines otherwise (console is text).",
+        description=(
+            "auto: text on a terminal, JSON lines otherwise, and always text beside "
+            "recommend --output text (console is text)."
+        ),
     )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         default="info", description="Least severe log level printed."

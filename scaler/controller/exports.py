@@ -51,6 +51,15 @@ class DecisionExports:
         m = self.metrics
         m.queries.inc(result.queries_sent)
         for kind, outcome in result.queries.items():
+            # debug: what each query cost and found, and what each target read
+            self.log.debug(
+                "query",
+                query=str(kind),
+                status=str(outcome.status),
+                series=outcome.series,
+                duration_seconds=round(outcome.duration_seconds, 4),
+                http_status=outcome.http_status,
+            )
             if outcome.ok:
                 m.last_query_success.labels(str(kind)).set(now)
             else:
@@ -61,6 +70,16 @@ class DecisionExports:
                     reason=str(outcome.status),
                     detail=outcome.detail,
                 )
+        for key, readings in result.targets.items():
+            self.log.debug(
+                "target_readings",
+                target=key,
+                signals={
+                    str(name): r.value if r.status is SignalStatus.OK else str(r.status)
+                    for name, r in readings.signals.items()
+                },
+                pods_unscraped=len(readings.pods_unscraped),
+            )
         for kind, lost in result.unattributed.items():
             m.unattributed_series.labels(str(kind)).inc(lost.count)
             self.log.warning(

@@ -18,7 +18,7 @@ __all__ = [
     "decision_json",
     "print_reports",
     "report_json",
-    "side_by_side",
+    "signal_table",
 ]
 
 OutputFormat = Literal["log", "text", "json"]
@@ -155,61 +155,56 @@ def print_reports(reports: list[TargetReport], fmt: OutputFormat, out: TextIO) -
                 + "; ".join(s.describe() for _, s in sorted(r.readings.stalled.items()))
                 + "\n"
             )
-        if r.shadow is not None:
-            out.write(side_by_side(d, r.shadow))
-            continue
-        for e in d.signals:
-            out.write(_signal_line(e))
+        out.write(signal_table(d, r.shadow))
     out.flush()
 
 
-def _signal_line(e: SignalEvaluation) -> str:
-    """One signal of the text report: value and target in the signal's unit, the ratio, and
-    whether it may drive a decision (a learning capacity signal is no invalid one: it has no
-    estimate yet, asks for nothing and holds nothing back)."""
-    value = "-" if e.value is None else f"{e.value:.4g}"
-    ratio = "-" if e.ratio is None else f"{e.ratio:.2f}"
-    learning = e.status is SignalStatus.LEARNING
-    target = "-" if learning else f"{e.target:g}"
-    if learning:
-        state = "learning (no estimate yet)"
-    else:
-        state = f"{'valid' if e.valid else 'INVALID'} {e.status}"
-    extra = f" ({e.detail})" if e.detail and e.status is not SignalStatus.OK else ""
-    return (
-        f"  {e.name:<15} value {value:>8}  target {target:<6} ratio {ratio:>5}  {state}{extra}"
-        f" [{e.name.unit}]\n"
-    )
-
-
 def _cell(e: SignalEvaluation | None) -> str:
+    """One signal in one column: ``value / target = ratio -> replicas`` for a measured value;
+    otherwise its status, never a made-up number (an idle TTFT has no value: no requests)."""
     if e is None:
         return "off"
+    if e.status is SignalStatus.IDLE:
+        return "idle (no requests)"
+    if e.status is SignalStatus.LEARNING:
+        return "learning"
     if not e.valid or e.value is None or e.ratio is None:
-        return str(e.status)
-    return f"{e.value:.4g} / {e.target:.4g} = {e.ratio:.2f} -> {e.desired_replicas}"
+        return f"INVALID {e.status}"
+    cell = f"{e.value:.4g} / {e.target:.4g} = {e.ratio:.2f} -> {e.desired_replicas}"
+    return cell if e.status is SignalStatus.OK else f"{cell} ({e.status})"
 
 
-def side_by_side(active: Decision, shadow: Decision) -> str:
-    """The active and the shadow decision in two columns: desired replicas and reason, then
-    each signal either enables as value / target = ratio -> replicas it asks for, then the
-    shadow's message."""
-    rows = [
-        ("", "active", "shadow"),
-        (
-            "desired",
-            f"{active.desired_replicas} [{active.reason}]",
-            f"{shadow.desired_replicas} [{shadow.reason}]",
-        ),
+def _notes(label: str, d: Decision) -> list[str]:
+    """The details of the signals that are not ``ok`` (why invalid, what is learned), once."""
+    return [
+        f"  {label}{e.name}: {e.detail}"
+        for e in d.signals
+        if e.detail and e.status is not SignalStatus.OK and e.status is not SignalStatus.IDLE
     ]
-    mine = {e.name: e for e in active.signals}
-    theirs = {e.name: e for e in shadow.signals}
-    for name in [*mine, *(n for n in theirs if n not in mine)]:
-        rows.append((str(name), _cell(mine.get(name)), _cell(theirs.get(name))))
-    left = max(len(r[0]) for r in rows)
-    mid = max(len(r[1]) for r in rows)
-    lines = [f"  {a:<{left}}  {b:<{mid}}  {c}".rstrip() for a, b, c in rows]
-    lines.append(f"  shadow: {shadow.message}")
+
+
+def signal_table(active: Decision, shadow: Decision | None = None) -> str:
+    """The text report's table, one layout with or without a shadow policy: desired replicas
+    and reason, then one row per signal (its unit in brackets) whose cells read
+    value / target = ratio -> replicas it asks for, or the signal's status; a ``shadow``
+    column only when the target has a shadow policy. Below it, the details of the signals
+    that are not ``ok``, and the shadow's message."""
+    decisions = [active] if shadow is None else [active, shadow]
+    rows = [["signal", *(["active"] if shadow is None else ["active", "shadow"]), "unit"]]
+    rows.append(["desired", *(f"{d.desired_replicas} [{d.reason}]" for d in decisions), ""])
+    by_name = [{e.name: e for e in d.signals} for d in decisions]
+    for name in dict.fromkeys(e.name for d in decisions for e in d.signals):
+        rows.append([str(name), *(_cell(m.get(name)) for m in by_name), name.unit])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines = [
+        "  " + "  ".join([*(f"{c:<{w}}" for c, w in zip(r, widths, strict=False)), r[-1]]).rstrip()
+        for r in rows
+    ]
+    lines += _notes("", active)
+    if shadow is not None:
+        mine = set(_notes("", active))  # a detail both share is said once
+        lines += [n for n in _notes("shadow ", shadow) if n.replace("shadow ", "", 1) not in mine]
+        lines.append(f"  shadow: {shadow.message}")
     return "\n".join(lines) + "\n"
 
 

@@ -219,9 +219,11 @@ async def test_run_masks_every_echo_in_its_json_log_lines(
     assert proc.returncode == 0
     started = next(e for e in events if e["event"] == "started")
     assert started["prometheus"]["headers"] == ["X-Api-Key", "X-Scope-OrgID"]
-    assert started["prometheus"]["auth"] == (
-        "bearer token file" if auth == "token" else "basic (user-info in the URL)"
-    )
+    assert (
+        started["prometheus"]["auth"]
+        == ("bearer token file" if auth == "token" else "basic (user-info in the URL)")
+        + " and header X-Api-Key"
+    )  # the credential header named, its value never
     out = "".join(lines)
     assert "X-Api-Key=***" in out and f"X-Scope-OrgID={TENANT}" in out
     if auth == "token":

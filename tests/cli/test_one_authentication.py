@@ -105,6 +105,19 @@ def test_any_two_authentications_are_refused(
         pytest.param("http://prom:9090", None, True, "bearer token file"),
         pytest.param("http://prom:9090", "Authorization=Basic abcd", False, "Authorization header"),
         pytest.param("http://prom:9090", "X-Scope-OrgID=t", False, "none"),
+        # a credential header other than Authorization: named (its value never)
+        pytest.param(
+            "http://prom:9090",
+            f"X-Api-Key={HEADER_TOKEN},X-Scope-OrgID=t",
+            False,
+            "header X-Api-Key",
+        ),
+        pytest.param(
+            "http://prom:9090",
+            "X-Api-Key=a,X-Auth=b",
+            True,
+            "bearer token file and headers X-Api-Key, X-Auth",
+        ),
     ],
 )
 def test_one_authentication_alone_is_accepted(

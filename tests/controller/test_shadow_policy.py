@@ -76,17 +76,49 @@ async def test_recommend_shows_active_and_shadow_side_by_side(
 
     text = await _recommend(h, "text")
     lines = text.splitlines()
-    head = next(i for i, line in enumerate(lines) if line.split() == ["active", "shadow"])
+    head = next(
+        i for i, line in enumerate(lines) if line.split() == ["signal", "active", "shadow", "unit"]
+    )
     desired, queue, kv_row, ttft, capacity = lines[head + 1 : head + 6]
     assert desired.split()[1:] == ["4", "[stabilized]", "6", "[scale_up]"]
-    assert queue.split() == ["queue_depth", "6", "/", "10", "=", "0.60", "->", "3",
-                             "6", "/", "4", "=", "1.50", "->", "6"]  # fmt: skip
-    assert kv_row.split()[-1] == "off" and kv_row.split()[0] == "kv_cache_usage"
+    assert queue.split()[1:-1] == ["6", "/", "10", "=", "0.60", "->", "3",
+                                   "6", "/", "4", "=", "1.50", "->", "6"]  # fmt: skip
+    assert kv_row.split()[-2] == "off" and kv_row.split()[0] == "kv_cache_usage"
     assert ttft.split()[0] == "ttft_p95"
     # on by default with TTFT in both; no seed and no throughput yet: learning in both
-    assert capacity.split() == ["capacity", "learning", "learning"]
-    assert lines[head + 6].startswith("  shadow: scale up 4 -> 6 (queue_depth 6 vs target 4")
+    assert capacity.split()[0] == "capacity" and capacity.split()[1:3] == ["learning", "learning"]
+    # the learning detail once per policy, below the table
+    # the learning detail once, below the table (the shadow's is the same: not repeated)
+    assert lines[head + 6].startswith("  capacity: no capacity estimate yet")
+    assert text.count("no capacity estimate yet") == 1
+    assert lines[head + 7].startswith("  shadow: scale up 4 -> 6 (queue_depth 6 vs target 4")
     assert set(h.kube.methods()) == {"GET"} and h.replicas() == 4
+
+
+async def test_recommend_text_has_one_layout_and_shows_an_idle_ttft_as_idle(
+    make_harness: HarnessFactory,
+) -> None:
+    """Without a shadow, the text report is the same table with only the active column; an
+    idle TTFT (no requests: no quantile) reads ``idle (no requests)``, never a measured 0."""
+    h = await make_harness(replicas=4, ready=pods(4), policy=case_policy())
+    four = pods(4)
+    h.fake.set(
+        waiting=per_pod(dict.fromkeys(four, "0")),
+        running=per_pod(dict.fromkeys(four, "0")),
+        kv_cache=kv(dict.fromkeys(four, "0.1")),
+        **ttft_answers("NaN", "0"),
+    )
+    [obj] = json.loads(await _recommend(h, "json"))
+    ttft_json = next(s for s in obj["signals"] if s["name"] == "ttft_p95")
+    assert ttft_json["status"] == "idle"
+
+    lines = (await _recommend(h, "text")).splitlines()
+    head = next(i for i, line in enumerate(lines) if line.split() == ["signal", "active", "unit"])
+    rows = {line.split()[0]: line for line in lines[head + 1 :] if line.startswith("  ")}
+    assert rows["ttft_p95"].split()[1:] == ["idle", "(no", "requests)", "seconds"]
+    assert "0.00" not in rows["ttft_p95"]
+    assert rows["queue_depth"].split()[1:-1] == ["0", "/", "10", "=", "0.00", "->", "0"]
+    assert not any(line.startswith("  shadow") for line in lines)
 
 
 async def test_the_shadow_is_decided_every_cycle_never_written_and_exported(

@@ -7,6 +7,7 @@ import json
 import pytest
 import structlog
 
+from scaler.cli import LogFormat, recommend_log_format
 from scaler.telemetry.logging import configure_logging, flatten_fields, format_fields
 
 STARTED = {
@@ -89,3 +90,18 @@ def test_format_fields_is_one_logfmt_line() -> None:
     assert format_fields(
         {"event_count": 2, "ok": True, "detail": 'HTTP 401 "denied"', "who": ["a", None]}
     ) == ('event_count=2 ok=true detail="HTTP 401 \\"denied\\"" who=a,none')
+
+
+@pytest.mark.parametrize(
+    ("log_format", "output", "expected"),
+    [
+        ("auto", "text", "text"),  # a text report never gets JSON log lines beside it
+        ("auto", "json", "auto"),  # text on a terminal, JSON lines otherwise
+        ("json", "text", "json"),  # --log-format given: kept
+        ("console", "json", "console"),
+    ],
+)
+def test_recommend_log_format_follows_a_text_output_unless_given(
+    log_format: LogFormat, output: str, expected: str
+) -> None:
+    assert recommend_log_format(log_format, output) == expected

@@ -1,0 +1,67 @@
+"""``recommend --once`` when both Kubernetes and Prometheus are down: each error on its own
+``vllm-scaler:`` line, and the transport failures in plain words (no ``ssl:default`` for a
+plain-http address)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from tests.support.controller_harness import KEY
+from tests.support.policies import case_target_doc
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port  # nothing listens there once the socket is closed: connection refused
+
+
+def _kubeconfig(path: Path, server: str) -> Path:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": server}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    return path
+
+
+def test_kubernetes_and_prometheus_down_are_two_prefixed_errors(tmp_path: Path) -> None:
+    kube = f"http://127.0.0.1:{_closed_port()}"
+    prom = f"http://127.0.0.1:{_closed_port()}"
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(yaml.safe_dump({"targets": [case_target_doc()]}))
+    # a process of its own: the command configures logging for the whole process
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "scaler", "recommend", "--once", "--policy", str(policy),
+            "--no-in-cluster", "--prometheus-url", prom,
+            "--kubeconfig", str(_kubeconfig(tmp_path / "kc", kube)),
+        ],
+        capture_output=True, text=True, timeout=60, check=False,
+        env={k: v for k, v in os.environ.items() if not k.startswith("VLLM_SCALER_")},
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.splitlines()
+    errors = [line for line in lines if not line.startswith(" ")]
+    assert all(line.startswith("vllm-scaler: ") for line in errors), lines
+    assert "vllm-scaler: cannot read targets in Kubernetes:" in errors
+    assert f"vllm-scaler: Prometheus at {prom}/ is unreachable:" in errors
+    [target] = [line for line in lines if line.startswith(f"  {KEY}: ")]
+    port = kube.rsplit(":", 1)[1]
+    assert target.startswith(f"  {KEY}: transport: ClientConnectorError: cannot connect to ")
+    assert f"127.0.0.1:{port}: " in target
+    assert "ssl:default" not in result.stderr

@@ -1,0 +1,43 @@
+"""``--log-level debug`` adds, each cycle, one event per query (its status, series found and
+duration) and one per target (what each signal read)."""
+
+from __future__ import annotations
+
+import logging
+
+import structlog
+from structlog.testing import capture_logs
+
+from tests.support.controller_harness import KEY, HarnessFactory
+from tests.support.fakeprom import kv, per_pod, pods, ttft_answers
+
+
+async def test_a_cycle_logs_each_query_and_each_targets_readings_at_debug(
+    make_harness: HarnessFactory,
+) -> None:
+    two = pods(2)
+    h = await make_harness(replicas=2, ready=two)
+    h.fake.set(
+        waiting=per_pod(dict.fromkeys(two, "3")),
+        running=per_pod(dict.fromkeys(two, "1")),
+        kv_cache=kv(dict.fromkeys(two, "0.25")),
+        **ttft_answers("NaN", "0"),
+    )
+    saved = structlog.get_config()
+    # --log-level debug (another test may have left a less verbose level configured)
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
+    try:
+        with capture_logs() as events:
+            await h.controller.run_cycle()
+    finally:
+        structlog.configure(**saved)
+    debug = [e for e in events if e["log_level"] == "debug"]
+    queries = [e for e in debug if e["event"] == "query"]
+    assert queries and {e["status"] for e in queries} == {"ok"}
+    assert all(e["duration_seconds"] >= 0 and e["http_status"] == 200 for e in queries)
+    assert {e["query"] for e in queries} >= {"waiting", "kv_cache"}
+    [readings] = [e for e in debug if e["event"] == "target_readings"]
+    assert readings["target"] == KEY
+    assert readings["signals"]["queue_depth"] == 6.0  # the sum over both ready pods
+    assert readings["signals"]["kv_cache_usage"] == 0.5
+    assert readings["signals"]["ttft_p95"] == "idle"
