@@ -65,6 +65,23 @@ def test_main_writes_and_checks(tmp_path: Path) -> None:
     assert ok.stdout == f"up to date: {len(dash.build_dashboards())} dashboards in {tmp_path}\n"
 
 
+def test_check_names_a_missing_folder_or_file(tmp_path: Path) -> None:
+    """A folder that is not there is one line, not a stale line per file; a deleted file
+    says missing, an edited one out of date."""
+    gone = tmp_path / "nonexistent"
+    res = CliRunner().invoke(app, ["dashboards", "--out", str(gone), "--check"])
+    assert res.exit_code == 1
+    assert res.stdout == f"missing: folder {gone} (run: vllm-scaler dashboards --out {gone})\n"
+    assert CliRunner().invoke(app, ["dashboards", "--out", str(tmp_path)]).exit_code == 0
+    first, second = sorted(dash.build_dashboards())
+    (tmp_path / first).unlink()
+    (tmp_path / second).write_text("{}", encoding="utf-8")
+    res = CliRunner().invoke(app, ["dashboards", "--out", str(tmp_path), "--check"])
+    assert res.exit_code == 1
+    assert f"missing: {tmp_path / first} " in res.stdout
+    assert f"out of date: {tmp_path / second} " in res.stdout
+
+
 @pytest.mark.parametrize(
     ("name", "uid", "title"),
     [
