@@ -314,3 +314,27 @@ def test_variable_regexes_extract_namespace_and_workload() -> None:
     assert queries._apply_regex(ns, targets) == ["llm", "other"]
     wl = queries._js_regex(fleet["target"]["regex"])
     assert queries._apply_regex(wl, targets) == ["big", "vllm"]
+
+
+def test_previews_warn_without_the_controllers_series(tmp_path: Path) -> None:
+    """A Prometheus that never scraped the controller: the previews still draw, and stderr
+    says in one line why the decisions dashboard is empty and where the series come from."""
+    from scaler.sim.prometheus_server import (
+        PrometheusNotInstalledError,
+        PrometheusServer,
+        find_prometheus_binary,
+    )
+
+    try:
+        find_prometheus_binary()
+    except PrometheusNotInstalledError as err:
+        pytest.skip(str(err))
+    with PrometheusServer(tmp_path / "prom", sd_file=tmp_path / "sd.json") as server:
+        args = ["dashboards", "--out", str(tmp_path / "d"), "--previews", str(tmp_path / "p")]
+        res = CliRunner().invoke(app, [*args, "--prometheus-url", server.url, "--minutes", "1"])
+    assert res.exit_code == 0, res.output
+    warnings = [ln for ln in res.stderr.splitlines() if "warning" in ln]
+    assert len(warnings) == 1, res.stderr
+    assert "no vllm_scaler_* series" in warnings[0]
+    assert "metrics_port" in warnings[0]
+    assert (tmp_path / "p" / "vllm-scaler-decisions.png").is_file()
