@@ -55,5 +55,15 @@ fi
 
 extras="[sim]"
 if [ "${1:-}" = "--dev" ]; then extras="[dev]"; fi
+# The editable install follows source edits by itself; it needs redoing only when the
+# package's metadata or dependencies change, so a stamp of those skips a reinstall (about
+# 20 s) in the edit-test loop. A fresh clone (CI) has no .venv, hence no stamp.
+stamp=.venv/.vllm-scaler-setup
+want="$(cat pyproject.toml requirements.txt 2>/dev/null | sha256sum | cut -d' ' -f1) ${extras}"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] &&
+   .venv/bin/python -c 'import importlib.metadata as m; m.version("vllm-scaler")' 2>/dev/null; then
+  exit 0
+fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e ".${extras}"
+echo "$want" > "$stamp"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -24,6 +24,9 @@ from scaler.config.cli_options import (
     settings_options,
 )
 from scaler.config.settings import PrometheusSettings
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["main", "register"]
 
@@ -54,10 +57,14 @@ def dashboards(
             for n, doc in built.items()
             if not (out / n).is_file() or (out / n).read_text(encoding="utf-8") != to_json(doc)
         ]
+        missing = [p for p in stale if not Path(p).is_file()]
         if as_json:
-            typer.echo(json.dumps({"out_of_date": stale}))
-        for path in [] if as_json else stale:
-            typer.echo(f"out of date: {path} (run: vllm-scaler dashboards --out {out})")
+            typer.echo(json.dumps({"out_of_date": stale, "missing": missing}))
+        elif not out.is_dir():
+            typer.echo(f"missing: folder {out} (run: vllm-scaler dashboards --out {out})")
+        for path in [] if as_json or not out.is_dir() else stale:
+            what = "missing" if path in missing else "out of date"
+            typer.echo(f"{what}: {path} (run: vllm-scaler dashboards --out {out})")
         if not as_json and not stale:
             typer.echo(f"up to date: {len(built)} dashboards in {out}")
         raise typer.Exit(1 if stale else 0)
@@ -93,6 +100,15 @@ def _previews(settings: PrometheusSettings, folder: Path, minutes: float) -> lis
     try:
         with sync_client_for(settings) as client:
             client.event_hooks["response"] = [refused]
+            base = str(settings.prometheus_url).rstrip("/")
+            if not _has_controller_series(client, base, minutes, end):
+                typer.echo(
+                    "vllm-scaler: warning: no vllm_scaler_* series in this Prometheus over the"
+                    f" last {minutes:g} min: the decisions dashboard will show no data; they"
+                    " come from the controller's /metrics (metrics_port, default 9100), which"
+                    " Prometheus must scrape",
+                    err=True,
+                )
             return [
                 str(p)
                 for p in render_previews(
@@ -107,6 +123,14 @@ def _previews(settings: PrometheusSettings, folder: Path, minutes: float) -> lis
         # the URL as every command shows it: without its password
         url = settings.prometheus_summary()["url"]
         raise fail(f"previews: Prometheus at {url}: {type(err).__name__}: {err}", 1) from None
+
+
+def _has_controller_series(client: httpx.Client, url: str, minutes: float, end: float) -> bool:
+    """Whether the Prometheus at ``url`` holds any ``vllm_scaler_*`` series (the controller's
+    own metrics) within the ``minutes`` before ``end`` (epoch seconds)."""
+    expr = f'count(last_over_time({{__name__=~"vllm_scaler_.+"}}[{max(1, round(minutes * 60))}s]))'
+    body = client.post(f"{url}/api/v1/query", data={"query": expr, "time": end}).json()
+    return bool(body.get("data", {}).get("result"))
 
 
 def register(app: typer.Typer) -> None:

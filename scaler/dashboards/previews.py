@@ -154,7 +154,8 @@ def _draw_dashboard(doc: Mapping[str, Any], prom: _Reader) -> Any:
     placed = _layout(doc, prom)
     rows = max(y + p["gridPos"]["h"] for p, _, y in placed) + 2
     fig = plt.figure(figsize=(20, rows * 0.38), facecolor="#111217")
-    shown = {k: ("All" if v == ALL else v) for k, v in prom.values.items()}
+    # a variable whose query found nothing says so, not an empty "name="
+    shown = {k: ("All" if v == ALL else v or "(none found)") for k, v in prom.values.items()}
     title = f"{doc['title']}   " + "   ".join(f"{k}={v}" for k, v in shown.items())
     fig.text(0.01, 1 - 0.9 / rows, title, fontsize=14, weight="bold", color="white")
     events = _annotation_times(doc, prom)

@@ -211,7 +211,8 @@ def plot_figure(
 ) -> Figure:
     """The figure :func:`plot_run` saves: arrivals, replicas, TTFT p95 per window vs target.
     With ``shadow`` (``(seconds since start, desired replicas)`` of a shadow policy), the
-    replicas panel shows what the shadow would have asked for, as a dashed line.
+    replicas panel shows what the shadow would have asked for, as a thin dashed line with
+    markers drawn under "desired (spec)", so both stay visible where they are equal.
 
     Legends sit above their panel, outside the plotting area, so they never hide data.
     """
@@ -239,6 +240,7 @@ def plot_figure(
         label="desired (spec)",
         lw=1.5,
         color="tab:blue",
+        zorder=3,  # on top: the shadow often equals it and must not hide it
     )
     ax2.step(t, [s.ready for s in samples], where="post", label="ready", lw=1.2, color="tab:cyan")
     ax2.step(
@@ -255,8 +257,12 @@ def plot_figure(
             [p[1] for p in shadow],
             where="post",
             ls="--",
-            lw=1.4,
+            lw=0.9,
             color="black",
+            marker="o",
+            ms=3,
+            markevery=max(1, len(shadow) // 40),
+            zorder=2,
             label="shadow policy (desired)",
         )
     for when, a, b in summary.scale_events:

@@ -85,7 +85,8 @@ def test_dashboards_json_lists_what_it_wrote_and_what_is_stale(tmp_path: Path) -
     names = list(build_dashboards())
     stale = _invoke(["dashboards", "--out", str(tmp_path), "--check", "-o", "json"])
     assert stale.exit_code == 1
-    assert json.loads(stale.stdout) == {"out_of_date": [str(tmp_path / n) for n in names]}
+    every = [str(tmp_path / n) for n in names]
+    assert json.loads(stale.stdout) == {"out_of_date": every, "missing": every}
     wrote = _invoke(["dashboards", "--out", str(tmp_path), "-o", "json"])
     assert wrote.exit_code == 0
     assert json.loads(wrote.stdout) == {
@@ -93,7 +94,7 @@ def test_dashboards_json_lists_what_it_wrote_and_what_is_stale(tmp_path: Path) -
         "previews": [],
     }
     fresh = _invoke(["dashboards", "--out", str(tmp_path), "--check", "-o", "json"])
-    assert (fresh.exit_code, json.loads(fresh.stdout)) == (0, {"out_of_date": []})
+    assert (fresh.exit_code, json.loads(fresh.stdout)) == (0, {"out_of_date": [], "missing": []})
 
 
 async def test_recommend_json_is_the_only_thing_on_stdout(

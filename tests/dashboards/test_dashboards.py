@@ -65,6 +65,23 @@ def test_main_writes_and_checks(tmp_path: Path) -> None:
     assert ok.stdout == f"up to date: {len(dash.build_dashboards())} dashboards in {tmp_path}\n"
 
 
+def test_check_names_a_missing_folder_or_file(tmp_path: Path) -> None:
+    """A folder that is not there is one line, not a stale line per file; a deleted file
+    says missing, an edited one out of date."""
+    gone = tmp_path / "nonexistent"
+    res = CliRunner().invoke(app, ["dashboards", "--out", str(gone), "--check"])
+    assert res.exit_code == 1
+    assert res.stdout == f"missing: folder {gone} (run: vllm-scaler dashboards --out {gone})\n"
+    assert CliRunner().invoke(app, ["dashboards", "--out", str(tmp_path)]).exit_code == 0
+    first, second = sorted(dash.build_dashboards())
+    (tmp_path / first).unlink()
+    (tmp_path / second).write_text("{}", encoding="utf-8")
+    res = CliRunner().invoke(app, ["dashboards", "--out", str(tmp_path), "--check"])
+    assert res.exit_code == 1
+    assert f"missing: {tmp_path / first} " in res.stdout
+    assert f"out of date: {tmp_path / second} " in res.stdout
+
+
 @pytest.mark.parametrize(
     ("name", "uid", "title"),
     [
@@ -297,3 +314,27 @@ def test_variable_regexes_extract_namespace_and_workload() -> None:
     assert queries._apply_regex(ns, targets) == ["llm", "other"]
     wl = queries._js_regex(fleet["target"]["regex"])
     assert queries._apply_regex(wl, targets) == ["big", "vllm"]
+
+
+def test_previews_warn_without_the_controllers_series(tmp_path: Path) -> None:
+    """A Prometheus that never scraped the controller: the previews still draw, and stderr
+    says in one line why the decisions dashboard is empty and where the series come from."""
+    from scaler.sim.prometheus_server import (
+        PrometheusNotInstalledError,
+        PrometheusServer,
+        find_prometheus_binary,
+    )
+
+    try:
+        find_prometheus_binary()
+    except PrometheusNotInstalledError as err:
+        pytest.skip(str(err))
+    with PrometheusServer(tmp_path / "prom", sd_file=tmp_path / "sd.json") as server:
+        args = ["dashboards", "--out", str(tmp_path / "d"), "--previews", str(tmp_path / "p")]
+        res = CliRunner().invoke(app, [*args, "--prometheus-url", server.url, "--minutes", "1"])
+    assert res.exit_code == 0, res.output
+    warnings = [ln for ln in res.stderr.splitlines() if "warning" in ln]
+    assert len(warnings) == 1, res.stderr
+    assert "no vllm_scaler_* series" in warnings[0]
+    assert "metrics_port" in warnings[0]
+    assert (tmp_path / "p" / "vllm-scaler-decisions.png").is_file()

@@ -416,5 +416,11 @@ def test_the_shadow_policy_gets_its_own_line_and_words() -> None:
         assert len(set(looks)) == len(looks), looks
         others = {to_hex(ln.get_color()) for ln in lines.values() if ln is not line}
         assert to_hex(line.get_color()) not in others, others
+        # where the two are equal, the desired line is drawn over the thinner shadow and
+        # the shadow still shows through its markers
+        desired = lines["desired (spec)"]
+        assert desired.get_zorder() > line.get_zorder()
+        assert desired.get_linewidth() > line.get_linewidth()
+        assert line.get_marker() == "o"
     finally:
         plt.close(fig)
