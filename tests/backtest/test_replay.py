@@ -162,3 +162,27 @@ def test_gap_is_not_made_up_nor_counted_in_replica_hours() -> None:
     assert s.policy_replica_hours == pytest.approx(s.actual_replica_hours)
     assert s.actual_peak == 4 and s.actual_events == ()
     assert s.below_actual_steps == s.above_actual_steps == 0
+
+
+def test_text_report_shows_a_gap_and_the_covered_time() -> None:
+    from scaler.backtest.history import ReplicaHistory, ReplicaSource
+    from scaler.backtest.report import TargetBacktest, format_text
+
+    spec: list[float | None] = [None] * 3 + [4.0] * 3 + [None] * 2 + [2.0] * 2
+    p = _policy()
+    res = replay(
+        p,
+        [i * 60.0 for i in range(10)],
+        [_readings(40.0)] * 10,
+        spec,
+        spec,
+        model_load_seconds=0,
+        ttft_window_seconds=60.0,
+    )
+    hist = ReplicaHistory(ReplicaSource.KUBE_STATE_METRICS, spec, spec, None, ())
+    lines = format_text([TargetBacktest(p, hist, res)], step_seconds=60).splitlines()
+    gaps = [ln.split()[:2] for ln in lines if " gap " in ln]
+    assert gaps == [["00:00:00", "gap"], ["00:06:00", "gap"]]
+    # 4 covered minutes of 9: 4 replicas for 3 min, 2 for 1 min; the policy 4 throughout
+    assert "  covered        4.0 min of 9.0 min (44%) had actual replicas" in "\n".join(lines)
+    assert "  replica-hours  actual 0.233, policy 0.267 (+14% vs actual)" in lines
