@@ -153,12 +153,6 @@ def register(app: typer.Typer) -> None:
                 f"more than the limit of {max_steps:,}: shorten the range, take a longer --step, "
                 f"or raise the limit with --max-steps"
             )
-        # said up front, terminal or not: a long range takes a while to read and replay
-        typer.echo(
-            f"vllm-scaler: {grid.count:,} steps of {grid.step:g} s from {_utc(grid.start)} "
-            f"to {_utc(grid.end)}",
-            err=True,
-        )
         try:
             pol = load_policy(policy)
         except PolicyError as err:
@@ -173,6 +167,12 @@ def register(app: typer.Typer) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
         typer.echo(f"vllm-scaler: {settings.describe_prometheus()}", err=True)
+        # said up front, terminal or not: a long range takes a while to read and replay
+        typer.echo(
+            f"vllm-scaler: {grid.count:,} steps of {grid.step:g} s from {_utc(grid.start)} "
+            f"to {_utc(grid.end)}",
+            err=True,
+        )
         client = PrometheusRangeClient(settings)
         bar = Progress(
             "[progress.description]{task.description}",
