@@ -22,7 +22,12 @@ from scaler.config.cli_options import (
 from scaler.config.options import option_errors
 from scaler.config.settings import PrometheusSettings
 
-__all__ = ["register"]
+__all__ = ["DEFAULT_MAX_STEPS", "register"]
+
+# The most steps a backtest replays unless --max-steps says more: a week at 15 s is 40,320,
+# a day at 1 s 86,400; beyond that a typo (--start now-400d --step 1s) would read and replay
+# for many minutes.
+DEFAULT_MAX_STEPS = 100_000
 
 
 def _time_option(option: str, text: str, now: float) -> float:
@@ -87,6 +92,12 @@ def register(app: typer.Typer) -> None:
         max_points: Annotated[
             int, typer.Option(help="Most steps per range request (Prometheus allows 11000).")
         ] = 11_000,
+        max_steps: Annotated[
+            int,
+            typer.Option(
+                help="Refuse a range of more steps than this ((--end - --start) / --step + 1)."
+            ),
+        ] = DEFAULT_MAX_STEPS,
         progress: Annotated[
             bool,
             typer.Option(
@@ -125,12 +136,23 @@ def register(app: typer.Typer) -> None:
                 ) from None
             raise fail(f"--step: value {step!r}: expected a whole number of seconds >= 1") from None
         errors = option_errors(
-            {"--model-load-seconds": (0, True, math.inf), "--max-points": (1, True, math.inf)},
+            {
+                "--model-load-seconds": (0, True, math.inf),
+                "--max-points": (1, True, math.inf),
+                "--max-steps": (1, True, math.inf),
+            },
             model_load_seconds=model_load_seconds,
             max_points=max_points,
+            max_steps=max_steps,
         )
         if errors:
             raise fail("; ".join(errors))
+        if grid.count > max_steps:
+            raise fail(
+                f"--start {start!r} to --end {end!r} at --step {step!r} is {grid.count:,} steps, "
+                f"more than the limit of {max_steps:,}: shorten the range, take a longer --step, "
+                f"or raise the limit with --max-steps"
+            )
         try:
             pol = load_policy(policy)
         except PolicyError as err:
@@ -145,6 +167,12 @@ def register(app: typer.Typer) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
         typer.echo(f"vllm-scaler: {settings.describe_prometheus()}", err=True)
+        # said up front, terminal or not: a long range takes a while to read and replay
+        typer.echo(
+            f"vllm-scaler: {grid.count:,} steps of {grid.step:g} s from {_utc(grid.start)} "
+            f"to {_utc(grid.end)}",
+            err=True,
+        )
         client = PrometheusRangeClient(settings)
         bar = Progress(
             "[progress.description]{task.description}",

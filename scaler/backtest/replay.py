@@ -27,12 +27,16 @@ The model (simple, and honest about what it cannot know):
   actual fleet was busy with TTFT within (or beyond) its target. Its model load time, the
   forecast's horizon, is ``model_load_seconds``: the load time of every replica of the replay
   (the controller learns it from its starts; history does not say when a pod was created).
-- Actual replicas missing at a step (the source had no sample) carry the last known value
-  forward (the first known value backward); :attr:`ReplaySummary.actual_missing_steps` counts
-  them. Where only the ready count is missing, ``spec.replicas`` stands in for it.
+- A step without actual replicas (the source had no sample: before the workload existed,
+  a scrape gap) is a gap: its actual replicas are None, never made up, and
+  :attr:`ReplaySummary.actual_missing_steps` counts it. The policy keeps deciding on the
+  signals through a gap, its state carried, as the controller would (it starts from the first
+  known actual ``spec.replicas``), but a gap is left out of every comparison with actual.
+  Where only the ready count is missing, ``spec.replicas`` stands in for it.
 
 Replica-hours integrate ``spec.replicas`` (asked for, so loading replicas count) over the
-steps: each step's count holds until the next step.
+covered steps only (those with actual replicas), for actual, policy and shadow alike: each
+step's count holds until the next step; ``covered_seconds`` says how much time that is.
 """
 
 from __future__ import annotations
@@ -61,8 +65,9 @@ class ReplayStep:
 
     Attributes:
         at: Unix seconds.
-        actual_replicas: actual ``spec.replicas`` (gaps filled, see :func:`fill_gaps`).
-        actual_ready: actual ready replicas (gaps filled).
+        actual_replicas: actual ``spec.replicas``; None in a gap (no sample).
+        actual_ready: actual ready replicas (``spec.replicas`` where only it is known); None
+            in a gap.
         policy_replicas: the policy's ``spec.replicas`` after this step's decision.
         policy_ready: the policy's ready replicas when it decided.
         recommended: what the signals asked for (before stabilization, step limit, min/max).
@@ -75,8 +80,8 @@ class ReplayStep:
     """
 
     at: float
-    actual_replicas: int
-    actual_ready: int
+    actual_replicas: int | None
+    actual_ready: int | None
     policy_replicas: int
     policy_ready: int
     recommended: int
@@ -102,9 +107,11 @@ class ReplaySummary:
     """Totals of one replay.
 
     Attributes:
-        actual_replica_hours, policy_replica_hours: replica-hours of ``spec.replicas``.
-        actual_peak, policy_peak: the largest ``spec.replicas``.
-        actual_events, policy_events: every change of ``spec.replicas``.
+        actual_replica_hours, policy_replica_hours: replica-hours of ``spec.replicas`` over
+            the covered time only (steps with actual replicas).
+        actual_peak, policy_peak: the largest ``spec.replicas`` (actual: at covered steps).
+        actual_events, policy_events: every change of ``spec.replicas`` (actual: between
+            consecutive covered steps).
         below_actual_steps: steps where the policy had fewer replicas than actual.
         above_actual_steps: steps where it had more.
         ttft_above_target_steps: steps whose observed TTFT (``ok``) was above the target;
@@ -113,7 +120,9 @@ class ReplaySummary:
             policy would have served a slow moment with less); None without ``ttft_p95``.
         relief_steps: steps above actual while the observed TTFT was above the target (the
             policy would have added capacity when it was needed); None without ``ttft_p95``.
-        actual_missing_steps: steps without an actual sample (filled).
+        actual_missing_steps: steps without an actual sample (gaps).
+        covered_seconds: the time the replica-hours cover (each covered step until the next).
+        total_seconds: the whole replayed time (first step to last).
         signal_status: signal -> status -> steps.
         reasons: reason -> steps.
     """
@@ -130,6 +139,8 @@ class ReplaySummary:
     risk_steps: int | None
     relief_steps: int | None
     actual_missing_steps: int
+    covered_seconds: float = 0.0
+    total_seconds: float = 0.0
     signal_status: dict[str, dict[str, int]] = field(default_factory=dict)
     reasons: dict[str, int] = field(default_factory=dict)
 
@@ -167,19 +178,28 @@ def fill_gaps(values: Sequence[float | None]) -> tuple[list[int], int]:
     return out, missing
 
 
-def _replica_hours(times: Sequence[float], replicas: Sequence[int]) -> float:
+def _replica_hours(
+    times: Sequence[float], replicas: Sequence[int], covered: Sequence[bool]
+) -> float:
+    """Replica-hours over the covered steps: step i's count holds until step i + 1."""
     total = 0.0
     for i in range(len(times) - 1):
-        total += replicas[i] * (times[i + 1] - times[i])
+        if covered[i]:
+            total += replicas[i] * (times[i + 1] - times[i])
     return total / 3600.0
 
 
-def _changes(times: Sequence[float], replicas: Sequence[int]) -> list[ScaleChange]:
-    return [
-        ScaleChange(times[i], replicas[i - 1], replicas[i])
-        for i in range(1, len(replicas))
-        if replicas[i] != replicas[i - 1]
-    ]
+def _changes(times: Sequence[float], replicas: Sequence[int | None]) -> list[ScaleChange]:
+    """Changes between consecutive known counts (a gap in between is skipped, not a change)."""
+    out: list[ScaleChange] = []
+    last: int | None = None
+    for t, r in zip(times, replicas, strict=True):
+        if r is None:
+            continue
+        if last is not None and r != last:
+            out.append(ScaleChange(t, last, r))
+        last = r
+    return out
 
 
 def replay(
@@ -216,14 +236,17 @@ def replay(
         raise ValueError("times, readings and actual replicas must have the same, non-zero length")
     if (throughput is not None and len(throughput) != n) or (pods is not None and len(pods) != n):
         raise ValueError("throughput and pods must have one entry per step")
+    # filled only to start the policy from the first known count, never reported as actual
     spec, missing = fill_gaps(actual_spec)
     ready_known = [
         r if r is not None else s for r, s in zip(actual_ready, actual_spec, strict=True)
     ]
     ready = fill_gaps(ready_known)[0]
+    covered = [v is not None for v in actual_spec]
+    first = covered.index(True)
 
-    r = max(spec[0], 0)
-    start_ready = min(r, ready[0])
+    r = max(spec[first], 0)
+    start_ready = min(r, ready[first])
     # Time at which each of the policy's replicas is (or was) ready.
     ready_at = [-math.inf] * start_ready + [times[0] + model_load_seconds] * (r - start_ready)
     # Every replica of the replay loads in model_load_seconds: the load time the controller
@@ -264,8 +287,8 @@ def replay(
         steps.append(
             ReplayStep(
                 at=now,
-                actual_replicas=spec[i],
-                actual_ready=ready[i],
+                actual_replicas=spec[i] if covered[i] else None,
+                actual_ready=ready[i] if covered[i] else None,
                 policy_replicas=r,
                 policy_ready=n_ready,
                 recommended=decision.recommended_replicas,
@@ -291,14 +314,14 @@ def replay(
         and rd.value > target_s
         for s in steps
     ]
-    below = [s.policy_replicas < s.actual_replicas for s in steps]
-    above = [s.policy_replicas > s.actual_replicas for s in steps]
+    below = [s.actual_replicas is not None and s.policy_replicas < s.actual_replicas for s in steps]
+    above = [s.actual_replicas is not None and s.policy_replicas > s.actual_replicas for s in steps]
     summary = ReplaySummary(
-        actual_replica_hours=_replica_hours(times, spec),
-        policy_replica_hours=_replica_hours(times, policy_r),
-        actual_peak=max(spec),
+        actual_replica_hours=_replica_hours(times, spec, covered),
+        policy_replica_hours=_replica_hours(times, policy_r, covered),
+        actual_peak=max(v for v, c in zip(spec, covered, strict=True) if c),
         policy_peak=max(policy_r),
-        actual_events=tuple(_changes(times, spec)),
+        actual_events=tuple(_changes(times, [s.actual_replicas for s in steps])),
         policy_events=tuple(policy_events),
         below_actual_steps=sum(below),
         above_actual_steps=sum(above),
@@ -306,6 +329,8 @@ def replay(
         risk_steps=sum(b and s for b, s in zip(below, slow, strict=True)) if ttft_on else None,
         relief_steps=sum(a and s for a, s in zip(above, slow, strict=True)) if ttft_on else None,
         actual_missing_steps=missing,
+        covered_seconds=sum(times[i + 1] - times[i] for i in range(n - 1) if covered[i]),
+        total_seconds=times[-1] - times[0],
         signal_status=statuses,
         reasons=reasons,
     )

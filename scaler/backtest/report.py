@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from scaler.backtest.history import ReplicaHistory
-from scaler.backtest.replay import ReplayResult, ReplayStep, ScaleChange
+from scaler.backtest.replay import ReplayResult, ReplayStep, ReplaySummary, ScaleChange
 from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
 
@@ -92,6 +92,21 @@ def _change_pct(actual: float, policy: float) -> str:
     return f"{(policy - actual) / actual * 100:+.0f}% vs actual"
 
 
+def _duration(seconds: float) -> str:
+    if seconds >= 2 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 60:.1f} min" if seconds >= 120 else f"{seconds:g} s"
+
+
+def _coverage(s: ReplaySummary) -> str:
+    """How much of the replayed time had actual replicas (what the totals cover)."""
+    pct = 100 * s.covered_seconds / s.total_seconds if s.total_seconds > 0 else 100.0
+    return (
+        f"{_duration(s.covered_seconds)} of {_duration(s.total_seconds)} ({pct:.0f}%) had "
+        "actual replicas; the totals below cover that time only"
+    )
+
+
 def format_text(backtests: Sequence[TargetBacktest], *, step_seconds: float) -> str:
     """A human report: per target, the timeline at every change of either count, then totals."""
     lines: list[str] = []
@@ -112,13 +127,17 @@ def format_text(backtests: Sequence[TargetBacktest], *, step_seconds: float) -> 
             + ("shadow  " if shadow_steps is not None else "")
             + f"{'reason':<{width}} signals"
         )
-        prev: tuple[int, int, int] | None = None
+        prev: tuple[int | None, int, int] | None = None
         for i, st in enumerate(steps):
             other = shadow_steps[i].policy_replicas if shadow_steps is not None else -1
             key = (st.actual_replicas, st.policy_replicas, other)
             if key == prev:
                 continue
             prev = key
+            if st.actual_replicas is None:
+                # a gap: no actual replicas, so nothing to compare; one line per gap
+                lines.append(f"  {_hms(st.at)}  {'gap':>6}  (no actual replicas in history)")
+                continue
             column = f"{other:>6}  " if shadow_steps is not None else ""
             lines.append(
                 f"  {_hms(st.at)}  {st.actual_replicas:>6}  {st.policy_replicas:>6}  {column}"
@@ -131,6 +150,7 @@ def format_text(backtests: Sequence[TargetBacktest], *, step_seconds: float) -> 
             ):
                 lines.append(f"            shadow: {shadow_steps[i].message}")
         change = _change_pct(s.actual_replica_hours, s.policy_replica_hours)
+        lines.append(f"  covered        {_coverage(s)}")
         lines.append(
             f"  replica-hours  actual {_hours(s.actual_replica_hours)}, policy "
             f"{_hours(s.policy_replica_hours)} ({change})"
@@ -162,7 +182,10 @@ def format_text(backtests: Sequence[TargetBacktest], *, step_seconds: float) -> 
                 f"{s.ttft_above_target_steps} steps"
             )
         if s.actual_missing_steps:
-            lines.append(f"  gaps           {s.actual_missing_steps} steps without actual replicas")
+            lines.append(
+                f"  gaps           {s.actual_missing_steps} steps without actual replicas "
+                "(left out of replica-hours, peaks and the comparison)"
+            )
         status = "; ".join(
             f"{sig} " + ", ".join(f"{k} {v}" for k, v in sorted(per.items()))
             for sig, per in s.signal_status.items()
@@ -241,6 +264,8 @@ def to_json(
                     "risk_steps": s.risk_steps,
                     "relief_steps": s.relief_steps,
                     "actual_missing_steps": s.actual_missing_steps,
+                    "covered_seconds": s.covered_seconds,
+                    "total_seconds": s.total_seconds,
                     "signal_status": s.signal_status,
                     "reasons": s.reasons,
                 },
@@ -326,18 +351,29 @@ def plot_backtest(backtests: Sequence[TargetBacktest], path: Path) -> Path:
         ax1.set_title(
             f"{bt.result.target} (actual from {bt.replicas.source}), from {_iso(t0)}", fontsize=10
         )
+
+        # a gap (no actual replicas) is drawn as a gap in every line, as it is left out of
+        # the totals
+        covered = [st.actual_replicas is not None for st in steps]
+
+        def _gapped(values: Sequence[int | None], covered: list[bool] = covered) -> list[float]:
+            return [
+                float(v) if v is not None and c else math.nan
+                for v, c in zip(values, covered, strict=True)
+            ]
+
         for label, counts, color, style in (
-            ("actual", [st.actual_replicas for st in steps], "tab:blue", "-"),
-            ("actual ready", [st.actual_ready for st in steps], "tab:blue", ":"),
-            ("policy", [st.policy_replicas for st in steps], "tab:orange", "-"),
-            ("policy ready", [st.policy_ready for st in steps], "tab:orange", ":"),
+            ("actual", _gapped([st.actual_replicas for st in steps]), "tab:blue", "-"),
+            ("actual ready", _gapped([st.actual_ready for st in steps]), "tab:blue", ":"),
+            ("policy", _gapped([st.policy_replicas for st in steps]), "tab:orange", "-"),
+            ("policy ready", _gapped([st.policy_ready for st in steps]), "tab:orange", ":"),
         ):
             lw = 1.6 if style == "-" else 1.2
             ax1.step(t, counts, where="post", color=color, ls=style, lw=lw, label=label)
         if bt.shadow is not None:
             hours = bt.shadow.summary.policy_replica_hours
             ax1.step(
-                t, [st.policy_replicas for st in bt.shadow.steps], where="post",
+                t, _gapped([st.policy_replicas for st in bt.shadow.steps]), where="post",
                 color="tab:green", ls="--", lw=1.4, label=f"shadow ({_hours(hours)} replica-h)",
             )  # fmt: skip
         target_s = bt.policy.signals.ttft_p95.target_seconds
@@ -345,7 +381,8 @@ def plot_backtest(backtests: Sequence[TargetBacktest], path: Path) -> Path:
         for i, st in enumerate(steps):
             r = st.signals.get(SignalName.TTFT_P95)
             slow = r is not None and r.status == "ok" and (r.value or 0) > target_s
-            if slow and st.policy_replicas < st.actual_replicas and i + 1 < len(t):
+            below = st.actual_replicas is not None and st.policy_replicas < st.actual_replicas
+            if slow and below and i + 1 < len(t):
                 ax1.axvspan(
                     t[i], t[i + 1], color="tab:red", alpha=0.15, lw=0,
                     label=None if risky else "policy below actual, TTFT above target",
@@ -367,10 +404,11 @@ def plot_backtest(backtests: Sequence[TargetBacktest], path: Path) -> Path:
             for st in steps:
                 r = st.signals.get(name)
                 value = r.value if r is not None and r.status in ("ok", "partial") else None
-                if value is None or (name.per_pod and st.actual_ready <= 0):
+                ready = st.actual_ready or 0  # a gap: nothing to divide by
+                if value is None or (name.per_pod and ready <= 0):
                     ys.append(math.nan)
                     continue
-                per = value / st.actual_ready if name.per_pod else value
+                per = value / ready if name.per_pod else value
                 ys.append(max(per / target, 1e-3))
             label = f"{name} / target" + (" (per actual ready replica)" if name.per_pod else "")
             ax2.plot(t, ys, color=color, lw=1, label=label)

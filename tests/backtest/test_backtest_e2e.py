@@ -343,3 +343,51 @@ def test_the_capacity_replay_decides_as_the_live_loop_within_the_ready_time_tole
     assert sum(near) >= 0.95 * len(steps), table
     # the capacity signal took part: it drove decisions, and its numbers are in the messages
     assert any("capacity" in st.message for st in steps)
+
+
+def test_time_before_the_fleet_existed_is_a_gap_left_out_of_the_totals(
+    run: SimRun, policy_file: Path
+) -> None:
+    """A range that starts 60 s before the first sample: those steps have no actual replicas
+    (null, never made up), and the replica-hours and the comparison cover the rest only."""
+    args = _args(run, policy_file, "--output", "json", "--no-plot")
+    args[args.index("--start") + 1] = f"{run.start - 60:.3f}"
+    result = CliRunner().invoke(_app(), args)
+    assert result.exit_code == 0, result.output
+    (t,) = json.loads(result.stdout)["targets"]
+    steps, s = t["steps"], t["summary"]
+    gaps = [st for st in steps if st["actual_replicas"] is None]
+    assert len(gaps) >= 60 and all(st["actual_ready"] is None for st in gaps)
+    assert all(st["at"] < run.start + 1 for st in gaps[:60])
+    assert s["actual_missing_steps"] == len(gaps)
+    assert s["total_seconds"] == pytest.approx(len(steps) - 1)
+    assert s["covered_seconds"] == pytest.approx(s["total_seconds"] - len(gaps), abs=1)
+    # replica-hours over the covered steps only: each 1 s step's count, in hours
+    known = [st["actual_replicas"] for st in steps[:-1] if st["actual_replicas"] is not None]
+    assert s["actual_replica_hours"] == pytest.approx(sum(known) / 3600)
+    # the step count is said up front on stderr (not a terminal here)
+    assert f"vllm-scaler: {len(steps):,} steps of 1 s from " in result.stderr
+
+
+def test_a_range_of_more_steps_than_the_limit_is_refused_naming_the_options(
+    policy_file: Path,
+) -> None:
+    """No request is made (the address is unroutable): the refusal comes first."""
+    result = CliRunner().invoke(
+        _app(),
+        ["backtest", "--prometheus-url", "http://127.0.0.1:9", "--policy", str(policy_file),
+         "--start", "now-400d", "--step", "1s"],
+    )  # fmt: skip
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert lines == [
+        "vllm-scaler: --start 'now-400d' to --end 'now' at --step '1s' is 34,560,001 steps, "
+        "more than the limit of 100,000: shorten the range, take a longer --step, or raise "
+        "the limit with --max-steps"
+    ]
+    raised = CliRunner().invoke(
+        _app(),
+        ["backtest", "--prometheus-url", "http://127.0.0.1:9", "--policy", str(policy_file),
+         "--start", "now-2d", "--step", "1s", "--max-steps", "0"],
+    )  # fmt: skip
+    assert raised.exit_code == 2 and "--max-steps" in raised.stderr

@@ -121,13 +121,68 @@ def test_start_uses_actual_ready_and_missing_actual_is_carried() -> None:
         ttft_window_seconds=60.0,
     )  # fmt: skip
     assert [s.policy_ready for s in res.steps] == [1, 1, 3]
-    # ready unknown where spec is known: spec stands in for it
-    assert [s.actual_ready for s in res.steps] == [1, 1, 3]
+    # a gap stays a gap (None); ready unknown where spec is known: spec stands in for it
+    assert [s.actual_replicas for s in res.steps] == [3, None, 3]
+    assert [s.actual_ready for s in res.steps] == [1, None, 3]
     s = res.summary
     assert s.actual_missing_steps == 1
+    assert (s.covered_seconds, s.total_seconds) == (10.0, 20.0)
     assert s.risk_steps is None and s.ttft_above_target_steps is None
 
 
 def test_lengths_must_match() -> None:
     with pytest.raises(ValueError):
         replay(_policy(), [0.0], [], [1.0], [1.0], model_load_seconds=1, ttft_window_seconds=60.0)
+
+
+def test_gap_is_not_made_up_nor_counted_in_replica_hours() -> None:
+    """Steps before the workload existed have no actual replicas: they stay None and are left
+    out of both totals, so the comparison covers the time with history only."""
+    times = [i * 60.0 for i in range(10)]
+    quiet = {"queue_depth": {"target_per_replica": 10}, "ttft_p95": {"enabled": False},
+             "kv_cache_usage": {"enabled": False}}  # fmt: skip
+    res = replay(
+        _policy(signals=quiet, min_replicas=1),
+        times,
+        [{SignalName.QUEUE_DEPTH: SignalReading(SignalName.QUEUE_DEPTH, SignalStatus.OK, 40.0)}]
+        * 10,
+        [None] * 6 + [4.0, 4.0, 4.0, 4.0],
+        [None] * 6 + [4.0, 4.0, 4.0, 4.0],
+        model_load_seconds=0,
+        ttft_window_seconds=60.0,
+    )
+    assert [st.actual_replicas for st in res.steps] == [None] * 6 + [4] * 4
+    s = res.summary
+    assert s.actual_missing_steps == 6
+    # 3 covered intervals of 60 s (the last step ends the range) at 4 replicas
+    assert s.covered_seconds == 180.0 and s.total_seconds == 540.0
+    assert s.actual_replica_hours == pytest.approx(4 * 180 / 3600)
+    # the policy, 4 replicas for 40 waiting, is left out of the gap as well: equal to actual
+    assert [st.policy_replicas for st in res.steps][6:] == [4] * 4
+    assert s.policy_replica_hours == pytest.approx(s.actual_replica_hours)
+    assert s.actual_peak == 4 and s.actual_events == ()
+    assert s.below_actual_steps == s.above_actual_steps == 0
+
+
+def test_text_report_shows_a_gap_and_the_covered_time() -> None:
+    from scaler.backtest.history import ReplicaHistory, ReplicaSource
+    from scaler.backtest.report import TargetBacktest, format_text
+
+    spec: list[float | None] = [None] * 3 + [4.0] * 3 + [None] * 2 + [2.0] * 2
+    p = _policy()
+    res = replay(
+        p,
+        [i * 60.0 for i in range(10)],
+        [_readings(40.0)] * 10,
+        spec,
+        spec,
+        model_load_seconds=0,
+        ttft_window_seconds=60.0,
+    )
+    hist = ReplicaHistory(ReplicaSource.KUBE_STATE_METRICS, spec, spec, None, ())
+    lines = format_text([TargetBacktest(p, hist, res)], step_seconds=60).splitlines()
+    gaps = [ln.split()[:2] for ln in lines if " gap " in ln]
+    assert gaps == [["00:00:00", "gap"], ["00:06:00", "gap"]]
+    # 4 covered minutes of 9: 4 replicas for 3 min, 2 for 1 min; the policy 4 throughout
+    assert "  covered        4.0 min of 9.0 min (44%) had actual replicas" in "\n".join(lines)
+    assert "  replica-hours  actual 0.233, policy 0.267 (+14% vs actual)" in lines

@@ -67,7 +67,8 @@ async def live_decisions(
         timeout_seconds=30,
         rate_window_seconds=policy.rate_window_seconds,
     )
-    r = steps[0].actual_replicas
+    # the replay starts from the first known actual spec.replicas
+    r = next(st.actual_replicas for st in steps if st.actual_replicas is not None)
     state = replace(TargetState.seeded(r, steps[0].at), load_times=LoadTimes((model_load_seconds,)))
     out = []
     try:
