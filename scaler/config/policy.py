@@ -6,6 +6,7 @@ the file, the field path, the value and what was expected. See README "Policy fi
 
 from __future__ import annotations
 
+import difflib
 import re
 from pathlib import Path
 from typing import Annotated, Any, Self
@@ -36,6 +37,15 @@ KNOWN_PLURALS: dict[str, str] = {
     "ReplicaSet": "replicasets",
     "LeaderWorkerSet": "leaderworkersets",
     "Rollout": "rollouts",
+}
+
+#: The apiVersion each of those kinds is served at.
+KNOWN_API_VERSIONS: dict[str, str] = {
+    "Deployment": "apps/v1",
+    "StatefulSet": "apps/v1",
+    "ReplicaSet": "apps/v1",
+    "LeaderWorkerSet": "leaderworkerset.x-k8s.io/v1",
+    "Rollout": "argoproj.io/v1alpha1",
 }
 
 
@@ -85,10 +95,24 @@ class WorkloadRef(_Strict):
 
     @model_validator(mode="after")
     def _plural_known(self) -> Self:
-        if self.plural is None and self.kind not in KNOWN_PLURALS:
+        if self.plural is not None:  # another API's kind: its group and plural as given
+            return self
+        known = ", ".join(sorted(KNOWN_PLURALS))
+        if self.kind not in KNOWN_PLURALS:
+            close = difflib.get_close_matches(self.kind, list(KNOWN_PLURALS), n=1)
+            if close:  # a typo first: the plural hint would send it the wrong way
+                raise ValueError(
+                    f"kind: value {self.kind!r}: expected one of {known}; did you mean "
+                    f"{close[0]}? (a kind of another API also needs 'plural', its resource name)"
+                )
             raise ValueError(
-                f"kind {self.kind!r} is not one of {sorted(KNOWN_PLURALS)}; "
-                "set 'plural' to its resource name (for example 'inferencepools')"
+                f"kind: value {self.kind!r}: expected one of {known}, or 'plural' set to the "
+                "resource name of another API's kind (for example 'inferencepools')"
+            )
+        expected = KNOWN_API_VERSIONS[self.kind]
+        if self.api_version != expected:
+            raise ValueError(
+                f"apiVersion: value {self.api_version!r}: expected {expected} for kind {self.kind}"
             )
         return self
 

@@ -133,7 +133,7 @@ def test_invalid_fields_are_named(target: dict[str, object], expected: str) -> N
 
 
 def test_unknown_kind_needs_a_plural() -> None:
-    with pytest.raises(PolicyError, match="set 'plural'"):
+    with pytest.raises(PolicyError, match="or 'plural' set to the resource name"):
         parse_policy({"targets": [{"workload": {**WORKLOAD, "kind": "InferencePool"}}]})
     t = parse_policy(
         {"targets": [{"workload": {**WORKLOAD, "kind": "InferencePool", "plural": "pools"}}]}
@@ -409,3 +409,25 @@ def test_a_missing_policy_file_names_the_option_and_variable(tmp_path: Path) -> 
         "cannot read policy file: No such file or directory; set --policy FILE "
         "(VLLM_SCALER_POLICY_FILE)"
     )
+
+
+@pytest.mark.parametrize(
+    ("workload", "message"),
+    [
+        pytest.param(
+            "{apiVersion: apps/v2, kind: Deployment, namespace: llm, name: vllm}",
+            "targets[0].workload.apiVersion: value 'apps/v2': expected apps/v1 for kind Deployment",
+            id="wrong-api-version",
+        ),
+        pytest.param(
+            "{apiVersion: apps/v1, kind: Deploymnet, namespace: llm, name: vllm}",
+            "targets[0].workload.kind: value 'Deploymnet': expected one of Deployment, "
+            "LeaderWorkerSet, ReplicaSet, Rollout, StatefulSet; did you mean Deployment? (a kind "
+            "of another API also needs 'plural', its resource name)",
+            id="kind-typo",
+        ),
+    ],
+)
+def test_a_workload_of_a_known_kind_is_checked(tmp_path: Path, workload: str, message: str) -> None:
+    text = f"targets:\n  - workload: {workload}\n"
+    assert _message(tmp_path, text) == f"invalid policy\n  p.yaml: {message}"
