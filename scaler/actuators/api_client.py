@@ -58,8 +58,15 @@ async def build_api_client(
         _register_credentials(cfg)
         return ApiClient(configuration=cfg)
     source = _kubeconfig_source(kubeconfig)
+    contexts: list[str] = []
     for path in source.split(os.pathsep):
-        _check_kubeconfig_shape(Path(path))
+        contexts += _check_kubeconfig_shape(Path(path))
+    if context is not None and context not in contexts:
+        # The library's "Expected object with name ... in contexts list" names no choice.
+        have = ", ".join(contexts) if contexts else "none"
+        raise KubeConfigError(
+            f"kubeconfig {source}: context {context!r} is not in it (its contexts: {have})"
+        )
     try:
         # persist_config=False: never write refreshed credentials back to the user's file.
         await config.load_kube_config(
@@ -100,8 +107,9 @@ def _register_credentials(cfg: client.Configuration) -> None:
     cfg.refresh_api_key_hook = refresh_and_register
 
 
-def _check_kubeconfig_shape(path: Path) -> None:
-    """Refuse a kubeconfig that is not YAML or not a mapping, naming the file.
+def _check_kubeconfig_shape(path: Path) -> list[str]:
+    """Refuse a kubeconfig that is not YAML or not a mapping, naming the file; return the
+    names of its contexts.
 
     The library would fail on it with a Python-internal message (``list indices must be
     integers``). A scalar is named by its kind only: a file given by mistake may be a token.
@@ -122,6 +130,10 @@ def _check_kubeconfig_shape(path: Path) -> None:
     if not isinstance(data, dict):
         holds = "is empty" if data is None else f"holds a {_kind(data)}"
         raise KubeConfigError(f"kubeconfig {path}: the file {holds}; {expected}")
+    entries = data.get("contexts")
+    if not isinstance(entries, list):
+        return []
+    return [str(e["name"]) for e in entries if isinstance(e, dict) and "name" in e]
 
 
 def _kind(value: object) -> str:

@@ -144,7 +144,7 @@ def register(app: typer.Typer) -> None:
             try:
                 loaded = load_policy(policy)
             except PolicyError as err:
-                typer.echo(f"vllm-scaler: --policy: {' '.join(str(err).split())}", err=True)
+                typer.echo(f"vllm-scaler: --policy: {err}", err=True)
                 raise typer.Exit(2) from None
         options = BenchOptions(
             trace=trace,

@@ -6,12 +6,22 @@ the file, the field path, the value and what was expected. See README "Policy fi
 
 from __future__ import annotations
 
+import difflib
 import re
 from pathlib import Path
 from typing import Annotated, Any, Self
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from scaler.config.policy_errors import describe_document, describe_yaml_error, validation_lines
 from scaler.config.vocabulary import SignalName
@@ -27,6 +37,15 @@ KNOWN_PLURALS: dict[str, str] = {
     "ReplicaSet": "replicasets",
     "LeaderWorkerSet": "leaderworkersets",
     "Rollout": "rollouts",
+}
+
+#: The apiVersion each of those kinds is served at.
+KNOWN_API_VERSIONS: dict[str, str] = {
+    "Deployment": "apps/v1",
+    "StatefulSet": "apps/v1",
+    "ReplicaSet": "apps/v1",
+    "LeaderWorkerSet": "leaderworkerset.x-k8s.io/v1",
+    "Rollout": "argoproj.io/v1alpha1",
 }
 
 
@@ -76,10 +95,24 @@ class WorkloadRef(_Strict):
 
     @model_validator(mode="after")
     def _plural_known(self) -> Self:
-        if self.plural is None and self.kind not in KNOWN_PLURALS:
+        if self.plural is not None:  # another API's kind: its group and plural as given
+            return self
+        known = ", ".join(sorted(KNOWN_PLURALS))
+        if self.kind not in KNOWN_PLURALS:
+            close = difflib.get_close_matches(self.kind, list(KNOWN_PLURALS), n=1)
+            if close:  # a typo first: the plural hint would send it the wrong way
+                raise ValueError(
+                    f"kind: value {self.kind!r}: expected one of {known}; did you mean "
+                    f"{close[0]}? (a kind of another API also needs 'plural', its resource name)"
+                )
             raise ValueError(
-                f"kind {self.kind!r} is not one of {sorted(KNOWN_PLURALS)}; "
-                "set 'plural' to its resource name (for example 'inferencepools')"
+                f"kind: value {self.kind!r}: expected one of {known}, or 'plural' set to the "
+                "resource name of another API's kind (for example 'inferencepools')"
+            )
+        expected = KNOWN_API_VERSIONS[self.kind]
+        if self.api_version != expected:
+            raise ValueError(
+                f"apiVersion: value {self.api_version!r}: expected {expected} for kind {self.kind}"
             )
         return self
 
@@ -130,7 +163,9 @@ class TtftSignal(_Strict):
 
     enabled: bool = True
     target_seconds: float = Field(default=2.0, gt=0)
-    quantile: float = Field(default=0.95, gt=0, lt=1)
+    quantile: float = Field(
+        default=0.95, gt=0, lt=1, description="0-1 ratio: the quantile of TTFT (0.95 is p95)"
+    )
 
 
 class CapacitySignal(_Strict):
@@ -337,20 +372,24 @@ class ScalingPolicy(_Strict):
 
     # Scale to zero is not offered: with no pods there are no vLLM series to wake it up.
     min_replicas: int = Field(default=1, ge=1)
-    max_replicas: int = Field(default=10, ge=1)
+    max_replicas: int = Field(default=10, ge=1, validate_default=True)
     signals: Signals = Signals()
     tolerance: Tolerance = Tolerance()
     scale_up: ScaleUpRules = Field(default_factory=ScaleUpRules)
     scale_down: ScaleDownRules = Field(default_factory=ScaleDownRules)
     model_load_timeout_seconds: float = Field(default=600, gt=0)
 
+    @field_validator("max_replicas")
+    @classmethod
+    def _max_not_below_min(cls, value: int, info: ValidationInfo) -> int:
+        # A field check, not a model one: it runs beside the other fields' errors, in one pass.
+        low = info.data.get("min_replicas")
+        if low is not None and value < low:
+            raise ValueError(f"expected a number >= min_replicas ({low})")
+        return value
+
     @model_validator(mode="after")
     def _check(self) -> Self:
-        if self.max_replicas < self.min_replicas:
-            raise ValueError(
-                f"max_replicas: value {self.max_replicas}: expected a number >= min_replicas "
-                f"({self.min_replicas})"
-            )
         if not self.signals.enabled():
             raise ValueError(
                 "signals: value every signal off: expected at least one signal enabled "
@@ -456,14 +495,52 @@ class Policy(_Strict):
     )
     targets: list[TargetPolicy] = Field(min_length=1)
 
-    @model_validator(mode="after")
-    def _unique(self) -> Self:
-        seen: set[str] = set()
-        for t in self.targets:
-            if t.key in seen:
-                raise ValueError(f"target {t.key} is listed twice")
-            seen.add(t.key)
-        return self
+    @model_validator(mode="wrap")
+    @classmethod
+    def _unique(cls, data: Any, handler: Any) -> Self:
+        # Wrapped rather than checked after: a target listed twice is reported beside every
+        # other error of the file, for each pair of entries whose workloads are valid.
+        duplicates = _duplicate_targets(data)
+        try:
+            policy: Self = handler(data)
+        except ValidationError as err:
+            if not duplicates:
+                raise
+            kept: list[InitErrorDetails] = [
+                {"type": e["type"], "loc": e["loc"], "input": e["input"], "ctx": e.get("ctx", {})}
+                for e in err.errors()
+            ]
+            raise ValidationError.from_exception_data(err.title, kept + duplicates) from None
+        if duplicates:
+            raise ValidationError.from_exception_data(cls.__name__, duplicates)
+        return policy
+
+
+def _duplicate_targets(data: Any) -> list[InitErrorDetails]:
+    """One error per target entry whose workload an earlier entry names too, at
+    ``targets[i].workload``, naming both entries."""
+    entries = data.get("targets") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        return []
+    first: dict[str, int] = {}
+    out: list[InitErrorDetails] = []
+    for i, entry in enumerate(entries):
+        raw = entry.get("workload") if isinstance(entry, dict) else None
+        try:
+            key = WorkloadRef.model_validate(raw).key()
+        except ValidationError:
+            continue
+        if key not in first:
+            first[key] = i
+            continue
+        error = PydanticCustomError(
+            "duplicate_target",
+            "target {key} is listed twice (targets[{first}] and targets[{again}]); "
+            "expected each workload once",
+            {"key": key, "first": first[key], "again": i},
+        )
+        out.append({"type": error, "loc": ("targets", i, "workload"), "input": key})
+    return out
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -494,6 +571,15 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+# YAML 1.2 reads ``1e12`` as a number; PyYAML's YAML 1.1 rules want a dot (``1.0e12``) and
+# would read it as text, which a number field then refuses.
+_UniqueKeyLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
+
+
 class PolicyError(ValueError):
     """A policy file could not be read or is invalid. The message names file, field and value."""
 
@@ -520,7 +606,10 @@ def load_policy(path: Path) -> Policy:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
-        raise PolicyError(f"{path}: cannot read policy file: {err.strerror}") from None
+        raise PolicyError(
+            f"{path}: cannot read policy file: {err.strerror}; set --policy FILE "
+            "(VLLM_SCALER_POLICY_FILE)"
+        ) from None
     try:
         data = yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as err:

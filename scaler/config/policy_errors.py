@@ -43,7 +43,7 @@ def _shown(value: object) -> str:
     if isinstance(value, dict):
         return "a mapping"
     if isinstance(value, list | tuple):
-        return "a list"
+        return "a list" if value else "an empty list"
     return repr(value)
 
 
@@ -140,9 +140,32 @@ def validation_lines(err: ValidationError, model: type[BaseModel], source: str) 
                 where = f"{source}: {field_path((*loc, *field.group(1).split('.')))}"
             lines.append(f"{where}: {msg}")
             continue
-        hint = percent_hint(str(loc[-1]), value) if loc else ""
-        lines.append(f"{where}: value {_shown(value)}: {expectation(e)}{hint}")
+        if kind == "duplicate_target":  # names the entries itself
+            lines.append(f"{where}: {e['msg']}")
+            continue
+        hint = percent_hint(_description(model, loc), value)
+        expected = expectation(e)
+        name = str(loc[-1]) if loc else ""
+        if (
+            kind == "too_short"
+            and (e.get("ctx") or {}).get("min_length") == 1
+            and name.endswith("s")
+        ):
+            expected = f"expected at least one {name.removesuffix('s')}"  # targets: a target
+        lines.append(f"{where}: value {_shown(value)}: {expected}{hint}")
     return lines
+
+
+def _description(model: type[BaseModel], loc: Sequence[int | str]) -> str | None:
+    """The description of the field at ``loc`` (None outside the models)."""
+    section = _section(model, loc[:-1]) if loc else None
+    if section is None:
+        return None
+    field = next(
+        (f for n, f in section.model_fields.items() if loc[-1] in (n, f.alias)),
+        None,
+    )
+    return None if field is None else field.description
 
 
 def describe_yaml_error(err: yaml.YAMLError) -> str:
@@ -164,4 +187,11 @@ def describe_document(data: object) -> str:
     """What a YAML document that is no mapping holds, for ``expected a mapping`` messages."""
     if data is None:
         return "the file is empty"
+    # Never the value itself: a file handed over by mistake may be a token or a password.
+    if isinstance(data, str):
+        return f"the file holds a string of {len(data)} characters"
+    if isinstance(data, bool):
+        return "the file holds true or false"
+    if isinstance(data, int | float):
+        return "the file holds a number"
     return f"the file holds {_shown(data)}"

@@ -64,21 +64,26 @@ def expectation(error: Mapping[str, Any]) -> str:
         return f"expected a URL such as http://prometheus:9090 ({ctx.get('error', 'invalid')})"
     if kind == "url_scheme":
         return f"expected a URL whose scheme is {ctx.get('expected_schemes', 'http or https')}"
+    if kind == "too_short" and ctx.get("min_length") == 1:
+        return "expected at least one item"
     if kind == "too_short" and "min_length" in ctx:
-        return f"expected at least {ctx['min_length']} item(s)"
+        return f"expected at least {ctx['min_length']} items"
     if kind == "string_too_long" and "max_length" in ctx:
         return f"expected at most {ctx['max_length']} characters"
     msg = str(error.get("msg", "")).removeprefix("Value error, ").removeprefix("Assertion failed, ")
     return msg.replace("Input should be", "expected").rstrip(".")
 
 
-#: Fields that hold a 0-1 ratio, where a percent is the likely mistake.
-RATIO_FIELDS = frozenset({"target_ratio", "target_utilization"})
+#: How a field's description starts when the field holds a 0-1 ratio, where a percent is the
+#: likely mistake (the policy's ``target_ratio``, ``target_utilization``, ``quantile``).
+RATIO_DESCRIPTION = "0-1 ratio"
 
 
-def percent_hint(field: str, value: object) -> str:
-    """`` (a 0-1 ratio, not a percent: 80% is 0.8)`` when ``value`` of a ratio ``field``
-    looks like a percent (above 1, at most 100); else ``""``."""
-    if field in RATIO_FIELDS and isinstance(value, int | float) and 1 < value <= 100:
+def percent_hint(description: str | None, value: object) -> str:
+    """`` (a 0-1 ratio, not a percent: 80% is 0.8)`` when ``value`` of a field described as a
+    0-1 ratio (:data:`RATIO_DESCRIPTION`) looks like a percent (above 1, at most 100); else
+    ``""``."""
+    ratio = (description or "").startswith(RATIO_DESCRIPTION)
+    if ratio and isinstance(value, int | float) and 1 < value <= 100:
         return f" (a 0-1 ratio, not a percent: {value:g}% is {value / 100:g})"
     return ""

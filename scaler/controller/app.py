@@ -72,7 +72,12 @@ class StartupError(RuntimeError):
         self.exit_code = exit_code
 
 
-def _kube_hint(in_cluster: bool) -> str:
+def _kube_hint(in_cluster: bool, context: str | None = None) -> str:
+    if context is not None and not in_cluster:
+        return (
+            "set --context NAME (VLLM_SCALER_KUBE_CONTEXT) to one of them, or leave it unset "
+            "for the current-context"
+        )
     if in_cluster:
         return (
             "run it in a pod, or set --kubeconfig FILE (VLLM_SCALER_KUBECONFIG) and "
@@ -82,6 +87,12 @@ def _kube_hint(in_cluster: bool) -> str:
         "set --kubeconfig FILE (VLLM_SCALER_KUBECONFIG), or --in-cluster "
         "(VLLM_SCALER_IN_CLUSTER=true) in a pod"
     )
+
+
+def _missing_context(err: Exception, settings: Settings) -> str | None:
+    """The ``--context`` the kubeconfig does not have, when ``err`` says so."""
+    context = settings.kube_context
+    return context if context is not None and f"context {context!r} is not in" in str(err) else None
 
 
 async def serve(
@@ -126,9 +137,8 @@ async def serve(
         )
     except Exception as err:
         await http.aclose()
-        raise StartupError(
-            f"cannot load the Kubernetes configuration: {err}; {_kube_hint(in_cluster)}"
-        ) from None
+        hint = _kube_hint(in_cluster, _missing_context(err, settings))
+        raise StartupError(f"cannot load the Kubernetes configuration: {err}; {hint}") from None
     actuator = KubernetesActuator(api, clock=clock, dry_run=options.dry_run)
     elector: LeaderElector | None = None
     if leader_election_enabled(settings) and not options.dry_run:

@@ -143,3 +143,17 @@ def test_a_policy_error_of_backtest_names_the_option(tmp_path: Path) -> None:
         f"vllm-scaler: --policy: invalid policy\n  {policy}: targets[0].max_replicas: value 8: "
         "expected a number >= min_replicas (9)\n"
     )
+
+
+def test_a_policy_error_of_bench_is_one_error_per_line(tmp_path: Path) -> None:
+    policy = tmp_path / "p.yaml"
+    doc = {"targets": [{**case_target_doc(), "min_replicas": 9, "max_replicas": 8, "replcia": 1}]}
+    policy.write_text(yaml.safe_dump(doc))
+    result = CliRunner().invoke(app, ["bench", "--policy", str(policy)])
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert lines[0] == "vllm-scaler: --policy: invalid policy"
+    assert [line.split(": ")[1] for line in lines[1:]] == [
+        "targets[0].max_replicas",
+        "targets[0].replcia",
+    ]

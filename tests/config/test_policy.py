@@ -133,7 +133,7 @@ def test_invalid_fields_are_named(target: dict[str, object], expected: str) -> N
 
 
 def test_unknown_kind_needs_a_plural() -> None:
-    with pytest.raises(PolicyError, match="set 'plural'"):
+    with pytest.raises(PolicyError, match="or 'plural' set to the resource name"):
         parse_policy({"targets": [{"workload": {**WORKLOAD, "kind": "InferencePool"}}]})
     t = parse_policy(
         {"targets": [{"workload": {**WORKLOAD, "kind": "InferencePool", "plural": "pools"}}]}
@@ -239,7 +239,8 @@ DEPLOYMENT = "{apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm
         ),
         pytest.param(
             f"targets:\n  - workload: {DEPLOYMENT}\n  - workload: {DEPLOYMENT}\n",
-            "invalid policy\n  p.yaml: (top level): target llm/Deployment/vllm is listed twice",
+            "invalid policy\n  p.yaml: targets[1].workload: target llm/Deployment/vllm is listed "
+            "twice (targets[0] and targets[1]); expected each workload once",
             id="duplicate-target",
         ),
         pytest.param(
@@ -298,8 +299,8 @@ DEPLOYMENT = "{apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm
             "", "p.yaml: the file is empty; expected a mapping with 'targets'", id="empty"
         ),
         pytest.param(
-            "hello\n",
-            "p.yaml: the file holds 'hello'; expected a mapping with 'targets'",
+            "supersecrettoken987\n",
+            "p.yaml: the file holds a string of 19 characters; expected a mapping with 'targets'",
             id="scalar",
         ),
     ],
@@ -354,3 +355,79 @@ def test_a_shadow_reads_the_active_ttft_quantile() -> None:
                 ]
             }
         )
+
+
+def test_every_error_of_the_file_in_one_pass(tmp_path: Path) -> None:
+    # field errors, checks across fields (of a target and of its shadow) and a duplicate
+    # target, all reported at once rather than one round after another
+    text = (
+        f"targets:\n  - workload: {DEPLOYMENT}\n    min_replicas: 10\n    max_replicas: 2\n"
+        "    replcia: 3\n    shadow: {min_replicas: 5, max_replicas: 3}\n"
+        f"  - workload: {DEPLOYMENT}\n"
+    )
+    lines = _message(tmp_path, text).splitlines()[1:]
+    assert [line.split(": ")[1] for line in lines] == [
+        "targets[0].max_replicas",
+        "targets[0].shadow.max_replicas",
+        "targets[0].replcia",
+        "targets[1].workload",
+    ]
+    assert lines[1].endswith("value 3: expected a number >= min_replicas (5)")
+    assert "(targets[0] and targets[1])" in lines[3]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param(
+            "targets: []\n",
+            "invalid policy\n  p.yaml: targets: value an empty list: expected at least one target",
+            id="no-targets",
+        ),
+        pytest.param(
+            f"targets:\n  - workload: {DEPLOYMENT}\n    signals: {{ttft_p95: {{quantile: 95}}}}\n",
+            "invalid policy\n  p.yaml: targets[0].signals.ttft_p95.quantile: value 95: expected "
+            "a number < 1 (a 0-1 ratio, not a percent: 95% is 0.95)",
+            id="quantile-as-a-percent",
+        ),
+    ],
+)
+def test_value_wording(tmp_path: Path, text: str, message: str) -> None:
+    assert _message(tmp_path, text) == message
+
+
+def test_a_yaml_1_2_float_is_a_number(tmp_path: Path) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text(f"targets:\n  - workload: {DEPLOYMENT}\n    model_load_timeout_seconds: 1e12\n")
+    assert load_policy(path).targets[0].model_load_timeout_seconds == 1e12
+
+
+def test_a_missing_policy_file_names_the_option_and_variable(tmp_path: Path) -> None:
+    with pytest.raises(PolicyError) as err:
+        load_policy(tmp_path / "policy.yaml")
+    assert str(err.value).endswith(
+        "cannot read policy file: No such file or directory; set --policy FILE "
+        "(VLLM_SCALER_POLICY_FILE)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("workload", "message"),
+    [
+        pytest.param(
+            "{apiVersion: apps/v2, kind: Deployment, namespace: llm, name: vllm}",
+            "targets[0].workload.apiVersion: value 'apps/v2': expected apps/v1 for kind Deployment",
+            id="wrong-api-version",
+        ),
+        pytest.param(
+            "{apiVersion: apps/v1, kind: Deploymnet, namespace: llm, name: vllm}",
+            "targets[0].workload.kind: value 'Deploymnet': expected one of Deployment, "
+            "LeaderWorkerSet, ReplicaSet, Rollout, StatefulSet; did you mean Deployment? (a kind "
+            "of another API also needs 'plural', its resource name)",
+            id="kind-typo",
+        ),
+    ],
+)
+def test_a_workload_of_a_known_kind_is_checked(tmp_path: Path, workload: str, message: str) -> None:
+    text = f"targets:\n  - workload: {workload}\n"
+    assert _message(tmp_path, text) == f"invalid policy\n  p.yaml: {message}"

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import structlog
+import yaml
 from typer.testing import CliRunner
 
 from scaler.cli import RECOMMEND_FIELDS, RUN_FIELDS, RUN_NAMES, app
@@ -372,4 +373,17 @@ def test_an_option_and_its_variable_are_one_setting(files: dict[str, Path]) -> N
     assert result.output == (
         "vllm-scaler: VLLM_SCALER_CONTROL_INTERVAL_SECONDS (--interval): value 'soon': "
         "expected a number\n"
+    )
+
+
+def test_an_unknown_context_names_the_option_and_the_contexts(files: dict[str, Path]) -> None:
+    kubeconfig = files["kubeconfig"]
+    args = ["recommend", "--once", "--policy", str(files["policy"])]
+    result = _invoke([*args, "--kubeconfig", str(kubeconfig), "--context", "nope"])
+    assert result.exit_code == 2
+    names = ", ".join(c["name"] for c in yaml.safe_load(kubeconfig.read_text())["contexts"])
+    assert _single_error(result) == (
+        f"vllm-scaler: cannot load the Kubernetes configuration: kubeconfig {kubeconfig}: "
+        f"context 'nope' is not in it (its contexts: {names}); set --context NAME "
+        "(VLLM_SCALER_KUBE_CONTEXT) to one of them, or leave it unset for the current-context"
     )
