@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -289,7 +290,7 @@ def test_the_capacity_replay_decides_as_the_live_loop_within_the_ready_time_tole
     than the controller; and it counts a draining pod while it still exports series. While a
     pod is younger than 1.5 rate windows the capacity signal counts its rate at the others'
     mean, so the demand differs on a few steps around a pod's start or removal; every other
-    step's demand is the same number, the learned capacity is the same at every step, and
+    step's demand is the same number, the learned capacity stays within a bounded band, and
     the demand forecast, which keeps what it saw, can differ afterwards (see the tolerances
     below).
     """
@@ -336,9 +337,20 @@ def test_the_capacity_replay_decides_as_the_live_loop_within_the_ready_time_tole
     # runs), and the steps without one are enough to show it
     assert all(same for same, ok in zip(same_demand, steady, strict=True) if ok), table
     assert sum(steady) >= 8, table
-    assert [b.capacity_tokens_per_second for b, _ in views if b] == [
-        lv.capacity_tokens_per_second for _, lv in views if lv
+    # the learned capacity: the same start (the seed), then within two of the learner's
+    # largest steps of each other at every step: a pod in transition (Ready time unknown to
+    # history) can give one side a sample the other does not see, which moves its estimate
+    # by at most one bounded step (25% in log space at first) and is kept afterwards
+    learned = [
+        (b.capacity_tokens_per_second, lv.capacity_tokens_per_second)
+        for b, lv in views
+        if b is not None and lv is not None
     ]
+    assert learned[0][0] == learned[0][1], learned
+    band = math.exp(2 * 0.25)
+    ratios = [bc / lc for bc, lc in learned if bc is not None and lc is not None]
+    assert len(ratios) == sum(1 for bc, lc in learned if bc is not None or lc is not None)
+    assert all(1 / band <= r <= band for r in ratios), learned
     # the replicas: the same at every step of three runs inspected (90% required); the
     # recommendation: within one replica at every step, the same at 88-100% of them (the
     # demand forecast keeps what it saw at the steps in transition)
