@@ -162,7 +162,7 @@ def check_policy(
     from scaler.sources.promql import query_selector, target_selector
 
     try:
-        p = load_policy(path)
+        p = load_policy(path, given_as="the POLICY_FILE argument")
     except PolicyError as err:
         raise fail(str(err)) from None
     if output is OutputFormat.JSON:

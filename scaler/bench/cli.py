@@ -142,7 +142,7 @@ def register(app: typer.Typer) -> None:
         loaded = None
         if policy is not None:
             try:
-                loaded = load_policy(policy)
+                loaded = load_policy(policy, given_as="--policy FILE")
             except PolicyError as err:
                 typer.echo(f"vllm-scaler: --policy: {err}", err=True)
                 raise typer.Exit(2) from None

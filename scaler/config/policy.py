@@ -597,8 +597,15 @@ def parse_policy(data: Any, *, source: str = "<policy>") -> Policy:
         raise PolicyError("invalid policy\n  " + "\n  ".join(lines)) from None
 
 
-def load_policy(path: Path) -> Policy:
+#: How ``run``, ``recommend`` and ``backtest`` take the policy file.
+POLICY_OPTION = "--policy FILE (VLLM_SCALER_POLICY_FILE)"
+
+
+def load_policy(path: Path, *, given_as: str = POLICY_OPTION) -> Policy:
     """Read and validate a YAML policy file.
+
+    ``given_as`` names the way the command took the file (an option, an environment variable,
+    a positional argument); a file that cannot be read names it in the message.
 
     Raises:
         PolicyError: the file is missing, not YAML, or invalid (message names file and field).
@@ -607,8 +614,8 @@ def load_policy(path: Path) -> Policy:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise PolicyError(
-            f"{path}: cannot read policy file: {err.strerror}; set --policy FILE "
-            "(VLLM_SCALER_POLICY_FILE)"
+            f"{path}: cannot read policy file: {err.strerror}; expected a readable file "
+            f"given as {given_as}"
         ) from None
     try:
         data = yaml.load(text, Loader=_UniqueKeyLoader)

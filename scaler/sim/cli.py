@@ -94,7 +94,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2)
         policy_file = (policy or EXAMPLE_POLICY).resolve()
         try:
-            load_policy(policy_file)
+            load_policy(policy_file, given_as="--policy FILE")
         except PolicyError as err:
             typer.echo(f"vllm-scaler: --policy: {err}", err=True)
             raise typer.Exit(2) from None

@@ -405,9 +405,9 @@ def test_a_yaml_1_2_float_is_a_number(tmp_path: Path) -> None:
 def test_a_missing_policy_file_names_the_option_and_variable(tmp_path: Path) -> None:
     with pytest.raises(PolicyError) as err:
         load_policy(tmp_path / "policy.yaml")
-    assert str(err.value).endswith(
-        "cannot read policy file: No such file or directory; set --policy FILE "
-        "(VLLM_SCALER_POLICY_FILE)"
+    assert str(err.value) == (
+        f"{tmp_path / 'policy.yaml'}: cannot read policy file: No such file or directory; "
+        "expected a readable file given as --policy FILE (VLLM_SCALER_POLICY_FILE)"
     )
 
 

@@ -201,6 +201,17 @@ def test_check_policy_invalid_file_exits_2_naming_file_field_value(tmp_path: Pat
     assert "expected a number >= 1" in result.output
 
 
+def test_check_policy_missing_file_names_the_positional_argument(tmp_path: Path) -> None:
+    """check-policy takes the file as an argument: the hint names it, not ``--policy``."""
+    path = tmp_path / "missing.yaml"
+    result = CliRunner().invoke(app, ["check-policy", str(path)])
+    assert result.exit_code == 2, result.output
+    assert result.output == (
+        f"vllm-scaler: {path}: cannot read policy file: No such file or directory; "
+        "expected a readable file given as the POLICY_FILE argument\n"
+    )
+
+
 def test_check_policy_names_a_shadow(tmp_path: Path) -> None:
     """check-policy lists the shadow policy's range and signals after the active one's."""
     path = tmp_path / "policy.yaml"
