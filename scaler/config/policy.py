@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Self
 
@@ -18,6 +19,7 @@ from pydantic import (
     Field,
     ValidationError,
     ValidationInfo,
+    ValidatorFunctionWrapHandler,
     field_validator,
     model_validator,
 )
@@ -54,6 +56,72 @@ KNOWN_API_VERSIONS: dict[str, str] = {
 #: ``<name>-<pod-template-hash>-<suffix>``, a StatefulSet's ``<name>-<ordinal>``. Other kinds'
 #: pods are matched as ``<name>-.+``.
 POD_NAME_SUFFIX: dict[str, str] = {"Deployment": "-[a-z0-9]+-[a-z0-9]+", "StatefulSet": "-[0-9]+"}
+
+
+def _given(value: Any, *path: str) -> Any:
+    """The part at ``path`` of a section as given (mappings or models): an absent key reads
+    as an empty mapping (every default); a part that is no mapping is returned as it is, for
+    its own validation to refuse."""
+    for key in path:
+        if isinstance(value, BaseModel):
+            value = getattr(value, key)
+        elif isinstance(value, dict):
+            value = value.get(key, {})
+        else:
+            return value
+    return value
+
+
+def _beside(field: str, problem: Callable[[Any, dict[str, Any]], str | None]) -> Any:
+    """A validator of section ``field`` that reports ``problem(section as given, the valid
+    earlier fields)``, a check across fields (None: none found), beside the section's own
+    field errors: one pass finds both. The message reads like a model validator's
+    (``field.path: value V: expected ...``, the path relative to the section)."""
+
+    def check(
+        cls: type[BaseModel],
+        value: Any,
+        handler: ValidatorFunctionWrapHandler,
+        info: ValidationInfo,
+    ) -> Any:
+        found = problem(value, info.data)
+        if found is None:
+            return handler(value)
+        try:
+            handler(value)
+        except ValidationError as err:
+            extra: InitErrorDetails = {
+                "type": "value_error",
+                "loc": (),
+                "input": value,
+                "ctx": {"error": ValueError(found)},
+            }
+            raise ValidationError.from_exception_data(err.title, [*_details(err), extra]) from None
+        raise ValueError(found)
+
+    return field_validator(field, mode="wrap")(classmethod(check))
+
+
+def _details(err: ValidationError) -> list[InitErrorDetails]:
+    """The errors of ``err`` as they can be raised again (with others)."""
+    return [
+        {"type": e["type"], "loc": e["loc"], "input": e["input"], "ctx": e.get("ctx", {})}
+        for e in err.errors()
+    ]
+
+
+def _not_below(field: str, low: str) -> Any:
+    """A validator of ``field``: a number >= ``low``, an earlier field of the model. A field
+    check, not a model one: it runs beside the other fields' errors, in one pass, whenever
+    both are valid."""
+
+    def check(cls: type[BaseModel], value: float, info: ValidationInfo) -> float:
+        bound = info.data.get(low)
+        if bound is not None and value < bound:
+            raise ValueError(f"expected a number >= {low} ({bound:g})")
+        return value
+
+    return field_validator(field)(classmethod(check))
 
 
 class _Strict(BaseModel):
@@ -198,13 +266,16 @@ class CapacitySignal(_Strict):
         description="what one generated token costs a replica, in prompt tokens",
     )
     seed_prompt_tokens_per_second: float | None = Field(default=None, gt=0)
-    seed_generation_tokens_per_second: float | None = Field(default=None, ge=0)
+    seed_generation_tokens_per_second: float | None = Field(
+        default=None, ge=0, validate_default=True
+    )
     min_tokens_per_second: float = Field(
         default=1.0, gt=0, description="lower bound of the learned capacity, weighted tokens/s"
     )
     max_tokens_per_second: float = Field(
         default=10_000_000.0,
         gt=0,
+        validate_default=True,
         description="upper bound of the learned capacity, weighted tokens/s",
     )
     headroom: float = Field(
@@ -220,29 +291,28 @@ class CapacitySignal(_Strict):
         description="time from pod creation to Ready assumed until one start was observed",
     )
 
-    @model_validator(mode="after")
-    def _check(self) -> Self:
-        if self.max_tokens_per_second < self.min_tokens_per_second:
-            raise ValueError(
-                f"max_tokens_per_second: value {self.max_tokens_per_second:g}: expected a "
-                f"number >= min_tokens_per_second ({self.min_tokens_per_second:g})"
-            )
+    # Checks across fields are field checks of the later field, not model ones: they run
+    # beside the other fields' errors, in one pass, whenever the fields they compare are valid.
+    _max_not_below_min = _not_below("max_tokens_per_second", "min_tokens_per_second")
+
+    @field_validator("seed_generation_tokens_per_second")
+    @classmethod
+    def _seeds_together(cls, value: float | None, info: ValidationInfo) -> float | None:
         # One seed alone would leave the other at 0: a prompt seed alone would price decode
         # at nothing and size the fleet for prefill only.
-        seeds = {
-            "seed_prompt_tokens_per_second": self.seed_prompt_tokens_per_second,
-            "seed_generation_tokens_per_second": self.seed_generation_tokens_per_second,
-        }
-        given = [(n, v) for n, v in seeds.items() if v is not None]
-        if len(given) == 1:
-            name, value = given[0]
-            other = next(n for n in seeds if n != name)
-            raise ValueError(
-                f"{name}: value {value:g}: expected {other} too: the seed is a replica's "
-                "prompt and generated tokens per second at the TTFT target, both measured on "
-                "your request mix (0 generated tokens per second only if it generates none)"
-            )
-        return self
+        names = ("seed_prompt_tokens_per_second", "seed_generation_tokens_per_second")
+        if names[0] not in info.data:  # the prompt seed is invalid: reported on its own
+            return value
+        prompt = info.data[names[0]]
+        if (prompt is None) == (value is None):
+            return value
+        name, given = (names[1], value) if prompt is None else (names[0], prompt)
+        other = next(n for n in names if n != name)
+        raise ValueError(
+            f"{name}: value {given:g}: expected {other} too: the seed is a replica's "
+            "prompt and generated tokens per second at the TTFT target, both measured on "
+            "your request mix (0 generated tokens per second only if it generates none)"
+        )
 
     def weighted(self, prompt_tokens: float, generation_tokens: float) -> float:
         """Weighted tokens: ``prompt + generation_token_weight x generated`` (any time unit)."""
@@ -258,6 +328,17 @@ class CapacitySignal(_Strict):
         )
 
 
+def _capacity_without_ttft(capacity: Any, earlier: dict[str, Any]) -> str | None:
+    """The capacity block asks for the signal while TTFT is off (both as valid values)."""
+    ttft = earlier.get("ttft_p95")
+    if ttft is None or ttft.enabled or _given(capacity, "enabled") is not True:
+        return None
+    return (
+        "enabled: value true: expected false or unset while ttft_p95 is disabled: "
+        "a replica's capacity is learned only while TTFT is within its target"
+    )
+
+
 class Signals(_Strict):
     """Per-signal targets. Each signal can be switched off with ``enabled: false``."""
 
@@ -266,14 +347,7 @@ class Signals(_Strict):
     ttft_p95: TtftSignal = TtftSignal()
     capacity: CapacitySignal = CapacitySignal()
 
-    @model_validator(mode="after")
-    def _capacity_needs_ttft(self) -> Self:
-        if self.capacity.enabled is True and not self.ttft_p95.enabled:
-            raise ValueError(
-                "capacity.enabled: value true: expected false or unset while ttft_p95 is "
-                "disabled: a replica's capacity is learned only while TTFT is within its target"
-            )
-        return self
+    _capacity_needs_ttft = _beside("capacity", _capacity_without_ttft)
 
     def enabled(self) -> tuple[SignalName, ...]:
         """Names of the enabled signals, in a fixed order."""
@@ -379,23 +453,35 @@ class ScalingPolicy(_Strict):
     scale_down: ScaleDownRules = Field(default_factory=ScaleDownRules)
     model_load_timeout_seconds: float = Field(default=600, gt=0)
 
-    @field_validator("max_replicas")
-    @classmethod
-    def _max_not_below_min(cls, value: int, info: ValidationInfo) -> int:
-        # A field check, not a model one: it runs beside the other fields' errors, in one pass.
-        low = info.data.get("min_replicas")
-        if low is not None and value < low:
-            raise ValueError(f"expected a number >= min_replicas ({low})")
-        return value
+    _max_not_below_min = _not_below("max_replicas", "min_replicas")
 
-    @model_validator(mode="after")
-    def _check(self) -> Self:
-        if not self.signals.enabled():
+    @field_validator("signals")
+    @classmethod
+    def _some_signal_on(cls, value: Signals) -> Signals:
+        if not value.enabled():
             raise ValueError(
-                "signals: value every signal off: expected at least one signal enabled "
+                "value every signal off: expected at least one signal enabled "
                 "(queue_depth, kv_cache_usage, ttft_p95, or capacity with ttft_p95)"
             )
-        return self
+        return value
+
+
+def _shadow_ttft_differs(shadow: Any, earlier: dict[str, Any]) -> str | None:
+    """The shadow decides on another TTFT quantile than the active policy (both TTFT blocks
+    valid): one query reads one quantile per target."""
+    mine = earlier.get("signals")
+    if mine is None or not mine.ttft_p95.enabled or shadow is None:
+        return None
+    try:
+        theirs = TtftSignal.model_validate(_given(shadow, "signals", "ttft_p95"))
+    except ValidationError:
+        return None  # reported on its own
+    if not theirs.enabled or theirs.quantile == mine.ttft_p95.quantile:
+        return None
+    return (
+        f"signals.ttft_p95.quantile: value {theirs.quantile:g}: expected the active policy's "
+        f"quantile ({mine.ttft_p95.quantile:g}): both decide on the same TTFT reading"
+    )
 
 
 class TargetPolicy(ScalingPolicy):
@@ -419,21 +505,7 @@ class TargetPolicy(ScalingPolicy):
     )
     shadow: ScalingPolicy | None = None
 
-    @model_validator(mode="after")
-    def _shadow_reads_the_same_ttft(self) -> Self:
-        sh = self.shadow
-        if (
-            sh is not None
-            and sh.signals.ttft_p95.enabled
-            and self.signals.ttft_p95.enabled
-            and sh.signals.ttft_p95.quantile != self.signals.ttft_p95.quantile
-        ):
-            raise ValueError(
-                f"shadow.signals.ttft_p95.quantile: value {sh.signals.ttft_p95.quantile:g}: "
-                f"expected the active policy's quantile ({self.signals.ttft_p95.quantile:g}): "
-                "both decide on the same TTFT reading"
-            )
-        return self
+    _shadow_reads_the_same_ttft = _beside("shadow", _shadow_ttft_differs)
 
     def shadow_target(self) -> TargetPolicy | None:
         """The shadow as a target policy of the same workload and series (None without one)."""
@@ -506,11 +578,9 @@ class Policy(_Strict):
         except ValidationError as err:
             if not duplicates:
                 raise
-            kept: list[InitErrorDetails] = [
-                {"type": e["type"], "loc": e["loc"], "input": e["input"], "ctx": e.get("ctx", {})}
-                for e in err.errors()
-            ]
-            raise ValidationError.from_exception_data(err.title, kept + duplicates) from None
+            raise ValidationError.from_exception_data(
+                err.title, _details(err) + duplicates
+            ) from None
         if duplicates:
             raise ValidationError.from_exception_data(cls.__name__, duplicates)
         return policy

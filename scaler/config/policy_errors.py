@@ -104,8 +104,9 @@ def _unknown_field(model: type[BaseModel], loc: Sequence[int | str]) -> str:
     return f"unknown field{hint} ({where} takes {', '.join(allowed)})"
 
 
-#: A model validator's message about one of its fields: ``field.path: value V: expected ...``;
-#: the path is relative to the section the validator checks.
+#: A check's message about one of the fields it compares: ``field.path: value V: expected
+#: ...``; the path is relative to the section the check was given (a model validator's, or a
+#: mapping field's), or, from the check of a single value, to the section of that value.
 _FIELD_MESSAGE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*): value ")
 
 
@@ -131,13 +132,16 @@ def validation_lines(err: ValidationError, model: type[BaseModel], source: str) 
         if kind == "extra_forbidden":
             lines.append(f"{where}: value {_shown(value)}: {_unknown_field(model, loc)}")
             continue
-        if kind in ("value_error", "assertion_error") and isinstance(value, dict):
-            # a model validator: its message names the fields and values it compared
+        field = _FIELD_MESSAGE.match(expectation(e)) if kind == "value_error" else None
+        mapping = isinstance(value, dict | BaseModel)
+        if kind in ("value_error", "assertion_error") and (mapping or field):
+            # a check across fields: its message names the fields and values it compared,
+            # relative to the mapping it was given, or to the section of the field it checks
             msg = expectation(e)
-            field = _FIELD_MESSAGE.match(msg)
             if field:
+                section = loc if mapping else loc[:-1]
                 msg = msg.removeprefix(f"{field.group(1)}: ")
-                where = f"{source}: {field_path((*loc, *field.group(1).split('.')))}"
+                where = f"{source}: {field_path((*section, *field.group(1).split('.')))}"
             lines.append(f"{where}: {msg}")
             continue
         if kind == "duplicate_target":  # names the entries itself

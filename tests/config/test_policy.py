@@ -119,7 +119,7 @@ def test_statefulset_and_custom_matchers() -> None:
         ),
         pytest.param(
             {"signals": {"capacity": {"min_tokens_per_second": 5.0, "max_tokens_per_second": 1.0}}},
-            "signals.capacity.max_tokens_per_second: value 1: expected a number >= "
+            "signals.capacity.max_tokens_per_second: value 1.0: expected a number >= "
             "min_tokens_per_second (5)",
             id="capacity bounds reversed",
         ),
@@ -374,6 +374,62 @@ def test_every_error_of_the_file_in_one_pass(tmp_path: Path) -> None:
     ]
     assert lines[1].endswith("value 3: expected a number >= min_replicas (5)")
     assert "(targets[0] and targets[1])" in lines[3]
+
+
+def test_capacity_and_shadow_checks_across_fields_beside_their_field_errors(
+    tmp_path: Path,
+) -> None:
+    """A check across fields of the capacity signal or a shadow is reported in the same pass
+    as the section's field errors whenever the fields it compares are valid."""
+    workload = "{apiVersion: apps/v1, kind: Deployment, namespace: llm, name: %s}"
+    text = (
+        f"targets:\n  - workload: {workload % 'a'}\n"
+        "    signals:\n      ttft_p95: {enabled: false}\n"
+        "      capacity: {enabled: true, target_utilization: 85, "
+        "seed_prompt_tokens_per_second: 5000, min_tokens_per_second: 5, "
+        "max_tokens_per_second: 1}\n"
+        f"  - workload: {workload % 'b'}\n"
+        "    shadow: {max_replicas: 0, signals: {ttft_p95: {quantile: 0.99}}}\n"
+        f"  - workload: {workload % 'c'}\n"
+        "    shadow: {min_replicas: 0, signals: {queue_depth: {enabled: false}, "
+        "kv_cache_usage: {enabled: false}, ttft_p95: {enabled: false}}}\n"
+        # a shadow TTFT block that is itself invalid is not compared with the active one
+        f"  - workload: {workload % 'd'}\n"
+        "    signals: {ttft_p95: {quantile: 0.9}}\n    shadow: {signals: {ttft_p95: 3}}\n"
+    )
+    capacity = "p.yaml: targets[0].signals.capacity"
+    assert _message(tmp_path, text).splitlines()[1:] == [
+        f"  {capacity}.target_utilization: value 85: expected a number <= 1 (a 0-1 ratio, "
+        "not a percent: 85% is 0.85)",
+        f"  {capacity}.seed_prompt_tokens_per_second: value 5000: expected "
+        "seed_generation_tokens_per_second too: the seed is a replica's prompt and generated "
+        "tokens per second at the TTFT target, both measured on your request mix (0 generated "
+        "tokens per second only if it generates none)",
+        f"  {capacity}.max_tokens_per_second: value 1: expected a number >= "
+        "min_tokens_per_second (5)",
+        f"  {capacity}.enabled: value true: expected false or unset while ttft_p95 is "
+        "disabled: a replica's capacity is learned only while TTFT is within its target",
+        "  p.yaml: targets[1].shadow.max_replicas: value 0: expected a number >= 1",
+        "  p.yaml: targets[1].shadow.signals.ttft_p95.quantile: value 0.99: expected the active "
+        "policy's quantile (0.95): both decide on the same TTFT reading",
+        "  p.yaml: targets[2].shadow.min_replicas: value 0: expected a number >= 1",
+        "  p.yaml: targets[2].shadow.signals: value every signal off: expected at least one "
+        "signal enabled (queue_depth, kv_cache_usage, ttft_p95, or capacity with ttft_p95)",
+        "  p.yaml: targets[3].shadow.signals.ttft_p95: value 3: expected a mapping",
+    ]
+
+
+def test_capacity_checks_across_fields_see_the_defaults() -> None:
+    """The checks across fields see the defaults of the fields not given."""
+    with pytest.raises(PolicyError) as err:
+        parse_policy(_target(signals={"capacity": {"min_tokens_per_second": 2e7}}), source="p.yaml")
+    assert str(err.value).splitlines()[1:] == [
+        "  p.yaml: targets[0].signals.capacity.max_tokens_per_second: value 10000000.0: "
+        "expected a number >= min_tokens_per_second (2e+07)"
+    ]
+    both = {"seed_prompt_tokens_per_second": 5000.0, "seed_generation_tokens_per_second": 0.0}
+    seeded = parse_policy(_target(signals={"capacity": both})).targets[0].signals.capacity
+    assert seeded.seed_tokens_per_second == 5000.0
 
 
 @pytest.mark.parametrize(
