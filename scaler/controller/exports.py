@@ -16,6 +16,7 @@ import structlog
 from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
 from scaler.controller.overrides import Control
+from scaler.controller.report import shown_value
 from scaler.core.decide import Decision, Direction
 from scaler.core.reasons import Reason
 from scaler.core.signals import SignalStatus
@@ -252,12 +253,8 @@ class DecisionExports:
     def log_decision(
         self, t: TargetPolicy, d: Decision, action: str, shadow: Decision | None = None
     ) -> None:
-        # a signal without a usable value (or the capacity signal still learning, whose value
-        # is only the demand per replica) logs its status
-        signals = {
-            str(e.name): (round(e.value, 4) if e.value is not None and e.valid else str(e.status))
-            for e in d.signals
-        }
+        shown = {str(e.name): shown_value(e) for e in d.signals}
+        signals = {n: v if isinstance(v, str) else round(v, 4) for n, v in shown.items()}
         if d.outside_write:
             self.log.warning(
                 "outside_write",

@@ -18,6 +18,7 @@ __all__ = [
     "decision_json",
     "print_reports",
     "report_json",
+    "shown_value",
     "signal_table",
 ]
 
@@ -159,17 +160,28 @@ def print_reports(reports: list[TargetReport], fmt: OutputFormat, out: TextIO) -
     out.flush()
 
 
+def shown_value(e: SignalEvaluation) -> float | str:
+    """What every report of a decision (the text table, the decision log, the demo's lines
+    built from it) shows for a signal: its value in its unit when one was measured; otherwise
+    its status, never a made-up number: ``idle`` (no requests in the window: a TTFT quantile
+    has no value, its NaN is not 0 s), ``learning`` (the capacity signal has no estimate yet;
+    its value is only the demand per replica) or the status that made it invalid."""
+    if e.status is SignalStatus.IDLE or not e.valid or e.value is None:
+        return str(e.status)
+    return e.value
+
+
+#: How the text table words the statuses that are no fault.
+_STATUS_CELL = {SignalStatus.IDLE: "idle (no requests)", SignalStatus.LEARNING: "learning"}
+
+
 def _cell(e: SignalEvaluation | None) -> str:
     """One signal in one column: ``value / target = ratio -> replicas`` for a measured value;
-    otherwise its status, never a made-up number (an idle TTFT has no value: no requests)."""
+    otherwise its status (:func:`shown_value`)."""
     if e is None:
         return "off"
-    if e.status is SignalStatus.IDLE:
-        return "idle (no requests)"
-    if e.status is SignalStatus.LEARNING:
-        return "learning"
-    if not e.valid or e.value is None or e.ratio is None:
-        return f"INVALID {e.status}"
+    if isinstance(shown_value(e), str) or e.value is None or e.ratio is None:
+        return _STATUS_CELL.get(e.status, f"INVALID {e.status}")
     cell = f"{e.value:.4g} / {e.target:.4g} = {e.ratio:.2f} -> {e.desired_replicas}"
     return cell if e.status is SignalStatus.OK else f"{cell} ({e.status})"
 

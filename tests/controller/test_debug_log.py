@@ -8,13 +8,13 @@ import logging
 import structlog
 from structlog.testing import capture_logs
 
-from tests.support.controller_harness import KEY, HarnessFactory
+from tests.support.controller_harness import KEY, Harness, HarnessFactory
 from tests.support.fakeprom import kv, per_pod, pods, ttft_answers
 
 
-async def test_a_cycle_logs_each_query_and_each_targets_readings_at_debug(
-    make_harness: HarnessFactory,
-) -> None:
+async def _two_busy_pods_idle_ttft(make_harness: HarnessFactory) -> Harness:
+    """Two ready pods, 3 waiting and KV cache 0.25 each, no request in the TTFT window (a NaN
+    quantile at a zero request rate)."""
     two = pods(2)
     h = await make_harness(replicas=2, ready=two)
     h.fake.set(
@@ -23,6 +23,13 @@ async def test_a_cycle_logs_each_query_and_each_targets_readings_at_debug(
         kv_cache=kv(dict.fromkeys(two, "0.25")),
         **ttft_answers("NaN", "0"),
     )
+    return h
+
+
+async def test_a_cycle_logs_each_query_and_each_targets_readings_at_debug(
+    make_harness: HarnessFactory,
+) -> None:
+    h = await _two_busy_pods_idle_ttft(make_harness)
     saved = structlog.get_config()
     # --log-level debug (another test may have left a less verbose level configured)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
@@ -41,3 +48,26 @@ async def test_a_cycle_logs_each_query_and_each_targets_readings_at_debug(
     assert readings["signals"]["queue_depth"] == 6.0  # the sum over both ready pods
     assert readings["signals"]["kv_cache_usage"] == 0.5
     assert readings["signals"]["ttft_p95"] == "idle"
+
+
+async def test_an_idle_ttft_is_logged_and_shown_as_its_status_not_zero_seconds(
+    make_harness: HarnessFactory,
+) -> None:
+    """No requests in the window (a NaN quantile at a zero request rate): the decision log,
+    and the demo's line built from it, say ``idle`` as the text report does, never ``0.00s``."""
+    from scaler.sim.demo import format_event
+
+    h = await _two_busy_pods_idle_ttft(make_harness)
+    with capture_logs() as events:
+        await h.controller.run_cycle()
+    [decision] = [e for e in events if e["event"] == "decision"]
+    assert decision["signals"] == {
+        "queue_depth": 3.0,  # per ready replica
+        "kv_cache_usage": 0.25,
+        "ttft_p95": "idle",
+        "capacity": "learning",
+    }
+    line = format_event(decision, 0.0)
+    assert line.endswith(
+        "| queue_depth=3.00 kv_cache_usage=0.25 ttft_p95=idle capacity=learning"
+    ), line
