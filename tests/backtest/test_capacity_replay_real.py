@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 import pytest_asyncio
-from aiohttp import web
 
 from scaler.backtest.history import PrometheusRangeClient, make_grid
 from scaler.backtest.pipeline import run_backtest
@@ -25,16 +24,10 @@ from scaler.config.policy import Policy, parse_policy
 from scaler.config.settings import PrometheusSettings
 from scaler.core.observation import PodInfo, WorkloadSnapshot
 from scaler.core.signals import SignalStatus
-from scaler.sim.exposition import CONTENT_TYPE, VllmMetrics
-from scaler.sim.prometheus_server import (
-    PrometheusNotInstalledError,
-    PrometheusServer,
-    find_prometheus_binary,
-    wait_for_series,
-    write_file_sd,
-)
+from scaler.sim.exposition import VllmMetrics
 from tests.support.live_at import live_decisions
 from tests.support.policies import case_target_doc
+from tests.support.scraped_pods import scraped_pods
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
@@ -78,46 +71,13 @@ def _steady(start: float) -> Callable[[], bytes]:
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def history(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[str, float]]:
     """Prometheus' URL and the time from which every pod has a whole rate window of data."""
-    try:
-        find_prometheus_binary()
-    except PrometheusNotInstalledError as err:
-        pytest.skip(str(err))
     start = time.monotonic()
-    runners, groups = [], []
-    for name in PODS:
-        render = _steady(start)
-
-        async def metrics(_: web.Request, render: Callable[[], bytes] = render) -> web.Response:
-            return web.Response(body=render(), headers={"Content-Type": CONTENT_TYPE})
-
-        app = web.Application()
-        app.router.add_get("/metrics", metrics)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", 0).start()
-        runners.append(runner)
-        groups.append(([f"127.0.0.1:{runner.addresses[0][1]}"], {"namespace": "llm", "pod": name}))
+    bodies = {name: _steady(start) for name in PODS}
     tmp = tmp_path_factory.mktemp("prometheus")
-    sd = tmp / "sd" / "targets.json"
-    write_file_sd(sd, groups)
-    try:
-        async with PrometheusServer(tmp / "prom", scrape_interval_seconds=1.0, sd_file=sd) as prom:
-            try:
-                await wait_for_series(
-                    prom.url,
-                    f"count_over_time(vllm:generation_tokens_total[{RATE_WINDOW:g}s])"
-                    f" >= {int(RATE_WINDOW)}",
-                    timeout=30,
-                    min_series=len(PODS),
-                )
-            except TimeoutError:
-                pytest.fail("Prometheus never scraped the pods; log:\n" + prom.log_tail())
-            ready = time.time()
-            await asyncio.sleep(4 * RATE_WINDOW)  # four windows of steady history
-            yield prom.url, ready
-    finally:
-        for runner in runners:
-            await runner.cleanup()
+    async with scraped_pods(tmp, bodies, rate_window_seconds=RATE_WINDOW) as url:
+        ready = time.time()
+        await asyncio.sleep(4 * RATE_WINDOW)  # four windows of steady history
+        yield url, ready
 
 
 def _snapshot(_at: float) -> WorkloadSnapshot:

@@ -11,26 +11,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 
 import httpx
 import pytest
 import pytest_asyncio
-from aiohttp import web
 
 from scaler.config.vocabulary import SignalName
 from scaler.core.signals import SignalStatus
-from scaler.sim.exposition import CONTENT_TYPE, VllmMetrics
-from scaler.sim.prometheus_server import (
-    PrometheusNotInstalledError,
-    PrometheusServer,
-    find_prometheus_binary,
-    wait_for_series,
-    write_file_sd,
-)
+from scaler.sim.exposition import VllmMetrics
 from scaler.sources.prometheus import STALL_POLLS, PrometheusSource, StallKind
 from scaler.sources.promql import QueryKind
 from tests.support.fakeprom import snapshot, target
+from tests.support.scraped_pods import scraped_pods
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
@@ -53,12 +45,17 @@ def _busy(m: VllmMetrics, start: float) -> Callable[[], None]:
     return update
 
 
+def _render(m: VllmMetrics, update: Callable[[], None] | None = None) -> Callable[[], bytes]:
+    def render() -> bytes:
+        if update is not None:
+            update()
+        return m.render()
+
+    return render
+
+
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def prometheus(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
-    try:
-        find_prometheus_binary()
-    except PrometheusNotInstalledError as err:
-        pytest.skip(str(err))
     start = time.monotonic()
     pods = {name: VllmMetrics() for name in (BUSY, FROZEN, IDLE)}
     frozen = pods[FROZEN]  # every request aborted: the gauges kept their last values
@@ -66,42 +63,11 @@ async def prometheus(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
     frozen.kv_cache_usage = 0.904
     frozen.prompt_tokens, frozen.generation_tokens = 123456, 45678
     frozen.request_success["abort"] = 640
-    updates = {BUSY: _busy(pods[BUSY], start)}
-    runners, groups = [], []
-    for name, m in pods.items():
-
-        async def metrics(_: web.Request, name: str = name, m: VllmMetrics = m) -> web.Response:
-            if name in updates:
-                updates[name]()
-            return web.Response(body=m.render(), headers={"Content-Type": CONTENT_TYPE})
-
-        app = web.Application()
-        app.router.add_get("/metrics", metrics)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", 0).start()
-        runners.append(runner)
-        groups.append(([f"127.0.0.1:{runner.addresses[0][1]}"], {"namespace": "llm", "pod": name}))
-    tmp = Path(tmp_path_factory.mktemp("prometheus"))
-    sd = tmp / "sd" / "targets.json"
-    write_file_sd(sd, groups)
-    try:
-        async with PrometheusServer(tmp / "prom", scrape_interval_seconds=1.0, sd_file=sd) as prom:
-            try:
-                # a full window of samples: rate() of a younger series extrapolates short
-                await wait_for_series(
-                    prom.url,
-                    f"count_over_time(vllm:generation_tokens_total[{RATE_WINDOW:g}s])"
-                    f" >= {int(RATE_WINDOW)}",
-                    timeout=30,
-                    min_series=3,
-                )
-            except TimeoutError:
-                pytest.fail("Prometheus never scraped the pods; log:\n" + prom.log_tail())
-            yield prom.url
-    finally:
-        for runner in runners:
-            await runner.cleanup()
+    bodies = {name: _render(m) for name, m in pods.items()}
+    bodies[BUSY] = _render(pods[BUSY], _busy(pods[BUSY], start))
+    tmp = tmp_path_factory.mktemp("prometheus")
+    async with scraped_pods(tmp, bodies, rate_window_seconds=RATE_WINDOW) as url:
+        yield url
 
 
 async def test_real_rates_per_pod_and_a_frozen_pod_left_out(prometheus: str) -> None:

@@ -1,0 +1,78 @@
+"""A real Prometheus scraping vLLM pods that the test renders: the set-up shared by the tests
+that read the simulator's exposition (:mod:`scaler.sim.exposition`) through a real server.
+
+Each pod is its own HTTP ``/metrics`` endpoint on loopback; Prometheus (Debian's binary, in a
+temporary folder) finds them through file-based service discovery with the labels
+``namespace=llm`` and ``pod=<name>`` and scrapes them every second.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from scaler.sim.exposition import CONTENT_TYPE
+from scaler.sim.prometheus_server import (
+    PrometheusNotInstalledError,
+    PrometheusServer,
+    find_prometheus_binary,
+    wait_for_series,
+    write_file_sd,
+)
+
+#: The namespace label of every pod.
+NAMESPACE = "llm"
+
+
+@contextlib.asynccontextmanager
+async def scraped_pods(
+    tmp: Path, bodies: Mapping[str, Callable[[], bytes]], *, rate_window_seconds: float
+) -> AsyncIterator[str]:
+    """Serve ``bodies`` (pod name -> its ``/metrics`` body at each scrape) and start
+    Prometheus on them; yield its URL once every pod has a whole ``rate()`` window of
+    ``vllm:generation_tokens_total`` samples (a younger series extrapolates short).
+
+    Skips the test where Prometheus is not installed; fails it, with the end of Prometheus'
+    log, when the pods are not scraped within 30 s.
+    """
+    try:
+        find_prometheus_binary()
+    except PrometheusNotInstalledError as err:
+        pytest.skip(str(err))
+    runners: list[web.AppRunner] = []
+    groups: list[tuple[list[str], dict[str, str]]] = []
+    try:
+        for name, body in bodies.items():
+
+            async def metrics(_: web.Request, body: Callable[[], bytes] = body) -> web.Response:
+                return web.Response(body=body(), headers={"Content-Type": CONTENT_TYPE})
+
+            app = web.Application()
+            app.router.add_get("/metrics", metrics)
+            runner = web.AppRunner(app)
+            await runner.setup()
+            runners.append(runner)
+            await web.TCPSite(runner, "127.0.0.1", 0).start()
+            address = f"127.0.0.1:{runner.addresses[0][1]}"
+            groups.append(([address], {"namespace": NAMESPACE, "pod": name}))
+        sd = tmp / "sd" / "targets.json"
+        write_file_sd(sd, groups)
+        async with PrometheusServer(tmp / "prom", scrape_interval_seconds=1.0, sd_file=sd) as prom:
+            try:
+                await wait_for_series(
+                    prom.url,
+                    f"count_over_time(vllm:generation_tokens_total[{rate_window_seconds:g}s])"
+                    f" >= {int(rate_window_seconds)}",
+                    timeout=30,
+                    min_series=len(bodies),
+                )
+            except TimeoutError:
+                pytest.fail("Prometheus never scraped the pods; log:\n" + prom.log_tail())
+            yield prom.url
+    finally:
+        for runner in runners:
+            await runner.cleanup()
