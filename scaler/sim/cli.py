@@ -54,6 +54,15 @@ def register(app: typer.Typer) -> None:
         no_controller: Annotated[
             bool, typer.Option("--no-controller", help="Run only the fleet and Prometheus.")
         ] = False,
+        metrics_port: Annotated[
+            int | None,
+            typer.Option(
+                help="Port of the controller's own /metrics on 127.0.0.1, which the "
+                "simulated Prometheus scrapes (job vllm-scaler), as run serves it; default: "
+                "a free port; 0: not served.",
+                show_default=False,
+            ),
+        ] = None,
         seed: Annotated[int, typer.Option(help="Seed of the rate scaling and the routing.")] = 0,
         routing: Annotated[str, typer.Option(help=ROUTING_HELP)] = "random",
         output: OutputOpt = OutputFormat.TEXT,
@@ -61,8 +70,9 @@ def register(app: typer.Typer) -> None:
         """Replay a real trace against a simulated vLLM fleet.
 
         A real Prometheus scrapes the fleet and the controller runs in the loop as its own
-        process, exactly as in a cluster. Prints every decision, then a summary and a plot
-        (--output json: the decisions on stderr, the summary as one JSON object on stdout).
+        process, exactly as in a cluster: Prometheus scrapes its own /metrics too
+        (--metrics-port). Prints every decision, then a summary and a plot (--output json:
+        the decisions on stderr, the summary as one JSON object on stdout).
 
         Exit codes: 0 when the run completed; 3 when a control cycle of the controller failed
         (the summary counts them); 1 when the controller exited early or Prometheus could not
@@ -84,6 +94,8 @@ def register(app: typer.Typer) -> None:
             interval=interval,
             slo_ttft_seconds=slo_ttft_seconds,
         )
+        if metrics_port is not None:
+            errors += option_errors({"--metrics-port": (0, True, 65535)}, metrics_port=metrics_port)
         errors += [
             e
             for e in (routing_option_error(routing), time_unit_option_error(time_unit))
@@ -128,6 +140,7 @@ def register(app: typer.Typer) -> None:
             control_interval_seconds=interval,
             slo_ttft_seconds=slo_ttft_seconds,
             with_controller=not no_controller,
+            metrics_port=metrics_port,
             routing=routing,
             seed=seed,
             trace_summary=summary_line(

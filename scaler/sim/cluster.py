@@ -19,13 +19,17 @@ from scaler.config.policy import Policy
 from scaler.controller.loop import Controller
 from scaler.sim.fleet import Fleet, FleetConfig
 from scaler.sim.kubeapi import KubeApiServer, KubeStore, write_kubeconfig
-from scaler.sim.prometheus_server import PrometheusServer, ScrapingServer
+from scaler.sim.prometheus_server import PrometheusServer, ScrapingServer, write_file_sd
 from scaler.sim.serving import FleetRuntime
 from scaler.sim.victoria_metrics import VictoriaMetricsServer
 from scaler.sources.prometheus import PrometheusSource, build_http_client
 from scaler.telemetry.metrics import ScalerMetrics
 
-__all__ = ["BACKENDS", "SimCluster"]
+__all__ = ["BACKENDS", "CONTROLLER_JOB", "SimCluster"]
+
+#: The ``job`` label of the controller's own ``/metrics`` when the simulated Prometheus
+#: scrapes it (the fleet's series are ``job="vllm"``).
+CONTROLLER_JOB = "vllm-scaler"
 
 #: The servers that can scrape the fleet and answer the controller's queries, by name.
 BACKENDS: dict[str, type[ScrapingServer]] = {
@@ -77,6 +81,15 @@ class SimCluster:
         )
         self.kubeconfig = workdir / "kubeconfig"
         self.kube_url = ""
+
+    def scrape_controller(self, port: int) -> None:
+        """Have Prometheus scrape a controller's ``/metrics`` on ``127.0.0.1:port`` too, as
+        job :data:`CONTROLLER_JOB` (its ``vllm_scaler_*`` series beside the fleet's, as in a
+        cluster). Before or after :meth:`start`: file SD picks the file up either way."""
+        write_file_sd(
+            self.sd_dir / "controller.json",
+            [([f"127.0.0.1:{port}"], {"job": CONTROLLER_JOB, "namespace": "vllm-scaler"})],
+        )
 
     async def start(self) -> None:
         """Start the API stand-in, the fleet's metrics servers and Prometheus (in that order).

@@ -7,7 +7,8 @@
 2. the simulated fleet, one ``/metrics`` endpoint per ready replica, listed in a file-SD file;
 3. Debian's ``prometheus`` scraping them every second;
 4. ``vllm-scaler run`` as a separate process, pointed at both through that kubeconfig and the
-   Prometheus URL, exactly as in a cluster;
+   Prometheus URL, exactly as in a cluster; it serves its own ``/metrics`` (``vllm_scaler_*``)
+   on loopback as ``run`` does, and Prometheus scrapes them (job ``vllm-scaler``);
 
 then replays the trace, prints every decision of the controller as it happens, and ends with
 a summary and a PNG plot.
@@ -34,10 +35,10 @@ from pathlib import Path
 from typing import TextIO, TypeVar
 
 from scaler.sim.catalog import NAMED_TRACES as NAMED_TRACES  # re-exported for callers
-from scaler.sim.cluster import SimCluster
+from scaler.sim.cluster import CONTROLLER_JOB, SimCluster
 from scaler.sim.engine import ReplicaModel
 from scaler.sim.fleet import FleetConfig
-from scaler.sim.prometheus_server import die_with_parent, wait_for_series
+from scaler.sim.prometheus_server import die_with_parent, free_port, wait_for_series
 from scaler.sim.report import RunSummary, format_summary, plot_run, summarize
 from scaler.sim.trace import Trace
 from scaler.telemetry.logging import format_fields
@@ -90,9 +91,11 @@ def reset_workdir(workdir: Path) -> None:
 
     Prometheus starts on a fresh TSDB (an interrupted run's series, with the same pod
     names, would otherwise be scaled on), and an old plot is removed so that a run that
-    ends early cannot be mistaken for one that drew it.
+    ends early cannot be mistaken for one that drew it. The scrape targets go too (an earlier
+    controller's ``/metrics`` port would be scraped as down).
     """
     shutil.rmtree(workdir / "prometheus", ignore_errors=True)
+    shutil.rmtree(workdir / "sd", ignore_errors=True)
     (workdir / "demo.png").unlink(missing_ok=True)
 
 
@@ -174,7 +177,11 @@ async def watch_controller(
 
 @dataclass(frozen=True, slots=True)
 class DemoOptions:
-    """Options of :func:`run_demo` (times in seconds)."""
+    """Options of :func:`run_demo` (times in seconds).
+
+    ``metrics_port``: where the controller serves its own ``/metrics`` on 127.0.0.1 (None: a
+    free port; 0: not served, as ``run``'s ``metrics_port`` 0).
+    """
 
     trace: Trace
     workdir: Path
@@ -188,6 +195,7 @@ class DemoOptions:
     window_seconds: float = 10.0
     initial_replicas: int = 1
     with_controller: bool = True
+    metrics_port: int | None = None
     plot: bool = True
     routing: str = "random"
     seed: int = 0
@@ -369,6 +377,10 @@ async def _run_locked(
             kubeconfig=kubeconfig,
             policy=opts.policy_file,
         )
+        metrics_port = 0
+        if opts.with_controller and opts.metrics_port != 0:
+            metrics_port = opts.metrics_port or free_port()
+            cluster.scrape_controller(metrics_port)
         if opts.trace_summary:
             out.write(opts.trace_summary + "\n")
         out.write(
@@ -379,7 +391,13 @@ async def _run_locked(
             f"prometheus  {prom.url} (scrape every {opts.scrape_interval_seconds:g} s)\n"
             f"kube API    {kube_url} (kubeconfig {kubeconfig})\n"
             f"policy      {opts.policy_file}\n"
-            f"dry run     in another shell: . {shlex.quote(str(env_file))} && "
+            + (
+                f"metrics     http://127.0.0.1:{metrics_port}/metrics (the controller's "
+                f"vllm_scaler_* series; Prometheus scrapes them as job {CONTROLLER_JOB})\n"
+                if metrics_port
+                else ""
+            )
+            + f"dry run     in another shell: . {shlex.quote(str(env_file))} && "
             "vllm-scaler recommend --once\n\n"
         )
         out.flush()
@@ -394,7 +412,8 @@ async def _run_locked(
                 "VLLM_SCALER_KUBECONFIG": str(kubeconfig),
                 "VLLM_SCALER_POLICY_FILE": str(opts.policy_file),
                 "VLLM_SCALER_CONTROL_INTERVAL_SECONDS": str(opts.control_interval_seconds),
-                "VLLM_SCALER_METRICS_PORT": "0",
+                "VLLM_SCALER_METRICS_PORT": str(metrics_port),
+                "VLLM_SCALER_METRICS_ADDRESS": "127.0.0.1",
                 "VLLM_SCALER_LOG_FORMAT": "json",
                 "VLLM_SCALER_IN_CLUSTER": "false",
             }

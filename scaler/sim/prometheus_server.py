@@ -148,8 +148,10 @@ def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
     return preexec
 
 
-def _free_port() -> int:
-    # Racy by nature (the port is released before Prometheus binds it); start() retries.
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now. Racy by nature (the port is released before
+    the server binds it): Prometheus' start retries; a controller that cannot bind it says
+    so and exits."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
@@ -298,7 +300,7 @@ class ScrapingServer(abc.ABC):
         binary = self.find_binary(self._binary)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.write_config()
-        self._port = _free_port()
+        self._port = free_port()
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         self._proc = subprocess.Popen(
             [*self.command(binary, self._port), *self.extra_args],

@@ -23,11 +23,11 @@ from pathlib import Path
 
 from scaler.config.policy import parse_policy
 from scaler.controller.loop import Controller
-from scaler.sim.cluster import SimCluster
+from scaler.sim.cluster import CONTROLLER_JOB, SimCluster
 from scaler.sim.demo import NAMED_TRACES
 from scaler.sim.engine import ReplicaModel
 from scaler.sim.fleet import FleetConfig, SimPod
-from scaler.sim.prometheus_server import ScrapingServer, wait_for_series, write_file_sd
+from scaler.sim.prometheus_server import ScrapingServer, wait_for_series
 from scaler.sim.trace import load_trace
 from scaler.sim.victoria_metrics import VictoriaMetricsServer
 from scaler.telemetry.metrics import ScalerMetrics
@@ -35,7 +35,7 @@ from scaler.telemetry.server import TelemetryServer
 from tests.support.sim_policy import sim_policy
 
 INTERVAL_SECONDS = 2.0
-SCALER_JOB = "vllm-scaler"
+SCALER_JOB = CONTROLLER_JOB
 POLICY = sim_policy(max_replicas=4, up_pods_per_period=2, down_window_seconds=15)
 # The panels of the capacity signal and of the shadow policy need their series: a seed gives
 # the capacity signal an estimate from the first cycle (a 40 s run is too short to learn one),
@@ -111,10 +111,7 @@ async def simulated_run(
 
     try:
         await telemetry.start()
-        write_file_sd(
-            cluster.sd_dir / "scaler.json",
-            [([f"127.0.0.1:{telemetry.port}"], {"job": SCALER_JOB, "namespace": "vllm-scaler"})],
-        )
+        cluster.scrape_controller(telemetry.port)
         await cluster.start()
         for server in extra:
             await server.astart()

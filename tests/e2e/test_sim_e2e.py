@@ -3,6 +3,7 @@ hard, or left by its controller; nothing it started may outlive it."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import select
 import signal
@@ -12,9 +13,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
-from scaler.sim.prometheus_server import find_prometheus_binary
+from scaler.sim.prometheus_server import find_prometheus_binary, wait_for_series
 
 pytestmark = pytest.mark.e2e
 
@@ -151,3 +153,29 @@ def test_a_controller_that_exits_early_stops_the_demo_at_once(
     assert "VLLM_SCALER_PROMETHEUS_TIMEOUT_SECONDS" in out
     assert "controller exited early with code 2: stopping the replay" in out
     assert out.rstrip().endswith("controller exited early with code 2; the run ended without it")
+
+
+def test_the_controllers_own_metrics_are_served_and_scraped_as_run_serves_them(
+    trace: Path, tmp_path: Path, reap: list[int]
+) -> None:
+    """The controller in the loop serves its ``vllm_scaler_*`` series on the port the header
+    names, and the simulated Prometheus scrapes them as job ``vllm-scaler``."""
+    _prometheus_or_skip()
+    sim = _start_sim(trace, tmp_path / "demo")
+    reap.append(sim.pid)
+    header = _lines_until(sim, "Decisions of vllm-scaler")
+    fields = {line[:12].strip(): line[12:].split()[0] for line in header if line[:1].isalpha()}
+    prometheus, metrics = fields["prometheus"], fields["metrics"]
+    assert metrics.startswith("http://127.0.0.1:") and metrics.endswith("/metrics")
+    try:
+        [cycles] = asyncio.run(
+            wait_for_series(prometheus, "vllm_scaler_cycles_total >= 1", timeout=60)
+        )
+        assert cycles["metric"]["job"] == "vllm-scaler"
+        assert cycles["metric"]["instance"] == metrics.removeprefix("http://").split("/")[0]
+        body = httpx.get(metrics, timeout=10).text
+        assert 'vllm_scaler_current_replicas{target="llm/Deployment/vllm"}' in body
+    finally:
+        sim.send_signal(signal.SIGTERM)
+        out, _ = sim.communicate(timeout=90)
+    assert sim.returncode == 128 + signal.SIGTERM, out

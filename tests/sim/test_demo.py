@@ -61,6 +61,10 @@ def _sim(*args: str) -> Any:
         (["--start-minute", "-1"], "--start-minute: value -1: expected a number >= 0"),
         (["--tail-seconds", "nan"], "--tail-seconds: value nan: expected a number >= 0"),
         (["--slo-ttft-seconds", "0"], "--slo-ttft-seconds: value 0: expected a number > 0"),
+        (
+            ["--metrics-port", "70000"],
+            "--metrics-port: value 70000: expected a number >= 0 and <= 65535",
+        ),
     ],
 )
 def test_each_numeric_option_is_checked_up_front_naming_itself(args: list[str], error: str) -> None:
@@ -139,14 +143,17 @@ def test_lock_is_exclusive_names_the_holder_and_is_released(tmp_path: Path) -> N
         pass
 
 
-def test_reset_removes_the_old_tsdb_and_plot_only(tmp_path: Path) -> None:
+def test_reset_removes_the_old_tsdb_scrape_targets_and_plot_only(tmp_path: Path) -> None:
     chunk = tmp_path / "prometheus" / "data" / "01HX" / "chunks" / "000001"
     chunk.parent.mkdir(parents=True)
     chunk.write_bytes(b"old series")
+    (tmp_path / "sd").mkdir()
+    (tmp_path / "sd" / "controller.json").write_text('[{"targets": ["127.0.0.1:1"]}]')
     (tmp_path / "demo.png").write_bytes(b"png")
     (tmp_path / "kubeconfig").write_text("kept")
     reset_workdir(tmp_path)
     assert not (tmp_path / "prometheus").exists()
+    assert not (tmp_path / "sd").exists()
     assert not (tmp_path / "demo.png").exists()
     assert (tmp_path / "kubeconfig").read_text() == "kept"
     reset_workdir(tmp_path)  # nothing to remove is fine
