@@ -4,6 +4,7 @@ duration) and one per target (what each signal read)."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import structlog
 from structlog.testing import capture_logs
@@ -26,18 +27,24 @@ async def _two_busy_pods_idle_ttft(make_harness: HarnessFactory) -> Harness:
     return h
 
 
-async def test_a_cycle_logs_each_query_and_each_targets_readings_at_debug(
-    make_harness: HarnessFactory,
-) -> None:
-    h = await _two_busy_pods_idle_ttft(make_harness)
+async def _cycle_logs(h: Harness, level: int) -> list[dict[str, Any]]:
+    """The events one control cycle logs at ``level`` and above (another test may have left
+    a less verbose level configured)."""
     saved = structlog.get_config()
-    # --log-level debug (another test may have left a less verbose level configured)
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(level))
     try:
         with capture_logs() as events:
             await h.controller.run_cycle()
     finally:
         structlog.configure(**saved)
+    return events
+
+
+async def test_a_cycle_logs_each_query_and_each_targets_readings_at_debug(
+    make_harness: HarnessFactory,
+) -> None:
+    h = await _two_busy_pods_idle_ttft(make_harness)
+    events = await _cycle_logs(h, logging.DEBUG)  # --log-level debug
     debug = [e for e in events if e["log_level"] == "debug"]
     queries = [e for e in debug if e["event"] == "query"]
     assert queries and {e["status"] for e in queries} == {"ok"}
@@ -58,8 +65,7 @@ async def test_an_idle_ttft_is_logged_and_shown_as_its_status_not_zero_seconds(
     from scaler.sim.demo import format_event
 
     h = await _two_busy_pods_idle_ttft(make_harness)
-    with capture_logs() as events:
-        await h.controller.run_cycle()
+    events = await _cycle_logs(h, logging.INFO)  # run's default level
     [decision] = [e for e in events if e["event"] == "decision"]
     assert decision["signals"] == {
         "queue_depth": 3.0,  # per ready replica
