@@ -2,9 +2,10 @@
 #   docker build -t vllm-scaler .
 #   docker run --rm vllm-scaler --help
 #
-# Reproducible: the base image is pinned by the digest of its multi-platform index, and every
-# dependency by the hashes in requirements.txt (scripts/lock.sh regenerates it from
-# pyproject.toml; tests/deploy/test_image.py checks that the two agree).
+# Reproducible: the base image is pinned by the digest of its multi-platform index, every
+# dependency by the hashes in requirements.txt, and the build backend that builds the project's
+# wheel by those in requirements-build.txt (scripts/lock.sh regenerates both from
+# pyproject.toml; tests/deploy/test_image.py checks that they agree).
 #
 # The digest is python:3.11-slim-bookworm as published for Python 3.11.16 (built on
 # 2026-08-25, Debian bookworm). To move to a newer build (Debian security fixes), read the
@@ -14,12 +15,16 @@ ARG PYTHON_IMAGE=python:3.11-slim-bookworm@sha256:0bee7276f83efd4a1ee05bbbf4281d
 
 # Stage 1: wheels of every locked dependency (downloaded and checked against the lock's
 # hashes; --require-hashes also refuses anything the lock does not pin) and of the project,
-# built with the setuptools of the pinned base image, not a fresh download.
+# built with the locked setuptools (requirements-build.txt), installed over the one the base
+# image bundles: that one is whatever CPython's ensurepip carries for the release (65.5 up to
+# 3.11.13, 79.0.1 since 3.11.14; none from 3.12), and pyproject's license expression needs 77
+# or later. The build stage is discarded, so this setuptools never reaches the image.
 FROM ${PYTHON_IMAGE} AS build
 WORKDIR /src
-COPY requirements.txt pyproject.toml README.md ./
+COPY requirements.txt requirements-build.txt pyproject.toml README.md ./
 COPY scaler ./scaler
-RUN python -m pip wheel --no-cache-dir --require-hashes --wheel-dir /wheels -r requirements.txt \
+RUN python -m pip install --no-cache-dir --require-hashes -r requirements-build.txt \
+    && python -m pip wheel --no-cache-dir --require-hashes --wheel-dir /wheels -r requirements.txt \
     && python -m pip wheel --no-cache-dir --no-deps --no-build-isolation --wheel-dir /wheels .
 
 # Stage 2: the wheels are mounted for the install only, so none of them is left in a layer;

@@ -1,13 +1,17 @@
 """The image: a base pinned by digest, every runtime dependency from the hash-pinned lock
-(requirements.txt) that matches pyproject.toml, no wheel left in a layer, and the commands
-that need an extra say so in one line instead of failing with a traceback."""
+(requirements.txt) and the project's wheel built by the hash-pinned build backend
+(requirements-build.txt), both matching pyproject.toml, no wheel left in a layer, and the
+commands that need an extra say so in one line instead of failing with a traceback."""
 
 from __future__ import annotations
 
 import importlib.metadata
 import re
+import shutil
+import subprocess
 import sys
 import tomllib
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,11 +21,13 @@ from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from typer.testing import CliRunner
+from uv import find_uv_bin
 
 from scaler.cli import EXTRAS, app
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCK = ROOT / "requirements.txt"
+BUILD_LOCK = ROOT / "requirements-build.txt"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 PROJECT = "vllm-scaler (pyproject.toml)"
 # The image's interpreter and platform, for the lock's environment markers.
@@ -50,13 +56,13 @@ class Pin:
         return spec.version
 
 
-def _lock() -> dict[str, Pin]:
-    """The lock's entries by canonical name: ``name==version [; marker]`` lines with their
+def _lock(path: Path = LOCK) -> dict[str, Pin]:
+    """A lock's entries by canonical name: ``name==version [; marker]`` lines with their
     ``--hash`` options and ``# via`` comments, as pip-compile and uv write them."""
     pins: dict[str, Pin] = {}
     current: Pin | None = None
     in_via = False
-    for raw in LOCK.read_text(encoding="utf-8").splitlines():
+    for raw in path.read_text(encoding="utf-8").splitlines():
         line = raw.strip().removesuffix("\\").strip()
         if not line:
             continue
@@ -145,6 +151,42 @@ def test_lock_holds_every_requirement_of_the_locked_packages() -> None:
     assert checked >= len(pins) // 2, f"only {checked} of {len(pins)} locked versions installed"
 
 
+def _build_requirements() -> list[Requirement]:
+    return [Requirement(r) for r in PYPROJECT["build-system"]["requires"]]
+
+
+def test_build_lock_pins_exactly_the_build_requirements_of_pyproject() -> None:
+    """requirements-build.txt is [build-system].requires locked: the backend the image builds
+    the project's wheel with (setuptools brings no dependency of its own, so the lock holds
+    exactly the requirements), hashed, at versions the requirements accept."""
+    pins = _lock(BUILD_LOCK)
+    header = BUILD_LOCK.read_text(encoding="utf-8").splitlines()[:3]
+    assert any("scripts/lock.sh" in line for line in header), header
+    wanted = _build_requirements()
+    assert set(pins) == {canonicalize_name(r.name) for r in wanted}, (
+        f"requirements-build.txt pins {sorted(pins)} for {[str(r) for r in wanted]}: "
+        "run scripts/lock.sh"
+    )
+    for req in wanted:
+        pin = pins[canonicalize_name(req.name)]
+        assert req.specifier.contains(pin.version, prereleases=True), (
+            f"requirements-build.txt pins {req.name}=={pin.version}, outside pyproject's "
+            f"{req}: run scripts/lock.sh"
+        )
+        assert pin.hashes and all(re.fullmatch(r"sha256:[0-9a-f]{64}", h) for h in pin.hashes)
+
+
+def test_build_requirements_name_the_setuptools_that_reads_the_license_expression() -> None:
+    """pyproject's ``license = "Apache-2.0"`` is a PEP 639 license expression, which
+    setuptools reads from 77.0 on (77.0.1 is the first release on PyPI; 76 rejects the
+    string): [build-system].requires must not promise an older one works."""
+    assert isinstance(PYPROJECT["project"]["license"], str)
+    assert PYPROJECT["build-system"]["build-backend"] == "setuptools.build_meta"
+    (setuptools,) = [r for r in _build_requirements() if r.name == "setuptools"]
+    assert not setuptools.specifier.contains("76.1.0")
+    assert setuptools.specifier.contains("77.0.1")
+
+
 def _dockerfile() -> DockerfileParser:
     return DockerfileParser(str(ROOT / "Dockerfile"))
 
@@ -167,8 +209,12 @@ def test_image_installs_from_the_lock_and_leaves_no_wheel_in_a_layer() -> None:
     build, final = stages
     build_runs = " ".join(v for i, v in build if i == "RUN")
     assert "--require-hashes" in build_runs and "-r requirements.txt" in build_runs
-    assert "--no-deps --no-build-isolation" in build_runs  # the project with the base's setuptools
-    assert ("COPY", "requirements.txt pyproject.toml README.md ./") in build
+    # The project's wheel is built by the locked setuptools, installed before it is used.
+    install_backend = "pip install --no-cache-dir --require-hashes -r requirements-build.txt"
+    build_project = "--no-deps --no-build-isolation"
+    assert install_backend in build_runs and build_project in build_runs
+    assert build_runs.index(install_backend) < build_runs.index(build_project)
+    assert ("COPY", "requirements.txt requirements-build.txt pyproject.toml README.md ./") in build
     # The final stage copies nothing from the build stage: the wheels are only mounted.
     assert not [v for i, v in final if i in ("COPY", "ADD")], final
     (install,) = [v for i, v in final if i == "RUN"]
@@ -177,6 +223,60 @@ def test_image_installs_from_the_lock_and_leaves_no_wheel_in_a_layer() -> None:
     assert "pip check" in install
     assert "install --upgrade" not in build_runs + install  # nothing unpinned
     assert ("USER", "65532:65532") in final
+
+
+def _install_build_lock(python: Path) -> None:
+    """Installs requirements-build.txt into the environment of ``python`` with hashes
+    required, from uv's cache when it holds the files, else from the package index; skips
+    (with uv's reason) only when neither is reachable, fails on anything else."""
+    uv = find_uv_bin()
+    lock = ["--require-hashes", "-r", str(BUILD_LOCK)]
+    install = [uv, "pip", "install", "--python", str(python), *lock]
+    cached = subprocess.run([*install, "--offline"], capture_output=True, text=True)
+    if cached.returncode == 0:
+        return
+    fetched = subprocess.run(install, capture_output=True, text=True)
+    if fetched.returncode != 0:
+        error = fetched.stderr.strip()
+        if "hash" in error.lower() or not re.search(r"connect|dns|network|offline", error, re.I):
+            pytest.fail(f"installing requirements-build.txt failed:\n{error}")
+        pytest.skip(f"the build lock's files are neither cached nor downloadable: {error}")
+
+
+def test_the_wheel_builds_with_the_locked_setuptools_and_holds_only_the_package(
+    tmp_path: Path,
+) -> None:
+    """The image's build stage, outside docker: the sources it copies (pyproject.toml,
+    README.md, scaler/), an environment holding only the build lock, and ``pip wheel
+    --no-build-isolation``. The wheel holds scaler and its subpackages (every module, the
+    package data) and the dist-info, nothing else of the flat layout's root."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, src / name)
+    shutil.copytree(ROOT / "scaler", src / "scaler", ignore=shutil.ignore_patterns("__pycache__"))
+    env = tmp_path / "env"
+    subprocess.run([find_uv_bin(), "venv", "-q", "--python", sys.executable, str(env)], check=True)
+    python = env / "bin" / "python"
+    _install_build_lock(python)
+    out = tmp_path / "wheels"
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "--disable-pip-version-check"]
+    wheel = ["wheel", "--no-cache-dir", "--no-deps", "--no-build-isolation"]
+    built = subprocess.run(
+        [*pip, *wheel, "--wheel-dir", str(out), str(src)], capture_output=True, text=True
+    )
+    assert built.returncode == 0, built.stdout + built.stderr
+    (built_wheel,) = out.glob("vllm_scaler-*.whl")
+    names = zipfile.ZipFile(built_wheel).namelist()
+    dist_info = f"vllm_scaler-{PYPROJECT['project']['version']}.dist-info/"
+    assert [n for n in names if not n.startswith(("scaler/", dist_info))] == []
+    modules = {p.relative_to(src).as_posix() for p in (src / "scaler").rglob("*.py")}
+    assert {n for n in names if n.endswith(".py")} == modules
+    for data in ("scaler/py.typed", "scaler/sim/traces/README.md"):
+        assert data in names
+    assert any(n.startswith("scaler/examples/") and n.endswith(".yaml") for n in names)
+    metadata = zipfile.ZipFile(built_wheel).read(dist_info + "METADATA").decode()
+    assert "License-Expression: Apache-2.0" in metadata.splitlines()
 
 
 def test_every_extra_command_names_an_extra_that_brings_its_modules() -> None:
