@@ -43,7 +43,9 @@ limits) with changes for LLM serving:
    highest in the scale-down window. Holds are recorded too, so after an outage a whole window
    of good samples must pass before a scale-down.
 5. Per-period step limits (HPA ``behavior.policies`` with ``selectPolicy: Max``), then the
-   min/max clamp.
+   min/max clamp. A scale-down may also remove ``max_surplus_percent_per_period`` of the
+   replicas above what the capacity signal asks for, when it has an estimate and an ``ok``
+   reading (see :func:`limit_step`).
 
 Every decision's reason and message say what happened, with the numbers: a hold at the
 current replicas is ``within_tolerance`` only when the signal that asks for the most is
@@ -195,12 +197,22 @@ def _up_limit(policy: TargetPolicy, state: TargetState, current: int, now: float
     return max(by_pods, by_percent)
 
 
-def _down_limit(policy: TargetPolicy, state: TargetState, current: int, now: float) -> int:
+def _down_limit(
+    policy: TargetPolicy,
+    state: TargetState,
+    current: int,
+    now: float,
+    capacity_replicas: int | None = None,
+) -> int:
     rules = policy.scale_down
     start = _period_start(state, rules, current, now, up=False)
     by_pods = start - rules.max_replicas_per_period
     by_percent = math.floor(start * (1 - rules.max_percent_per_period / 100) + _EPS)
-    return max(0, min(by_pods, by_percent))
+    by_surplus = start
+    if capacity_replicas is not None and capacity_replicas < start:
+        surplus = start - capacity_replicas
+        by_surplus = start - math.floor(surplus * rules.max_surplus_percent_per_period / 100 + _EPS)
+    return max(0, min(by_pods, by_percent, by_surplus))
 
 
 def _prune(state: TargetState, policy: TargetPolicy, now: float) -> TargetState:
@@ -308,7 +320,14 @@ def decide(
     state = replace(
         state, recommendations=(*state.recommendations, Recommendation(now, rec.replicas))
     )
-    stepped = limit_step(policy, state, current, stabilized.replicas, now)
+    stepped = limit_step(
+        policy,
+        state,
+        current,
+        stabilized.replicas,
+        now,
+        capacity_replicas=_capacity_replicas(evaluations),
+    )
     clamped = clamp(policy, rec.replicas, stepped.replicas)
     limits = stabilized.limits + stepped.limits + clamped.limits
     desired, state, held = hold_for_outside_writer(policy, state, current, clamped.replicas, now)
@@ -465,10 +484,41 @@ def stabilize(
     return Phase(stabilized, (Limit.STABILIZATION,) if stabilized != recommended else ())
 
 
+def _capacity_replicas(evaluations: tuple[SignalEvaluation, ...]) -> int | None:
+    """What the capacity signal asks for when it has an estimate and a fully valid (``ok``)
+    reading, else None."""
+    for e in evaluations:
+        if (
+            e.name is SignalName.CAPACITY
+            and e.status is SignalStatus.OK
+            and e.valid
+            and e.desired_replicas is not None
+        ):
+            return e.desired_replicas
+    return None
+
+
 def limit_step(
-    policy: TargetPolicy, state: TargetState, current: int, desired: int, now: float
+    policy: TargetPolicy,
+    state: TargetState,
+    current: int,
+    desired: int,
+    now: float,
+    *,
+    capacity_replicas: int | None = None,
 ) -> Phase:
-    """HPA ``behavior`` rate limits: the most the replicas may move in this period."""
+    """HPA ``behavior`` rate limits: the most the replicas may move in this period.
+
+    Each direction allows the larger change of its limits (HPA's ``selectPolicy: Max``),
+    counted from the replicas at the start of the period: ``max_replicas_per_period`` and
+    ``max_percent_per_period`` of them, and for a scale-down also
+    ``max_surplus_percent_per_period`` of the surplus over ``capacity_replicas`` (what the
+    capacity signal asks for, when it has an estimate and an ``ok`` reading; None: no
+    surplus is known and only the first two apply). The surplus is the part of the fleet
+    the capacity signal says the forecast demand does not need: after a surge sized by the
+    queue, it goes in a few periods instead of one replica a period, and near the need the
+    step is one replica again.
+    """
     if desired > current:
         # never below current: after an outside write lowered the replicas, our own moves in
         # the period can exceed the current count, and the limit must not turn into a cut
@@ -476,7 +526,7 @@ def limit_step(
         if desired > limit:
             return Phase(limit, (Limit.STEP_LIMIT,))
     elif desired < current:
-        limit = min(_down_limit(policy, state, current, now), current)
+        limit = min(_down_limit(policy, state, current, now, capacity_replicas), current)
         if desired < limit:
             return Phase(limit, (Limit.STEP_LIMIT,))
     return Phase(desired)
