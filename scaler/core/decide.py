@@ -40,8 +40,16 @@ limits) with changes for LLM serving:
    the controller's own scale-down removes, ``ReplicaCounts.removing``; never the surge or
    canary pods of a rollout).
 4. Stabilization (HPA): up to the lowest recommendation in the scale-up window, down to the
-   highest in the scale-down window. Holds are recorded too, so after an outage a whole window
-   of good samples must pass before a scale-down.
+   highest in the scale-down window. Holds for missing or invalid signals are recorded as the
+   current replicas, so after an outage a whole window of good samples must pass before a
+   scale-down. A hold that only waits, for draining pods (``waiting_for_drain``) or for
+   TTFT's rate window to pass the queue the new replicas drained
+   (``waiting_for_ttft_window``), records what the valid signals ask for (TTFT left out while
+   it settles): it delays this cycle's scale-down but is no evidence that the current replicas
+   are needed. Recorded as the current replicas, each such hold keeps the fleet a whole window
+   past it: on the bench's ``synthetic:flash`` the TTFT holds kept 32 replicas until 1,320 s
+   where the queue's last ask for 32 (915 s) allowed a scale-down from 1,230 s, and with a
+   larger scale-down step one pod still draining 30 s after a removal froze the next for 300 s.
 5. Per-period step limits (HPA ``behavior.policies`` with ``selectPolicy: Max``), then the
    min/max clamp. A scale-down may also remove ``max_surplus_percent_per_period`` of the
    replicas above what the capacity signal asks for, when it has an estimate and an ``ok``
@@ -153,11 +161,19 @@ class Recommended:
         replicas: the recommendation (the current replicas when a guard holds a scale-down).
         driving: the evaluation whose result won, if any signal was usable.
         held: the reason and message of a guard that holds the current replicas, if any.
+        recorded: what the stabilization history keeps for this cycle when it differs from
+            ``replicas`` (a hold that only waits: see the module docstring), else None.
     """
 
     replicas: int
     driving: SignalEvaluation | None = None
     held: tuple[Reason, str] | None = None
+    recorded: int | None = None
+
+    @property
+    def history_replicas(self) -> int:
+        """The replicas the stabilization history keeps for this cycle."""
+        return self.replicas if self.recorded is None else self.recorded
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,7 +334,8 @@ def decide(
     state = _prune(state, policy, now)
     stabilized = stabilize(policy, state, current, rec.replicas, now)
     state = replace(
-        state, recommendations=(*state.recommendations, Recommendation(now, rec.replicas))
+        state,
+        recommendations=(*state.recommendations, Recommendation(now, rec.history_replicas)),
     )
     stepped = limit_step(
         policy,
@@ -401,13 +418,20 @@ def recommend(
         )
     driving = max(usable, key=lambda e: (e.desired_replicas or 0, e.ratio or 0.0))
     asked = driving.desired_replicas or 0
+    recorded: int | None = None
     if asked < current:
         held = _scale_down_guard(counts, evaluations, asked)
+        if held is not None and held[0] is Reason.WAITING_FOR_DRAIN:
+            recorded = asked  # waiting, not needing: the history keeps the signals' ask
     elif asked == current:
         held = _starting_guard(policy, counts, usable, settling=settling, window=window)
+        if held is not None and held[0] is Reason.WAITING_FOR_TTFT_WINDOW:
+            # TTFT's window still holds the drained queue: the others' ask is the need
+            others = [e.desired_replicas or 0 for e in usable if e.name is not SignalName.TTFT_P95]
+            recorded = min(current, max(others)) if others else None
     else:
         held = None
-    return Recommended(current if held else asked, driving, held)
+    return Recommended(current if held else asked, driving, held, recorded)
 
 
 def _scale_down_guard(
