@@ -433,11 +433,26 @@ class ScaleUpRules(ScalingRules):
 
 class ScaleDownRules(ScalingRules):
     """Scale-down rules; each field defaults on its own (HPA's 300 s window; one replica per
-    60 s, so each removal drains before the next)."""
+    60 s, so each removal drains before the next).
+
+    ``max_surplus_percent_per_period`` is a third step limit, taken with the other two as
+    their larger change: while the capacity signal has an estimate and a fully valid reading,
+    up to that percent of the surplus (the replicas at the start of the period above what the
+    capacity signal asks for) may go per period. One replica a minute takes half an hour to
+    bring 32 replicas down to the 8 a load needs once a surge is served; a quarter of the
+    surplus a minute takes a few minutes, and near the need (a surplus under 8) it is one a
+    minute again. Independent of the other two: 0 switches it off.
+    """
 
     stabilization_window_seconds: float = Field(default=300, ge=0, le=3600)
     max_replicas_per_period: int = Field(default=1, ge=1)
     max_percent_per_period: float = Field(default=0, ge=0, le=1000)
+    max_surplus_percent_per_period: float = Field(
+        default=25,
+        ge=0,
+        le=100,
+        description="percent of the replicas over the capacity signal's ask to remove per period",
+    )
 
 
 class ScalingPolicy(_Strict):

@@ -40,10 +40,20 @@ limits) with changes for LLM serving:
    the controller's own scale-down removes, ``ReplicaCounts.removing``; never the surge or
    canary pods of a rollout).
 4. Stabilization (HPA): up to the lowest recommendation in the scale-up window, down to the
-   highest in the scale-down window. Holds are recorded too, so after an outage a whole window
-   of good samples must pass before a scale-down.
+   highest in the scale-down window. Holds for missing or invalid signals are recorded as the
+   current replicas, so after an outage a whole window of good samples must pass before a
+   scale-down. A hold that only waits, for draining pods (``waiting_for_drain``) or for
+   TTFT's rate window to pass the queue the new replicas drained
+   (``waiting_for_ttft_window``), records what the valid signals ask for (TTFT left out while
+   it settles): it delays this cycle's scale-down but is no evidence that the current replicas
+   are needed. Recorded as the current replicas, each such hold keeps the fleet a whole window
+   past it: on the bench's ``synthetic:flash`` the TTFT holds kept 32 replicas until 1,320 s
+   where the queue's last ask for 32 (915 s) allowed a scale-down from 1,230 s, and with a
+   larger scale-down step one pod still draining 30 s after a removal froze the next for 300 s.
 5. Per-period step limits (HPA ``behavior.policies`` with ``selectPolicy: Max``), then the
-   min/max clamp.
+   min/max clamp. A scale-down may also remove ``max_surplus_percent_per_period`` of the
+   replicas above what the capacity signal asks for, when it has an estimate and an ``ok``
+   reading (see :func:`limit_step`).
 
 Every decision's reason and message say what happened, with the numbers: a hold at the
 current replicas is ``within_tolerance`` only when the signal that asks for the most is
@@ -151,11 +161,19 @@ class Recommended:
         replicas: the recommendation (the current replicas when a guard holds a scale-down).
         driving: the evaluation whose result won, if any signal was usable.
         held: the reason and message of a guard that holds the current replicas, if any.
+        recorded: what the stabilization history keeps for this cycle when it differs from
+            ``replicas`` (a hold that only waits: see the module docstring), else None.
     """
 
     replicas: int
     driving: SignalEvaluation | None = None
     held: tuple[Reason, str] | None = None
+    recorded: int | None = None
+
+    @property
+    def history_replicas(self) -> int:
+        """The replicas the stabilization history keeps for this cycle."""
+        return self.replicas if self.recorded is None else self.recorded
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,12 +213,22 @@ def _up_limit(policy: TargetPolicy, state: TargetState, current: int, now: float
     return max(by_pods, by_percent)
 
 
-def _down_limit(policy: TargetPolicy, state: TargetState, current: int, now: float) -> int:
+def _down_limit(
+    policy: TargetPolicy,
+    state: TargetState,
+    current: int,
+    now: float,
+    capacity_replicas: int | None = None,
+) -> int:
     rules = policy.scale_down
     start = _period_start(state, rules, current, now, up=False)
     by_pods = start - rules.max_replicas_per_period
     by_percent = math.floor(start * (1 - rules.max_percent_per_period / 100) + _EPS)
-    return max(0, min(by_pods, by_percent))
+    by_surplus = start
+    if capacity_replicas is not None and capacity_replicas < start:
+        surplus = start - capacity_replicas
+        by_surplus = start - math.floor(surplus * rules.max_surplus_percent_per_period / 100 + _EPS)
+    return max(0, min(by_pods, by_percent, by_surplus))
 
 
 def _prune(state: TargetState, policy: TargetPolicy, now: float) -> TargetState:
@@ -306,9 +334,17 @@ def decide(
     state = _prune(state, policy, now)
     stabilized = stabilize(policy, state, current, rec.replicas, now)
     state = replace(
-        state, recommendations=(*state.recommendations, Recommendation(now, rec.replicas))
+        state,
+        recommendations=(*state.recommendations, Recommendation(now, rec.history_replicas)),
     )
-    stepped = limit_step(policy, state, current, stabilized.replicas, now)
+    stepped = limit_step(
+        policy,
+        state,
+        current,
+        stabilized.replicas,
+        now,
+        capacity_replicas=_capacity_replicas(evaluations),
+    )
     clamped = clamp(policy, rec.replicas, stepped.replicas)
     limits = stabilized.limits + stepped.limits + clamped.limits
     desired, state, held = hold_for_outside_writer(policy, state, current, clamped.replicas, now)
@@ -382,13 +418,20 @@ def recommend(
         )
     driving = max(usable, key=lambda e: (e.desired_replicas or 0, e.ratio or 0.0))
     asked = driving.desired_replicas or 0
+    recorded: int | None = None
     if asked < current:
         held = _scale_down_guard(counts, evaluations, asked)
+        if held is not None and held[0] is Reason.WAITING_FOR_DRAIN:
+            recorded = asked  # waiting, not needing: the history keeps the signals' ask
     elif asked == current:
         held = _starting_guard(policy, counts, usable, settling=settling, window=window)
+        if held is not None and held[0] is Reason.WAITING_FOR_TTFT_WINDOW:
+            # TTFT's window still holds the drained queue: the others' ask is the need
+            others = [e.desired_replicas or 0 for e in usable if e.name is not SignalName.TTFT_P95]
+            recorded = min(current, max(others)) if others else None
     else:
         held = None
-    return Recommended(current if held else asked, driving, held)
+    return Recommended(current if held else asked, driving, held, recorded)
 
 
 def _scale_down_guard(
@@ -465,10 +508,41 @@ def stabilize(
     return Phase(stabilized, (Limit.STABILIZATION,) if stabilized != recommended else ())
 
 
+def _capacity_replicas(evaluations: tuple[SignalEvaluation, ...]) -> int | None:
+    """What the capacity signal asks for when it has an estimate and a fully valid (``ok``)
+    reading, else None."""
+    for e in evaluations:
+        if (
+            e.name is SignalName.CAPACITY
+            and e.status is SignalStatus.OK
+            and e.valid
+            and e.desired_replicas is not None
+        ):
+            return e.desired_replicas
+    return None
+
+
 def limit_step(
-    policy: TargetPolicy, state: TargetState, current: int, desired: int, now: float
+    policy: TargetPolicy,
+    state: TargetState,
+    current: int,
+    desired: int,
+    now: float,
+    *,
+    capacity_replicas: int | None = None,
 ) -> Phase:
-    """HPA ``behavior`` rate limits: the most the replicas may move in this period."""
+    """HPA ``behavior`` rate limits: the most the replicas may move in this period.
+
+    Each direction allows the larger change of its limits (HPA's ``selectPolicy: Max``),
+    counted from the replicas at the start of the period: ``max_replicas_per_period`` and
+    ``max_percent_per_period`` of them, and for a scale-down also
+    ``max_surplus_percent_per_period`` of the surplus over ``capacity_replicas`` (what the
+    capacity signal asks for, when it has an estimate and an ``ok`` reading; None: no
+    surplus is known and only the first two apply). The surplus is the part of the fleet
+    the capacity signal says the forecast demand does not need: after a surge sized by the
+    queue, it goes in a few periods instead of one replica a period, and near the need the
+    step is one replica again.
+    """
     if desired > current:
         # never below current: after an outside write lowered the replicas, our own moves in
         # the period can exceed the current count, and the limit must not turn into a cut
@@ -476,7 +550,7 @@ def limit_step(
         if desired > limit:
             return Phase(limit, (Limit.STEP_LIMIT,))
     elif desired < current:
-        limit = min(_down_limit(policy, state, current, now), current)
+        limit = min(_down_limit(policy, state, current, now, capacity_replicas), current)
         if desired < limit:
             return Phase(limit, (Limit.STEP_LIMIT,))
     return Phase(desired)

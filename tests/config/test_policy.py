@@ -68,6 +68,11 @@ def test_statefulset_and_custom_matchers() -> None:
             id="window over an hour",
         ),
         pytest.param(
+            {"scale_down": {"max_surplus_percent_per_period": 150}},
+            "scale_down.max_surplus_percent_per_period: value 150: expected a number <= 100",
+            id="surplus share over 100%",
+        ),
+        pytest.param(
             {"maxReplicas": 4},
             "targets[0].maxReplicas: value 4: unknown field; did you mean max_replicas?",
             id="unknown field",
@@ -189,6 +194,17 @@ def test_one_step_limit_given_means_exactly_that_limit() -> None:
     assert (t.scale_up.max_replicas_per_period, t.scale_up.max_percent_per_period) == (2, 0)
     t = parse_policy(_target(scale_up={"max_percent_per_period": 50})).targets[0]
     assert (t.scale_up.max_replicas_per_period, t.scale_up.max_percent_per_period) == (1, 50)
+
+
+def test_the_surplus_step_defaults_on_its_own() -> None:
+    # a limit of the capacity signal, not one of the HPA pair: setting those keeps it at 25
+    t = parse_policy(_target(scale_down={"max_replicas_per_period": 2})).targets[0]
+    assert t.scale_down.max_surplus_percent_per_period == 25
+    t = parse_policy(_target(scale_down={"max_surplus_percent_per_period": 0})).targets[0]
+    assert (t.scale_down.max_replicas_per_period, t.scale_down.max_surplus_percent_per_period) == (
+        1,
+        0,
+    )
 
 
 @pytest.mark.parametrize(

@@ -192,14 +192,16 @@ async def test_case_26_a_pod_chosen_for_removal_holds_until_it_is_taken(
     assert (r.decision.replicas.removing, r.decision.replicas.terminating) == (0, 1)
     h.store.delete_pod(NS, OLD[0])
     h.fake.set(**answers(dict.fromkeys(live[1:], "0")))
-    # gone: only the stabilization window (its holds are recorded) stands before the next
-    # step; the canary, one pod over spec.replicas, never holds it
+    # gone: only the step limit stands before the next step (the drain holds only waited:
+    # the stabilization window keeps what the signals asked for, not the held 3); the
+    # canary, one pod over spec.replicas, never holds it
     reasons = set()
     while h.replicas() == 3:
         r = await h.next_cycle()
         assert r.decision is not None
         reasons.add(r.decision.reason)
-    assert reasons == {Reason.STABILIZED, Reason.STEP_LIMITED}
+    assert reasons == {Reason.STEP_LIMITED}
+    assert h.clock.now - T0 == 420
     assert h.count("vllm_scaler_decisions_total", target=KEY, reason="waiting_for_drain") == 2
 
 

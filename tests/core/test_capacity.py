@@ -366,3 +366,46 @@ def test_without_an_estimate_an_unusable_throughput_reading_holds_nothing_back(
     assert cap.detail.startswith("no capacity estimate yet; demand unknown")
     assert d.reason is not Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL
     assert d.desired_replicas < 6  # TTFT 0.2 s of a 2 s target: the fleet shrinks
+
+
+def _scale_down_minutes(policy: TargetPolicy, minutes: int) -> tuple[list[int], Decision]:
+    """The replicas at the end of each minute (15 s cycles, a fake clock from 0) of a fleet of
+    32 that a steady 68k tokens/s needs 8 of (capacity 10k x 0.85: ceil(68k / 8.5k)), and the
+    last decision."""
+    replicas, state = 32, TargetState.seeded(32, -1000.0)
+    out = []
+    for minute in range(minutes):
+        for cycle in range(4):
+            d = _step(
+                policy, fleet_observation(replicas, 68_000), state, 60.0 * minute + 15 * cycle
+            )
+            replicas, state = d.desired_replicas, d.state
+        out.append(replicas)
+    return out, d
+
+
+def test_the_surplus_over_the_capacity_ask_goes_a_quarter_per_period() -> None:
+    """32 replicas where the capacity signal asks for 8: a quarter of the surplus goes each
+    60 s period (of 24, 6 go; then 4, 3, 2, 2), then one replica a period near the need. The
+    fleet stops at 9: from 9 replicas on a request waits on every pod of the toy fleet, and
+    that work spread over the 150 s horizon asks for ceil(68.06k / 8.5k) = 9."""
+    seeded = {"seed_prompt_tokens_per_second": 10_000, "seed_generation_tokens_per_second": 0}
+    policy = capacity_policy(**seeded).model_copy(update={"max_replicas": 32})
+    d = decide(policy, fleet_observation(32, 68_000), TargetState.seeded(32, -1000.0), 0.0)
+    cap = next(e for e in d.signals if e.name is SignalName.CAPACITY)
+    assert cap.desired_replicas == 8
+    assert (d.desired_replicas, d.reason) == (26, Reason.STEP_LIMITED)
+    assert _scale_down_minutes(policy, 13)[0] == [26, 22, 19, 17, 15, 14, 13, 12, 11, 10, 9, 9, 9]
+
+    # off (0), or the capacity signal still learning: one replica a period, as before
+    off = policy.model_copy(
+        update={
+            "scale_down": policy.scale_down.model_copy(update={"max_surplus_percent_per_period": 0})
+        }
+    )
+    assert _scale_down_minutes(off, 4)[0] == [31, 30, 29, 28]
+    learning = POLICY.model_copy(update={"max_replicas": 32})
+    replicas, last = _scale_down_minutes(learning, 4)
+    assert replicas == [31, 30, 29, 28]
+    cap = next(e for e in last.signals if e.name is SignalName.CAPACITY)
+    assert cap.status is SignalStatus.LEARNING  # 2.4k per replica: not busy, nothing learned

@@ -365,6 +365,37 @@ def test_case_11_after_scale_down_waits_for_drain(policy):
     assert d.reason is Reason.WAITING_FOR_DRAIN
 
 
+def test_a_drain_hold_keeps_the_signals_ask_in_the_window_not_the_held_replicas(policy):
+    """A hold that waits for a draining pod delays the scale-down, but the stabilization
+    window keeps what the signals asked for: once the pod is gone the next step follows the
+    step limit, not a window of held replicas."""
+    state = TargetState.seeded(6, -1000.0)
+    quiet = (ok(Q, 0, pods=6), ok(KV, 0.6, pods=6), idle_ttft())
+    d = decide(policy, obs(6, *quiet, terminating=1), state, 0.0)
+    assert (d.desired_replicas, d.reason) == (6, Reason.WAITING_FOR_DRAIN)
+    assert d.recommended_replicas == 6
+    assert d.state.recommendations[-1].replicas == 1  # kv: ceil(0.6 / 0.8); queue 0
+    d = decide(policy, obs(6, *quiet), d.state, 15.0)
+    assert (d.desired_replicas, d.reason) == (5, Reason.STEP_LIMITED)
+
+
+def test_a_ttft_settling_hold_keeps_the_other_signals_ask_in_the_window():
+    """While TTFT's window still holds the queue the new replicas drained, its hold at the
+    current replicas is recorded as what the other signals ask for; a hold for an invalid
+    signal is still recorded as the current replicas."""
+    policy = case_target()
+    d = decide(policy, obs(8, ok(Q, 20, pods=4), ok(KV, 2.0, pods=4), ok(TTFT, 6.0),
+                           ready=4, starting=4), None, 0.0)  # fmt: skip
+    drained = obs(8, ok(Q, 0, pods=8), ok(KV, 1.6, pods=8), ok(TTFT, 6.0))
+    held = decide(policy, drained, d.state, 60.0)
+    assert (held.desired_replicas, held.reason) == (8, Reason.WAITING_FOR_TTFT_WINDOW)
+    assert held.state.recommendations[-1].replicas == 2  # kv: ceil(1.6 / 0.8)
+    outage = obs(8, bad(Q, SignalStatus.TRANSPORT), ok(KV, 1.6, pods=8), ok(TTFT, 0.5))
+    blocked = decide(policy, outage, held.state, 75.0)
+    assert blocked.reason is Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL
+    assert blocked.state.recommendations[-1].replicas == 8
+
+
 # --- case 12: one pod's failed scrape ------------------------------------------------------
 
 
