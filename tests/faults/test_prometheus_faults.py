@@ -81,13 +81,21 @@ async def _recover(h: Harness, fault: str) -> None:
     h.fake.set(**quiet(PODS))
 
 
+# long enough for a healthy answer on a loaded CI machine, short enough for the stalls
+STALL_TIMEOUT_SECONDS = 1.0
+
+
 @pytest.mark.parametrize("fault", sorted(WHOLE_QUERY_FAULTS))
 async def test_prometheus_fault_holds_exposes_and_recovers(
     make_harness: HarnessFactory, fault: str
 ) -> None:
     inject, reason = WHOLE_QUERY_FAULTS[fault]
     h = await make_harness(
-        policy=no_window_policy(), replicas=4, ready=PODS, timeout_seconds=0.3, answers=quiet(PODS)
+        policy=no_window_policy(),
+        replicas=4,
+        ready=PODS,
+        timeout_seconds=STALL_TIMEOUT_SECONDS,
+        answers=quiet(PODS),
     )
     await inject(h)
     with captured_logs() as logs:
@@ -198,7 +206,9 @@ async def test_outage_longer_than_the_window_then_a_whole_window_before_scale_do
 ) -> None:
     """With the default 300 s window, holds during an outage are recorded: a whole window of
     good data must pass after it before a scale-down (pinned in detail by case 04)."""
-    h = await make_harness(replicas=4, ready=PODS, timeout_seconds=0.3, answers=quiet(PODS))
+    h = await make_harness(
+        replicas=4, ready=PODS, timeout_seconds=STALL_TIMEOUT_SECONDS, answers=quiet(PODS)
+    )
     await h.prom.stop()
     for _ in range(20):  # ten minutes of outage
         r = await h.next_cycle()
