@@ -19,7 +19,7 @@ from scaler.config.cli_options import (
     fail,
     settings_options,
 )
-from scaler.config.options import option_errors
+from scaler.config.options import option_errors, output_file_error, write_output
 from scaler.config.settings import PrometheusSettings
 
 __all__ = ["DEFAULT_MAX_STEPS", "register"]
@@ -145,6 +145,8 @@ def register(app: typer.Typer) -> None:
             max_points=max_points,
             max_steps=max_steps,
         )
+        plot_error = None if no_plot else output_file_error("--plot", plot)
+        errors += [plot_error] if plot_error else []
         if errors:
             raise fail("; ".join(errors))
         if grid.count > max_steps:
@@ -211,7 +213,14 @@ def register(app: typer.Typer) -> None:
             for note in bt.notes:
                 typer.echo(f"vllm-scaler: {note}", err=True)
 
-        png = None if no_plot else plot_backtest(results, plot)
+        # a plot that cannot be written leaves the results printed, and exit 1
+        png, plot_error = (
+            (None, None)
+            if no_plot
+            else write_output("--plot", lambda: plot_backtest(results, plot))
+        )
+        if plot_error:
+            typer.echo(f"vllm-scaler: {plot_error}", err=True)
         if output is OutputFormat.JSON:
             doc = to_json(
                 results,
@@ -226,3 +235,5 @@ def register(app: typer.Typer) -> None:
             typer.echo(format_text(results, step_seconds=grid.step))
             if png is not None:
                 typer.echo(f"plot            {png}")
+        if plot_error:
+            raise typer.Exit(1)

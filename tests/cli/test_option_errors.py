@@ -157,3 +157,44 @@ def test_a_policy_error_of_bench_is_one_error_per_line(tmp_path: Path) -> None:
         "targets[0].max_replicas",
         "targets[0].replcia",
     ]
+
+
+@pytest.mark.parametrize(
+    ("command", "option", "under_file", "expected"),
+    [
+        pytest.param(["sim"], "--workdir", "", "expected a writable directory, but", id="sim"),
+        pytest.param(
+            ["sim"], "--workdir", "sub", "expected a writable directory, but", id="sim-under"
+        ),
+        pytest.param(
+            ["bench", "--trace", "code"],
+            "--plot",
+            "x.png",
+            "expected a writable file path, but",
+            id="bench",
+        ),
+        pytest.param(
+            ["backtest", "--policy", "p.yaml"],
+            "--plot",
+            "b.png",
+            "expected a writable file path, but",
+            id="backtest",
+        ),
+    ],
+)
+def test_an_output_path_under_a_file_stops_at_start(
+    tmp_path: Path, command: list[str], option: str, under_file: str, expected: str
+) -> None:
+    a_file = tmp_path / "tok"
+    a_file.write_text("x")
+    value = a_file / under_file if under_file else a_file
+    line = _error([*command, option, str(value)])
+    assert line == f"vllm-scaler: {option}: value '{value}': {expected} {a_file} is a file"
+
+
+def test_a_plot_path_that_is_a_directory_stops_at_start(tmp_path: Path) -> None:
+    line = _error(["bench", "--trace", "code", "--plot", str(tmp_path)])
+    assert line == (
+        f"vllm-scaler: --plot: value '{tmp_path}': expected a writable file path, but it is a "
+        "directory"
+    )
