@@ -278,7 +278,12 @@ class PrometheusSettings(BaseSettings):
         s = self.prometheus_summary()
         auth = str(s["auth"])
         if s["bearer_token_file"]:
-            auth += f" {s['bearer_token_file']} (re-read on every request)"
+            # the path right after its kind, before any header named after it
+            auth = auth.replace(
+                "bearer token file",
+                f"bearer token file {s['bearer_token_file']} (re-read on every request)",
+                1,
+            )
         cert = s["client_cert_file"] or "none"
         if s["client_key_file"]:
             cert = f"{cert} (key {s['client_key_file']})"

@@ -128,7 +128,8 @@ def test_unreachable_previews_name_the_url_without_its_password(tmp_path: Path) 
     assert result.exit_code == 1, result.output
     last = result.stderr.splitlines()[-1]
     assert last.startswith(
-        f"vllm-scaler: previews: Prometheus at http://viewer:***@127.0.0.1:{port}/: ConnectError: "
+        f"vllm-scaler: previews: Prometheus at http://viewer:***@127.0.0.1:{port}/ cannot be "
+        "reached: transport: ConnectError: "
     ), last
     assert "pw-Hq83k" not in result.output
 
