@@ -197,6 +197,18 @@ def test_an_unreachable_prometheus_is_one_line_naming_the_url_without_credential
     assert "s3cret-pw" not in result.output and "Max retries" not in result.output
 
 
+def _error_with_password(prom: Scripted) -> str:
+    """The error of one range query to ``prom`` with a password in the URL."""
+    settings = PrometheusSettings(prometheus_url=prom.url.replace("//", "//u:pw-9Qz@"))
+    client = PrometheusRangeClient(settings)
+    try:
+        with pytest.raises(HistoryError) as err:
+            client("up", 0.0, 60.0, 15.0)
+    finally:
+        client.close()
+    return str(err.value)
+
+
 WELCOME = b"<html><head><title>Welcome to nginx!</title></head></html>"
 
 
@@ -212,14 +224,8 @@ def test_a_server_that_is_not_prometheus_is_said_to_be_reached(
 ) -> None:
     """As ``recommend`` says it: reached, but not Prometheus' API (not "cannot be reached")."""
     prom.answers = [(200, body)]
-    settings = PrometheusSettings(prometheus_url=prom.url.replace("//", "//u:pw-9Qz@"))
-    client = PrometheusRangeClient(settings)
-    try:
-        with pytest.raises(HistoryError) as err:
-            client("up", 0.0, 60.0, 15.0)
-    finally:
-        client.close()
-    assert str(err.value) == (
+    err = _error_with_password(prom)
+    assert err == (
         f"Prometheus at {prom.url.replace('//', '//u:***@')} does not answer as Prometheus' "
         f"HTTP API: bad_response: not a Prometheus API answer: {said} (check the URL and its "
         "path prefix)"
@@ -260,15 +266,9 @@ def test_previews_name_an_http_error_with_its_reason_phrase(prom: Scripted, tmp_
 
 def test_a_refusal_names_the_credentials_actually_sent(prom: Scripted, no_backoff: None) -> None:
     prom.answers = [(401, b"denied")]
-    settings = PrometheusSettings(prometheus_url=prom.url.replace("//", "//u:pw-9Qz@"))
-    client = PrometheusRangeClient(settings)
-    try:
-        with pytest.raises(HistoryError) as err:
-            client("up", 0.0, 60.0, 15.0)
-    finally:
-        client.close()
-    assert str(err.value).endswith(
+    err = _error_with_password(prom)
+    assert err.endswith(
         "(authentication: basic (user-info in the URL)); check --prometheus-url's user-info "
         "(VLLM_SCALER_PROMETHEUS_URL)"
     )
-    assert "pw-9Qz" not in str(err.value)
+    assert "pw-9Qz" not in err
