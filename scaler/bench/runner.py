@@ -603,7 +603,8 @@ def run_bench(options: BenchOptions, progress: Callable[[str], None] | None = No
     summary = summary_line(trace, max_model_len=model.max_model_len, rate_scale=scale_text)
     if progress is not None:
         progress(
-            f"{summary}{auto_text}; simulating {len(ROWS) - 1} rows in {options.jobs} process(es)"
+            f"{summary}{auto_text}; simulating the {len(ROWS)} rows in {options.jobs} "
+            f"process{'es' if options.jobs > 1 else ''}"
         )
     capacity = probe_capacity(trace, model, slo)
     kpa_target = max(1.0, round(_KPA_UTILIZATION * capacity.concurrency))
