@@ -79,8 +79,18 @@ def _error(args: list[str], env: dict[str, str] | None = None) -> str:
         ),
         pytest.param(
             ["backtest", "--step", "0.5s"],
-            "vllm-scaler: --step: value '0.5s': expected a whole number of seconds >= 1",
+            "vllm-scaler: --step: value '0.5s': expected a whole number of seconds >= 1, bare "
+            "or with a unit s, m, h, d or w (15, 15s, 1m, 1h30m)",
             id="step",
+        ),
+        *(
+            pytest.param(
+                ["backtest", "--step", value],
+                f"vllm-scaler: --step: value '{value}': expected a whole number of seconds >= 1, "
+                "bare or with a unit s, m, h, d or w (15, 15s, 1m, 1h30m)",
+                id=f"step-{value}",
+            )
+            for value in ("0", "0s", "500ms", "1.5", "fast")
         ),
         pytest.param(
             ["backtest", "--max-points", "0"],
@@ -199,3 +209,9 @@ def test_a_plot_path_that_is_a_directory_stops_at_start(tmp_path: Path) -> None:
         f"vllm-scaler: --plot: value '{tmp_path}': expected a writable file path, but it is a "
         "directory"
     )
+
+
+def test_a_bare_step_is_seconds(tmp_path: Path) -> None:
+    # accepted: the next check (the policy file) is the one that fails
+    line = _error(["backtest", "--step", "15", "--policy", str(tmp_path / "none.yaml")])
+    assert line.startswith("vllm-scaler: --policy: "), line
