@@ -58,7 +58,8 @@ def _error(args: list[str], env: dict[str, str] | None = None) -> str:
         ),
         pytest.param(
             ["check-policy"],
-            "vllm-scaler: missing argument 'POLICY_FILE'; see vllm-scaler check-policy --help",
+            "vllm-scaler: missing argument 'POLICY_FILE' (or VLLM_SCALER_POLICY_FILE); see "
+            "vllm-scaler check-policy --help",
             id="missing-argument",
         ),
         pytest.param(
@@ -215,3 +216,13 @@ def test_a_bare_step_is_seconds(tmp_path: Path) -> None:
     # accepted: the next check (the policy file) is the one that fails
     line = _error(["backtest", "--step", "15", "--policy", str(tmp_path / "none.yaml")])
     assert line.startswith("vllm-scaler: --policy: "), line
+
+
+def test_check_policy_reads_the_policy_file_variable(tmp_path: Path) -> None:
+    policy = tmp_path / "p.yaml"
+    policy.write_text(yaml.safe_dump({"targets": [case_target_doc(max_replicas=7)]}))
+    result = CliRunner().invoke(app, ["check-policy"], env={"VLLM_SCALER_POLICY_FILE": str(policy)})
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("llm/Deployment/vllm: replicas 1..7, ")
+    missing = _error(["check-policy"], env={"VLLM_SCALER_POLICY_FILE": str(tmp_path / "no.yaml")})
+    assert missing.endswith("expected a readable file given as VLLM_SCALER_POLICY_FILE")
