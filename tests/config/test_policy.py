@@ -128,6 +128,18 @@ def test_statefulset_and_custom_matchers() -> None:
             "min_tokens_per_second (5)",
             id="capacity bounds reversed",
         ),
+        pytest.param(
+            {"scale_up": {"max_percent_per_period": 0.5}},
+            "targets[0].scale_up.max_percent_per_period: value 0.5: expected 0 (off) or a "
+            "percent >= 1 (a percent, not a 0-1 ratio: 0.5 as a ratio is 50)",
+            id="a ratio for a percent",
+        ),
+        pytest.param(
+            {"prometheus_matchers": {"model_name": ""}},
+            "targets[0].prometheus_matchers.model_name: value '': expected a label value (an "
+            "empty matcher selects the series that do not have the label)",
+            id="empty matcher",
+        ),
     ],
 )
 def test_invalid_fields_are_named(target: dict[str, object], expected: str) -> None:
