@@ -299,6 +299,7 @@ def test_recommend_only_never_writes() -> None:
     verbs = {v for rule in one(docs, "ClusterRole")["rules"] for v in rule["verbs"]}
     assert verbs <= {"get", "list", "watch"}
     assert not [d for d in docs if d["kind"] in ("Role", "RoleBinding")]
+    assert _env(docs)["VLLM_SCALER_LEADER_ELECTION"]["value"] == "false"
 
 
 def test_image_by_tag_or_digest() -> None:
