@@ -391,8 +391,8 @@ class Tolerance(_Strict):
     Scale up only when value/target > 1 + ``scale_up``; down only when < 1 - ``scale_down``.
     """
 
-    scale_up: float = Field(default=0.1, ge=0, lt=1)
-    scale_down: float = Field(default=0.1, ge=0, lt=1)
+    scale_up: float = Field(default=0.1, ge=0, lt=1, description="0-1 ratio, not a percent")
+    scale_down: float = Field(default=0.1, ge=0, lt=1, description="0-1 ratio, not a percent")
 
 
 class ScalingRules(_Strict):

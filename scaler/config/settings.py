@@ -447,6 +447,8 @@ def _shown(value: object, field: str) -> str:
             value = redact_url(value)
         except ValueError:  # an invalid port: the password part cannot be told apart
             return "<redacted>"
+    if isinstance(value, float) and not isinstance(value, bool):
+        return f"{value:g}"  # an option's 0 arrives as 0.0: shown as it was written
     return repr(str(value)) if isinstance(value, Path) else repr(value)
 
 

@@ -41,7 +41,7 @@ def test_negative_interval_is_refused() -> None:
     with pytest.raises(SettingsError) as err:
         load_settings(control_interval_seconds=-1.0)
     assert _one_line(err) == (
-        "VLLM_SCALER_CONTROL_INTERVAL_SECONDS: value -1.0: expected a number > 0"
+        "VLLM_SCALER_CONTROL_INTERVAL_SECONDS: value -1: expected a number > 0"
     )
 
 
