@@ -13,6 +13,7 @@ import functools
 import importlib.metadata
 import importlib.util
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -30,7 +31,7 @@ from scaler.config.cli_options import (
     settings_options,
 )
 from scaler.config.policy import PolicyError, load_policy
-from scaler.config.settings import Settings
+from scaler.config.settings import Settings, env_name
 from scaler.telemetry import redact
 from scaler.telemetry.logging import configure_logging
 
@@ -153,7 +154,14 @@ def recommend(
 
 @app.command("check-policy", cls=Command)
 def check_policy(
-    path: Annotated[Path, typer.Argument(metavar="POLICY_FILE", help="YAML policy file.")],
+    path: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="POLICY_FILE",
+            help="YAML policy file (default: $VLLM_SCALER_POLICY_FILE, as run and recommend).",
+            show_default=False,
+        ),
+    ] = None,
     output: OutputOpt = OutputFormat.TEXT,
 ) -> None:
     """Validate a policy file and print the targets it defines: replicas, signals, the
@@ -161,8 +169,17 @@ def check_policy(
     pods the Kubernetes API lists for the workload count) and the selector of a backtest."""
     from scaler.sources.promql import query_selector, target_selector
 
+    given_as = "the POLICY_FILE argument"
+    if path is None:
+        variable = env_name("policy_file")
+        if not os.environ.get(variable):
+            raise fail(
+                f"missing argument 'POLICY_FILE' (or {variable}); see vllm-scaler check-policy "
+                "--help"
+            )
+        path, given_as = Path(os.environ[variable]), variable
     try:
-        p = load_policy(path, given_as="the POLICY_FILE argument")
+        p = load_policy(path, given_as=given_as)
     except PolicyError as err:
         raise fail(str(err)) from None
     if output is OutputFormat.JSON:

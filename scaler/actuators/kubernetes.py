@@ -477,8 +477,9 @@ class KubernetesActuator:
                     target=ref.key(),
                     resource_version=rv,
                     message=f"the scale write got 409 Conflict: {ref.key()} changed after it "
-                    f"was read at resourceVersion {rv}; re-reading its scale subresource and "
-                    "retrying once",
+                    f"was read at resourceVersion {rv} (any write to it does that, its "
+                    "controller's status updates as pods start or become ready included: "
+                    "expected now and then); re-reading its scale subresource and retrying once",
                 )
                 try:
                     sent += 1

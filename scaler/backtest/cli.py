@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 import time
 from datetime import UTC, datetime
@@ -19,11 +20,13 @@ from scaler.config.cli_options import (
     fail,
     settings_options,
 )
-from scaler.config.options import option_errors
+from scaler.config.options import option_errors, output_file_error, write_output
 from scaler.config.settings import PrometheusSettings
 
 __all__ = ["DEFAULT_MAX_STEPS", "register"]
 
+# A step given as a plain number of seconds (15, 15.0).
+_BARE_NUMBER = re.compile(r"^\d+(\.\d*)?$")
 # The most steps a backtest replays unless --max-steps says more: a week at 15 s is 40,320,
 # a day at 1 s 86,400; beyond that a typo (--start now-400d --step 1s) would read and replay
 # for many minutes.
@@ -75,7 +78,9 @@ def register(app: typer.Typer) -> None:
         end: Annotated[str, typer.Option(help="End, same forms as --start.")] = "now",
         step: Annotated[
             str,
-            typer.Option(help="History step = replay control interval (15s, 1m; whole seconds)."),
+            typer.Option(
+                help="History step = replay control interval (15, 15s, 1m; whole seconds)."
+            ),
         ] = "15s",
         model_load_seconds: Annotated[
             float, typer.Option(help="Seconds until a replica the policy adds is ready.")
@@ -123,18 +128,24 @@ def register(app: typer.Typer) -> None:
         now = time.time()
         t_start = _time_option("--start", start, now)
         t_end = _time_option("--end", end, now)
+        # one message for every wrong step, unreadable or not a whole number of seconds
+        bad_step = (
+            f"--step: value {step!r}: expected a whole number of seconds >= 1, bare or with a "
+            "unit s, m, h, d or w (15, 15s, 1m, 1h30m)"
+        )
         try:
-            step_s = parse_duration(step)
+            # a bare number is seconds, as Prometheus' own step parameter reads it
+            step_s = float(step) if _BARE_NUMBER.match(step.strip()) else parse_duration(step)
             grid = make_grid(t_start, t_end, step_s)
-        except TimeParseError as err:
-            raise fail(f"--step: {err}") from None
+        except TimeParseError:
+            raise fail(bad_step) from None
         except ValueError:
             if t_end < t_start:
                 raise fail(
                     f"--end: value {end!r} ({_utc(t_end)}) is before --start {start!r} "
                     f"({_utc(t_start)}): expected a time after --start"
                 ) from None
-            raise fail(f"--step: value {step!r}: expected a whole number of seconds >= 1") from None
+            raise fail(bad_step) from None
         errors = option_errors(
             {
                 "--model-load-seconds": (0, True, math.inf),
@@ -145,6 +156,8 @@ def register(app: typer.Typer) -> None:
             max_points=max_points,
             max_steps=max_steps,
         )
+        plot_error = None if no_plot else output_file_error("--plot", plot)
+        errors += [plot_error] if plot_error else []
         if errors:
             raise fail("; ".join(errors))
         if grid.count > max_steps:
@@ -211,7 +224,14 @@ def register(app: typer.Typer) -> None:
             for note in bt.notes:
                 typer.echo(f"vllm-scaler: {note}", err=True)
 
-        png = None if no_plot else plot_backtest(results, plot)
+        # a plot that cannot be written leaves the results printed, and exit 1
+        png, plot_error = (
+            (None, None)
+            if no_plot
+            else write_output("--plot", lambda: plot_backtest(results, plot))
+        )
+        if plot_error:
+            typer.echo(f"vllm-scaler: {plot_error}", err=True)
         if output is OutputFormat.JSON:
             doc = to_json(
                 results,
@@ -226,3 +246,5 @@ def register(app: typer.Typer) -> None:
             typer.echo(format_text(results, step_seconds=grid.step))
             if png is not None:
                 typer.echo(f"plot            {png}")
+        if plot_error:
+            raise typer.Exit(1)

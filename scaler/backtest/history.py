@@ -49,10 +49,13 @@ from requests.adapters import Retry
 
 from scaler.config.policy import TargetPolicy
 from scaler.config.settings import PrometheusSettings, env_name, redact_url
+from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus import (
     TokenFileError,
     error_answer_detail,
+    not_prometheus_detail,
     parse_sample_value,
+    problem_line,
     read_bearer_token,
     refusal_hint,
 )
@@ -206,6 +209,7 @@ class PrometheusRangeClient:
             session.cert = (str(cert), str(key)) if key is not None else str(cert)
         token = settings.prometheus_bearer_token_file
         self._auth = settings.prometheus_auth
+        self._credentials_hint = _credentials_hint(settings)
         self._timeout = settings.prometheus_timeout_seconds
         self.url = str(settings.prometheus_url).rstrip("/")
         # An error answer is reported with its status and the server's message, as the
@@ -233,6 +237,11 @@ class PrometheusRangeClient:
             raise HistoryError(f"Prometheus refused the query: {_short(str(err))}") from None
         except TokenFileError as err:
             raise HistoryError(f"request not sent: {err}") from None
+        except requests.exceptions.JSONDecodeError as err:
+            # reached, but the body is not JSON: a web server's page, a proxy's login form
+            raise self._not_prometheus(err.doc) from None
+        except (KeyError, TypeError):  # JSON without data.result
+            raise self._not_prometheus("a JSON body without data.result") from None
         except requests.Timeout:
             raise PrometheusUnreachableError(
                 f"Prometheus at {redact_url(self.url)} cannot be reached: timeout: no answer "
@@ -243,11 +252,15 @@ class PrometheusRangeClient:
                 f"Prometheus at {redact_url(self.url)} cannot be reached: transport: "
                 f"{_transport_reason(err)}"
             ) from None
-        except ValueError as err:  # the body was not JSON
-            raise HistoryError(f"not a Prometheus API answer: {err}") from None
         if not isinstance(result, list):
             raise HistoryError(f"not a Prometheus range answer: {_short(repr(result))}")
         return result
+
+    def _not_prometheus(self, text: str) -> HistoryError:
+        detail = not_prometheus_detail(text)
+        return HistoryError(
+            problem_line(SignalStatus.BAD_RESPONSE, detail, None, redact_url(self.url), self._auth)
+        )
 
     def close(self) -> None:
         """Close the HTTP session."""
@@ -258,12 +271,35 @@ class PrometheusRangeClient:
             code = response.status_code
             detail = error_answer_detail(code, response.text) + refusal_hint(code, self._auth)
             if code in (401, 403):
-                detail += (
-                    "; check --prometheus-bearer-token-file "
-                    f"({env_name('prometheus_bearer_token_file')}) and --prometheus-headers "
-                    f"({env_name('prometheus_headers')})"
-                )
+                detail += self._credentials_hint
             raise HistoryError(f"Prometheus at {redact_url(self.url)} refused the query: {detail}")
+
+
+def _credentials_hint(settings: PrometheusSettings) -> str:
+    """``; check <the settings that carry the credentials sent>`` for a refusal, or, when none
+    were sent, the settings that can carry them (never a value)."""
+
+    def option(field: str, what: str = "") -> str:
+        return f"--{field.replace('_', '-')}{what} ({env_name(field)})"
+
+    url = settings.prometheus_url
+    used = [
+        *(
+            [option("prometheus_url", "'s user-info")]
+            if url.username or url.password is not None
+            else []
+        ),
+        *(
+            [option("prometheus_bearer_token_file")]
+            if settings.prometheus_bearer_token_file is not None
+            else []
+        ),
+        *([option("prometheus_headers")] if settings.prometheus_headers else []),
+    ]
+    if used:
+        return f"; check {' and '.join(used)}"
+    every = [option("prometheus_bearer_token_file"), option("prometheus_headers")]
+    return f"; none were sent: set {' or '.join(every)}, or user-info in --prometheus-url"
 
 
 def _transport_reason(err: BaseException) -> str:

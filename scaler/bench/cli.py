@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from scaler.config.cli_options import OutputFormat, OutputOpt
-from scaler.config.options import option_errors
+from scaler.config.options import option_errors, output_file_error, write_output
 from scaler.config.policy import PolicyError, load_policy
 from scaler.sim.catalog import TRACE_CHOICES, trace_label
 from scaler.sim.routing import ROUTING_HELP, routing_option_error
@@ -109,7 +109,7 @@ def register(app: typer.Typer) -> None:
         cheapest fixed fleet, hindsight schedules and a lower bound, on a trace in virtual time
         with the same replica model and routing; print the figures and write a plot."""
         from scaler.bench.report import as_json, format_table, plot_bench
-        from scaler.bench.runner import BenchOptions, run_bench
+        from scaler.bench.runner import BenchOptions, RateScaleError, run_bench
 
         scale: float | None = None
         if rate_scale != "auto":
@@ -136,6 +136,9 @@ def register(app: typer.Typer) -> None:
             for e in (routing_option_error(routing), time_unit_option_error(time_unit))
             if e is not None
         ]
+        png_path = plot or Path("out/bench") / f"{trace_label(trace)}-bench.png"
+        plot_error = None if no_plot else output_file_error("--plot", png_path)
+        errors += [plot_error] if plot_error else []
         if errors:
             typer.echo("\n".join(f"vllm-scaler: {e}" for e in errors), err=True)
             raise typer.Exit(2)
@@ -169,9 +172,12 @@ def register(app: typer.Typer) -> None:
         )
         _quiet_logs()
         try:
-            # The table starts with the summary line; JSON gets it on stderr, as it is read.
-            progress = (lambda line: typer.echo(line, err=True)) if output == "json" else None
-            result = run_bench(options, progress=progress)
+            # What was read and the rate scale go to stderr before the long part; the table
+            # repeats the summary line.
+            result = run_bench(options, progress=lambda line: typer.echo(line, err=True))
+        except RateScaleError as err:
+            typer.echo(f"vllm-scaler: --rate-scale auto: {err}", err=True)
+            raise typer.Exit(2) from None
         except (OSError, ValueError) as err:
             hint = (
                 " (name them with --time-column, --prompt-column, --output-column)"
@@ -180,12 +186,17 @@ def register(app: typer.Typer) -> None:
             )
             typer.echo(f"vllm-scaler: --trace: {err}{hint}", err=True)
             raise typer.Exit(2) from None
-        png = (
-            None
+        # a plot that cannot be written leaves the results printed, and exit 1
+        png, plot_error = (
+            (None, None)
             if no_plot
-            else plot_bench(result, plot or Path("out/bench") / f"{trace_label(trace)}-bench.png")
+            else write_output("--plot", lambda: plot_bench(result, png_path))
         )
+        if plot_error:
+            typer.echo(f"vllm-scaler: {plot_error}", err=True)
         if output == "json":
             typer.echo(json.dumps(as_json(result, png), indent=2))
         else:
             typer.echo(format_table(result, png))
+        if plot_error:
+            raise typer.Exit(1)

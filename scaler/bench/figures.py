@@ -210,11 +210,21 @@ def sawtooth(run: RunRecord) -> int:
 
 
 def window_figures(
-    run: RunRecord, slo_seconds: float, start_seconds: float, end_seconds: float
+    run: RunRecord,
+    slo_seconds: float,
+    start_seconds: float,
+    end_seconds: float,
+    *,
+    last: bool = False,
 ) -> WindowFigures:
-    """The figures of the requests arriving in ``[start, end)`` and of the pods' time in it."""
+    """The figures of the accepted requests arriving in ``[start, end)`` (``[start, end]``
+    with ``last``: the trace's last arrival may define its end) and of the pods' time in it."""
     counted = [
-        r for r in run.requests if not r.rejected and start_seconds <= r.arrival < end_seconds
+        r
+        for r in run.requests
+        if not r.rejected
+        and start_seconds <= r.arrival
+        and (r.arrival <= end_seconds if last else r.arrival < end_seconds)
     ]
     within = sum(1 for r in counted if r.ttft is not None and r.ttft <= slo_seconds)
     gpu = 0.0
@@ -280,7 +290,7 @@ def figures_of_run(
         sawtooth=sawtooth(run),
         halves=(
             window_figures(run, slo_seconds, 0.0, end / 2),
-            window_figures(run, slo_seconds, end / 2, end),
+            window_figures(run, slo_seconds, end / 2, end, last=True),
         ),
     )
 

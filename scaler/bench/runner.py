@@ -46,13 +46,17 @@ from scaler.sim.trace import Trace, rejected_count, summary_line
 __all__ = [
     "BASELINE",
     "HINDSIGHT",
+    "MAX_AUTO_RATE_SCALE",
     "REACTIVE",
     "BenchOptions",
     "BenchResult",
     "Goal",
+    "RateScaleError",
+    "RateScaleStart",
     "auto_rate_scale",
     "cheapest_fixed",
     "default_policy",
+    "rate_scale_start",
     "reactive_schedule",
     "run_bench",
 ]
@@ -86,6 +90,10 @@ _REACTIVE_HOLD_MINUTES = 5
 # Knative's default container-concurrency-target-percentage: aim at 70% of capacity.
 _KPA_UTILIZATION = 0.7
 _RATE_STEP = 0.25
+#: The most ``--rate-scale auto`` multiplies a trace by. The bundled traces and shapes need
+#: x0.5-x3; above x10 nine in ten replayed requests would be copies of the same request, and
+#: the figures would describe the copying more than the trace.
+MAX_AUTO_RATE_SCALE = 10.0
 #: The share of accepted requests within the SLO the references keep (the issue's goal).
 FIXED_SLO_SHARE = 0.99
 # Searches of the load-paying schedule when its replay falls short of the share.
@@ -208,6 +216,61 @@ class BenchResult:
         raise KeyError(name)
 
 
+@dataclass(frozen=True, slots=True)
+class RateScaleStart:
+    """Where ``--rate-scale auto`` starts, from the trace at x1 (cheap: one replica's probe).
+
+    Attributes:
+        capacity_rps: one replica's capacity on the trace's mix, requests/s.
+        peak_minute_requests: accepted arrivals in the trace's busiest minute.
+        estimate: ``min_peak x capacity / peak-minute rate``, rounded up to a multiple of 0.25.
+    """
+
+    capacity_rps: float
+    peak_minute_requests: int
+    estimate: float
+
+    def text(self, min_peak: int) -> str:
+        """One line on the estimate, for the progress output."""
+        return (
+            f"one replica serves about {self.capacity_rps:.3g} requests/s of this mix and the "
+            f"busiest minute has {self.peak_minute_requests} requests: {min_peak} replicas "
+            f"need about x{self.estimate:g}"
+        )
+
+
+class RateScaleError(ValueError):
+    """``--rate-scale auto`` would multiply the trace beyond :data:`MAX_AUTO_RATE_SCALE`."""
+
+
+def rate_scale_start(base: Trace, model: ReplicaModel, slo: float, min_peak: int) -> RateScaleStart:
+    """The auto search's starting estimate on ``base`` (the trace at x1).
+
+    Raises:
+        RateScaleError: the estimate is above :data:`MAX_AUTO_RATE_SCALE`.
+    """
+    cap = probe_capacity(base, model, slo)
+    per_minute = [0] * max(1, math.ceil(base.duration_seconds / 60))
+    for r in base.requests:
+        if r.prompt_tokens + max(1, r.output_tokens) <= model.max_model_len:
+            per_minute[min(len(per_minute) - 1, int(r.arrival_seconds // 60))] += 1
+    peak_rate = max(per_minute) / 60.0 or 1.0
+    x = max(_RATE_STEP, math.ceil(min_peak * cap.rate / peak_rate / _RATE_STEP) * _RATE_STEP)
+    start = RateScaleStart(cap.rate, max(per_minute), x)
+    if x > MAX_AUTO_RATE_SCALE:
+        raise _too_light(start, min_peak, "the trace is too light")
+    return start
+
+
+def _too_light(start: RateScaleStart, min_peak: int, why: str) -> RateScaleError:
+    return RateScaleError(
+        f"{why}: {start.text(min_peak)}, above x{MAX_AUTO_RATE_SCALE:g}, the most auto "
+        "multiplies a trace by (the replay would be mostly copies of the same requests); "
+        "pass --rate-scale N to replay at a scale you choose (1: as recorded) or a lower "
+        "--min-peak-replicas"
+    )
+
+
 def auto_rate_scale(
     load: Callable[[float], Trace],
     model: ReplicaModel,
@@ -216,34 +279,38 @@ def auto_rate_scale(
     *,
     routing: str = Routing.RANDOM.value,
     seed: int = 0,
+    start: RateScaleStart | None = None,
 ) -> float:
     """The smallest multiple of 0.25 at which the busiest minutes need ``min_peak`` replicas
-    (:func:`~scaler.bench.capacity.peak_need`).
+    (:func:`~scaler.bench.capacity.peak_need`), at most :data:`MAX_AUTO_RATE_SCALE`.
 
-    Starts from the capacity estimate ``min_peak x capacity / peak-minute rate`` and walks
-    in steps of 0.25.
+    Starts from ``start`` (default: :func:`rate_scale_start` on ``load(1.0)``) and walks in
+    steps of 0.25, never above the cap.
+
+    Raises:
+        RateScaleError: the estimate, or the walk, goes above :data:`MAX_AUTO_RATE_SCALE` (a
+            trace too light or too short for its busiest minute to need ``min_peak``
+            replicas without mostly copied requests).
     """
 
     def need(x: float) -> int:
         return peak_need(load(x), model, slo, routing=routing, seed=seed)
 
-    base = load(1.0)
-    cap = probe_capacity(base, model, slo)
-    per_minute = [0] * max(1, math.ceil(base.duration_seconds / 60))
-    for r in base.requests:
-        if r.prompt_tokens + max(1, r.output_tokens) <= model.max_model_len:
-            per_minute[min(len(per_minute) - 1, int(r.arrival_seconds // 60))] += 1
-    peak_rate = max(per_minute) / 60.0 or 1.0
-    x = max(_RATE_STEP, math.ceil(min_peak * cap.rate / peak_rate / _RATE_STEP) * _RATE_STEP)
+    start = start or rate_scale_start(load(1.0), model, slo, min_peak)
+    x = start.estimate
     if need(x) >= min_peak:
         while x > _RATE_STEP and need(x - _RATE_STEP) >= min_peak:
             x -= _RATE_STEP
         return x
-    for _ in range(200):
+    while x < MAX_AUTO_RATE_SCALE:
         x += _RATE_STEP
         if need(x) >= min_peak:
-            break
-    return x
+            return x
+    raise _too_light(
+        start,
+        min_peak,
+        f"the busiest minute needs fewer than {min_peak} replicas even at x{MAX_AUTO_RATE_SCALE:g}",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -479,10 +546,14 @@ def run_bench(options: BenchOptions, progress: Callable[[str], None] | None = No
 
     Args:
         options: what to run.
-        progress: called with the one-line summary of the trace once the rate scale is known.
+        progress: called with one line on what was read (with auto: at x1 and the search's
+            estimate, before the search) and one with the rate scale used, before the
+            simulations.
 
     Raises:
-        FileNotFoundError, ValueError: a trace that cannot be read, or an empty window.
+        FileNotFoundError, ValueError: a trace that cannot be read, an empty window, or one
+            whose arrivals span 0 s.
+        RateScaleError: auto would multiply the trace above :data:`MAX_AUTO_RATE_SCALE`.
     """
     started = time.monotonic()
     model = ReplicaModel(model_load_seconds=options.model_load_seconds)
@@ -491,7 +562,8 @@ def run_bench(options: BenchOptions, progress: Callable[[str], None] | None = No
     def load(scale: float) -> Trace:
         return load_bench_trace(options, scale)
 
-    if not load(1.0).requests:
+    base_trace = load(1.0)
+    if not base_trace.requests:
         end = (
             f"{(options.start_seconds + options.duration_seconds) / 60:g}"
             if options.duration_seconds is not None
@@ -501,17 +573,39 @@ def run_bench(options: BenchOptions, progress: Callable[[str], None] | None = No
             f"no requests in minutes {options.start_seconds / 60:g} to {end} of "
             f"{options.trace} (check --start-minute and --minutes)"
         )
+    if not base_trace.duration_seconds > 0:
+        raise ValueError(
+            f"{base_trace.source}: {len(base_trace)} request(s) over 0 s: nothing to autoscale "
+            "(expected arrivals spread over time)"
+        )
     scale = options.rate_scale
+    auto_text = ""
     if scale is None:
+        start = rate_scale_start(base_trace, model, slo, options.min_peak_replicas)
+        if progress is not None:
+            progress(
+                summary_line(
+                    base_trace,
+                    max_model_len=model.max_model_len,
+                    rate_scale=f"auto: {start.text(options.min_peak_replicas)}; searching for "
+                    f"the smallest multiple of 0.25 (at most x{MAX_AUTO_RATE_SCALE:g})",
+                )
+            )
         scale = auto_rate_scale(
             load, model, slo, options.min_peak_replicas, routing=options.routing,
-            seed=options.seed,
+            seed=options.seed, start=start,
         )  # fmt: skip
+        auto_text = (
+            f"; the smallest at which the busiest minute needs {options.min_peak_replicas} replicas"
+        )
     trace = load(scale)
     scale_text = f"x{scale:g}" + (" (auto)" if options.rate_scale is None else "")
     summary = summary_line(trace, max_model_len=model.max_model_len, rate_scale=scale_text)
     if progress is not None:
-        progress(summary)
+        progress(
+            f"{summary}{auto_text}; simulating the {len(ROWS)} rows in {options.jobs} "
+            f"process{'es' if options.jobs > 1 else ''}"
+        )
     capacity = probe_capacity(trace, model, slo)
     kpa_target = max(1.0, round(_KPA_UTILIZATION * capacity.concurrency))
     # Every policy starts sized for the first minute, as the hindsight schedule is.

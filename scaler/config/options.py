@@ -1,11 +1,14 @@
-"""Range checks of numeric command-line options: one clear error per option out of range."""
+"""Checks of command-line options before any long work: one clear error per option out of
+range, and output paths that cannot be written."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
 
-__all__ = ["Bounds", "option_errors"]
+__all__ = ["Bounds", "option_errors", "output_dir_error", "output_file_error", "write_output"]
 
 #: option ("--rate-scale") -> (low, whether low is allowed, high)
 Bounds = Mapping[str, tuple[float, bool, float]]
@@ -28,3 +31,51 @@ def option_errors(bounds: Bounds, **values: float) -> list[str]:
                 expected += f" and <= {high:g}"
             errors.append(f"{option}: value {value:g}: expected {expected}")
     return errors
+
+
+def _dir_problem(path: Path) -> str | None:
+    """What keeps ``path`` from being a writable directory (created here when missing)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        nearest = path.absolute()
+        while not nearest.is_file() and nearest != nearest.parent:
+            nearest = nearest.parent
+        return f"{nearest} is a file"
+    except OSError as err:
+        return f"{path} cannot be created ({err.strerror or err})"
+    if not os.access(path, os.W_OK | os.X_OK):
+        return f"{path} is not writable"
+    return None
+
+
+def output_dir_error(option: str, path: Path) -> str | None:
+    """None when ``path`` is a writable directory (created when missing); else one line naming
+    the option, the value and what is in the way. Checked up front, so that a long run does
+    not end on a traceback with its results lost."""
+    problem = _dir_problem(path)
+    return (
+        None
+        if problem is None
+        else f"{option}: value '{path}': expected a writable directory, but {problem}"
+    )
+
+
+def output_file_error(option: str, path: Path) -> str | None:
+    """:func:`output_dir_error` for a file's directory (created when missing), and an error
+    when ``path`` itself is a directory."""
+    problem = "it is a directory" if path.is_dir() else _dir_problem(path.parent)
+    return (
+        None
+        if problem is None
+        else f"{option}: value '{path}': expected a writable file path, but {problem}"
+    )
+
+
+def write_output(option: str, write: Callable[[], Path]) -> tuple[Path | None, str | None]:
+    """Call ``write`` (which writes a file and returns its path); on ``OSError``, ``None`` and
+    one line naming the option, so that the caller still prints the results it computed."""
+    try:
+        return write(), None
+    except OSError as err:
+        return None, f"{option}: {err}"

@@ -391,8 +391,8 @@ class Tolerance(_Strict):
     Scale up only when value/target > 1 + ``scale_up``; down only when < 1 - ``scale_down``.
     """
 
-    scale_up: float = Field(default=0.1, ge=0, lt=1)
-    scale_down: float = Field(default=0.1, ge=0, lt=1)
+    scale_up: float = Field(default=0.1, ge=0, lt=1, description="0-1 ratio, not a percent")
+    scale_down: float = Field(default=0.1, ge=0, lt=1, description="0-1 ratio, not a percent")
 
 
 class ScalingRules(_Strict):
@@ -407,6 +407,18 @@ class ScalingRules(_Strict):
     max_replicas_per_period: int = Field(ge=1)
     max_percent_per_period: float = Field(default=0, ge=0, le=1000)
     period_seconds: float = Field(default=60, gt=0, le=1800)
+
+    @field_validator("max_percent_per_period")
+    @classmethod
+    def _a_percent(cls, value: float) -> float:
+        # A percent, as an HPA policy's Percent value (a whole number >= 1): 0.5 is almost
+        # always someone meaning 50%, and 0.5% of any real fleet is less than one replica.
+        if 0 < value < 1:
+            raise ValueError(
+                f"max_percent_per_period: value {value:g}: expected 0 (off) or a percent >= 1 "
+                f"(a percent, not a 0-1 ratio: {value:g} as a ratio is {value * 100:g})"
+            )
+        return value
 
     @model_validator(mode="before")
     @classmethod
@@ -519,6 +531,18 @@ class TargetPolicy(ScalingPolicy):
         ),
     )
     shadow: ScalingPolicy | None = None
+
+    @field_validator("prometheus_matchers")
+    @classmethod
+    def _matchers_not_empty(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        # In PromQL label="" selects the series without that label: never what a target means.
+        for name, wanted in (value or {}).items():
+            if not wanted:
+                raise ValueError(
+                    f"{name}: value '': expected a label value (an empty "
+                    "matcher selects the series that do not have the label)"
+                )
+        return value
 
     _shadow_reads_the_same_ttft = _beside("shadow", _shadow_ttft_differs)
 

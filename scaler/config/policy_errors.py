@@ -38,12 +38,18 @@ def field_path(loc: Sequence[int | str]) -> str:
     return out or "(top level)"
 
 
+# A number written with a unit (2000ms, 2s, 80%), where the field takes a plain number.
+_WITH_UNIT = re.compile(r"^\s*[-+]?[\d.]+\s*[a-zA-Z%]+\s*$")
+
+
 def _shown(value: object) -> str:
     """A value as a message shows it: scalars as written, containers by kind."""
     if isinstance(value, dict):
         return "a mapping"
     if isinstance(value, list | tuple):
         return "a list" if value else "an empty list"
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]  # as YAML writes them
     return repr(value)
 
 
@@ -150,6 +156,12 @@ def validation_lines(err: ValidationError, model: type[BaseModel], source: str) 
         hint = percent_hint(_description(model, loc), value)
         expected = expectation(e)
         name = str(loc[-1]) if loc else ""
+        if (
+            kind in ("float_parsing", "float_type")
+            and isinstance(value, str)
+            and _WITH_UNIT.match(value)
+        ):
+            hint = f" (a plain number: the unit is in the field's name, {name})"
         if (
             kind == "too_short"
             and (e.get("ctx") or {}).get("min_length") == 1

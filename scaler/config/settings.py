@@ -278,7 +278,12 @@ class PrometheusSettings(BaseSettings):
         s = self.prometheus_summary()
         auth = str(s["auth"])
         if s["bearer_token_file"]:
-            auth += f" {s['bearer_token_file']} (re-read on every request)"
+            # the path right after its kind, before any header named after it
+            auth = auth.replace(
+                "bearer token file",
+                f"bearer token file {s['bearer_token_file']} (re-read on every request)",
+                1,
+            )
         cert = s["client_cert_file"] or "none"
         if s["client_key_file"]:
             cert = f"{cert} (key {s['client_key_file']})"
@@ -442,6 +447,8 @@ def _shown(value: object, field: str) -> str:
             value = redact_url(value)
         except ValueError:  # an invalid port: the password part cannot be told apart
             return "<redacted>"
+    if isinstance(value, float) and not isinstance(value, bool):
+        return f"{value:g}"  # an option's 0 arrives as 0.0: shown as it was written
     return repr(str(value)) if isinstance(value, Path) else repr(value)
 
 

@@ -40,6 +40,17 @@ _BOUNDS = {
 }
 
 
+#: The patterns of names, in words (Kubernetes' and Prometheus' naming rules).
+_PATTERN_WORDS = {
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$": "a Kubernetes name: lowercase letters, digits and "
+    "'-', starting and ending with a letter or digit",
+    r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$": "a Kubernetes name: lowercase letters, digits, '-' "
+    "and '.', starting and ending with a letter or digit",
+    r"^[a-zA-Z_][a-zA-Z0-9_]*$": "a Prometheus label name: letters, digits and '_', not "
+    "starting with a digit",
+}
+
+
 def _number(value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
@@ -59,7 +70,8 @@ def expectation(error: Mapping[str, Any]) -> str:
     if kind == "literal_error" and "expected" in ctx:
         return f"expected one of {ctx['expected'].replace(' or ', ', ')}"
     if kind == "string_pattern_mismatch" and "pattern" in ctx:
-        return f"expected text matching {ctx['pattern']}"
+        words = _PATTERN_WORDS.get(str(ctx["pattern"]))
+        return f"expected {words}" if words else f"expected text matching {ctx['pattern']}"
     if kind == "url_parsing":
         return f"expected a URL such as http://prometheus:9090 ({ctx.get('error', 'invalid')})"
     if kind == "url_scheme":

@@ -255,6 +255,10 @@ class DecisionExports:
     ) -> None:
         shown = {str(e.name): shown_value(e) for e in d.signals}
         signals = {n: v if isinstance(v, str) else round(v, 4) for n, v in shown.items()}
+        # each measured value's target, in the same unit (the capacity signal's value is the
+        # forecast demand per replica, its target the usable capacity per replica)
+        targets = {str(e.name): round(e.target, 4) for e in d.signals if e.name in signals}
+        targets = {n: t for n, t in targets.items() if not isinstance(signals[n], str)}
         if d.outside_write:
             self.log.warning(
                 "outside_write",
@@ -280,6 +284,7 @@ class DecisionExports:
             starting=d.replicas.starting,
             terminating=d.replicas.terminating,
             signals=signals,
+            signal_targets=targets,
             message=d.message,
             **(
                 {

@@ -86,20 +86,14 @@ def _previews(settings: PrometheusSettings, folder: Path, minutes: float) -> lis
     command (exit 1) with one line saying why."""
     import httpx
 
+    from scaler.core.signals import SignalStatus
     from scaler.dashboards.previews import render_previews
-    from scaler.sources.prometheus import sync_client_for
-
-    def refused(response: httpx.Response) -> None:
-        if not response.is_success:
-            response.read()
-            text = " ".join(response.text.split())[:300]
-            raise RuntimeError(f"HTTP {response.status_code} from {response.url.path}: {text}")
+    from scaler.sources.prometheus import AnswerError, problem_line, sync_client_for
 
     typer.echo(f"vllm-scaler: {settings.describe_prometheus()}", err=True)
     end = time.time()
     try:
         with sync_client_for(settings) as client:
-            client.event_hooks["response"] = [refused]
             base = str(settings.prometheus_url).rstrip("/")
             if not _has_controller_series(client, base, minutes, end):
                 typer.echo(
@@ -119,18 +113,28 @@ def _previews(settings: PrometheusSettings, folder: Path, minutes: float) -> lis
                     client=client,
                 )
             ]
-    except (httpx.HTTPError, OSError, RuntimeError, ValueError) as err:
-        # the URL as every command shows it: without its password
+    except (AnswerError, httpx.HTTPError) as err:
+        # said as every command says it, the URL without its password
+        if isinstance(err, AnswerError):
+            status, detail, code = err.status, err.detail, err.http_status
+        elif isinstance(err, httpx.TimeoutException):
+            status, detail, code = SignalStatus.TIMEOUT, "no answer within the timeout", None
+        else:
+            status, detail, code = SignalStatus.TRANSPORT, f"{type(err).__name__}: {err}", None
         url = settings.prometheus_summary()["url"]
-        raise fail(f"previews: Prometheus at {url}: {type(err).__name__}: {err}", 1) from None
+        line = problem_line(status, detail, code, str(url), settings.prometheus_auth)
+        raise fail(f"previews: {line}", 1) from None
+    except OSError as err:
+        raise fail(f"previews: {err}", 1) from None
 
 
 def _has_controller_series(client: httpx.Client, url: str, minutes: float, end: float) -> bool:
     """Whether the Prometheus at ``url`` holds any ``vllm_scaler_*`` series (the controller's
     own metrics) within the ``minutes`` before ``end`` (epoch seconds)."""
     expr = f'count(last_over_time({{__name__=~"vllm_scaler_.+"}}[{max(1, round(minutes * 60))}s]))'
-    body = client.post(f"{url}/api/v1/query", data={"query": expr, "time": end}).json()
-    return bool(body.get("data", {}).get("result"))
+    from scaler.dashboards.previews import query_result
+
+    return bool(query_result(client, url, "query", {"query": expr, "time": end}))
 
 
 def register(app: typer.Typer) -> None:

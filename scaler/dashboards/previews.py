@@ -17,6 +17,7 @@ from typing import Any, Final
 
 import httpx
 
+from scaler.core.signals import SignalStatus
 from scaler.dashboards.build import build_dashboards
 from scaler.dashboards.queries import (
     ALL,
@@ -27,6 +28,7 @@ from scaler.dashboards.queries import (
     selected_values,
     substitute,
 )
+from scaler.sources.prometheus import AnswerError, answer_problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,11 +63,32 @@ class _Reader:
 
     def _ask(self, api: str, expr: str, params: Mapping[str, float]) -> list[dict[str, Any]]:
         expr = substitute(expr, self.values, builtins=self.builtins, all_values=self.all_values)
-        resp = self.client.post(f"{self.url}/api/v1/{api}", data={"query": expr, **params})
+        return query_result(self.client, self.url, api, {"query": expr, **params})
+
+
+def query_result(
+    client: httpx.Client, url: str, api: str, data: Mapping[str, str | float]
+) -> list[dict[str, Any]]:
+    """``data.result`` of a query (``api``: ``query`` or ``query_range``) of the Prometheus at
+    ``url``.
+
+    Raises:
+        AnswerError: the answer is an HTTP error, Prometheus' own error (the query named) or
+            not Prometheus' API (:func:`~scaler.sources.prometheus.answer_problem`).
+        httpx.HTTPError: no answer (transport, timeout).
+    """
+    resp = client.post(f"{url}/api/v1/{api}", data=data)
+    try:
         body = resp.json()
-        if body.get("status") != "success":
-            raise RuntimeError(f"query failed: {expr!r}: {body.get('error', resp.text[:300])}")
-        return list(body["data"]["result"])
+    except ValueError:
+        body = None
+    problem = answer_problem(resp.status_code, body, lambda: resp.text)
+    if problem is not None:
+        status, detail = problem
+        if status is SignalStatus.QUERY_ERROR:
+            detail += f"; query {data.get('query')}"
+        raise AnswerError(status, detail, resp.status_code)
+    return list(body["data"]["result"])
 
 
 def _legend_text(fmt: str, labels: Mapping[str, str]) -> str:

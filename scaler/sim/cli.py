@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from scaler.config.cli_options import OutputFormat, OutputOpt
-from scaler.config.options import option_errors
+from scaler.config.options import option_errors, output_dir_error
 from scaler.sim.catalog import TRACE_CHOICES
 from scaler.sim.prometheus_server import PrometheusNotInstalledError, PrometheusStartError
 from scaler.sim.routing import ROUTING_HELP, routing_option_error
@@ -98,7 +98,11 @@ def register(app: typer.Typer) -> None:
             errors += option_errors({"--metrics-port": (0, True, 65535)}, metrics_port=metrics_port)
         errors += [
             e
-            for e in (routing_option_error(routing), time_unit_option_error(time_unit))
+            for e in (
+                routing_option_error(routing),
+                time_unit_option_error(time_unit),
+                output_dir_error("--workdir", workdir),
+            )
             if e is not None
         ]
         if errors:

@@ -205,6 +205,10 @@ class DemoOptions:
 _UNITS = {"queue_depth": "", "kv_cache_usage": "", "ttft_p95": "s"}
 
 
+def _tokens(x: float) -> str:
+    return f"{x / 1e3:.3g}k" if x >= 1e3 else f"{x:.3g}"
+
+
 def format_event(event: dict[str, object], start: float) -> str:
     """One compact line for a JSON log event of the controller (decisions get a table row)."""
     when = event.get("timestamp")
@@ -217,8 +221,18 @@ def format_event(event: dict[str, object], start: float) -> str:
         return f"{t}{event.get('level', '')}: {event.get('event')} {format_fields(rest)}"
     signals = event.get("signals")
     parts = []
+    targets = event.get("signal_targets")
+    targets = targets if isinstance(targets, dict) else {}
     if isinstance(signals, dict):
         for name, value in signals.items():
+            target = targets.get(name)
+            if name == "capacity" and isinstance(value, float | int):
+                # its value is the forecast demand per replica, not the capacity
+                shown = f"demand={_tokens(value)}/replica"
+                if isinstance(target, float | int):
+                    shown += f" target={_tokens(target)}"
+                parts.append(f"{shown} tok/s")
+                continue
             v = f"{value:.2f}{_UNITS.get(name, '')}" if isinstance(value, float) else str(value)
             parts.append(f"{name}={v}")
     change = f"{event.get('current')} -> {event.get('desired')}"

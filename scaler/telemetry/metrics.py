@@ -88,7 +88,8 @@ class ScalerMetrics:
         )
         self.signal_target = Gauge(
             "vllm_scaler_signal_target",
-            "Configured target of the signal, same unit.",
+            "Configured target of the signal, same unit (the capacity signal's usable "
+            "capacity per replica; absent while it is learning).",
             ts,
             registry=r,
         )
@@ -414,7 +415,12 @@ class ScalerMetrics:
         for e in decision.signals:
             nan = float("nan")
             self.signal_value.labels(target, e.name).set(e.value if e.value is not None else nan)
-            self.signal_target.labels(target, e.name).set(e.target)
+            if e.status is SignalStatus.LEARNING:
+                # no target yet: no sample (a 0 would draw a target line at 0)
+                with contextlib.suppress(KeyError):
+                    self.signal_target.remove(target, e.name)
+            else:
+                self.signal_target.labels(target, e.name).set(e.target)
             self.signal_ratio.labels(target, e.name).set(e.ratio if e.ratio is not None else nan)
             self.signal_valid.labels(target, e.name).set(1 if e.valid else 0)
             for status in SignalStatus:

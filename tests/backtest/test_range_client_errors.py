@@ -50,6 +50,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    do_POST = do_GET  # the previews query with POST
+
     def log_message(self, *_args: object) -> None:
         pass
 
@@ -86,9 +88,10 @@ def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
             401,
             b"denied",
             "HTTP 401 Unauthorized: denied; Prometheus (or the proxy in front of it) did not "
-            "accept the credentials, or got none (authentication: none); check "
-            "--prometheus-bearer-token-file (VLLM_SCALER_PROMETHEUS_BEARER_TOKEN_FILE) and "
-            "--prometheus-headers (VLLM_SCALER_PROMETHEUS_HEADERS)",
+            "accept the credentials, or got none (authentication: none); none were sent: set "
+            "--prometheus-bearer-token-file (VLLM_SCALER_PROMETHEUS_BEARER_TOKEN_FILE) or "
+            "--prometheus-headers (VLLM_SCALER_PROMETHEUS_HEADERS), or user-info in "
+            "--prometheus-url",
             id="401",
         ),
         pytest.param(
@@ -192,3 +195,80 @@ def test_an_unreachable_prometheus_is_one_line_naming_the_url_without_credential
         "transport: Connection refused"
     )
     assert "s3cret-pw" not in result.output and "Max retries" not in result.output
+
+
+def _error_with_password(prom: Scripted) -> str:
+    """The error of one range query to ``prom`` with a password in the URL."""
+    settings = PrometheusSettings(prometheus_url=prom.url.replace("//", "//u:pw-9Qz@"))
+    client = PrometheusRangeClient(settings)
+    try:
+        with pytest.raises(HistoryError) as err:
+            client("up", 0.0, 60.0, 15.0)
+    finally:
+        client.close()
+    return str(err.value)
+
+
+WELCOME = b"<html><head><title>Welcome to nginx!</title></head></html>"
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        pytest.param(WELCOME, WELCOME.decode(), id="html"),
+        pytest.param(b'{"ok": true}', "a JSON body without data.result", id="other-json"),
+    ],
+)
+def test_a_server_that_is_not_prometheus_is_said_to_be_reached(
+    prom: Scripted, body: bytes, said: str
+) -> None:
+    """As ``recommend`` says it: reached, but not Prometheus' API (not "cannot be reached")."""
+    prom.answers = [(200, body)]
+    err = _error_with_password(prom)
+    assert err == (
+        f"Prometheus at {prom.url.replace('//', '//u:***@')} does not answer as Prometheus' "
+        f"HTTP API: bad_response: not a Prometheus API answer: {said} (check the URL and its "
+        "path prefix)"
+    )
+
+
+def test_previews_say_the_same_of_a_server_that_is_not_prometheus(
+    prom: Scripted, tmp_path: Path
+) -> None:
+    prom.answers = [(200, WELCOME)]
+    url = prom.url.replace("//", "//x:pw-9Qz@")
+    result = CliRunner().invoke(
+        app,
+        ["dashboards", "--out", str(tmp_path / "d"), "--previews", str(tmp_path / "p"),
+         "--prometheus-url", url],
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert result.stderr.splitlines()[-1] == (
+        f"vllm-scaler: previews: Prometheus at {prom.url.replace('//', '//x:***@')}/ does not "
+        "answer as Prometheus' HTTP API: bad_response: not a Prometheus API answer: "
+        f"{WELCOME.decode()} (check the URL and its path prefix)"
+    )
+
+
+def test_previews_name_an_http_error_with_its_reason_phrase(prom: Scripted, tmp_path: Path) -> None:
+    prom.answers = [(501, b"Unsupported method ('POST')")]
+    result = CliRunner().invoke(
+        app,
+        ["dashboards", "--out", str(tmp_path / "d"), "--previews", str(tmp_path / "p"),
+         "--prometheus-url", f"{prom.url}/prom"],
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert result.stderr.splitlines()[-1] == (
+        f"vllm-scaler: previews: Prometheus at {prom.url}/prom answered HTTP 501 Not "
+        "Implemented: Unsupported method ('POST')"
+    )
+
+
+def test_a_refusal_names_the_credentials_actually_sent(prom: Scripted, no_backoff: None) -> None:
+    prom.answers = [(401, b"denied")]
+    err = _error_with_password(prom)
+    assert err.endswith(
+        "(authentication: basic (user-info in the URL)); check --prometheus-url's user-info "
+        "(VLLM_SCALER_PROMETHEUS_URL)"
+    )
+    assert "pw-9Qz" not in err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,28 @@ def test_bench_scale_rejects_bad_options(args: list[str], message: str) -> None:
     assert result.exit_code == 2
     assert message in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_plot_that_fails_late_keeps_the_figures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import scaler.bench.report as report
+
+    def full_disk(*args: object) -> Path:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(report, "plot_bench", full_disk)
+    trace = tmp_path / "t.csv"
+    rows = [f"{i * 0.5:g},1000,100" for i in range(100)]
+    trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n" + "\n".join(rows) + "\n")
+    result = CliRunner().invoke(
+        app,
+        ["bench", "--trace", str(trace), "--rate-scale", "1", "--jobs", "1", "-o", "json",
+         "--plot", str(tmp_path / "b.png")],
+    )  # fmt: skip
+    assert result.exit_code == 1
+    assert "vllm-scaler: --plot: [Errno 28] No space left on device" in result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["plot"] is None
+    assert doc["policies"][0]["name"] == "vllm-scaler"
+    assert doc["policies"][0]["requests"] == 100

@@ -64,6 +64,22 @@ def test_window_figures_count_arrivals_and_pod_time_inside_the_window() -> None:
     assert second.gpu_hours == pytest.approx((60 + 30) / 3600)
 
 
+def test_the_second_half_counts_the_arrival_at_the_very_end() -> None:
+    """The last arrival defines a file's window: the halves together hold every accepted
+    request."""
+    from scaler.bench.figures import figures_of_run
+
+    reqs = [
+        SimRequest(0, 0.0, 100, 10, first_token_at=0.5),
+        SimRequest(1, 60.0, 100, 10, first_token_at=60.5),
+        SimRequest(2, 120.0, 100, 10, first_token_at=120.5),
+    ]
+    run = _run([], [0] * 120, requests=reqs, pods=[PodRecord(0.0, 0.0, None)])
+    halves = figures_of_run(run, 2.0).halves
+    assert [h.requests for h in halves] == [1, 2]
+    assert (halves[1].start_seconds, halves[1].end_seconds) == (60.0, 120.0)
+
+
 def test_the_reactive_reference_holds_each_need_for_five_minutes() -> None:
     """Each minute: the largest instant-start need of it and the four minutes before it."""
     assert reactive_schedule((1, 1, 6, 1, 1, 1, 1, 1, 2)) == (1, 1, 6, 6, 6, 6, 6, 1, 2)

@@ -51,7 +51,7 @@ def test_the_examples_of_the_report() -> None:
     ctx = _context("check-policy")
     assert GROUP.commands["check-policy"].collect_usage_pieces(ctx) == [
         "[OPTIONS]",
-        "POLICY_FILE",
+        "[POLICY_FILE]",  # default: VLLM_SCALER_POLICY_FILE
     ]
     progress = next(p for p in GROUP.commands["backtest"].get_params(ctx) if p.name == "progress")
     assert progress.get_help_record(ctx)[1] == (

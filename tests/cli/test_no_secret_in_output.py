@@ -158,7 +158,7 @@ AUTH = [pytest.param("token", id="token-file"), pytest.param("url", id="url-user
         pytest.param(
             ["dashboards", "--out", "{tmp}/d", "--previews", "{tmp}/p"],
             1,
-            "/: RuntimeError: HTTP 401",
+            "/ answered HTTP 401 Unauthorized: ",
             id="dashboards-previews",
         ),
     ],

@@ -58,7 +58,8 @@ def _error(args: list[str], env: dict[str, str] | None = None) -> str:
         ),
         pytest.param(
             ["check-policy"],
-            "vllm-scaler: missing argument 'POLICY_FILE'; see vllm-scaler check-policy --help",
+            "vllm-scaler: missing argument 'POLICY_FILE' (or VLLM_SCALER_POLICY_FILE); see "
+            "vllm-scaler check-policy --help",
             id="missing-argument",
         ),
         pytest.param(
@@ -79,8 +80,18 @@ def _error(args: list[str], env: dict[str, str] | None = None) -> str:
         ),
         pytest.param(
             ["backtest", "--step", "0.5s"],
-            "vllm-scaler: --step: value '0.5s': expected a whole number of seconds >= 1",
+            "vllm-scaler: --step: value '0.5s': expected a whole number of seconds >= 1, bare "
+            "or with a unit s, m, h, d or w (15, 15s, 1m, 1h30m)",
             id="step",
+        ),
+        *(
+            pytest.param(
+                ["backtest", "--step", value],
+                f"vllm-scaler: --step: value '{value}': expected a whole number of seconds >= 1, "
+                "bare or with a unit s, m, h, d or w (15, 15s, 1m, 1h30m)",
+                id=f"step-{value}",
+            )
+            for value in ("0", "0s", "500ms", "1.5", "fast")
         ),
         pytest.param(
             ["backtest", "--max-points", "0"],
@@ -128,7 +139,8 @@ def test_unreachable_previews_name_the_url_without_its_password(tmp_path: Path) 
     assert result.exit_code == 1, result.output
     last = result.stderr.splitlines()[-1]
     assert last.startswith(
-        f"vllm-scaler: previews: Prometheus at http://viewer:***@127.0.0.1:{port}/: ConnectError: "
+        f"vllm-scaler: previews: Prometheus at http://viewer:***@127.0.0.1:{port}/ cannot be "
+        "reached: transport: ConnectError: "
     ), last
     assert "pw-Hq83k" not in result.output
 
@@ -157,3 +169,60 @@ def test_a_policy_error_of_bench_is_one_error_per_line(tmp_path: Path) -> None:
         "targets[0].max_replicas",
         "targets[0].replcia",
     ]
+
+
+@pytest.mark.parametrize(
+    ("command", "option", "under_file", "expected"),
+    [
+        pytest.param(["sim"], "--workdir", "", "expected a writable directory, but", id="sim"),
+        pytest.param(
+            ["sim"], "--workdir", "sub", "expected a writable directory, but", id="sim-under"
+        ),
+        pytest.param(
+            ["bench", "--trace", "code"],
+            "--plot",
+            "x.png",
+            "expected a writable file path, but",
+            id="bench",
+        ),
+        pytest.param(
+            ["backtest", "--policy", "p.yaml"],
+            "--plot",
+            "b.png",
+            "expected a writable file path, but",
+            id="backtest",
+        ),
+    ],
+)
+def test_an_output_path_under_a_file_stops_at_start(
+    tmp_path: Path, command: list[str], option: str, under_file: str, expected: str
+) -> None:
+    a_file = tmp_path / "tok"
+    a_file.write_text("x")
+    value = a_file / under_file if under_file else a_file
+    line = _error([*command, option, str(value)])
+    assert line == f"vllm-scaler: {option}: value '{value}': {expected} {a_file} is a file"
+
+
+def test_a_plot_path_that_is_a_directory_stops_at_start(tmp_path: Path) -> None:
+    line = _error(["bench", "--trace", "code", "--plot", str(tmp_path)])
+    assert line == (
+        f"vllm-scaler: --plot: value '{tmp_path}': expected a writable file path, but it is a "
+        "directory"
+    )
+
+
+def test_a_bare_step_is_seconds(tmp_path: Path) -> None:
+    # accepted: the next check (the policy file) is the one that fails
+    line = _error(["backtest", "--step", "15", "--policy", str(tmp_path / "none.yaml")])
+    assert line.startswith("vllm-scaler: --policy: "), line
+
+
+def test_check_policy_reads_the_policy_file_variable(tmp_path: Path) -> None:
+    policy = tmp_path / "p.yaml"
+    policy.write_text(yaml.safe_dump({"targets": [case_target_doc(max_replicas=7)]}))
+    result = CliRunner().invoke(app, ["check-policy"], env={"VLLM_SCALER_POLICY_FILE": str(policy)})
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("llm/Deployment/vllm: replicas 1..7, ")
+    missing = _error(["check-policy"], env={"VLLM_SCALER_POLICY_FILE": str(tmp_path / "no.yaml")})
+    assert missing.endswith("expected a readable file given as VLLM_SCALER_POLICY_FILE")

@@ -128,6 +128,18 @@ def test_statefulset_and_custom_matchers() -> None:
             "min_tokens_per_second (5)",
             id="capacity bounds reversed",
         ),
+        pytest.param(
+            {"scale_up": {"max_percent_per_period": 0.5}},
+            "targets[0].scale_up.max_percent_per_period: value 0.5: expected 0 (off) or a "
+            "percent >= 1 (a percent, not a 0-1 ratio: 0.5 as a ratio is 50)",
+            id="a ratio for a percent",
+        ),
+        pytest.param(
+            {"prometheus_matchers": {"model_name": ""}},
+            "targets[0].prometheus_matchers.model_name: value '': expected a label value (an "
+            "empty matcher selects the series that do not have the label)",
+            id="empty matcher",
+        ),
     ],
 )
 def test_invalid_fields_are_named(target: dict[str, object], expected: str) -> None:
@@ -461,6 +473,34 @@ def test_capacity_checks_across_fields_see_the_defaults() -> None:
             "invalid policy\n  p.yaml: targets[0].signals.ttft_p95.quantile: value 95: expected "
             "a number < 1 (a 0-1 ratio, not a percent: 95% is 0.95)",
             id="quantile-as-a-percent",
+        ),
+        pytest.param(
+            f"targets:\n  - workload: {DEPLOYMENT}\n    tolerance: {{scale_up: 10}}\n",
+            "invalid policy\n  p.yaml: targets[0].tolerance.scale_up: value 10: expected a "
+            "number < 1 (a 0-1 ratio, not a percent: 10% is 0.1)",
+            id="tolerance-as-a-percent",
+        ),
+        pytest.param(
+            f"targets:\n  - workload: {DEPLOYMENT}\n    min_replicas: true\n",
+            "invalid policy\n  p.yaml: targets[0].min_replicas: value true: expected a whole "
+            "number",
+            id="yaml-boolean",
+        ),
+        pytest.param(
+            f"targets:\n  - workload: {DEPLOYMENT}\n"
+            "    signals: {ttft_p95: {target_seconds: 2000ms}}\n",
+            "invalid policy\n  p.yaml: targets[0].signals.ttft_p95.target_seconds: value "
+            "'2000ms': expected a number (a plain number: the unit is in the field's name, "
+            "target_seconds)",
+            id="number-with-a-unit",
+        ),
+        pytest.param(
+            "targets:\n  - workload: {apiVersion: apps/v1, kind: Deployment, namespace: llm, "
+            "name: Vllm_x}\n",
+            "invalid policy\n  p.yaml: targets[0].workload.name: value 'Vllm_x': expected a "
+            "Kubernetes name: lowercase letters, digits, '-' and '.', starting and ending with a "
+            "letter or digit",
+            id="name-in-words",
         ),
     ],
 )

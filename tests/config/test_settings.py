@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from scaler.config.settings import SettingsError, load_settings, unknown_env_vars
+from scaler.config.settings import (
+    PrometheusSettings,
+    SettingsError,
+    load_settings,
+    unknown_env_vars,
+)
 
 
 def test_environment_and_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -36,7 +41,7 @@ def test_negative_interval_is_refused() -> None:
     with pytest.raises(SettingsError) as err:
         load_settings(control_interval_seconds=-1.0)
     assert _one_line(err) == (
-        "VLLM_SCALER_CONTROL_INTERVAL_SECONDS: value -1.0: expected a number > 0"
+        "VLLM_SCALER_CONTROL_INTERVAL_SECONDS: value -1: expected a number > 0"
     )
 
 
@@ -272,3 +277,17 @@ def test_unknown_variables_are_named_with_the_closest_setting() -> None:
     assert found["VLLM_SCALER_POLICY"] == "VLLM_SCALER_POLICY_FILE"
     assert found["VLLM_SCALER_PROMETEUS_URL"] == "VLLM_SCALER_PROMETHEUS_URL"
     assert found["VLLM_SCALER_OUTPUT"].startswith("VLLM_SCALER_")
+
+
+def test_the_start_up_line_puts_the_token_file_after_its_kind(tmp_path: Path) -> None:
+    token = tmp_path / "tok"
+    token.write_text("s3cret")
+    s = PrometheusSettings(
+        prometheus_url="http://prom:9090",
+        prometheus_bearer_token_file=token,
+        prometheus_headers={"X-Api-Key": "k-8812"},
+    )
+    assert s.describe_prometheus().startswith(
+        f"prometheus http://prom:9090/ (auth: bearer token file {token} (re-read on every "
+        "request) and header X-Api-Key; headers: X-Api-Key; "
+    )

@@ -73,6 +73,8 @@ async def test_an_idle_ttft_is_logged_and_shown_as_its_status_not_zero_seconds(
         "ttft_p95": "idle",
         "capacity": "learning",
     }
+    # a target only beside a measured value (none for idle or learning)
+    assert decision["signal_targets"] == {"queue_depth": 10.0, "kv_cache_usage": 0.8}
     line = format_event(decision, 0.0)
     assert line.endswith(
         "| queue_depth=3.00 kv_cache_usage=0.25 ttft_p95=idle capacity=learning"

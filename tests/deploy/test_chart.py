@@ -299,6 +299,7 @@ def test_recommend_only_never_writes() -> None:
     verbs = {v for rule in one(docs, "ClusterRole")["rules"] for v in rule["verbs"]}
     assert verbs <= {"get", "list", "watch"}
     assert not [d for d in docs if d["kind"] in ("Role", "RoleBinding")]
+    assert _env(docs)["VLLM_SCALER_LEADER_ELECTION"]["value"] == "false"
 
 
 def test_image_by_tag_or_digest() -> None:
@@ -428,6 +429,12 @@ def test_a_changed_policy_rolls_the_pods() -> None:
             "serviceAccount.name is required",
             id="no-service-account",
         ),
+        pytest.param(
+            {"prometheus": {"url": "http://admin:HelmPassw0rd@prom:9090"}},
+            "prometheus.url: holds a password, which would be stored in plain text in the "
+            "Deployment: put the URL in a Secret and set prometheus.urlSecret",
+            id="password-in-url",
+        ),
     ],
 )
 def test_invalid_values_fail_naming_the_value(values: dict[str, Any], message: str) -> None:
@@ -435,6 +442,7 @@ def test_invalid_values_fail_naming_the_value(values: dict[str, Any], message: s
     with pytest.raises(helm.HelmError) as err:
         helm_render(values)
     assert message in str(err.value)
+    assert "HelmPassw0rd" not in str(err.value)
 
 
 def test_namespaced_overlay_roles_follow_the_base_policy() -> None:
@@ -503,3 +511,15 @@ def test_the_schema_covers_every_value_of_values_yaml() -> None:
     for key, section in schema["properties"].items():
         if section.get("additionalProperties") is False:
             assert set(values[key]) <= set(section["properties"]), key
+
+
+def test_a_url_with_a_password_comes_from_a_secret_never_the_env_value() -> None:
+    from_secret = _env(
+        helm_render({"prometheus": {"urlSecret": {"name": "prom-url"}, "url": "http://x:9090"}})
+    )
+    assert from_secret["VLLM_SCALER_PROMETHEUS_URL"] == {
+        "name": "VLLM_SCALER_PROMETHEUS_URL",
+        "valueFrom": {"secretKeyRef": {"name": "prom-url", "key": "url"}},
+    }
+    plain = _env(helm_render({"prometheus": {"url": "http://admin@prom:9090"}}))
+    assert plain["VLLM_SCALER_PROMETHEUS_URL"]["value"] == "http://admin@prom:9090"

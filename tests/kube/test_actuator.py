@@ -232,7 +232,9 @@ async def test_conflict_rereads_and_retries_once(
     rv = snap.resource_version
     assert reread["message"] == (
         f"the scale write got 409 Conflict: llm/Deployment/vllm changed after it was read at "
-        f"resourceVersion {rv}; re-reading its scale subresource and retrying once"
+        f"resourceVersion {rv} (any write to it does that, its controller's status updates as "
+        "pods start or become ready included: expected now and then); re-reading its scale "
+        "subresource and retrying once"
     )
     assert store.get_spec_replicas("llm", "vllm") == 6
     assert [(r.method, r.status) for r in server.requests] == [

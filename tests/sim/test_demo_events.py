@@ -116,3 +116,26 @@ def test_the_summary_counts_failed_cycles_when_a_controller_ran() -> None:
         "controller's log)"
     )
     assert summary_json(s, None)["failed_cycles"] == 2
+
+
+def test_the_capacity_signal_shows_demand_and_target_per_replica_with_its_unit() -> None:
+    """Its value is the forecast demand per replica, not the capacity (the decision's message
+    says the capacity): named so, beside the usable capacity per replica it is compared with,
+    as recommend's table shows value / target."""
+    event = {
+        "event": "decision",
+        "timestamp": "2026-01-01T00:05:33+00:00",
+        "current": 1,
+        "desired": 2,
+        "reason": "scale_up",
+        "ready": 1,
+        "starting": 0,
+        "terminating": 0,
+        "signals": {"ttft_p95": 0.49, "capacity": 16500.22},
+        "signal_targets": {"ttft_p95": 2.0, "capacity": 11880.0},
+        "message": "m",
+    }
+    line = format_event(event, 1767225600.0).splitlines()[0]
+    assert line.endswith("| ttft_p95=0.49s demand=16.5k/replica target=11.9k tok/s")
+    learning = {**event, "signals": {"capacity": "learning"}, "signal_targets": {}}
+    assert format_event(learning, 1767225600.0).splitlines()[0].endswith("| capacity=learning")

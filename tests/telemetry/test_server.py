@@ -150,3 +150,31 @@ async def test_liveness_fails_when_no_cycle_completes_for_several_intervals(
             assert (await status("/healthz"))[0] == 200
     finally:
         await server.stop()
+
+
+def test_a_learning_capacity_signal_exports_no_target_sample() -> None:
+    """Prometheus' convention for an unknown value is no sample: a 0 would draw a target line
+    at 0 on a dashboard (recommend's JSON says "target": null)."""
+    metrics = ScalerMetrics()
+    policy = case_target()
+    obs = Observation(
+        ReplicaCounts(current=3, status=3, ready=3, starting=0),
+        {
+            SignalName.QUEUE_DEPTH: SignalReading(SignalName.QUEUE_DEPTH, SignalStatus.OK, 6.0),
+            SignalName.TTFT_P95: SignalReading(SignalName.TTFT_P95, SignalStatus.OK, 0.5),
+        },
+    )
+    d = decide(policy, obs, None, 0.0, ttft_window_seconds=60.0)
+    [capacity] = [e for e in d.signals if e.name is SignalName.CAPACITY]
+    assert capacity.status is SignalStatus.LEARNING
+    metrics.record_decision(
+        policy.key, d, min_replicas=1, max_replicas=10, tolerance_up=0.1, tolerance_down=0.1
+    )
+
+    def target(signal: str) -> float | None:
+        labels = {"target": policy.key, "signal": signal}
+        return metrics.registry.get_sample_value("vllm_scaler_signal_target", labels)
+
+    assert target("capacity") is None
+    assert target("queue_depth") == 10.0
+    assert target("ttft_p95") == 2.0

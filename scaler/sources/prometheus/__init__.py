@@ -24,9 +24,12 @@ The names below are the package's public API.
 
 from scaler.sources.prometheus.answers import (
     Answer,
+    AnswerError,
     BadSeries,
     QueryOutcome,
+    answer_problem,
     error_answer_detail,
+    not_prometheus_detail,
     parse_sample_value,
 )
 from scaler.sources.prometheus.check import (
@@ -35,6 +38,7 @@ from scaler.sources.prometheus.check import (
     check_configured_queries,
     check_rate_window,
     probe_problem,
+    problem_line,
     refusal_hint,
 )
 from scaler.sources.prometheus.http import (
@@ -72,6 +76,7 @@ from scaler.sources.prometheus.throughput import PodRates, Throughput, read_thro
 __all__ = [
     "STALL_POLLS",
     "Answer",
+    "AnswerError",
     "BadSeries",
     "BearerTokenFileAuth",
     "ConfiguredQueryProblem",
@@ -93,13 +98,16 @@ __all__ = [
     "Throughput",
     "TokenFileError",
     "Unattributed",
+    "answer_problem",
     "build_http_client",
     "check_configured_queries",
     "check_rate_window",
     "client_for",
     "error_answer_detail",
+    "not_prometheus_detail",
     "parse_sample_value",
     "probe_problem",
+    "problem_line",
     "read_bearer_token",
     "read_targets",
     "read_throughput",

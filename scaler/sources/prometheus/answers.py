@@ -16,7 +16,7 @@ import http
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,13 +25,16 @@ from scaler.sources.promql import QueryKind
 
 __all__ = [
     "Answer",
+    "AnswerError",
     "BadResponse",
     "BadSeries",
     "QueryOutcome",
     "Series",
+    "answer_problem",
     "decode_json",
     "error_answer_detail",
     "http_status_text",
+    "not_prometheus_detail",
     "parse_sample_value",
     "parse_vector",
     "paused_gc",
@@ -302,3 +305,44 @@ def error_answer_detail(status_code: int, text: str) -> str:
             f"{body.get('errorType', '?')}: {body.get('error', '')} (HTTP {status_code})"
         )
     return f"HTTP {http_status_text(status_code)}: {short_detail(text) or '-'}"
+
+
+def answer_problem(
+    status_code: int, body: Any, text: Callable[[], str]
+) -> tuple[SignalStatus, str] | None:
+    """What is wrong with an HTTP answer to a query of Prometheus' API, the same for every
+    command, or None for a success: Prometheus' own error (``query_error``), another HTTP
+    error status (``http_error``), or a body that is not the API's (``bad_response``, e.g. a
+    proxy's login page or a web server's welcome page: the URL or its path prefix is wrong).
+
+    Args:
+        status_code: the HTTP status.
+        body: the decoded JSON body, None when it was not JSON.
+        text: the body as text (called only for a problem, so a success is not decoded twice).
+    """
+    is_prom = isinstance(body, dict) and body.get("status") in ("success", "error")
+    if is_prom and body["status"] == "error":
+        # Prometheus' own error (400 bad_data, 422 execution, 503 timeout/canceled...).
+        return SignalStatus.QUERY_ERROR, error_answer_detail(status_code, text())
+    if not 200 <= status_code < 300:
+        return SignalStatus.HTTP_ERROR, error_answer_detail(status_code, text())
+    if not is_prom:
+        return SignalStatus.BAD_RESPONSE, not_prometheus_detail(text())
+    return None
+
+
+def not_prometheus_detail(text: str) -> str:
+    """The detail of a ``bad_response``: a body (``text``) that is not Prometheus' API."""
+    return f"not a Prometheus API answer: {short_detail(text) or '(empty body)'}"
+
+
+class AnswerError(Exception):
+    """A query failed (see :func:`answer_problem`); the fields of a failed outcome, so that
+    the message is built as every command builds it
+    (:func:`~scaler.sources.prometheus.check.problem_line`)."""
+
+    def __init__(self, status: SignalStatus, detail: str, http_status: int | None = None) -> None:
+        super().__init__(f"{status}: {detail}")
+        self.status = status
+        self.detail = detail
+        self.http_status = http_status

@@ -29,6 +29,7 @@ __all__ = [
     "check_configured_queries",
     "check_rate_window",
     "probe_problem",
+    "problem_line",
 ]
 
 
@@ -195,18 +196,27 @@ _REFUSALS = {
 
 
 def probe_problem(outcome: QueryOutcome, url: str, auth: str) -> str:
-    """The start-up probe's failure in one line, naming the URL (give it without a password,
-    :func:`~scaler.config.settings.redact_url`), the HTTP status with its reason phrase and
-    the server's message, and for 401 and 403 what they mean and the kind of authentication
-    the requests carry (``auth``, never a credential)."""
-    status = outcome.http_status
-    if status is not None and not 200 <= status < 300:
-        phrase = http_status_text(status)
-        said = outcome.detail.removeprefix(f"HTTP {phrase}: ")
-        return f"Prometheus at {url} answered HTTP {phrase}: {said}" + refusal_hint(status, auth)
-    if outcome.status in (SignalStatus.TRANSPORT, SignalStatus.TIMEOUT):
-        return f"Prometheus at {url} cannot be reached: {outcome.status}: {outcome.detail}"
+    """The start-up probe's failure in one line (:func:`problem_line` of the outcome)."""
+    return problem_line(outcome.status, outcome.detail, outcome.http_status, url, auth)
+
+
+def problem_line(
+    status: SignalStatus, detail: str, http_status: int | None, url: str, auth: str
+) -> str:
+    """A failed query of Prometheus in one line, the same in every command: naming the URL
+    (give it without a password, :func:`~scaler.config.settings.redact_url`), the HTTP status
+    with its reason phrase and the server's message, and for 401 and 403 what they mean and
+    the kind of authentication the requests carry (``auth``, never a credential); an answer
+    that is not Prometheus' API, and a server that cannot be reached, each said as such."""
+    if http_status is not None and not 200 <= http_status < 300:
+        phrase = http_status_text(http_status)
+        said = detail.removeprefix(f"HTTP {phrase}: ")
+        return f"Prometheus at {url} answered HTTP {phrase}: {said}" + refusal_hint(
+            http_status, auth
+        )
+    if status in (SignalStatus.TRANSPORT, SignalStatus.TIMEOUT):
+        return f"Prometheus at {url} cannot be reached: {status}: {detail}"
     return (
-        f"Prometheus at {url} does not answer as Prometheus' HTTP API: {outcome.status}: "
-        f"{outcome.detail} (check the URL and its path prefix)"
+        f"Prometheus at {url} does not answer as Prometheus' HTTP API: {status}: "
+        f"{detail} (check the URL and its path prefix)"
     )

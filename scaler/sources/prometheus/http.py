@@ -26,8 +26,8 @@ from scaler.sources.prometheus.answers import (
     Answer,
     BadResponse,
     QueryOutcome,
+    answer_problem,
     decode_json,
-    error_answer_detail,
     parse_vector,
     paused_gc,
     short_detail,
@@ -308,17 +308,7 @@ async def query_body(
         body: Any = decode_json(resp.content)
     except ValueError:
         body = None
-    is_prom = isinstance(body, dict) and body.get("status") in ("success", "error")
-    code = resp.status_code
-    if is_prom and body["status"] == "error":
-        # Prometheus' own error (400 bad_data, 422 execution, 503 timeout/canceled...).
-        return fail(SignalStatus.QUERY_ERROR, error_answer_detail(code, resp.text), code)
-    if not resp.is_success:
-        return fail(SignalStatus.HTTP_ERROR, error_answer_detail(code, resp.text), code)
-    if not is_prom:
-        return fail(
-            SignalStatus.BAD_RESPONSE,
-            f"not a Prometheus API answer: {short_detail(resp.text) or '(empty body)'}",
-            code,
-        )
+    problem = answer_problem(resp.status_code, body, lambda: resp.text)
+    if problem is not None:
+        return fail(*problem, resp.status_code)
     return body, None

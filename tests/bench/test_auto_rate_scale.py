@@ -1,0 +1,82 @@
+"""``bench --rate-scale auto`` on a small trace of one's own: what was read and the estimate are
+said before the search, and a trace too light to reach the peak without mostly copied requests
+is refused at once instead of being multiplied by dozens."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import scaler.bench.runner as runner
+from scaler.bench.runner import MAX_AUTO_RATE_SCALE, BenchOptions, run_bench
+from scaler.cli import app
+
+
+def _trace(tmp_path: Path, name: str, rows: list[tuple[float, int, int]]) -> Path:
+    path = tmp_path / name
+    lines = ["TIMESTAMP,ContextTokens,GeneratedTokens"]
+    lines += [f"{t:g},{p},{o}" for t, p, o in rows]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _small(tmp_path: Path) -> Path:
+    # 100 requests over 49.5 s, 1,000-token prompts and 100-token answers.
+    return _trace(tmp_path, "small.csv", [(i * 0.5, 1000, 100) for i in range(100)])
+
+
+def test_auto_refuses_a_trace_it_would_multiply_beyond_the_cap(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["bench", "--trace", str(_small(tmp_path)), "--no-plot", "--jobs", "1"]
+    )
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("vllm-scaler: --rate-scale auto: the trace is too light: ")
+    assert "the busiest minute has 100 requests: 8 replicas need about x" in lines[0]
+    assert f"above x{MAX_AUTO_RATE_SCALE:g}, the most auto multiplies a trace by" in lines[0]
+    assert "pass --rate-scale N to replay at a scale you choose" in lines[0]
+
+
+def test_a_trace_spanning_no_time_is_refused(tmp_path: Path) -> None:
+    one = _trace(tmp_path, "one.csv", [(0.0, 1000, 100)])
+    for scale in ("auto", "1"):
+        result = CliRunner().invoke(
+            app, ["bench", "--trace", str(one), "--no-plot", "--rate-scale", scale]
+        )
+        assert result.exit_code == 2
+        assert result.output == (
+            "vllm-scaler: --trace: one.csv: 1 request(s) over 0 s: nothing to autoscale "
+            "(expected arrivals spread over time)\n"
+        )
+
+
+def test_what_was_read_is_said_before_the_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[str] = []
+    said_before_search: list[str] = []
+
+    def search(*args: object, **kwargs: object) -> float:
+        said_before_search.extend(seen)
+        return 1.0
+
+    monkeypatch.setattr(runner, "auto_rate_scale", search)
+    # Heavy enough that the estimate is under the cap: 1,000 requests over 50 s.
+    heavy = _trace(tmp_path, "heavy.csv", [(i * 0.05, 1000, 100) for i in range(1000)])
+    result = run_bench(
+        BenchOptions(trace=str(heavy), min_peak_replicas=2, jobs=1), progress=seen.append
+    )
+    assert len(said_before_search) == 1
+    first = said_before_search[0]
+    assert first.startswith("read heavy.csv: 1000 requests over 50 s")
+    assert "rate scale auto: one replica serves about " in first
+    assert "the busiest minute has 1000 requests: 2 replicas need about x" in first
+    assert seen[1].startswith("read heavy.csv: 1000 requests over 50 s")
+    assert (
+        "rate scale x1 (auto); the smallest at which the busiest minute needs 2 replicas"
+        in (seen[1])
+    )
+    assert result.rate_scale == 1.0 and result.rate_scale_auto
