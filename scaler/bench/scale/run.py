@@ -19,7 +19,7 @@ import httpx
 
 from scaler.bench.scale.cycles import figures, peak_rss_mb, rss_mb, run_ours, run_per_target
 from scaler.bench.scale.fleet import exposition_server, fleet, snapshots
-from scaler.bench.scale.report import ScaleResult, disagreements
+from scaler.bench.scale.report import ScaleResult, disagreements, throughput_disagreements
 from scaler.bench.scale.server import (
     prometheus_own,
     query_stats,
@@ -29,8 +29,13 @@ from scaler.bench.scale.server import (
 from scaler.core.signals import SignalName, SignalReading
 from scaler.sim.exposition import TTFT_BUCKETS
 from scaler.sim.prometheus_server import PrometheusServer, wait_for_series, write_file_sd
-from scaler.sources.prometheus import PrometheusSource
-from scaler.sources.promql import build_query_plan, recorded_ttft_metric
+from scaler.sources.prometheus import PrometheusSource, Throughput
+from scaler.sources.promql import (
+    GENERATION_TOKENS_METRIC,
+    build_query_plan,
+    recorded_rate_metric,
+    recorded_ttft_metric,
+)
 
 __all__ = ["run_scale_bench"]
 
@@ -121,8 +126,10 @@ async def run_scale_bench(
             rss0 = rss_mb()
             ours: dict[str, dict[SignalName, SignalReading]] = {}
             theirs: dict[str, dict[SignalName, SignalReading]] = {}
+            flow: dict[str, Throughput] = {}  # each target's throughput, raw plan
+            flow_rules: dict[str, Throughput] = {}  # and from the recording rules
             cpu0 = (await prometheus_own(http, prom.url)).get("cpu", 0.0)
-            ran = await run_ours(source, policies, snaps, cycles, ours)
+            ran = await run_ours(source, policies, snaps, cycles, ours, flow)
             cpu = (await prometheus_own(http, prom.url)).get("cpu", 0.0) - cpu0
             rss = rss_mb() - rss0
             stats = await query_stats(http, prom.url, ran.promql)
@@ -156,10 +163,18 @@ async def run_scale_bench(
                     min_series=len(policies),
                     poll_seconds=1,
                 )
+                # the group's last rule: the per-pod rates of every pod
+                await wait_for_series(
+                    prom.url,
+                    recorded_rate_metric(GENERATION_TOKENS_METRIC, rate_window_seconds),
+                    timeout=600,
+                    min_series=len(pods),
+                    poll_seconds=1,
+                )
                 say(f"vllm-scaler, recording rules: {cycles} cycles")
                 rss0 = rss_mb()
                 cpu0 = (await prometheus_own(http, prom.url)).get("cpu", 0.0)
-                ran = await run_ours(source, policies, snaps, cycles, via_rules)
+                ran = await run_ours(source, policies, snaps, cycles, via_rules, flow_rules)
                 rules = await prometheus_own(http, prom.url)
                 rss = rss_mb() - rss0
                 stats = await query_stats(http, prom.url, ran.promql)
@@ -176,7 +191,7 @@ async def run_scale_bench(
         series = len(pods) * (5 + len(TTFT_BUCKETS) + 1)
         prom_rss = peak_rss_mb(prom._proc.pid if prom._proc is not None else None)
     differ = disagreements(ours, theirs)
-    differ_rules = disagreements(via_rules, ours)
+    differ_rules = disagreements(via_rules, ours) + throughput_disagreements(flow_rules, flow)
     return ScaleResult(
         targets=targets,
         pods_per_target=pods_per_target,
