@@ -40,6 +40,15 @@ from scaler.sources.promql import (
 __all__ = ["run_scale_bench"]
 
 
+async def _wait_for_count(url: str, query: str, count: int, timeout: float, poll: float) -> None:
+    """Wait until ``query`` returns at least ``count`` series, asking Prometheus to count
+    them: the series themselves (8,000 of them, every poll) would be decoded here, and the
+    memory they leave behind would count as the controller's in the reported peak RSS."""
+    await wait_for_series(
+        url, f"count({query}) >= {count}", timeout=timeout, min_series=1, poll_seconds=poll
+    )
+
+
 async def run_scale_bench(
     *,
     targets: int = 1000,
@@ -98,18 +107,16 @@ async def run_scale_bench(
         await prom.astart()
         stack.callback(prom.stop)
         say(f"prometheus {prom.url}: waiting for {len(pods)} pods to be scraped twice")
-        await wait_for_series(
-            prom.url, "vllm:num_requests_running", timeout=600, min_series=len(pods), poll_seconds=2
-        )
+        await _wait_for_count(prom.url, "vllm:num_requests_running", len(pods), 600, 2)
         # A whole rate window of samples for every pod: before that, rate() extrapolates
         # over a partial window and two reads a moment apart can differ a lot.
         full = int(rate_window_seconds / scrape_interval_seconds) - 1
-        await wait_for_series(
+        await _wait_for_count(
             prom.url,
             f"count_over_time(vllm:num_requests_running[{int(rate_window_seconds)}s]) >= {full}",
-            timeout=600 + rate_window_seconds,
-            min_series=len(pods),
-            poll_seconds=1,
+            len(pods),
+            600 + rate_window_seconds,
+            1,
         )
         setup = time.monotonic() - started
         async with httpx.AsyncClient(
@@ -156,21 +163,11 @@ async def run_scale_bench(
                 write_recording_rules(rule_file, rate_window_seconds, 2 * scrape_interval_seconds)
                 prom.reload([rule_file])
                 say("recording rules loaded: waiting for their first evaluation")
-                await wait_for_series(
-                    prom.url,
-                    f'{recorded_ttft_metric(rate_window_seconds)}{{le="+Inf"}}',
-                    timeout=600,
-                    min_series=len(policies),
-                    poll_seconds=1,
-                )
+                recorded = f'{recorded_ttft_metric(rate_window_seconds)}{{le="+Inf"}}'
+                await _wait_for_count(prom.url, recorded, len(policies), 600, 1)
                 # the group's last rule: the per-pod rates of every pod
-                await wait_for_series(
-                    prom.url,
-                    recorded_rate_metric(GENERATION_TOKENS_METRIC, rate_window_seconds),
-                    timeout=600,
-                    min_series=len(pods),
-                    poll_seconds=1,
-                )
+                last = recorded_rate_metric(GENERATION_TOKENS_METRIC, rate_window_seconds)
+                await _wait_for_count(prom.url, last, len(pods), 600, 1)
                 say(f"vllm-scaler, recording rules: {cycles} cycles")
                 rss0 = rss_mb()
                 cpu0 = (await prometheus_own(http, prom.url)).get("cpu", 0.0)
