@@ -530,11 +530,13 @@ def build_throughput_query(plan: QueryPlan, recorded_namespaces: Sequence[str]) 
     the recording rules' per-pod rates (:func:`recorded_rate_metric`) instead of ``rate()``
     over the raw counters; every other group and namespace as in the plan's raw query.
 
-    The recorded part is ``label_replace(max by (namespace, pod, scaler_metric) (label_replace(
-    {__name__=~"<the three recorded names>",namespace=~"..."}, "scaler_metric",
-    "vllm:${1}_total", "__name__", "namespace_pod:vllm_(.+):rate.+")), "scaler_selector",
-    "<group>", "", "")``: the same series and labels as the raw part's, so the answer splits
-    the same way (``max by`` keeps one of two copies a second rule evaluator wrote).
+    The recorded part is, per counter, ``label_replace(max by (namespace, pod) (
+    namespace_pod:vllm_generation_tokens:rate1m{namespace=~"..."}), "scaler_metric",
+    "vllm:generation_tokens_total", "", "")``, the three joined by ``or`` and tagged with the
+    group: the same series and labels as the raw part's, so the answer splits the same way
+    (``max by`` drops the recorded name and keeps one of two copies a second rule evaluator
+    wrote). A fixed tag rather than one regular expression over the recorded names: that
+    cost Prometheus ten times more than reading the 24,000 recorded series.
     Returns the plan's raw query when nothing is recorded or no default group exists.
     """
     recorded = [ns for ns in plan.default_namespaces if ns in set(recorded_namespaces)]
@@ -542,13 +544,17 @@ def build_throughput_query(plan: QueryPlan, recorded_namespaces: Sequence[str]) 
     if not recorded or gid is None:
         return plan.queries[QueryKind.THROUGHPUT]
     window = promql_duration(plan.rate_window_seconds)
-    names = "|".join(recorded_rate_metric(c, plan.rate_window_seconds) for c in THROUGHPUT_METRICS)
     sel = _namespaces_selector(recorded)
-    renamed = (
-        f'label_replace({{__name__=~"{names}",{sel}}}, "{METRIC_LABEL}", "vllm:${{1}}_total", '
-        f'"__name__", "namespace_pod:vllm_(.+):rate.+")'
-    )
-    parts = [_tag(f"max by (namespace, pod, {METRIC_LABEL}) ({renamed})", SELECTOR_LABEL, gid)]
+    per_counter = [
+        _tag(
+            f"max by (namespace, pod) ({recorded_rate_metric(c, plan.rate_window_seconds)}"
+            f"{{{sel}}})",
+            METRIC_LABEL,
+            c,
+        )
+        for c in THROUGHPUT_METRICS
+    ]
+    parts = [_tag("(" + _or(per_counter) + ")", SELECTOR_LABEL, gid)]
     raw = [ns for ns in plan.default_namespaces if ns not in recorded]
     for g, group_sel in plan.selectors.items():
         if g == gid:

@@ -135,11 +135,12 @@ def test_the_throughput_query_reads_recorded_namespaces_and_the_rest_raw() -> No
     assert (plan.default_group, plan.default_namespaces) == ("s0", ("a", "b"))
     assert build_throughput_query(plan, []) == plan.queries[QueryKind.THROUGHPUT]
     query = build_throughput_query(plan, ["a", "z"])  # "z": not a namespace of the plan
-    recorded = "|".join(recorded_rate_metric(c, 60) for c in THROUGHPUT_METRICS)
-    assert f'{{__name__=~"{recorded}",namespace="a"}}' in query
-    assert '"scaler_metric", "vllm:${1}_total", "__name__", "namespace_pod:vllm_(.+):rate.+"' in (
-        query
-    )
+    for counter in THROUGHPUT_METRICS:  # each recorded rate tagged as the raw one is
+        recorded = recorded_rate_metric(counter, 60)
+        assert (
+            f'label_replace(max by (namespace, pod) ({recorded}{{namespace="a"}}), '
+            f'"scaler_metric", "{counter}", "", "")'
+        ) in query
     # namespace b of the default group and the explicit group stay raw, each with its tag
     assert 'rate(vllm:generation_tokens_total{namespace="b"}[60s])' in query
     assert 'rate(vllm:generation_tokens_total{job="vllm",namespace="c"}[60s])' in query

@@ -191,7 +191,7 @@ class PrometheusSource:
             with paused_gc():
                 parts[kind] = split_answers({kind: answer})
 
-        async def ttft_round() -> Answer | None:
+        async def ttft_round() -> None:
             # The TTFT query needs only the request rates: it is sent as soon as they answer.
             nonlocal ttft_plan
             await split_when_answered(QueryKind.TTFT_RATE)
@@ -199,9 +199,10 @@ class PrometheusSource:
                 ttft_plan = plan_ttft(
                     policy_targets, snapshots, former, plan, parts[QueryKind.TTFT_RATE]
                 )
-            if ttft_plan.query is None:
-                return None
-            return await self._query(QueryKind.TTFT_BUCKETS, ttft_plan.query)
+            if ttft_plan.query is not None:
+                answer = await self._query(QueryKind.TTFT_BUCKETS, ttft_plan.query)
+                with paused_gc():
+                    parts[QueryKind.TTFT_BUCKETS] = with_ttft(SplitAnswers({}), answer)
 
         async def throughput_round() -> None:
             nonlocal recorded_throughput
@@ -222,19 +223,16 @@ class PrometheusSource:
         ]
         if deferred:
             rounds.append(asyncio.ensure_future(throughput_round()))
-        second: asyncio.Future[Answer | None] | None = None
         if QueryKind.TTFT_RATE in first:
-            second = asyncio.ensure_future(ttft_round())
+            rounds.append(asyncio.ensure_future(ttft_round()))
         try:
-            await asyncio.gather(*rounds, *([second] if second else []))
+            await asyncio.gather(*rounds)
         finally:  # cancelled (a stop mid-cycle): no query outlives the cycle
-            for task in [*first.values(), *rounds, *([second] if second else [])]:
+            for task in [*first.values(), *rounds]:
                 task.cancel()
         with paused_gc():
-            split = merge_splits([parts[k] for k in plan.queries if k in parts])
-            ttft_answer = second.result() if second is not None else None
-            if ttft_answer is not None:
-                split = with_ttft(split, ttft_answer)
+            order = [*plan.queries, QueryKind.TTFT_BUCKETS]
+            split = merge_splits([parts[k] for k in order if k in parts])
             targets = read_targets(
                 policy_targets,
                 snapshots,

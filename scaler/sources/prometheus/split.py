@@ -343,16 +343,19 @@ def split_answers(answers: Mapping[QueryKind, Answer]) -> SplitAnswers:
 
 
 def merge_splits(parts: Sequence[SplitAnswers]) -> SplitAnswers:
-    """One :class:`SplitAnswers` of per-pod answers split one by one (:func:`split_answers`
-    of each, as each came in); their TTFT parts are not kept (see :func:`with_ttft`)."""
+    """One :class:`SplitAnswers` of answers split one by one as each came in
+    (:func:`split_answers`, :func:`with_ttft`): their answers, per-pod groups and left-out
+    series together, and the TTFT split of the one that has it."""
     answers: dict[QueryKind, Answer] = {}
     pod_groups: dict[QueryKind, dict[str, PodSeries]] = {}
     unattributed: dict[QueryKind, Unattributed] = {}
+    ttft: TtftSeries | None = None
     for part in parts:
         answers.update(part.answers)
         pod_groups.update(part.pod_groups)
         unattributed.update(part.unattributed)
-    return SplitAnswers(answers, pod_groups, unattributed=unattributed)
+        ttft = part.ttft or ttft
+    return SplitAnswers(answers, pod_groups, ttft, unattributed)
 
 
 def with_ttft(split: SplitAnswers, answer: Answer) -> SplitAnswers:
