@@ -128,7 +128,8 @@ def test_promtool_check_rules_as_shipped() -> None:
         [_promtool(), "check", "rules", *files], capture_output=True, text=True, check=False
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "SUCCESS: 13 rules found" in out.stdout, out.stdout  # 12 alerts, 1 recording rule
+    # 12 alerts; 4 recording rules: TTFT buckets per pod group, three throughput rates per pod
+    assert "SUCCESS: 16 rules found" in out.stdout, out.stdout
 
 
 def test_promtool_test_rules_as_shipped() -> None:

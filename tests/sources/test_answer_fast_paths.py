@@ -155,3 +155,14 @@ def test_garbage_collection_resumes_as_it_was() -> None:
     with pytest.raises(RuntimeError), paused_gc():
         raise RuntimeError("boom")
     assert gc.isenabled()
+
+
+def test_a_repeated_label_value_is_held_once_in_a_decoded_answer() -> None:
+    # 10^4-10^5 series per answer name the same namespaces and counters: one copy of each
+    series = [
+        {"metric": {"namespace": "team-001", "pod": f"p{i}"}, "value": [1, "2"]} for i in (1, 2)
+    ]
+    doc = decode_json(json.dumps({"data": {"result": series}}).encode())
+    first, second = (s["metric"] for s in doc["data"]["result"])
+    assert first == {"namespace": "team-001", "pod": "p1"}
+    assert first["namespace"] is second["namespace"]

@@ -24,7 +24,7 @@ from scaler.core.decide import decide
 from scaler.core.observation import WorkloadSnapshot
 from scaler.core.signals import SignalName, SignalReading
 from scaler.core.state import TargetState
-from scaler.sources.prometheus import PrometheusSource, TargetReadings
+from scaler.sources.prometheus import PrometheusSource, TargetReadings, Throughput
 from scaler.sources.promql import QueryKind
 
 __all__ = [
@@ -68,6 +68,8 @@ class Cycles:
         queries: queries sent in the last cycle.
         failed: failed queries over all cycles.
         recorded: per cycle, the targets that read TTFT from the recording rule.
+        throughput_recorded: per cycle, the namespaces whose pods' throughput was read from
+            the recording rules.
         query_seconds: query kind -> client-side seconds (sent to parsed), per cycle.
         query_series: query kind -> series in its answer (the last cycle).
         promql: query kind -> the PromQL sent (the last cycle).
@@ -79,6 +81,7 @@ class Cycles:
     queries: int = 0
     failed: int = 0
     recorded: list[int] = field(default_factory=list)
+    throughput_recorded: list[int] = field(default_factory=list)
     query_seconds: dict[QueryKind, list[float]] = field(default_factory=dict)
     query_series: dict[QueryKind, int] = field(default_factory=dict)
     promql: dict[QueryKind, str] = field(default_factory=dict)
@@ -106,8 +109,10 @@ async def run_ours(
     snaps: dict[str, WorkloadSnapshot],
     cycles: int,
     last: dict[str, dict[SignalName, SignalReading]],
+    throughput: dict[str, Throughput] | None = None,
 ) -> Cycles:
-    """``cycles`` cycles of vllm-scaler's plan; ``last`` gets the last cycle's readings."""
+    """``cycles`` cycles of vllm-scaler's plan; ``last`` gets the last cycle's readings and
+    ``throughput`` each target's throughput of the last cycle."""
     out = Cycles()
     states: dict[str, TargetState | None] = {}
     for _ in range(cycles):
@@ -126,6 +131,9 @@ async def run_ours(
         out.queries = result.queries_sent
         out.failed += sum(1 for o in result.queries.values() if not o.ok)
         out.recorded.append(sum(1 for r in result.targets.values() if r.ttft_query == "recorded"))
+        out.throughput_recorded.append(result.throughput_recorded_namespaces)
+        if throughput is not None:
+            throughput.update({k: r.throughput for k, r in result.targets.items()})
         for kind, o in result.queries.items():
             out.query_seconds.setdefault(kind, []).append(o.duration_seconds)
             out.query_series[kind] = o.series
@@ -215,6 +223,9 @@ def figures(
         controller_cpu_p95_seconds=round(percentile(cpu_own, 0.95), 4) if cpu_own else 0.0,
         prometheus_cpu_per_cycle_seconds=round(cpu / len(d), 4),
         ttft_recorded_targets=min(cycles.recorded) if cycles.recorded else 0,
+        throughput_recorded_namespaces=(
+            min(cycles.throughput_recorded) if cycles.throughput_recorded else 0
+        ),
         load_average=round(cycles.load_average, 2),
         queries=queries,
     )

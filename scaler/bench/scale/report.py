@@ -10,10 +10,12 @@ recording rule's evaluation cost, peak RSS and whether every plan read the same 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from scaler.core.signals import SignalName, SignalReading
 from scaler.sim.exposition import TTFT_BUCKETS
+from scaler.sources.prometheus import Throughput
 
 __all__ = ["QueryFigures", "ScaleFigures", "ScaleResult", "disagreements", "format_result"]
 
@@ -63,6 +65,7 @@ class ScaleFigures:
     controller_cpu_p95_seconds: float = 0.0
     prometheus_cpu_per_cycle_seconds: float = 0.0
     ttft_recorded_targets: int = 0
+    throughput_recorded_namespaces: int = 0
     load_average: float = 0.0
     queries: tuple[QueryFigures, ...] = ()
 
@@ -121,6 +124,38 @@ def disagreements(
                 tol = 1e-9 if name.per_pod else 0.1
                 if abs(a.value - b.value) > tol * max(1.0, abs(b.value)):
                     bad.append(f"{key} {name}: {a.value!r} vs {b.value!r}")
+    return tuple(bad)
+
+
+def throughput_disagreements(
+    ours: Mapping[str, Throughput], theirs: Mapping[str, Throughput], tolerance: float = 0.05
+) -> tuple[str, ...]:
+    """The targets whose throughput differs between two plans: another status, other pods,
+    or a total rate (requests, prompt or generated tokens per second) more than
+    ``tolerance`` (a ratio) apart. The counters grow at a constant rate per pod, so the
+    rates of two reads a moment apart (or of a recording a rate window old) agree within a
+    few percent; a pod read twice or left out moves a target's total by an eighth."""
+    bad: list[str] = []
+    for key, a in ours.items():
+        b = theirs.get(key)
+        if b is None:
+            continue
+        if a.status is not b.status or set(a.pods) != set(b.pods):
+            bad.append(
+                f"{key} throughput: {a.status} {len(a.pods)} pods vs {b.status} {len(b.pods)} pods"
+            )
+            continue
+        ta, tb = a.total, b.total
+        if ta is None or tb is None:
+            continue
+        for name in (
+            "requests_per_second",
+            "prompt_tokens_per_second",
+            "generation_tokens_per_second",
+        ):
+            x, y = getattr(ta, name), getattr(tb, name)
+            if abs(x - y) > tolerance * max(1.0, abs(y)):
+                bad.append(f"{key} throughput {name}: {x!r} vs {y!r}")
     return tuple(bad)
 
 
@@ -195,15 +230,16 @@ def format_result(r: ScaleResult) -> str:
     if r.rule_evaluations:
         share = r.rule_eval_p50_seconds / r.rule_interval_seconds if r.rule_interval_seconds else 0
         per_cycle = share * CONTROL_INTERVAL_SECONDS
-        recorded = next(
-            (a.ttft_recorded_targets for a in r.approaches if a.approach.endswith("rules")), 0
-        )
+        by_rules = [a for a in r.approaches if a.approach.endswith("rules")]
+        recorded = by_rules[0].ttft_recorded_targets if by_rules else 0
+        recorded_ns = by_rules[0].throughput_recorded_namespaces if by_rules else 0
         lines.append(
             f"recording rule: evaluation p50 {r.rule_eval_p50_seconds:.3f} s, p99 "
             f"{r.rule_eval_p99_seconds:.3f} s, every {r.rule_interval_seconds:g} s "
             f"({share:.0%} of one core; {r.rule_evaluations} evaluations): "
             f"{per_cycle:.3f} s of Prometheus per {CONTROL_INTERVAL_SECONDS:g} s control cycle; "
-            f"{recorded} of {r.targets} targets read TTFT from it in every cycle"
+            f"{recorded} of {r.targets} targets read TTFT from it in every cycle, "
+            f"{recorded_ns} of {r.namespaces} namespaces their pods' throughput"
         )
     best = min((a for a in r.approaches if _ours(a)), key=lambda a: a.cycle_p95_seconds)
     lines.append(

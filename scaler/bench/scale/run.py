@@ -19,7 +19,7 @@ import httpx
 
 from scaler.bench.scale.cycles import figures, peak_rss_mb, rss_mb, run_ours, run_per_target
 from scaler.bench.scale.fleet import exposition_server, fleet, snapshots
-from scaler.bench.scale.report import ScaleResult, disagreements
+from scaler.bench.scale.report import ScaleResult, disagreements, throughput_disagreements
 from scaler.bench.scale.server import (
     prometheus_own,
     query_stats,
@@ -29,10 +29,24 @@ from scaler.bench.scale.server import (
 from scaler.core.signals import SignalName, SignalReading
 from scaler.sim.exposition import TTFT_BUCKETS
 from scaler.sim.prometheus_server import PrometheusServer, wait_for_series, write_file_sd
-from scaler.sources.prometheus import PrometheusSource
-from scaler.sources.promql import build_query_plan, recorded_ttft_metric
+from scaler.sources.prometheus import PrometheusSource, Throughput
+from scaler.sources.promql import (
+    GENERATION_TOKENS_METRIC,
+    build_query_plan,
+    recorded_rate_metric,
+    recorded_ttft_metric,
+)
 
 __all__ = ["run_scale_bench"]
+
+
+async def _wait_for_count(url: str, query: str, count: int, timeout: float, poll: float) -> None:
+    """Wait until ``query`` returns at least ``count`` series, asking Prometheus to count
+    them: the series themselves (8,000 of them, every poll) would be decoded here, and the
+    memory they leave behind would count as the controller's in the reported peak RSS."""
+    await wait_for_series(
+        url, f"count({query}) >= {count}", timeout=timeout, min_series=1, poll_seconds=poll
+    )
 
 
 async def run_scale_bench(
@@ -93,18 +107,16 @@ async def run_scale_bench(
         await prom.astart()
         stack.callback(prom.stop)
         say(f"prometheus {prom.url}: waiting for {len(pods)} pods to be scraped twice")
-        await wait_for_series(
-            prom.url, "vllm:num_requests_running", timeout=600, min_series=len(pods), poll_seconds=2
-        )
+        await _wait_for_count(prom.url, "vllm:num_requests_running", len(pods), 600, 2)
         # A whole rate window of samples for every pod: before that, rate() extrapolates
         # over a partial window and two reads a moment apart can differ a lot.
         full = int(rate_window_seconds / scrape_interval_seconds) - 1
-        await wait_for_series(
+        await _wait_for_count(
             prom.url,
             f"count_over_time(vllm:num_requests_running[{int(rate_window_seconds)}s]) >= {full}",
-            timeout=600 + rate_window_seconds,
-            min_series=len(pods),
-            poll_seconds=1,
+            len(pods),
+            600 + rate_window_seconds,
+            1,
         )
         setup = time.monotonic() - started
         async with httpx.AsyncClient(
@@ -121,8 +133,10 @@ async def run_scale_bench(
             rss0 = rss_mb()
             ours: dict[str, dict[SignalName, SignalReading]] = {}
             theirs: dict[str, dict[SignalName, SignalReading]] = {}
+            flow: dict[str, Throughput] = {}  # each target's throughput, raw plan
+            flow_rules: dict[str, Throughput] = {}  # and from the recording rules
             cpu0 = (await prometheus_own(http, prom.url)).get("cpu", 0.0)
-            ran = await run_ours(source, policies, snaps, cycles, ours)
+            ran = await run_ours(source, policies, snaps, cycles, ours, flow)
             cpu = (await prometheus_own(http, prom.url)).get("cpu", 0.0) - cpu0
             rss = rss_mb() - rss0
             stats = await query_stats(http, prom.url, ran.promql)
@@ -149,17 +163,15 @@ async def run_scale_bench(
                 write_recording_rules(rule_file, rate_window_seconds, 2 * scrape_interval_seconds)
                 prom.reload([rule_file])
                 say("recording rules loaded: waiting for their first evaluation")
-                await wait_for_series(
-                    prom.url,
-                    f'{recorded_ttft_metric(rate_window_seconds)}{{le="+Inf"}}',
-                    timeout=600,
-                    min_series=len(policies),
-                    poll_seconds=1,
-                )
+                recorded = f'{recorded_ttft_metric(rate_window_seconds)}{{le="+Inf"}}'
+                await _wait_for_count(prom.url, recorded, len(policies), 600, 1)
+                # the group's last rule: the per-pod rates of every pod
+                last = recorded_rate_metric(GENERATION_TOKENS_METRIC, rate_window_seconds)
+                await _wait_for_count(prom.url, last, len(pods), 600, 1)
                 say(f"vllm-scaler, recording rules: {cycles} cycles")
                 rss0 = rss_mb()
                 cpu0 = (await prometheus_own(http, prom.url)).get("cpu", 0.0)
-                ran = await run_ours(source, policies, snaps, cycles, via_rules)
+                ran = await run_ours(source, policies, snaps, cycles, via_rules, flow_rules)
                 rules = await prometheus_own(http, prom.url)
                 rss = rss_mb() - rss0
                 stats = await query_stats(http, prom.url, ran.promql)
@@ -176,7 +188,7 @@ async def run_scale_bench(
         series = len(pods) * (5 + len(TTFT_BUCKETS) + 1)
         prom_rss = peak_rss_mb(prom._proc.pid if prom._proc is not None else None)
     differ = disagreements(ours, theirs)
-    differ_rules = disagreements(via_rules, ours)
+    differ_rules = disagreements(via_rules, ours) + throughput_disagreements(flow_rules, flow)
     return ScaleResult(
         targets=targets,
         pods_per_target=pods_per_target,

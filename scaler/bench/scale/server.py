@@ -15,7 +15,7 @@ import httpx
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from scaler.sources.promql import QueryKind, recorded_ttft_metric, recording_rule_expr
+from scaler.sources.promql import QueryKind, recording_rules
 
 __all__ = [
     "RECORDING_GROUP",
@@ -32,17 +32,13 @@ RECORDING_GROUP = "vllm-scaler-recording"
 
 
 def write_recording_rules(path: Path, rate_window_seconds: float, interval: float) -> None:
-    """The shipped TTFT recording rule for the window (a test pins the file to the same
-    expression), evaluated every ``interval`` seconds."""
+    """The shipped recording rules for the window (TTFT buckets per pod group, throughput
+    rates per pod; a test pins the file to the same expressions), evaluated every
+    ``interval`` seconds."""
     group = {
         "name": RECORDING_GROUP,
         "interval": f"{max(1, round(interval))}s",
-        "rules": [
-            {
-                "record": recorded_ttft_metric(rate_window_seconds),
-                "expr": recording_rule_expr(rate_window_seconds),
-            }
-        ],
+        "rules": recording_rules(rate_window_seconds),
     }
     path.write_text(yaml.safe_dump({"groups": [group]}, sort_keys=False), encoding="utf-8")
 

@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import pydantic_core
+
 from scaler.core.signals import SignalStatus
 from scaler.sources.promql import QueryKind
 
@@ -135,14 +137,25 @@ def paused_gc() -> Iterator[None]:
 
 
 def decode_json(content: bytes) -> Any:
-    """The JSON document in ``content`` (:func:`json.loads`, as ``httpx.Response.json``),
-    decoded without garbage collection (:func:`paused_gc`).
+    """The JSON document in ``content``, as :func:`json.loads` reads it, decoded without
+    garbage collection (:func:`paused_gc`).
+
+    Decoded by pydantic-core's parser (``from_json``), which keeps one copy of each repeated
+    string: an answer names the same namespaces, label names and counters tens of thousands
+    of times, so the decoded answer holds about a third less memory, and decoding takes
+    about half the time. Content it refuses (not UTF-8, such as UTF-16, or a lone surrogate
+    escape) is read by :func:`json.loads`, which decides: the same documents are read, with
+    the same values, as by the standard decoder alone.
 
     Raises:
-        ValueError: the content is not JSON (:class:`json.JSONDecodeError`).
+        ValueError: the content is not JSON (:class:`json.JSONDecodeError`, or
+            :class:`UnicodeDecodeError` for bytes of no Unicode encoding).
     """
     with paused_gc():
-        return json.loads(content)
+        try:
+            return pydantic_core.from_json(content, cache_strings="all")
+        except ValueError:
+            return json.loads(content)
 
 
 def _fast_value(raw: object) -> float | None:

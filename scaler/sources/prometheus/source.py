@@ -3,9 +3,11 @@
 :class:`PrometheusSource` sends the cycle's instant queries (:mod:`scaler.sources.promql`, at
 most six whatever the number of targets) in two rounds: the per-pod queries concurrently,
 then the TTFT query that their answers shape (:mod:`.ttft`: which targets have requests, in
-which histogram representation, read raw or from the recording rules). It splits the answers
-per target (:mod:`.split`), attributes series to the pods each target owns
-(:mod:`.attribution`) and classifies them into readings (:mod:`.readings`). ``read`` never
+which histogram representation, read raw or from the recording rules), and the throughput
+query as soon as the running answer says where the recording rules hold fresh per-pod
+rates. It splits each answer per target as it comes in, while Prometheus computes the others
+(:mod:`.split`), attributes series to the pods each target owns (:mod:`.attribution`) and
+classifies them into readings (:mod:`.readings`). ``read`` never
 raises for Prometheus trouble: every fault is a named status.
 
 The source keeps state from one read to the next: the stall detector's per-pod histories
@@ -22,6 +24,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 import structlog
@@ -35,7 +38,14 @@ from scaler.sources.prometheus.answers import Answer, QueryOutcome, paused_gc
 from scaler.sources.prometheus.attribution import PodMemory
 from scaler.sources.prometheus.http import instant_query, query_body, register_url_credentials
 from scaler.sources.prometheus.readings import TargetReadings, read_targets
-from scaler.sources.prometheus.split import Unattributed, split_answers, with_ttft
+from scaler.sources.prometheus.split import (
+    SplitAnswers,
+    Unattributed,
+    merge_splits,
+    recorded_throughput_namespaces,
+    split_answers,
+    with_ttft,
+)
 from scaler.sources.prometheus.stalls import PodHistory
 from scaler.sources.prometheus.ttft import TtftPlan, plan_ttft
 from scaler.sources.promql import (
@@ -43,6 +53,7 @@ from scaler.sources.promql import (
     SIGNAL_QUERY,
     QueryKind,
     build_query_plan,
+    build_throughput_query,
     label_value,
     promql_duration,
 )
@@ -62,12 +73,15 @@ class SourceResult:
         duration_seconds: wall time of the whole read.
         unattributed: query kind -> the series of its answer that named no selector group or
             target (left out; see :mod:`.split`).
+        throughput_recorded_namespaces: namespaces whose pods' throughput was read from the
+            recording rules (fresh there) rather than from the raw counters.
     """
 
     targets: dict[str, TargetReadings]
     queries: dict[QueryKind, QueryOutcome]
     duration_seconds: float = 0.0
     unattributed: dict[QueryKind, Unattributed] = field(default_factory=dict)
+    throughput_recorded_namespaces: int = 0
 
     @property
     def queries_sent(self) -> int:
@@ -159,27 +173,66 @@ class PrometheusSource:
             native_histograms=self.native_histograms is not False,
         )
         former = self._memory.update(snapshots, rate_window_seconds=window)
-        first = {k: asyncio.ensure_future(self._query(k, q)) for k, q in plan.queries.items()}
-        second: asyncio.Future[Answer] | None = None
-        try:
-            # The TTFT query needs only the request rates: it is sent as soon as they answer,
-            # while the other per-pod queries may still be running.
-            ttft_plan = TtftPlan(None)
-            if QueryKind.TTFT_RATE in first:
-                rate_answer = await first[QueryKind.TTFT_RATE]
-                with paused_gc():
-                    rates = split_answers({QueryKind.TTFT_RATE: rate_answer})
-                    ttft_plan = plan_ttft(policy_targets, snapshots, former, plan, rates)
+        # The throughput query waits for the running answer, which says where the recording
+        # rules hold fresh per-pod rates (read those instead of rate() over raw counters).
+        deferred = plan.default_group is not None and QueryKind.RUNNING in plan.queries
+        first = {
+            k: asyncio.ensure_future(self._query(k, q))
+            for k, q in plan.queries.items()
+            if not (deferred and k is QueryKind.THROUGHPUT)
+        }
+        parts: dict[QueryKind, SplitAnswers] = {}
+        ttft_plan = TtftPlan(None)
+        recorded_throughput: list[str] = []
+
+        async def split_when_answered(kind: QueryKind) -> None:
+            # Each answer is split as it comes in, while Prometheus computes the others.
+            answer = await first[kind]
+            with paused_gc():
+                parts[kind] = split_answers({kind: answer})
+
+        async def ttft_round() -> None:
+            # The TTFT query needs only the request rates: it is sent as soon as they answer.
+            nonlocal ttft_plan
+            await split_when_answered(QueryKind.TTFT_RATE)
+            with paused_gc():
+                ttft_plan = plan_ttft(
+                    policy_targets, snapshots, former, plan, parts[QueryKind.TTFT_RATE]
+                )
             if ttft_plan.query is not None:
-                second = asyncio.ensure_future(self._query(QueryKind.TTFT_BUCKETS, ttft_plan.query))
-            await asyncio.gather(*first.values(), *([second] if second else []))
+                answer = await self._query(QueryKind.TTFT_BUCKETS, ttft_plan.query)
+                with paused_gc():
+                    parts[QueryKind.TTFT_BUCKETS] = with_ttft(SplitAnswers({}), answer)
+
+        async def throughput_round() -> None:
+            nonlocal recorded_throughput
+            await split_when_answered(QueryKind.RUNNING)
+            running = parts[QueryKind.RUNNING].pod_groups.get(QueryKind.RUNNING, {})
+            recorded_throughput = recorded_throughput_namespaces(
+                running.get(plan.default_group or ""), plan.default_namespaces, window
+            )
+            promql = build_throughput_query(plan, recorded_throughput)
+            first[QueryKind.THROUGHPUT] = asyncio.ensure_future(
+                self._query(QueryKind.THROUGHPUT, promql)
+            )
+            await split_when_answered(QueryKind.THROUGHPUT)
+
+        own_round = {QueryKind.TTFT_RATE, *([QueryKind.RUNNING] if deferred else [])}
+        rounds: list[asyncio.Future[Any]] = [
+            asyncio.ensure_future(split_when_answered(k)) for k in first if k not in own_round
+        ]
+        if deferred:
+            rounds.append(asyncio.ensure_future(throughput_round()))
+        if QueryKind.TTFT_RATE in first:
+            rounds.append(asyncio.ensure_future(ttft_round()))
+        try:
+            await asyncio.gather(*rounds)
         finally:  # cancelled (a stop mid-cycle): no query outlives the cycle
-            for task in [*first.values(), *([second] if second else [])]:
+            for task in [*first.values(), *rounds]:
                 task.cancel()
         with paused_gc():
-            split = split_answers({k: f.result() for k, f in first.items()})
-            if second is not None:
-                split = with_ttft(split, second.result())
+            order = [*plan.queries, QueryKind.TTFT_BUCKETS]
+            split = merge_splits([parts[k] for k in order if k in parts])
             targets = read_targets(
                 policy_targets,
                 snapshots,
@@ -199,6 +252,7 @@ class PrometheusSource:
             queries=queries,
             duration_seconds=time.monotonic() - start,
             unattributed=dict(split.unattributed),
+            throughput_recorded_namespaces=len(recorded_throughput),
         )
 
     async def probe_scrape_intervals(

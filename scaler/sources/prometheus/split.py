@@ -15,7 +15,7 @@ missing, never as zero. Shared by the live source and the backtest's replay of h
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from scaler.core.signals import SignalStatus
@@ -25,8 +25,10 @@ from scaler.sources.promql import (
     METRIC_LABEL,
     NATIVE_PART_LABEL,
     POD_GROUP_LABEL,
+    RECORDED_LABEL,
     SELECTOR_LABEL,
     TARGET_LABEL,
+    THROUGHPUT_METRICS,
     HistogramKind,
     NativePart,
     QueryKind,
@@ -38,6 +40,8 @@ __all__ = [
     "SplitAnswers",
     "TtftSeries",
     "Unattributed",
+    "merge_splits",
+    "recorded_throughput_namespaces",
     "split_answers",
     "split_ttft",
     "with_ttft",
@@ -80,6 +84,8 @@ class PodSeries:
     faults: dict[tuple[str, str], SeriesFault] = field(default_factory=dict)
     #: ``ttft_rate`` only: (namespace, pod group) -> age of its recorded buckets, seconds.
     recorded: dict[tuple[str, str], float] = field(default_factory=dict)
+    #: ``running`` only: (namespace, counter) -> age of the recorded per-pod rates, seconds.
+    throughput_ages: dict[tuple[str, str], float] = field(default_factory=dict)
     _strays: dict[str, list[str]] | None = None
 
     @property
@@ -118,7 +124,8 @@ def _split_per_pod(answer: Answer, kind: QueryKind) -> tuple[dict[str, PodSeries
     The metric is the TTFT request rate's histogram representation (``scaler_histogram``),
     else the series' ``__name__`` (KV cache), its ``scaler_metric`` tag (throughput), or the
     query kind. The recorded groups' ages (``scaler_histogram="recorded"``) go to
-    :attr:`PodSeries.recorded`. Returns the groups and the details of the series that name
+    :attr:`PodSeries.recorded`, the recorded throughput rates' ages (``scaler_recorded``)
+    to :attr:`PodSeries.throughput_ages`. Returns the groups and the details of the series that name
     no group.
     """
     groups: dict[str, PodSeries] = {}
@@ -142,7 +149,12 @@ def _split_per_pod(answer: Answer, kind: QueryKind) -> tuple[dict[str, PodSeries
             continue
         pod = labels.get("pod")
         if not pod:
-            grp.no_pod_label += 1
+            counter = labels.get(RECORDED_LABEL)
+            if counter is None:
+                grp.no_pod_label += 1
+            else:  # two ages for one namespace (two rule evaluators): trust the older
+                at = (labels.get("namespace", ""), counter)
+                grp.throughput_ages[at] = max(value, grp.throughput_ages.get(at, value))
             continue
         # An empty namespace means the series has no namespace label; the source
         # then matches it on the target's namespace (the selector already scoped it).
@@ -167,7 +179,8 @@ def _split_per_pod(answer: Answer, kind: QueryKind) -> tuple[dict[str, PodSeries
             continue  # an unreadable age: that group is not known fresh, read raw instead
         pod = bad.labels.get("pod")
         if not pod:
-            grp.no_pod_label += 1
+            if RECORDED_LABEL not in bad.labels:  # an unreadable age: read raw instead
+                grp.no_pod_label += 1
             continue
         key = (bad.labels.get("namespace", ""), pod)
         grp.faults.setdefault(key, SeriesFault(SignalStatus.BAD_RESPONSE, bad.detail))
@@ -329,6 +342,22 @@ def split_answers(answers: Mapping[QueryKind, Answer]) -> SplitAnswers:
     return split if t_ans is None else with_ttft(split, t_ans)
 
 
+def merge_splits(parts: Sequence[SplitAnswers]) -> SplitAnswers:
+    """One :class:`SplitAnswers` of answers split one by one as each came in
+    (:func:`split_answers`, :func:`with_ttft`): their answers, per-pod groups and left-out
+    series together, and the TTFT split of the one that has it."""
+    answers: dict[QueryKind, Answer] = {}
+    pod_groups: dict[QueryKind, dict[str, PodSeries]] = {}
+    unattributed: dict[QueryKind, Unattributed] = {}
+    ttft: TtftSeries | None = None
+    for part in parts:
+        answers.update(part.answers)
+        pod_groups.update(part.pod_groups)
+        unattributed.update(part.unattributed)
+        ttft = part.ttft or ttft
+    return SplitAnswers(answers, pod_groups, ttft, unattributed)
+
+
 def with_ttft(split: SplitAnswers, answer: Answer) -> SplitAnswers:
     """``split`` with the second round's ``ttft_buckets`` answer added (and split)."""
     answers = {**split.answers, QueryKind.TTFT_BUCKETS: answer}
@@ -339,3 +368,19 @@ def with_ttft(split: SplitAnswers, answer: Answer) -> SplitAnswers:
         if lost:
             unattributed[QueryKind.TTFT_BUCKETS] = _unattributed(lost)
     return SplitAnswers(answers, split.pod_groups, ttft, unattributed)
+
+
+def recorded_throughput_namespaces(
+    running: PodSeries | None, namespaces: Sequence[str], rate_window_seconds: float
+) -> list[str]:
+    """The namespaces whose pods' throughput the recording rules hold, fresh: every counter
+    of :data:`~scaler.sources.promql.THROUGHPUT_METRICS` recorded at most one rate window
+    ago (the ages the ``running`` answer carries). Others are read raw."""
+    if running is None or not running.throughput_ages:
+        return []
+    ages = running.throughput_ages
+    return [
+        ns
+        for ns in namespaces
+        if all(ages.get((ns, c), math.inf) <= rate_window_seconds for c in THROUGHPUT_METRICS)
+    ]
