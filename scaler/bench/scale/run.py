@@ -108,14 +108,18 @@ async def run_scale_bench(
         stack.callback(prom.stop)
         say(f"prometheus {prom.url}: waiting for {len(pods)} pods to be scraped twice")
         await _wait_for_count(prom.url, "vllm:num_requests_running", len(pods), 600, 2)
-        # A whole rate window of samples for every pod: before that, rate() extrapolates
-        # over a partial window and two reads a moment apart can differ a lot.
-        full = int(rate_window_seconds / scrape_interval_seconds) - 1
+        # Every pod's samples must span a whole rate window: when a series starts inside
+        # the window, rate() extrapolates only to its first sample and reads low (5-8% here
+        # when only window/interval - 1 samples were awaited), so the plans read at
+        # different moments disagreed. window/interval + 1 samples within twice the window
+        # means the first sample is at least a window old.
+        spanning = int(rate_window_seconds / scrape_interval_seconds) + 1
         await _wait_for_count(
             prom.url,
-            f"count_over_time(vllm:num_requests_running[{int(rate_window_seconds)}s]) >= {full}",
+            f"count_over_time(vllm:num_requests_running[{int(2 * rate_window_seconds)}s])"
+            f" >= {spanning}",
             len(pods),
-            600 + rate_window_seconds,
+            600 + 2 * rate_window_seconds,
             1,
         )
         setup = time.monotonic() - started
