@@ -10,6 +10,7 @@ cycle for the queries and once per target for the decision.
 from __future__ import annotations
 
 import contextlib
+import logging
 
 import structlog
 
@@ -51,16 +52,19 @@ class DecisionExports:
     def queries(self, result: SourceResult, now: float) -> None:
         m = self.metrics
         m.queries.inc(result.queries_sent)
+        # debug: what each query cost and found, and what each target read; asked once, so
+        # that at other levels no event's fields are built (one per target each cycle)
+        debug = self.log.is_enabled_for(logging.DEBUG)
         for kind, outcome in result.queries.items():
-            # debug: what each query cost and found, and what each target read
-            self.log.debug(
-                "query",
-                query=str(kind),
-                status=str(outcome.status),
-                series=outcome.series,
-                duration_seconds=round(outcome.duration_seconds, 4),
-                http_status=outcome.http_status,
-            )
+            if debug:
+                self.log.debug(
+                    "query",
+                    query=str(kind),
+                    status=str(outcome.status),
+                    series=outcome.series,
+                    duration_seconds=round(outcome.duration_seconds, 4),
+                    http_status=outcome.http_status,
+                )
             if outcome.ok:
                 m.last_query_success.labels(str(kind)).set(now)
             else:
@@ -71,16 +75,17 @@ class DecisionExports:
                     reason=str(outcome.status),
                     detail=outcome.detail,
                 )
-        for key, readings in result.targets.items():
-            self.log.debug(
-                "target_readings",
-                target=key,
-                signals={
-                    str(name): r.value if r.status is SignalStatus.OK else str(r.status)
-                    for name, r in readings.signals.items()
-                },
-                pods_unscraped=len(readings.pods_unscraped),
-            )
+        if debug:
+            for key, readings in result.targets.items():
+                self.log.debug(
+                    "target_readings",
+                    target=key,
+                    signals={
+                        str(name): r.value if r.status is SignalStatus.OK else str(r.status)
+                        for name, r in readings.signals.items()
+                    },
+                    pods_unscraped=len(readings.pods_unscraped),
+                )
         for kind, lost in result.unattributed.items():
             m.unattributed_series.labels(str(kind)).inc(lost.count)
             self.log.warning(
@@ -257,8 +262,11 @@ class DecisionExports:
         signals = {n: v if isinstance(v, str) else round(v, 4) for n, v in shown.items()}
         # each measured value's target, in the same unit (the capacity signal's value is the
         # forecast demand per replica, its target the usable capacity per replica)
-        targets = {str(e.name): round(e.target, 4) for e in d.signals if e.name in signals}
-        targets = {n: t for n, t in targets.items() if not isinstance(signals[n], str)}
+        targets = {
+            str(e.name): round(e.target, 4)
+            for e in d.signals
+            if not isinstance(shown_value(e), str)
+        }
         if d.outside_write:
             self.log.warning(
                 "outside_write",
