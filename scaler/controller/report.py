@@ -180,16 +180,17 @@ def _cell(e: SignalEvaluation | None) -> str:
     otherwise its status (:func:`shown_value`)."""
     if e is None:
         return "off"
-    if isinstance(shown_value(e), str) or e.value is None or e.ratio is None:
+    value = shown_value(e)
+    if isinstance(value, str) or e.ratio is None:
         return _STATUS_CELL.get(e.status, f"INVALID {e.status}")
-    cell = f"{e.value:.4g} / {e.target:.4g} = {e.ratio:.2f} -> {e.desired_replicas}"
+    cell = f"{value:.4g} / {e.target:.4g} = {e.ratio:.2f} -> {e.desired_replicas}"
     return cell if e.status is SignalStatus.OK else f"{cell} ({e.status})"
 
 
-def _notes(label: str, d: Decision) -> list[str]:
+def _notes(d: Decision) -> list[str]:
     """The details of the signals that are not ``ok`` (why invalid, what is learned), once."""
     return [
-        f"  {label}{e.name}: {e.detail}"
+        f"{e.name}: {e.detail}"
         for e in d.signals
         if e.detail and e.status is not SignalStatus.OK and e.status is not SignalStatus.IDLE
     ]
@@ -212,10 +213,10 @@ def signal_table(active: Decision, shadow: Decision | None = None) -> str:
         "  " + "  ".join([*(f"{c:<{w}}" for c, w in zip(r, widths, strict=False)), r[-1]]).rstrip()
         for r in rows
     ]
-    lines += _notes("", active)
-    if shadow is not None:
-        mine = set(_notes("", active))  # a detail both share is said once
-        lines += [n for n in _notes("shadow ", shadow) if n.replace("shadow ", "", 1) not in mine]
+    notes = _notes(active)
+    lines += [f"  {n}" for n in notes]
+    if shadow is not None:  # a detail both share is said once
+        lines += [f"  shadow {n}" for n in _notes(shadow) if n not in notes]
         lines.append(f"  shadow: {shadow.message}")
     return "\n".join(lines) + "\n"
 

@@ -87,7 +87,6 @@ async def test_recommend_shows_active_and_shadow_side_by_side(
     assert ttft.split()[0] == "ttft_p95"
     # on by default with TTFT in both; no seed and no throughput yet: learning in both
     assert capacity.split()[0] == "capacity" and capacity.split()[1:3] == ["learning", "learning"]
-    # the learning detail once per policy, below the table
     # the learning detail once, below the table (the shadow's is the same: not repeated)
     assert lines[head + 6].startswith("  capacity: no capacity estimate yet")
     assert text.count("no capacity estimate yet") == 1
