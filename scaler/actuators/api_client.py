@@ -19,11 +19,20 @@ from kubernetes_asyncio.config.config_exception import ConfigException
 from scaler.config.policy_errors import describe_yaml_error
 from scaler.telemetry.redact import register_secret
 
-__all__ = ["KubeConfigError", "build_api_client"]
+__all__ = ["KubeConfigError", "MissingContextError", "build_api_client"]
 
 
 class KubeConfigError(RuntimeError):
     """No usable cluster configuration (message names the file or the in-cluster source)."""
+
+
+class MissingContextError(KubeConfigError):
+    """The kubeconfig has no context of the name asked for (``context``); the message names
+    the contexts it has."""
+
+    def __init__(self, message: str, *, context: str) -> None:
+        super().__init__(message)
+        self.context = context
 
 
 async def build_api_client(
@@ -42,6 +51,7 @@ async def build_api_client(
         An ApiClient the caller must ``await client.close()``.
 
     Raises:
+        MissingContextError: ``context`` is not one of the kubeconfig's contexts.
         KubeConfigError: the configuration is missing or invalid.
     """
     cfg = client.Configuration()
@@ -64,8 +74,9 @@ async def build_api_client(
     if context is not None and context not in contexts:
         # The library's "Expected object with name ... in contexts list" names no choice.
         have = ", ".join(contexts) if contexts else "none"
-        raise KubeConfigError(
-            f"kubeconfig {source}: context {context!r} is not in it (its contexts: {have})"
+        raise MissingContextError(
+            f"kubeconfig {source}: context {context!r} is not in it (its contexts: {have})",
+            context=context,
         )
     try:
         # persist_config=False: never write refreshed credentials back to the user's file.

@@ -20,7 +20,7 @@ import structlog
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
-from scaler.actuators.api_client import KubeConfigError, build_api_client
+from scaler.actuators.api_client import KubeConfigError, MissingContextError, build_api_client
 from scaler.actuators.errors import ApiFailure, KubeApiError, classify_error
 from scaler.config.policy import WorkloadRef
 from scaler.core.observation import PodInfo, WorkloadSnapshot
@@ -34,6 +34,7 @@ __all__ = [
     "KubeApiError",
     "KubeConfigError",
     "KubernetesActuator",
+    "MissingContextError",
     "ScaleOutcome",
     "ScaleOwner",
     "ScaleResult",

@@ -20,7 +20,12 @@ from typing import TextIO
 
 import structlog
 
-from scaler.actuators.kubernetes import KubeApiError, KubernetesActuator, build_api_client
+from scaler.actuators.kubernetes import (
+    KubeApiError,
+    KubernetesActuator,
+    MissingContextError,
+    build_api_client,
+)
 from scaler.actuators.lease import LeaseClient
 from scaler.config.policy import Policy
 from scaler.config.settings import Settings, redact_url
@@ -89,12 +94,6 @@ def _kube_hint(in_cluster: bool, context: str | None = None) -> str:
     )
 
 
-def _missing_context(err: Exception, settings: Settings) -> str | None:
-    """The ``--context`` the kubeconfig does not have, when ``err`` says so."""
-    context = settings.kube_context
-    return context if context is not None and f"context {context!r} is not in" in str(err) else None
-
-
 async def serve(
     settings: Settings,
     policy: Policy,
@@ -137,7 +136,8 @@ async def serve(
         )
     except Exception as err:
         await http.aclose()
-        hint = _kube_hint(in_cluster, _missing_context(err, settings))
+        missing = err.context if isinstance(err, MissingContextError) else None
+        hint = _kube_hint(in_cluster, missing)
         raise StartupError(f"cannot load the Kubernetes configuration: {err}; {hint}") from None
     actuator = KubernetesActuator(api, clock=clock, dry_run=options.dry_run)
     elector: LeaderElector | None = None
