@@ -86,9 +86,13 @@ def _previews(settings: PrometheusSettings, folder: Path, minutes: float) -> lis
     command (exit 1) with one line saying why."""
     import httpx
 
-    from scaler.core.signals import SignalStatus
     from scaler.dashboards.previews import render_previews
-    from scaler.sources.prometheus import AnswerError, problem_line, sync_client_for
+    from scaler.sources.prometheus import (
+        AnswerError,
+        problem_line,
+        request_problem,
+        sync_client_for,
+    )
 
     typer.echo(f"vllm-scaler: {settings.describe_prometheus()}", err=True)
     end = time.time()
@@ -117,10 +121,9 @@ def _previews(settings: PrometheusSettings, folder: Path, minutes: float) -> lis
         # said as every command says it, the URL without its password
         if isinstance(err, AnswerError):
             status, detail, code = err.status, err.detail, err.http_status
-        elif isinstance(err, httpx.TimeoutException):
-            status, detail, code = SignalStatus.TIMEOUT, "no answer within the timeout", None
         else:
-            status, detail, code = SignalStatus.TRANSPORT, f"{type(err).__name__}: {err}", None
+            status, detail = request_problem(err, settings.prometheus_timeout_seconds)
+            code = None
         url = settings.prometheus_summary()["url"]
         line = problem_line(status, detail, code, str(url), settings.prometheus_auth)
         raise fail(f"previews: {line}", 1) from None

@@ -47,6 +47,7 @@ from scaler.sources.prometheus.http import (
     build_http_client,
     client_for,
     read_bearer_token,
+    request_problem,
     sync_client_for,
 )
 from scaler.sources.prometheus.readings import (
@@ -112,6 +113,7 @@ __all__ = [
     "read_targets",
     "read_throughput",
     "refusal_hint",
+    "request_problem",
     "split_answers",
     "sync_client_for",
     "track_stalls",

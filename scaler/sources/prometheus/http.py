@@ -43,6 +43,7 @@ __all__ = [
     "query_body",
     "read_bearer_token",
     "register_url_credentials",
+    "request_problem",
     "sync_client_for",
 ]
 
@@ -254,6 +255,26 @@ async def instant_query(
     )
 
 
+def request_problem(err: Exception, timeout_seconds: float) -> tuple[SignalStatus, str]:
+    """Why a request to Prometheus got no answer, the same for every command: ``timeout`` (no
+    answer within ``timeout_seconds``) or ``transport`` with the error in a few words (the
+    connection or TLS failed, too many redirects, an invalid URL; ``request not sent`` when
+    the token file or another local file could not be read).
+
+    Args:
+        err: what the request raised: an ``httpx.HTTPError`` or an ``OSError`` (asyncio's
+            ``TimeoutError`` and :class:`TokenFileError` included).
+        timeout_seconds: the client's timeout, named in the detail of a timeout.
+    """
+    if isinstance(err, TimeoutError | httpx.TimeoutException):  # before OSError: it is one
+        return SignalStatus.TIMEOUT, f"no answer within {timeout_seconds}s"
+    if isinstance(err, TokenFileError):
+        return SignalStatus.TRANSPORT, f"request not sent: {err}"
+    if isinstance(err, OSError):
+        return SignalStatus.TRANSPORT, f"request not sent: {err.strerror or err}"
+    return SignalStatus.TRANSPORT, f"{type(err).__name__}: {err}"
+
+
 async def query_body(
     client: httpx.AsyncClient,
     url: str,
@@ -293,16 +314,8 @@ async def query_body(
                 data={"query": promql, "timeout": promql_duration(timeout_seconds)},
                 timeout=timeout_seconds,
             )
-    except (TimeoutError, httpx.TimeoutException):
-        return fail(SignalStatus.TIMEOUT, f"no answer within {timeout_seconds}s")
-    except httpx.TransportError as err:
-        return fail(SignalStatus.TRANSPORT, f"{type(err).__name__}: {err}")
-    except TokenFileError as err:
-        return fail(SignalStatus.TRANSPORT, f"request not sent: {err}")
-    except OSError as err:
-        return fail(SignalStatus.TRANSPORT, f"request not sent: {err.strerror or err}")
-    except httpx.HTTPError as err:  # e.g. too many redirects, invalid URL
-        return fail(SignalStatus.TRANSPORT, f"{type(err).__name__}: {err}")
+    except (OSError, httpx.HTTPError) as err:  # asyncio's TimeoutError is an OSError
+        return fail(*request_problem(err, timeout_seconds))
 
     try:
         body: Any = decode_json(resp.content)
