@@ -58,14 +58,15 @@ def dashboards(
             if not (out / n).is_file() or (out / n).read_text(encoding="utf-8") != to_json(doc)
         ]
         missing = [p for p in stale if not Path(p).is_file()]
+        run = f"(run: vllm-scaler dashboards --out {out})"
         if as_json:
             typer.echo(json.dumps({"out_of_date": stale, "missing": missing}))
         elif not out.is_dir():
-            typer.echo(f"missing: folder {out} (run: vllm-scaler dashboards --out {out})")
-        for path in [] if as_json or not out.is_dir() else stale:
-            what = "missing" if path in missing else "out of date"
-            typer.echo(f"{what}: {path} (run: vllm-scaler dashboards --out {out})")
-        if not as_json and not stale:
+            typer.echo(f"missing: folder {out} {run}")
+        elif stale:
+            for path in stale:
+                typer.echo(f"{'missing' if path in missing else 'out of date'}: {path} {run}")
+        else:
             typer.echo(f"up to date: {len(built)} dashboards in {out}")
         raise typer.Exit(1 if stale else 0)
     if not minutes > 0:
