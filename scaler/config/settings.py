@@ -241,9 +241,17 @@ class PrometheusSettings(BaseSettings):
         headers (``header X-Api-Key``: every header masked as a secret, that is all but tenant
         ids such as ``X-Scope-OrgID``), joined by ``and``; or ``none`` (a client certificate is
         named apart, in :meth:`prometheus_summary`)."""
+        return " and ".join(self._auth_kinds()) or "none"
+
+    def _auth_kinds(self, *, token_file_path: bool = False) -> list[str]:
+        """The kinds of :attr:`prometheus_auth`, in its order, never a value; with
+        ``token_file_path`` the bearer token file's path follows its kind (for
+        :meth:`describe_prometheus`)."""
         kinds = []
-        if self.prometheus_bearer_token_file is not None:
-            kinds.append("bearer token file")
+        token_file = self.prometheus_bearer_token_file
+        if token_file is not None:
+            path = f" {token_file} (re-read on every request)" if token_file_path else ""
+            kinds.append(f"bearer token file{path}")
         if any(name.lower() == "authorization" for name in self.prometheus_headers):
             kinds.append("Authorization header")
         if self.prometheus_url.username or self.prometheus_url.password is not None:
@@ -255,7 +263,7 @@ class PrometheusSettings(BaseSettings):
         )
         if others:
             kinds.append(f"header{'s' if len(others) > 1 else ''} {', '.join(others)}")
-        return " and ".join(kinds) or "none"
+        return kinds
 
     def prometheus_summary(self) -> dict[str, object]:
         """What the Prometheus clients use, safe to print: the URL without its password, the
@@ -276,14 +284,7 @@ class PrometheusSettings(BaseSettings):
         """:meth:`prometheus_summary` as one line: ``prometheus URL (auth ..., headers ...,
         CA ..., client certificate ..., timeout 10s)``."""
         s = self.prometheus_summary()
-        auth = str(s["auth"])
-        if s["bearer_token_file"]:
-            # the path right after its kind, before any header named after it
-            auth = auth.replace(
-                "bearer token file",
-                f"bearer token file {s['bearer_token_file']} (re-read on every request)",
-                1,
-            )
+        auth = " and ".join(self._auth_kinds(token_file_path=True)) or "none"
         cert = s["client_cert_file"] or "none"
         if s["client_key_file"]:
             cert = f"{cert} (key {s['client_key_file']})"
