@@ -281,6 +281,10 @@ class FakePrometheus:
     probes: int = 0
     #: False: answer that probe as VictoriaMetrics does (unknown function)
     native_functions: bool = True
+    #: the cycle's queries being answered now, and the most of them at any one time (under
+    #: the ``fake_prom`` fixture a stalled query leaves when its client gives up on it)
+    in_flight: list[QueryKind] = field(default_factory=list)
+    peak_in_flight: list[QueryKind] = field(default_factory=list)
 
     def set(self, **answers: dict[str, Any] | Reply | Ttft | Histograms) -> None:
         for name, ans in answers.items():
@@ -310,6 +314,15 @@ class FakePrometheus:
             self.headers.pop()
             return web.json_response(self._matrix())
         kind = kind_of(query)
+        self.in_flight.append(kind)
+        if len(self.in_flight) > len(self.peak_in_flight):
+            self.peak_in_flight = list(self.in_flight)
+        try:
+            return await self._answer(kind, query)
+        finally:  # answered, or cancelled when the client closed the connection
+            self.in_flight.remove(kind)
+
+    async def _answer(self, kind: QueryKind, query: str) -> web.StreamResponse:
         reply = self.answers.get(kind, R())
         if isinstance(reply, Ttft):
             reply = self._ttft(reply, kind)
@@ -386,7 +399,9 @@ async def fake_prom() -> AsyncIterator[FakePrometheus]:
     fake = FakePrometheus()
     app = web.Application()
     app.router.add_post("/api/v1/query", fake.handle)
-    runner = web.AppRunner(app)
+    # a handler is cancelled when its client closes the connection (a query given up on its
+    # timeout), so that ``in_flight`` holds only the queries still awaited
+    runner = web.AppRunner(app, handler_cancellation=True)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
