@@ -502,6 +502,21 @@ def test_capacity_checks_across_fields_see_the_defaults() -> None:
             "letter or digit",
             id="name-in-words",
         ),
+        pytest.param(
+            "targets:\n  - workload: {apiVersion: apps/v2, kind: Deployment, namespace: llm, "
+            "name: vllm}\n",
+            "invalid policy\n  p.yaml: targets[0].workload.apiVersion: value 'apps/v2': expected "
+            "apps/v1 for kind Deployment",
+            id="wrong-api-version",
+        ),
+        pytest.param(
+            "targets:\n  - workload: {apiVersion: apps/v1, kind: Deploymnet, namespace: llm, "
+            "name: vllm}\n",
+            "invalid policy\n  p.yaml: targets[0].workload.kind: value 'Deploymnet': expected one "
+            "of Deployment, LeaderWorkerSet, ReplicaSet, Rollout, StatefulSet; did you mean "
+            "Deployment? (a kind of another API also needs 'plural', its resource name)",
+            id="kind-typo",
+        ),
     ],
 )
 def test_value_wording(tmp_path: Path, text: str, message: str) -> None:
@@ -521,25 +536,3 @@ def test_a_missing_policy_file_names_the_option_and_variable(tmp_path: Path) -> 
         f"{tmp_path / 'policy.yaml'}: cannot read policy file: No such file or directory; "
         "expected a readable file given as --policy FILE (VLLM_SCALER_POLICY_FILE)"
     )
-
-
-@pytest.mark.parametrize(
-    ("workload", "message"),
-    [
-        pytest.param(
-            "{apiVersion: apps/v2, kind: Deployment, namespace: llm, name: vllm}",
-            "targets[0].workload.apiVersion: value 'apps/v2': expected apps/v1 for kind Deployment",
-            id="wrong-api-version",
-        ),
-        pytest.param(
-            "{apiVersion: apps/v1, kind: Deploymnet, namespace: llm, name: vllm}",
-            "targets[0].workload.kind: value 'Deploymnet': expected one of Deployment, "
-            "LeaderWorkerSet, ReplicaSet, Rollout, StatefulSet; did you mean Deployment? (a kind "
-            "of another API also needs 'plural', its resource name)",
-            id="kind-typo",
-        ),
-    ],
-)
-def test_a_workload_of_a_known_kind_is_checked(tmp_path: Path, workload: str, message: str) -> None:
-    text = f"targets:\n  - workload: {workload}\n"
-    assert _message(tmp_path, text) == f"invalid policy\n  p.yaml: {message}"
