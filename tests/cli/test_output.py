@@ -20,7 +20,7 @@ from scaler.bench import scale
 from scaler.cli import app
 from scaler.dashboards import build_dashboards
 from tests.support.controller_harness import KEY, HarnessFactory
-from tests.support.fakeprom import kv, per_pod, pods, ttft_answers
+from tests.support.fakeprom import pods, uniform_answers
 from tests.support.policies import case_target_doc
 
 
@@ -102,13 +102,10 @@ async def test_recommend_json_is_the_only_thing_on_stdout(
 ) -> None:
     """The real command in its own process; the client configuration line goes to stderr."""
     three = pods(3)
-    h = await make_harness(replicas=3, ready=three)
-    h.fake.set(
-        waiting=per_pod(dict.fromkeys(three, "1")),
-        running=per_pod(dict.fromkeys(three, "1")),
-        kv_cache=kv(dict.fromkeys(three, "0.5")),
-        **ttft_answers("0.4", "2"),
+    answers = uniform_answers(
+        three, waiting="1", running="1", kv_cache="0.5", ttft_p95="0.4", ttft_rate="2"
     )
+    h = await make_harness(replicas=3, ready=three, answers=answers)
     env = {k: v for k, v in os.environ.items() if not k.startswith("VLLM_SCALER_")}
     env.update(
         VLLM_SCALER_PROMETHEUS_URL=h.prom.url,

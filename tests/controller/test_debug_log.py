@@ -10,21 +10,17 @@ import structlog
 from structlog.testing import capture_logs
 
 from tests.support.controller_harness import KEY, Harness, HarnessFactory
-from tests.support.fakeprom import kv, per_pod, pods, ttft_answers
+from tests.support.fakeprom import pods, uniform_answers
 
 
 async def _two_busy_pods_idle_ttft(make_harness: HarnessFactory) -> Harness:
     """Two ready pods, 3 waiting and KV cache 0.25 each, no request in the TTFT window (a NaN
     quantile at a zero request rate)."""
     two = pods(2)
-    h = await make_harness(replicas=2, ready=two)
-    h.fake.set(
-        waiting=per_pod(dict.fromkeys(two, "3")),
-        running=per_pod(dict.fromkeys(two, "1")),
-        kv_cache=kv(dict.fromkeys(two, "0.25")),
-        **ttft_answers("NaN", "0"),
+    answers = uniform_answers(
+        two, waiting="3", running="1", kv_cache="0.25", ttft_p95="NaN", ttft_rate="0"
     )
-    return h
+    return await make_harness(replicas=2, ready=two, answers=answers)
 
 
 async def _cycle_logs(h: Harness, level: int) -> list[dict[str, Any]]:

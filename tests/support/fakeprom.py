@@ -123,6 +123,28 @@ def ttft_answers(p95: str, rate: str = "4") -> dict[str, Ttft]:
     return {"ttft_rate": answer, "ttft_buckets": answer}
 
 
+def uniform_answers(
+    pod_names: Iterable[str],
+    *,
+    waiting: str,
+    running: str,
+    kv_cache: str,
+    ttft_p95: str,
+    ttft_rate: str,
+) -> dict[str, dict[str, Any] | Ttft]:
+    """Answers of pods that all read the same: ``waiting`` and ``running`` requests each, KV
+    cache usage ``kv_cache`` (a 0-1 ratio) each, and a TTFT p95 of ``ttft_p95`` seconds at
+    ``ttft_rate`` first tokens per second over them all (:func:`ttft_answers`; ``"NaN"`` at
+    ``"0"``: idle)."""
+    names = list(pod_names)
+    return {
+        "waiting": per_pod(dict.fromkeys(names, waiting)),
+        "running": per_pod(dict.fromkeys(names, running)),
+        "kv_cache": kv(dict.fromkeys(names, kv_cache)),
+        **ttft_answers(ttft_p95, ttft_rate),
+    }
+
+
 def _fmt(value: float) -> str:
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"
