@@ -14,7 +14,7 @@ from scaler.controller.loop import STATE_ANNOTATION
 from scaler.core.state import decode_state
 from tests.controller.test_leader_election import lease, serve_load
 from tests.support.controller_harness import KEY, T0, Harness, HarnessFactory
-from tests.support.fakeprom import kv, per_pod, pods, ttft_answers
+from tests.support.fakeprom import pods, uniform_answers
 from tests.support.policies import case_policy, case_target_doc
 from tests.support.replicas import Cluster, ReplicaSetSim, open_instance
 
@@ -41,10 +41,14 @@ def _settings(h: Harness) -> Settings:
 def _load(h: Harness, waiting: str) -> None:
     four = pods(4)
     h.fake.set(
-        waiting=per_pod(dict.fromkeys(four, waiting)),
-        running=per_pod(dict.fromkeys(four, "2")),
-        kv_cache=kv(dict.fromkeys(four, "0.3")),
-        **ttft_answers("0.4", "3"),
+        **uniform_answers(
+            four,
+            waiting=waiting,
+            running="2",
+            kv_cache="0.3",
+            ttft_p95="0.4",
+            ttft_rate="3",
+        )
     )
 
 
@@ -102,10 +106,14 @@ async def test_recommend_text_has_one_layout_and_shows_an_idle_ttft_as_idle(
     h = await make_harness(replicas=4, ready=pods(4), policy=case_policy())
     four = pods(4)
     h.fake.set(
-        waiting=per_pod(dict.fromkeys(four, "0")),
-        running=per_pod(dict.fromkeys(four, "0")),
-        kv_cache=kv(dict.fromkeys(four, "0.1")),
-        **ttft_answers("NaN", "0"),
+        **uniform_answers(
+            four,
+            waiting="0",
+            running="0",
+            kv_cache="0.1",
+            ttft_p95="NaN",
+            ttft_rate="0",
+        )
     )
     [obj] = json.loads(await _recommend(h, "json"))
     ttft_json = next(s for s in obj["signals"] if s["name"] == "ttft_p95")
@@ -157,10 +165,14 @@ async def test_a_shadow_like_the_active_policy_follows_its_step_limits(
     h = await make_harness(replicas=1, ready=pods(1), policy=case_policy(shadow=same))
     one = pods(1)
     h.fake.set(
-        waiting=per_pod(dict.fromkeys(one, "80")),
-        running=per_pod(dict.fromkeys(one, "2")),
-        kv_cache=kv(dict.fromkeys(one, "0.3")),
-        **ttft_answers("0.4", "3"),
+        **uniform_answers(
+            one,
+            waiting="80",
+            running="2",
+            kv_cache="0.3",
+            ttft_p95="0.4",
+            ttft_rate="3",
+        )
     )
     steps = []
     for _ in range(3):  # within one 60 s scale-up period

@@ -30,7 +30,7 @@ from tests.support.controller_harness import (
     captured_logs,
     case_policy,
 )
-from tests.support.fakeprom import Reply, Ttft, kv, per_pod, pods, ttft_answers
+from tests.support.fakeprom import Reply, Ttft, pods, uniform_answers
 
 MISSING = "llm/Deployment/missing"
 POLICY_YAML = (
@@ -67,10 +67,14 @@ def _all_signals(h: Harness) -> None:
     # identity, so it is not the missing target's
     two = [*pods(2), "missing-5c4d9-aaaaa"]
     h.fake.set(
-        waiting=per_pod(dict.fromkeys(two, "1")),
-        running=per_pod(dict.fromkeys(two, "1")),
-        kv_cache=kv(dict.fromkeys(two, "0.5")),
-        **ttft_answers("1.0", "2"),
+        **uniform_answers(
+            two,
+            waiting="1",
+            running="1",
+            kv_cache="0.5",
+            ttft_p95="1.0",
+            ttft_rate="2",
+        )
     )
 
 
