@@ -156,7 +156,7 @@ def make_grid(start: float, end: float, step: float) -> StepGrid:
     Raises:
         ValueError: ``step`` is not a whole number of seconds >= 1, or ``end < start``.
     """
-    if step < 1 or step != int(step):
+    if not math.isfinite(step) or step < 1 or step != int(step):
         raise ValueError(f"step must be a whole number of seconds >= 1, got {step!r}")
     first = float(math.floor(start))
     if end < first:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -45,7 +46,7 @@ def test_grid_starts_on_a_whole_second_and_ends_at_or_before_end() -> None:
     assert make_grid(100.7, 160.0, 15).end == 160.0
 
 
-@pytest.mark.parametrize("step", [0, 0.5, 1.5])
+@pytest.mark.parametrize("step", [0, 0.5, 1.5, math.inf, math.nan])
 def test_grid_needs_whole_second_steps(step: float) -> None:
     with pytest.raises(ValueError, match="whole number"):
         make_grid(0, 100, step)
