@@ -553,29 +553,31 @@ def read_replica_history(
     sources: Sequence[ReplicaSource] = ALL_REPLICA_SOURCES,
     max_points: int = PROMETHEUS_MAX_POINTS,
     on_chunk: Callable[[], None] | None = None,
-    on_extra_source: Callable[[], None] | None = None,
+    on_query: Callable[[], None] | None = None,
 ) -> ReplicaHistory:
     """Read the target's actual replicas from the first of ``sources`` that has data.
 
-    ``on_extra_source`` is called before each source after the first (a progress bar can
-    grow its total).
+    A source's ready query is read only when its spec query had data, and only when it
+    differs from the spec query (the pod count is both). ``on_query`` is called before each
+    query is read (one range request per chunk of the grid follows, each reported to
+    ``on_chunk``): a progress bar can grow its total by exactly what is read.
 
     Raises:
         HistoryError: a query failed.
     """
     tried: list[ReplicaSource] = []
+
+    def read(query: str) -> list[float | None]:
+        if on_query is not None:
+            on_query()
+        matrix = read_matrix(query_range, query, grid, max_points=max_points, on_chunk=on_chunk)
+        return _scalar_series(matrix, grid.count)
+
     for source in sources:
         queries = replica_queries(target, source)
         if queries is None:
             continue
-        if tried and on_extra_source is not None:
-            on_extra_source()
         tried.append(source)
-
-        def read(query: str) -> list[float | None]:
-            matrix = read_matrix(query_range, query, grid, max_points=max_points, on_chunk=on_chunk)
-            return _scalar_series(matrix, grid.count)
-
         spec = read(queries[0])
         if all(v is None for v in spec):
             continue

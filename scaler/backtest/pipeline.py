@@ -80,7 +80,7 @@ def run_backtest(
     targets = [t.reading_target() for t in targets]
     chunks = len(chunk_grid(grid, max_points))
     plan_kinds = len(history_queries(targets, rate_window_seconds=policy.rate_window_seconds))
-    prog.add_total(chunks * (plan_kinds + 2 * len(targets)))
+    prog.add_total(chunks * plan_kinds)  # the replica reads are announced as they start
     signals = read_signal_history(
         query_range,
         targets,
@@ -98,7 +98,7 @@ def run_backtest(
             sources=replica_sources,
             max_points=max_points,
             on_chunk=prog.advance,
-            on_extra_source=lambda: prog.add_total(2 * chunks),
+            on_query=lambda: prog.add_total(chunks),
         )
         if hist.source is None:
             tried = [q[0] for s in hist.tried if (q := replica_queries(t, s))]

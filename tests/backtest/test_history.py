@@ -18,7 +18,8 @@ from scaler.backtest.history import (
     read_replica_history,
     replica_queries,
 )
-from scaler.config.policy import TargetPolicy
+from scaler.backtest.pipeline import run_backtest
+from scaler.config.policy import Policy, TargetPolicy
 
 
 def _target(kind: str = "Deployment") -> TargetPolicy:
@@ -168,3 +169,40 @@ def test_statefulset_and_other_kinds() -> None:
     sts = replica_queries(_target("StatefulSet"), ReplicaSource.KUBE_STATE_METRICS)
     assert sts is not None and sts[0].startswith("max(kube_statefulset_replicas{")
     assert replica_queries(_target("LeaderWorkerSet"), ReplicaSource.KUBE_STATE_METRICS) is None
+
+
+class _Counted:
+    """A progress hook that counts what was announced and what was done."""
+
+    def __init__(self) -> None:
+        self.total = self.done = 0
+
+    def add_total(self, requests: int) -> None:
+        self.total += requests
+
+    def advance(self) -> None:
+        self.done += 1
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(ReplicaSource.KUBE_STATE_METRICS, id="first-source"),
+        pytest.param(ReplicaSource.VLLM_PODS, id="last-source-one-query-for-both"),
+    ],
+)
+def test_progress_announces_exactly_the_requests_made(source: ReplicaSource) -> None:
+    """Sources without data are read once (their ready query is skipped) and the pod count
+    is one query for spec and ready: the bar's total is what is read, no more."""
+    t = _target()
+    spec, ready = replica_queries(t, source) or ("", "")
+    fake = FakeRange({spec: [({}, lambda _t: "4")], ready: [({}, lambda _t: "3")]})
+    policy = Policy(targets=[t])
+    progress = _Counted()
+    run_backtest(
+        fake, policy, policy.targets, make_grid(0, 100, 10), model_load_seconds=60,
+        max_points=4, progress=progress,
+    )  # fmt: skip
+    assert len(fake.calls) > 0
+    assert progress.done == len(fake.calls)
+    assert progress.total == len(fake.calls)
