@@ -47,6 +47,7 @@ from prometheus_api_client.exceptions import PrometheusApiClientException
 from prometheus_api_client.prometheus_connect import PrometheusConnect
 from requests.adapters import Retry
 
+from scaler.backtest.timeparse import rfc3339
 from scaler.config.policy import TargetPolicy
 from scaler.config.settings import PrometheusSettings, env_name, redact_url
 from scaler.core.signals import SignalStatus
@@ -388,15 +389,11 @@ def read_matrix(
             raise
         except HistoryError as err:
             raise HistoryError(
-                f"{err}; query {query!r} from {_iso(start)} to {_iso(end)}"
+                f"{err}; query {query!r} from {rfc3339(start)} to {rfc3339(end)}"
             ) from None
         if on_chunk is not None:
             on_chunk()
     return out
-
-
-def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
 
 
 def _add_series(out: Matrix, series: Sequence[RawSeries], grid: StepGrid) -> None:

@@ -1,4 +1,4 @@
-"""Time and duration arguments of ``vllm-scaler backtest``.
+"""Time and duration arguments of ``vllm-scaler backtest``, and times as it prints them.
 
 Accepted times (all converted to Unix seconds, UTC):
 
@@ -21,7 +21,7 @@ import math
 import re
 from datetime import UTC, datetime
 
-__all__ = ["TimeParseError", "parse_duration", "parse_time"]
+__all__ = ["TimeParseError", "parse_duration", "parse_time", "rfc3339"]
 
 _UNIT_SECONDS: dict[str, float] = {
     "ms": 0.001,
@@ -134,3 +134,14 @@ def _parse_time(text: str, *, now: float) -> float:
             f"value {text!r}: expected a UTC offset: add Z or +hh:mm (RFC 3339), e.g. {s}Z"
         )
     return when.timestamp()
+
+
+def rfc3339(seconds: float) -> str:
+    """Unix ``seconds`` as RFC 3339 in UTC with a ``Z`` (``2025-05-01T12:00:00Z``; a fraction
+    of a second is kept: ``2025-05-01T12:00:00.250000Z``).
+
+    Raises:
+        ValueError, OverflowError: a time no date can be written for (outside what
+            :func:`parse_time` accepts).
+    """
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
