@@ -186,6 +186,7 @@ class KedaHpaController:
         sync_seconds: the HPA's sync period.
         min_replicas, max_replicas: ``minReplicaCount`` / ``maxReplicaCount``.
         cached_metrics: ``useCachedMetrics: true`` (the HPA reads KEDA's last poll).
+        name: the label in reports.
     """
 
     def __init__(
@@ -202,14 +203,14 @@ class KedaHpaController:
         self.name = name
         self.interval_seconds = sync_seconds
         self.threshold = threshold
-        self.polling = polling_interval_seconds
+        self.polling_interval_seconds = polling_interval_seconds
         self.cached_metrics = cached_metrics
         self.value = 0.0
         self.hpa = HpaScaler(min_replicas, max_replicas, HpaBehavior())
 
     def observe(self, ctx: TickContext) -> None:
         """With cached metrics, KEDA polls Prometheus every ``pollingInterval``."""
-        if self.cached_metrics and round(ctx.now) % self.polling == 0:
+        if self.cached_metrics and round(ctx.now) % self.polling_interval_seconds == 0:
             self.value = ctx.tsdb.sum_waiting(ctx.now) or 0.0
 
     def decide(self, ctx: TickContext) -> int:
@@ -258,6 +259,7 @@ class KvHpaController:
         target: the average KV-cache usage per pod, 0-1.
         sync_seconds: the HPA's sync period.
         min_replicas, max_replicas: the HPA's range.
+        name: the label in reports.
     """
 
     def __init__(

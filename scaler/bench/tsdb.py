@@ -109,11 +109,11 @@ class Tsdb:
     def __init__(self, scrape_interval_seconds: int = 15) -> None:
         if scrape_interval_seconds < 1:
             raise ValueError("scrape_interval_seconds must be >= 1")
-        self.interval = scrape_interval_seconds
+        self.scrape_interval_seconds = scrape_interval_seconds
         self.series: dict[str, ScrapedSeries] = {}
 
     def _offset(self, pod: str) -> float:
-        return float(zlib.crc32(pod.encode()) % self.interval)
+        return float(zlib.crc32(pod.encode()) % self.scrape_interval_seconds)
 
     def scrape(self, pods: Iterable[SimPod], t: float) -> None:
         """Scrape, at second ``t``, every target whose offset falls on ``t``.
@@ -130,7 +130,7 @@ class Tsdb:
             s = self.series.get(pod.name)
             if s is None:
                 s = self.series[pod.name] = ScrapedSeries(pod.name, self._offset(pod.name))
-            if (round(t) - s.offset) % self.interval != 0:
+            if (round(t) - s.offset) % self.scrape_interval_seconds != 0:
                 continue
             m = pod.metrics
             s.samples.append(
