@@ -212,12 +212,14 @@ class PrometheusRangeClient:
         self._auth = settings.prometheus_auth
         self._credentials_hint = _credentials_hint(settings)
         self._timeout = settings.prometheus_timeout_seconds
-        self.url = str(settings.prometheus_url).rstrip("/")
+        url = str(settings.prometheus_url).rstrip("/")
+        # every message names the URL without its password; only the library gets the URL
+        self._shown_url = redact_url(url)
         # An error answer is reported with its status and the server's message, as the
         # controller reports it, instead of the library's "HTTP Status Code ... (b'...')".
         session.hooks["response"].append(self._refused)
         self._prom = PrometheusConnect(
-            url=self.url,
+            url=url,
             headers=dict(settings.prometheus_headers),
             auth=_BearerTokenFile(token) if token is not None else None,  # type: ignore[arg-type]
             session=session,
@@ -245,12 +247,12 @@ class PrometheusRangeClient:
             raise self._not_prometheus("a JSON body without data.result") from None
         except requests.Timeout:
             raise PrometheusUnreachableError(
-                f"Prometheus at {redact_url(self.url)} cannot be reached: timeout: no answer "
+                f"Prometheus at {self._shown_url} cannot be reached: timeout: no answer "
                 f"within {self._timeout:g}s"
             ) from None
         except requests.RequestException as err:
             raise PrometheusUnreachableError(
-                f"Prometheus at {redact_url(self.url)} cannot be reached: transport: "
+                f"Prometheus at {self._shown_url} cannot be reached: transport: "
                 f"{_transport_reason(err)}"
             ) from None
         if not isinstance(result, list):
@@ -260,7 +262,7 @@ class PrometheusRangeClient:
     def _not_prometheus(self, text: str) -> HistoryError:
         detail = not_prometheus_detail(text)
         return HistoryError(
-            problem_line(SignalStatus.BAD_RESPONSE, detail, None, redact_url(self.url), self._auth)
+            problem_line(SignalStatus.BAD_RESPONSE, detail, None, self._shown_url, self._auth)
         )
 
     def close(self) -> None:
@@ -273,7 +275,7 @@ class PrometheusRangeClient:
             detail = error_answer_detail(code, response.text) + refusal_hint(code, self._auth)
             if code in (401, 403):
                 detail += self._credentials_hint
-            raise HistoryError(f"Prometheus at {redact_url(self.url)} refused the query: {detail}")
+            raise HistoryError(f"Prometheus at {self._shown_url} refused the query: {detail}")
 
 
 def _credentials_hint(settings: PrometheusSettings) -> str:
