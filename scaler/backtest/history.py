@@ -398,6 +398,18 @@ def read_matrix(
     return out
 
 
+def _timestamp(pair: object) -> float | None:
+    """The time of a ``[unix seconds, "value"]`` pair; None when it is not such a pair or its
+    time is not a finite number."""
+    if not isinstance(pair, list | tuple) or len(pair) != 2:
+        return None
+    try:
+        stamp = float(pair[0])
+    except (TypeError, ValueError):
+        return None
+    return stamp if math.isfinite(stamp) else None
+
+
 def _add_series(out: Matrix, series: Sequence[RawSeries], grid: StepGrid) -> None:
     for item in series:
         labels = item.get("metric") if isinstance(item, Mapping) else None
@@ -406,9 +418,10 @@ def _add_series(out: Matrix, series: Sequence[RawSeries], grid: StepGrid) -> Non
             raise HistoryError(f"not a range series: {_short(repr(item))}")
         clean = {str(k): str(v) for k, v in labels.items()}
         for pair in values:
-            if not isinstance(pair, list | tuple) or len(pair) != 2:
+            stamp = _timestamp(pair)
+            if stamp is None:
                 raise HistoryError(f"not a [time, value] pair: {_short(repr(pair))}")
-            idx = grid.index_of(float(pair[0]))
+            idx = grid.index_of(stamp)
             if idx is None:
                 continue
             try:

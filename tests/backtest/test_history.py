@@ -123,6 +123,18 @@ def test_read_matrix_regroups_chunks_per_step() -> None:
     assert m[2][1][0] == {"pod": "b"} and m[2][1][1] != m[2][1][1]  # NaN kept
 
 
+@pytest.mark.parametrize("stamp", ["soon", None, "NaN", "+Inf", [0]])
+def test_read_matrix_refuses_a_time_that_is_not_a_number(stamp: Any) -> None:
+    """A malformed answer (a proxy's, a broken server's) is a HistoryError naming the pair,
+    the query and the chunk, never a traceback."""
+
+    def bad(query: str, start: float, end: float, step: float) -> list[Any]:
+        return [{"metric": {}, "values": [[stamp, "1"]]}]
+
+    with pytest.raises(HistoryError, match=r"not a \[time, value\] pair: .*; query 'q' from "):
+        read_matrix(bad, "q", make_grid(0, 10, 1))
+
+
 def test_read_matrix_names_query_and_chunk_on_bad_answers() -> None:
     def bad(query: str, start: float, end: float, step: float) -> list[Any]:
         return [{"metric": {}, "values": [[start, "not a number"]]}]
