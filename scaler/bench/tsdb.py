@@ -33,8 +33,11 @@ __all__ = ["LOOKBACK_DELTA_SECONDS", "PodSample", "ScrapedSeries", "Tsdb"]
 
 #: Prometheus' default ``--query.lookback-delta``, seconds.
 LOOKBACK_DELTA_SECONDS = 300.0
-# Samples older than this are dropped from memory (longest rate window we serve + margin).
+# Samples are kept at least this long (the lookback delta and any rate window up to 10 min,
+# with a margin), longer when the longest rate window queried needs it.
 _RETENTION_SECONDS = 900.0
+# What is kept beyond the longest rate window: a scrape interval's worth and more.
+_RETENTION_MARGIN_SECONDS = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,12 +107,22 @@ class Tsdb:
     Args:
         scrape_interval_seconds: Prometheus' ``scrape_interval`` (whole seconds; the bench
             ticks once per second).
+        longest_window_seconds: the longest ``rate()`` window that will be queried, seconds:
+            samples are kept that long (and a margin), as Prometheus' retention would hold them.
+
+    Raises:
+        ValueError: ``scrape_interval_seconds`` < 1.
     """
 
-    def __init__(self, scrape_interval_seconds: int = 15) -> None:
+    def __init__(
+        self, scrape_interval_seconds: int = 15, *, longest_window_seconds: float = 0.0
+    ) -> None:
         if scrape_interval_seconds < 1:
             raise ValueError("scrape_interval_seconds must be >= 1")
         self.scrape_interval_seconds = scrape_interval_seconds
+        self.retention_seconds = max(
+            _RETENTION_SECONDS, longest_window_seconds + _RETENTION_MARGIN_SECONDS
+        )
         self.series: dict[str, ScrapedSeries] = {}
 
     def _offset(self, pod: str) -> float:
@@ -149,7 +162,7 @@ class Tsdb:
         for name, s in list(self.series.items()):
             if s.stale_at is None and name not in present:
                 s.stale_at = t
-            while s.samples and s.samples[0].t < t - _RETENTION_SECONDS:
+            while s.samples and s.samples[0].t < t - self.retention_seconds:
                 s.samples.popleft()
             if s.stale_at is not None and not s.samples:
                 del self.series[name]
