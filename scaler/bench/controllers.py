@@ -35,9 +35,8 @@ from scaler.bench.prometheus_api import prometheus_transport
 from scaler.bench.simulate import TickContext
 from scaler.config.policy import TargetPolicy, WorkloadRef
 from scaler.controller.observe import observe
-from scaler.core.decide import Decision, Direction, decide
+from scaler.core.decide import Direction, decide
 from scaler.core.observation import PodInfo, WorkloadSnapshot
-from scaler.core.reasons import Reason
 from scaler.core.state import TargetState, record_write
 from scaler.sim.fleet import Fleet
 from scaler.sources.prometheus import PrometheusSource
@@ -114,7 +113,6 @@ class VllmScalerController:
         )
         self.rate_window_seconds = rate_window_seconds
         self.state: TargetState | None = None
-        self.decisions: list[Decision] = []
         self._loop = asyncio.new_event_loop()
         self._client: httpx.AsyncClient | None = None
         self._source: PrometheusSource | None = None
@@ -160,15 +158,7 @@ class VllmScalerController:
                 state, from_replicas=d.current_replicas, to_replicas=d.desired_replicas, now=ctx.now
             )
         self.state = state
-        self.decisions.append(d)
         return d.desired_replicas
-
-    def reasons(self) -> dict[Reason, int]:
-        """How often each decision reason came up."""
-        out: dict[Reason, int] = {}
-        for d in self.decisions:
-            out[d.reason] = out.get(d.reason, 0) + 1
-        return out
 
     def close(self) -> None:
         """Close the HTTP client and the event loop."""

@@ -12,8 +12,8 @@ What it reproduces of Prometheus 2.x, because the decision core's inputs depend 
   returning them at once, while ``rate()`` still uses the samples before the marker;
 - instant queries return a series' newest sample within the 5-minute lookback delta;
 - ``rate()`` uses the samples in ``[t - W, t]`` with Prometheus' extrapolation
-  (:func:`scaler.bench.promql.extrapolated_rate`), and ``histogram_quantile`` interpolates as
-  Prometheus does (:func:`scaler.bench.promql.histogram_quantile`).
+  (:func:`scaler.bench.promql.extrapolated_rate`); the TTFT quantile is the production
+  source's, computed from the bucket rates answered here.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 
-from scaler.bench.promql import extrapolated_rate, histogram_quantile
+from scaler.bench.promql import extrapolated_rate
 from scaler.sim.exposition import TTFT_BUCKETS
 from scaler.sim.fleet import SimPod
 
@@ -184,15 +184,14 @@ class Tsdb:
 
     def ttft_rates(
         self, t: float, window: float, pods: Container[str] | None = None
-    ) -> tuple[list[tuple[float, float]], float] | None:
-        """``sum by (le) (rate(bucket[W]))`` and ``sum(rate(count[W]))`` at ``t``, over
-        ``pods`` (every pod when None).
+    ) -> list[tuple[float, float]] | None:
+        """``sum by (le) (rate(vllm:time_to_first_token_seconds_bucket[W]))`` at ``t`` over
+        ``pods`` (every pod when None): ``(le, rate per second)`` per bucket, ``+Inf`` last.
 
-        Returns ``(buckets, count rate)`` or None when no pod has two samples in the window
-        (Prometheus answers an empty vector).
+        Returns None when no pod has two samples in the window (Prometheus answers an empty
+        vector).
         """
         sums = [0.0] * len(_BOUNDS)
-        count_rate = 0.0
         found = False
         start = t - window
         for name, s in self.series.items():
@@ -206,12 +205,9 @@ class Tsdb:
                 if r is not None:
                     sums[i] += r
                     found = True
-            c = extrapolated_rate([(p.t, p.ttft_count) for p in pts], start, t)
-            if c is not None:
-                count_rate += c
         if not found:
             return None
-        return list(zip(_BOUNDS, sums, strict=True)), count_rate
+        return list(zip(_BOUNDS, sums, strict=True))
 
     def ttft_count_rates(self, t: float, window: float) -> dict[str, float]:
         """Pod -> ``rate(vllm:time_to_first_token_seconds_count[W])`` at ``t`` (pods with two
@@ -241,8 +237,3 @@ class Tsdb:
             if req is not None and prompt is not None and gen is not None:
                 out[name] = (req, prompt, gen)
         return out
-
-    def ttft_quantile(self, t: float, window: float, q: float) -> float | None:
-        """``histogram_quantile(q, sum by (le) (rate(...bucket[W])))`` at ``t``; None if empty."""
-        rates = self.ttft_rates(t, window)
-        return None if rates is None else histogram_quantile(q, rates[0])
