@@ -178,6 +178,7 @@ class BenchResult:
         initial_replicas: replicas every policy starts with (the hindsight schedule's first
             minute).
         policy_source: where vllm-scaler's policy came from (a file, or the defaults).
+        control_interval_seconds: vllm-scaler's control interval, seconds.
         routing: how requests reached the replicas.
         keda_cached_metrics: whether the KEDA baseline reused its poll.
         rejected: requests longer than the context (rejected at once, in every row).
@@ -202,6 +203,7 @@ class BenchResult:
     kpa_target: float
     initial_replicas: int
     policy_source: str
+    control_interval_seconds: int
     routing: str
     keda_cached_metrics: bool
     rejected: int
@@ -678,6 +680,7 @@ def run_bench(options: BenchOptions, progress: Callable[[str], None] | None = No
         kpa_target=kpa_target,
         initial_replicas=initial,
         policy_source=options.policy_source,
+        control_interval_seconds=options.control_interval_seconds,
         routing=options.routing,
         keda_cached_metrics=options.keda_cached_metrics,
         rejected=rejected_count(trace, model.max_model_len),

@@ -85,6 +85,15 @@ def test_the_report_states_routing_rejections_and_the_reference(result: BenchRes
     assert "oracle" not in table and "oracle" not in str(doc)
 
 
+def test_the_vllm_scaler_row_names_its_control_interval(result: BenchResult) -> None:
+    described = "vllm-scaler, shipped default policy (max 32), 15 s interval"
+    assert described in format_table(result)
+    slower = run_bench(replace(OPTIONS, duration_seconds=120.0, control_interval_seconds=30))
+    described = "vllm-scaler, shipped default policy (max 32), 30 s interval"
+    assert described in format_table(slower)
+    assert as_json(slower)["policies"][0]["description"] == described
+
+
 def test_vllm_scaler_cuts_nothing(result: BenchResult) -> None:
     assert result.by_name("vllm-scaler").cut == 0
 
