@@ -287,19 +287,13 @@ def _credentials_hint(settings: PrometheusSettings) -> str:
         return f"--{field.replace('_', '-')}{what} ({env_name(field)})"
 
     url = settings.prometheus_url
-    used = [
-        *(
-            [option("prometheus_url", "'s user-info")]
-            if url.username or url.password is not None
-            else []
-        ),
-        *(
-            [option("prometheus_bearer_token_file")]
-            if settings.prometheus_bearer_token_file is not None
-            else []
-        ),
-        *([option("prometheus_headers")] if settings.prometheus_headers else []),
-    ]
+    used = []
+    if url.username or url.password is not None:
+        used.append(option("prometheus_url", "'s user-info"))
+    if settings.prometheus_bearer_token_file is not None:
+        used.append(option("prometheus_bearer_token_file"))
+    if settings.prometheus_headers:
+        used.append(option("prometheus_headers"))
     if used:
         return f"; check {' and '.join(used)}"
     every = [option("prometheus_bearer_token_file"), option("prometheus_headers")]
