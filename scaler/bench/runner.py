@@ -564,8 +564,8 @@ def run_bench(options: BenchOptions, progress: Callable[[str], None] | None = No
             simulations.
 
     Raises:
-        FileNotFoundError, ValueError: a trace that cannot be read, an empty window, or one
-            whose arrivals span 0 s.
+        FileNotFoundError, ValueError: a trace that cannot be read, an empty window, one
+            whose arrivals span 0 s, or one whose every request is longer than the context.
         RateScaleError: auto would multiply the trace above :data:`MAX_AUTO_RATE_SCALE`.
     """
     started = time.monotonic()
@@ -590,6 +590,12 @@ def run_bench(options: BenchOptions, progress: Callable[[str], None] | None = No
         raise ValueError(
             f"{base_trace.source}: {len(base_trace)} request(s) over 0 s: nothing to autoscale "
             "(expected arrivals spread over time)"
+        )
+    if rejected_count(base_trace, model.max_model_len) == len(base_trace.requests):
+        raise ValueError(
+            f"{base_trace.source}: all {len(base_trace.requests)} request(s) are longer than the "
+            f"model's context (prompt + output > {model.max_model_len} tokens), rejected at once: "
+            "nothing to serve (expected requests that fit)"
         )
     scale = options.rate_scale
     auto_text = ""
