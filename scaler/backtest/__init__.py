@@ -4,5 +4,7 @@
 replica counts from Prometheus (:mod:`.history`), turns every step into the readings the live
 source would have produced (:mod:`.classify`), replays them through the decision core
 (:mod:`.replay`) and reports a timeline, scale events, replica-hours and a plot (:mod:`.report`).
-Time arguments are parsed by :mod:`.timeparse`; the command is in :mod:`.cli`.
+:mod:`.pipeline` joins the reading, the classification and the replay (no I/O choices of its
+own). Time arguments are parsed, and times printed, by :mod:`.timeparse`; the command is in
+:mod:`.cli`.
 """

@@ -118,7 +118,7 @@ def register(app: typer.Typer) -> None:
         from scaler.backtest.history import HistoryError, PrometheusRangeClient, make_grid
         from scaler.backtest.pipeline import NoReplicaHistoryError, run_backtest
         from scaler.backtest.report import format_text, plot_backtest, to_json
-        from scaler.backtest.timeparse import TimeParseError, parse_duration
+        from scaler.backtest.timeparse import parse_duration
         from scaler.config.policy import PolicyError, load_policy
         from scaler.telemetry.logging import configure_logging
 
@@ -133,18 +133,16 @@ def register(app: typer.Typer) -> None:
             f"--step: value {step!r}: expected a whole number of seconds >= 1, bare or with a "
             "unit s, m, h, d or w (15, 15s, 1m, 1h30m)"
         )
+        if t_end < t_start:
+            raise fail(
+                f"--end: value {end!r} ({_utc(t_end)}) is before --start {start!r} "
+                f"({_utc(t_start)}): expected a time after --start"
+            )
         try:
             # a bare number is seconds, as Prometheus' own step parameter reads it
             step_s = float(step) if _BARE_NUMBER.match(step.strip()) else parse_duration(step)
             grid = make_grid(t_start, t_end, step_s)
-        except TimeParseError:
-            raise fail(bad_step) from None
-        except ValueError:
-            if t_end < t_start:
-                raise fail(
-                    f"--end: value {end!r} ({_utc(t_end)}) is before --start {start!r} "
-                    f"({_utc(t_start)}): expected a time after --start"
-                ) from None
+        except ValueError:  # TimeParseError is one
             raise fail(bad_step) from None
         errors = option_errors(
             {

@@ -47,6 +47,7 @@ from prometheus_api_client.exceptions import PrometheusApiClientException
 from prometheus_api_client.prometheus_connect import PrometheusConnect
 from requests.adapters import Retry
 
+from scaler.backtest.timeparse import rfc3339
 from scaler.config.policy import TargetPolicy
 from scaler.config.settings import PrometheusSettings, env_name, redact_url
 from scaler.core.signals import SignalStatus
@@ -156,7 +157,7 @@ def make_grid(start: float, end: float, step: float) -> StepGrid:
     Raises:
         ValueError: ``step`` is not a whole number of seconds >= 1, or ``end < start``.
     """
-    if step < 1 or step != int(step):
+    if not math.isfinite(step) or step < 1 or step != int(step):
         raise ValueError(f"step must be a whole number of seconds >= 1, got {step!r}")
     first = float(math.floor(start))
     if end < first:
@@ -211,12 +212,14 @@ class PrometheusRangeClient:
         self._auth = settings.prometheus_auth
         self._credentials_hint = _credentials_hint(settings)
         self._timeout = settings.prometheus_timeout_seconds
-        self.url = str(settings.prometheus_url).rstrip("/")
+        url = str(settings.prometheus_url).rstrip("/")
+        # every message names the URL without its password; only the library gets the URL
+        self._shown_url = redact_url(url)
         # An error answer is reported with its status and the server's message, as the
         # controller reports it, instead of the library's "HTTP Status Code ... (b'...')".
         session.hooks["response"].append(self._refused)
         self._prom = PrometheusConnect(
-            url=self.url,
+            url=url,
             headers=dict(settings.prometheus_headers),
             auth=_BearerTokenFile(token) if token is not None else None,  # type: ignore[arg-type]
             session=session,
@@ -230,7 +233,8 @@ class PrometheusRangeClient:
                 query,
                 start_time=datetime.fromtimestamp(start, UTC),
                 end_time=datetime.fromtimestamp(end, UTC),
-                step=f"{step:g}",
+                # every digit (":g" keeps six: a 1,036,801 s step went as 1.0368e+06)
+                step=f"{step:.15g}",
                 params={"timeout": promql_duration(self._timeout)},
             )
         except PrometheusApiClientException as err:
@@ -244,12 +248,12 @@ class PrometheusRangeClient:
             raise self._not_prometheus("a JSON body without data.result") from None
         except requests.Timeout:
             raise PrometheusUnreachableError(
-                f"Prometheus at {redact_url(self.url)} cannot be reached: timeout: no answer "
+                f"Prometheus at {self._shown_url} cannot be reached: timeout: no answer "
                 f"within {self._timeout:g}s"
             ) from None
         except requests.RequestException as err:
             raise PrometheusUnreachableError(
-                f"Prometheus at {redact_url(self.url)} cannot be reached: transport: "
+                f"Prometheus at {self._shown_url} cannot be reached: transport: "
                 f"{_transport_reason(err)}"
             ) from None
         if not isinstance(result, list):
@@ -259,7 +263,7 @@ class PrometheusRangeClient:
     def _not_prometheus(self, text: str) -> HistoryError:
         detail = not_prometheus_detail(text)
         return HistoryError(
-            problem_line(SignalStatus.BAD_RESPONSE, detail, None, redact_url(self.url), self._auth)
+            problem_line(SignalStatus.BAD_RESPONSE, detail, None, self._shown_url, self._auth)
         )
 
     def close(self) -> None:
@@ -272,7 +276,7 @@ class PrometheusRangeClient:
             detail = error_answer_detail(code, response.text) + refusal_hint(code, self._auth)
             if code in (401, 403):
                 detail += self._credentials_hint
-            raise HistoryError(f"Prometheus at {redact_url(self.url)} refused the query: {detail}")
+            raise HistoryError(f"Prometheus at {self._shown_url} refused the query: {detail}")
 
 
 def _credentials_hint(settings: PrometheusSettings) -> str:
@@ -283,19 +287,13 @@ def _credentials_hint(settings: PrometheusSettings) -> str:
         return f"--{field.replace('_', '-')}{what} ({env_name(field)})"
 
     url = settings.prometheus_url
-    used = [
-        *(
-            [option("prometheus_url", "'s user-info")]
-            if url.username or url.password is not None
-            else []
-        ),
-        *(
-            [option("prometheus_bearer_token_file")]
-            if settings.prometheus_bearer_token_file is not None
-            else []
-        ),
-        *([option("prometheus_headers")] if settings.prometheus_headers else []),
-    ]
+    used = []
+    if url.username or url.password is not None:
+        used.append(option("prometheus_url", "'s user-info"))
+    if settings.prometheus_bearer_token_file is not None:
+        used.append(option("prometheus_bearer_token_file"))
+    if settings.prometheus_headers:
+        used.append(option("prometheus_headers"))
     if used:
         return f"; check {' and '.join(used)}"
     every = [option("prometheus_bearer_token_file"), option("prometheus_headers")]
@@ -388,15 +386,23 @@ def read_matrix(
             raise
         except HistoryError as err:
             raise HistoryError(
-                f"{err}; query {query!r} from {_iso(start)} to {_iso(end)}"
+                f"{err}; query {query!r} from {rfc3339(start)} to {rfc3339(end)}"
             ) from None
         if on_chunk is not None:
             on_chunk()
     return out
 
 
-def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
+def _timestamp(pair: object) -> float | None:
+    """The time of a ``[unix seconds, "value"]`` pair; None when it is not such a pair or its
+    time is not a finite number."""
+    if not isinstance(pair, list | tuple) or len(pair) != 2:
+        return None
+    try:
+        stamp = float(pair[0])
+    except (TypeError, ValueError):
+        return None
+    return stamp if math.isfinite(stamp) else None
 
 
 def _add_series(out: Matrix, series: Sequence[RawSeries], grid: StepGrid) -> None:
@@ -407,9 +413,10 @@ def _add_series(out: Matrix, series: Sequence[RawSeries], grid: StepGrid) -> Non
             raise HistoryError(f"not a range series: {_short(repr(item))}")
         clean = {str(k): str(v) for k, v in labels.items()}
         for pair in values:
-            if not isinstance(pair, list | tuple) or len(pair) != 2:
+            stamp = _timestamp(pair)
+            if stamp is None:
                 raise HistoryError(f"not a [time, value] pair: {_short(repr(pair))}")
-            idx = grid.index_of(float(pair[0]))
+            idx = grid.index_of(stamp)
             if idx is None:
                 continue
             try:
@@ -553,29 +560,31 @@ def read_replica_history(
     sources: Sequence[ReplicaSource] = ALL_REPLICA_SOURCES,
     max_points: int = PROMETHEUS_MAX_POINTS,
     on_chunk: Callable[[], None] | None = None,
-    on_extra_source: Callable[[], None] | None = None,
+    on_query: Callable[[], None] | None = None,
 ) -> ReplicaHistory:
     """Read the target's actual replicas from the first of ``sources`` that has data.
 
-    ``on_extra_source`` is called before each source after the first (a progress bar can
-    grow its total).
+    A source's ready query is read only when its spec query had data, and only when it
+    differs from the spec query (the pod count is both). ``on_query`` is called before each
+    query is read (one range request per chunk of the grid follows, each reported to
+    ``on_chunk``): a progress bar can grow its total by exactly what is read.
 
     Raises:
         HistoryError: a query failed.
     """
     tried: list[ReplicaSource] = []
+
+    def read(query: str) -> list[float | None]:
+        if on_query is not None:
+            on_query()
+        matrix = read_matrix(query_range, query, grid, max_points=max_points, on_chunk=on_chunk)
+        return _scalar_series(matrix, grid.count)
+
     for source in sources:
         queries = replica_queries(target, source)
         if queries is None:
             continue
-        if tried and on_extra_source is not None:
-            on_extra_source()
         tried.append(source)
-
-        def read(query: str) -> list[float | None]:
-            matrix = read_matrix(query_range, query, grid, max_points=max_points, on_chunk=on_chunk)
-            return _scalar_series(matrix, grid.count)
-
         spec = read(queries[0])
         if all(v is None for v in spec):
             continue

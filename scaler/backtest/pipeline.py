@@ -70,27 +70,39 @@ def run_backtest(
 ) -> list[TargetBacktest]:
     """Read the history of ``targets`` over ``grid`` and replay each through its policy.
 
+    Args:
+        query_range: runs one range query (the client, or a stand-in).
+        policy: the policy file (its ``rate_window_seconds`` is the queries' window).
+        targets: the targets of ``policy`` to backtest, each replayed with its shadow too.
+        grid: the evaluation times; each step is one control cycle of the replay.
+        model_load_seconds: seconds until a replica the policy adds is ready.
+        max_points: most steps per range request.
+        replica_sources: where to look for the actual replicas, in order.
+        progress: told of every range request (None: nobody).
+
+    Returns:
+        One :class:`~scaler.backtest.report.TargetBacktest` per target, in order.
+
     Raises:
         HistoryError: a range query failed.
         NoReplicaHistoryError: a target's actual replicas are in none of the sources.
     """
     prog = progress or _NoProgress()
     # the signals either the policy or its shadow decides on, read once for both
-    policies = list(targets)
-    targets = [t.reading_target() for t in targets]
+    readers = [t.reading_target() for t in targets]
     chunks = len(chunk_grid(grid, max_points))
-    plan_kinds = len(history_queries(targets, rate_window_seconds=policy.rate_window_seconds))
-    prog.add_total(chunks * (plan_kinds + 2 * len(targets)))
+    plan_kinds = len(history_queries(readers, rate_window_seconds=policy.rate_window_seconds))
+    prog.add_total(chunks * plan_kinds)  # the replica reads are announced as they start
     signals = read_signal_history(
         query_range,
-        targets,
+        readers,
         rate_window_seconds=policy.rate_window_seconds,
         grid=grid,
         max_points=max_points,
         on_chunk=prog.advance,
     )
     replicas = {}
-    for t in targets:
+    for t in readers:
         hist = read_replica_history(
             query_range,
             t,
@@ -98,7 +110,7 @@ def run_backtest(
             sources=replica_sources,
             max_points=max_points,
             on_chunk=prog.advance,
-            on_extra_source=lambda: prog.add_total(2 * chunks),
+            on_query=lambda: prog.add_total(chunks),
         )
         if hist.source is None:
             tried = [q[0] for s in hist.tried if (q := replica_queries(t, s))]
@@ -113,7 +125,7 @@ def run_backtest(
     since: dict[str, dict[str, float]] | None = None  # each pod's ready time, step to step
     for i, now in enumerate(grid.times):
         step = readings_at_step(
-            targets,
+            readers,
             signals.plan,
             {kind: m.get(i, []) for kind, m in signals.matrices.items()},
             rate_window_seconds=policy.rate_window_seconds,
@@ -139,7 +151,7 @@ def run_backtest(
         )
 
     out = []
-    for t in policies:
+    for t in targets:
         hist = replicas[t.key]
         shadow = t.shadow_target()
         out.append(

@@ -15,6 +15,7 @@ from typing import Any
 
 from scaler.backtest.history import ReplicaHistory
 from scaler.backtest.replay import ReplayResult, ReplayStep, ReplaySummary, ScaleChange
+from scaler.backtest.timeparse import rfc3339
 from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
 
@@ -32,10 +33,6 @@ class TargetBacktest:
     result: ReplayResult
     shadow: ReplayResult | None = None
     notes: tuple[str, ...] = ()
-
-
-def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
 
 
 def _hms(ts: float) -> str:
@@ -115,7 +112,7 @@ def format_text(backtests: Sequence[TargetBacktest], *, step_seconds: float) -> 
         s = bt.result.summary
         src = bt.replicas.source or "none"
         lines.append(
-            f"{bt.result.target}: {_iso(steps[0].at)} .. {_iso(steps[-1].at)}, "
+            f"{bt.result.target}: {rfc3339(steps[0].at)} .. {rfc3339(steps[-1].at)}, "
             f"{len(steps)} steps of {step_seconds:g} s, actual replicas from {src}"
         )
         sh = bt.shadow
@@ -223,7 +220,7 @@ def _capacity_json(step: ReplayStep) -> dict[str, Any] | None:
 
 
 def _change(e: ScaleChange) -> dict[str, Any]:
-    out: dict[str, Any] = {"at": e.at, "time": _iso(e.at), "from": e.from_replicas}
+    out: dict[str, Any] = {"at": e.at, "time": rfc3339(e.at), "from": e.from_replicas}
     out["to"] = e.to_replicas
     if e.reason:
         out["reason"] = e.reason
@@ -272,7 +269,7 @@ def to_json(
                 "steps": [
                     {
                         "at": st.at,
-                        "time": _iso(st.at),
+                        "time": rfc3339(st.at),
                         "actual_replicas": st.actual_replicas,
                         "actual_ready": st.actual_ready,
                         "policy_replicas": st.policy_replicas,
@@ -314,8 +311,8 @@ def to_json(
             }
         )
     return {
-        "start": _iso(start),
-        "end": _iso(end),
+        "start": rfc3339(start),
+        "end": rfc3339(end),
         "step_seconds": step_seconds,
         "model_load_seconds": model_load_seconds,
         "plot": str(plot) if plot else None,
@@ -349,7 +346,8 @@ def plot_backtest(backtests: Sequence[TargetBacktest], path: Path) -> Path:
         steps = bt.result.steps
         t = [(st.at - t0) / scale for st in steps]
         ax1.set_title(
-            f"{bt.result.target} (actual from {bt.replicas.source}), from {_iso(t0)}", fontsize=10
+            f"{bt.result.target} (actual from {bt.replicas.source}), from {rfc3339(t0)}",
+            fontsize=10,
         )
 
         # a gap (no actual replicas) is drawn as a gap in every line, as it is left out of

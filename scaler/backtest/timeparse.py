@@ -1,4 +1,4 @@
-"""Time and duration arguments of ``vllm-scaler backtest``.
+"""Time and duration arguments of ``vllm-scaler backtest``, and times as it prints them.
 
 Accepted times (all converted to Unix seconds, UTC):
 
@@ -10,14 +10,18 @@ Accepted times (all converted to Unix seconds, UTC):
 
 Durations use Prometheus' units ``ms``, ``s``, ``m``, ``h``, ``d`` (24 h), ``w`` (7 d),
 optionally combined largest first (``1h30m``); decimals are allowed (``1.5h``).
+
+A time must fall between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59Z (what a date can be
+written as, and printed back in messages and reports); a duration must be finite.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 
-__all__ = ["TimeParseError", "parse_duration", "parse_time"]
+__all__ = ["TimeParseError", "parse_duration", "parse_time", "rfc3339"]
 
 _UNIT_SECONDS: dict[str, float] = {
     "ms": 0.001,
@@ -31,6 +35,8 @@ _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 _DURATION = re.compile(r"^(?:\d+(?:\.\d+)?(?:ms|s|m|h|d|w))+$")
 _UNIX = re.compile(r"^\d+(?:\.\d+)?$")
 _RELATIVE = re.compile(r"^now\s*(?:([+-])\s*(\S+))?$")
+#: The latest time accepted, Unix seconds (the last second a date can be written for).
+_LATEST = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
 
 
 class TimeParseError(ValueError):
@@ -41,8 +47,18 @@ def parse_duration(text: str) -> float:
     """Parse a duration such as ``15s``, ``1h30m`` or ``1.5d`` into seconds.
 
     Raises:
-        TimeParseError: not a duration with units, or units not largest first.
+        TimeParseError: not a duration with units, units not largest first, or too large for
+            a float (the message names the value and the forms expected).
     """
+    total = _duration_seconds(text)
+    if not math.isfinite(total):
+        raise TimeParseError(f"value {text!r}: expected a finite duration (15s, 6h, 1h30m)")
+    return total
+
+
+def _duration_seconds(text: str) -> float:
+    """:func:`parse_duration` without its finiteness check (``inf`` for a duration too large
+    for a float: a time that far off is refused as out of range)."""
     s = text.strip()
     if not _DURATION.match(s):
         raise TimeParseError(
@@ -72,8 +88,18 @@ def parse_time(text: str, *, now: float) -> float:
         now: the current time, Unix seconds (relative forms count from it).
 
     Raises:
-        TimeParseError: the text is none of the accepted forms.
+        TimeParseError: the text is none of the accepted forms, or names a time before
+            1970-01-01T00:00:00Z or after 9999-12-31T23:59:59Z.
     """
+    seconds = _parse_time(text, now=now)
+    if not 0 <= seconds <= _LATEST:
+        raise TimeParseError(
+            f"value {text!r}: expected a time from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z"
+        )
+    return seconds
+
+
+def _parse_time(text: str, *, now: float) -> float:
     s = text.strip()
     low = s.lower()
     rel = _RELATIVE.match(low)
@@ -82,7 +108,7 @@ def parse_time(text: str, *, now: float) -> float:
         if sign is None:
             return now
         try:
-            seconds = parse_duration(dur)
+            seconds = _duration_seconds(dur)
         except TimeParseError:
             raise TimeParseError(
                 f"value {text!r}: expected now{sign}<duration>, a number with a unit ms, s, m, "
@@ -91,7 +117,7 @@ def parse_time(text: str, *, now: float) -> float:
         return now - seconds if sign == "-" else now + seconds
     ago = low.removesuffix("ago").strip()
     if _DURATION.match(ago):
-        return now - parse_duration(ago)
+        return now - _duration_seconds(ago)
     if _UNIX.match(s):
         return float(s)
     try:
@@ -108,3 +134,14 @@ def parse_time(text: str, *, now: float) -> float:
             f"value {text!r}: expected a UTC offset: add Z or +hh:mm (RFC 3339), e.g. {s}Z"
         )
     return when.timestamp()
+
+
+def rfc3339(seconds: float) -> str:
+    """Unix ``seconds`` as RFC 3339 in UTC with a ``Z`` (``2025-05-01T12:00:00Z``; a fraction
+    of a second is kept: ``2025-05-01T12:00:00.250000Z``).
+
+    Raises:
+        ValueError, OverflowError: a time no date can be written for (outside what
+            :func:`parse_time` accepts).
+    """
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")

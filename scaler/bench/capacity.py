@@ -130,19 +130,21 @@ def probe_capacity(
     model: ReplicaModel,
     slo_seconds: float,
     *,
-    seconds: float = 120.0,
+    probe_seconds: float = 120.0,
     quantile: float = 0.95,
 ) -> Capacity:
     """Measure one replica's capacity on ``trace``'s mix of prompt and output lengths.
 
     The trace's accepted requests, in order, arrive evenly spaced at a rate found by bisection
-    (geometric, to 2%) on one fresh replica for ``seconds``.
+    (geometric, to 2%) on one fresh replica for ``probe_seconds``; a rate is served when the
+    ``quantile`` (0-1) of the TTFTs is within ``slo_seconds``. Without any accepted request,
+    the mix is 1,000-token prompts and 100-token answers.
     """
     mix = [(r.prompt_tokens, r.output_tokens) for r in accepted(trace.requests, model)]
     mix = mix or [(1000, 100)]
 
     def arrivals(rate: float) -> list[TraceRequest]:
-        n = max(2, int(rate * seconds))
+        n = max(2, int(rate * probe_seconds))
         return [TraceRequest(j / rate, *mix[j % len(mix)]) for j in range(n)]
 
     def ok(rate: float) -> bool:

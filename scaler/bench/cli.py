@@ -28,14 +28,16 @@ def _quiet_logs() -> None:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
 
 
-# option -> (low, low inclusive, high): what each numeric option of ``bench`` accepts
+# option -> (low, low inclusive, high): what each numeric option of ``bench`` accepts. The
+# replay ticks once per virtual second: a week is the longest window taken (a longer one ran
+# for days, or overflowed on its per-second tables).
 _BOUNDS = {
     "--slo-ttft": (0.0, False, 3600.0),
     "--model-load-seconds": (0.0, True, 86400.0),
     "--min-peak-replicas": (1.0, True, 1000.0),
     "--jobs": (0.0, True, 64.0),
     "--start-minute": (0.0, True, math.inf),
-    "--minutes": (0.0, False, math.inf),
+    "--minutes": (0.0, False, 7 * 24 * 60.0),
     "--rate-scale": (0.0, False, 1000.0),
 }
 
@@ -79,7 +81,8 @@ def register(app: typer.Typer) -> None:
         ] = "GeneratedTokens",
         start_minute: Annotated[float, typer.Option(help="Trace minute to start at.")] = 0.0,
         minutes: Annotated[
-            float | None, typer.Option(help="Trace minutes to replay (default: all).")
+            float | None,
+            typer.Option(help="Trace minutes to replay, at most a week (default: all)."),
         ] = None,
         seed: Annotated[
             int, typer.Option(help="Seed of the rate scaling, synthetic shapes and routing.")

@@ -35,9 +35,8 @@ from scaler.bench.prometheus_api import prometheus_transport
 from scaler.bench.simulate import TickContext
 from scaler.config.policy import TargetPolicy, WorkloadRef
 from scaler.controller.observe import observe
-from scaler.core.decide import Decision, Direction, decide
+from scaler.core.decide import Direction, decide
 from scaler.core.observation import PodInfo, WorkloadSnapshot
-from scaler.core.reasons import Reason
 from scaler.core.state import TargetState, record_write
 from scaler.sim.fleet import Fleet
 from scaler.sources.prometheus import PrometheusSource
@@ -114,7 +113,6 @@ class VllmScalerController:
         )
         self.rate_window_seconds = rate_window_seconds
         self.state: TargetState | None = None
-        self.decisions: list[Decision] = []
         self._loop = asyncio.new_event_loop()
         self._client: httpx.AsyncClient | None = None
         self._source: PrometheusSource | None = None
@@ -160,15 +158,7 @@ class VllmScalerController:
                 state, from_replicas=d.current_replicas, to_replicas=d.desired_replicas, now=ctx.now
             )
         self.state = state
-        self.decisions.append(d)
         return d.desired_replicas
-
-    def reasons(self) -> dict[Reason, int]:
-        """How often each decision reason came up."""
-        out: dict[Reason, int] = {}
-        for d in self.decisions:
-            out[d.reason] = out.get(d.reason, 0) + 1
-        return out
 
     def close(self) -> None:
         """Close the HTTP client and the event loop."""
@@ -186,6 +176,7 @@ class KedaHpaController:
         sync_seconds: the HPA's sync period.
         min_replicas, max_replicas: ``minReplicaCount`` / ``maxReplicaCount``.
         cached_metrics: ``useCachedMetrics: true`` (the HPA reads KEDA's last poll).
+        name: the label in reports.
     """
 
     def __init__(
@@ -202,14 +193,14 @@ class KedaHpaController:
         self.name = name
         self.interval_seconds = sync_seconds
         self.threshold = threshold
-        self.polling = polling_interval_seconds
+        self.polling_interval_seconds = polling_interval_seconds
         self.cached_metrics = cached_metrics
         self.value = 0.0
         self.hpa = HpaScaler(min_replicas, max_replicas, HpaBehavior())
 
     def observe(self, ctx: TickContext) -> None:
         """With cached metrics, KEDA polls Prometheus every ``pollingInterval``."""
-        if self.cached_metrics and round(ctx.now) % self.polling == 0:
+        if self.cached_metrics and round(ctx.now) % self.polling_interval_seconds == 0:
             self.value = ctx.tsdb.sum_waiting(ctx.now) or 0.0
 
     def decide(self, ctx: TickContext) -> int:
@@ -258,6 +249,7 @@ class KvHpaController:
         target: the average KV-cache usage per pod, 0-1.
         sync_seconds: the HPA's sync period.
         min_replicas, max_replicas: the HPA's range.
+        name: the label in reports.
     """
 
     def __init__(

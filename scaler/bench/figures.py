@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scaler.bench.capacity import nearest_rank
-from scaler.bench.simulate import RunRecord
+from scaler.bench.simulate import PodRecord, RunRecord
 from scaler.sim.engine import SimRequest
 
 __all__ = [
@@ -227,18 +227,24 @@ def window_figures(
         and (r.arrival <= end_seconds if last else r.arrival < end_seconds)
     ]
     within = sum(1 for r in counted if r.ttft is not None and r.ttft <= slo_seconds)
-    gpu = 0.0
-    for pod in run.pods:
-        lo = max(pod.created_at, start_seconds)
-        hi = min(pod.deleted_at if pod.deleted_at is not None else math.inf, end_seconds)
-        gpu += max(0.0, hi - lo)
     return WindowFigures(
         start_seconds,
         end_seconds,
         len(counted),
         within / len(counted) if counted else math.nan,
-        gpu / 3600,
+        _pod_seconds(run.pods, start_seconds, end_seconds) / 3600,
     )
+
+
+def _pod_seconds(pods: Sequence[PodRecord], start_seconds: float, end_seconds: float) -> float:
+    """Seconds of pod time inside ``[start, end]``: each pod from its creation to its deletion
+    (still there at the end: to the end), loading and draining included."""
+    total = 0.0
+    for pod in pods:
+        lo = max(pod.created_at, start_seconds)
+        hi = min(pod.deleted_at if pod.deleted_at is not None else math.inf, end_seconds)
+        total += max(0.0, hi - lo)
+    return total
 
 
 def figures_of_run(
@@ -254,11 +260,6 @@ def figures_of_run(
         run.requests, run.duration_seconds, slo_seconds
     )
     end = run.duration_seconds
-    gpu = 0.0
-    for pod in run.pods:
-        lo = max(pod.created_at, 0.0)
-        hi = min(pod.deleted_at if pod.deleted_at is not None else math.inf, end)
-        gpu += max(0.0, hi - lo)
     deltas = [b - a for _, a, b in run.scale_events]
     steps: list[tuple[float, int]] = []
     for s in run.samples:
@@ -277,7 +278,7 @@ def figures_of_run(
         ttft_p50=p50,
         ttft_p95=p95,
         ttft_p99=p99,
-        gpu_hours=gpu / 3600,
+        gpu_hours=_pod_seconds(run.pods, 0.0, end) / 3600,
         scale_events=len(deltas),
         scale_ups=sum(1 for d in deltas if d > 0),
         scale_downs=sum(1 for d in deltas if d < 0),

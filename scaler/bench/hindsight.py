@@ -240,12 +240,12 @@ def search_schedule(
     search = _Search(
         trace,
         model=replace(model, model_load_seconds=0.0),
-        slo=slo_seconds,
+        slo_seconds=slo_seconds,
         share=share,
         routing=routing,
         seed=seed,
-        grace=termination_grace_seconds,
-        cap=max_replicas,
+        termination_grace_seconds=termination_grace_seconds,
+        max_replicas=max_replicas,
     )
     minutes = 1 if first_minute_only else search.minutes
     for minute in range(minutes):
@@ -264,21 +264,21 @@ class _Search:
         trace: Trace,
         *,
         model: ReplicaModel,
-        slo: float,
+        slo_seconds: float,
         share: float,
         routing: Routing | str,
         seed: int,
-        grace: float,
-        cap: int,
+        termination_grace_seconds: float,
+        max_replicas: int,
     ) -> None:
         self.trace = trace
         self.model = model
-        self.slo = slo
+        self.slo_seconds = slo_seconds
         self.share = share
         self.routing = routing
         self.seed = seed
-        self.grace = grace
-        self.cap = cap
+        self.termination_grace_seconds = termination_grace_seconds
+        self.max_replicas = max_replicas
         self.minutes = max(1, math.ceil(trace.duration_seconds / _MINUTE - 1e-9))
         self.accepted_before = _accepted_prefix(trace, model.max_model_len)
         self.chosen: list[int] = []
@@ -298,7 +298,7 @@ class _Search:
         if self.state is None:
             sim = _new_sim(
                 self.trace, plan, model=self.model, routing=self.routing, seed=self.seed,
-                termination_grace_seconds=self.grace,
+                termination_grace_seconds=self.termination_grace_seconds,
             )  # fmt: skip
         else:
             sim = self.state.fork()
@@ -310,19 +310,19 @@ class _Search:
         tally = (0, 0)
         if last:
             sim.run_until(2**62)
-            h, m = _count(sim.fleet.requests, self.slo, float(sim.tick - 1))
+            h, m = _count(sim.fleet.requests, self.slo_seconds, float(sim.tick - 1))
             return _meets(self.hits + h, self.misses + m, self.share), sim, h, m
-        horizon = end + math.ceil(self.slo) + 1
+        horizon = end + math.ceil(self.slo_seconds) + 1
         while True:
             stop = end if boundary is None else horizon
             sim.run_until(min(stop, sim.tick + _CHECK_EVERY))
             now = float(sim.tick - 1)
             if boundary is None and sim.tick >= end:
-                tally = _count(sim.fleet.requests, self.slo, now)
+                tally = _count(sim.fleet.requests, self.slo_seconds, now)
                 boundary = sim.fork()
                 assert isinstance(sim.controller, ScheduleController)
                 sim.controller.replicas = [*plan, count]  # held into the next minute
-            h, m = _count(sim.fleet.requests, self.slo, now, before=end)
+            h, m = _count(sim.fleet.requests, self.slo_seconds, now, before=end)
             if sim.done or sim.tick >= horizon:
                 ok = _meets(self.hits + h, self.misses + m, self.share)
                 return ok, boundary or sim, *tally
@@ -332,7 +332,7 @@ class _Search:
                 open_now = sum(
                     1
                     for r in sim.fleet.requests
-                    if r.arrival < end and _fate(r, self.slo, now) is None
+                    if r.arrival < end and _fate(r, self.slo_seconds, now) is None
                 )
                 top = len(self.accepted_before) - 1
                 future = (
@@ -353,8 +353,8 @@ class _Search:
                 tried[count] = self.trial(minute, count)
             return tried[count][0]
 
-        hint = min(max(1, self.chosen[-1] if self.chosen else 1), self.cap)
-        count = _smallest(ok, hint, self.cap)
+        hint = min(max(1, self.chosen[-1] if self.chosen else 1), self.max_replicas)
+        count = _smallest(ok, hint, self.max_replicas)
         if count is None:
             # Nothing meets the running share: the fewest replicas missing no more than the
             # most would (whole runs: a stopped one has not counted all its misses).
@@ -363,10 +363,10 @@ class _Search:
             def no_worse(c: int) -> bool:
                 if c not in tried:
                     tried[c] = self.trial(minute, c, stop_early=False)
-                return tried[c][3] <= tried[self.cap][3]
+                return tried[c][3] <= tried[self.max_replicas][3]
 
-            no_worse(self.cap)
-            count = _smallest(no_worse, hint, self.cap) or self.cap
+            no_worse(self.max_replicas)
+            count = _smallest(no_worse, hint, self.max_replicas) or self.max_replicas
         _, state, h, m = tried[count]
         self.hits += h
         self.misses += m
@@ -374,7 +374,9 @@ class _Search:
         # Keep only what the next minutes need: open requests, live pods.
         now = float(state.tick - 1)
         state.fleet.requests = [
-            r for r in state.fleet.requests if not r.rejected and _fate(r, self.slo, now) is None
+            r
+            for r in state.fleet.requests
+            if not r.rejected and _fate(r, self.slo_seconds, now) is None
         ]
         state.fleet.gone.clear()
         state.fleet.scale_changes.clear()

@@ -115,7 +115,7 @@ def prometheus_transport(
                 "metric": {TARGET_LABEL: target.key, "le": _value(le)},
                 "value": [t, _value(v)],
             }
-            for le, v in rates[0]
+            for le, v in rates
         ]
 
     def answer(query: str, t: float) -> list[dict[str, Any]] | None:

@@ -33,7 +33,9 @@ _LOWER_BOUND = (
 
 def _describe(result: BenchResult, name: str) -> str:
     if name == "vllm-scaler":
-        return f"vllm-scaler, {result.policy_source}, 15 s interval"
+        return (
+            f"vllm-scaler, {result.policy_source}, {result.control_interval_seconds:g} s interval"
+        )
     if name == BASELINE:
         poll = (
             "30 s cached poll (useCachedMetrics)"

@@ -169,16 +169,22 @@ class BenchResult:
     Attributes:
         trace: the trace's description (window, compression, rate scale, requests).
         summary: the one line on what was read (requests, duration, unit, rejected, scale).
+        duration_seconds: the trace window replayed, seconds (GPU time is counted over it).
         rate_scale: the rate scale used; ``rate_scale_auto`` says whether it was searched.
+        slo_ttft_seconds: the TTFT SLO, seconds.
+        model_load_seconds: time from pod creation to Ready, seconds.
         capacity: one replica's measured capacity on the trace's mix.
         kpa_target: the KPA's target concurrency per replica.
         initial_replicas: replicas every policy starts with (the hindsight schedule's first
             minute).
         policy_source: where vllm-scaler's policy came from (a file, or the defaults).
+        control_interval_seconds: vllm-scaler's control interval, seconds.
         routing: how requests reached the replicas.
         keda_cached_metrics: whether the KEDA baseline reused its poll.
         rejected: requests longer than the context (rejected at once, in every row).
         step_seconds: the trace's load step (synthetic:flash), for the reaction times.
+        arrivals_per_second: the offered load for the plot: accepted and rejected arrivals
+            per second, averaged over consecutive 10 s bins from the trace start.
         policies: figures per row, in :data:`ROWS` order.
         hindsight_replicas: the instant and load-paying schedules, per minute.
         lower_bound_gpu_hours: the provable floor (:mod:`scaler.bench.bound`).
@@ -197,6 +203,7 @@ class BenchResult:
     kpa_target: float
     initial_replicas: int
     policy_source: str
+    control_interval_seconds: int
     routing: str
     keda_cached_metrics: bool
     rejected: int
@@ -244,7 +251,8 @@ class RateScaleError(ValueError):
 
 
 def rate_scale_start(base: Trace, model: ReplicaModel, slo: float, min_peak: int) -> RateScaleStart:
-    """The auto search's starting estimate on ``base`` (the trace at x1).
+    """The auto search's starting estimate on ``base`` (the trace at x1), for a TTFT SLO of
+    ``slo`` seconds and ``min_peak`` replicas at the busiest minute.
 
     Raises:
         RateScaleError: the estimate is above :data:`MAX_AUTO_RATE_SCALE`.
@@ -282,7 +290,8 @@ def auto_rate_scale(
     start: RateScaleStart | None = None,
 ) -> float:
     """The smallest multiple of 0.25 at which the busiest minutes need ``min_peak`` replicas
-    (:func:`~scaler.bench.capacity.peak_need`), at most :data:`MAX_AUTO_RATE_SCALE`.
+    (:func:`~scaler.bench.capacity.peak_need`, TTFT SLO ``slo`` seconds), at most
+    :data:`MAX_AUTO_RATE_SCALE`; ``load(x)`` is the trace at rate scale ``x``.
 
     Starts from ``start`` (default: :func:`rate_scale_start` on ``load(1.0)``) and walks in
     steps of 0.25, never above the cap.
@@ -315,18 +324,20 @@ def auto_rate_scale(
 
 @dataclass(frozen=True, slots=True)
 class _Job:
+    """One row's simulation: the controller ``kind`` (a row name) and what it runs with."""
+
     kind: str
     trace: Trace
     model: ReplicaModel
     initial_replicas: int
-    scrape: int
+    scrape_interval_seconds: int
     routing: str
     seed: int = 0
     policy: Policy | None = None
-    interval: int = 15
+    interval_seconds: int = 15
     max_replicas: int = 32
     kpa_target: float = 1.0
-    slo: float = 2.0
+    slo_seconds: float = 2.0
     fixed_replicas: int = 1
     keda_cached_metrics: bool = False
 
@@ -337,7 +348,7 @@ def _controller(job: _Job) -> Controller:
         return VllmScalerController(
             job.policy.targets[0],
             rate_window_seconds=job.policy.rate_window_seconds,
-            interval_seconds=job.interval,
+            interval_seconds=job.interval_seconds,
         )
     if job.kind == BASELINE:
         return KedaHpaController(
@@ -353,7 +364,7 @@ def _controller(job: _Job) -> Controller:
 def _figures(job: _Job, run: RunRecord) -> PolicyFigures:
     return figures_of_run(
         run,
-        job.slo,
+        job.slo_seconds,
         step_seconds=job.trace.step_seconds,
         lead_seconds=job.model.model_load_seconds,
     )
@@ -365,7 +376,7 @@ def _run_job(job: _Job) -> PolicyFigures:
         _controller(job),
         model=job.model,
         initial_replicas=job.initial_replicas,
-        scrape_interval_seconds=job.scrape,
+        scrape_interval_seconds=job.scrape_interval_seconds,
         seed=job.seed,
         routing=job.routing,
     )
@@ -434,7 +445,7 @@ def _run_hindsight(
     """The instant-start, load-paying and reactive hindsight schedules and their replays."""
     model, trace, load = base.model, base.trace, base.model.model_load_seconds
     common: dict[str, Any] = {"routing": base.routing, "seed": base.seed}
-    found = first = search_schedule(trace, model=model, slo_seconds=base.slo, **common)
+    found = first = search_schedule(trace, model=model, slo_seconds=base.slo_seconds, **common)
     instant_model = replace(model, model_load_seconds=0.0)
     instant = _figures(
         base,
@@ -455,7 +466,9 @@ def _run_hindsight(
         if short <= 0 or attempt == _LOAD_ATTEMPTS - 1:
             break
         target = min(1.0, target + short + 0.0005)
-        found = search_schedule(trace, model=model, slo_seconds=base.slo, share=target, **common)
+        found = search_schedule(
+            trace, model=model, slo_seconds=base.slo_seconds, share=target, **common
+        )
     reactive = reactive_schedule(first.replicas)
     reacting = _figures(
         base, replay_schedule(trace, reactive, model=model, name=REACTIVE, **common)
@@ -551,8 +564,8 @@ def run_bench(options: BenchOptions, progress: Callable[[str], None] | None = No
             simulations.
 
     Raises:
-        FileNotFoundError, ValueError: a trace that cannot be read, an empty window, or one
-            whose arrivals span 0 s.
+        FileNotFoundError, ValueError: a trace that cannot be read, an empty window, one
+            whose arrivals span 0 s, or one whose every request is longer than the context.
         RateScaleError: auto would multiply the trace above :data:`MAX_AUTO_RATE_SCALE`.
     """
     started = time.monotonic()
@@ -577,6 +590,12 @@ def run_bench(options: BenchOptions, progress: Callable[[str], None] | None = No
         raise ValueError(
             f"{base_trace.source}: {len(base_trace)} request(s) over 0 s: nothing to autoscale "
             "(expected arrivals spread over time)"
+        )
+    if rejected_count(base_trace, model.max_model_len) == len(base_trace.requests):
+        raise ValueError(
+            f"{base_trace.source}: all {len(base_trace.requests)} request(s) are longer than the "
+            f"model's context (prompt + output > {model.max_model_len} tokens), rejected at once: "
+            "nothing to serve (expected requests that fit)"
         )
     scale = options.rate_scale
     auto_text = ""
@@ -620,15 +639,20 @@ def run_bench(options: BenchOptions, progress: Callable[[str], None] | None = No
         trace=trace,
         model=model,
         initial_replicas=initial,
-        scrape=options.scrape_interval_seconds,
+        scrape_interval_seconds=options.scrape_interval_seconds,
         routing=options.routing,
         seed=options.seed,
         max_replicas=options.max_replicas,
-        slo=slo,
+        slo_seconds=slo,
         keda_cached_metrics=options.keda_cached_metrics,
     )
     jobs = [
-        replace(base, kind="vllm-scaler", policy=policy, interval=options.control_interval_seconds),
+        replace(
+            base,
+            kind="vllm-scaler",
+            policy=policy,
+            interval_seconds=options.control_interval_seconds,
+        ),
         base,
         replace(base, kind="hpa-kv"),
         replace(base, kind="kpa", kpa_target=kpa_target),
@@ -662,6 +686,7 @@ def run_bench(options: BenchOptions, progress: Callable[[str], None] | None = No
         kpa_target=kpa_target,
         initial_replicas=initial,
         policy_source=options.policy_source,
+        control_interval_seconds=options.control_interval_seconds,
         routing=options.routing,
         keda_cached_metrics=options.keda_cached_metrics,
         rejected=rejected_count(trace, model.max_model_len),

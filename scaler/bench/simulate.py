@@ -59,6 +59,8 @@ class Controller(Protocol):
     decide); ``decide`` runs every ``interval_seconds`` and returns the ``spec.replicas`` to
     write (the current value for no change); ``close`` releases resources at the end.
     ``reads_prometheus`` (optional, default True): False lets the loop skip the scrapes.
+    ``rate_window_seconds`` (optional): the longest ``rate()`` window it queries, seconds;
+    the emulated Prometheus keeps samples at least that long.
     """
 
     name: str
@@ -253,7 +255,10 @@ class Simulation:
             export_metrics=self.scrapes,
         )
         self.fleet = Fleet(self.store, self.config, now=0.0)
-        self.tsdb = Tsdb(scrape_interval_seconds)
+        self.tsdb = Tsdb(
+            scrape_interval_seconds,
+            longest_window_seconds=float(getattr(controller, "rate_window_seconds", 0.0)),
+        )
         self.ctx = TickContext(0.0, self.fleet, self.tsdb)
         self.samples: list[FleetSample] = []
         self.events: list[tuple[float, int, int]] = []

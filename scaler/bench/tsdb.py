@@ -12,8 +12,8 @@ What it reproduces of Prometheus 2.x, because the decision core's inputs depend 
   returning them at once, while ``rate()`` still uses the samples before the marker;
 - instant queries return a series' newest sample within the 5-minute lookback delta;
 - ``rate()`` uses the samples in ``[t - W, t]`` with Prometheus' extrapolation
-  (:func:`scaler.bench.promql.extrapolated_rate`), and ``histogram_quantile`` interpolates as
-  Prometheus does (:func:`scaler.bench.promql.histogram_quantile`).
+  (:func:`scaler.bench.promql.extrapolated_rate`); the TTFT quantile is the production
+  source's, computed from the bucket rates answered here.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 
-from scaler.bench.promql import extrapolated_rate, histogram_quantile
+from scaler.bench.promql import extrapolated_rate
 from scaler.sim.exposition import TTFT_BUCKETS
 from scaler.sim.fleet import SimPod
 
@@ -33,8 +33,11 @@ __all__ = ["LOOKBACK_DELTA_SECONDS", "PodSample", "ScrapedSeries", "Tsdb"]
 
 #: Prometheus' default ``--query.lookback-delta``, seconds.
 LOOKBACK_DELTA_SECONDS = 300.0
-# Samples older than this are dropped from memory (longest rate window we serve + margin).
+# Samples are kept at least this long (the lookback delta and any rate window up to 10 min,
+# with a margin), longer when the longest rate window queried needs it.
 _RETENTION_SECONDS = 900.0
+# What is kept beyond the longest rate window: a scrape interval's worth and more.
+_RETENTION_MARGIN_SECONDS = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,16 +107,26 @@ class Tsdb:
     Args:
         scrape_interval_seconds: Prometheus' ``scrape_interval`` (whole seconds; the bench
             ticks once per second).
+        longest_window_seconds: the longest ``rate()`` window that will be queried, seconds:
+            samples are kept that long (and a margin), as Prometheus' retention would hold them.
+
+    Raises:
+        ValueError: ``scrape_interval_seconds`` < 1.
     """
 
-    def __init__(self, scrape_interval_seconds: int = 15) -> None:
+    def __init__(
+        self, scrape_interval_seconds: int = 15, *, longest_window_seconds: float = 0.0
+    ) -> None:
         if scrape_interval_seconds < 1:
             raise ValueError("scrape_interval_seconds must be >= 1")
-        self.interval = scrape_interval_seconds
+        self.scrape_interval_seconds = scrape_interval_seconds
+        self.retention_seconds = max(
+            _RETENTION_SECONDS, longest_window_seconds + _RETENTION_MARGIN_SECONDS
+        )
         self.series: dict[str, ScrapedSeries] = {}
 
     def _offset(self, pod: str) -> float:
-        return float(zlib.crc32(pod.encode()) % self.interval)
+        return float(zlib.crc32(pod.encode()) % self.scrape_interval_seconds)
 
     def scrape(self, pods: Iterable[SimPod], t: float) -> None:
         """Scrape, at second ``t``, every target whose offset falls on ``t``.
@@ -130,7 +143,7 @@ class Tsdb:
             s = self.series.get(pod.name)
             if s is None:
                 s = self.series[pod.name] = ScrapedSeries(pod.name, self._offset(pod.name))
-            if (round(t) - s.offset) % self.interval != 0:
+            if (round(t) - s.offset) % self.scrape_interval_seconds != 0:
                 continue
             m = pod.metrics
             s.samples.append(
@@ -149,7 +162,7 @@ class Tsdb:
         for name, s in list(self.series.items()):
             if s.stale_at is None and name not in present:
                 s.stale_at = t
-            while s.samples and s.samples[0].t < t - _RETENTION_SECONDS:
+            while s.samples and s.samples[0].t < t - self.retention_seconds:
                 s.samples.popleft()
             if s.stale_at is not None and not s.samples:
                 del self.series[name]
@@ -171,15 +184,14 @@ class Tsdb:
 
     def ttft_rates(
         self, t: float, window: float, pods: Container[str] | None = None
-    ) -> tuple[list[tuple[float, float]], float] | None:
-        """``sum by (le) (rate(bucket[W]))`` and ``sum(rate(count[W]))`` at ``t``, over
-        ``pods`` (every pod when None).
+    ) -> list[tuple[float, float]] | None:
+        """``sum by (le) (rate(vllm:time_to_first_token_seconds_bucket[W]))`` at ``t`` over
+        ``pods`` (every pod when None): ``(le, rate per second)`` per bucket, ``+Inf`` last.
 
-        Returns ``(buckets, count rate)`` or None when no pod has two samples in the window
-        (Prometheus answers an empty vector).
+        Returns None when no pod has two samples in the window (Prometheus answers an empty
+        vector).
         """
         sums = [0.0] * len(_BOUNDS)
-        count_rate = 0.0
         found = False
         start = t - window
         for name, s in self.series.items():
@@ -193,12 +205,9 @@ class Tsdb:
                 if r is not None:
                     sums[i] += r
                     found = True
-            c = extrapolated_rate([(p.t, p.ttft_count) for p in pts], start, t)
-            if c is not None:
-                count_rate += c
         if not found:
             return None
-        return list(zip(_BOUNDS, sums, strict=True)), count_rate
+        return list(zip(_BOUNDS, sums, strict=True))
 
     def ttft_count_rates(self, t: float, window: float) -> dict[str, float]:
         """Pod -> ``rate(vllm:time_to_first_token_seconds_count[W])`` at ``t`` (pods with two
@@ -228,8 +237,3 @@ class Tsdb:
             if req is not None and prompt is not None and gen is not None:
                 out[name] = (req, prompt, gen)
         return out
-
-    def ttft_quantile(self, t: float, window: float, q: float) -> float | None:
-        """``histogram_quantile(q, sum by (le) (rate(...bucket[W])))`` at ``t``; None if empty."""
-        rates = self.ttft_rates(t, window)
-        return None if rates is None else histogram_quantile(q, rates[0])

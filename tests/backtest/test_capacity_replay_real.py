@@ -25,6 +25,7 @@ from scaler.config.settings import PrometheusSettings
 from scaler.core.observation import PodInfo, WorkloadSnapshot
 from scaler.core.signals import SignalStatus
 from scaler.sim.exposition import VllmMetrics
+from scaler.sim.prometheus_server import wait_for_series
 from tests.support.live_at import live_decisions
 from tests.support.policies import case_target_doc
 from tests.support.scraped_pods import scraped_pods
@@ -32,6 +33,8 @@ from tests.support.scraped_pods import scraped_pods
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
 RATE_WINDOW = 4.0
+#: The history the backtest replays: four rate windows from the first whole window.
+HISTORY_SECONDS = 4 * RATE_WINDOW
 PODS = ("vllm-5c4d9-aaaa0", "vllm-5c4d9-bbbb0")
 REQUESTS_PER_S, PROMPT_PER_S, GENERATION_PER_S = 2.0, 1000.0, 100.0
 #: One replica's weighted tokens/s (prompt + 16 x generated, the default weight).
@@ -76,7 +79,13 @@ async def history(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tup
     tmp = tmp_path_factory.mktemp("prometheus")
     async with scraped_pods(tmp, bodies, rate_window_seconds=RATE_WINDOW) as url:
         ready = time.time()
-        await asyncio.sleep(4 * RATE_WINDOW)  # four windows of steady history
+        # four windows of steady history: until every pod has a sample at or after its end
+        await wait_for_series(
+            url,
+            f"timestamp(vllm:num_requests_running) >= {ready + HISTORY_SECONDS:.3f}",
+            timeout=HISTORY_SECONDS + 30,
+            min_series=len(PODS),
+        )
         yield url, ready
 
 
@@ -101,7 +110,7 @@ async def test_a_backtest_learns_the_capacity_and_decides_as_the_live_loop(
 ) -> None:
     url, ready = history
     policy = parse_policy(POLICY)
-    (bt,) = await asyncio.to_thread(_backtest, url, policy, ready, ready + 4 * RATE_WINDOW)
+    (bt,) = await asyncio.to_thread(_backtest, url, policy, ready, ready + HISTORY_SECONDS)
     steps = bt.result.steps
     views = [st.capacity for st in steps]
     assert all(v is not None for v in views)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -17,7 +18,8 @@ from scaler.backtest.history import (
     read_replica_history,
     replica_queries,
 )
-from scaler.config.policy import TargetPolicy
+from scaler.backtest.pipeline import run_backtest
+from scaler.config.policy import Policy, TargetPolicy
 
 
 def _target(kind: str = "Deployment") -> TargetPolicy:
@@ -45,7 +47,7 @@ def test_grid_starts_on_a_whole_second_and_ends_at_or_before_end() -> None:
     assert make_grid(100.7, 160.0, 15).end == 160.0
 
 
-@pytest.mark.parametrize("step", [0, 0.5, 1.5])
+@pytest.mark.parametrize("step", [0, 0.5, 1.5, math.inf, math.nan])
 def test_grid_needs_whole_second_steps(step: float) -> None:
     with pytest.raises(ValueError, match="whole number"):
         make_grid(0, 100, step)
@@ -121,6 +123,18 @@ def test_read_matrix_regroups_chunks_per_step() -> None:
     assert m[2][1][0] == {"pod": "b"} and m[2][1][1] != m[2][1][1]  # NaN kept
 
 
+@pytest.mark.parametrize("stamp", ["soon", None, "NaN", "+Inf", [0]])
+def test_read_matrix_refuses_a_time_that_is_not_a_number(stamp: Any) -> None:
+    """A malformed answer (a proxy's, a broken server's) is a HistoryError naming the pair,
+    the query and the chunk, never a traceback."""
+
+    def bad(query: str, start: float, end: float, step: float) -> list[Any]:
+        return [{"metric": {}, "values": [[stamp, "1"]]}]
+
+    with pytest.raises(HistoryError, match=r"not a \[time, value\] pair: .*; query 'q' from "):
+        read_matrix(bad, "q", make_grid(0, 10, 1))
+
+
 def test_read_matrix_names_query_and_chunk_on_bad_answers() -> None:
     def bad(query: str, start: float, end: float, step: float) -> list[Any]:
         return [{"metric": {}, "values": [[start, "not a number"]]}]
@@ -167,3 +181,40 @@ def test_statefulset_and_other_kinds() -> None:
     sts = replica_queries(_target("StatefulSet"), ReplicaSource.KUBE_STATE_METRICS)
     assert sts is not None and sts[0].startswith("max(kube_statefulset_replicas{")
     assert replica_queries(_target("LeaderWorkerSet"), ReplicaSource.KUBE_STATE_METRICS) is None
+
+
+class _Counted:
+    """A progress hook that counts what was announced and what was done."""
+
+    def __init__(self) -> None:
+        self.total = self.done = 0
+
+    def add_total(self, requests: int) -> None:
+        self.total += requests
+
+    def advance(self) -> None:
+        self.done += 1
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(ReplicaSource.KUBE_STATE_METRICS, id="first-source"),
+        pytest.param(ReplicaSource.VLLM_PODS, id="last-source-one-query-for-both"),
+    ],
+)
+def test_progress_announces_exactly_the_requests_made(source: ReplicaSource) -> None:
+    """Sources without data are read once (their ready query is skipped) and the pod count
+    is one query for spec and ready: the bar's total is what is read, no more."""
+    t = _target()
+    spec, ready = replica_queries(t, source) or ("", "")
+    fake = FakeRange({spec: [({}, lambda _t: "4")], ready: [({}, lambda _t: "3")]})
+    policy = Policy(targets=[t])
+    progress = _Counted()
+    run_backtest(
+        fake, policy, policy.targets, make_grid(0, 100, 10), model_load_seconds=60,
+        max_points=4, progress=progress,
+    )  # fmt: skip
+    assert len(fake.calls) > 0
+    assert progress.done == len(fake.calls)
+    assert progress.total == len(fake.calls)

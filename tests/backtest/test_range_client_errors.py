@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from requests.adapters import Retry
@@ -32,6 +33,7 @@ class Scripted(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.answers: list[tuple[int, bytes]] = []
         self.requests = 0
+        self.paths: list[str] = []
 
     @property
     def url(self) -> str:
@@ -45,6 +47,7 @@ class _Handler(BaseHTTPRequestHandler):
         server = self.server
         status, body = server.answers[min(server.requests, len(server.answers) - 1)]
         server.requests += 1
+        server.paths.append(self.path)
         self.send_response(status)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -138,6 +141,20 @@ def test_a_try_again_answer_is_retried_then_named(prom: Scripted, no_backoff: No
         f"Prometheus at {prom.url} refused the query: HTTP 503 Service Unavailable: "
         "still overloaded"
     )
+
+
+@pytest.mark.parametrize("step", [15.0, 1_036_801.0])
+def test_the_step_is_sent_to_the_second(prom: Scripted, step: float) -> None:
+    """A step of 12 days and 1 second (seven digits) is sent whole, not rounded to six
+    significant digits (1.0368e+06): Prometheus would evaluate off the grid."""
+    prom.answers = [(200, SUCCESS)]
+    client = PrometheusRangeClient(PrometheusSettings(prometheus_url=prom.url))
+    try:
+        assert client("up", 0.0, 2 * step, step) == []
+    finally:
+        client.close()
+    (path,) = prom.paths
+    assert parse_qs(urlsplit(path).query)["step"] == [f"{step:.0f}"]
 
 
 def test_the_retry_policy() -> None:

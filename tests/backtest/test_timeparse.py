@@ -20,7 +20,7 @@ def test_durations(text: str, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("text", ["", "15", "h", "1x", "-1h", "30m1h", "1h1h"])
+@pytest.mark.parametrize("text", ["", "15", "h", "1x", "-1h", "30m1h", "1h1h", "9" * 400 + "s"])
 def test_bad_durations(text: str) -> None:
     with pytest.raises(TimeParseError):
         parse_duration(text)
@@ -58,4 +58,14 @@ def test_rfc3339_is_utc_based() -> None:
 )
 def test_bad_times(text: str) -> None:
     with pytest.raises(TimeParseError):
+        parse_time(text, now=NOW)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["99999999999999", "now+999999w", "now-" + "9" * 400 + "w", "9" * 400 + "w", "now-5000w",
+     "1969-12-31T23:59:59Z"],
+)  # fmt: skip
+def test_times_a_date_cannot_be_written_for_are_refused(text: str) -> None:
+    with pytest.raises(TimeParseError, match="expected a time from 1970-01-01T00:00:00Z to "):
         parse_time(text, now=NOW)

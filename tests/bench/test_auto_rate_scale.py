@@ -53,6 +53,21 @@ def test_a_trace_spanning_no_time_is_refused(tmp_path: Path) -> None:
         )
 
 
+def test_a_trace_whose_every_request_is_rejected_is_refused(tmp_path: Path) -> None:
+    """Nothing fits the context: a table of NaN shares would say nothing; one line says why."""
+    too_long = _trace(tmp_path, "long.csv", [(t, 40_000, 100) for t in (0.0, 1.0, 2.0)])
+    for scale in ("auto", "1"):
+        result = CliRunner().invoke(
+            app, ["bench", "--trace", str(too_long), "--no-plot", "--rate-scale", scale]
+        )
+        assert result.exit_code == 2
+        assert result.output == (
+            "vllm-scaler: --trace: long.csv: all 3 request(s) are longer than the model's "
+            "context (prompt + output > 32768 tokens), rejected at once: nothing to serve "
+            "(expected requests that fit)\n"
+        )
+
+
 def test_what_was_read_is_said_before_the_search(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -25,6 +25,11 @@ from scaler.cli import app
         ),
         pytest.param(["--minutes", "0"], "--minutes: value 0: expected a number > 0", id="minutes"),
         pytest.param(
+            ["--trace", "synthetic:flash", "--minutes", "1e308", "--rate-scale", "1"],
+            "--minutes: value 1e+308: expected a number > 0 and <= 10080",
+            id="minutes-beyond-a-week",
+        ),
+        pytest.param(
             ["--model-load-seconds", "-5"], "--model-load-seconds: value -5", id="model-load"
         ),
         pytest.param(["--min-peak-replicas", "0"], "--min-peak-replicas: value 0", id="peak"),

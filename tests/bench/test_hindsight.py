@@ -11,6 +11,7 @@ from scaler.bench.capacity import minute_need
 from scaler.bench.figures import figures_of_run
 from scaler.bench.hindsight import (
     ScheduleController,
+    SearchResult,
     fill_gaps,
     pay_model_load,
     replay_schedule,
@@ -29,6 +30,12 @@ WINDOW = {"start_seconds": 13 * 60.0, "duration_seconds": 6 * 60.0, "rate_scale"
 @pytest.fixture(scope="module")
 def trace() -> Trace:
     return open_trace("code", **WINDOW)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def found(trace: Trace) -> SearchResult:
+    """The instant-start search on the window (the most costly step: searched once)."""
+    return search_schedule(trace, model=MODEL, slo_seconds=2.0)
 
 
 @pytest.mark.parametrize(
@@ -75,9 +82,8 @@ def test_schedule_controller_writes_increases_a_lead_early(
 
 
 def test_the_search_keeps_99_percent_and_its_replay_gives_exactly_its_figures(
-    trace: Trace,
+    trace: Trace, found: SearchResult
 ) -> None:
-    found = search_schedule(trace, model=MODEL, slo_seconds=2.0)
     assert len(found.replicas) == 6
     assert found.share >= 0.99
     assert max(found.replicas) >= 4  # the burst needs several replicas...
@@ -108,8 +114,9 @@ def test_a_minute_gets_the_fewest_replicas_that_keep_99_percent() -> None:
     assert share(n) >= 0.99 > share(n - 1)
 
 
-def test_paying_model_load_costs_the_loads_and_keeps_the_service(trace: Trace) -> None:
-    found = search_schedule(trace, model=MODEL, slo_seconds=2.0)
+def test_paying_model_load_costs_the_loads_and_keeps_the_service(
+    trace: Trace, found: SearchResult
+) -> None:
     schedule, lead = pay_model_load(found.replicas, MODEL.model_load_seconds)
     instant = figures_of_run(replay_schedule(trace, found.replicas, model=INSTANT, name="i"), 2.0)
     run = replay_schedule(trace, schedule, model=MODEL, lead_seconds=lead, name="l")
@@ -125,7 +132,9 @@ def test_paying_model_load_costs_the_loads_and_keeps_the_service(trace: Trace) -
         assert pod.ready_at % 60 == pytest.approx(0.0, abs=1.0)
 
 
-def test_rejected_requests_change_neither_the_search_nor_the_replay(trace: Trace) -> None:
+def test_rejected_requests_change_neither_the_search_nor_the_replay(
+    trace: Trace, found: SearchResult
+) -> None:
     # One request in seven made longer than the 32,768-token context, plus the original ones.
     long = [
         TraceRequest(r.arrival_seconds, 40_000, r.output_tokens)
@@ -136,7 +145,7 @@ def test_rejected_requests_change_neither_the_search_nor_the_replay(trace: Trace
         trace,
         requests=tuple(sorted([*trace.requests, *long], key=lambda r: r.arrival_seconds)),
     )
-    plain = search_schedule(trace, model=MODEL, slo_seconds=2.0)
+    plain = found
     with_long = search_schedule(mixed, model=MODEL, slo_seconds=2.0)
     assert with_long == plain
     a = figures_of_run(replay_schedule(trace, plain.replicas, model=INSTANT, name="x"), 2.0)

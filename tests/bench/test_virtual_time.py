@@ -15,6 +15,7 @@ from scaler.bench.runner import HINDSIGHT, BenchOptions, BenchResult, run_bench
 from scaler.bench.simulate import TickContext, simulate
 from scaler.sim.catalog import open_trace
 from scaler.sim.engine import ReplicaModel
+from scaler.sim.trace import Trace, TraceRequest
 
 # Six busy minutes of the code trace: bursts that need several replicas.
 WINDOW = {"start_seconds": 13 * 60.0, "duration_seconds": 6 * 60.0, "rate_scale": 1.25}
@@ -84,6 +85,15 @@ def test_the_report_states_routing_rejections_and_the_reference(result: BenchRes
     assert "oracle" not in table and "oracle" not in str(doc)
 
 
+def test_the_vllm_scaler_row_names_its_control_interval(result: BenchResult) -> None:
+    described = "vllm-scaler, shipped default policy (max 32), 15 s interval"
+    assert described in format_table(result)
+    slower = run_bench(replace(OPTIONS, duration_seconds=120.0, control_interval_seconds=30))
+    described = "vllm-scaler, shipped default policy (max 32), 30 s interval"
+    assert described in format_table(slower)
+    assert as_json(slower)["policies"][0]["description"] == described
+
+
 def test_vllm_scaler_cuts_nothing(result: BenchResult) -> None:
     assert result.by_name("vllm-scaler").cut == 0
 
@@ -138,3 +148,43 @@ def test_littles_law_holds() -> None:
     in_system, rate_times_wait = littles_law(run)
     assert in_system > 1.0
     assert in_system == pytest.approx(rate_times_wait, rel=0.03)
+
+
+class _RateReader:
+    """A controller that reads the emulated Prometheus' counter rates once, over a short and
+    a long window, and never scales."""
+
+    name = "reader"
+    interval_seconds = 1
+    rate_window_seconds = 1200.0  # the longest window it queries
+
+    def __init__(self, at: float) -> None:
+        self.at = at
+        self.rates: dict[float, dict[str, tuple[float, float, float]]] = {}
+
+    def observe(self, ctx: TickContext) -> None:
+        pass
+
+    def decide(self, ctx: TickContext) -> int:
+        if ctx.now == self.at:
+            self.rates = {w: ctx.tsdb.counter_rates(ctx.now, w) for w in (300.0, 1200.0)}
+        return ctx.fleet.spec_replicas
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_rate_window_longer_than_the_default_retention_reads_the_whole_window() -> None:
+    """The emulated Prometheus keeps samples as long as the controller's longest rate()
+    window: at a steady load, a 20-minute rate equals a 5-minute one (when only 15 minutes
+    were kept, the 20-minute rate read about three quarters of the load)."""
+    steady = Trace(
+        tuple(TraceRequest(float(t), 200, 20) for t in range(1600)), "steady", "steady", 1600.0
+    )
+    reader = _RateReader(at=1500.0)
+    simulate(steady, reader, model=ReplicaModel(), initial_replicas=1)
+    (short,) = reader.rates[300.0].values()
+    (long,) = reader.rates[1200.0].values()
+    assert short[0] == pytest.approx(1.0, rel=0.05)  # one request finished per second
+    for a, b in zip(short, long, strict=True):
+        assert b == pytest.approx(a, rel=0.05)

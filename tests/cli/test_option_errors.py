@@ -93,6 +93,29 @@ def _error(args: list[str], env: dict[str, str] | None = None) -> str:
             )
             for value in ("0", "0s", "500ms", "1.5", "fast")
         ),
+        *(
+            pytest.param(
+                ["backtest", "--step", value],
+                f"vllm-scaler: --step: value '{value}': expected a whole number of seconds >= 1, "
+                "bare or with a unit s, m, h, d or w (15, 15s, 1m, 1h30m)",
+                id=f"step-too-large-for-a-float-{form}",
+            )
+            for form, value in (("bare", "9" * 400), ("with-unit", "9" * 400 + "s"))
+        ),
+        *(
+            pytest.param(
+                ["backtest", option, value],
+                f"vllm-scaler: {option}: value '{value}': expected a time from "
+                "1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z",
+                id=f"{option}-{value[:8]}-out-of-range",
+            )
+            for option, value in (
+                ("--start", "99999999999999"),
+                ("--end", "now+999999w"),
+                ("--start", "now-" + "9" * 400 + "w"),
+                ("--start", "now-5000w"),
+            )
+        ),
         pytest.param(
             ["backtest", "--max-points", "0"],
             "vllm-scaler: --max-points: value 0: expected a number >= 1",
@@ -117,6 +140,12 @@ def test_an_end_before_the_start_names_both_values() -> None:
     assert line == (
         "vllm-scaler: --end: value '1746097200' (2025-05-01T11:00:00Z) is before --start "
         "'1746100800' (2025-05-01T12:00:00Z): expected a time after --start"
+    )
+    # within the same second: the grid starts on the whole second, the check on the times
+    sub_second = _error(["backtest", "--start", "1746100800.7", "--end", "1746100800.2"])
+    assert sub_second == (
+        "vllm-scaler: --end: value '1746100800.2' (2025-05-01T12:00:00Z) is before --start "
+        "'1746100800.7' (2025-05-01T12:00:00Z): expected a time after --start"
     )
     relative = _error(["backtest", "--start", "now", "--end", "now-1h"])
     assert re.fullmatch(

@@ -24,8 +24,11 @@ import yaml
 
 from scaler import dashboards as dash
 from scaler.sim.prometheus_server import find_prometheus_binary
-from scaler.sim.victoria_metrics import find_victoria_metrics_binary
-from tests.dashboards.sim_run import SCALER_JOB, SimRun, simulated_run
+from scaler.sim.victoria_metrics import (
+    VictoriaMetricsNotInstalledError,
+    find_victoria_metrics_binary,
+)
+from tests.dashboards.sim_run import SimRun, simulated_run
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
@@ -124,9 +127,11 @@ async def test_every_dashboard_query_and_alert_works_on_a_simulated_run(
     run: SimRun, backend: str, tmp_path: Path
 ) -> None:
     if backend not in run.backends:
-        find_victoria_metrics_binary()  # raises with how to install it
+        try:
+            find_victoria_metrics_binary()
+        except VictoriaMetricsNotInstalledError as err:  # the message says how to install it
+            pytest.skip(str(err))
     assert run.scale_events, "the slice should make the controller scale"
-    assert SCALER_JOB
     # Blocking HTTP in a thread: the fleet and our /metrics keep serving on this loop.
     await asyncio.to_thread(
         _check_everything,
