@@ -46,10 +46,10 @@ limits) with changes for LLM serving:
    TTFT's rate window to pass the queue the new replicas drained
    (``waiting_for_ttft_window``), records what the valid signals ask for (TTFT left out while
    it settles): it delays this cycle's scale-down but is no evidence that the current replicas
-   are needed. Recorded as the current replicas, each such hold keeps the fleet a whole window
-   past it: on the bench's ``synthetic:flash`` the TTFT holds kept 32 replicas until 1,320 s
-   where the queue's last ask for 32 (915 s) allowed a scale-down from 1,230 s, and with a
-   larger scale-down step one pod still draining 30 s after a removal froze the next for 300 s.
+   are needed. Recorded as the current replicas, each such hold would keep the fleet a whole
+   window past it: after a surge, TTFT's holds while its window still shows the drained queue
+   would push the window out beyond the queue's last ask, and with a larger scale-down step one
+   pod still draining after a removal would freeze the next for a whole window.
 5. Per-period step limits (HPA ``behavior.policies`` with ``selectPolicy: Max``), then the
    min/max clamp. A scale-down may also remove ``max_surplus_percent_per_period`` of the
    replicas above what the capacity signal asks for, when it has an estimate and an ``ok``
@@ -161,19 +161,15 @@ class Recommended:
         replicas: the recommendation (the current replicas when a guard holds a scale-down).
         driving: the evaluation whose result won, if any signal was usable.
         held: the reason and message of a guard that holds the current replicas, if any.
-        recorded: what the stabilization history keeps for this cycle when it differs from
-            ``replicas`` (a hold that only waits: see the module docstring), else None.
+        recorded: what the stabilization history keeps for this cycle: ``replicas``, except
+            for a hold that only waits, which records what the signals ask for (see the
+            module docstring).
     """
 
     replicas: int
+    recorded: int
     driving: SignalEvaluation | None = None
     held: tuple[Reason, str] | None = None
-    recorded: int | None = None
-
-    @property
-    def history_replicas(self) -> int:
-        """The replicas the stabilization history keeps for this cycle."""
-        return self.replicas if self.recorded is None else self.recorded
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +214,7 @@ def _down_limit(
     state: TargetState,
     current: int,
     now: float,
-    capacity_replicas: int | None = None,
+    capacity_replicas: int | None,
 ) -> int:
     rules = policy.scale_down
     start = _period_start(state, rules, current, now, up=False)
@@ -335,7 +331,7 @@ def decide(
     stabilized = stabilize(policy, state, current, rec.replicas, now)
     state = replace(
         state,
-        recommendations=(*state.recommendations, Recommendation(now, rec.history_replicas)),
+        recommendations=(*state.recommendations, Recommendation(now, rec.recorded)),
     )
     stepped = limit_step(
         policy,
@@ -411,6 +407,7 @@ def recommend(
     if not usable:
         return Recommended(
             current,
+            current,
             held=(
                 Reason.NO_VALID_SIGNALS,
                 f"no signal is usable, holding {current}: " + _describe_invalid(evaluations),
@@ -418,20 +415,24 @@ def recommend(
         )
     driving = max(usable, key=lambda e: (e.desired_replicas or 0, e.ratio or 0.0))
     asked = driving.desired_replicas or 0
-    recorded: int | None = None
+    replicas = asked
+    recorded = asked
     if asked < current:
         held = _scale_down_guard(counts, evaluations, asked)
-        if held is not None and held[0] is Reason.WAITING_FOR_DRAIN:
-            recorded = asked  # waiting, not needing: the history keeps the signals' ask
+        if held is not None:
+            replicas = current
+            # waiting, not needing: the history keeps the signals' ask
+            recorded = asked if held[0] is Reason.WAITING_FOR_DRAIN else current
     elif asked == current:
         held = _starting_guard(policy, counts, usable, settling=settling, window=window)
         if held is not None and held[0] is Reason.WAITING_FOR_TTFT_WINDOW:
-            # TTFT's window still holds the drained queue: the others' ask is the need
+            # TTFT's window still holds the drained queue: the others' ask is the need (never
+            # above current: the driving signal asks for current and wins the max)
             others = [e.desired_replicas or 0 for e in usable if e.name is not SignalName.TTFT_P95]
-            recorded = min(current, max(others)) if others else None
+            recorded = max(others) if others else current
     else:
         held = None
-    return Recommended(current if held else asked, driving, held, recorded)
+    return Recommended(replicas, recorded, driving, held)
 
 
 def _scale_down_guard(
