@@ -9,7 +9,11 @@ the highest demand expected until then, with headroom for the bursts seen recent
     peak(h) = level + min(max(trend, 0) x h, MAX_RISE x level) + headroom x sqrt(burstiness)
 
 A falling trend is never extrapolated: capacity is removed for a drop that has been observed,
-not for one that is predicted.
+not for one that is predicted. The forecast also notes since when the demand has fallen
+without a rise (``falling_since``: the trend negative at every update, the level never more
+than one standard deviation of the burstiness above its lowest point since, ``trough``), and
+:meth:`DemandForecast.fall_seconds` how fast against its noise: together they let the
+scale-down window follow a steady fall (:func:`scaler.core.decide.down_window_seconds`).
 
 Cycles are not evenly spaced (a skipped cycle, a Prometheus outage, a new leader), so each
 smoothing factor is derived from a time constant ``tau`` and the interval ``dt`` since the
