@@ -454,6 +454,14 @@ class ScaleDownRules(ScalingRules):
     bring 32 replicas down to the 8 a load needs once a surge is served; a quarter of the
     surplus a minute takes a few minutes, and near the need (a surplus under 8) it is one a
     minute again. Independent of the other two: 0 switches it off.
+
+    ``shorten_window_on_steady_fall`` lets the stabilization window follow a demand that
+    falls by more than its own noise (see :func:`scaler.core.decide.down_window_seconds`):
+    once the demand has fallen for a whole window without a rise, and while the capacity
+    signal has an estimate and an ``ok`` reading, the window is the time the demand
+    forecast's trend takes to lower the demand by one standard deviation of its burstiness,
+    at least one rate window and at most ``stabilization_window_seconds``. Recurring bursts
+    keep the whole window (each turns the trend up or lifts the level).
     """
 
     stabilization_window_seconds: float = Field(default=300, ge=0, le=3600)
@@ -464,6 +472,10 @@ class ScaleDownRules(ScalingRules):
         ge=0,
         le=100,
         description="percent of the replicas over the capacity signal's ask to remove per period",
+    )
+    shorten_window_on_steady_fall: bool = Field(
+        default=True,
+        description="shorten the window while the demand falls by more than its burstiness",
     )
 
 

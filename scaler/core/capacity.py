@@ -77,7 +77,9 @@ utilization); the queue, KV-cache and TTFT signals stay as safety nets. The repl
 what it asks for are a known surplus: a scale-down may remove a share of them per period
 (``scale_down.max_surplus_percent_per_period``, :func:`scaler.core.decide.limit_step`), so a
 fleet the queue took far past the need after a surge comes back in minutes, not at one
-replica a minute. Until an estimate exists the signal is ``learning``: it asks for nothing
+replica a minute; and once the demand has fallen for a whole scale-down window without a rise,
+that window shortens to follow the fall (:func:`scaler.core.decide.down_window_seconds`).
+Until an estimate exists the signal is ``learning``: it asks for nothing
 and holds back nothing.
 """
 

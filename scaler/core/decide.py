@@ -46,10 +46,15 @@ limits) with changes for LLM serving:
    TTFT's rate window to pass the queue the new replicas drained
    (``waiting_for_ttft_window``), records what the valid signals ask for (TTFT left out while
    it settles): it delays this cycle's scale-down but is no evidence that the current replicas
-   are needed. Recorded as the current replicas, each such hold keeps the fleet a whole window
-   past it: on the bench's ``synthetic:flash`` the TTFT holds kept 32 replicas until 1,320 s
-   where the queue's last ask for 32 (915 s) allowed a scale-down from 1,230 s, and with a
-   larger scale-down step one pod still draining 30 s after a removal froze the next for 300 s.
+   are needed. Recorded as the current replicas, each such hold would keep the fleet a whole
+   window past it: after a surge, TTFT's holds while its window still shows the drained queue
+   would push the window out beyond the queue's last ask, and with a larger scale-down step one
+   pod still draining after a removal would freeze the next for a whole window.
+   Once the demand has fallen for a whole window without a rise, the scale-down window
+   shortens (``scale_down.shorten_window_on_steady_fall``, :func:`down_window_seconds`): to
+   the time the demand forecast's trend takes to lower the demand by one standard deviation
+   of its burstiness, at least one rate window, and never back past a hold for missing or
+   invalid signals or a seeded history (``TargetState.last_blocked_at``).
 5. Per-period step limits (HPA ``behavior.policies`` with ``selectPolicy: Max``), then the
    min/max clamp. A scale-down may also remove ``max_surplus_percent_per_period`` of the
    replicas above what the capacity signal asks for, when it has an estimate and an ``ok``
@@ -83,6 +88,10 @@ from scaler.core.observation import Observation, ReplicaCounts
 from scaler.core.reasons import Reason
 from scaler.core.signals import SignalReading, SignalStatus
 from scaler.core.state import Recommendation, ScaleEvent, TargetState, compact
+
+# Holds recorded as the current replicas for want of valid signals: a window shortened by a
+# steady fall never reaches back past them.
+_BLOCKED = (Reason.NO_VALID_SIGNALS, Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL)
 
 # For this many TTFT rate windows after the last cycle that saw replicas starting, TTFT asks
 # for no more than the current replicas (its window still holds the queue they drain; see
@@ -161,19 +170,15 @@ class Recommended:
         replicas: the recommendation (the current replicas when a guard holds a scale-down).
         driving: the evaluation whose result won, if any signal was usable.
         held: the reason and message of a guard that holds the current replicas, if any.
-        recorded: what the stabilization history keeps for this cycle when it differs from
-            ``replicas`` (a hold that only waits: see the module docstring), else None.
+        recorded: what the stabilization history keeps for this cycle: ``replicas``, except
+            for a hold that only waits, which records what the signals ask for (see the
+            module docstring).
     """
 
     replicas: int
+    recorded: int
     driving: SignalEvaluation | None = None
     held: tuple[Reason, str] | None = None
-    recorded: int | None = None
-
-    @property
-    def history_replicas(self) -> int:
-        """The replicas the stabilization history keeps for this cycle."""
-        return self.replicas if self.recorded is None else self.recorded
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +223,7 @@ def _down_limit(
     state: TargetState,
     current: int,
     now: float,
-    capacity_replicas: int | None = None,
+    capacity_replicas: int | None,
 ) -> int:
     rules = policy.scale_down
     start = _period_start(state, rules, current, now, up=False)
@@ -261,12 +266,16 @@ def _prune(state: TargetState, policy: TargetPolicy, now: float) -> TargetState:
     starting = state.last_starting_at
     if starting is not None and starting > now:
         starting = now
+    blocked = state.last_blocked_at
+    if blocked is not None and blocked > now:
+        blocked = now
     return replace(
         state,
         recommendations=recs,
         scale_events=evs,
         last_rewrite_at=rewrite,
         last_starting_at=starting,
+        last_blocked_at=blocked,
     )
 
 
@@ -331,11 +340,14 @@ def decide(
         evaluations += (evaluation,)
         state = replace(state, capacity=memory)
     rec = recommend(policy, counts, evaluations, settling=settling, window=ttft_window_seconds)
+    if rec.held is not None and rec.held[0] in _BLOCKED:
+        state = replace(state, last_blocked_at=now)
     state = _prune(state, policy, now)
-    stabilized = stabilize(policy, state, current, rec.replicas, now)
+    down_window = down_window_seconds(policy, state, evaluations, now, ttft_window_seconds)
+    stabilized = stabilize(policy, state, current, rec.replicas, now, down_window=down_window)
     state = replace(
         state,
-        recommendations=(*state.recommendations, Recommendation(now, rec.history_replicas)),
+        recommendations=(*state.recommendations, Recommendation(now, rec.recorded)),
     )
     stepped = limit_step(
         policy,
@@ -353,6 +365,8 @@ def decide(
         held = _final_reason(policy, counts, rec.replicas, desired, limits, rec.driving, held)
         if held[0] in (Reason.WITHIN_TOLERANCE, Reason.DEMAND_COVERED):
             held = (held[0], held[1] + _left_out(evaluations))
+        elif rec.replicas < current:
+            held = (held[0], held[1] + _shortened(policy, state, down_window))
     return Decision(
         current_replicas=current,
         desired_replicas=desired,
@@ -376,7 +390,11 @@ def _begin(state: TargetState | None, counts: ReplicaCounts, now: float) -> Targ
         state = (
             TargetState.seeded(counts.current, now)
             if state is None
-            else replace(state, recommendations=(Recommendation(now, counts.current),))
+            else replace(
+                state,
+                recommendations=(Recommendation(now, counts.current),),
+                last_blocked_at=now,
+            )
         )
     if counts.starting > 0:
         state = replace(state, last_starting_at=now)
@@ -411,6 +429,7 @@ def recommend(
     if not usable:
         return Recommended(
             current,
+            current,
             held=(
                 Reason.NO_VALID_SIGNALS,
                 f"no signal is usable, holding {current}: " + _describe_invalid(evaluations),
@@ -418,20 +437,24 @@ def recommend(
         )
     driving = max(usable, key=lambda e: (e.desired_replicas or 0, e.ratio or 0.0))
     asked = driving.desired_replicas or 0
-    recorded: int | None = None
+    replicas = asked
+    recorded = asked
     if asked < current:
         held = _scale_down_guard(counts, evaluations, asked)
-        if held is not None and held[0] is Reason.WAITING_FOR_DRAIN:
-            recorded = asked  # waiting, not needing: the history keeps the signals' ask
+        if held is not None:
+            replicas = current
+            # waiting, not needing: the history keeps the signals' ask
+            recorded = asked if held[0] is Reason.WAITING_FOR_DRAIN else current
     elif asked == current:
         held = _starting_guard(policy, counts, usable, settling=settling, window=window)
         if held is not None and held[0] is Reason.WAITING_FOR_TTFT_WINDOW:
-            # TTFT's window still holds the drained queue: the others' ask is the need
+            # TTFT's window still holds the drained queue: the others' ask is the need (never
+            # above current: the driving signal asks for current and wins the max)
             others = [e.desired_replicas or 0 for e in usable if e.name is not SignalName.TTFT_P95]
-            recorded = min(current, max(others)) if others else None
+            recorded = max(others) if others else current
     else:
         held = None
-    return Recommended(current if held else asked, driving, held, recorded)
+    return Recommended(replicas, recorded, driving, held)
 
 
 def _scale_down_guard(
@@ -491,17 +514,82 @@ def _starting_guard(
     )
 
 
+def down_window_seconds(
+    policy: TargetPolicy,
+    state: TargetState,
+    evaluations: tuple[SignalEvaluation, ...],
+    now: float,
+    rate_window: float,
+) -> float:
+    """The scale-down stabilization window for this cycle, seconds.
+
+    ``scale_down.stabilization_window_seconds``, unless the demand falls steadily
+    (``scale_down.shorten_window_on_steady_fall``). The window holds a fleet for demand that
+    comes back within it. Once the demand forecast has fallen for a whole window without a
+    rise (``DemandForecast.falling_since``: its trend negative at every update, its level never
+    more than one standard deviation of the burstiness above its lowest point), nothing came
+    back, and while the capacity signal has an estimate and an ``ok`` reading the window is
+    the time the trend takes to lower the demand by one standard deviation of its burstiness
+    (:meth:`~scaler.core.forecast.DemandForecast.fall_seconds`), at least ``rate_window``
+    (the ``rate()`` window, seconds: recommendations inside one share most of their data) and
+    at most the configured window. A recommendation older than that answered a demand that
+    has since fallen by more than its noise, and the capacity signal's ask already carries
+    ``headroom`` standard deviations of it. Recurring bursts keep the whole window: each
+    turns the trend up or lifts the level. The window never reaches back past
+    ``state.last_blocked_at`` (a hold for missing or invalid signals, a seeded history), so
+    after an outage or a restart a whole window of good samples still passes first.
+    """
+    window = policy.scale_down.stabilization_window_seconds
+    if (
+        not policy.scale_down.shorten_window_on_steady_fall
+        or _capacity_replicas(evaluations) is None
+    ):
+        return window
+    blocked = state.last_blocked_at
+    if blocked is not None and now - blocked < window + _EPS:
+        return window
+    forecast = state.capacity.forecast
+    if forecast is None or forecast.falling_since is None:
+        return window
+    fall = forecast.fall_seconds()
+    if fall is None or now - forecast.falling_since < window - _EPS:
+        return window  # a rise inside the window: recurring bursts keep it whole
+    return min(window, max(rate_window, fall))
+
+
+def _shortened(policy: TargetPolicy, state: TargetState, down_window: float) -> str:
+    """``; scale-down window 95 s of 300 s: ...`` when a steady fall shortened it, else ''."""
+    window = policy.scale_down.stabilization_window_seconds
+    forecast = state.capacity.forecast
+    if down_window >= window - _EPS or forecast is None:
+        return ""
+    return (
+        f"; scale-down window {down_window:.0f} s of {window:.0f} s: demand falling "
+        f"{-forecast.trend * 60:.3g} tok/s a minute, burstiness {forecast.burst_std:.3g} tok/s"
+    )
+
+
 def stabilize(
-    policy: TargetPolicy, state: TargetState, current: int, recommended: int, now: float
+    policy: TargetPolicy,
+    state: TargetState,
+    current: int,
+    recommended: int,
+    now: float,
+    *,
+    down_window: float | None = None,
 ) -> Phase:
     """HPA stabilization: up to the min over the scale-up window, down to the max over the
     scale-down window of ``state``'s earlier recommendations and ``recommended``.
 
-    Earlier entries count only when strictly inside the window.
+    Earlier entries count only when strictly inside the window. ``down_window`` (seconds)
+    replaces ``scale_down.stabilization_window_seconds`` when given
+    (:func:`down_window_seconds`).
     """
     earlier = state.recommendations
     up_cut = now - policy.scale_up.stabilization_window_seconds
-    down_cut = now - policy.scale_down.stabilization_window_seconds
+    down_cut = now - (
+        policy.scale_down.stabilization_window_seconds if down_window is None else down_window
+    )
     up_rec = min([recommended, *(r.replicas for r in earlier if r.at > up_cut)])
     down_rec = max([recommended, *(r.replicas for r in earlier if r.at > down_cut)])
     stabilized = min(max(current, up_rec), down_rec)

@@ -9,7 +9,11 @@ the highest demand expected until then, with headroom for the bursts seen recent
     peak(h) = level + min(max(trend, 0) x h, MAX_RISE x level) + headroom x sqrt(burstiness)
 
 A falling trend is never extrapolated: capacity is removed for a drop that has been observed,
-not for one that is predicted.
+not for one that is predicted. The forecast also notes since when the demand has fallen
+without a rise (``falling_since``: the trend negative at every update, the level never more
+than one standard deviation of the burstiness above its lowest point since, ``trough``), and
+:meth:`DemandForecast.fall_seconds` how fast against its noise: together they let the
+scale-down window follow a steady fall (:func:`scaler.core.decide.down_window_seconds`).
 
 Cycles are not evenly spaced (a skipped cycle, a Prometheus outage, a new leader), so each
 smoothing factor is derived from a time constant ``tau`` and the interval ``dt`` since the
@@ -78,6 +82,10 @@ class DemandForecast:
             (tokens/s) squared.
         at: controller time of the last update, seconds.
         samples: updates so far (the trend and burstiness mean little before a few).
+        falling_since: controller time, seconds, from which the demand has fallen without a
+            rise: every update since has left the trend negative and the level at most one
+            standard deviation of the burstiness above ``trough`` (None: not falling).
+        trough: the lowest level since ``falling_since``, tokens/s (None: not falling).
     """
 
     level: float
@@ -85,6 +93,8 @@ class DemandForecast:
     burstiness: float
     at: float
     samples: int = 1
+    falling_since: float | None = None
+    trough: float | None = None
 
     def peak(self, horizon_seconds: float, headroom: float) -> float:
         """The highest demand expected within ``horizon_seconds``, plus ``headroom`` standard
@@ -95,6 +105,18 @@ class DemandForecast:
             rise = 0.0
         rise = min(rise, MAX_RISE * self.level)
         return max(0.0, self.level + rise + headroom * math.sqrt(max(0.0, self.burstiness)))
+
+    def fall_seconds(self) -> float | None:
+        """Seconds the trend takes to lower the demand by one standard deviation of its
+        burstiness (the one-step errors), when the demand is falling; None when it is not
+        falling or the trend has had too few updates to mean anything.
+
+        A small value is a fall faster than the demand's own noise: a recommendation older
+        than it answered a demand that has since dropped by more than that noise.
+        """
+        if self.samples < _WARM_SAMPLES or self.trend >= 0:
+            return None
+        return self.burst_std / -self.trend
 
     @property
     def burst_std(self) -> float:
@@ -137,10 +159,25 @@ def observe_demand(
     level = predicted + a * error
     trend = forecast.trend + b * ((level - forecast.level) / dt - forecast.trend)
     burstiness = forecast.burstiness + g * (error * error - forecast.burstiness)
+    level = max(0.0, level)
+    falling_since, trough = None, None
+    if trend < 0:
+        # A fall goes on while the level stays within the noise known so far above its
+        # lowest point; a rise beyond it (a burst on the way down) starts a new one.
+        falling_since, trough = now, level
+        if (
+            forecast.trend < 0
+            and forecast.falling_since is not None
+            and forecast.trough is not None
+            and level <= forecast.trough + forecast.burst_std
+        ):
+            falling_since, trough = forecast.falling_since, min(forecast.trough, level)
     return DemandForecast(
-        level=max(0.0, level),
+        level=level,
         trend=trend,
         burstiness=burstiness,
         at=now,
         samples=forecast.samples + 1,
+        falling_since=falling_since,
+        trough=trough,
     )

@@ -46,6 +46,12 @@ class TargetState:
         last_starting_at: the last cycle (seconds, controller clock) that saw replicas
             starting; TTFT may not ask for more replicas until two TTFT rate windows after it
             (see :func:`scaler.core.decide.decide`).
+        last_blocked_at: the last cycle (seconds, controller clock) whose history entry is the
+            current replicas held for want of valid signals (``no_valid_signals``,
+            ``scale_down_blocked_missing_signal``), or at which the history was seeded (a
+            start, a resume after a hole). A scale-down window shortened by a steady fall
+            never reaches back past it: after an outage or a restart a whole window of good
+            samples still passes before a scale-down.
         capacity: the capacity signal's memory: one replica's learned capacity at the SLO, the
             demand forecast, the pods queued at the last cycle (:mod:`scaler.core.capacity`).
         load_times: the model load times observed (:mod:`scaler.core.load_time`).
@@ -56,13 +62,15 @@ class TargetState:
     last_written_replicas: int | None = None
     last_rewrite_at: float | None = None
     last_starting_at: float | None = None
+    last_blocked_at: float | None = None
     capacity: CapacityMemory = field(default_factory=CapacityMemory)
     load_times: LoadTimes = field(default_factory=LoadTimes)
 
     @classmethod
     def seeded(cls, current_replicas: int, now: float) -> TargetState:
-        """A fresh state whose history holds the current replicas at ``now``."""
-        return cls(recommendations=(Recommendation(now, current_replicas),))
+        """A fresh state whose history holds the current replicas at ``now`` (a seeded cycle,
+        ``last_blocked_at``)."""
+        return cls(recommendations=(Recommendation(now, current_replicas),), last_blocked_at=now)
 
 
 def record_write(
@@ -107,8 +115,10 @@ def encode_state(state: TargetState) -> dict[str, object]:
     """A JSON-able dict of a (compacted) state (learned rates to six significant digits).
 
     Keys added after the first format (``c`` capacity estimate, ``cb`` the bounds seen before
-    it, ``d`` demand forecast, ``l`` model load times, ``lw`` pods whose start is watched) are
-    left out while empty, so a state without them encodes as before.
+    it, ``d`` demand forecast, ``l`` model load times, ``lw`` pods whose start is watched,
+    ``b`` the last blocked or seeded cycle, ``df`` since when the demand falls and its lowest
+    level) are left out while empty, so a state without them
+    encodes as before.
     """
     s = compact(state)
     out: dict[str, object] = {
@@ -118,6 +128,8 @@ def encode_state(state: TargetState) -> dict[str, object]:
         "rw": s.last_rewrite_at,
         "st": s.last_starting_at,
     }
+    if s.last_blocked_at is not None:
+        out["b"] = s.last_blocked_at
     cap = s.capacity
     if cap.estimate is not None:
         c = cap.estimate
@@ -125,6 +137,8 @@ def encode_state(state: TargetState) -> dict[str, object]:
     if cap.forecast is not None:
         d = cap.forecast
         out["d"] = [_sig(d.level), _sig(d.trend), _sig(d.burstiness), d.at, d.samples]
+        if d.falling_since is not None and d.trough is not None:
+            out["df"] = [d.falling_since, _sig(d.trough)]
     if cap.lower is not None or cap.upper is not None:
         out["cb"] = [None if b is None else _sig(b) for b in (cap.lower, cap.upper)]
     if s.load_times.recent:
@@ -160,7 +174,7 @@ def _decode_capacity(data: object) -> CapacityEstimate | None:
     )
 
 
-def _decode_demand(data: object) -> DemandForecast | None:
+def _decode_demand(data: object, falling: object) -> DemandForecast | None:
     if data is None:
         return None
     if not isinstance(data, list) or len(data) != 5:
@@ -169,12 +183,19 @@ def _decode_demand(data: object) -> DemandForecast | None:
     trend_value = float(trend)
     if not math.isfinite(trend_value):
         raise ValueError(f"demand trend {trend!r} is not finite")
+    since, trough = None, None
+    if falling is not None:
+        if not isinstance(falling, list) or len(falling) != 2:
+            raise ValueError(f"demand fall {falling!r} is not [since, trough]")
+        since, trough = float(falling[0]), _finite(falling[1], "demand trough")
     return DemandForecast(
         _finite(level, "demand level"),
         trend_value,
         _finite(burst, "demand burstiness"),
         float(at),
         int(samples),
+        since,
+        trough,
     )
 
 
@@ -184,7 +205,10 @@ def _decode_capacity_memory(data: dict[str, object]) -> CapacityMemory:
         raise ValueError(f"capacity bounds {bounds!r} are not [lower, upper]")
     lower, upper = (None if b is None else _finite(b, "capacity bound") for b in bounds)
     return CapacityMemory(
-        _decode_capacity(data.get("c")), _decode_demand(data.get("d")), lower, upper
+        _decode_capacity(data.get("c")),
+        _decode_demand(data.get("d"), data.get("df")),
+        lower,
+        upper,
     )
 
 
@@ -217,14 +241,16 @@ def decode_state(data: object) -> TargetState:
         written = data.get("w")
         rewrite = data.get("rw")
         starting = data.get("st")  # absent in states saved before it existed
+        blocked = data.get("b")  # likewise
         return TargetState(
             recommendations=tuple(sorted(recs, key=lambda r: r.at)),
             scale_events=tuple(sorted(events, key=lambda e: e.at)),
             last_written_replicas=None if written is None else int(written),
             last_rewrite_at=None if rewrite is None else float(rewrite),
             last_starting_at=None if starting is None else float(starting),
+            last_blocked_at=None if blocked is None else float(blocked),
             # absent in states saved before the capacity signal existed
-            capacity=CapacityMemory(_decode_capacity(data.get("c")), _decode_demand(data.get("d"))),
+            capacity=_decode_capacity_memory(data),
             load_times=_decode_load_times(data.get("l") or [], data.get("lw") or []),
         )
     except (TypeError, ValueError) as err:
@@ -240,10 +266,13 @@ def resume(
     it is, so the stabilization window and step limits continue where they were. When it is
     older (both instances were down), the history has a hole of unknown length: the current
     replicas are added at ``now``, as :func:`decide` seeds a fresh start, so a restart never
-    scales down at once; the own writes are kept for the step limits either way.
+    scales down at once (nor after a window shortened by a steady fall: the seeding counts as
+    a blocked cycle); the own writes are kept for the step limits either way.
     """
     if now - saved_at <= max_gap and state.recommendations:
         return state
     return replace(
-        state, recommendations=(*state.recommendations, Recommendation(now, current_replicas))
+        state,
+        recommendations=(*state.recommendations, Recommendation(now, current_replicas)),
+        last_blocked_at=now,
     )

@@ -208,7 +208,7 @@ def test_one_step_limit_given_means_exactly_that_limit() -> None:
     assert (t.scale_up.max_replicas_per_period, t.scale_up.max_percent_per_period) == (1, 50)
 
 
-def test_the_surplus_step_defaults_on_its_own() -> None:
+def test_the_capacity_scale_down_rules_default_on_their_own() -> None:
     # a limit of the capacity signal, not one of the HPA pair: setting those keeps it at 25
     t = parse_policy(_target(scale_down={"max_replicas_per_period": 2})).targets[0]
     assert t.scale_down.max_surplus_percent_per_period == 25
@@ -216,6 +216,14 @@ def test_the_surplus_step_defaults_on_its_own() -> None:
     assert (t.scale_down.max_replicas_per_period, t.scale_down.max_surplus_percent_per_period) == (
         1,
         0,
+    )
+    # likewise the window's shortening on a steady fall: on unless switched off
+    assert t.scale_down.shorten_window_on_steady_fall is True
+    off = {"shorten_window_on_steady_fall": False}
+    t = parse_policy(_target(scale_down=off)).targets[0]
+    assert (t.scale_down.shorten_window_on_steady_fall, t.scale_down.max_replicas_per_period) == (
+        False,
+        1,
     )
 
 
