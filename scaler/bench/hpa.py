@@ -149,20 +149,24 @@ class HpaScaler:
     Attributes:
         min_replicas, max_replicas: the HPA's range.
         behavior: its behavior.
+        recommendations: (time in seconds, desired replicas) of past syncs.
+        events: (time in seconds, signed change of ``spec.replicas``) of past writes: the
+            HPA's ``scaleUpEvents`` (positive) and ``scaleDownEvents`` (negative) in one list.
     """
 
     min_replicas: int
     max_replicas: int
     behavior: HpaBehavior = HpaBehavior()
     recommendations: list[tuple[float, int]] = field(default_factory=list)
-    events: list[tuple[float, int]] = field(default_factory=list)  # (time, signed change)
+    events: list[tuple[float, int]] = field(default_factory=list)
 
     def normalize(self, desired: int, current: int, now: float) -> int:
         """The replicas the HPA writes for a metric-based ``desired`` at ``now`` (seconds).
 
-        Stabilization: up to the min of recommendations in the up window, down to the max in
-        the down window (seeded with ``current`` on the first call). Then the per-period limits
-        with ``selectPolicy: Max``, then min/max replicas.
+        Stabilization (``stabilizeRecommendationWithBehaviors``): up to the min of
+        recommendations in the up window, down to the max in the down window (seeded with
+        ``current`` on the first call). Then the per-period limits with ``selectPolicy: Max``
+        (``convertDesiredReplicasWithBehaviorRate``), then min/max replicas.
         """
         b = self.behavior
         if not self.recommendations:
@@ -199,16 +203,30 @@ class HpaScaler:
             self.events.append((now, out - current))
         return out
 
-    def _moved(self, now: float, period: float, up: bool) -> int:
-        total = 0
+    def period_start_replicas(self, current: int, now: float, period_seconds: float) -> int:
+        """The replicas at the start of the policy period ending at ``now`` (seconds).
+
+        ``current`` minus the replicas added plus the replicas removed by the writes inside
+        the period (``now - period_seconds`` excluded), both directions counted whichever way
+        the limit is for: ``periodStartReplicas`` in ``calculateScaleUpLimitWithScalingRules``
+        and ``calculateScaleDownLimitWithBehaviors`` (``horizontal.go``), which read both
+        ``scaleUpEvents`` and ``scaleDownEvents``.
+        """
+        added = 0
+        removed = 0
         for t, delta in self.events:
-            if t > now - period and (delta > 0) == up:
-                total += abs(delta)
-        return total
+            if t > now - period_seconds:
+                if delta > 0:
+                    added += delta
+                else:
+                    removed -= delta
+        return current - added + removed
 
     def _up_limit(self, current: int, now: float) -> int:
+        # calculateScaleUpLimitWithScalingRules: Pods adds its value to the period's start,
+        # Percent rounds up; selectPolicy Max takes the larger.
         r = self.behavior.scale_up
-        start = current - self._moved(now, r.period_seconds, up=True)
+        start = self.period_start_replicas(current, now, r.period_seconds)
         proposals = []
         if r.pods_per_period:
             proposals.append(start + r.pods_per_period)
@@ -217,8 +235,10 @@ class HpaScaler:
         return max(proposals) if proposals else current
 
     def _down_limit(self, current: int, now: float) -> int:
+        # calculateScaleDownLimitWithBehaviors: Pods takes its value off the period's start,
+        # Percent truncates; selectPolicy Max takes the smaller (the larger change).
         r = self.behavior.scale_down
-        start = current + self._moved(now, r.period_seconds, up=False)
+        start = self.period_start_replicas(current, now, r.period_seconds)
         proposals = []
         if r.pods_per_period:
             proposals.append(start - r.pods_per_period)

@@ -9,7 +9,9 @@ import pytest
 from scaler.bench.controllers import KedaHpaController
 from scaler.bench.figures import PolicyFigures
 from scaler.bench.hpa import (
+    HpaBehavior,
     HpaPodState,
+    HpaRules,
     HpaScaler,
     external_average_value_replicas,
     pods_metric_replicas,
@@ -104,6 +106,49 @@ def test_hpa_default_behavior() -> None:
     assert hpa.normalize(1, 14, 300.0) == 14
     # At 316 s only the 30 s and 300 s recommendations (1) remain: -100% allowed, min 1.
     assert hpa.normalize(1, 14, 316.0) == 1
+
+
+#: One pod per 60 s each way and no stabilization (the production-stack operator samples use
+#: one pod per 60 s each way), so that writes in both directions land inside one period.
+_ONE_POD_PER_MINUTE = HpaBehavior(
+    scale_up=HpaRules(0.0, 1, 0.0, period_seconds=60.0),
+    scale_down=HpaRules(0.0, 1, 0.0, period_seconds=60.0),
+)
+
+
+def test_hpa_scale_up_limit_counts_the_scale_downs_of_its_period() -> None:
+    # calculateScaleUpLimitWithScalingRules (horizontal.go): periodStartReplicas = current -
+    # replicas added in the period + replicas deleted in it.
+    hpa = HpaScaler(min_replicas=1, max_replicas=32, behavior=_ONE_POD_PER_MINUTE)
+    assert hpa.normalize(1, 4, 0.0) == 3  # 4 -> 3: one pod off
+    # 15 s later, 10 wanted: the period started at 4 (3 + 1 deleted), so 4 + 1 = 5 is
+    # allowed; counting only the scale-ups it would have started at 3 and allowed 4.
+    assert hpa.normalize(10, 3, 15.0) == 5
+    # At 30 s the period holds +2 and -1: it started at 5 - 2 + 1 = 4, so 5 is the limit.
+    assert hpa.normalize(10, 5, 30.0) == 5
+    # At 61 s the scale-down at 0 s has left the period: 5 - 2 = 3 -> 4 < 5, no change.
+    assert hpa.normalize(10, 5, 61.0) == 5
+    # At 76 s the period is empty again: 5 + 1.
+    assert hpa.normalize(10, 5, 76.0) == 6
+
+
+def test_hpa_scale_down_limit_counts_the_scale_ups_of_its_period() -> None:
+    # calculateScaleDownLimitWithBehaviors (horizontal.go): the same periodStartReplicas.
+    hpa = HpaScaler(min_replicas=1, max_replicas=32, behavior=_ONE_POD_PER_MINUTE)
+    assert hpa.normalize(10, 4, 0.0) == 5  # 4 -> 5: one pod on
+    # 15 s later, 1 wanted: the period started at 4 (5 - 1 added), so 4 - 1 = 3 is allowed;
+    # counting only the scale-downs it would have started at 5 and allowed 4.
+    assert hpa.normalize(1, 5, 15.0) == 3
+
+
+def test_hpa_default_policy_period_is_one_sync() -> None:
+    # The default policies' period (15 s) is the sync period, and an event exactly one period
+    # old is outside it (getReplicasChangePerPeriod keeps events after now - period): with
+    # the default behavior no write ever limits the next sync's.
+    no_down_window = replace(HpaBehavior(), scale_down=HpaRules(0.0, 0, 100.0))
+    hpa = HpaScaler(min_replicas=1, max_replicas=32, behavior=no_down_window)
+    assert hpa.normalize(2, 10, 0.0) == 2
+    assert hpa.normalize(30, 2, 15.0) == 6  # max(2 + 4, 2 x 2)
 
 
 def test_hpa_max_replicas_clamps() -> None:
