@@ -43,11 +43,17 @@ def external_average_value_replicas(
 
 
 class HpaPodState:
-    """How ``groupPods`` classifies a pod (constants, strings for readable tests)."""
+    """A pod's phase as ``groupPods`` (``replica_calculator.go``) reads it for a metric other
+    than the ``cpu`` resource (constants, strings for readable tests).
 
-    READY = "ready"  # Running, not terminating (with or without a metric)
+    For such a metric the Ready condition is never consulted (the cpu initialization period
+    and the readiness delay apply to ``cpu`` only): a Running pod with a metric counts as
+    ready, a Running pod without one is a *missing* pod, whether it is Ready or not.
+    """
+
+    RUNNING = "running"  # phase Running, no deletionTimestamp (Ready or not)
     PENDING = "pending"  # phase Pending: an "unready" pod for the HPA
-    TERMINATING = "terminating"  # deletionTimestamp set: ignored
+    TERMINATING = "terminating"  # deletionTimestamp set (or phase Failed): ignored
 
 
 def pods_metric_replicas(
@@ -70,9 +76,12 @@ def pods_metric_replicas(
         The replica count, or None when no pod has a metric (the HPA reports an error and
         keeps the current count).
 
-    Ready pods without a metric are filled in pessimistically: at the target on a
-    scale-down, at 0 on a scale-up; pending pods count as 0 on a scale-up. If filling in
-    flips the direction or lands in the band, the current count is kept.
+    As ``groupPods`` and ``calcPlainMetricReplicas`` do: terminating pods are dropped with
+    their metrics; pending pods are dropped too, and count as 0 only on a scale-up (usage
+    ratio above 1); running pods without a metric (a model still loading, Ready or not)
+    count at the target on a scale-down (ratio below 1) and as 0 on a scale-up, and are left
+    out at a ratio of exactly 1. If filling in flips the direction or lands in the band, or
+    the count moves against the direction, the current count is kept.
     """
     ready_count = 0
     unready: list[str] = []
@@ -98,7 +107,10 @@ def pods_metric_replicas(
             return current_replicas
         return math.ceil(ratio * ready_count)
     for name in missing:
-        values[name] = target_average if ratio < 1.0 else 0.0
+        if ratio < 1.0:
+            values[name] = target_average
+        elif ratio > 1.0:
+            values[name] = 0.0
     if up_with_unready:
         for name in unready:
             values[name] = 0.0
