@@ -12,7 +12,8 @@
    activation from and to zero); with ``cached_metrics`` the HPA gets the value of KEDA's last
    30 s poll instead. An empty answer counts as 0 (KEDA's ``ignoreNullValues`` default).
 3. :class:`KvHpaController`: an HPA on the ``Pods`` metric ``vllm:kv_cache_usage_perc`` with an
-   average target of 0.8 (through a metrics adapter), default behavior, 15 s sync.
+   average target of 0.8 (through a Prometheus metrics adapter), default behavior, 15 s sync;
+   a pod loading its model is Running without a metric, a *missing* pod for the HPA.
 4. :class:`KpaController`: Knative / AIBrix KPA on in-flight requests per replica
    (:mod:`scaler.bench.kpa`), deciding every 15 s on per-second samples.
 """
@@ -245,6 +246,15 @@ class FixedController:
 class KvHpaController:
     """HPA on average KV-cache usage per pod (``Pods`` metric, AverageValue 0.8).
 
+    The metric comes through a Prometheus metrics adapter (the custom metrics API), so the HPA
+    computes it with ``calcPlainMetricReplicas`` and groups the pods with ``groupPods``
+    (``replica_calculator.go``) for a metric that is not the ``cpu`` resource: the Ready
+    condition, the cpu initialization period and the readiness delay play no part. A pod
+    loading its model is phase Running (its container started) and not Ready, and has no
+    series (the emulated Prometheus scrapes Ready pods; vLLM serves ``/metrics`` only once its
+    engine is up): a *missing* pod, counted at the target on a scale-down and as 0 on a
+    scale-up. Pending pods (none in the simulated fleet) would be ignored on a scale-down.
+
     Args:
         target: the average KV-cache usage per pod, 0-1.
         sync_seconds: the HPA's sync period.
@@ -272,14 +282,12 @@ class KvHpaController:
     def decide(self, ctx: TickContext) -> int:
         """HPA sync on the last scraped KV usage of each pod."""
         current = ctx.fleet.spec_replicas
-        states: dict[str, str] = {}
-        for p in ctx.fleet.pods.values():
-            if p.terminating_since is not None:
-                states[p.name] = HpaPodState.TERMINATING
-            elif p.ready_at is None:
-                states[p.name] = HpaPodState.PENDING  # loading its model: phase Pending here
-            else:
-                states[p.name] = HpaPodState.READY
+        states = {
+            p.name: HpaPodState.TERMINATING
+            if p.terminating_since is not None
+            else HpaPodState.RUNNING  # loading its model or serving: phase Running
+            for p in ctx.fleet.pods.values()
+        }
         metrics = {pod: s.kv_usage for pod, s in ctx.tsdb.instant(ctx.now).items()}
         desired = pods_metric_replicas(states, metrics, self.target, current)
         if desired is None:  # no metrics at all: the HPA holds (ScalingActive=False)

@@ -43,11 +43,17 @@ def external_average_value_replicas(
 
 
 class HpaPodState:
-    """How ``groupPods`` classifies a pod (constants, strings for readable tests)."""
+    """A pod's phase as ``groupPods`` (``replica_calculator.go``) reads it for a metric other
+    than the ``cpu`` resource (constants, strings for readable tests).
 
-    READY = "ready"  # Running, not terminating (with or without a metric)
+    For such a metric the Ready condition is never consulted (the cpu initialization period
+    and the readiness delay apply to ``cpu`` only): a Running pod with a metric counts as
+    ready, a Running pod without one is a *missing* pod, whether it is Ready or not.
+    """
+
+    RUNNING = "running"  # phase Running, no deletionTimestamp (Ready or not)
     PENDING = "pending"  # phase Pending: an "unready" pod for the HPA
-    TERMINATING = "terminating"  # deletionTimestamp set: ignored
+    TERMINATING = "terminating"  # deletionTimestamp set (or phase Failed): ignored
 
 
 def pods_metric_replicas(
@@ -70,9 +76,12 @@ def pods_metric_replicas(
         The replica count, or None when no pod has a metric (the HPA reports an error and
         keeps the current count).
 
-    Ready pods without a metric are filled in pessimistically: at the target on a
-    scale-down, at 0 on a scale-up; pending pods count as 0 on a scale-up. If filling in
-    flips the direction or lands in the band, the current count is kept.
+    As ``groupPods`` and ``calcPlainMetricReplicas`` do: terminating pods are dropped with
+    their metrics; pending pods are dropped too, and count as 0 only on a scale-up (usage
+    ratio above 1); running pods without a metric (a model still loading, Ready or not)
+    count at the target on a scale-down (ratio below 1) and as 0 on a scale-up, and are left
+    out at a ratio of exactly 1. If filling in flips the direction or lands in the band, or
+    the count moves against the direction, the current count is kept.
     """
     ready_count = 0
     unready: list[str] = []
@@ -98,7 +107,10 @@ def pods_metric_replicas(
             return current_replicas
         return math.ceil(ratio * ready_count)
     for name in missing:
-        values[name] = target_average if ratio < 1.0 else 0.0
+        if ratio < 1.0:
+            values[name] = target_average
+        elif ratio > 1.0:
+            values[name] = 0.0
     if up_with_unready:
         for name in unready:
             values[name] = 0.0
@@ -149,20 +161,24 @@ class HpaScaler:
     Attributes:
         min_replicas, max_replicas: the HPA's range.
         behavior: its behavior.
+        recommendations: (time in seconds, desired replicas) of past syncs.
+        events: (time in seconds, signed change of ``spec.replicas``) of past writes: the
+            HPA's ``scaleUpEvents`` (positive) and ``scaleDownEvents`` (negative) in one list.
     """
 
     min_replicas: int
     max_replicas: int
     behavior: HpaBehavior = HpaBehavior()
     recommendations: list[tuple[float, int]] = field(default_factory=list)
-    events: list[tuple[float, int]] = field(default_factory=list)  # (time, signed change)
+    events: list[tuple[float, int]] = field(default_factory=list)
 
     def normalize(self, desired: int, current: int, now: float) -> int:
         """The replicas the HPA writes for a metric-based ``desired`` at ``now`` (seconds).
 
-        Stabilization: up to the min of recommendations in the up window, down to the max in
-        the down window (seeded with ``current`` on the first call). Then the per-period limits
-        with ``selectPolicy: Max``, then min/max replicas.
+        Stabilization (``stabilizeRecommendationWithBehaviors``): up to the min of
+        recommendations in the up window, down to the max in the down window (seeded with
+        ``current`` on the first call). Then the per-period limits with ``selectPolicy: Max``
+        (``convertDesiredReplicasWithBehaviorRate``), then min/max replicas.
         """
         b = self.behavior
         if not self.recommendations:
@@ -199,16 +215,30 @@ class HpaScaler:
             self.events.append((now, out - current))
         return out
 
-    def _moved(self, now: float, period: float, up: bool) -> int:
-        total = 0
+    def period_start_replicas(self, current: int, now: float, period_seconds: float) -> int:
+        """The replicas at the start of the policy period ending at ``now`` (seconds).
+
+        ``current`` minus the replicas added plus the replicas removed by the writes inside
+        the period (``now - period_seconds`` excluded), both directions counted whichever way
+        the limit is for: ``periodStartReplicas`` in ``calculateScaleUpLimitWithScalingRules``
+        and ``calculateScaleDownLimitWithBehaviors`` (``horizontal.go``), which read both
+        ``scaleUpEvents`` and ``scaleDownEvents``.
+        """
+        added = 0
+        removed = 0
         for t, delta in self.events:
-            if t > now - period and (delta > 0) == up:
-                total += abs(delta)
-        return total
+            if t > now - period_seconds:
+                if delta > 0:
+                    added += delta
+                else:
+                    removed -= delta
+        return current - added + removed
 
     def _up_limit(self, current: int, now: float) -> int:
+        # calculateScaleUpLimitWithScalingRules: Pods adds its value to the period's start,
+        # Percent rounds up; selectPolicy Max takes the larger.
         r = self.behavior.scale_up
-        start = current - self._moved(now, r.period_seconds, up=True)
+        start = self.period_start_replicas(current, now, r.period_seconds)
         proposals = []
         if r.pods_per_period:
             proposals.append(start + r.pods_per_period)
@@ -217,8 +247,10 @@ class HpaScaler:
         return max(proposals) if proposals else current
 
     def _down_limit(self, current: int, now: float) -> int:
+        # calculateScaleDownLimitWithBehaviors: Pods takes its value off the period's start,
+        # Percent truncates; selectPolicy Max takes the smaller (the larger change).
         r = self.behavior.scale_down
-        start = current + self._moved(now, r.period_seconds, up=False)
+        start = self.period_start_replicas(current, now, r.period_seconds)
         proposals = []
         if r.pods_per_period:
             proposals.append(start - r.pods_per_period)

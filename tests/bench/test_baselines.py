@@ -6,10 +6,12 @@ from dataclasses import replace
 
 import pytest
 
-from scaler.bench.controllers import KedaHpaController
+from scaler.bench.controllers import KedaHpaController, KvHpaController
 from scaler.bench.figures import PolicyFigures
 from scaler.bench.hpa import (
+    HpaBehavior,
     HpaPodState,
+    HpaRules,
     HpaScaler,
     external_average_value_replicas,
     pods_metric_replicas,
@@ -17,10 +19,10 @@ from scaler.bench.hpa import (
 from scaler.bench.kpa import Kpa, KpaConfig
 from scaler.bench.runner import _cheapest_reference, cheapest_fixed
 from scaler.bench.simulate import BenchStore, TickContext
-from scaler.bench.tsdb import Tsdb
+from scaler.bench.tsdb import PodSample, Tsdb
 from scaler.sim.fleet import Fleet, FleetConfig
 
-R, P, T = HpaPodState.READY, HpaPodState.PENDING, HpaPodState.TERMINATING
+R, P, T = HpaPodState.RUNNING, HpaPodState.PENDING, HpaPodState.TERMINATING
 
 
 @pytest.mark.parametrize(
@@ -81,6 +83,15 @@ def test_keda_average_value(total: float, status: int, expected: int) -> None:
         ),
         # terminating pods are ignored with their metrics
         pytest.param({"a": R, "t": T}, {"a": 0.4, "t": 1.0}, 0.8, 2, 1, id="terminating-ignored"),
+        # a pending pod is ignored on a scale-down: (0.2 + 0.2) / 2 / 0.8 = 0.25 -> ceil(0.5)
+        pytest.param(
+            {"a": R, "b": R, "p": P}, {"a": 0.2, "b": 0.2}, 0.8, 3, 1, id="pending-ignored-down"
+        ),
+        # exactly on target (ratio 1): a missing pod is filled in neither direction, keep 3
+        # (filled with 0 it would read 1.6 / 3 / 0.8 = 0.67 and scale down to 2)
+        pytest.param(
+            {"a": R, "b": R, "c": R}, {"a": 0.8, "b": 0.8}, 0.8, 3, 3, id="on-target-missing-kept"
+        ),
     ],
 )
 def test_hpa_pods_metric(
@@ -91,6 +102,39 @@ def test_hpa_pods_metric(
 
 def test_hpa_pods_metric_without_any_metric_holds() -> None:
     assert pods_metric_replicas({"p": P}, {}, 0.8, 1) is None
+
+
+class _Kv(Tsdb):
+    """A Prometheus whose instant query returns ``kv`` usage for the Ready pods only (a pod
+    loading its model serves no ``/metrics`` yet)."""
+
+    def __init__(self, fleet: Fleet, kv: float) -> None:
+        super().__init__(15)
+        self.fleet = fleet
+        self.kv = kv
+
+    def instant(self, t: float) -> dict[str, PodSample]:
+        return {
+            p.name: PodSample(t, 0.0, 0.0, self.kv, (), 0.0, 0.0, 0.0, 0.0)
+            for p in self.fleet.pods.values()
+            if p.ready
+        }
+
+
+def test_kv_hpa_counts_a_loading_pod_as_missing_not_pending() -> None:
+    store = BenchStore()
+    fleet = Fleet(store, FleetConfig(initial_replicas=3), now=0.0)
+    store.external_scale("llm", "vllm", 5)
+    fleet.step(1.0)  # two pods created, loading their model for 120 s
+    assert fleet.count() == (3, 2, 0)
+    tsdb = _Kv(fleet, 0.2)
+    kv = KvHpaController()
+    assert kv.decide(TickContext(15.0, fleet, tsdb)) == 5  # the 300 s window holds 5
+    # At 330 s the first sync's recommendations have left the window. A loading vLLM pod is
+    # Running (not Pending) and has no metric: groupPods makes it a missing pod, filled at
+    # the 0.8 target on a scale-down: (3 x 0.2 + 2 x 0.8) / 5 / 0.8 = 0.55 -> ceil(0.55 x 5)
+    # = 3. Taken as pending it would be ignored: 0.2 / 0.8 = 0.25 -> ceil(0.25 x 3) = 1.
+    assert kv.decide(TickContext(330.0, fleet, tsdb)) == 3
 
 
 def test_hpa_default_behavior() -> None:
@@ -104,6 +148,49 @@ def test_hpa_default_behavior() -> None:
     assert hpa.normalize(1, 14, 300.0) == 14
     # At 316 s only the 30 s and 300 s recommendations (1) remain: -100% allowed, min 1.
     assert hpa.normalize(1, 14, 316.0) == 1
+
+
+#: One pod per 60 s each way and no stabilization (the production-stack operator samples use
+#: one pod per 60 s each way), so that writes in both directions land inside one period.
+_ONE_POD_PER_MINUTE = HpaBehavior(
+    scale_up=HpaRules(0.0, 1, 0.0, period_seconds=60.0),
+    scale_down=HpaRules(0.0, 1, 0.0, period_seconds=60.0),
+)
+
+
+def test_hpa_scale_up_limit_counts_the_scale_downs_of_its_period() -> None:
+    # calculateScaleUpLimitWithScalingRules (horizontal.go): periodStartReplicas = current -
+    # replicas added in the period + replicas deleted in it.
+    hpa = HpaScaler(min_replicas=1, max_replicas=32, behavior=_ONE_POD_PER_MINUTE)
+    assert hpa.normalize(1, 4, 0.0) == 3  # 4 -> 3: one pod off
+    # 15 s later, 10 wanted: the period started at 4 (3 + 1 deleted), so 4 + 1 = 5 is
+    # allowed; counting only the scale-ups it would have started at 3 and allowed 4.
+    assert hpa.normalize(10, 3, 15.0) == 5
+    # At 30 s the period holds +2 and -1: it started at 5 - 2 + 1 = 4, so 5 is the limit.
+    assert hpa.normalize(10, 5, 30.0) == 5
+    # At 61 s the scale-down at 0 s has left the period: 5 - 2 = 3 -> 4 < 5, no change.
+    assert hpa.normalize(10, 5, 61.0) == 5
+    # At 76 s the period is empty again: 5 + 1.
+    assert hpa.normalize(10, 5, 76.0) == 6
+
+
+def test_hpa_scale_down_limit_counts_the_scale_ups_of_its_period() -> None:
+    # calculateScaleDownLimitWithBehaviors (horizontal.go): the same periodStartReplicas.
+    hpa = HpaScaler(min_replicas=1, max_replicas=32, behavior=_ONE_POD_PER_MINUTE)
+    assert hpa.normalize(10, 4, 0.0) == 5  # 4 -> 5: one pod on
+    # 15 s later, 1 wanted: the period started at 4 (5 - 1 added), so 4 - 1 = 3 is allowed;
+    # counting only the scale-downs it would have started at 5 and allowed 4.
+    assert hpa.normalize(1, 5, 15.0) == 3
+
+
+def test_hpa_default_policy_period_is_one_sync() -> None:
+    # The default policies' period (15 s) is the sync period, and an event exactly one period
+    # old is outside it (getReplicasChangePerPeriod keeps events after now - period): with
+    # the default behavior no write ever limits the next sync's.
+    no_down_window = replace(HpaBehavior(), scale_down=HpaRules(0.0, 0, 100.0))
+    hpa = HpaScaler(min_replicas=1, max_replicas=32, behavior=no_down_window)
+    assert hpa.normalize(2, 10, 0.0) == 2
+    assert hpa.normalize(30, 2, 15.0) == 6  # max(2 + 4, 2 x 2)
 
 
 def test_hpa_max_replicas_clamps() -> None:
