@@ -266,7 +266,7 @@ class PrometheusSettings(BaseSettings):
         return kinds
 
     def prometheus_summary(self) -> dict[str, object]:
-        """What the Prometheus clients use, safe to print: the URL without its password, the
+        """What the Prometheus clients use, safe to print: the URL with its credential masked, the
         kind of authentication, the token file's path, header names (never values), the CA
         and client certificate files, the timeout."""
         return {
@@ -390,14 +390,24 @@ def _path(value: Path | None) -> str | None:
 
 
 def redact_url(url: str) -> str:
-    """``url`` without a password in its user-info part (safe to print)."""
+    """``url`` with its user-info's credential masked (safe to print): ``user:***@host``
+    for a password, ``***@host`` for a user name alone (sent as Basic with an empty
+    password, it is how some proxies carry a token).
+
+    Raises:
+        ValueError: ``url`` cannot be split (an invalid port).
+    """
     parts = urlsplit(url)
-    if parts.password is None:
+    if parts.password:
+        shown = f"{parts.username}:***"
+    elif parts.username:
+        shown = "***"
+    else:
         return url
     host = parts.hostname or ""
     if parts.port is not None:
         host = f"{host}:{parts.port}"
-    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+    return urlunsplit(parts._replace(netloc=f"{shown}@{host}"))
 
 
 S = TypeVar("S", bound=PrometheusSettings)

@@ -12,6 +12,7 @@ from scaler.config.settings import (
     PrometheusSettings,
     SettingsError,
     load_settings,
+    redact_url,
     unknown_env_vars,
 )
 
@@ -98,6 +99,33 @@ def test_invalid_headers_never_echo_the_value(monkeypatch: pytest.MonkeyPatch, r
         load_settings()
     assert "VLLM_SCALER_PROMETHEUS_HEADERS" in str(err.value)
     assert "secret-value" not in str(err.value) and "<redacted>" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        pytest.param("https://user:pw@thanos:9090/x", "https://user:***@thanos:9090/x", id="pw"),
+        # a user name alone is sent as Basic with an empty password: proxies carry tokens so
+        pytest.param("http://tok3nSECRET@host:9090", "http://***@host:9090", id="user alone"),
+        pytest.param("http://tok3nSECRET:@host:9090", "http://***@host:9090", id="empty pw"),
+        pytest.param("http://:pw-only@host/", "http://:***@host/", id="password alone"),
+        pytest.param("http://u:p@ss@host:1/", "http://u:***@host:1/", id="raw @ in password"),
+        pytest.param("http://prom:9090", "http://prom:9090", id="no user-info"),
+        pytest.param("http://[::1]:9090", "http://[::1]:9090", id="IPv6 no user-info"),
+    ],
+)
+def test_redact_url_masks_any_user_info(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
+
+
+def test_a_url_with_a_user_name_alone_is_never_echoed_in_a_settings_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("VLLM_SCALER_PROMETHEUS_URL", "ftp://tok3nSECRET@prom:9090")
+    with pytest.raises(SettingsError) as err:
+        load_settings()
+    assert "tok3nSECRET" not in str(err.value)
+    assert "'ftp://***@prom:9090'" in str(err.value)
 
 
 def test_lease_timings_must_nest() -> None:
