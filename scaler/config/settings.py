@@ -392,21 +392,21 @@ def _path(value: Path | None) -> str | None:
 def redact_url(url: str) -> str:
     """``url`` with its user-info's credential masked (safe to print): ``user:***@host``
     for a password, ``***@host`` for a user name alone (sent as Basic with an empty
-    password, it is how some proxies carry a token).
+    password, it is how some proxies carry a token). The host and port stay as written (an
+    IPv6 address in its brackets).
 
     Raises:
-        ValueError: ``url`` cannot be split (an invalid port).
+        ValueError: ``url`` cannot be split (unbalanced IPv6 brackets).
     """
     parts = urlsplit(url)
-    if parts.password:
-        shown = f"{parts.username}:***"
-    elif parts.username:
+    userinfo, _, host = parts.netloc.rpartition("@")  # the host holds no "@"; a password may
+    user, _, password = userinfo.partition(":")
+    if password:
+        shown = f"{user}:***"
+    elif user:
         shown = "***"
     else:
         return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
     return urlunsplit(parts._replace(netloc=f"{shown}@{host}"))
 
 
@@ -456,7 +456,7 @@ def _shown(value: object, field: str) -> str:
     if field == "prometheus_url" and isinstance(value, str):
         try:
             value = redact_url(value)
-        except ValueError:  # an invalid port: the password part cannot be told apart
+        except ValueError:  # unbalanced IPv6 brackets: the user-info cannot be told apart
             return "<redacted>"
     if isinstance(value, float) and not isinstance(value, bool):
         return f"{value:g}"  # an option's 0 arrives as 0.0: shown as it was written

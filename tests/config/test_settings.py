@@ -110,11 +110,20 @@ def test_invalid_headers_never_echo_the_value(monkeypatch: pytest.MonkeyPatch, r
         pytest.param("http://tok3nSECRET:@host:9090", "http://***@host:9090", id="empty pw"),
         pytest.param("http://:pw-only@host/", "http://:***@host/", id="password alone"),
         pytest.param("http://u:p@ss@host:1/", "http://u:***@host:1/", id="raw @ in password"),
+        pytest.param("http://u:pw@[::1]:9090/", "http://u:***@[::1]:9090/", id="IPv6"),
+        pytest.param(
+            "http://tok3nSECRET@[fe80::1%25eth0]/", "http://***@[fe80::1%25eth0]/", id="IPv6 zone"
+        ),
+        pytest.param(
+            "http://u:pw@Prom.Example:99999/",
+            "http://u:***@Prom.Example:99999/",
+            id="host and port as written",
+        ),
         pytest.param("http://prom:9090", "http://prom:9090", id="no user-info"),
         pytest.param("http://[::1]:9090", "http://[::1]:9090", id="IPv6 no user-info"),
     ],
 )
-def test_redact_url_masks_any_user_info(url: str, shown: str) -> None:
+def test_redact_url_masks_any_user_info_and_keeps_the_host_as_written(url: str, shown: str) -> None:
     assert redact_url(url) == shown
 
 
@@ -126,6 +135,24 @@ def test_a_url_with_a_user_name_alone_is_never_echoed_in_a_settings_error(
         load_settings()
     assert "tok3nSECRET" not in str(err.value)
     assert "'ftp://***@prom:9090'" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://u:pw-77x@[::1]:99999", "'http://u:***@[::1]:99999'"),
+        ("http://tok3nSECRET@[::1", "<redacted>"),
+    ],
+    ids=["invalid port", "unbalanced bracket"],
+)
+def test_an_invalid_url_is_shown_with_its_credential_masked(
+    monkeypatch: pytest.MonkeyPatch, url: str, shown: str
+) -> None:
+    monkeypatch.setenv("VLLM_SCALER_PROMETHEUS_URL", url)
+    with pytest.raises(SettingsError) as err:
+        load_settings()
+    assert f"VLLM_SCALER_PROMETHEUS_URL: value {shown}: " in str(err.value)
+    assert "pw-77x" not in str(err.value) and "tok3nSECRET" not in str(err.value)
 
 
 def test_lease_timings_must_nest() -> None:
