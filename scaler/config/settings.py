@@ -39,6 +39,9 @@ from scaler.config.wording import expectation
 #: Fields whose values may be secrets: never echoed in errors, hidden from ``repr``.
 SECRET_FIELDS = frozenset({"prometheus_headers"})
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+#: A header value HTTP clients send (RFC 9110 5.5, ASCII only as httpx encodes it): visible
+#: characters with spaces or tabs between them, or nothing.
+_HEADER_VALUE = re.compile(r"^(?:[\x21-\x7e](?:[ \t]*[\x21-\x7e])*)?$")
 
 
 def parse_headers(value: object) -> dict[str, str]:
@@ -46,8 +49,9 @@ def parse_headers(value: object) -> dict[str, str]:
     ``k=v,k=v`` text; a dict passes through.
 
     Raises:
-        ValueError: not one of those forms, an invalid header name, or a line break in a
-            value (header injection). The message never contains a value.
+        ValueError: not one of those forms, an invalid header name, a line break in a
+            value (header injection), or a value HTTP forbids (whitespace around it, a
+            control or non-ASCII character). The message never contains a value.
     """
     if isinstance(value, dict):
         pairs = {str(k): str(v) for k, v in value.items()}
@@ -77,7 +81,21 @@ def parse_headers(value: object) -> dict[str, str]:
             raise ValueError(f"invalid header name {name!r}")
         if "\r" in val or "\n" in val:
             raise ValueError(f"the value of header {name!r} contains a line break")
+        if not _HEADER_VALUE.match(val):
+            raise ValueError(
+                f"the value of header {name!r} {_header_value_fault(val)}; expected printable "
+                "ASCII characters, with spaces or tabs only between them"
+            )
     return pairs
+
+
+def _header_value_fault(value: str) -> str:
+    """What makes ``value`` no valid header value (never the value itself)."""
+    if value != value.strip(" \t"):
+        return "begins or ends with whitespace"
+    if any(not c.isascii() for c in value):
+        return "holds a non-ASCII character"
+    return "holds a control character"
 
 
 def _check_readable_file(path: Path, expected: str) -> bytes:

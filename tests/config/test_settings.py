@@ -102,6 +102,38 @@ def test_invalid_headers_never_echo_the_value(monkeypatch: pytest.MonkeyPatch, r
 
 
 @pytest.mark.parametrize(
+    ("raw", "why"),
+    [
+        pytest.param('{"X-Api-Key": " hv-secret-1"}', "begins or ends with whitespace", id="lead"),
+        pytest.param('{"X-Api-Key": "hv-secret-1\\t"}', "begins or ends with whitespace", id="tab"),
+        pytest.param('{"X-Api-Key": "hv-\\u0000secret"}', "a control character", id="NUL"),
+        pytest.param("X-Api-Key=hv-\x7fsecret", "a control character", id="DEL"),
+        pytest.param('{"X-Api-Key": "hv-s\\u00e9cret"}', "a non-ASCII character", id="non-ASCII"),
+    ],
+)
+def test_a_header_value_http_forbids_is_refused_at_load_naming_the_header_only(
+    monkeypatch: pytest.MonkeyPatch, raw: str, why: str
+) -> None:
+    """httpx and requests would refuse it on the first request ("InvalidHeader")."""
+    monkeypatch.setenv("VLLM_SCALER_PROMETHEUS_HEADERS", raw)
+    with pytest.raises(SettingsError) as err:
+        load_settings()
+    assert str(err.value) == (
+        "VLLM_SCALER_PROMETHEUS_HEADERS: value <redacted>: the value of header 'X-Api-Key' "
+        f"{'holds ' if 'character' in why else ''}{why}; expected printable ASCII characters, "
+        "with spaces or tabs only between them"
+    )
+    assert "hv-" not in str(err.value)
+
+
+def test_an_empty_header_value_and_inner_spaces_are_accepted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("VLLM_SCALER_PROMETHEUS_HEADERS", '{"X-A": "", "X-B": "a b\\tc"}')
+    assert load_settings().prometheus_headers == {"X-A": "", "X-B": "a b\tc"}
+
+
+@pytest.mark.parametrize(
     ("url", "shown"),
     [
         pytest.param("https://user:pw@thanos:9090/x", "https://user:***@thanos:9090/x", id="pw"),
