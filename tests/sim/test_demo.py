@@ -96,6 +96,15 @@ def test_an_invalid_policy_is_refused_up_front(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("no_demo")
+def test_a_directory_as_trace_is_refused_as_a_directory(tmp_path: Path) -> None:
+    result = _sim("--trace", str(tmp_path))
+    assert result.exit_code == 2
+    assert result.output.startswith(
+        f"vllm-scaler: --trace: {tmp_path}: is a directory, not a trace file (expected 'code'"
+    )
+
+
+@pytest.mark.usefixtures("no_demo")
 def test_a_slice_without_requests_is_refused_up_front(tmp_path: Path) -> None:
     trace = tmp_path / "t.csv"
     trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n0,10,5\n30,10,5\n", encoding="utf-8")
