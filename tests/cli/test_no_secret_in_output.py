@@ -189,8 +189,9 @@ async def test_a_command_that_fails_on_an_echo_prints_no_secret(
         assert echo.tokens_seen and echo.tokens_seen[0] == TOKEN
     elif auth == "url":
         assert "Authorization=Basic ***" in out and "password=***" in out
-    else:
-        assert "prometheus http://***@127.0.0.1:" in out  # the user name alone, masked
+    else:  # the user name alone is sent (Basic, empty password), and masked
+        assert "prometheus http://***@127.0.0.1:" in out
+        assert "Authorization=Basic *** " in out and "password=" in out
     for secret in _secrets(echo):
         assert secret not in out, secret
     if args[0] == "recommend":
