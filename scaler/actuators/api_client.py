@@ -17,6 +17,7 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.config.config_exception import ConfigException
 
 from scaler.config.policy_errors import describe_yaml_error
+from scaler.config.secrets import register_url_credentials
 from scaler.telemetry.redact import register_secret
 
 __all__ = ["KubeConfigError", "MissingContextError", "build_api_client"]
@@ -93,10 +94,14 @@ def _register_credentials(cfg: client.Configuration) -> None:
     """Mask the cluster credentials in every log line, also after a token refresh.
 
     An error body that echoes the request's Authorization header (some proxies do) would
-    otherwise put the service-account token into a log line.
+    otherwise put the service-account token into a log line. User-info in the server's URL
+    (a user name alone too: a proxy's token) is masked as well.
     """
 
     def register(c: Any) -> None:
+        host = getattr(c, "host", None)
+        if isinstance(host, str):
+            register_url_credentials(host)
         for value in (getattr(c, "api_key", None) or {}).values():
             if isinstance(value, str):
                 register_secret(value.removeprefix("Bearer ").strip())

@@ -23,6 +23,7 @@ from kubernetes_asyncio.client import ApiClient
 from scaler.actuators.api_client import KubeConfigError, MissingContextError, build_api_client
 from scaler.actuators.errors import ApiFailure, KubeApiError, classify_error
 from scaler.config.policy import WorkloadRef
+from scaler.config.secrets import mask
 from scaler.core.observation import PodInfo, WorkloadSnapshot
 
 # The client and the failures are re-exported: callers build, read and scale through here.
@@ -559,7 +560,8 @@ class KubernetesActuator:
 
         ``involvedObject`` carries the target's apiVersion/kind/name/namespace and its uid
         once a :meth:`read` has seen it. The name is server-generated (``generateName``).
-        Messages longer than 1024 characters are cut.
+        Every registered secret in ``message`` is masked (:mod:`scaler.config.secrets`), then
+        messages longer than 1024 characters are cut.
 
         Returns:
             True when the event was created; False in dry run or when the API call failed
@@ -588,7 +590,7 @@ class KubernetesActuator:
             "metadata": {"generateName": f"{ref.name}.", "namespace": ref.namespace},
             "involvedObject": involved,
             "reason": reason,
-            "message": message[:1024],
+            "message": mask(message)[:1024],  # an API answer quoted here may echo a token
             "type": type,
             "source": {"component": self._field_manager},
             "reportingComponent": self._field_manager,

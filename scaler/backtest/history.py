@@ -40,6 +40,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import unquote, urlsplit
 
 import requests
 import requests.auth
@@ -218,10 +219,11 @@ class PrometheusRangeClient:
         # An error answer is reported with its status and the server's message, as the
         # controller reports it, instead of the library's "HTTP Status Code ... (b'...')".
         session.hooks["response"].append(self._refused)
+        auth = _BearerTokenFile(token) if token is not None else _user_alone(url)
         self._prom = PrometheusConnect(
             url=url,
             headers=dict(settings.prometheus_headers),
-            auth=_BearerTokenFile(token) if token is not None else None,  # type: ignore[arg-type]
+            auth=auth,  # type: ignore[arg-type]
             session=session,
             timeout=self._timeout,  # type: ignore[arg-type]  # requests takes a float
             retry=RETRY,
@@ -352,6 +354,16 @@ class _BearerTokenFile(requests.auth.AuthBase):
     def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
         request.headers["Authorization"] = f"Bearer {read_bearer_token(self.path)}"
         return request
+
+
+def _user_alone(url: str) -> requests.auth.HTTPBasicAuth | None:
+    """Basic authentication with an empty password for a URL whose user-info is a user name
+    alone (``http://token@host``), as httpx sends it for the controller; requests would send
+    no credential at all. None for any other URL (requests handles ``user:password``)."""
+    parts = urlsplit(url)
+    if parts.username and parts.password is None:
+        return requests.auth.HTTPBasicAuth(unquote(parts.username), "")
+    return None
 
 
 def _short(text: str, limit: int = 300) -> str:

@@ -8,10 +8,21 @@ import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-__all__ = ["Bounds", "option_errors", "output_dir_error", "output_file_error", "write_output"]
+__all__ = [
+    "MAX_REPLAY_MINUTES",
+    "Bounds",
+    "option_errors",
+    "output_dir_error",
+    "output_file_error",
+    "write_output",
+]
 
 #: option ("--rate-scale") -> (low, whether low is allowed, high)
 Bounds = Mapping[str, tuple[float, bool, float]]
+
+#: The longest ``--minutes`` a trace replay (``sim``, ``bench``) takes: a week. A longer one
+#: runs for days (``bench`` ticks once per virtual second, ``sim`` in compressed real time).
+MAX_REPLAY_MINUTES = 7 * 24 * 60.0
 
 
 def option_errors(bounds: Bounds, **values: float) -> list[str]:

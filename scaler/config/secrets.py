@@ -91,15 +91,20 @@ def register_secret(value: str) -> None:
 
 
 def register_basic_credentials(user: str, password: str) -> None:
-    """Mask a password and the base64 ``user:password`` of HTTP Basic authentication."""
-    register_secret(password)
-    if password:
+    """Mask a password and the base64 ``user:password`` of HTTP Basic authentication.
+
+    Without a password the user name is the credential (httpx and requests send a URL's
+    ``token@host`` as Basic ``token:``; proxies carry tokens so): it is masked instead.
+    """
+    register_secret(password or user)
+    if password or user:
         register_secret(base64.b64encode(f"{user}:{password}".encode()).decode())
 
 
 def register_url_credentials(url: str) -> None:
     """Mask the password of a URL's user-info (as written and decoded), its Basic form, and
     the values of credential-looking query parameters (``access_token``, ``api_key``...).
+    A user name without a password is masked as the password would be.
 
     Never raises: an unparsable URL registers what can be found.
     """
@@ -109,10 +114,9 @@ def register_url_credentials(url: str) -> None:
         return
     userinfo, at, _ = parts.netloc.rpartition("@")
     if at:
-        user, colon, password = userinfo.partition(":")
-        if colon:
-            register_secret(password)
-            register_basic_credentials(unquote(user), unquote(password))
+        user, _, password = userinfo.partition(":")
+        register_secret(password or user)
+        register_basic_credentials(unquote(user), unquote(password))
     for name, value in parse_qsl(parts.query, keep_blank_values=False):
         if _SECRET_PARAM.search(name):
             register_secret(value)

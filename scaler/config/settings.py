@@ -39,6 +39,9 @@ from scaler.config.wording import expectation
 #: Fields whose values may be secrets: never echoed in errors, hidden from ``repr``.
 SECRET_FIELDS = frozenset({"prometheus_headers"})
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+#: A header value HTTP clients send (RFC 9110 5.5, ASCII only as httpx encodes it): visible
+#: characters with spaces or tabs between them, or nothing.
+_HEADER_VALUE = re.compile(r"^(?:[\x21-\x7e](?:[ \t]*[\x21-\x7e])*)?$")
 
 
 def parse_headers(value: object) -> dict[str, str]:
@@ -46,8 +49,9 @@ def parse_headers(value: object) -> dict[str, str]:
     ``k=v,k=v`` text; a dict passes through.
 
     Raises:
-        ValueError: not one of those forms, an invalid header name, or a line break in a
-            value (header injection). The message never contains a value.
+        ValueError: not one of those forms, an invalid header name, a line break in a
+            value (header injection), or a value HTTP forbids (whitespace around it, a
+            control or non-ASCII character). The message never contains a value.
     """
     if isinstance(value, dict):
         pairs = {str(k): str(v) for k, v in value.items()}
@@ -77,7 +81,21 @@ def parse_headers(value: object) -> dict[str, str]:
             raise ValueError(f"invalid header name {name!r}")
         if "\r" in val or "\n" in val:
             raise ValueError(f"the value of header {name!r} contains a line break")
+        if not _HEADER_VALUE.match(val):
+            raise ValueError(
+                f"the value of header {name!r} {_header_value_fault(val)}; expected printable "
+                "ASCII characters, with spaces or tabs only between them"
+            )
     return pairs
+
+
+def _header_value_fault(value: str) -> str:
+    """What makes ``value`` no valid header value (never the value itself)."""
+    if value != value.strip(" \t"):
+        return "begins or ends with whitespace"
+    if any(not c.isascii() for c in value):
+        return "holds a non-ASCII character"
+    return "holds a control character"
 
 
 def _check_readable_file(path: Path, expected: str) -> bytes:
@@ -266,7 +284,7 @@ class PrometheusSettings(BaseSettings):
         return kinds
 
     def prometheus_summary(self) -> dict[str, object]:
-        """What the Prometheus clients use, safe to print: the URL without its password, the
+        """What the Prometheus clients use, safe to print: the URL with its credential masked, the
         kind of authentication, the token file's path, header names (never values), the CA
         and client certificate files, the timeout."""
         return {
@@ -390,14 +408,24 @@ def _path(value: Path | None) -> str | None:
 
 
 def redact_url(url: str) -> str:
-    """``url`` without a password in its user-info part (safe to print)."""
+    """``url`` with its user-info's credential masked (safe to print): ``user:***@host``
+    for a password, ``***@host`` for a user name alone (sent as Basic with an empty
+    password, it is how some proxies carry a token). The host and port stay as written (an
+    IPv6 address in its brackets).
+
+    Raises:
+        ValueError: ``url`` cannot be split (unbalanced IPv6 brackets).
+    """
     parts = urlsplit(url)
-    if parts.password is None:
+    userinfo, _, host = parts.netloc.rpartition("@")  # the host holds no "@"; a password may
+    user, _, password = userinfo.partition(":")
+    if password:
+        shown = f"{user}:***"
+    elif user:
+        shown = "***"
+    else:
         return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+    return urlunsplit(parts._replace(netloc=f"{shown}@{host}"))
 
 
 S = TypeVar("S", bound=PrometheusSettings)
@@ -446,7 +474,7 @@ def _shown(value: object, field: str) -> str:
     if field == "prometheus_url" and isinstance(value, str):
         try:
             value = redact_url(value)
-        except ValueError:  # an invalid port: the password part cannot be told apart
+        except ValueError:  # unbalanced IPv6 brackets: the user-info cannot be told apart
             return "<redacted>"
     if isinstance(value, float) and not isinstance(value, bool):
         return f"{value:g}"  # an option's 0 arrives as 0.0: shown as it was written

@@ -54,6 +54,7 @@ def open_trace(
 
     Raises:
         FileNotFoundError: ``spec`` names no bundled trace, no shape and no file.
+        IsADirectoryError: ``spec`` names a directory.
         ValueError: a bad file, an unknown shape, or invalid arguments.
     """
     window = {
@@ -66,6 +67,10 @@ def open_trace(
     if spec.startswith(SYNTHETIC_PREFIX):
         return synthetic_trace(spec[len(SYNTHETIC_PREFIX) :], **window)  # type: ignore[arg-type]
     path = NAMED_TRACES.get(spec, Path(spec))
+    if path.is_dir():
+        raise IsADirectoryError(
+            f"{spec}: is a directory, not a trace file (expected {TRACE_CHOICES})"
+        )
     if not path.is_file():
         raise FileNotFoundError(f"{spec}: no such file (expected {TRACE_CHOICES})")
     return load_trace(

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from scaler.config.cli_options import OutputFormat, OutputOpt
-from scaler.config.options import option_errors, output_dir_error
+from scaler.config.options import MAX_REPLAY_MINUTES, option_errors, output_dir_error
 from scaler.sim.catalog import TRACE_CHOICES
 from scaler.sim.prometheus_server import PrometheusNotInstalledError, PrometheusStartError
 from scaler.sim.routing import ROUTING_HELP, routing_option_error
@@ -30,7 +30,9 @@ def register(app: typer.Typer) -> None:
         trace: Annotated[str, typer.Option(help=f"{TRACE_CHOICES}.")] = "code",
         time_unit: Annotated[str, typer.Option(help=TIME_UNIT_HELP)] = "auto",
         start_minute: Annotated[float, typer.Option(help="Trace minute to start at.")] = 13.0,
-        minutes: Annotated[float, typer.Option(help="Trace minutes to replay.")] = 6.0,
+        minutes: Annotated[
+            float, typer.Option(help="Trace minutes to replay, at most a week.")
+        ] = 6.0,
         compress: Annotated[
             float, typer.Option(help="Time compression of the trace (3 = 3x faster).")
         ] = 3.0,
@@ -173,7 +175,7 @@ def register(app: typer.Typer) -> None:
 #: option -> (lowest, lowest allowed?, highest); each value must be finite as well.
 _BOUNDS: dict[str, tuple[float, bool, float]] = {
     "--start-minute": (0.0, True, math.inf),
-    "--minutes": (0.0, False, math.inf),
+    "--minutes": (0.0, False, MAX_REPLAY_MINUTES),
     "--compress": (0.0, False, math.inf),
     "--rate-scale": (0.0, False, math.inf),
     "--model-load-seconds": (0.0, True, math.inf),

@@ -20,6 +20,7 @@ import base64
 import json
 import os
 import signal
+import socket
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -38,6 +39,9 @@ TOKEN = "prom-token-Xk29fQ"
 API_KEY = "api-key-77Hq0z"
 TENANT = "tenant-visible-7"
 USER, PASSWORD = "scaler", "url-pass/w0rd+9"
+#: A user name alone in the URL's user-info: sent as Basic with an empty password, it is how
+#: some proxies carry a token.
+URL_TOKEN = "tok3nSECRET-url-5Jv"
 KUBE_TOKEN = "kube-token-Pq81mZ"
 POLICY = """\
 targets:
@@ -102,18 +106,22 @@ async def echo(tmp_path: Path) -> AsyncIterator[Echo]:
 def _secrets(echo: Echo) -> list[str]:
     """Every credential in the forms it may be printed in."""
     basic = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+    user_only = base64.b64encode(f"{URL_TOKEN}:".encode()).decode()
     values = [TOKEN, *echo.tokens_seen, API_KEY, PASSWORD, KUBE_TOKEN, basic]
+    values += [URL_TOKEN, user_only]
     return values + [quote(v, safe="") for v in values]
 
 
 def _env(echo: Echo, tmp_path: Path, *, auth: str, kube_url: str = "") -> dict[str, str]:
-    """The process environment: the token file (``token``) or the URL's user-info (``url``),
-    and two extra headers, one a credential, one a tenant id. The Kubernetes API is the echo
-    too unless ``kube_url`` is given."""
+    """The process environment: the token file (``token``) or the URL's user-info (``url``,
+    or ``user`` for a user name alone), and two extra headers, one a credential, one a
+    tenant id. The Kubernetes API is the echo too unless ``kube_url`` is given."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("VLLM_SCALER_")}
     url = echo.url
     if auth == "url":
         url = url.replace("http://", f"http://{USER}:{quote(PASSWORD, safe='')}@")
+    elif auth == "user":
+        url = url.replace("http://", f"http://{URL_TOKEN}@")
     else:
         env["VLLM_SCALER_PROMETHEUS_BEARER_TOKEN_FILE"] = str(echo.token_file)
     policy = tmp_path / "policy.yaml"
@@ -141,7 +149,11 @@ async def _run(args: list[str], env: dict[str, str]) -> tuple[int, str]:
     return proc.returncode or 0, out.decode()
 
 
-AUTH = [pytest.param("token", id="token-file"), pytest.param("url", id="url-user-info")]
+AUTH = [
+    pytest.param("token", id="token-file"),
+    pytest.param("url", id="url-user-info"),
+    pytest.param("user", id="url-user-name-alone"),
+]
 
 
 @pytest.mark.parametrize("auth", AUTH)
@@ -175,12 +187,71 @@ async def test_a_command_that_fails_on_an_echo_prints_no_secret(
     if auth == "token":
         assert "Authorization=Bearer ***" in out
         assert echo.tokens_seen and echo.tokens_seen[0] == TOKEN
-    else:
+    elif auth == "url":
         assert "Authorization=Basic ***" in out and "password=***" in out
+    else:  # the user name alone is sent (Basic, empty password), and masked
+        assert "prometheus http://***@127.0.0.1:" in out
+        assert "Authorization=Basic *** " in out and "password=" in out
     for secret in _secrets(echo):
         assert secret not in out, secret
     if args[0] == "recommend":
         assert "Authorization=Bearer *** X-Api-Key=None X-Scope-OrgID=None" in out  # kube
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("args", "unreachable"),
+    [
+        pytest.param(["recommend", "--once"], "", id="recommend"),
+        pytest.param(
+            ["backtest", "--start", "now-1h", "--no-plot", "--no-progress"],
+            "cannot be reached",
+            id="backtest",
+        ),
+        pytest.param(
+            ["dashboards", "--out", "{tmp}/d", "--previews", "{tmp}/p"],
+            "cannot be reached",
+            id="dashboards-previews",
+        ),
+        pytest.param(["recommend", "--prometheus-url", "{ftp}"], "expected", id="invalid-url"),
+    ],
+)
+async def test_a_user_name_alone_in_a_url_is_printed_by_no_error_path(
+    tmp_path: Path, args: list[str], unreachable: str
+) -> None:
+    """The Prometheus URL and the cluster's server URL carry a user name alone; nothing
+    answers there. Every message about them names the URL with ``***`` for the user name."""
+    port = _closed_port()
+    url = f"http://{URL_TOKEN}@127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VLLM_SCALER_")}
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY)
+    kubeconfig = write_kubeconfig(
+        tmp_path / "kc",
+        server_url=f"http://{KUBE_TOKEN}@127.0.0.1:{port}",
+        token="kube-bearer-Lm40",
+    )
+    env.update(
+        VLLM_SCALER_PROMETHEUS_URL=url,
+        VLLM_SCALER_POLICY_FILE=str(policy),
+        VLLM_SCALER_KUBECONFIG=str(kubeconfig),
+        VLLM_SCALER_IN_CLUSTER="false",
+        VLLM_SCALER_METRICS_PORT="0",
+    )
+    shown = [a.replace("{tmp}", str(tmp_path)).replace("{ftp}", "ftp" + url[4:]) for a in args]
+    returned, out = await _run(shown, env)
+    assert returned != 0, out
+    assert f"***@127.0.0.1:{port}" in out  # the URL is named...
+    if unreachable:
+        assert unreachable in out
+    user_only = base64.b64encode(f"{URL_TOKEN}:".encode()).decode()
+    for secret in (URL_TOKEN, KUBE_TOKEN, user_only, "tok3nSECRET"):
+        assert secret not in out, secret  # ...never its user name
 
 
 @pytest.mark.parametrize("auth", AUTH)
@@ -224,6 +295,8 @@ async def test_run_masks_every_echo_in_its_json_log_lines(
         == ("bearer token file" if auth == "token" else "basic (user-info in the URL)")
         + " and header X-Api-Key"
     )  # the credential header named, its value never
+    if auth == "user":
+        assert started["prometheus"]["url"] == echo.url.replace("http://", "http://***@") + "/"
     out = "".join(lines)
     assert "X-Api-Key=***" in out and f"X-Scope-OrgID={TENANT}" in out
     if auth == "token":

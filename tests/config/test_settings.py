@@ -12,6 +12,7 @@ from scaler.config.settings import (
     PrometheusSettings,
     SettingsError,
     load_settings,
+    redact_url,
     unknown_env_vars,
 )
 
@@ -98,6 +99,92 @@ def test_invalid_headers_never_echo_the_value(monkeypatch: pytest.MonkeyPatch, r
         load_settings()
     assert "VLLM_SCALER_PROMETHEUS_HEADERS" in str(err.value)
     assert "secret-value" not in str(err.value) and "<redacted>" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("raw", "why"),
+    [
+        pytest.param('{"X-Api-Key": " hv-secret-1"}', "begins or ends with whitespace", id="lead"),
+        pytest.param('{"X-Api-Key": "hv-secret-1\\t"}', "begins or ends with whitespace", id="tab"),
+        pytest.param('{"X-Api-Key": "hv-\\u0000secret"}', "a control character", id="NUL"),
+        pytest.param("X-Api-Key=hv-\x7fsecret", "a control character", id="DEL"),
+        pytest.param('{"X-Api-Key": "hv-s\\u00e9cret"}', "a non-ASCII character", id="non-ASCII"),
+    ],
+)
+def test_a_header_value_http_forbids_is_refused_at_load_naming_the_header_only(
+    monkeypatch: pytest.MonkeyPatch, raw: str, why: str
+) -> None:
+    """httpx and requests would refuse it on the first request ("InvalidHeader")."""
+    monkeypatch.setenv("VLLM_SCALER_PROMETHEUS_HEADERS", raw)
+    with pytest.raises(SettingsError) as err:
+        load_settings()
+    assert str(err.value) == (
+        "VLLM_SCALER_PROMETHEUS_HEADERS: value <redacted>: the value of header 'X-Api-Key' "
+        f"{'holds ' if 'character' in why else ''}{why}; expected printable ASCII characters, "
+        "with spaces or tabs only between them"
+    )
+    assert "hv-" not in str(err.value)
+
+
+def test_an_empty_header_value_and_inner_spaces_are_accepted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("VLLM_SCALER_PROMETHEUS_HEADERS", '{"X-A": "", "X-B": "a b\\tc"}')
+    assert load_settings().prometheus_headers == {"X-A": "", "X-B": "a b\tc"}
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        pytest.param("https://user:pw@thanos:9090/x", "https://user:***@thanos:9090/x", id="pw"),
+        # a user name alone is sent as Basic with an empty password: proxies carry tokens so
+        pytest.param("http://tok3nSECRET@host:9090", "http://***@host:9090", id="user alone"),
+        pytest.param("http://tok3nSECRET:@host:9090", "http://***@host:9090", id="empty pw"),
+        pytest.param("http://:pw-only@host/", "http://:***@host/", id="password alone"),
+        pytest.param("http://u:p@ss@host:1/", "http://u:***@host:1/", id="raw @ in password"),
+        pytest.param("http://u:pw@[::1]:9090/", "http://u:***@[::1]:9090/", id="IPv6"),
+        pytest.param(
+            "http://tok3nSECRET@[fe80::1%25eth0]/", "http://***@[fe80::1%25eth0]/", id="IPv6 zone"
+        ),
+        pytest.param(
+            "http://u:pw@Prom.Example:99999/",
+            "http://u:***@Prom.Example:99999/",
+            id="host and port as written",
+        ),
+        pytest.param("http://prom:9090", "http://prom:9090", id="no user-info"),
+        pytest.param("http://[::1]:9090", "http://[::1]:9090", id="IPv6 no user-info"),
+    ],
+)
+def test_redact_url_masks_any_user_info_and_keeps_the_host_as_written(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
+
+
+def test_a_url_with_a_user_name_alone_is_never_echoed_in_a_settings_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("VLLM_SCALER_PROMETHEUS_URL", "ftp://tok3nSECRET@prom:9090")
+    with pytest.raises(SettingsError) as err:
+        load_settings()
+    assert "tok3nSECRET" not in str(err.value)
+    assert "'ftp://***@prom:9090'" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://u:pw-77x@[::1]:99999", "'http://u:***@[::1]:99999'"),
+        ("http://tok3nSECRET@[::1", "<redacted>"),
+    ],
+    ids=["invalid port", "unbalanced bracket"],
+)
+def test_an_invalid_url_is_shown_with_its_credential_masked(
+    monkeypatch: pytest.MonkeyPatch, url: str, shown: str
+) -> None:
+    monkeypatch.setenv("VLLM_SCALER_PROMETHEUS_URL", url)
+    with pytest.raises(SettingsError) as err:
+        load_settings()
+    assert f"VLLM_SCALER_PROMETHEUS_URL: value {shown}: " in str(err.value)
+    assert "pw-77x" not in str(err.value) and "tok3nSECRET" not in str(err.value)
 
 
 def test_lease_timings_must_nest() -> None:

@@ -17,6 +17,7 @@ import structlog
 from aiohttp import web
 
 from scaler.actuators.kubernetes import KubernetesActuator, build_api_client
+from scaler.config.secrets import mask
 from scaler.controller.loop import Controller
 from scaler.sim.kubeapi import write_kubeconfig
 from scaler.sources.prometheus import PrometheusSource
@@ -93,3 +94,18 @@ async def test_echoed_credentials_are_masked_in_every_log_line(
     assert KUBE_TOKEN not in logs
     assert PROM_PASSWORD not in logs
     assert basic not in logs
+
+
+@pytest.mark.parametrize(
+    "userinfo", ["kube-user-alone-Wc31", "admin:kube-user-alone-Wc31"], ids=["user", "password"]
+)
+async def test_user_info_in_the_cluster_server_url_is_masked(tmp_path: Path, userinfo: str) -> None:
+    """A kubeconfig's ``server`` may carry user-info, a user name alone too (a proxy's token);
+    once the client is built, any message that names that URL is masked."""
+    server = f"https://{userinfo}@[::1]:6443"
+    kubeconfig = write_kubeconfig(tmp_path / "kc", server_url=server, token=KUBE_TOKEN)
+    api = await build_api_client(kubeconfig=kubeconfig, in_cluster=False)
+    await api.close()
+    assert mask(f"cannot reach {server}") == (
+        f"cannot reach {server.replace('kube-user-alone-Wc31', '***')}"
+    )

@@ -20,6 +20,7 @@ from scaler.actuators.kubernetes import (
     classify_error,
 )
 from scaler.config.policy import WorkloadRef
+from scaler.config.secrets import register_secret
 from scaler.core.observation import PodInfo, WorkloadSnapshot
 from scaler.sim.kubeapi import KubeApiServer, KubeStore, write_kubeconfig
 from tests.support.clock import FakeClock
@@ -450,6 +451,18 @@ async def test_emit_event(store: KubeStore, clock: FakeClock, actuator: Kubernet
     assert ev["firstTimestamp"] == ev["lastTimestamp"] == "2023-11-14T22:14:21Z"
     assert ev["count"] == 1
     assert ev["metadata"]["name"].startswith("vllm.")
+
+
+async def test_an_event_message_carries_no_secret(
+    store: KubeStore, actuator: KubernetesActuator
+) -> None:
+    """A FailedRescale Event quotes the API server's answer, which may echo the request's
+    token (some proxies do); an Event is an output too, read by anyone who may list them."""
+    register_secret("evt-echoed-token-55Qx")
+    message = "403 Forbidden: denied for Authorization=Bearer evt-echoed-token-55Qx"
+    assert await actuator.emit_event(REF, reason="FailedRescale", message=message) is True
+    [ev] = store.events("llm")
+    assert ev["message"] == "403 Forbidden: denied for Authorization=Bearer ***"
 
 
 async def test_emit_event_failure_is_swallowed(

@@ -57,7 +57,10 @@ def _sim(*args: str) -> Any:
         (["--model-load-seconds", "-5"], "--model-load-seconds: value -5: expected a number >= 0"),
         (["--rate-scale", "-1"], "--rate-scale: value -1: expected a number > 0"),
         (["--compress", "0"], "--compress: value 0: expected a number > 0"),
-        (["--minutes", "0"], "--minutes: value 0: expected a number > 0"),
+        (["--minutes", "0"], "--minutes: value 0: expected a number > 0 and <= 10080"),
+        # a week, as bench: a longer replay would run for days
+        (["--minutes", "10081"], "--minutes: value 10081: expected a number > 0 and <= 10080"),
+        (["--minutes", "1e308"], "--minutes: value 1e+308: expected a number > 0 and <= 10080"),
         (["--start-minute", "-1"], "--start-minute: value -1: expected a number >= 0"),
         (["--tail-seconds", "nan"], "--tail-seconds: value nan: expected a number >= 0"),
         (["--slo-ttft-seconds", "0"], "--slo-ttft-seconds: value 0: expected a number > 0"),
@@ -78,7 +81,7 @@ def test_every_bad_option_is_reported_at_once() -> None:
     result = _sim("--compress", "0", "--minutes", "0")
     assert result.exit_code == 2
     assert result.output.splitlines() == [
-        "vllm-scaler: --minutes: value 0: expected a number > 0",
+        "vllm-scaler: --minutes: value 0: expected a number > 0 and <= 10080",
         "vllm-scaler: --compress: value 0: expected a number > 0",
     ]
 
@@ -90,6 +93,15 @@ def test_an_invalid_policy_is_refused_up_front(tmp_path: Path) -> None:
     result = _sim("--policy", str(bad))
     assert result.exit_code == 2
     assert result.output.startswith(f"vllm-scaler: --policy: invalid policy\n  {bad}: targets")
+
+
+@pytest.mark.usefixtures("no_demo")
+def test_a_directory_as_trace_is_refused_as_a_directory(tmp_path: Path) -> None:
+    result = _sim("--trace", str(tmp_path))
+    assert result.exit_code == 2
+    assert result.output.startswith(
+        f"vllm-scaler: --trace: {tmp_path}: is a directory, not a trace file (expected 'code'"
+    )
 
 
 @pytest.mark.usefixtures("no_demo")

@@ -290,3 +290,13 @@ def test_open_trace_names_what_it_accepts() -> None:
         open_trace("synthetic:burst")
     with pytest.raises(FileNotFoundError, match=r"nope\.csv: no such file.*'code' or 'conv'"):
         open_trace("nope.csv")
+
+
+def test_open_trace_says_a_directory_is_no_trace_file(tmp_path: Path) -> None:
+    with pytest.raises(IsADirectoryError) as err:
+        open_trace(str(tmp_path))
+    assert str(err.value) == (
+        f"{tmp_path}: is a directory, not a trace file (expected 'code' or 'conv' (the bundled "
+        "Azure traces), 'synthetic:ramp', 'synthetic:flash', 'synthetic:steady-long' or a "
+        "CSV/JSONL file)"
+    )

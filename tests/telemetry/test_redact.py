@@ -49,6 +49,14 @@ def test_url_user_info_masks_the_password_as_written_decoded_and_as_basic() -> N
     assert mask(text) == "*** *** Basic *** token=*** alice"  # the user name is no secret
 
 
+@pytest.mark.parametrize("userinfo", ["tok3n-Alone-71", "tok3n-Alone-71:"])
+def test_a_user_name_without_a_password_is_masked_as_the_credential(userinfo: str) -> None:
+    """httpx and requests send it as Basic with an empty password; proxies carry tokens so."""
+    register_url_credentials(f"http://{userinfo}@[::1]:9090/")
+    basic = base64.b64encode(b"tok3n-Alone-71:").decode()
+    assert mask(f"tok3n-Alone-71 Basic {basic}") == "*** Basic ***"
+
+
 def test_header_values_are_masked_but_tenant_ids_are_not() -> None:
     basic = base64.b64encode(b"bob:hdr-pass-31").decode()
     register_header("Authorization", f"Basic {basic}")
