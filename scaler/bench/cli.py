@@ -13,7 +13,12 @@ from typing import Annotated
 import typer
 
 from scaler.config.cli_options import OutputFormat, OutputOpt
-from scaler.config.options import option_errors, output_file_error, write_output
+from scaler.config.options import (
+    MAX_REPLAY_MINUTES,
+    option_errors,
+    output_file_error,
+    write_output,
+)
 from scaler.config.policy import PolicyError, load_policy
 from scaler.sim.catalog import TRACE_CHOICES, trace_label
 from scaler.sim.routing import ROUTING_HELP, routing_option_error
@@ -37,7 +42,7 @@ _BOUNDS = {
     "--min-peak-replicas": (1.0, True, 1000.0),
     "--jobs": (0.0, True, 64.0),
     "--start-minute": (0.0, True, math.inf),
-    "--minutes": (0.0, False, 7 * 24 * 60.0),
+    "--minutes": (0.0, False, MAX_REPLAY_MINUTES),
     "--rate-scale": (0.0, False, 1000.0),
 }
 
