@@ -418,6 +418,12 @@ def _named_rate(metric: str, sel: str, window: str) -> str:
     return _tag(rate, METRIC_LABEL, metric)
 
 
+def _raw_throughput(sel: str, window: str) -> str:
+    """The per-pod rates of every throughput counter under ``sel``, each tagged with its
+    counter (:func:`_named_rate`), or'ed."""
+    return "(" + _or([_named_rate(m, sel, window) for m in THROUGHPUT_METRICS]) + ")"
+
+
 def _namespaces_selector(namespaces: Sequence[str]) -> str:
     if len(namespaces) == 1:
         return f'namespace="{label_value(namespaces[0])}"'
@@ -539,7 +545,7 @@ def build_query_plan(
                 matchers = ",".join(m for m in (f'__name__=~"{kv_names}"', sel) if m)
                 inner = _per_pod_expr(f"{{{matchers}}}", "max", "namespace, pod, __name__")
             elif kind is QueryKind.THROUGHPUT:
-                inner = "(" + _or([_named_rate(m, sel, window) for m in THROUGHPUT_METRICS]) + ")"
+                inner = _raw_throughput(sel, window)
             else:
                 metric = WAITING_METRIC if kind is QueryKind.WAITING else RUNNING_METRIC
                 inner = _per_pod_expr(f"{metric}{{{sel}}}", "sum", "namespace, pod")
@@ -577,7 +583,8 @@ def build_throughput_query(plan: QueryPlan, recorded_namespaces: Sequence[str]) 
     cost Prometheus ten times more than reading the 24,000 recorded series.
     Returns the plan's raw query when nothing is recorded or no default group exists.
     """
-    recorded = [ns for ns in plan.default_namespaces if ns in set(recorded_namespaces)]
+    wanted = set(recorded_namespaces)
+    recorded = [ns for ns in plan.default_namespaces if ns in wanted]
     gid = plan.default_group
     if not recorded or gid is None:
         return plan.queries[QueryKind.THROUGHPUT]
@@ -599,8 +606,7 @@ def build_throughput_query(plan: QueryPlan, recorded_namespaces: Sequence[str]) 
             if not raw:
                 continue
             group_sel = _namespaces_selector(raw)
-        inner = "(" + _or([_named_rate(m, group_sel, window) for m in THROUGHPUT_METRICS]) + ")"
-        parts.append(_tag(inner, SELECTOR_LABEL, g))
+        parts.append(_tag(_raw_throughput(group_sel, window), SELECTOR_LABEL, g))
     return _or(parts)
 
 
