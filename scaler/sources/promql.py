@@ -23,8 +23,10 @@ answer can be split back per selector group or per target, and the ``or`` is a b
   whose groups hold only their own pods (:func:`pod_group`).
 - The throughput query is sent once the ``running`` answer is in: that answer also carries,
   per namespace of the default group and per counter, the age of the recording rules'
-  per-pod throughput rates (``scaler_recorded``), and the namespaces where all three are
-  fresh are read from the recording (:func:`build_throughput_query`), the others raw.
+  per-pod throughput rates (``scaler_recorded``), read from the rules' own record of it
+  (:func:`recorded_freshness_metric`: 150 series for 50 namespaces, rather than the 24,000
+  recorded rates themselves), and the namespaces where all three are fresh are read from the
+  recording (:func:`build_throughput_query`), the others raw.
 
 Why these expressions:
 
@@ -107,6 +109,7 @@ __all__ = [
     "promql_duration",
     "promql_string",
     "query_selector",
+    "recorded_freshness_metric",
     "recorded_rate_metric",
     "recorded_ttft_metric",
     "recording_rule_expr",
@@ -261,11 +264,41 @@ def _recorded_rate_expr(counter: str, rate_window_seconds: float) -> str:
     )
 
 
+def recorded_freshness_metric(rate_window_seconds: float) -> str:
+    """Name of the recording rule that keeps, per namespace and throughput counter (label
+    ``scaler_recorded``), the timestamp of the oldest of that namespace's recorded per-pod
+    rates (:func:`recorded_rate_metric`), seconds since the epoch:
+    ``namespace_scaler_recorded:vllm_rate1m_timestamp_seconds:min`` for 60 s.
+
+    The controller reads ``time() - <it>`` as the recording's age: one series per namespace
+    and counter instead of every recorded rate. The value is the recorded rates' own
+    timestamp, so a stalled or failing rule group shows as a growing age; a namespace or
+    counter without recorded rates has no series (the controller then reads raw rates)."""
+    window = rule_duration(rate_window_seconds)
+    return f"namespace_{RECORDED_LABEL}:vllm_rate{window}_timestamp_seconds:min"
+
+
+def _recorded_freshness_expr(rate_window_seconds: float) -> str:
+    # min per namespace first, then tagged: the tags and the ``or`` handle 150 series instead
+    # of 24,000 (half the rule's cost at 8,000 pods)
+    stamps = [
+        _tag(
+            f"min by (namespace) (timestamp({recorded_rate_metric(c, rate_window_seconds)}))",
+            RECORDED_LABEL,
+            c,
+        )
+        for c in THROUGHPUT_METRICS
+    ]
+    return _or(stamps)
+
+
 def recording_rules(rate_window_seconds: float) -> list[dict[str, str]]:
     """The recording rules of ``deploy/rules`` for the window, as the rules file lists them
     (``record`` and ``expr``; a test pins the shipped file): the TTFT buckets per pod group
-    (:func:`recorded_ttft_metric`) and each pod's rates of the throughput counters
-    (:func:`recorded_rate_metric`, :data:`THROUGHPUT_METRICS`)."""
+    (:func:`recorded_ttft_metric`), each pod's rates of the throughput counters
+    (:func:`recorded_rate_metric`, :data:`THROUGHPUT_METRICS`) and, last (rules of a group
+    run in order and see what the earlier ones wrote), their timestamp per namespace and
+    counter (:func:`recorded_freshness_metric`)."""
     rules = [
         {
             "record": recorded_ttft_metric(rate_window_seconds),
@@ -279,6 +312,12 @@ def recording_rules(rate_window_seconds: float) -> list[dict[str, str]]:
                 "expr": _recorded_rate_expr(counter, rate_window_seconds),
             }
         )
+    rules.append(
+        {
+            "record": recorded_freshness_metric(rate_window_seconds),
+            "expr": _recorded_freshness_expr(rate_window_seconds),
+        }
+    )
     return rules
 
 
@@ -379,6 +418,12 @@ def _named_rate(metric: str, sel: str, window: str) -> str:
     return _tag(rate, METRIC_LABEL, metric)
 
 
+def _raw_throughput(sel: str, window: str) -> str:
+    """The per-pod rates of every throughput counter under ``sel``, each tagged with its
+    counter (:func:`_named_rate`), or'ed."""
+    return "(" + _or([_named_rate(m, sel, window) for m in THROUGHPUT_METRICS]) + ")"
+
+
 def _namespaces_selector(namespaces: Sequence[str]) -> str:
     if len(namespaces) == 1:
         return f'namespace="{label_value(namespaces[0])}"'
@@ -386,14 +431,11 @@ def _namespaces_selector(namespaces: Sequence[str]) -> str:
     return f'namespace=~"{label_value(union)}"'
 
 
-def _throughput_ages(gid: str, sel: str, rate_window_seconds: float) -> list[str]:
-    """Per namespace and counter, the age of the recorded per-pod rates (``running`` query)."""
-    parts = []
-    for counter in THROUGHPUT_METRICS:
-        name = recorded_rate_metric(counter, rate_window_seconds)
-        ages = f"max by (namespace) (time() - timestamp({name}{{{sel}}}))"
-        parts.append(_tag(_tag(ages, RECORDED_LABEL, counter), SELECTOR_LABEL, gid))
-    return parts
+def _throughput_ages(gid: str, sel: str, rate_window_seconds: float) -> str:
+    """Per namespace and counter, the age of the recorded per-pod rates (``running`` query),
+    from the rules' record of their timestamps (its series carry ``scaler_recorded``)."""
+    ages = f"time() - {recorded_freshness_metric(rate_window_seconds)}{{{sel}}}"
+    return _tag(ages, SELECTOR_LABEL, gid)
 
 
 def _ttft_rate_parts(
@@ -437,7 +479,9 @@ def build_query_plan(
 
         - ``waiting``: ``label_replace(sum by (namespace, pod) (vllm:num_requests_waiting{SEL}),
           "scaler_selector", "s<i>", "", "") or ...`` per selector of a queue-enabled target;
-        - ``running``: the same on ``vllm:num_requests_running`` for every target's selector;
+        - ``running``: the same on ``vllm:num_requests_running`` for every target's selector,
+          and for the default group ``time() - <recorded_freshness_metric>{SEL}`` tagged with
+          the group: the age of the recorded throughput rates per namespace and counter;
         - ``kv_cache``: ``label_replace(max by (namespace, pod, __name__) ({__name__=~
           "vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc",SEL}), ...) or ...``;
         - ``ttft_rate`` per selector of a TTFT-enabled target: ``sum by (namespace, pod)
@@ -501,13 +545,13 @@ def build_query_plan(
                 matchers = ",".join(m for m in (f'__name__=~"{kv_names}"', sel) if m)
                 inner = _per_pod_expr(f"{{{matchers}}}", "max", "namespace, pod, __name__")
             elif kind is QueryKind.THROUGHPUT:
-                inner = "(" + _or([_named_rate(m, sel, window) for m in THROUGHPUT_METRICS]) + ")"
+                inner = _raw_throughput(sel, window)
             else:
                 metric = WAITING_METRIC if kind is QueryKind.WAITING else RUNNING_METRIC
                 inner = _per_pod_expr(f"{metric}{{{sel}}}", "sum", "namespace, pod")
             parts.append(_tag(inner, SELECTOR_LABEL, gid))
             if kind is QueryKind.RUNNING and sel == default_selector:
-                parts += _throughput_ages(gid, sel, rate_window_seconds)
+                parts.append(_throughput_ages(gid, sel, rate_window_seconds))
         queries[kind] = _or(parts)
 
     per_pod(QueryKind.WAITING, groups_for(SignalName.QUEUE_DEPTH))
@@ -539,7 +583,8 @@ def build_throughput_query(plan: QueryPlan, recorded_namespaces: Sequence[str]) 
     cost Prometheus ten times more than reading the 24,000 recorded series.
     Returns the plan's raw query when nothing is recorded or no default group exists.
     """
-    recorded = [ns for ns in plan.default_namespaces if ns in set(recorded_namespaces)]
+    wanted = set(recorded_namespaces)
+    recorded = [ns for ns in plan.default_namespaces if ns in wanted]
     gid = plan.default_group
     if not recorded or gid is None:
         return plan.queries[QueryKind.THROUGHPUT]
@@ -561,8 +606,7 @@ def build_throughput_query(plan: QueryPlan, recorded_namespaces: Sequence[str]) 
             if not raw:
                 continue
             group_sel = _namespaces_selector(raw)
-        inner = "(" + _or([_named_rate(m, group_sel, window) for m in THROUGHPUT_METRICS]) + ")"
-        parts.append(_tag(inner, SELECTOR_LABEL, g))
+        parts.append(_tag(_raw_throughput(group_sel, window), SELECTOR_LABEL, g))
     return _or(parts)
 
 

@@ -128,8 +128,9 @@ def test_promtool_check_rules_as_shipped() -> None:
         [_promtool(), "check", "rules", *files], capture_output=True, text=True, check=False
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    # 12 alerts; 4 recording rules: TTFT buckets per pod group, three throughput rates per pod
-    assert "SUCCESS: 16 rules found" in out.stdout, out.stdout
+    # 12 alerts; 5 recording rules: TTFT buckets per pod group, three throughput rates per pod,
+    # their timestamp per namespace and counter
+    assert "SUCCESS: 17 rules found" in out.stdout, out.stdout
 
 
 def test_promtool_test_rules_as_shipped() -> None:

@@ -51,27 +51,17 @@ def test_promql_string_escapes() -> None:
 def test_query_plan_for_the_default_target_is_pinned() -> None:
     plan = build_query_plan([target()], rate_window_seconds=60)
 
-    def ages(counter: str, short: str) -> str:
-        return (
-            "label_replace(label_replace(max by (namespace) (time() - timestamp("
-            f'namespace_pod:vllm_{short}:rate1m{{{ns}}})), "scaler_recorded", "{counter}", "", '
-            '""), "scaler_selector", "s0", "", "")'
-        )
-
     ns = 'namespace="llm"'  # per-pod queries: the source picks the target's pods by name
     recorded = "namespace_scaler_pod_group_le:vllm_time_to_first_token_seconds_bucket:rate1m"
     assert plan.queries == {
         QueryKind.WAITING: "label_replace(sum by (namespace, pod) "
         f'(vllm:num_requests_waiting{{{ns}}}), "scaler_selector", "s0", "", "")',
-        # with the ages of the recorded per-pod throughput rates, per namespace and counter
-        QueryKind.RUNNING: "(label_replace(sum by (namespace, pod) "
+        # with the ages of the recorded per-pod throughput rates, per namespace and counter,
+        # from the rules' own record of their timestamps (not the recorded rates themselves)
+        QueryKind.RUNNING: "label_replace(sum by (namespace, pod) "
         f'(vllm:num_requests_running{{{ns}}}), "scaler_selector", "s0", "", "") or '
-        + ages("vllm:request_success_total", "request_success")
-        + ") or ("
-        + ages("vllm:prompt_tokens_total", "prompt_tokens")
-        + " or "
-        + ages("vllm:generation_tokens_total", "generation_tokens")
-        + ")",
+        "label_replace(time() - namespace_scaler_recorded:vllm_rate1m_timestamp_seconds:min"
+        f'{{{ns}}}, "scaler_selector", "s0", "", "")',
         QueryKind.KV_CACHE: "label_replace(max by (namespace, pod, __name__) "
         '({__name__=~"vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc",'
         f'{ns}}}), "scaler_selector", "s0", "", "")',

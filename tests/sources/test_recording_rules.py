@@ -21,6 +21,7 @@ from scaler.sources.promql import (
     build_query_plan,
     build_throughput_query,
     pod_group,
+    recorded_freshness_metric,
     recorded_rate_metric,
     recorded_ttft_metric,
     recording_rule_expr,
@@ -148,3 +149,25 @@ def test_the_throughput_query_reads_recorded_namespaces_and_the_rest_raw() -> No
     assert recorded_rate_metric("vllm:request_success_total", 60) == (
         "namespace_pod:vllm_request_success:rate1m"
     )
+
+
+def test_the_running_query_reads_the_recorded_timestamps_not_the_rates() -> None:
+    """The recording's age per namespace and counter comes from the rules' own record of the
+    rates' timestamps (one series each), never from the 24,000 recorded rates; without that
+    record (rules of an earlier version) every namespace reads raw rates."""
+    targets = [target("vllm", "a"), target("vllm", "b")]
+    plan = build_query_plan(targets, rate_window_seconds=60)
+    running = plan.queries[QueryKind.RUNNING]
+    fresh = recorded_freshness_metric(60)
+    assert fresh == "namespace_scaler_recorded:vllm_rate1m_timestamp_seconds:min"
+    assert f'time() - {fresh}{{namespace=~"a|b"}}' in running
+    for counter in THROUGHPUT_METRICS:
+        assert recorded_rate_metric(counter, 60) not in running
+    # the record is the last rule of the group (it reads what the rate rules wrote)
+    assert recording_rules(60)[-1]["record"] == fresh
+    assert all(recorded_rate_metric(c, 60) in recording_rules(60)[-1]["expr"]
+               for c in THROUGHPUT_METRICS)  # fmt: skip
+    # no record in the answer: no namespace is known fresh, all read raw
+    group = _running({}).pod_groups[QueryKind.RUNNING]["s0"]
+    assert recorded_throughput_namespaces(group, ["a", "b"], 60.0) == []
+    assert build_throughput_query(plan, []) == plan.queries[QueryKind.THROUGHPUT]

@@ -310,7 +310,7 @@ class _TargetReader:
         """:meth:`_pod_values` for a target sharing its namespace's group: the series of its
         own pods, looked up by name; those of pods it listed until recently are dropped."""
         ns = snap.namespace
-        ready = snap.ready_pod_names
+        ready = self.ready
         found = grp.no_pod_label
         out: dict[str, dict[str, float]] = {}
         dropped: list[DroppedSeries] = []

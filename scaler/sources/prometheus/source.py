@@ -175,21 +175,23 @@ class PrometheusSource:
         former = self._memory.update(snapshots, rate_window_seconds=window)
         # The throughput query waits for the running answer, which says where the recording
         # rules hold fresh per-pod rates (read those instead of rate() over raw counters).
-        deferred = plan.default_group is not None and QueryKind.RUNNING in plan.queries
+        gid = plan.default_group if QueryKind.RUNNING in plan.queries else None
         first = {
             k: asyncio.ensure_future(self._query(k, q))
             for k, q in plan.queries.items()
-            if not (deferred and k is QueryKind.THROUGHPUT)
+            if not (gid is not None and k is QueryKind.THROUGHPUT)
         }
         parts: dict[QueryKind, SplitAnswers] = {}
         ttft_plan = TtftPlan(None)
         recorded_throughput: list[str] = []
 
-        async def split_when_answered(kind: QueryKind) -> None:
-            # Each answer is split as it comes in, while Prometheus computes the others.
-            answer = await first[kind]
+        def split_now(kind: QueryKind, answer: Answer) -> None:
             with paused_gc():
                 parts[kind] = split_answers({kind: answer})
+
+        async def split_when_answered(kind: QueryKind) -> None:
+            # Each answer is split as it comes in, while Prometheus computes the others.
+            split_now(kind, await first[kind])
 
         async def ttft_round() -> None:
             # The TTFT query needs only the request rates: it is sent as soon as they answer.
@@ -204,25 +206,22 @@ class PrometheusSource:
                 with paused_gc():
                     parts[QueryKind.TTFT_BUCKETS] = with_ttft(SplitAnswers({}), answer)
 
-        async def throughput_round() -> None:
+        async def throughput_round(gid: str) -> None:
             nonlocal recorded_throughput
             await split_when_answered(QueryKind.RUNNING)
             running = parts[QueryKind.RUNNING].pod_groups.get(QueryKind.RUNNING, {})
             recorded_throughput = recorded_throughput_namespaces(
-                running.get(plan.default_group or ""), plan.default_namespaces, window
+                running.get(gid), plan.default_namespaces, window
             )
             promql = build_throughput_query(plan, recorded_throughput)
-            first[QueryKind.THROUGHPUT] = asyncio.ensure_future(
-                self._query(QueryKind.THROUGHPUT, promql)
-            )
-            await split_when_answered(QueryKind.THROUGHPUT)
+            split_now(QueryKind.THROUGHPUT, await self._query(QueryKind.THROUGHPUT, promql))
 
-        own_round = {QueryKind.TTFT_RATE, *([QueryKind.RUNNING] if deferred else [])}
+        own_round = {QueryKind.TTFT_RATE, *([QueryKind.RUNNING] if gid is not None else [])}
         rounds: list[asyncio.Future[Any]] = [
             asyncio.ensure_future(split_when_answered(k)) for k in first if k not in own_round
         ]
-        if deferred:
-            rounds.append(asyncio.ensure_future(throughput_round()))
+        if gid is not None:
+            rounds.append(asyncio.ensure_future(throughput_round(gid)))
         if QueryKind.TTFT_RATE in first:
             rounds.append(asyncio.ensure_future(ttft_round()))
         try:

@@ -208,13 +208,21 @@ class TtftSeries:
     group_faults: dict[tuple[str, str], SeriesFault] = field(default_factory=dict)
 
 
-def _le(labels: Mapping[str, str]) -> float | None:
-    """The bucket's upper bound, or None when the ``le`` label is missing or not a number."""
+def _le(labels: Mapping[str, str], seen: dict[str | None, float | None]) -> float | None:
+    """The bucket's upper bound, or None when the ``le`` label is missing or not a number.
+
+    ``seen`` keeps each ``le`` string's bound: an answer of 23,000 buckets has a few dozen
+    distinct ones, parsed once each."""
+    raw = labels.get("le")
+    if raw in seen:
+        return seen[raw]
     try:
-        le = parse_sample_value(labels.get("le"))
+        bound = parse_sample_value(raw)
     except ValueError:
-        return None
-    return None if math.isnan(le) else le
+        bound = math.nan
+    le = None if math.isnan(bound) else bound
+    seen[raw] = le
+    return le
 
 
 def _native_part(value: str) -> NativePart | None:
@@ -234,6 +242,7 @@ def split_ttft(answer: Answer) -> tuple[TtftSeries, list[str]]:
     """
     out = TtftSeries()
     unattributed: list[str] = []
+    bounds: dict[str | None, float | None] = {}
     for labels, value in answer.series:
         key = labels.get(TARGET_LABEL)
         if key is None:
@@ -243,7 +252,7 @@ def split_ttft(answer: Answer) -> tuple[TtftSeries, list[str]]:
                 )
                 continue
             group = (labels.get("namespace", ""), labels[POD_GROUP_LABEL])
-            le = _le(labels)
+            le = _le(labels, bounds)
             slot = out.groups.setdefault(group, {})
             if le is None:
                 out.group_faults.setdefault(
@@ -268,7 +277,7 @@ def split_ttft(answer: Answer) -> tuple[TtftSeries, list[str]]:
                 native[name] = value
             continue
         buckets = out.buckets.setdefault(key, {})
-        le = _le(labels)
+        le = _le(labels, bounds)
         if le is None:
             out.faults.setdefault(key, _malformed(f"a bucket has no valid le label: {labels}"))
         elif le in buckets:
