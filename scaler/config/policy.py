@@ -400,7 +400,8 @@ class ScalingRules(_Strict):
 
     Within ``period_seconds`` the replicas may move by at most the larger of
     ``max_replicas_per_period`` and ``max_percent_per_period`` percent of the count at the
-    start of the period.
+    start of the period: the replicas before every write inside it, scale-ups and scale-downs
+    alike (HPA's ``periodStartReplicas``).
     """
 
     stabilization_window_seconds: float = Field(ge=0, le=3600)

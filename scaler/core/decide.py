@@ -193,26 +193,35 @@ def _missing_reading(name: SignalName) -> SignalReading:
     return SignalReading(name, SignalStatus.EMPTY, detail="no reading from the source")
 
 
-def _period_start(
-    state: TargetState, rules: ScalingRules, current: int, now: float, up: bool
-) -> int:
+def _period_start(state: TargetState, rules: ScalingRules, current: int, now: float) -> int:
+    """The replicas at the start of the policy period ending at ``now`` (seconds).
+
+    ``current`` minus the replicas our writes added plus those they removed inside the period
+    (``now - period_seconds`` excluded), both directions counted whichever way the limit is
+    for: HPA's ``periodStartReplicas`` (``horizontal.go``,
+    ``calculateScaleUpLimitWithScalingRules`` and ``calculateScaleDownLimitWithBehaviors``
+    read both ``scaleUpEvents`` and ``scaleDownEvents``). A scale-down right after a scale-up
+    in the same period is limited from the replicas before the scale-up, and the other way
+    round.
+    """
     cutoff = now - rules.period_seconds
-    moved = 0
+    added = 0
+    removed = 0
     for ev in state.scale_events:
         if ev.at <= cutoff:
             continue
         delta = ev.to_replicas - ev.from_replicas
-        if up and delta > 0:
-            moved += delta
-        elif not up and delta < 0:
-            moved += -delta
+        if delta > 0:
+            added += delta
+        else:
+            removed -= delta
     # Floor at 0: after an outside write our own moves no longer add up to the current count.
-    return max(0, current - moved) if up else current + moved
+    return max(0, current - added + removed)
 
 
 def _up_limit(policy: TargetPolicy, state: TargetState, current: int, now: float) -> int:
     rules = policy.scale_up
-    start = _period_start(state, rules, current, now, up=True)
+    start = _period_start(state, rules, current, now)
     by_pods = start + rules.max_replicas_per_period
     by_percent = ceil_replicas(start * (1 + rules.max_percent_per_period / 100))
     return max(by_pods, by_percent)
@@ -226,7 +235,7 @@ def _down_limit(
     capacity_replicas: int | None,
 ) -> int:
     rules = policy.scale_down
-    start = _period_start(state, rules, current, now, up=False)
+    start = _period_start(state, rules, current, now)
     by_pods = start - rules.max_replicas_per_period
     by_percent = math.floor(start * (1 - rules.max_percent_per_period / 100) + _EPS)
     by_surplus = start
@@ -622,7 +631,9 @@ def limit_step(
     """HPA ``behavior`` rate limits: the most the replicas may move in this period.
 
     Each direction allows the larger change of its limits (HPA's ``selectPolicy: Max``),
-    counted from the replicas at the start of the period: ``max_replicas_per_period`` and
+    counted from the replicas at the start of the period (before every write of ours inside
+    it, scale-ups and scale-downs alike, as HPA's ``periodStartReplicas``; see
+    :func:`_period_start`): ``max_replicas_per_period`` and
     ``max_percent_per_period`` of them, and for a scale-down also
     ``max_surplus_percent_per_period`` of the surplus over ``capacity_replicas`` (what the
     capacity signal asks for, when it has an estimate and an ``ok`` reading; None: no

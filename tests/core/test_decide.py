@@ -546,6 +546,40 @@ def test_step_limit_counts_earlier_scale_ups_in_the_period():
     assert [d.reason for d in ds] == [Reason.STEP_LIMITED, Reason.STEP_LIMITED, Reason.STEP_LIMITED]
 
 
+def test_step_limit_period_starts_before_writes_in_both_directions():
+    """HPA's periodStartReplicas (horizontal.go): current - added + removed over every write in
+    the period, whichever direction the limit is for."""
+    policy = case_target(
+        max_replicas=50,
+        scale_up={
+            "stabilization_window_seconds": 0,
+            "max_replicas_per_period": 2,
+            "max_percent_per_period": 0,
+            "period_seconds": 60,
+        },
+        scale_down={
+            "stabilization_window_seconds": 0,
+            "max_replicas_per_period": 1,
+            "period_seconds": 60,
+        },
+    )
+    # 6 -> 5 (the queue asks for 5), then 30 s later the queue asks for 20: the period started
+    # at 6, so the scale-up may reach 6 + 2 = 8 (counting only scale-ups it stopped at 7)
+    ds = run(policy, [obs(6, *all_good(6, 50, 0.1)), obs(5, *all_good(5, 200, 0.1))])
+    assert [(d.desired_replicas, d.reason) for d in ds] == [
+        (5, Reason.SCALE_DOWN),
+        (8, Reason.STEP_LIMITED),
+    ]
+    # 4 -> 6 (step-limited from 4), then 30 s later, all 6 ready, the queue asks for 1: the
+    # period started at 4, so the scale-down may reach 4 - 1 = 3 (counting only scale-downs
+    # it stopped at 5)
+    ds = run(policy, [obs(4, *all_good(4, 200, 0.1)), obs(6, *all_good(6, 10, 0.1))])
+    assert [(d.desired_replicas, d.reason) for d in ds] == [
+        (6, Reason.STEP_LIMITED),
+        (3, Reason.STEP_LIMITED),
+    ]
+
+
 def test_scale_down_reason_and_message_name_the_driving_signal():
     policy = case_target(
         scale_down={"stabilization_window_seconds": 0, "max_replicas_per_period": 10}
