@@ -3,9 +3,12 @@
 
 The chart (deploy/helm/vllm-scaler) is the source; this writes
   deploy/base/prometheusrule.yaml             the alerts (deploy/rules/) as a PrometheusRule
+  deploy/base/dashboards.yaml                 the Grafana dashboards (dashboards/) as ConfigMaps
+                                              for Grafana's dashboard sidecar
   deploy/overlays/namespaced/rbac.yaml        a Role and RoleBinding in each namespace of the
                                               targets of deploy/base/policy.yaml
-Run it after changing the alerts, the chart's RBAC rules or the policy's namespaces;
+Run it after changing the alerts, the dashboards (`vllm-scaler dashboards`), the chart's RBAC
+rules or the policy's namespaces;
 `--check` only compares (exit 1 and a diff when a file is stale; the tests run it).
 
 Needs the dev extra (helm-python-sdk). The same output with the helm command line:
@@ -44,15 +47,30 @@ def _render(template: str, values: dict[str, Any]) -> list[dict[str, Any]]:
     return docs
 
 
-def _dump(docs: list[dict[str, Any]], header: str) -> str:
-    body = yaml.safe_dump_all(docs, sort_keys=False, width=100)
+class _BlockDumper(yaml.SafeDumper):
+    """Multi-line strings (a dashboard's JSON) as literal blocks, as the chart writes them,
+    rather than one escaped double-quoted line."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_BlockDumper.add_representer(str, _str)
+
+
+def _dump(docs: list[dict[str, Any]], header: str, *, blocks: bool = False) -> str:
+    dumper = _BlockDumper if blocks else yaml.SafeDumper
+    body = yaml.dump_all(docs, Dumper=dumper, sort_keys=False, width=100, allow_unicode=blocks)
     return header + body
 
 
 def outputs() -> dict[Path, str]:
     """Every generated file and its content."""
     rule = _render("prometheusrule.yaml", {})
-    for doc in rule:
+    dashboards = _render("dashboards.yaml", {})
+    for doc in rule + dashboards:
         doc["metadata"].pop("namespace", None)  # the kustomization's namespace applies
     policy = (ROOT / "deploy" / "base" / "policy.yaml").read_text(encoding="utf-8")
     rbac = _render("rbac.yaml", {"rbac": {"scope": "namespaces"}, "policy": policy})
@@ -62,6 +80,12 @@ def outputs() -> dict[Path, str]:
     return {
         ROOT / "deploy" / "base" / "prometheusrule.yaml": _dump(
             rule, generated + "# The alerts of deploy/rules/vllm-scaler.rules.yaml.\n"
+        ),
+        ROOT / "deploy" / "base" / "dashboards.yaml": _dump(
+            dashboards,
+            generated
+            + "# The dashboards of dashboards/ (vllm-scaler dashboards) for Grafana's sidecar.\n",
+            blocks=True,
         ),
         ROOT / "deploy" / "overlays" / "namespaced" / "rbac.yaml": _dump(
             rbac,

@@ -142,12 +142,16 @@ def test_renders_lints_and_validates(values: dict[str, Any], monkeypatch) -> Non
 def test_chart_and_kustomize_produce_the_same_objects(
     values: dict[str, Any], kustomization: Path
 ) -> None:
-    """Object by object, but for the dashboards' ConfigMaps (chart only: kustomize cannot
-    read files outside its folder) and the Namespace (kustomize only: Helm creates it with
-    --create-namespace)."""
-    chart = normal_form([d for d in helm_render(values) if "grafana_dashboard" not in _labels(d)])
+    """Object by object, the dashboards' ConfigMaps included, but for the Namespace
+    (kustomize only: Helm creates it with --create-namespace)."""
+    chart = normal_form(helm_render(values))
     built = normal_form([d for d in kustomize(kustomization) if d["kind"] != "Namespace"])
     assert chart.keys() == built.keys()
+    dashboards = [k for k in built if k[0] == "ConfigMap" and k[2].startswith("vllm-scaler-dash")]
+    assert sorted(dashboards) == [
+        ("ConfigMap", "vllm-scaler", "vllm-scaler-dashboard-vllm-fleet"),
+        ("ConfigMap", "vllm-scaler", "vllm-scaler-dashboard-vllm-scaler-decisions"),
+    ]
     for key in chart:
         assert chart[key] == built[key], key
 
@@ -220,13 +224,36 @@ def test_monitoring_labels_and_interval_are_configurable() -> None:
     assert not CRD_KINDS & {d["kind"] for d in off}
 
 
-def test_dashboards_are_configmaps_for_grafanas_sidecar() -> None:
-    docs = helm_render({"dashboards": {"annotations": {"grafana_folder": "vLLM"}}})
+# A ConfigMap's data (keys and values) holds at most 1 MiB (the API server's validation);
+# kubectl's client-side apply copies the whole object into the annotation
+# kubectl.kubernetes.io/last-applied-configuration, and an object's annotations hold at most
+# 256 KiB together.
+CONFIGMAP_DATA_LIMIT_BYTES = 1024 * 1024
+ANNOTATIONS_LIMIT_BYTES = 256 * 1024
+
+
+def _last_applied_bytes(doc: Doc) -> int:
+    """The size of the last-applied annotation kubectl writes for ``doc``: its compact JSON,
+    with encoding/json's escapes of <, > and &."""
+    text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+    for char in "<>&":
+        text = text.replace(char, f"\\u{ord(char):04x}")
+    return len(text.encode())
+
+
+@pytest.mark.parametrize("source", ["chart", "base"])
+def test_dashboards_are_configmaps_for_grafanas_sidecar(source: str) -> None:
+    """The chart's defaults and the kustomize base ship each committed dashboard as a
+    ConfigMap labelled for Grafana's sidecar, small enough for client-side apply."""
+    docs = helm_render() if source == "chart" else kustomize(DEPLOY / "base")
     maps = [d for d in docs if _labels(d).get("grafana_dashboard") == "1"]
     committed = sorted((ROOT / "dashboards").glob("*.json"))
     assert len(maps) == len(committed) >= 2
+    validate(maps)
     for cm, path in zip(sorted(maps, key=lambda d: d["metadata"]["name"]), committed, strict=True):
-        assert cm["metadata"]["annotations"] == {"grafana_folder": "vLLM"}
+        assert cm["metadata"]["name"] == "vllm-scaler-dashboard-" + path.stem
+        assert cm["metadata"]["namespace"] == "vllm-scaler"
+        assert "annotations" not in cm["metadata"]  # the chart's default: none
         ((key, text),) = cm["data"].items()
         assert key == path.name
         dashboard = json.loads(text)
@@ -234,7 +261,21 @@ def test_dashboards_are_configmaps_for_grafanas_sidecar() -> None:
         expected = json.loads(path.read_text().replace("${DS_PROMETHEUS}", "prometheus"))
         assert dashboard == expected
         assert "${DS_PROMETHEUS}" not in text
-        assert len(text.encode()) < 1_000_000  # a ConfigMap holds at most 1 MiB
+        assert len(key.encode()) + len(text.encode()) < CONFIGMAP_DATA_LIMIT_BYTES / 4
+        assert _last_applied_bytes(cm) < ANNOTATIONS_LIMIT_BYTES / 2
+
+
+def test_dashboards_folder_annotation_and_namespace() -> None:
+    docs = helm_render(
+        {"dashboards": {"annotations": {"grafana_folder": "vLLM"}, "namespace": "monitoring"}}
+    )
+    maps = [d for d in docs if _labels(d).get("grafana_dashboard") == "1"]
+    assert len(maps) >= 2
+    for cm in maps:
+        assert cm["metadata"]["annotations"] == {"grafana_folder": "vLLM"}
+        assert cm["metadata"]["namespace"] == "monitoring"
+    off = helm_render({"dashboards": {"enabled": False}})
+    assert not [d for d in off if _labels(d).get("grafana_dashboard")]
 
 
 def test_prometheus_auth_is_mounted_as_files() -> None:

@@ -35,11 +35,12 @@ def test_base_and_overlay_validate_against_openapi(base, recommend_only) -> None
     validate(base)
     validate(recommend_only)
     kinds = sorted(d["kind"] for d in base)
+    # Three ConfigMaps: the policy and the two dashboards.
     assert kinds == sorted(
         [
             "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
             "RoleBinding", "ConfigMap", "Deployment", "PodDisruptionBudget", "Service",
-            "ServiceMonitor", "PrometheusRule",
+            "ServiceMonitor", "PrometheusRule", "ConfigMap", "ConfigMap",
         ]
     )  # fmt: skip
 
@@ -93,8 +94,7 @@ def test_controller_pod_is_hardened(base) -> None:
     assert c["resources"]["requests"] and c["resources"]["limits"]["memory"]
     # The policy ConfigMap the Deployment mounts exists and holds a valid policy.
     cm_name = pod["volumes"][0]["configMap"]["name"]
-    cm = next(d for d in base if d["kind"] == "ConfigMap")
-    assert cm["metadata"]["name"] == cm_name
+    cm = one(base, "ConfigMap", cm_name)
     from scaler.config.policy import parse_policy
 
     assert parse_policy(yaml.safe_load(cm["data"]["policy.yaml"])).targets
