@@ -50,13 +50,13 @@ sample beyond the SLO below the estimate lowers it, by one step
 ``eta_n = max(0.04, 0.25 / sqrt(n))`` in log space, never past the sample; a sample on the
 estimate's own side says nothing new.
 
-A young estimate (fewer samples than a seed counts as) can rest on a single window whose TTFT
-came from a burst shorter than the window rather than from the load, at a mean rate far below
-what a replica serves; it rises only one bounded step per window afterwards. While it is
-young the signal sizes with at least half the highest rate per replica the fleet has served
-with room (a trusted window with TTFT p95 under half its target, busy or not:
-:func:`sizing_capacity`), so such an estimate cannot ask for many times the replicas a
-steady load needs.
+An estimate can rest on a single window whose TTFT came from a burst shorter than the window
+rather than from the load, at a mean rate far below what a replica serves; it rises only one
+bounded step per window afterwards. The signal therefore sizes with at least half the highest
+rate per replica the fleet has served with room (a trusted window with TTFT p95 under half
+its target, busy or not; dropped by a breach at or below it: :func:`sizing_capacity`), so
+such an estimate cannot ask for many times the replicas a steady load needs. The estimate
+itself, its metric and its learning are not changed by it.
 
 Why bounds and not an average: the controller itself decides how loaded the replicas are. An
 average of the rates observed learns the operating point instead of the capacity: with more
@@ -167,9 +167,9 @@ class CapacityMemory:
         overloaded: at least half the pods were busy at the last cycle (an overload that
             lasts two cycles is the fleet's load, not a burst inside one window).
         served: the highest rate per replica served with room, weighted tokens/s: a trusted
-            window whose TTFT p95 was under half its target (no queueing), busy or not; it
-            bounds what a young estimate may ask for (:func:`sizing_capacity`). None: none
-            yet, or a later breach at or below it.
+            window whose TTFT p95 was under half its target (no queueing), busy or not; half
+            of it is the least capacity the signal sizes with (:func:`sizing_capacity`).
+            None: none yet, or a later breach at or below it.
     """
 
     estimate: CapacityEstimate | None = None
@@ -403,27 +403,29 @@ def served_with_room(
 
 def sizing_capacity(policy: TargetPolicy, memory: CapacityMemory) -> float | None:
     """The capacity per replica the signal sizes the fleet with, weighted tokens/s (None: no
-    estimate).
+    estimate): the estimate, or half the highest rate per replica the fleet has served with
+    room (``memory.served``) when that is more.
 
-    The estimate, except while it is young (resting on fewer samples than a seed counts as,
-    :data:`SEED_WEIGHT`) and below half the highest rate per replica the fleet has served
-    with room (``memory.served``): then that half. A young estimate can come from a single
-    window near the target whose TTFT came from a burst shorter than the window rather than
-    from the load (its mean rate far below what a replica serves), and it rises only one
-    bounded step per window afterwards; sized on it alone, a steady load the fleet serves
-    easily would ask for many times the replicas it has. A rate served with room is a lower
-    bound of the capacity that needs no busy fleet; but one window is thin evidence too (a
-    window with few long prompts), and on bursty traffic the rate at which bursts stay within
-    the target is below the mean rate of a quiet window. So the two are held together only
-    as far as the estimator trusts a bracket (``_BRACKET``, a half): a young estimate may ask
-    for at most ``1 / (0.5 x target_utilization)`` times the replicas that serve the forecast
-    at the rate served with room. A mature or seeded estimate is used as it is.
+    An estimate can start from a single window near the target whose TTFT came from a burst
+    shorter than the window rather than from the load (its mean rate far below what a replica
+    serves), and it rises only one bounded step per window afterwards; sized on it alone, a
+    steady load the fleet serves easily would ask for many times the replicas it has (on a
+    round-robin ``code`` replay, 488 tokens/s per replica against 8.4k served with room: 42
+    replicas at once). A rate served with room is a lower bound of the capacity that needs no
+    busy fleet; but one window is thin evidence too (a window with few long prompts), and on
+    bursty traffic the rate at which bursts stay within the target is below the mean rate of a
+    quiet window. So it counts only as far as the estimator trusts a bracket (``_BRACKET``, a
+    half): the signal asks for at most ``1 / (0.5 x target_utilization)`` times the replicas
+    that serve the forecast at that rate. No age limit is needed: a breach that would lower
+    the estimate below that half is at or below the rate served, and drops it. (Held only
+    while the estimate rests on fewer than :data:`SEED_WEIGHT` samples, the same replay still
+    asked for 21 at the eighth sample, the estimate then at 1k.)
     """
     estimate = memory.estimate
     if estimate is None:
         return None
     c = estimate.tokens_per_second
-    if estimate.samples < SEED_WEIGHT and memory.served is not None:
+    if memory.served is not None:
         floor = memory.served * _BRACKET
         if floor > c:
             return _bounded(policy, floor)
@@ -621,8 +623,7 @@ def evaluate_capacity(
         ""
         if sizing == estimate.tokens_per_second
         else f" (half the rate served with room; the estimate {_k(estimate.tokens_per_second)} "
-        f"rests on "
-        f"{estimate.samples} sample{'s' if estimate.samples > 1 else ''})"
+        f"rests on {estimate.samples} sample{'s' if estimate.samples > 1 else ''})"
     )
     detail = (
         f"demand {_k(demand)} tok/s, forecast {_k(wanted)} over {horizon:.0f} s, capacity "

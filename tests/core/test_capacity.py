@@ -18,6 +18,7 @@ from scaler.core.capacity import (
     CapacityMemory,
     CapacitySample,
     capacity_sample,
+    evaluate_capacity,
     learn_capacity,
     served_with_room,
     sizing_capacity,
@@ -452,10 +453,10 @@ def test_a_young_estimate_from_one_burst_window_cannot_scale_wildly(
     burst, not from the load (488 tokens/s per replica, on replicas that serve 10k). Sized on
     that alone, the steady 20k tokens/s that the fleet (5 replicas after the burst window)
     serves with room asks for ``ceil(20k / (488 x 0.85)) = 49`` replicas: the maximum, 30, for
-    two hours. While the estimate is young, the capacity it sizes with is at least half the
-    rate served with room (4k per replica on 5 replicas): the fleet follows the forecast's
-    headroom for the step from 2k to 20k tokens/s up to 18, then settles where
-    ``ceil(20.1k / (2k x 0.85)) = 12`` is within the tolerance band. The estimate itself is
+    two hours. The capacity it sizes with is at least half the rate served with room (4k
+    per replica on 5 replicas): the fleet follows the forecast's headroom for the step from
+    2k to 20k tokens/s up to 18, then settles where ``ceil(20.1k / (2k x 0.85)) = 12`` is
+    within the tolerance band. The estimate itself is
     not moved (no busy window teaches it)."""
     decisions, fleet = _burst_then_steady(POLICY)
     first = decisions[0].state.capacity.estimate
@@ -484,19 +485,28 @@ def test_a_young_estimate_from_one_burst_window_cannot_scale_wildly(
     assert unguarded[-300:] == [30] * 300
 
 
-def test_a_seeded_or_mature_estimate_sizes_as_it_is() -> None:
-    """The guard is for young estimates only: one resting on a seed's weight of samples is
-    used as learned, even below half a rate once served with room."""
-    seeded = capacity_policy(
-        seed_prompt_tokens_per_second=4_000.0, seed_generation_tokens_per_second=0.0
-    )
-    memory = CapacityMemory(CapacityEstimate(4_000.0, SEED_WEIGHT), served=10_000.0)
-    assert sizing_capacity(seeded, memory) == 4_000.0
-    young = dataclasses.replace(memory, estimate=CapacityEstimate(4_000.0, SEED_WEIGHT - 1))
-    assert sizing_capacity(POLICY, young) == 5_000.0
-    above = dataclasses.replace(young, served=7_000.0)  # half of it is below the estimate
-    assert sizing_capacity(POLICY, above) == 4_000.0
+def test_half_the_rate_served_with_room_is_the_least_capacity_sized_with() -> None:
+    """Whatever the estimate rests on (one sample, a seed, many samples), the signal sizes
+    with at least half the rate served with room; above that, with the estimate as learned.
+    A breach at or below the rate served with room drops it (the mix changed); one above it
+    leaves it."""
+    for samples in (1, SEED_WEIGHT, 40):
+        memory = CapacityMemory(CapacityEstimate(4_000.0, samples), served=10_000.0)
+        assert sizing_capacity(POLICY, memory) == 5_000.0
+        assert sizing_capacity(POLICY, dataclasses.replace(memory, served=7_000.0)) == 4_000.0
     assert sizing_capacity(POLICY, CapacityMemory(served=7_000.0)) is None
+
+    memory = CapacityMemory(CapacityEstimate(4_000.0, 3, 0.0), served=10_000.0)
+    room = _window(4, 9_000.0, 0.3, busy=False)
+    breach_above = fleet_observation(4, 4 * 12_000.0)  # TTFT 6 s, every pod busy
+    breach_below = _with_ttft(fleet_observation(4, 4 * 9_000.0), 6.0)
+    for obs, served in ((room, 10_000.0), (breach_above, 10_000.0), (breach_below, None)):
+        _, _, after = evaluate_capacity(
+            POLICY, obs, dataclasses.replace(memory, overloaded=True), None, 120.0,
+            window_seconds=WINDOW,
+        )  # fmt: skip
+        assert after.served == served
+        assert after.estimate == memory.estimate  # a breach above the estimate tells nothing
 
 
 def test_what_counts_as_served_with_room() -> None:
