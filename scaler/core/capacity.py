@@ -50,6 +50,14 @@ sample beyond the SLO below the estimate lowers it, by one step
 ``eta_n = max(0.04, 0.25 / sqrt(n))`` in log space, never past the sample; a sample on the
 estimate's own side says nothing new.
 
+An estimate can rest on a single window whose TTFT came from a burst shorter than the window
+rather than from the load, at a mean rate far below what a replica serves; it rises only one
+bounded step per window afterwards. The signal therefore sizes with at least half the highest
+rate per replica the fleet has served with room (a trusted window with TTFT p95 under half
+its target, busy or not; dropped by a breach at or below it: :func:`sizing_capacity`), so
+such an estimate cannot ask for many times the replicas a steady load needs. The estimate
+itself, its metric and its learning are not changed by it.
+
 Why bounds and not an average: the controller itself decides how loaded the replicas are. An
 average of the rates observed learns the operating point instead of the capacity: with more
 replicas than needed each serves less, the average falls, the signal asks for more replicas,
@@ -109,6 +117,8 @@ __all__ = [
     "horizon_seconds",
     "learn_capacity",
     "seeded_estimate",
+    "served_with_room",
+    "sizing_capacity",
 ]
 
 #: Samples a seed counts as.
@@ -156,6 +166,10 @@ class CapacityMemory:
             (None: none yet).
         overloaded: at least half the pods were busy at the last cycle (an overload that
             lasts two cycles is the fleet's load, not a burst inside one window).
+        served: the highest rate per replica served with room, weighted tokens/s: a trusted
+            window whose TTFT p95 was under half its target (no queueing), busy or not; half
+            of it is the least capacity the signal sizes with (:func:`sizing_capacity`).
+            None: none yet, or a later breach at or below it.
     """
 
     estimate: CapacityEstimate | None = None
@@ -163,6 +177,7 @@ class CapacityMemory:
     lower: float | None = None
     upper: float | None = None
     overloaded: bool = False
+    served: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,33 +323,17 @@ def capacity_sample(
         observation: this cycle's observation (throughput, TTFT reading, pods, counts).
         window_seconds: the ``rate()`` window of the throughput and TTFT queries, seconds.
     """
-    reading = observation.throughput
-    if reading is None or reading.status is not SignalStatus.OK or not reading.pods:
+    trusted = _trusted(observation, window_seconds)
+    if trusted is None:
         return None
-    ttft = observation.signals.get(SignalName.TTFT_P95)
-    if (
-        ttft is None
-        or ttft.status is not SignalStatus.OK
-        or ttft.value is None
-        or not math.isfinite(ttft.value)
-    ):
-        return None
-    counts = observation.replicas
-    if counts.terminating > 0:
-        return None  # pods removed in the window served part of its traffic
-    settled = _READY_WINDOWS * window_seconds
-    ready = [p for p in observation.pods if p.ready and not p.terminating]
-    if len(ready) != len(reading.pods) or any(
-        p.ready_seconds is None or p.ready_seconds < settled for p in ready
-    ):
-        return None  # a pod's rate covers only part of the window, or is missing
+    reading, ttft_value = trusted
     target = policy.signals.ttft_p95.target_seconds
     busy = _busy_pods(policy, reading.pods)
-    if ttft.value <= target:
+    if ttft_value <= target:
         if busy == 0:
             return None
         within = True
-    elif ttft.value > target * (1 + policy.tolerance.scale_up):
+    elif ttft_value > target * (1 + policy.tolerance.scale_up):
         if 2 * busy < len(reading.pods):
             return None  # one unlucky pod (a long prompt ahead of the queue), not the load
         if not overloaded_before:
@@ -353,8 +352,84 @@ def capacity_sample(
     return CapacitySample(
         demand / len(reading.pods),
         within,
-        near_target=within and ttft.value >= target * _NEAR_TARGET,
+        near_target=within and ttft_value >= target * _NEAR_TARGET,
     )
+
+
+def _trusted(
+    observation: Observation, window_seconds: float
+) -> tuple[ThroughputReading, float] | None:
+    """``(throughput reading, TTFT p95 seconds)`` of a window that can be trusted as evidence
+    of a replica's capacity, or None: both readings ``ok``, no pod draining, every ready pod
+    with its rates and Ready for 1.5 rate windows."""
+    reading = observation.throughput
+    if reading is None or reading.status is not SignalStatus.OK or not reading.pods:
+        return None
+    ttft = observation.signals.get(SignalName.TTFT_P95)
+    if (
+        ttft is None
+        or ttft.status is not SignalStatus.OK
+        or ttft.value is None
+        or not math.isfinite(ttft.value)
+    ):
+        return None
+    if observation.replicas.terminating > 0:
+        return None  # pods removed in the window served part of its traffic
+    settled = _READY_WINDOWS * window_seconds
+    ready = [p for p in observation.pods if p.ready and not p.terminating]
+    if len(ready) != len(reading.pods) or any(
+        p.ready_seconds is None or p.ready_seconds < settled for p in ready
+    ):
+        return None  # a pod's rate covers only part of the window, or is missing
+    return reading, ttft.value
+
+
+def served_with_room(
+    policy: TargetPolicy, observation: Observation, *, window_seconds: float
+) -> float | None:
+    """The weighted tokens/s per ready replica of a trusted window whose TTFT p95 was under
+    half its target (no queueing: the fleet served it with room, busy or not), else None."""
+    trusted = _trusted(observation, window_seconds)
+    if trusted is None:
+        return None
+    reading, ttft_value = trusted
+    if ttft_value >= policy.signals.ttft_p95.target_seconds * _NEAR_TARGET:
+        return None
+    demand, _ = demand_of(policy, reading)
+    if not math.isfinite(demand) or demand <= 0:
+        return None
+    return demand / len(reading.pods)
+
+
+def sizing_capacity(policy: TargetPolicy, memory: CapacityMemory) -> float | None:
+    """The capacity per replica the signal sizes the fleet with, weighted tokens/s (None: no
+    estimate): the estimate, or half the highest rate per replica the fleet has served with
+    room (``memory.served``) when that is more.
+
+    An estimate can start from a single window near the target whose TTFT came from a burst
+    shorter than the window rather than from the load (its mean rate far below what a replica
+    serves), and it rises only one bounded step per window afterwards; sized on it alone, a
+    steady load the fleet serves easily would ask for many times the replicas it has (on a
+    round-robin ``code`` replay, 488 tokens/s per replica against 8.4k served with room: 42
+    replicas at once). A rate served with room is a lower bound of the capacity that needs no
+    busy fleet; but one window is thin evidence too (a window with few long prompts), and on
+    bursty traffic the rate at which bursts stay within the target is below the mean rate of a
+    quiet window. So it counts only as far as the estimator trusts a bracket (``_BRACKET``, a
+    half): the signal asks for at most ``1 / (0.5 x target_utilization)`` times the replicas
+    that serve the forecast at that rate. No age limit is needed: a breach that would lower
+    the estimate below that half is at or below the rate served, and drops it. (Held only
+    while the estimate rests on fewer than :data:`SEED_WEIGHT` samples, the same replay still
+    asked for 21 at the eighth sample, the estimate then at 1k.)
+    """
+    estimate = memory.estimate
+    if estimate is None:
+        return None
+    c = estimate.tokens_per_second
+    if memory.served is not None:
+        floor = memory.served * _BRACKET
+        if floor > c:
+            return _bounded(policy, floor)
+    return c
 
 
 def learn_capacity(
@@ -383,7 +458,10 @@ def learn_capacity(
         return memory
     if estimate is None:
         if sample.within_slo and sample.near_target:
-            return CapacityMemory(CapacityEstimate(_bounded(policy, x), 1, now), memory.forecast)
+            return replace(
+                memory, estimate=CapacityEstimate(_bounded(policy, x), 1, now), lower=None,
+                upper=None,
+            )  # fmt: skip
         lower, upper = memory.lower, memory.upper
         if sample.within_slo:
             lower = x if lower is None else max(lower, x)
@@ -392,7 +470,10 @@ def learn_capacity(
         if lower is None or upper is None or lower < upper * _BRACKET:
             return replace(memory, lower=lower, upper=upper)
         start = math.sqrt(lower * upper) if lower < upper else upper
-        return CapacityMemory(CapacityEstimate(_bounded(policy, start), 2, now), memory.forecast)
+        return replace(
+            memory, estimate=CapacityEstimate(_bounded(policy, start), 2, now), lower=None,
+            upper=None,
+        )  # fmt: skip
     c = estimate.tokens_per_second
     if (sample.within_slo and x <= c) or (not sample.within_slo and x >= c):
         return memory
@@ -474,6 +555,7 @@ def evaluate_capacity(
         window_seconds=window_seconds,
         overloaded_before=memory.overloaded,
     )
+    memory = replace(memory, served=_served(policy, memory, observation, sample, window_seconds))
     last = memory.estimate.learned_at if memory.estimate is not None else None
     if sample is not None and last is not None and 0 <= now - last < window_seconds:
         sample = None  # consecutive cycles share most of a window: one sample per window
@@ -484,7 +566,8 @@ def evaluate_capacity(
     estimate, forecast = memory.estimate, memory.forecast
     horizon = horizon_seconds(policy, learned_load_seconds, window_seconds)
     u = policy.signals.capacity.target_utilization
-    per_replica = estimate.tokens_per_second * u if estimate is not None else 0.0
+    sizing = sizing_capacity(policy, memory)
+    per_replica = sizing * u if sizing is not None else 0.0
     if reading is None or not reading.status.usable_for_scale_up:
         status = reading.status if reading is not None else SignalStatus.EMPTY
         detail = reading.detail if reading is not None else "no throughput reading"
@@ -510,9 +593,7 @@ def evaluate_capacity(
         forecast = observe_demand(forecast, demand, now)
     wanted = forecast_demand(policy, forecast, demand, waiting_tokens, horizon)
     utilization = (
-        demand / (estimate.tokens_per_second * counts.ready)
-        if estimate is not None and counts.ready > 0
-        else None
+        demand / (sizing * counts.ready) if sizing is not None and counts.ready > 0 else None
     )
     view = CapacityView(
         demand, waiting_tokens, wanted, _tps(estimate), utilization, horizon,
@@ -537,9 +618,16 @@ def evaluate_capacity(
     proposed = ceil_replicas(wanted / per_replica)
     ratio = value / per_replica
     ttft_target = policy.signals.ttft_p95.target_seconds
+    assert sizing is not None
+    served = (
+        ""
+        if sizing == estimate.tokens_per_second
+        else f" (half the rate served with room; the estimate {_k(estimate.tokens_per_second)} "
+        f"rests on {estimate.samples} sample{'s' if estimate.samples > 1 else ''})"
+    )
     detail = (
         f"demand {_k(demand)} tok/s, forecast {_k(wanted)} over {horizon:.0f} s, capacity "
-        f"{_k(estimate.tokens_per_second)} per replica at TTFT p95 <= {ttft_target:g} s, "
+        f"{_k(sizing)} per replica at TTFT p95 <= {ttft_target:g} s{served}, "
         f"utilization {u:g}: {proposed}"
     )
     evaluation = SignalEvaluation(
@@ -554,6 +642,26 @@ def evaluate_capacity(
         detail,
     )
     return evaluation, view, replace(memory, forecast=forecast)
+
+
+def _served(
+    policy: TargetPolicy,
+    memory: CapacityMemory,
+    observation: Observation,
+    sample: CapacitySample | None,
+    window_seconds: float,
+) -> float | None:
+    """``memory.served`` after this cycle: raised by a window served with room, dropped by a
+    breach at or below it (the mix changed: what was served then proves nothing now)."""
+    served = memory.served
+    if sample is not None and not sample.within_slo:
+        if served is not None and sample.tokens_per_second <= served:
+            served = None
+        return served
+    room = served_with_room(policy, observation, window_seconds=window_seconds)
+    if room is None:
+        return served
+    return room if served is None else max(served, room)
 
 
 def _tps(estimate: CapacityEstimate | None) -> float | None:

@@ -115,10 +115,10 @@ def encode_state(state: TargetState) -> dict[str, object]:
     """A JSON-able dict of a (compacted) state (learned rates to six significant digits).
 
     Keys added after the first format (``c`` capacity estimate, ``cb`` the bounds seen before
-    it, ``d`` demand forecast, ``l`` model load times, ``lw`` pods whose start is watched,
-    ``b`` the last blocked or seeded cycle, ``df`` since when the demand falls and its lowest
-    level) are left out while empty, so a state without them
-    encodes as before.
+    it, ``cs`` the highest rate per replica served with room, ``d`` demand forecast, ``l``
+    model load times, ``lw`` pods whose start is watched, ``b`` the last blocked or seeded
+    cycle, ``df`` since when the demand falls and its lowest level) are left out while empty,
+    so a state without them encodes as before.
     """
     s = compact(state)
     out: dict[str, object] = {
@@ -141,6 +141,8 @@ def encode_state(state: TargetState) -> dict[str, object]:
             out["df"] = [d.falling_since, _sig(d.trough)]
     if cap.lower is not None or cap.upper is not None:
         out["cb"] = [None if b is None else _sig(b) for b in (cap.lower, cap.upper)]
+    if cap.served is not None:
+        out["cs"] = _sig(cap.served)
     if s.load_times.recent:
         out["l"] = [_sig(x) for x in s.load_times.recent]
     if s.load_times.watching:
@@ -204,11 +206,13 @@ def _decode_capacity_memory(data: dict[str, object]) -> CapacityMemory:
     if not isinstance(bounds, list) or len(bounds) != 2:
         raise ValueError(f"capacity bounds {bounds!r} are not [lower, upper]")
     lower, upper = (None if b is None else _finite(b, "capacity bound") for b in bounds)
+    served = data.get("cs")
     return CapacityMemory(
         _decode_capacity(data.get("c")),
         _decode_demand(data.get("d"), data.get("df")),
         lower,
         upper,
+        served=None if served is None else _finite(served, "capacity served", positive=True),
     )
 
 

@@ -11,13 +11,17 @@ import pytest
 
 from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
+from scaler.core import capacity as capacity_module
 from scaler.core.capacity import (
     SEED_WEIGHT,
     CapacityEstimate,
     CapacityMemory,
     CapacitySample,
     capacity_sample,
+    evaluate_capacity,
     learn_capacity,
+    served_with_room,
+    sizing_capacity,
 )
 from scaler.core.decide import Decision
 from scaler.core.observation import Observation, PodInfo, ThroughputReading
@@ -409,3 +413,121 @@ def test_the_surplus_over_the_capacity_ask_goes_a_quarter_per_period() -> None:
     assert replicas == [31, 30, 29, 28]
     cap = next(e for e in last.signals if e.name is SignalName.CAPACITY)
     assert cap.status is SignalStatus.LEARNING  # 2.4k per replica: not busy, nothing learned
+
+
+def _window(replicas: int, per_replica: float, ttft: float, *, busy: bool) -> Observation:
+    """A trusted window: ``replicas`` settled pods each serving ``per_replica`` weighted
+    tokens/s (prompt tokens only), a TTFT p95 of ``ttft`` seconds, a request waiting on every
+    pod when ``busy``."""
+    obs = fleet_observation(replicas, per_replica * replicas)
+    assert obs.throughput is not None
+    loads = {
+        name: dataclasses.replace(load, waiting=1.0 if busy else 0.0)
+        for name, load in obs.throughput.pods.items()
+    }
+    return _with_ttft(
+        dataclasses.replace(obs, throughput=ThroughputReading(SignalStatus.OK, loads)), ttft
+    )
+
+
+def _burst_then_steady(policy: TargetPolicy) -> tuple[list[Decision], list[int]]:
+    """A fleet of 4 first sees one busy window whose TTFT p95 (1.12 s) came from a burst while
+    its mean rate was 488 tokens/s per replica, then two hours of a steady 20k tokens/s that
+    it serves with room (TTFT p95 0.3 s, nothing waiting), whatever its size."""
+    replicas, now, state = 4, 0.0, None
+    d = _step(policy, _window(replicas, 488.0, 1.12, busy=True), state, now)
+    decisions, fleet = [d], [d.desired_replicas]
+    replicas, state, now = d.desired_replicas, d.state, now + 15
+    for _ in range(480):
+        d = _step(policy, _window(replicas, 20_000 / replicas, 0.3, busy=False), state, now)
+        decisions.append(d)
+        replicas, state, now = d.desired_replicas, d.state, now + 15
+        fleet.append(replicas)
+    return decisions, fleet
+
+
+def test_a_young_estimate_from_one_burst_window_cannot_scale_wildly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The estimate's first sample can be a window near the target whose TTFT came from a
+    burst, not from the load (488 tokens/s per replica, on replicas that serve 10k). Sized on
+    that alone, the steady 20k tokens/s that the fleet (5 replicas after the burst window)
+    serves with room asks for ``ceil(20k / (488 x 0.85)) = 49`` replicas: the maximum, 30, for
+    two hours. The capacity it sizes with is at least half the rate served with room (4k
+    per replica on 5 replicas): the fleet follows the forecast's headroom for the step from
+    2k to 20k tokens/s up to 18, then settles where ``ceil(20.1k / (2k x 0.85)) = 12`` is
+    within the tolerance band. The estimate itself is
+    not moved (no busy window teaches it)."""
+    decisions, fleet = _burst_then_steady(POLICY)
+    first = decisions[0].state.capacity.estimate
+    assert first == CapacityEstimate(488.0, 1, 0.0)
+    asks = [
+        e.demand_replicas for d in decisions[1:] for e in d.signals if e.name is SignalName.CAPACITY
+    ]
+    assert max(a for a in asks if a is not None) == 19
+    assert asks[-160:] == [12] * 160  # the last 40 minutes
+    assert max(fleet) == 18 and fleet[-300:] == [13] * 300
+    last = decisions[-1]
+    assert last.state.capacity.estimate == first
+    assert last.state.capacity.served == 4_000.0
+    assert last.capacity is not None and last.capacity.capacity_tokens_per_second == 488.0
+    detail = next(e.detail for e in last.signals if e.name is SignalName.CAPACITY)
+    assert "capacity 2k per replica" in detail
+    assert "the estimate 488 rests on 1 sample)" in detail
+
+    # without the guard the same young estimate takes the fleet to its maximum and keeps it
+    monkeypatch.setattr(
+        capacity_module,
+        "sizing_capacity",
+        lambda policy, memory: memory.estimate.tokens_per_second if memory.estimate else None,
+    )
+    _, unguarded = _burst_then_steady(POLICY)
+    assert unguarded[-300:] == [30] * 300
+
+
+def test_half_the_rate_served_with_room_is_the_least_capacity_sized_with() -> None:
+    """Whatever the estimate rests on (one sample, a seed, many samples), the signal sizes
+    with at least half the rate served with room; above that, with the estimate as learned.
+    A breach at or below the rate served with room drops it (the mix changed); one above it
+    leaves it."""
+    for samples in (1, SEED_WEIGHT, 40):
+        memory = CapacityMemory(CapacityEstimate(4_000.0, samples), served=10_000.0)
+        assert sizing_capacity(POLICY, memory) == 5_000.0
+        assert sizing_capacity(POLICY, dataclasses.replace(memory, served=7_000.0)) == 4_000.0
+    assert sizing_capacity(POLICY, CapacityMemory(served=7_000.0)) is None
+
+    memory = CapacityMemory(CapacityEstimate(4_000.0, 3, 0.0), served=10_000.0)
+    room = _window(4, 9_000.0, 0.3, busy=False)
+    breach_above = fleet_observation(4, 4 * 12_000.0)  # TTFT 6 s, every pod busy
+    breach_below = _with_ttft(fleet_observation(4, 4 * 9_000.0), 6.0)
+    for obs, served in ((room, 10_000.0), (breach_above, 10_000.0), (breach_below, None)):
+        _, _, after = evaluate_capacity(
+            POLICY, obs, dataclasses.replace(memory, overloaded=True), None, 120.0,
+            window_seconds=WINDOW,
+        )  # fmt: skip
+        assert after.served == served
+        assert after.estimate == memory.estimate  # a breach above the estimate tells nothing
+
+
+def test_what_counts_as_served_with_room() -> None:
+    """A trusted window with TTFT p95 under half its target, busy or not, counts; a window
+    near the target, an untrusted one, or an idle one does not."""
+    assert (
+        served_with_room(POLICY, _window(4, 5_000.0, 0.3, busy=False), window_seconds=WINDOW)
+        == 5_000.0
+    )
+    assert (
+        served_with_room(POLICY, _window(4, 5_000.0, 0.99, busy=True), window_seconds=WINDOW)
+        == 5_000.0
+    )
+    assert (
+        served_with_room(POLICY, _window(4, 5_000.0, 1.0, busy=False), window_seconds=WINDOW)
+        is None
+    )
+    assert served_with_room(POLICY, fleet_observation(4, 0.0), window_seconds=WINDOW) is None
+    assert (
+        served_with_room(
+            POLICY, fleet_observation(4, 20_000, ready_seconds=60.0), window_seconds=WINDOW
+        )
+        is None
+    )

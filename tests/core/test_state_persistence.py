@@ -86,16 +86,25 @@ def test_the_capacity_memory_round_trips_and_old_states_still_load() -> None:
     s = TargetState(
         recommendations=(Recommendation(10.0, 4),),
         capacity=CapacityMemory(
-            CapacityEstimate(12_345.5, 17, 900.0), DemandForecast(80_000.0, -2.5, 4e6, 915.0, 60)
+            CapacityEstimate(12_345.5, 17, 900.0),
+            DemandForecast(80_000.0, -2.5, 4e6, 915.0, 60),
+            served=9_876.5,
         ),
         load_times=LoadTimes(recent=(118.0, 121.5, 130.0), watching=frozenset({"vllm-x-1"})),
     )
     encoded = encode_state(s)
+    assert encoded["cs"] == 9_876.5
     assert decode_state(json.loads(json.dumps(encoded))) == s
-    old = {k: v for k, v in encoded.items() if k not in ("c", "d", "l", "lw")}
+    old = {k: v for k, v in encoded.items() if k not in ("c", "d", "l", "lw", "cs")}
     assert decode_state(old) == TargetState(recommendations=s.recommendations)
     assert set(encode_state(decode_state(old))) == {"r", "e", "w", "rw", "st"}
-    for key, value in (("c", [-1.0, 3, None]), ("c", [1.0]), ("d", [1, 2, 3]), ("l", [1e400])):
+    for key, value in (
+        ("c", [-1.0, 3, None]),
+        ("c", [1.0]),
+        ("d", [1, 2, 3]),
+        ("l", [1e400]),
+        ("cs", 0),
+    ):
         with pytest.raises(ValueError):
             decode_state({**encoded, key: value})
 
