@@ -221,6 +221,9 @@ def test_a_policy_error_of_bench_is_one_error_per_line(tmp_path: Path) -> None:
             "expected a writable file path, but",
             id="backtest",
         ),
+        pytest.param(
+            ["dashboards"], "--out", "", "expected a writable directory, but", id="dashboards"
+        ),
     ],
 )
 def test_an_output_path_under_a_file_stops_at_start(
@@ -231,6 +234,18 @@ def test_an_output_path_under_a_file_stops_at_start(
     value = a_file / under_file if under_file else a_file
     line = _error([*command, option, str(value)])
     assert line == f"vllm-scaler: {option}: value '{value}': {expected} {a_file} is a file"
+
+
+def test_a_previews_folder_that_is_a_file_stops_before_writing(tmp_path: Path) -> None:
+    a_file = tmp_path / "p.png"
+    a_file.write_text("x")
+    out = tmp_path / "d"
+    line = _error(["dashboards", "--out", str(out), "--previews", str(a_file)])
+    assert line == (
+        f"vllm-scaler: --previews: value '{a_file}': expected a writable directory, but "
+        f"{a_file} is a file"
+    )
+    assert not out.exists() or not any(out.iterdir())
 
 
 def test_a_plot_path_that_is_a_directory_stops_at_start(tmp_path: Path) -> None:
