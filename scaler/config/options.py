@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -45,7 +46,8 @@ def option_errors(bounds: Bounds, **values: float) -> list[str]:
 
 
 def _dir_problem(path: Path) -> str | None:
-    """What keeps ``path`` from being a writable directory (created here when missing)."""
+    """What keeps ``path`` from being a writable directory (created here when missing, then
+    tested by creating and removing a file in it)."""
     try:
         path.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
@@ -57,6 +59,13 @@ def _dir_problem(path: Path) -> str | None:
         return f"{path} cannot be created ({err.strerror or err})"
     if not os.access(path, os.W_OK | os.X_OK):
         return f"{path} is not writable"
+    # os.access says yes to root everywhere, and to folders like /proc that take no new file:
+    # only creating one tells
+    try:
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as err:
+        return f"{path} is not writable (a file cannot be created in it: {err.strerror or err})"
     return None
 
 
