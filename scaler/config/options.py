@@ -38,11 +38,18 @@ def option_errors(bounds: Bounds, **values: float) -> list[str]:
         low, inclusive, high = bounds[option]
         ok = math.isfinite(value) and (value >= low if inclusive else value > low) and value <= high
         if not ok:
-            expected = f"a number {'>=' if inclusive else '>'} {low:g}"
+            expected = f"a number {'>=' if inclusive else '>'} {_number(low)}"
             if math.isfinite(high):
-                expected += f" and <= {high:g}"
-            errors.append(f"{option}: value {value:g}: expected {expected}")
+                expected += f" and <= {_number(high)}"
+            errors.append(f"{option}: value {_number(value)}: expected {expected}")
     return errors
+
+
+def _number(x: float) -> str:
+    """``x`` as given when whole (1000001, not 1e+06, which would read as the limit itself)."""
+    if isinstance(x, int):
+        return str(x)
+    return str(int(x)) if x.is_integer() and abs(x) < 1e15 else f"{x:g}"
 
 
 def _dir_problem(path: Path) -> str | None:
