@@ -60,6 +60,7 @@ from scaler.sources.prometheus import (
     problem_line,
     read_bearer_token,
     refusal_hint,
+    url_hint,
 )
 from scaler.sources.prometheus.ttft import history_ttft_plan
 from scaler.sources.promql import (
@@ -254,9 +255,10 @@ class PrometheusRangeClient:
                 f"within {self._timeout:g}s"
             ) from None
         except requests.RequestException as err:
+            reason = _transport_reason(err)
             raise PrometheusUnreachableError(
-                f"Prometheus at {self._shown_url} cannot be reached: transport: "
-                f"{_transport_reason(err)}"
+                f"Prometheus at {self._shown_url} cannot be reached: transport: {reason}"
+                + url_hint(self._shown_url, None, reason)
             ) from None
         if not isinstance(result, list):
             raise HistoryError(f"not a Prometheus range answer: {_short(repr(result))}")
@@ -278,6 +280,7 @@ class PrometheusRangeClient:
             detail = error_answer_detail(code, response.text) + refusal_hint(code, self._auth)
             if code in (401, 403):
                 detail += self._credentials_hint
+            detail += url_hint(self._shown_url, code, detail)
             raise HistoryError(f"Prometheus at {self._shown_url} refused the query: {detail}")
 
 

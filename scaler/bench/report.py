@@ -201,7 +201,8 @@ def format_table(result: BenchResult, plot: Path | None = None) -> str:
         f"SLO         TTFT <= {result.slo_ttft_seconds:g} s for 99% of the accepted requests; "
         f"model load {result.model_load_seconds:g} s; one replica sustains "
         f"{result.capacity.rate:.2f} req/s at {result.capacity.concurrency:.1f} in flight on "
-        f"this mix (KPA target {result.kpa_target:g} = 70%)",
+        f"this mix at x{result.rate_scale:g} (measured on the replayed trace; drives KPA's "
+        f"target: {result.kpa_target:g} = 70%)",
         "",
         head,
         "-" * len(head),

@@ -240,9 +240,10 @@ class RateScaleStart:
     def text(self, min_peak: int) -> str:
         """One line on the estimate, for the progress output."""
         return (
-            f"one replica serves about {self.capacity_rps:.3g} requests/s of this mix and the "
-            f"busiest minute has {self.peak_minute_requests} requests: {min_peak} replicas "
-            f"need about x{self.estimate:g}"
+            f"one replica serves about {self.capacity_rps:.3g} requests/s of this mix as "
+            "recorded (x1, a first estimate) and the busiest minute has "
+            f"{self.peak_minute_requests} requests: {min_peak} replicas need about "
+            f"x{self.estimate:g}"
         )
 
 
@@ -621,9 +622,10 @@ def run_bench(options: BenchOptions, progress: Callable[[str], None] | None = No
     scale_text = f"x{scale:g}" + (" (auto)" if options.rate_scale is None else "")
     summary = summary_line(trace, max_model_len=model.max_model_len, rate_scale=scale_text)
     if progress is not None:
+        # the report opens with the read line: said once, not here too
         progress(
-            f"{summary}{auto_text}; simulating the {len(ROWS)} rows in {options.jobs} "
-            f"process{'es' if options.jobs > 1 else ''}"
+            f"rate scale {scale_text}: {len(trace)} requests{auto_text}; simulating the "
+            f"{len(ROWS)} rows in {options.jobs} process{'es' if options.jobs > 1 else ''}"
         )
     capacity = probe_capacity(trace, model, slo)
     kpa_target = max(1.0, round(_KPA_UTILIZATION * capacity.concurrency))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -37,15 +38,23 @@ def option_errors(bounds: Bounds, **values: float) -> list[str]:
         low, inclusive, high = bounds[option]
         ok = math.isfinite(value) and (value >= low if inclusive else value > low) and value <= high
         if not ok:
-            expected = f"a number {'>=' if inclusive else '>'} {low:g}"
+            expected = f"a number {'>=' if inclusive else '>'} {_number(low)}"
             if math.isfinite(high):
-                expected += f" and <= {high:g}"
-            errors.append(f"{option}: value {value:g}: expected {expected}")
+                expected += f" and <= {_number(high)}"
+            errors.append(f"{option}: value {_number(value)}: expected {expected}")
     return errors
 
 
+def _number(x: float) -> str:
+    """``x`` as given when whole (1000001, not 1e+06, which would read as the limit itself)."""
+    if isinstance(x, int):
+        return str(x)
+    return str(int(x)) if x.is_integer() and abs(x) < 1e15 else f"{x:g}"
+
+
 def _dir_problem(path: Path) -> str | None:
-    """What keeps ``path`` from being a writable directory (created here when missing)."""
+    """What keeps ``path`` from being a writable directory (created here when missing, then
+    tested by creating and removing a file in it)."""
     try:
         path.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
@@ -57,6 +66,13 @@ def _dir_problem(path: Path) -> str | None:
         return f"{path} cannot be created ({err.strerror or err})"
     if not os.access(path, os.W_OK | os.X_OK):
         return f"{path} is not writable"
+    # os.access says yes to root everywhere, and to folders like /proc that take no new file:
+    # only creating one tells
+    try:
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as err:
+        return f"{path} is not writable (a file cannot be created in it: {err.strerror or err})"
     return None
 
 

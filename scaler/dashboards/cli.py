@@ -23,6 +23,7 @@ from scaler.config.cli_options import (
     fail,
     settings_options,
 )
+from scaler.config.options import output_dir_error
 from scaler.config.settings import PrometheusSettings
 
 if TYPE_CHECKING:
@@ -69,8 +70,17 @@ def dashboards(
         else:
             typer.echo(f"up to date: {len(built)} dashboards in {out}")
         raise typer.Exit(1 if stale else 0)
-    if not minutes > 0:
-        raise fail(f"--minutes: value {minutes:g}: expected a number > 0")
+    errors = [] if minutes > 0 else [f"--minutes: value {minutes:g}: expected a number > 0"]
+    errors += [
+        e
+        for e in (
+            output_dir_error("--out", out),
+            None if previews is None else output_dir_error("--previews", previews),
+        )
+        if e is not None
+    ]
+    if errors:
+        raise fail("\n".join(errors))
     written = [str(p) for p in write_dashboards(out)]
     pictures: list[str] = []
     if previews is not None:

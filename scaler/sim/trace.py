@@ -174,9 +174,24 @@ def _parse_tokens(value: object, where: str) -> int:
 
 
 def _rows(path: Path, columns: tuple[str, str, str]) -> Iterator[tuple[int, Mapping[str, object]]]:
-    """Yield ``(line number, row)`` from a CSV or JSONL file, checking the columns exist."""
+    """Yield ``(line number, row)`` from a CSV or JSONL file, checking the columns exist.
+
+    Read as UTF-8 with an optional byte-order mark (``utf-8-sig``: Excel writes one before
+    the header). Raises ``ValueError`` naming the file when it is not UTF-8 text."""
+    try:
+        yield from _read_rows(path, columns)
+    except UnicodeDecodeError as err:
+        byte = err.object[err.start : err.start + 1].hex()
+        raise ValueError(
+            f"{path}: not UTF-8 text (byte 0x{byte}: {err.reason}); expected a CSV or JSONL trace"
+        ) from None
+
+
+def _read_rows(
+    path: Path, columns: tuple[str, str, str]
+) -> Iterator[tuple[int, Mapping[str, object]]]:
     if path.suffix == ".jsonl":
-        with path.open(encoding="utf-8") as fh:
+        with path.open(encoding="utf-8-sig") as fh:
             for lineno, line in enumerate(fh, start=1):
                 if not line.strip():
                     continue
@@ -193,7 +208,7 @@ def _rows(path: Path, columns: tuple[str, str, str]) -> Iterator[tuple[int, Mapp
                     )
                 yield lineno, row
         return
-    with path.open(encoding="utf-8", newline="") as fh:
+    with path.open(encoding="utf-8-sig", newline="") as fh:
         reader = csv.DictReader(fh)
         header = reader.fieldnames or []
         missing = [c for c in columns if c not in header]

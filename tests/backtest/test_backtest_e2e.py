@@ -401,7 +401,7 @@ def test_a_range_of_more_steps_than_the_limit_is_refused_naming_the_options(
     assert lines == [
         "vllm-scaler: --start 'now-400d' to --end 'now' at --step '1s' is 34,560,001 steps, "
         "more than the limit of 100,000: shorten the range, take a longer --step, or raise "
-        "the limit with --max-steps"
+        "the limit with --max-steps (up to 1,000,000)"
     ]
     raised = CliRunner().invoke(
         _app(),
@@ -409,3 +409,17 @@ def test_a_range_of_more_steps_than_the_limit_is_refused_naming_the_options(
          "--start", "now-2d", "--step", "1s", "--max-steps", "0"],
     )  # fmt: skip
     assert raised.exit_code == 2 and "--max-steps" in raised.stderr
+
+
+@pytest.mark.parametrize("max_steps", ["1000001", "99999999999999999999"])
+def test_max_steps_has_a_ceiling(policy_file: Path, max_steps: str) -> None:
+    """--max-steps cannot lift the limit past what one run holds in memory."""
+    result = CliRunner().invoke(
+        _app(),
+        ["backtest", "--prometheus-url", "http://127.0.0.1:9", "--policy", str(policy_file),
+         "--start", "0", "--step", "1s", "--max-steps", max_steps],
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"vllm-scaler: --max-steps: value {max_steps}: expected a number >= 1 and <= 1000000"
+    ]

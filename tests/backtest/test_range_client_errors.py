@@ -214,16 +214,30 @@ def test_an_unreachable_prometheus_is_one_line_naming_the_url_without_credential
     assert "s3cret-pw" not in result.output and "Max retries" not in result.output
 
 
-def _error_with_password(prom: Scripted) -> str:
-    """The error of one range query to ``prom`` with a password in the URL."""
-    settings = PrometheusSettings(prometheus_url=prom.url.replace("//", "//u:pw-9Qz@"))
-    client = PrometheusRangeClient(settings)
+def _range_error(url: str) -> str:
+    """The error of one range query to ``url``."""
+    client = PrometheusRangeClient(PrometheusSettings(prometheus_url=url))
     try:
         with pytest.raises(HistoryError) as err:
             client("up", 0.0, 60.0, 15.0)
     finally:
         client.close()
     return str(err.value)
+
+
+def _error_with_password(prom: Scripted) -> str:
+    """The error of one range query to ``prom`` with a password in the URL."""
+    return _range_error(prom.url.replace("//", "//u:pw-9Qz@"))
+
+
+def _previews_error(url: str, tmp_path: Path) -> str:
+    result = CliRunner().invoke(
+        app,
+        ["dashboards", "--out", str(tmp_path / "d"), "--previews", str(tmp_path / "p"),
+         "--prometheus-url", url],
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    return str(result.stderr.splitlines()[-1])
 
 
 WELCOME = b"<html><head><title>Welcome to nginx!</title></head></html>"
@@ -254,13 +268,7 @@ def test_previews_say_the_same_of_a_server_that_is_not_prometheus(
 ) -> None:
     prom.answers = [(200, WELCOME)]
     url = prom.url.replace("//", "//x:pw-9Qz@")
-    result = CliRunner().invoke(
-        app,
-        ["dashboards", "--out", str(tmp_path / "d"), "--previews", str(tmp_path / "p"),
-         "--prometheus-url", url],
-    )  # fmt: skip
-    assert result.exit_code == 1, result.output
-    assert result.stderr.splitlines()[-1] == (
+    assert _previews_error(url, tmp_path) == (
         f"vllm-scaler: previews: Prometheus at {prom.url.replace('//', '//x:***@')}/ does not "
         "answer as Prometheus' HTTP API: bad_response: not a Prometheus API answer: "
         f"{WELCOME.decode()} (check the URL and its path prefix)"
@@ -269,13 +277,7 @@ def test_previews_say_the_same_of_a_server_that_is_not_prometheus(
 
 def test_previews_name_an_http_error_with_its_reason_phrase(prom: Scripted, tmp_path: Path) -> None:
     prom.answers = [(501, b"Unsupported method ('POST')")]
-    result = CliRunner().invoke(
-        app,
-        ["dashboards", "--out", str(tmp_path / "d"), "--previews", str(tmp_path / "p"),
-         "--prometheus-url", f"{prom.url}/prom"],
-    )  # fmt: skip
-    assert result.exit_code == 1, result.output
-    assert result.stderr.splitlines()[-1] == (
+    assert _previews_error(f"{prom.url}/prom", tmp_path) == (
         f"vllm-scaler: previews: Prometheus at {prom.url}/prom answered HTTP 501 Not "
         "Implemented: Unsupported method ('POST')"
     )
@@ -289,3 +291,26 @@ def test_a_refusal_names_the_credentials_actually_sent(prom: Scripted, no_backof
         "(VLLM_SCALER_PROMETHEUS_URL)"
     )
     assert "pw-9Qz" not in err
+
+
+def test_a_404_under_api_v1_hints_the_base_url(
+    prom: Scripted, no_backoff: None, tmp_path: Path
+) -> None:
+    """The URL is Prometheus' base URL: one with /api/v1 gets /api/v1/api/v1/query, a 404."""
+    prom.answers = [(404, b"404 page not found")]
+    hint = f"; the URL's path holds /api/v1, which is added to it: give the base URL ({prom.url})"
+    assert _range_error(f"{prom.url}/api/v1").endswith(f"404 page not found{hint}")
+    previews = _previews_error(f"{prom.url}/api/v1", tmp_path)
+    assert previews.endswith(f"404 page not found{hint}"), previews
+    # another 404 gets no hint
+    assert _range_error(f"{prom.url}/prom").endswith("HTTP 404 Not Found: 404 page not found")
+
+
+def test_https_to_a_plain_http_server_hints_http(
+    prom: Scripted, no_backoff: None, tmp_path: Path
+) -> None:
+    url = prom.url.replace("http://", "https://")
+    hint = f"; the server may speak plain http: try {prom.url}"
+    assert _range_error(url).endswith(f"wrong version number{hint}")
+    previews = _previews_error(url, tmp_path)
+    assert "WRONG_VERSION_NUMBER" in previews and previews.endswith(f"{hint}/"), previews

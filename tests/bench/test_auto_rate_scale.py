@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 import scaler.bench.runner as runner
+from scaler.bench.report import format_table
 from scaler.bench.runner import MAX_AUTO_RATE_SCALE, BenchOptions, run_bench
 from scaler.cli import app
 
@@ -87,11 +88,18 @@ def test_what_was_read_is_said_before_the_search(
     assert len(said_before_search) == 1
     first = said_before_search[0]
     assert first.startswith("read heavy.csv: 1000 requests over 50 s")
-    assert "rate scale auto: one replica serves about " in first
-    assert "the busiest minute has 1000 requests: 2 replicas need about x" in first
-    assert seen[1].startswith("read heavy.csv: 1000 requests over 50 s")
     assert (
-        "rate scale x1 (auto); the smallest at which the busiest minute needs 2 replicas"
-        in (seen[1])
+        "rate scale auto: one replica serves about " in first
+        and " requests/s of this mix as recorded (x1, a first estimate)" in first
     )
+    assert "the busiest minute has 1000 requests: 2 replicas need about x" in first
+    # the trace is read once: the report opens with the read line of the replayed trace
+    assert [line for line in seen if line.startswith("read ")] == [first]
+    assert seen[1].startswith(
+        "rate scale x1 (auto): 1000 requests; the smallest at which the busiest minute needs "
+        "2 replicas; simulating the "
+    ), seen[1]
     assert result.rate_scale == 1.0 and result.rate_scale_auto
+    sustains = next(line for line in format_table(result).splitlines() if "sustains" in line)
+    assert f"{result.capacity.rate:.2f} req/s " in sustains
+    assert "on this mix at x1 (measured on the replayed trace; drives KPA's target: " in sustains

@@ -221,6 +221,9 @@ def test_a_policy_error_of_bench_is_one_error_per_line(tmp_path: Path) -> None:
             "expected a writable file path, but",
             id="backtest",
         ),
+        pytest.param(
+            ["dashboards"], "--out", "", "expected a writable directory, but", id="dashboards"
+        ),
     ],
 )
 def test_an_output_path_under_a_file_stops_at_start(
@@ -231,6 +234,53 @@ def test_an_output_path_under_a_file_stops_at_start(
     value = a_file / under_file if under_file else a_file
     line = _error([*command, option, str(value)])
     assert line == f"vllm-scaler: {option}: value '{value}': {expected} {a_file} is a file"
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+@pytest.mark.parametrize(
+    ("command", "option", "value", "expected"),
+    [
+        pytest.param(
+            ["bench", "--trace", "code"],
+            "--plot",
+            "/proc/x.png",
+            "expected a writable file path, but /proc is not writable",
+            id="bench",
+        ),
+        pytest.param(
+            ["backtest", "--policy", "p.yaml"],
+            "--plot",
+            "/proc/b.png",
+            "expected a writable file path, but /proc is not writable",
+            id="backtest",
+        ),
+        pytest.param(
+            ["sim"],
+            "--workdir",
+            "/proc",
+            "expected a writable directory, but /proc is not writable",
+            id="sim",
+        ),
+    ],
+)
+def test_a_folder_that_takes_no_file_stops_at_start(
+    command: list[str], option: str, value: str, expected: str
+) -> None:
+    # /proc passes os.access as root, yet no file can be created in it: a trial file tells
+    line = _error([*command, option, value])
+    assert line.startswith(f"vllm-scaler: {option}: value '{value}': {expected} ("), line
+
+
+def test_a_previews_folder_that_is_a_file_stops_before_writing(tmp_path: Path) -> None:
+    a_file = tmp_path / "p.png"
+    a_file.write_text("x")
+    out = tmp_path / "d"
+    line = _error(["dashboards", "--out", str(out), "--previews", str(a_file)])
+    assert line == (
+        f"vllm-scaler: --previews: value '{a_file}': expected a writable directory, but "
+        f"{a_file} is a file"
+    )
+    assert not out.exists() or not any(out.iterdir())
 
 
 def test_a_plot_path_that_is_a_directory_stops_at_start(tmp_path: Path) -> None:

@@ -472,9 +472,17 @@ def test_a_changed_policy_rolls_the_pods() -> None:
         ),
         pytest.param(
             {"prometheus": {"url": "http://admin:HelmPassw0rd@prom:9090"}},
-            "prometheus.url: holds a password, which would be stored in plain text in the "
+            "prometheus.url: holds user-info (a user name or token, with or without a password), "
+            "which would be stored in plain text in the "
             "Deployment: put the URL in a Secret and set prometheus.urlSecret",
             id="password-in-url",
+        ),
+        pytest.param(
+            {"prometheus": {"url": "http://HelmPassw0rd@prom:9090"}},
+            "prometheus.url: holds user-info (a user name or token, with or without a password), "
+            "which would be stored in plain text in the "
+            "Deployment: put the URL in a Secret and set prometheus.urlSecret",
+            id="token-in-url",
         ),
     ],
 )
@@ -562,5 +570,7 @@ def test_a_url_with_a_password_comes_from_a_secret_never_the_env_value() -> None
         "name": "VLLM_SCALER_PROMETHEUS_URL",
         "valueFrom": {"secretKeyRef": {"name": "prom-url", "key": "url"}},
     }
-    plain = _env(helm_render({"prometheus": {"url": "http://admin@prom:9090"}}))
-    assert plain["VLLM_SCALER_PROMETHEUS_URL"]["value"] == "http://admin@prom:9090"
+    # an "@" past the authority (path or query) is not user-info
+    url = "http://prom:9090/tenant@a/?q=b@c"
+    plain = _env(helm_render({"prometheus": {"url": url}}))
+    assert plain["VLLM_SCALER_PROMETHEUS_URL"]["value"] == url

@@ -167,6 +167,29 @@ def test_errors_name_file_line_column_and_value(tmp_path: Path) -> None:
         load_trace(p, compress=0)
 
 
+@pytest.mark.parametrize("name", ["bin.csv", "bin.jsonl"])
+def test_a_binary_trace_is_named_as_not_utf8_text(tmp_path: Path, name: str) -> None:
+    p = tmp_path / name
+    p.write_bytes(b"\xff\xfe\x00\x01PK\x03\x04")
+    with pytest.raises(ValueError) as err:
+        load_trace(p)
+    assert str(err.value).startswith(f"{p}: not UTF-8 text (byte 0xff: invalid start byte)")
+
+
+def test_a_utf8_bom_is_read_as_excel_writes_it(tmp_path: Path) -> None:
+    csv_path = tmp_path / "excel.csv"
+    csv_path.write_bytes(
+        b"\xef\xbb\xbfTIMESTAMP,ContextTokens,GeneratedTokens\r\n0,5,2\r\n1.5,6,3\r\n"
+    )
+    jsonl_path = tmp_path / "bom.jsonl"
+    jsonl_path.write_bytes(
+        b'\xef\xbb\xbf{"TIMESTAMP": 0, "ContextTokens": 5, "GeneratedTokens": 2}\n'
+        b'{"TIMESTAMP": 1.5, "ContextTokens": 6, "GeneratedTokens": 3}\n'
+    )
+    for path in (csv_path, jsonl_path):
+        assert list(load_trace(path).requests) == [TraceRequest(0.0, 5, 2), TraceRequest(1.5, 6, 3)]
+
+
 def _jsonl(tmp_path: Path, stamps: list[float]) -> Path:
     lines = [f'{{"ts": {s!r}, "ContextTokens": 100, "GeneratedTokens": 10}}' for s in stamps]
     return _write(tmp_path, "t.jsonl", "\n".join(lines) + "\n")

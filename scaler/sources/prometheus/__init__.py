@@ -49,6 +49,7 @@ from scaler.sources.prometheus.http import (
     read_bearer_token,
     request_problem,
     sync_client_for,
+    url_hint,
 )
 from scaler.sources.prometheus.readings import (
     DroppedSeries,
@@ -117,4 +118,5 @@ __all__ = [
     "split_answers",
     "sync_client_for",
     "track_stalls",
+    "url_hint",
 ]

@@ -19,6 +19,7 @@ from scaler.config.vocabulary import SignalName
 from scaler.core.observation import WorkloadSnapshot
 from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus.answers import QueryOutcome, http_status_text
+from scaler.sources.prometheus.http import url_hint
 from scaler.sources.prometheus.source import PrometheusSource
 from scaler.sources.prometheus.ttft import MIN_SCRAPES_PER_WINDOW
 from scaler.sources.promql import SIGNAL_QUERY, QueryKind, build_query_plan, target_selector
@@ -207,15 +208,17 @@ def problem_line(
     (give it without a password, :func:`~scaler.config.settings.redact_url`), the HTTP status
     with its reason phrase and the server's message, and for 401 and 403 what they mean and
     the kind of authentication the requests carry (``auth``, never a credential); an answer
-    that is not Prometheus' API, and a server that cannot be reached, each said as such."""
+    that is not Prometheus' API, and a server that cannot be reached, each said as such; and
+    what to change in a URL with ``/api/v1`` or in an ``https://`` one that reached plain
+    http (:func:`~scaler.sources.prometheus.http.url_hint`)."""
     if http_status is not None and not 200 <= http_status < 300:
         phrase = http_status_text(http_status)
         said = detail.removeprefix(f"HTTP {phrase}: ")
-        return f"Prometheus at {url} answered HTTP {phrase}: {said}" + refusal_hint(
-            http_status, auth
-        )
+        hints = refusal_hint(http_status, auth) + url_hint(url, http_status, detail)
+        return f"Prometheus at {url} answered HTTP {phrase}: {said}{hints}"
     if status in (SignalStatus.TRANSPORT, SignalStatus.TIMEOUT):
-        return f"Prometheus at {url} cannot be reached: {status}: {detail}"
+        hint = url_hint(url, None, detail)
+        return f"Prometheus at {url} cannot be reached: {status}: {detail}{hint}"
     return (
         f"Prometheus at {url} does not answer as Prometheus' HTTP API: {status}: "
         f"{detail} (check the URL and its path prefix)"

@@ -16,6 +16,7 @@ import time
 from collections.abc import Generator, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -45,6 +46,7 @@ __all__ = [
     "register_url_credentials",
     "request_problem",
     "sync_client_for",
+    "url_hint",
 ]
 
 
@@ -273,6 +275,25 @@ def request_problem(err: Exception, timeout_seconds: float) -> tuple[SignalStatu
     if isinstance(err, OSError):
         return SignalStatus.TRANSPORT, f"request not sent: {err.strerror or err}"
     return SignalStatus.TRANSPORT, f"{type(err).__name__}: {err}"
+
+
+def url_hint(url: str, http_status: int | None, detail: str) -> str:
+    """``"; <what to change in the URL>"`` for two mistakes of the Prometheus URL, else ''.
+
+    A 404 from a URL whose path holds ``/api/v1`` (the API path is added to the base URL, so
+    ``.../api/v1/api/v1/query`` was asked): give the base URL. A TLS ``wrong version number``
+    from an ``https://`` URL (the server answered the handshake in plain text): the server
+    may speak plain http. ``url`` is the URL as shown (without its password,
+    :func:`~scaler.config.settings.redact_url`); it is echoed in the hint.
+    """
+    parts = urlsplit(url)
+    if http_status == 404 and "/api/v1" in parts.path:
+        path = parts.path.split("/api/v1", 1)[0]
+        base = urlunsplit(parts._replace(path=path, query="", fragment=""))
+        return f"; the URL's path holds /api/v1, which is added to it: give the base URL ({base})"
+    if parts.scheme == "https" and "wrong version number" in detail.lower().replace("_", " "):
+        return f"; the server may speak plain http: try {urlunsplit(parts._replace(scheme='http'))}"
+    return ""
 
 
 async def query_body(
