@@ -411,12 +411,19 @@ def redact_url(url: str) -> str:
     """``url`` with its user-info's credential masked (safe to print): ``user:***@host``
     for a password, ``***@host`` for a user name alone (sent as Basic with an empty
     password, it is how some proxies carry a token). The host and port stay as written (an
-    IPv6 address in its brackets).
+    IPv6 address in its brackets). A value without a host part that holds an ``@`` (no
+    scheme: ``user:pw@host``) may still hold user-info: everything between the first ``//``
+    (or the start) and the last ``@`` is masked (``***@host``).
 
     Raises:
         ValueError: ``url`` cannot be split (unbalanced IPv6 brackets).
     """
     parts = urlsplit(url)
+    at = url.rfind("@")
+    if not parts.netloc and at >= 0:
+        slashes = url.find("//", 0, at)
+        start = slashes + 2 if slashes >= 0 else 0
+        return f"{url[:start]}***{url[at:]}"
     userinfo, _, host = parts.netloc.rpartition("@")  # the host holds no "@"; a password may
     user, _, password = userinfo.partition(":")
     if password:

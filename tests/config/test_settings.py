@@ -174,8 +174,19 @@ def test_a_url_with_a_user_name_alone_is_never_echoed_in_a_settings_error(
     [
         ("http://u:pw-77x@[::1]:99999", "'http://u:***@[::1]:99999'"),
         ("http://tok3nSECRET@[::1", "<redacted>"),
+        ("u:pw-77x@127.0.0.1:1", "'***@127.0.0.1:1'"),
+        ("tok3nSECRET@prom:9090", "'***@prom:9090'"),
+        ("ftp:u:pw-77x@a@prom//x", "'***@prom//x'"),
+        ("prom//u:pw-77x@a@prom", "'prom//***@prom'"),
     ],
-    ids=["invalid port", "unbalanced bracket"],
+    ids=[
+        "invalid port",
+        "unbalanced bracket",
+        "no scheme",
+        "no scheme, user alone",
+        "no slashes, @ in password",
+        "slashes before the user-info",
+    ],
 )
 def test_an_invalid_url_is_shown_with_its_credential_masked(
     monkeypatch: pytest.MonkeyPatch, url: str, shown: str
