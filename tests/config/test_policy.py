@@ -74,7 +74,7 @@ def test_statefulset_and_custom_matchers() -> None:
         ),
         pytest.param(
             {"maxReplicas": 4},
-            "targets[0].maxReplicas: value 4: unknown field; did you mean max_replicas?",
+            "targets[0].maxReplicas: unknown field; did you mean max_replicas?",
             id="unknown field",
         ),
         pytest.param(
@@ -112,13 +112,13 @@ def test_statefulset_and_custom_matchers() -> None:
         ),
         pytest.param(
             {"shadow": {"shadow": {}}},
-            "targets[0].shadow.shadow: value a mapping: a shadow has no shadow of its own: only "
+            "targets[0].shadow.shadow: a shadow has no shadow of its own: only "
             "a target has a shadow (targets[0].shadow takes min_replicas,",
             id="nested shadow",
         ),
         pytest.param(
             {"shadow": {"workload": WORKLOAD}},
-            "targets[0].shadow.workload: value a mapping: a shadow has no workload of its own: "
+            "targets[0].shadow.workload: a shadow has no workload of its own: "
             "it decides on the target's workload and series",
             id="workload in a shadow",
         ),
@@ -281,7 +281,7 @@ DEPLOYMENT = "{apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm
         ),
         pytest.param(
             f"targets:\n  - workload: {DEPLOYMENT}\n    min_replica: 2\n",
-            "invalid policy\n  p.yaml: targets[0].min_replica: value 2: unknown field; did you "
+            "invalid policy\n  p.yaml: targets[0].min_replica: unknown field; did you "
             "mean min_replicas? (targets[0] takes min_replicas, max_replicas, signals, tolerance, "
             "scale_up, scale_down, model_load_timeout_seconds, workload, prometheus_matchers, "
             "shadow)",
@@ -289,23 +289,32 @@ DEPLOYMENT = "{apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm
         ),
         pytest.param(
             f"targets:\n  - workload: {DEPLOYMENT}\n    signals: {{ttft_p99: {{}}}}\n",
-            "invalid policy\n  p.yaml: targets[0].signals.ttft_p99: value a mapping: unknown "
+            "invalid policy\n  p.yaml: targets[0].signals.ttft_p99: unknown "
             "field; did you mean ttft_p95? (targets[0].signals takes queue_depth, "
             "kv_cache_usage, ttft_p95, capacity)",
             id="unknown-section",
         ),
         pytest.param(
             f"rate_window: 30\ntargets:\n  - workload: {DEPLOYMENT}\n",
-            "invalid policy\n  p.yaml: rate_window: value 30: unknown field; did you mean "
+            "invalid policy\n  p.yaml: rate_window: unknown field; did you mean "
             "rate_window_seconds? (the top level takes rate_window_seconds, targets)",
             id="unknown-top-level",
         ),
         pytest.param(
             "targets:\n  - workload: {apiVersion: apps/v1, kind: Deployment, namespace: llm, "
             "name: vllm, x: 1}\n",
-            "invalid policy\n  p.yaml: targets[0].workload.x: value 1: unknown field "
+            "invalid policy\n  p.yaml: targets[0].workload.x: unknown field "
             "(targets[0].workload takes apiVersion, kind, namespace, name, plural)",
             id="unknown-nothing-close",
+        ),
+        pytest.param(
+            f"password: hunter2SECRET\ntargets:\n  - workload: {DEPLOYMENT}\n"
+            "    extra_key: exSECRET\n",
+            "invalid policy\n  p.yaml: targets[0].extra_key: unknown field (targets[0] takes "
+            "min_replicas, max_replicas, signals, tolerance, scale_up, scale_down, "
+            "model_load_timeout_seconds, workload, prometheus_matchers, shadow)\n  p.yaml: "
+            "password: unknown field (the top level takes rate_window_seconds, targets)",
+            id="unknown-field-value-never-quoted",
         ),
         pytest.param(
             f"targets:\n  - workload: {DEPLOYMENT}\n    tolerance: 3\n",
