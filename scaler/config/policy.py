@@ -730,7 +730,8 @@ def load_policy(path: Path, *, given_as: str = POLICY_OPTION) -> Policy:
     a positional argument); a file that cannot be read names it in the message.
 
     Raises:
-        PolicyError: the file is missing, not YAML, or invalid (message names file and field).
+        PolicyError: the file is missing, not UTF-8 text, not YAML, or invalid (message names
+            file and field, never the content).
     """
     try:
         text = path.read_text(encoding="utf-8")
@@ -738,6 +739,10 @@ def load_policy(path: Path, *, given_as: str = POLICY_OPTION) -> Policy:
         raise PolicyError(
             f"{path}: cannot read policy file: {err.strerror}; expected a readable file "
             f"given as {given_as}"
+        ) from None
+    except UnicodeDecodeError:
+        raise PolicyError(
+            f"{path}: the file is not UTF-8 text; expected a YAML policy file given as {given_as}"
         ) from None
     try:
         data = yaml.load(text, Loader=_UniqueKeyLoader)
