@@ -409,14 +409,14 @@ class ScalingRules(_Strict):
     max_percent_per_period: float = Field(default=0, ge=0, le=1000)
     period_seconds: float = Field(default=60, gt=0, le=1800)
 
-    @field_validator("max_percent_per_period")
+    @field_validator("max_percent_per_period", "max_surplus_percent_per_period", check_fields=False)
     @classmethod
-    def _a_percent(cls, value: float) -> float:
+    def _a_percent(cls, value: float, info: ValidationInfo) -> float:
         # A percent, as an HPA policy's Percent value (a whole number >= 1): 0.5 is almost
         # always someone meaning 50%, and 0.5% of any real fleet is less than one replica.
         if 0 < value < 1:
             raise ValueError(
-                f"max_percent_per_period: value {value:g}: expected 0 (off) or a percent >= 1 "
+                f"{info.field_name}: value {value:g}: expected 0 (off) or a percent >= 1 "
                 f"(a percent, not a 0-1 ratio: {value:g} as a ratio is {value * 100:g})"
             )
         return value

@@ -135,6 +135,18 @@ def test_statefulset_and_custom_matchers() -> None:
             id="a ratio for a percent",
         ),
         pytest.param(
+            {"scale_down": {"max_surplus_percent_per_period": 0.25}},
+            "targets[0].scale_down.max_surplus_percent_per_period: value 0.25: expected 0 (off) "
+            "or a percent >= 1 (a percent, not a 0-1 ratio: 0.25 as a ratio is 25)",
+            id="a ratio for the surplus percent",
+        ),
+        pytest.param(
+            {"scale_down": {"max_percent_per_period": 0.5}},
+            "targets[0].scale_down.max_percent_per_period: value 0.5: expected 0 (off) or a "
+            "percent >= 1 (a percent, not a 0-1 ratio: 0.5 as a ratio is 50)",
+            id="a ratio for the scale-down percent",
+        ),
+        pytest.param(
             {"prometheus_matchers": {"model_name": ""}},
             "targets[0].prometheus_matchers.model_name: value '': expected a label value (an "
             "empty matcher selects the series that do not have the label)",
