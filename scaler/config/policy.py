@@ -124,9 +124,14 @@ def _not_below(field: str, low: str) -> Any:
     return field_validator(field)(classmethod(check))
 
 
+#: The most replicas a count may hold: Kubernetes' ``replicas`` is an int32.
+MAX_REPLICAS = 2**31 - 1
+
+
 class _Strict(BaseModel):
-    # strict: a YAML ``true``, ``"yes"`` or ``"0.8"`` is not silently read as a number or a flag
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    # strict: a YAML ``true``, ``"yes"`` or ``"0.8"`` is not silently read as a number or a flag;
+    # no ``.inf`` or ``.nan``: every number of a policy (seconds, targets, bounds) is finite
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class WorkloadRef(_Strict):
@@ -405,7 +410,7 @@ class ScalingRules(_Strict):
     """
 
     stabilization_window_seconds: float = Field(ge=0, le=3600)
-    max_replicas_per_period: int = Field(ge=1)
+    max_replicas_per_period: int = Field(ge=1, le=MAX_REPLICAS)
     max_percent_per_period: float = Field(default=0, ge=0, le=1000)
     period_seconds: float = Field(default=60, gt=0, le=1800)
 
@@ -440,7 +445,7 @@ class ScaleUpRules(ScalingRules):
     starting replicas)."""
 
     stabilization_window_seconds: float = Field(default=0, ge=0, le=3600)
-    max_replicas_per_period: int = Field(default=4, ge=1)
+    max_replicas_per_period: int = Field(default=4, ge=1, le=MAX_REPLICAS)
     max_percent_per_period: float = Field(default=100, ge=0, le=1000)
 
 
@@ -466,7 +471,7 @@ class ScaleDownRules(ScalingRules):
     """
 
     stabilization_window_seconds: float = Field(default=300, ge=0, le=3600)
-    max_replicas_per_period: int = Field(default=1, ge=1)
+    max_replicas_per_period: int = Field(default=1, ge=1, le=MAX_REPLICAS)
     max_percent_per_period: float = Field(default=0, ge=0, le=1000)
     max_surplus_percent_per_period: float = Field(
         default=25,
@@ -485,8 +490,8 @@ class ScalingPolicy(_Strict):
     it is and how its series are found. A target's ``shadow`` is one of these."""
 
     # Scale to zero is not offered: with no pods there are no vLLM series to wake it up.
-    min_replicas: int = Field(default=1, ge=1)
-    max_replicas: int = Field(default=10, ge=1, validate_default=True)
+    min_replicas: int = Field(default=1, ge=1, le=MAX_REPLICAS)
+    max_replicas: int = Field(default=10, ge=1, le=MAX_REPLICAS, validate_default=True)
     signals: Signals = Signals()
     tolerance: Tolerance = Tolerance()
     scale_up: ScaleUpRules = Field(default_factory=ScaleUpRules)

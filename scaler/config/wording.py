@@ -28,6 +28,7 @@ _PLAIN = {
     "model_attributes_type": "expected a mapping",
     "dict_type": "expected a mapping",
     "list_type": "expected a list",
+    "finite_number": "expected a finite number",
     "missing": "required field missing",
 }
 

@@ -135,6 +135,39 @@ def test_statefulset_and_custom_matchers() -> None:
             id="a ratio for a percent",
         ),
         pytest.param(
+            {"max_replicas": 100000000000000000000000},
+            "targets[0].max_replicas: value 100000000000000000000000: expected a number <= "
+            "2147483647",
+            id="replicas beyond int32",
+        ),
+        pytest.param(
+            {"min_replicas": 2**31, "max_replicas": 2**31},
+            "targets[0].min_replicas: value 2147483648: expected a number <= 2147483647",
+            id="min replicas beyond int32",
+        ),
+        pytest.param(
+            {"scale_up": {"max_replicas_per_period": 2**31}},
+            "targets[0].scale_up.max_replicas_per_period: value 2147483648: expected a number "
+            "<= 2147483647",
+            id="step beyond int32",
+        ),
+        pytest.param(
+            {"model_load_timeout_seconds": float("inf")},
+            "targets[0].model_load_timeout_seconds: value inf: expected a finite number",
+            id="infinite timeout",
+        ),
+        pytest.param(
+            {"signals": {"ttft_p95": {"target_seconds": float("inf")}}},
+            "targets[0].signals.ttft_p95.target_seconds: value inf: expected a finite number",
+            id="infinite TTFT target",
+        ),
+        pytest.param(
+            {"signals": {"capacity": {"max_tokens_per_second": float("inf")}}},
+            "targets[0].signals.capacity.max_tokens_per_second: value inf: expected a finite "
+            "number",
+            id="infinite capacity bound",
+        ),
+        pytest.param(
             {"scale_down": {"max_surplus_percent_per_period": 0.25}},
             "targets[0].scale_down.max_surplus_percent_per_period: value 0.25: expected 0 (off) "
             "or a percent >= 1 (a percent, not a 0-1 ratio: 0.25 as a ratio is 25)",
