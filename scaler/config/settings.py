@@ -386,6 +386,15 @@ class Settings(PrometheusSettings):
         default=2.0, gt=0, le=600, description="Seconds between acquire/renew attempts."
     )
 
+    @field_validator("policy_file", mode="before")
+    @classmethod
+    def _policy_file_given(cls, value: object) -> object:
+        # An empty variable would be the current directory (Path("") is "."), reported as
+        # "Is a directory": say what it is instead.
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("the value is empty; expected the path of a YAML policy file")
+        return value
+
     @model_validator(mode="after")
     def _lease_timings(self) -> Self:
         if not (

@@ -287,3 +287,11 @@ def test_a_policy_file_that_is_not_utf8_is_one_line_naming_it(
     assert result.stderr.splitlines()[-1].endswith(
         f"{policy}: the file is not UTF-8 text; expected a YAML policy file given as {given_as}"
     ), result.stderr
+
+
+def test_recommend_with_an_empty_policy_file_variable_says_it_is_empty() -> None:
+    line = _error(["recommend", "--once"], env={"VLLM_SCALER_POLICY_FILE": ""})
+    assert line == (
+        "vllm-scaler: VLLM_SCALER_POLICY_FILE (--policy): value '': the value is empty; "
+        "expected the path of a YAML policy file"
+    )

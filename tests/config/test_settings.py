@@ -38,6 +38,19 @@ def test_invalid_value_names_variable_value_and_expectation(
     assert text == ("VLLM_SCALER_CONTROL_INTERVAL_SECONDS: value 'soon': expected a number")
 
 
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_policy_file_variable_says_it_is_empty(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("VLLM_SCALER_POLICY_FILE", value)
+    with pytest.raises(SettingsError) as err:
+        load_settings()
+    assert _one_line(err) == (
+        f"VLLM_SCALER_POLICY_FILE: value {value!r}: the value is empty; expected the path of "
+        "a YAML policy file"
+    )
+
+
 def test_negative_interval_is_refused() -> None:
     with pytest.raises(SettingsError) as err:
         load_settings(control_interval_seconds=-1.0)
