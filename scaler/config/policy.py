@@ -27,6 +27,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from scaler.config.policy_errors import describe_document, describe_yaml_error, validation_lines
 from scaler.config.vocabulary import SignalName
+from scaler.config.wording import BAND_ABOVE_ONE
 
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 _DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
@@ -134,6 +135,20 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
+def _closest_kind(kind: str) -> str | None:
+    """The known kind closest to ``kind``, letter case aside (difflib), if any is close."""
+    by_lower = {k.lower(): k for k in KNOWN_PLURALS}
+    close = difflib.get_close_matches(kind.lower(), list(by_lower), n=1)
+    return by_lower[close[0]] if close else None
+
+
+def _unknown_kind(close: str) -> str:
+    return (
+        f"expected one of {', '.join(sorted(KNOWN_PLURALS))}; did you mean {close}? (a kind "
+        "of another API also needs 'plural', its resource name)"
+    )
+
+
 class WorkloadRef(_Strict):
     """The scaled workload: any object with a ``scale`` subresource."""
 
@@ -166,18 +181,25 @@ class WorkloadRef(_Strict):
             return self.plural
         return KNOWN_PLURALS[self.kind]
 
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _kind_cased(cls, value: object) -> object:
+        # Before the pattern check: ``deployment`` is a known kind in the wrong case.
+        if isinstance(value, str) and value not in KNOWN_PLURALS:
+            close = _closest_kind(value)
+            if close is not None and close.lower() == value.lower():
+                raise ValueError(_unknown_kind(close))
+        return value
+
     @model_validator(mode="after")
     def _plural_known(self) -> Self:
         if self.plural is not None:  # another API's kind: its group and plural as given
             return self
         known = ", ".join(sorted(KNOWN_PLURALS))
         if self.kind not in KNOWN_PLURALS:
-            close = difflib.get_close_matches(self.kind, list(KNOWN_PLURALS), n=1)
+            close = _closest_kind(self.kind)
             if close:  # a typo first: the plural hint would send it the wrong way
-                raise ValueError(
-                    f"kind: value {self.kind!r}: expected one of {known}; did you mean "
-                    f"{close[0]}? (a kind of another API also needs 'plural', its resource name)"
-                )
+                raise ValueError(f"kind: value {self.kind!r}: {_unknown_kind(close)}")
             raise ValueError(
                 f"kind: value {self.kind!r}: expected one of {known}, or 'plural' set to the "
                 "resource name of another API's kind (for example 'inferencepools')"
@@ -396,7 +418,12 @@ class Tolerance(_Strict):
     Scale up only when value/target > 1 + ``scale_up``; down only when < 1 - ``scale_down``.
     """
 
-    scale_up: float = Field(default=0.1, ge=0, lt=1, description="0-1 ratio, not a percent")
+    scale_up: float = Field(
+        default=0.1,
+        ge=0,
+        lt=1,
+        description=f"0-1 ratio, not a percent: {BAND_ABOVE_ONE} (0.1: scale up above 1.1)",
+    )
     scale_down: float = Field(default=0.1, ge=0, lt=1, description="0-1 ratio, not a percent")
 
 

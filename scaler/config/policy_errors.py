@@ -21,7 +21,7 @@ from typing import Any, Union, get_args, get_origin
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from scaler.config.wording import expectation, percent_hint
+from scaler.config.wording import expectation, percent_hint, unit_hint
 
 __all__ = ["describe_document", "describe_yaml_error", "field_path", "validation_lines"]
 
@@ -155,7 +155,8 @@ def validation_lines(err: ValidationError, model: type[BaseModel], source: str) 
         if kind == "duplicate_target":  # names the entries itself
             lines.append(f"{where}: {e['msg']}")
             continue
-        hint = percent_hint(_description(model, loc), value)
+        description = _description(model, loc)
+        hint = percent_hint(description, value)
         expected = expectation(e)
         name = str(loc[-1]) if loc else ""
         if (
@@ -163,7 +164,7 @@ def validation_lines(err: ValidationError, model: type[BaseModel], source: str) 
             and isinstance(value, str)
             and _WITH_UNIT.match(value)
         ):
-            hint = f" (a plain number: the unit is in the field's name, {name})"
+            hint = unit_hint(name, description, value)
         if (
             kind == "too_short"
             and (e.get("ctx") or {}).get("min_length") == 1

@@ -543,6 +543,34 @@ def test_capacity_checks_across_fields_see_the_defaults() -> None:
             id="tolerance-as-a-percent",
         ),
         pytest.param(
+            f"targets:\n  - workload: {DEPLOYMENT}\n    tolerance: {{scale_up: 10%}}\n",
+            "invalid policy\n  p.yaml: targets[0].tolerance.scale_up: value '10%': expected a "
+            "number (a 0-1 ratio, not a percent: 10% is 0.1)",
+            id="tolerance-with-a-percent-sign",
+        ),
+        pytest.param(
+            f"targets:\n  - workload: {DEPLOYMENT}\n    tolerance: {{scale_up: 1.5}}\n",
+            "invalid policy\n  p.yaml: targets[0].tolerance.scale_up: value 1.5: expected a "
+            "number < 1 (a 0-1 ratio: the band above a value/target ratio of 1, not the ratio "
+            "itself: to scale up above 1.5 times the target, 0.5)",
+            id="tolerance-as-the-ratio",
+        ),
+        pytest.param(
+            f"targets:\n  - workload: {DEPLOYMENT}\n"
+            "    signals: {queue_depth: {target_per_replica: 5req}}\n",
+            "invalid policy\n  p.yaml: targets[0].signals.queue_depth.target_per_replica: value "
+            "'5req': expected a number (a plain number: waiting requests per replica)",
+            id="number-with-a-unit-not-in-the-name",
+        ),
+        pytest.param(
+            "targets:\n  - workload: {apiVersion: apps/v1, kind: deployment, namespace: llm, "
+            "name: vllm}\n",
+            "invalid policy\n  p.yaml: targets[0].workload.kind: value 'deployment': expected one "
+            "of Deployment, LeaderWorkerSet, ReplicaSet, Rollout, StatefulSet; did you mean "
+            "Deployment? (a kind of another API also needs 'plural', its resource name)",
+            id="kind-in-lower-case",
+        ),
+        pytest.param(
             f"targets:\n  - workload: {DEPLOYMENT}\n    min_replicas: true\n",
             "invalid policy\n  p.yaml: targets[0].min_replicas: value true: expected a whole "
             "number",
