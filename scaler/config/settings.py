@@ -28,6 +28,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from scaler.config.secrets import (
     NON_SECRET_HEADERS,
+    hostless_userinfo,
     register_file_secret,
     register_header,
     register_private_key_file,
@@ -428,11 +429,9 @@ def redact_url(url: str) -> str:
         ValueError: ``url`` cannot be split (unbalanced IPv6 brackets).
     """
     parts = urlsplit(url)
-    at = url.rfind("@")
-    if not parts.netloc and at >= 0:
-        slashes = url.find("//", 0, at)
-        start = slashes + 2 if slashes >= 0 else 0
-        return f"{url[:start]}***{url[at:]}"
+    span = hostless_userinfo(url) if not parts.netloc else None
+    if span is not None:
+        return f"{url[: span[0]]}***{url[span[1] :]}"
     userinfo, _, host = parts.netloc.rpartition("@")  # the host holds no "@"; a password may
     user, _, password = userinfo.partition(":")
     if password:
