@@ -765,6 +765,11 @@ def load_policy(path: Path, *, given_as: str = POLICY_OPTION) -> Policy:
         PolicyError: the file is missing, not UTF-8 text, not YAML, or invalid (message names
             file and field, never the content).
     """
+    if path == Path():  # an empty option or argument arrives as "."
+        raise PolicyError(
+            f"{path}: the path is empty (or '.', the current directory); expected the path of "
+            f"a YAML policy file given as {given_as}"
+        )
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as err:

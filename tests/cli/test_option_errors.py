@@ -295,3 +295,24 @@ def test_recommend_with_an_empty_policy_file_variable_says_it_is_empty() -> None
         "vllm-scaler: VLLM_SCALER_POLICY_FILE (--policy): value '': the value is empty; "
         "expected the path of a YAML policy file"
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "given_as"),
+    [
+        pytest.param(["check-policy", ""], "the POLICY_FILE argument", id="check-policy"),
+        pytest.param(
+            ["recommend", "--once", "--policy", ""],
+            "--policy FILE (VLLM_SCALER_POLICY_FILE)",
+            id="recommend",
+        ),
+        pytest.param(["bench", "--policy", ""], "--policy FILE", id="bench"),
+    ],
+)
+def test_an_empty_policy_option_says_it_is_empty(args: list[str], given_as: str) -> None:
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines()[-1].endswith(
+        "the path is empty (or '.', the current directory); expected the path of a YAML "
+        f"policy file given as {given_as}"
+    ), result.stderr
