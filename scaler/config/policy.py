@@ -27,6 +27,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from scaler.config.policy_errors import describe_document, describe_yaml_error, validation_lines
 from scaler.config.vocabulary import SignalName
+from scaler.config.wording import BAND_ABOVE_ONE
 
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 _DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
@@ -124,9 +125,28 @@ def _not_below(field: str, low: str) -> Any:
     return field_validator(field)(classmethod(check))
 
 
+#: The most replicas a count may hold: Kubernetes' ``replicas`` is an int32.
+MAX_REPLICAS = 2**31 - 1
+
+
 class _Strict(BaseModel):
-    # strict: a YAML ``true``, ``"yes"`` or ``"0.8"`` is not silently read as a number or a flag
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    # strict: a YAML ``true``, ``"yes"`` or ``"0.8"`` is not silently read as a number or a flag;
+    # no ``.inf`` or ``.nan``: every number of a policy (seconds, targets, bounds) is finite
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+
+def _closest_kind(kind: str) -> str | None:
+    """The known kind closest to ``kind``, letter case aside (difflib), if any is close."""
+    by_lower = {k.lower(): k for k in KNOWN_PLURALS}
+    close = difflib.get_close_matches(kind.lower(), list(by_lower), n=1)
+    return by_lower[close[0]] if close else None
+
+
+def _unknown_kind(close: str) -> str:
+    return (
+        f"expected one of {', '.join(sorted(KNOWN_PLURALS))}; did you mean {close}? (a kind "
+        "of another API also needs 'plural', its resource name)"
+    )
 
 
 class WorkloadRef(_Strict):
@@ -161,18 +181,25 @@ class WorkloadRef(_Strict):
             return self.plural
         return KNOWN_PLURALS[self.kind]
 
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _kind_cased(cls, value: object) -> object:
+        # Before the pattern check: ``deployment`` is a known kind in the wrong case.
+        if isinstance(value, str) and value not in KNOWN_PLURALS:
+            close = _closest_kind(value)
+            if close is not None and close.lower() == value.lower():
+                raise ValueError(_unknown_kind(close))
+        return value
+
     @model_validator(mode="after")
     def _plural_known(self) -> Self:
         if self.plural is not None:  # another API's kind: its group and plural as given
             return self
         known = ", ".join(sorted(KNOWN_PLURALS))
         if self.kind not in KNOWN_PLURALS:
-            close = difflib.get_close_matches(self.kind, list(KNOWN_PLURALS), n=1)
+            close = _closest_kind(self.kind)
             if close:  # a typo first: the plural hint would send it the wrong way
-                raise ValueError(
-                    f"kind: value {self.kind!r}: expected one of {known}; did you mean "
-                    f"{close[0]}? (a kind of another API also needs 'plural', its resource name)"
-                )
+                raise ValueError(f"kind: value {self.kind!r}: {_unknown_kind(close)}")
             raise ValueError(
                 f"kind: value {self.kind!r}: expected one of {known}, or 'plural' set to the "
                 "resource name of another API's kind (for example 'inferencepools')"
@@ -391,7 +418,12 @@ class Tolerance(_Strict):
     Scale up only when value/target > 1 + ``scale_up``; down only when < 1 - ``scale_down``.
     """
 
-    scale_up: float = Field(default=0.1, ge=0, lt=1, description="0-1 ratio, not a percent")
+    scale_up: float = Field(
+        default=0.1,
+        ge=0,
+        lt=1,
+        description=f"0-1 ratio, not a percent: {BAND_ABOVE_ONE} (0.1: scale up above 1.1)",
+    )
     scale_down: float = Field(default=0.1, ge=0, lt=1, description="0-1 ratio, not a percent")
 
 
@@ -405,18 +437,18 @@ class ScalingRules(_Strict):
     """
 
     stabilization_window_seconds: float = Field(ge=0, le=3600)
-    max_replicas_per_period: int = Field(ge=1)
+    max_replicas_per_period: int = Field(ge=1, le=MAX_REPLICAS)
     max_percent_per_period: float = Field(default=0, ge=0, le=1000)
     period_seconds: float = Field(default=60, gt=0, le=1800)
 
-    @field_validator("max_percent_per_period")
+    @field_validator("max_percent_per_period", "max_surplus_percent_per_period", check_fields=False)
     @classmethod
-    def _a_percent(cls, value: float) -> float:
+    def _a_percent(cls, value: float, info: ValidationInfo) -> float:
         # A percent, as an HPA policy's Percent value (a whole number >= 1): 0.5 is almost
         # always someone meaning 50%, and 0.5% of any real fleet is less than one replica.
         if 0 < value < 1:
             raise ValueError(
-                f"max_percent_per_period: value {value:g}: expected 0 (off) or a percent >= 1 "
+                f"{info.field_name}: value {value:g}: expected 0 (off) or a percent >= 1 "
                 f"(a percent, not a 0-1 ratio: {value:g} as a ratio is {value * 100:g})"
             )
         return value
@@ -440,7 +472,7 @@ class ScaleUpRules(ScalingRules):
     starting replicas)."""
 
     stabilization_window_seconds: float = Field(default=0, ge=0, le=3600)
-    max_replicas_per_period: int = Field(default=4, ge=1)
+    max_replicas_per_period: int = Field(default=4, ge=1, le=MAX_REPLICAS)
     max_percent_per_period: float = Field(default=100, ge=0, le=1000)
 
 
@@ -466,7 +498,7 @@ class ScaleDownRules(ScalingRules):
     """
 
     stabilization_window_seconds: float = Field(default=300, ge=0, le=3600)
-    max_replicas_per_period: int = Field(default=1, ge=1)
+    max_replicas_per_period: int = Field(default=1, ge=1, le=MAX_REPLICAS)
     max_percent_per_period: float = Field(default=0, ge=0, le=1000)
     max_surplus_percent_per_period: float = Field(
         default=25,
@@ -485,8 +517,8 @@ class ScalingPolicy(_Strict):
     it is and how its series are found. A target's ``shadow`` is one of these."""
 
     # Scale to zero is not offered: with no pods there are no vLLM series to wake it up.
-    min_replicas: int = Field(default=1, ge=1)
-    max_replicas: int = Field(default=10, ge=1, validate_default=True)
+    min_replicas: int = Field(default=1, ge=1, le=MAX_REPLICAS)
+    max_replicas: int = Field(default=10, ge=1, le=MAX_REPLICAS, validate_default=True)
     signals: Signals = Signals()
     tolerance: Tolerance = Tolerance()
     scale_up: ScaleUpRules = Field(default_factory=ScaleUpRules)
@@ -730,14 +762,24 @@ def load_policy(path: Path, *, given_as: str = POLICY_OPTION) -> Policy:
     a positional argument); a file that cannot be read names it in the message.
 
     Raises:
-        PolicyError: the file is missing, not YAML, or invalid (message names file and field).
+        PolicyError: the file is missing, not UTF-8 text, not YAML, or invalid (message names
+            file and field, never the content).
     """
+    if path == Path():  # an empty option or argument arrives as "."
+        raise PolicyError(
+            f"{path}: the path is empty (or '.', the current directory); expected the path of "
+            f"a YAML policy file given as {given_as}"
+        )
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise PolicyError(
             f"{path}: cannot read policy file: {err.strerror}; expected a readable file "
             f"given as {given_as}"
+        ) from None
+    except UnicodeDecodeError:
+        raise PolicyError(
+            f"{path}: the file is not UTF-8 text; expected a YAML policy file given as {given_as}"
         ) from None
     try:
         data = yaml.load(text, Loader=_UniqueKeyLoader)

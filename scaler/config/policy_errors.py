@@ -4,7 +4,8 @@ Each message names the file, the field path, the value and what was expected:
 
 - a check across fields (a model validator) says what it checks, without pydantic's
   ``Value error,`` prefix or the mapping it was given (``value dict``);
-- an unknown field names the fields its section takes, and the closest one (difflib);
+- an unknown field names the fields its section takes, and the closest one (difflib),
+  never its value;
 - a YAML syntax error names the file, the line and the column (1-based), not
   ``"<unicode string>"``.
 """
@@ -20,7 +21,7 @@ from typing import Any, Union, get_args, get_origin
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from scaler.config.wording import expectation, percent_hint
+from scaler.config.wording import expectation, percent_hint, unit_hint
 
 __all__ = ["describe_document", "describe_yaml_error", "field_path", "validation_lines"]
 
@@ -123,8 +124,8 @@ def validation_lines(err: ValidationError, model: type[BaseModel], source: str) 
     Checks across fields (model validators) read ``source: field.path: <what they check>``,
     or, when their message starts with a field of the section (``quantile: value 0.99:
     expected ...``), ``source: section.quantile: value 0.99: expected ...``; an unknown field
-    reads ``source: path: value 2: unknown field; did you mean min_replicas? (targets[0]
-    takes workload, ...)``.
+    reads ``source: path: unknown field; did you mean min_replicas? (targets[0] takes
+    workload, ...)``, its value never quoted.
     """
     lines = []
     for e in err.errors():
@@ -136,7 +137,8 @@ def validation_lines(err: ValidationError, model: type[BaseModel], source: str) 
             lines.append(f"{where}: required field missing")
             continue
         if kind == "extra_forbidden":
-            lines.append(f"{where}: value {_shown(value)}: {_unknown_field(model, loc)}")
+            # named, never quoted: a key that is no field may hold anything (a password)
+            lines.append(f"{where}: {_unknown_field(model, loc)}")
             continue
         field = _FIELD_MESSAGE.match(expectation(e)) if kind == "value_error" else None
         mapping = isinstance(value, dict | BaseModel)
@@ -153,7 +155,8 @@ def validation_lines(err: ValidationError, model: type[BaseModel], source: str) 
         if kind == "duplicate_target":  # names the entries itself
             lines.append(f"{where}: {e['msg']}")
             continue
-        hint = percent_hint(_description(model, loc), value)
+        description = _description(model, loc)
+        hint = percent_hint(description, value)
         expected = expectation(e)
         name = str(loc[-1]) if loc else ""
         if (
@@ -161,7 +164,7 @@ def validation_lines(err: ValidationError, model: type[BaseModel], source: str) 
             and isinstance(value, str)
             and _WITH_UNIT.match(value)
         ):
-            hint = f" (a plain number: the unit is in the field's name, {name})"
+            hint = unit_hint(name, description, value)
         if (
             kind == "too_short"
             and (e.get("ctx") or {}).get("min_length") == 1

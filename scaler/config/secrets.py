@@ -26,6 +26,7 @@ __all__ = [
     "MIN_SECRET_LENGTH",
     "NON_SECRET_HEADERS",
     "held_prefix_start",
+    "hostless_userinfo",
     "mask",
     "register_basic_credentials",
     "register_file_secret",
@@ -106,13 +107,18 @@ def register_url_credentials(url: str) -> None:
     the values of credential-looking query parameters (``access_token``, ``api_key``...).
     A user name without a password is masked as the password would be.
 
-    Never raises: an unparsable URL registers what can be found.
+    A URL without a host part (no scheme: ``user:pw@host``) registers the user-info of
+    :func:`hostless_userinfo`. Never raises: an unparsable URL registers what can be found.
     """
     try:
         parts = urlsplit(url.strip())
     except ValueError:
         return
     userinfo, at, _ = parts.netloc.rpartition("@")
+    span = hostless_userinfo(url.strip()) if not parts.netloc else None
+    if span is not None:
+        userinfo, at = url.strip()[span[0] : span[1]], "@"
+        register_secret(userinfo.rpartition(":")[2])  # where a scheme may end is unknown
     if at:
         user, _, password = userinfo.partition(":")
         register_secret(password or user)
@@ -120,6 +126,17 @@ def register_url_credentials(url: str) -> None:
     for name, value in parse_qsl(parts.query, keep_blank_values=False):
         if _SECRET_PARAM.search(name):
             register_secret(value)
+
+
+def hostless_userinfo(url: str) -> tuple[int, int] | None:
+    """Where the user-info of a URL that has no host part to split it from may be
+    (``user:pw@host``, written without its scheme): from the first ``//`` before the last
+    ``@`` (or the start) to that ``@``, as ``(start, end)``; None without an ``@``."""
+    at = url.rfind("@")
+    if at < 0:
+        return None
+    slashes = url.find("//", 0, at)
+    return (slashes + 2 if slashes >= 0 else 0), at
 
 
 def register_header(name: str, value: str) -> None:

@@ -28,6 +28,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from scaler.config.secrets import (
     NON_SECRET_HEADERS,
+    hostless_userinfo,
     register_file_secret,
     register_header,
     register_private_key_file,
@@ -386,6 +387,15 @@ class Settings(PrometheusSettings):
         default=2.0, gt=0, le=600, description="Seconds between acquire/renew attempts."
     )
 
+    @field_validator("policy_file", mode="before")
+    @classmethod
+    def _policy_file_given(cls, value: object) -> object:
+        # An empty variable would be the current directory (Path("") is "."), reported as
+        # "Is a directory": say what it is instead.
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("the value is empty; expected the path of a YAML policy file")
+        return value
+
     @model_validator(mode="after")
     def _lease_timings(self) -> Self:
         if not (
@@ -411,12 +421,17 @@ def redact_url(url: str) -> str:
     """``url`` with its user-info's credential masked (safe to print): ``user:***@host``
     for a password, ``***@host`` for a user name alone (sent as Basic with an empty
     password, it is how some proxies carry a token). The host and port stay as written (an
-    IPv6 address in its brackets).
+    IPv6 address in its brackets). A value without a host part that holds an ``@`` (no
+    scheme: ``user:pw@host``) may still hold user-info: everything between the first ``//``
+    (or the start) and the last ``@`` is masked (``***@host``).
 
     Raises:
         ValueError: ``url`` cannot be split (unbalanced IPv6 brackets).
     """
     parts = urlsplit(url)
+    span = hostless_userinfo(url) if not parts.netloc else None
+    if span is not None:
+        return f"{url[: span[0]]}***{url[span[1] :]}"
     userinfo, _, host = parts.netloc.rpartition("@")  # the host holds no "@"; a password may
     user, _, password = userinfo.partition(":")
     if password:

@@ -8,10 +8,11 @@ Used by the policy file's errors (:mod:`scaler.config.policy_errors`) and the se
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["expectation", "percent_hint"]
+__all__ = ["expectation", "percent_hint", "unit_hint"]
 
 #: Error types whose expectation needs no context.
 _PLAIN = {
@@ -28,6 +29,7 @@ _PLAIN = {
     "model_attributes_type": "expected a mapping",
     "dict_type": "expected a mapping",
     "list_type": "expected a list",
+    "finite_number": "expected a finite number",
     "missing": "required field missing",
 }
 
@@ -91,11 +93,46 @@ def expectation(error: Mapping[str, Any]) -> str:
 RATIO_DESCRIPTION = "0-1 ratio"
 
 
+#: What the description of a scale-up tolerance says it is: a value between 1 and 2 is then
+#: likely the ratio itself (1.5 for "scale up above 1.5 times the target"), not a percent.
+BAND_ABOVE_ONE = "the band above a value/target ratio of 1"
+
+
 def percent_hint(description: str | None, value: object) -> str:
     """`` (a 0-1 ratio, not a percent: 80% is 0.8)`` when ``value`` of a field described as a
-    0-1 ratio (:data:`RATIO_DESCRIPTION`) looks like a percent (above 1, at most 100); else
-    ``""``."""
-    ratio = (description or "").startswith(RATIO_DESCRIPTION)
-    if ratio and isinstance(value, int | float) and 1 < value <= 100:
+    0-1 ratio (:data:`RATIO_DESCRIPTION`) looks like a percent (above 1, at most 100); for a
+    band above 1 (:data:`BAND_ABOVE_ONE`) and a value between 1 and 2, what the tolerance of
+    that ratio is (1.5: 0.5); else ``""``."""
+    text = description or ""
+    if not text.startswith(RATIO_DESCRIPTION) or not isinstance(value, int | float):
+        return ""
+    if BAND_ABOVE_ONE in text and 1 < value < 2:
+        return (
+            f" (a 0-1 ratio: {BAND_ABOVE_ONE}, not the ratio itself: to scale up above "
+            f"{value:g} times the target, {value - 1:g})"
+        )
+    if 1 < value <= 100:
         return f" (a 0-1 ratio, not a percent: {value:g}% is {value / 100:g})"
     return ""
+
+
+#: A name that carries its unit (``target_seconds``, ``max_tokens_per_second``,
+#: ``target_ratio``, ``max_percent_per_period``).
+_UNIT_IN_NAME = re.compile(r"_seconds?$|_ratio$|percent")
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)")
+
+
+def unit_hint(name: str, description: str | None, value: str) -> str:
+    """What to write instead of a number with a unit (``2000ms``, ``10%``, ``5req``) in a
+    field that takes a plain number: the field's unit as its name or its description gives
+    it; a percent in a 0-1 ratio converted (``10%`` is 0.1)."""
+    text = description or ""
+    if text.startswith(RATIO_DESCRIPTION):
+        number = _NUMBER.match(value.strip())
+        if value.strip().endswith("%") and number:
+            percent = float(number.group())
+            return f" (a 0-1 ratio, not a percent: {percent:g}% is {percent / 100:g})"
+        return " (a plain number: a 0-1 ratio)"
+    if _UNIT_IN_NAME.search(name) or not text:
+        return f" (a plain number: the unit is in the field's name, {name})"
+    return f" (a plain number: {text})"

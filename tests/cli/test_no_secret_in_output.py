@@ -43,6 +43,9 @@ USER, PASSWORD = "scaler", "url-pass/w0rd+9"
 #: some proxies carry a token.
 URL_TOKEN = "tok3nSECRET-url-5Jv"
 KUBE_TOKEN = "kube-token-Pq81mZ"
+#: The password of a URL given without its scheme (``user:password@host``): invalid, it is
+#: refused at start, and the refusal must not print it.
+BARE_PASSWORD = "bare-pw-9Zx4"
 POLICY = """\
 targets:
   - workload: {apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm}
@@ -219,6 +222,12 @@ def _closed_port() -> int:
             id="dashboards-previews",
         ),
         pytest.param(["recommend", "--prometheus-url", "{ftp}"], "expected", id="invalid-url"),
+        *(
+            pytest.param(
+                [command, "--prometheus-url", "{bare}"], "expected", id=f"{command}-no-scheme"
+            )
+            for command in ("run", "recommend", "backtest")
+        ),
     ],
 )
 async def test_a_user_name_alone_in_a_url_is_printed_by_no_error_path(
@@ -243,14 +252,19 @@ async def test_a_user_name_alone_in_a_url_is_printed_by_no_error_path(
         VLLM_SCALER_IN_CLUSTER="false",
         VLLM_SCALER_METRICS_PORT="0",
     )
-    shown = [a.replace("{tmp}", str(tmp_path)).replace("{ftp}", "ftp" + url[4:]) for a in args]
+    shown = [
+        a.replace("{tmp}", str(tmp_path))
+        .replace("{ftp}", "ftp" + url[4:])
+        .replace("{bare}", f"{USER}:{BARE_PASSWORD}@127.0.0.1:{port}")
+        for a in args
+    ]
     returned, out = await _run(shown, env)
     assert returned != 0, out
     assert f"***@127.0.0.1:{port}" in out  # the URL is named...
     if unreachable:
         assert unreachable in out
     user_only = base64.b64encode(f"{URL_TOKEN}:".encode()).decode()
-    for secret in (URL_TOKEN, KUBE_TOKEN, user_only, "tok3nSECRET"):
+    for secret in (URL_TOKEN, KUBE_TOKEN, user_only, "tok3nSECRET", BARE_PASSWORD):
         assert secret not in out, secret  # ...never its user name
 
 

@@ -305,3 +305,64 @@ def test_check_policy_reads_the_policy_file_variable(tmp_path: Path) -> None:
     assert result.stdout.startswith("llm/Deployment/vllm: replicas 1..7, ")
     missing = _error(["check-policy"], env={"VLLM_SCALER_POLICY_FILE": str(tmp_path / "no.yaml")})
     assert missing.endswith("expected a readable file given as VLLM_SCALER_POLICY_FILE")
+
+
+@pytest.mark.parametrize(
+    ("command", "given_as"),
+    [
+        pytest.param(["check-policy"], "the POLICY_FILE argument", id="check-policy"),
+        pytest.param(
+            ["run", "--dry-run", "--policy"], "--policy FILE (VLLM_SCALER_POLICY_FILE)", id="run"
+        ),
+        pytest.param(
+            ["recommend", "--once", "--policy"],
+            "--policy FILE (VLLM_SCALER_POLICY_FILE)",
+            id="recommend",
+        ),
+        pytest.param(["sim", "--policy"], "--policy FILE", id="sim"),
+        pytest.param(["bench", "--policy"], "--policy FILE", id="bench"),
+    ],
+)
+@pytest.mark.parametrize(
+    "content", [b"# caf\xe9\ntargets: []\n", b"\x00\xff\xfe\x89PNG"], ids=["latin-1", "binary"]
+)
+def test_a_policy_file_that_is_not_utf8_is_one_line_naming_it(
+    tmp_path: Path, command: list[str], given_as: str, content: bytes
+) -> None:
+    policy = tmp_path / "p.yaml"
+    policy.write_bytes(content)
+    result = CliRunner().invoke(app, [*command, str(policy)])
+    assert result.exit_code == 2, result.output
+    # recommend's first line says which Prometheus it reads; the error is the last line
+    assert result.stderr.splitlines()[-1].endswith(
+        f"{policy}: the file is not UTF-8 text; expected a YAML policy file given as {given_as}"
+    ), result.stderr
+
+
+def test_recommend_with_an_empty_policy_file_variable_says_it_is_empty() -> None:
+    line = _error(["recommend", "--once"], env={"VLLM_SCALER_POLICY_FILE": ""})
+    assert line == (
+        "vllm-scaler: VLLM_SCALER_POLICY_FILE (--policy): value '': the value is empty; "
+        "expected the path of a YAML policy file"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "given_as"),
+    [
+        pytest.param(["check-policy", ""], "the POLICY_FILE argument", id="check-policy"),
+        pytest.param(
+            ["recommend", "--once", "--policy", ""],
+            "--policy FILE (VLLM_SCALER_POLICY_FILE)",
+            id="recommend",
+        ),
+        pytest.param(["bench", "--policy", ""], "--policy FILE", id="bench"),
+    ],
+)
+def test_an_empty_policy_option_says_it_is_empty(args: list[str], given_as: str) -> None:
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines()[-1].endswith(
+        "the path is empty (or '.', the current directory); expected the path of a YAML "
+        f"policy file given as {given_as}"
+    ), result.stderr

@@ -7,10 +7,11 @@ import re
 from pathlib import Path
 
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from scaler.cli import app
-from scaler.config.cli_options import PROMETHEUS_FIELDS, option_names
+from scaler.config.cli_options import OPTION_ONLY, PROMETHEUS_FIELDS, option_names
 from scaler.config.settings import Settings, env_name
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -62,3 +63,18 @@ def test_every_command_that_reads_prometheus_takes_every_prometheus_setting(
     for field in PROMETHEUS_FIELDS:
         assert option_names(field)[0] in result.output, (command, field)
         assert env_name(field) in result.output, (command, field)
+
+
+def test_the_options_of_run_without_a_variable_are_named_option_only_in_the_readme() -> None:
+    run = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
+    option_only = {
+        p.opts[0]
+        for p in run.params
+        if p.param_type_name == "option" and not p.envvar and "--help" not in p.opts
+    }
+    assert option_only == {"--dry-run"}
+    assert option_only <= set(OPTION_ONLY.values())  # the unknown-variable warning names them
+    text = README.read_text(encoding="utf-8")
+    paragraph = text[text.index("Every setting is an option of `run`") :].split("\n\n")[0]
+    for option in option_only:
+        assert f"`{option}` is a command-line option only" in paragraph, paragraph

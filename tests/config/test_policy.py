@@ -74,7 +74,7 @@ def test_statefulset_and_custom_matchers() -> None:
         ),
         pytest.param(
             {"maxReplicas": 4},
-            "targets[0].maxReplicas: value 4: unknown field; did you mean max_replicas?",
+            "targets[0].maxReplicas: unknown field; did you mean max_replicas?",
             id="unknown field",
         ),
         pytest.param(
@@ -112,13 +112,13 @@ def test_statefulset_and_custom_matchers() -> None:
         ),
         pytest.param(
             {"shadow": {"shadow": {}}},
-            "targets[0].shadow.shadow: value a mapping: a shadow has no shadow of its own: only "
+            "targets[0].shadow.shadow: a shadow has no shadow of its own: only "
             "a target has a shadow (targets[0].shadow takes min_replicas,",
             id="nested shadow",
         ),
         pytest.param(
             {"shadow": {"workload": WORKLOAD}},
-            "targets[0].shadow.workload: value a mapping: a shadow has no workload of its own: "
+            "targets[0].shadow.workload: a shadow has no workload of its own: "
             "it decides on the target's workload and series",
             id="workload in a shadow",
         ),
@@ -133,6 +133,51 @@ def test_statefulset_and_custom_matchers() -> None:
             "targets[0].scale_up.max_percent_per_period: value 0.5: expected 0 (off) or a "
             "percent >= 1 (a percent, not a 0-1 ratio: 0.5 as a ratio is 50)",
             id="a ratio for a percent",
+        ),
+        pytest.param(
+            {"max_replicas": 100000000000000000000000},
+            "targets[0].max_replicas: value 100000000000000000000000: expected a number <= "
+            "2147483647",
+            id="replicas beyond int32",
+        ),
+        pytest.param(
+            {"min_replicas": 2**31, "max_replicas": 2**31},
+            "targets[0].min_replicas: value 2147483648: expected a number <= 2147483647",
+            id="min replicas beyond int32",
+        ),
+        pytest.param(
+            {"scale_up": {"max_replicas_per_period": 2**31}},
+            "targets[0].scale_up.max_replicas_per_period: value 2147483648: expected a number "
+            "<= 2147483647",
+            id="step beyond int32",
+        ),
+        pytest.param(
+            {"model_load_timeout_seconds": float("inf")},
+            "targets[0].model_load_timeout_seconds: value inf: expected a finite number",
+            id="infinite timeout",
+        ),
+        pytest.param(
+            {"signals": {"ttft_p95": {"target_seconds": float("inf")}}},
+            "targets[0].signals.ttft_p95.target_seconds: value inf: expected a finite number",
+            id="infinite TTFT target",
+        ),
+        pytest.param(
+            {"signals": {"capacity": {"max_tokens_per_second": float("inf")}}},
+            "targets[0].signals.capacity.max_tokens_per_second: value inf: expected a finite "
+            "number",
+            id="infinite capacity bound",
+        ),
+        pytest.param(
+            {"scale_down": {"max_surplus_percent_per_period": 0.25}},
+            "targets[0].scale_down.max_surplus_percent_per_period: value 0.25: expected 0 (off) "
+            "or a percent >= 1 (a percent, not a 0-1 ratio: 0.25 as a ratio is 25)",
+            id="a ratio for the surplus percent",
+        ),
+        pytest.param(
+            {"scale_down": {"max_percent_per_period": 0.5}},
+            "targets[0].scale_down.max_percent_per_period: value 0.5: expected 0 (off) or a "
+            "percent >= 1 (a percent, not a 0-1 ratio: 0.5 as a ratio is 50)",
+            id="a ratio for the scale-down percent",
         ),
         pytest.param(
             {"prometheus_matchers": {"model_name": ""}},
@@ -281,7 +326,7 @@ DEPLOYMENT = "{apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm
         ),
         pytest.param(
             f"targets:\n  - workload: {DEPLOYMENT}\n    min_replica: 2\n",
-            "invalid policy\n  p.yaml: targets[0].min_replica: value 2: unknown field; did you "
+            "invalid policy\n  p.yaml: targets[0].min_replica: unknown field; did you "
             "mean min_replicas? (targets[0] takes min_replicas, max_replicas, signals, tolerance, "
             "scale_up, scale_down, model_load_timeout_seconds, workload, prometheus_matchers, "
             "shadow)",
@@ -289,23 +334,32 @@ DEPLOYMENT = "{apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm
         ),
         pytest.param(
             f"targets:\n  - workload: {DEPLOYMENT}\n    signals: {{ttft_p99: {{}}}}\n",
-            "invalid policy\n  p.yaml: targets[0].signals.ttft_p99: value a mapping: unknown "
+            "invalid policy\n  p.yaml: targets[0].signals.ttft_p99: unknown "
             "field; did you mean ttft_p95? (targets[0].signals takes queue_depth, "
             "kv_cache_usage, ttft_p95, capacity)",
             id="unknown-section",
         ),
         pytest.param(
             f"rate_window: 30\ntargets:\n  - workload: {DEPLOYMENT}\n",
-            "invalid policy\n  p.yaml: rate_window: value 30: unknown field; did you mean "
+            "invalid policy\n  p.yaml: rate_window: unknown field; did you mean "
             "rate_window_seconds? (the top level takes rate_window_seconds, targets)",
             id="unknown-top-level",
         ),
         pytest.param(
             "targets:\n  - workload: {apiVersion: apps/v1, kind: Deployment, namespace: llm, "
             "name: vllm, x: 1}\n",
-            "invalid policy\n  p.yaml: targets[0].workload.x: value 1: unknown field "
+            "invalid policy\n  p.yaml: targets[0].workload.x: unknown field "
             "(targets[0].workload takes apiVersion, kind, namespace, name, plural)",
             id="unknown-nothing-close",
+        ),
+        pytest.param(
+            f"password: hunter2SECRET\ntargets:\n  - workload: {DEPLOYMENT}\n"
+            "    extra_key: exSECRET\n",
+            "invalid policy\n  p.yaml: targets[0].extra_key: unknown field (targets[0] takes "
+            "min_replicas, max_replicas, signals, tolerance, scale_up, scale_down, "
+            "model_load_timeout_seconds, workload, prometheus_matchers, shadow)\n  p.yaml: "
+            "password: unknown field (the top level takes rate_window_seconds, targets)",
+            id="unknown-field-value-never-quoted",
         ),
         pytest.param(
             f"targets:\n  - workload: {DEPLOYMENT}\n    tolerance: 3\n",
@@ -487,6 +541,34 @@ def test_capacity_checks_across_fields_see_the_defaults() -> None:
             "invalid policy\n  p.yaml: targets[0].tolerance.scale_up: value 10: expected a "
             "number < 1 (a 0-1 ratio, not a percent: 10% is 0.1)",
             id="tolerance-as-a-percent",
+        ),
+        pytest.param(
+            f"targets:\n  - workload: {DEPLOYMENT}\n    tolerance: {{scale_up: 10%}}\n",
+            "invalid policy\n  p.yaml: targets[0].tolerance.scale_up: value '10%': expected a "
+            "number (a 0-1 ratio, not a percent: 10% is 0.1)",
+            id="tolerance-with-a-percent-sign",
+        ),
+        pytest.param(
+            f"targets:\n  - workload: {DEPLOYMENT}\n    tolerance: {{scale_up: 1.5}}\n",
+            "invalid policy\n  p.yaml: targets[0].tolerance.scale_up: value 1.5: expected a "
+            "number < 1 (a 0-1 ratio: the band above a value/target ratio of 1, not the ratio "
+            "itself: to scale up above 1.5 times the target, 0.5)",
+            id="tolerance-as-the-ratio",
+        ),
+        pytest.param(
+            f"targets:\n  - workload: {DEPLOYMENT}\n"
+            "    signals: {queue_depth: {target_per_replica: 5req}}\n",
+            "invalid policy\n  p.yaml: targets[0].signals.queue_depth.target_per_replica: value "
+            "'5req': expected a number (a plain number: waiting requests per replica)",
+            id="number-with-a-unit-not-in-the-name",
+        ),
+        pytest.param(
+            "targets:\n  - workload: {apiVersion: apps/v1, kind: deployment, namespace: llm, "
+            "name: vllm}\n",
+            "invalid policy\n  p.yaml: targets[0].workload.kind: value 'deployment': expected one "
+            "of Deployment, LeaderWorkerSet, ReplicaSet, Rollout, StatefulSet; did you mean "
+            "Deployment? (a kind of another API also needs 'plural', its resource name)",
+            id="kind-in-lower-case",
         ),
         pytest.param(
             f"targets:\n  - workload: {DEPLOYMENT}\n    min_replicas: true\n",

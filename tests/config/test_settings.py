@@ -38,6 +38,19 @@ def test_invalid_value_names_variable_value_and_expectation(
     assert text == ("VLLM_SCALER_CONTROL_INTERVAL_SECONDS: value 'soon': expected a number")
 
 
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_policy_file_variable_says_it_is_empty(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("VLLM_SCALER_POLICY_FILE", value)
+    with pytest.raises(SettingsError) as err:
+        load_settings()
+    assert _one_line(err) == (
+        f"VLLM_SCALER_POLICY_FILE: value {value!r}: the value is empty; expected the path of "
+        "a YAML policy file"
+    )
+
+
 def test_negative_interval_is_refused() -> None:
     with pytest.raises(SettingsError) as err:
         load_settings(control_interval_seconds=-1.0)
@@ -174,8 +187,19 @@ def test_a_url_with_a_user_name_alone_is_never_echoed_in_a_settings_error(
     [
         ("http://u:pw-77x@[::1]:99999", "'http://u:***@[::1]:99999'"),
         ("http://tok3nSECRET@[::1", "<redacted>"),
+        ("u:pw-77x@127.0.0.1:1", "'***@127.0.0.1:1'"),
+        ("tok3nSECRET@prom:9090", "'***@prom:9090'"),
+        ("ftp:u:pw-77x@a@prom//x", "'***@prom//x'"),
+        ("prom//u:pw-77x@a@prom", "'prom//***@prom'"),
     ],
-    ids=["invalid port", "unbalanced bracket"],
+    ids=[
+        "invalid port",
+        "unbalanced bracket",
+        "no scheme",
+        "no scheme, user alone",
+        "no slashes, @ in password",
+        "slashes before the user-info",
+    ],
 )
 def test_an_invalid_url_is_shown_with_its_credential_masked(
     monkeypatch: pytest.MonkeyPatch, url: str, shown: str

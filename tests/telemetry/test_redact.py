@@ -57,6 +57,22 @@ def test_a_user_name_without_a_password_is_masked_as_the_credential(userinfo: st
     assert mask(f"tok3n-Alone-71 Basic {basic}") == "*** Basic ***"
 
 
+@pytest.mark.parametrize(
+    ("url", "password"),
+    [
+        ("carol:bare-pass-81@prom:9090", "bare-pass-81"),
+        ("ftp:carol:bare-pass-82@prom", "bare-pass-82"),
+        ("prom//carol:bare-pass-83@x", "bare-pass-83"),
+    ],
+    ids=["no scheme", "no slashes", "slashes before the user-info"],
+)
+def test_the_user_info_of_a_url_without_a_host_part_is_masked(url: str, password: str) -> None:
+    """No host part (``user:password@host``): still the credential of whoever wrote it."""
+    register_url_credentials(url)
+    assert mask(f"<{password}>") == "<***>"  # no other text: other tests mask words too
+    assert password not in mask(f"{url} carol:{password}")
+
+
 def test_header_values_are_masked_but_tenant_ids_are_not() -> None:
     basic = base64.b64encode(b"bob:hdr-pass-31").decode()
     register_header("Authorization", f"Basic {basic}")
