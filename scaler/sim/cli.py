@@ -110,12 +110,14 @@ def register(app: typer.Typer) -> None:
         if errors:
             typer.echo("\n".join(f"vllm-scaler: {e}" for e in errors), err=True)
             raise typer.Exit(2)
-        policy_file = (policy or EXAMPLE_POLICY).resolve()
+        # checked as given: resolving first would turn an empty --policy '' into the cwd
+        given = EXAMPLE_POLICY if policy is None else policy
         try:
-            load_policy(policy_file, given_as="--policy FILE")
+            load_policy(given, given_as="--policy FILE")
         except PolicyError as err:
             typer.echo(f"vllm-scaler: --policy: {err}", err=True)
             raise typer.Exit(2) from None
+        policy_file = given.resolve()
         try:
             t = open_trace(
                 trace,

@@ -77,6 +77,17 @@ def test_each_numeric_option_is_checked_up_front_naming_itself(args: list[str], 
 
 
 @pytest.mark.usefixtures("no_demo")
+def test_an_empty_policy_option_says_it_is_empty() -> None:
+    """It was made absolute before the check, so '' read as the working directory."""
+    result = _sim("--policy", "")
+    assert result.exit_code == 2
+    assert result.output == (
+        "vllm-scaler: --policy: .: the path is empty (or '.', the current directory); "
+        "expected the path of a YAML policy file given as --policy FILE\n"
+    )
+
+
+@pytest.mark.usefixtures("no_demo")
 def test_every_bad_option_is_reported_at_once() -> None:
     result = _sim("--compress", "0", "--minutes", "0")
     assert result.exit_code == 2
