@@ -409,17 +409,16 @@ def sizing_capacity(policy: TargetPolicy, memory: CapacityMemory) -> float | Non
     An estimate can start from a single window near the target whose TTFT came from a burst
     shorter than the window rather than from the load (its mean rate far below what a replica
     serves), and it rises only one bounded step per window afterwards; sized on it alone, a
-    steady load the fleet serves easily would ask for many times the replicas it has (on a
-    round-robin ``code`` replay, 488 tokens/s per replica against 8.4k served with room: 42
-    replicas at once). A rate served with room is a lower bound of the capacity that needs no
+    steady load the fleet serves easily would ask for many times the replicas it has. A rate
+    served with room is a lower bound of the capacity that needs no
     busy fleet; but one window is thin evidence too (a window with few long prompts), and on
     bursty traffic the rate at which bursts stay within the target is below the mean rate of a
     quiet window. So it counts only as far as the estimator trusts a bracket (``_BRACKET``, a
     half): the signal asks for at most ``1 / (0.5 x target_utilization)`` times the replicas
     that serve the forecast at that rate. No age limit is needed: a breach that would lower
-    the estimate below that half is at or below the rate served, and drops it. (Held only
-    while the estimate rests on fewer than :data:`SEED_WEIGHT` samples, the same replay still
-    asked for 21 at the eighth sample, the estimate then at 1k.)
+    the estimate below that half is at or below the rate served, and drops it; and none is
+    wanted, since an estimate can still be far below the capacity after many samples (it
+    rises one bounded step per window).
     """
     estimate = memory.estimate
     if estimate is None:
