@@ -107,7 +107,8 @@ def register_url_credentials(url: str) -> None:
     the values of credential-looking query parameters (``access_token``, ``api_key``...).
     A user name without a password is masked as the password would be.
 
-    A URL without a host part (no scheme: ``user:pw@host``) registers the user-info of
+    A URL without a host part (no scheme: ``user:pw@host``), or whose ``@`` comes after the
+    host part (a password holding ``/``, ``?`` or ``#``), registers the user-info of
     :func:`hostless_userinfo`. Never raises: an unparsable URL registers what can be found.
     """
     try:
@@ -115,7 +116,7 @@ def register_url_credentials(url: str) -> None:
     except ValueError:
         return
     userinfo, at, _ = parts.netloc.rpartition("@")
-    span = hostless_userinfo(url.strip()) if not parts.netloc else None
+    span = hostless_userinfo(url.strip()) if not at else None
     if span is not None:
         userinfo, at = url.strip()[span[0] : span[1]], "@"
         register_secret(userinfo.rpartition(":")[2])  # where a scheme may end is unknown

@@ -422,14 +422,16 @@ def redact_url(url: str) -> str:
     for a password, ``***@host`` for a user name alone (sent as Basic with an empty
     password, it is how some proxies carry a token). The host and port stay as written (an
     IPv6 address in its brackets). A value without a host part that holds an ``@`` (no
-    scheme: ``user:pw@host``) may still hold user-info: everything between the first ``//``
-    (or the start) and the last ``@`` is masked (``***@host``).
+    scheme: ``user:pw@host``), or whose ``@`` comes after the host part (a password holding
+    ``/``, ``?`` or ``#`` ends the host part early), may still hold user-info: everything
+    between the first ``//`` (or the start) and the last ``@`` is masked (``***@host``; an
+    ``@`` in a path or query is masked the same way, on the safe side).
 
     Raises:
         ValueError: ``url`` cannot be split (unbalanced IPv6 brackets).
     """
     parts = urlsplit(url)
-    span = hostless_userinfo(url) if not parts.netloc else None
+    span = hostless_userinfo(url) if "@" not in parts.netloc else None
     if span is not None:
         return f"{url[: span[0]]}***{url[span[1] :]}"
     userinfo, _, host = parts.netloc.rpartition("@")  # the host holds no "@"; a password may

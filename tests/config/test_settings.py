@@ -156,6 +156,11 @@ def test_an_empty_header_value_and_inner_spaces_are_accepted(
         pytest.param("http://:pw-only@host/", "http://:***@host/", id="password alone"),
         pytest.param("http://u:p@ss@host:1/", "http://u:***@host:1/", id="raw @ in password"),
         pytest.param("http://u:pw@[::1]:9090/", "http://u:***@[::1]:9090/", id="IPv6"),
+        # "/", "?" or "#" in a password end the host part before its "@"
+        pytest.param("http://alice:pa/ss@host:1/", "http://***@host:1/", id="slash in password"),
+        pytest.param("http://alice:pa?ss@host:1/", "http://***@host:1/", id="? in password"),
+        pytest.param("http://alice:pa#ss@host:1/", "http://***@host:1/", id="# in password"),
+        pytest.param("http://tok/en+x=@host/", "http://***@host/", id="slash in a token"),
         pytest.param(
             "http://tok3nSECRET@[fe80::1%25eth0]/", "http://***@[fe80::1%25eth0]/", id="IPv6 zone"
         ),

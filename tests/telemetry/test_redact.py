@@ -63,8 +63,18 @@ def test_a_user_name_without_a_password_is_masked_as_the_credential(userinfo: st
         ("carol:bare-pass-81@prom:9090", "bare-pass-81"),
         ("ftp:carol:bare-pass-82@prom", "bare-pass-82"),
         ("prom//carol:bare-pass-83@x", "bare-pass-83"),
+        ("http://carol:bare/pass-84@prom:9090/", "bare/pass-84"),
+        ("http://carol:bare?pass-85@prom:9090/", "bare?pass-85"),
+        ("http://carol:bare#pass-86@prom:9090/", "bare#pass-86"),
     ],
-    ids=["no scheme", "no slashes", "slashes before the user-info"],
+    ids=[
+        "no scheme",
+        "no slashes",
+        "slashes before the user-info",
+        "slash in the password",
+        "? in the password",
+        "# in the password",
+    ],
 )
 def test_the_user_info_of_a_url_without_a_host_part_is_masked(url: str, password: str) -> None:
     """No host part (``user:password@host``): still the credential of whoever wrote it."""
