@@ -79,7 +79,15 @@ def parse_headers(value: object) -> dict[str, str]:
         raise ValueError("expected a JSON object or name=value,name=value")
     for name, val in pairs.items():
         if not _HEADER_NAME.match(name):
-            raise ValueError(f"invalid header name {name!r}")
+            # quoted only up to its first bad character: a curl-style "Authorization: Bearer
+            # <token>=" puts the token in the name
+            valid = re.match(r"[!#$%&'*+.^_`|~0-9A-Za-z-]*", name)
+            shown = valid.group() if valid else ""
+            raise ValueError(
+                f"invalid header name starting {shown!r}: character {len(shown) + 1} is not "
+                "allowed in a name (the rest is not shown); expected name=value with a name of "
+                "letters, digits and !#$%&'*+.^_`|~-"
+            )
         if "\r" in val or "\n" in val:
             raise ValueError(f"the value of header {name!r} contains a line break")
         if not _HEADER_VALUE.match(val):

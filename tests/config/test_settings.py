@@ -114,6 +114,21 @@ def test_invalid_headers_never_echo_the_value(monkeypatch: pytest.MonkeyPatch, r
     assert "secret-value" not in str(err.value) and "<redacted>" in str(err.value)
 
 
+def test_a_header_name_holding_a_credential_is_shown_only_up_to_its_first_bad_character(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A curl-style ``Authorization: Bearer <token>`` whose base64 ends in ``=``: everything
+    before that ``=`` reads as the header's name."""
+    monkeypatch.setenv("VLLM_SCALER_PROMETHEUS_HEADERS", "Authorization: Bearer dG9rZW5zZWNyZXQ=")
+    with pytest.raises(SettingsError) as err:
+        load_settings()
+    assert str(err.value) == (
+        "VLLM_SCALER_PROMETHEUS_HEADERS: value <redacted>: invalid header name starting "
+        "'Authorization': character 14 is not allowed in a name (the rest is not shown); "
+        "expected name=value with a name of letters, digits and !#$%&'*+.^_`|~-"
+    )
+
+
 @pytest.mark.parametrize(
     ("raw", "why"),
     [
