@@ -284,7 +284,7 @@ class _TargetReader:
         if snap is None:
             return out
         pods = {p.name: p for p in snap.pods}
-        ready = snap.ready_pod_names
+        ready = self.ready
         for _ in range(grp.no_pod_label):
             self.dropped.append(DroppedSeries(kind, snap.namespace, "", DropReason.NO_POD_LABEL))
         for (ns, pod), metrics in sorted(grp.by_pod.items()):
