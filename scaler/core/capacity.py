@@ -323,7 +323,16 @@ def capacity_sample(
         observation: this cycle's observation (throughput, TTFT reading, pods, counts).
         window_seconds: the ``rate()`` window of the throughput and TTFT queries, seconds.
     """
-    trusted = _trusted(observation, window_seconds)
+    return _sample(policy, _trusted(observation, window_seconds), window_seconds, overloaded_before)
+
+
+def _sample(
+    policy: TargetPolicy,
+    trusted: tuple[ThroughputReading, float] | None,
+    window_seconds: float,
+    overloaded_before: bool,
+) -> CapacitySample | None:
+    """:func:`capacity_sample` of a window :func:`_trusted` has already judged."""
     if trusted is None:
         return None
     reading, ttft_value = trusted
@@ -389,7 +398,11 @@ def served_with_room(
 ) -> float | None:
     """The weighted tokens/s per ready replica of a trusted window whose TTFT p95 was under
     half its target (no queueing: the fleet served it with room, busy or not), else None."""
-    trusted = _trusted(observation, window_seconds)
+    return _room(policy, _trusted(observation, window_seconds))
+
+
+def _room(policy: TargetPolicy, trusted: tuple[ThroughputReading, float] | None) -> float | None:
+    """:func:`served_with_room` of a window :func:`_trusted` has already judged."""
     if trusted is None:
         return None
     reading, ttft_value = trusted
@@ -548,13 +561,9 @@ def evaluate_capacity(
     """
     counts = observation.replicas
     reading = observation.throughput
-    sample = capacity_sample(
-        policy,
-        observation,
-        window_seconds=window_seconds,
-        overloaded_before=memory.overloaded,
-    )
-    memory = replace(memory, served=_served(policy, memory, observation, sample, window_seconds))
+    trusted = _trusted(observation, window_seconds)  # judged once for both uses
+    sample = _sample(policy, trusted, window_seconds, memory.overloaded)
+    memory = replace(memory, served=_served(memory, _room(policy, trusted), sample))
     last = memory.estimate.learned_at if memory.estimate is not None else None
     if sample is not None and last is not None and 0 <= now - last < window_seconds:
         sample = None  # consecutive cycles share most of a window: one sample per window
@@ -644,20 +653,16 @@ def evaluate_capacity(
 
 
 def _served(
-    policy: TargetPolicy,
-    memory: CapacityMemory,
-    observation: Observation,
-    sample: CapacitySample | None,
-    window_seconds: float,
+    memory: CapacityMemory, room: float | None, sample: CapacitySample | None
 ) -> float | None:
-    """``memory.served`` after this cycle: raised by a window served with room, dropped by a
-    breach at or below it (the mix changed: what was served then proves nothing now)."""
+    """``memory.served`` after this cycle: raised by a window served with room (``room``,
+    :func:`served_with_room`), dropped by a breach at or below it (the mix changed: what was
+    served then proves nothing now)."""
     served = memory.served
     if sample is not None and not sample.within_slo:
         if served is not None and sample.tokens_per_second <= served:
             served = None
         return served
-    room = served_with_room(policy, observation, window_seconds=window_seconds)
     if room is None:
         return served
     return room if served is None else max(served, room)
