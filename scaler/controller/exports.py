@@ -265,7 +265,7 @@ class DecisionExports:
         targets = {
             str(e.name): round(e.target, 4)
             for e in d.signals
-            if not isinstance(shown_value(e), str)
+            if not isinstance(shown[str(e.name)], str)
         }
         if d.outside_write:
             self.log.warning(
