@@ -190,6 +190,8 @@ def _decode_demand(data: object, falling: object) -> DemandForecast | None:
         if not isinstance(falling, list) or len(falling) != 2:
             raise ValueError(f"demand fall {falling!r} is not [since, trough]")
         since, trough = float(falling[0]), _finite(falling[1], "demand trough")
+        if not math.isfinite(since):  # a NaN start would read as a fall of any length
+            raise ValueError(f"demand fall start {falling[0]!r} is not finite")
     return DemandForecast(
         _finite(level, "demand level"),
         trend_value,

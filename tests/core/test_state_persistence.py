@@ -104,6 +104,7 @@ def test_the_capacity_memory_round_trips_and_old_states_still_load() -> None:
         ("d", [1, 2, 3]),
         ("l", [1e400]),
         ("cs", 0),
+        ("df", [float("nan"), 70_000.0]),  # a NaN fall start would shorten the window at once
     ):
         with pytest.raises(ValueError):
             decode_state({**encoded, key: value})
