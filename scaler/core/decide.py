@@ -396,15 +396,7 @@ def _begin(state: TargetState | None, counts: ReplicaCounts, now: float) -> Targ
     """The state this cycle starts from: seeded with the current replicas when it has no
     history, and noting that replicas are starting now."""
     if state is None or not state.recommendations:
-        state = (
-            TargetState.seeded(counts.current, now)
-            if state is None
-            else replace(
-                state,
-                recommendations=(Recommendation(now, counts.current),),
-                last_blocked_at=now,
-            )
-        )
+        state = (state or TargetState()).reseeded(counts.current, now)
     if counts.starting > 0:
         state = replace(state, last_starting_at=now)
     return state

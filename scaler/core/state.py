@@ -70,7 +70,20 @@ class TargetState:
     def seeded(cls, current_replicas: int, now: float) -> TargetState:
         """A fresh state whose history holds the current replicas at ``now`` (a seeded cycle,
         ``last_blocked_at``)."""
-        return cls(recommendations=(Recommendation(now, current_replicas),), last_blocked_at=now)
+        return cls().reseeded(current_replicas, now)
+
+    def reseeded(
+        self, current_replicas: int, now: float, *, keep_history: bool = False
+    ) -> TargetState:
+        """This state with the current replicas recorded at ``now`` (seconds) as a seeded
+        cycle, which also marks ``last_blocked_at`` (a window shortened by a steady fall never
+        reaches back past it); the earlier history is dropped unless ``keep_history``."""
+        kept = self.recommendations if keep_history else ()
+        return replace(
+            self,
+            recommendations=(*kept, Recommendation(now, current_replicas)),
+            last_blocked_at=now,
+        )
 
 
 def record_write(
@@ -277,8 +290,4 @@ def resume(
     """
     if now - saved_at <= max_gap and state.recommendations:
         return state
-    return replace(
-        state,
-        recommendations=(*state.recommendations, Recommendation(now, current_replicas)),
-        last_blocked_at=now,
-    )
+    return state.reseeded(current_replicas, now, keep_history=True)
