@@ -7,7 +7,6 @@ import math
 import re
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -46,10 +45,6 @@ def _time_option(option: str, text: str, now: float) -> float:
         return parse_time(text, now=now)
     except TimeParseError as err:
         raise fail(f"{option}: {err}") from None
-
-
-def _utc(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def register(app: typer.Typer) -> None:
@@ -124,7 +119,7 @@ def register(app: typer.Typer) -> None:
         from scaler.backtest.history import HistoryError, PrometheusRangeClient, make_grid
         from scaler.backtest.pipeline import NoReplicaHistoryError, run_backtest
         from scaler.backtest.report import format_text, plot_backtest, to_json
-        from scaler.backtest.timeparse import parse_duration
+        from scaler.backtest.timeparse import parse_duration, rfc3339
         from scaler.config.policy import PolicyError, load_policy
         from scaler.telemetry.logging import configure_logging
 
@@ -141,8 +136,8 @@ def register(app: typer.Typer) -> None:
         )
         if t_end < t_start:
             raise fail(
-                f"--end: value {end!r} ({_utc(t_end)}) is before --start {start!r} "
-                f"({_utc(t_start)}): expected a time after --start"
+                f"--end: value {end!r} ({rfc3339(t_end)}) is before --start {start!r} "
+                f"({rfc3339(t_start)}): expected a time after --start"
             )
         try:
             # a bare number is seconds, as Prometheus' own step parameter reads it
@@ -186,8 +181,8 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"vllm-scaler: {settings.describe_prometheus()}", err=True)
         # said up front, terminal or not: a long range takes a while to read and replay
         typer.echo(
-            f"vllm-scaler: {grid.count:,} steps of {grid.step:g} s from {_utc(grid.start)} "
-            f"to {_utc(grid.end)}",
+            f"vllm-scaler: {grid.count:,} steps of {grid.step:g} s from {rfc3339(grid.start)} "
+            f"to {rfc3339(grid.end)}",
             err=True,
         )
         client = PrometheusRangeClient(settings)

@@ -141,11 +141,12 @@ def test_an_end_before_the_start_names_both_values() -> None:
         "vllm-scaler: --end: value '1746097200' (2025-05-01T11:00:00Z) is before --start "
         "'1746100800' (2025-05-01T12:00:00Z): expected a time after --start"
     )
-    # within the same second: the grid starts on the whole second, the check on the times
+    # within the same second: the times are printed with their fractions, as the report
+    # prints them, so the two differ where the values do
     sub_second = _error(["backtest", "--start", "1746100800.7", "--end", "1746100800.2"])
     assert sub_second == (
-        "vllm-scaler: --end: value '1746100800.2' (2025-05-01T12:00:00Z) is before --start "
-        "'1746100800.7' (2025-05-01T12:00:00Z): expected a time after --start"
+        "vllm-scaler: --end: value '1746100800.2' (2025-05-01T12:00:00.200000Z) is before "
+        "--start '1746100800.7' (2025-05-01T12:00:00.700000Z): expected a time after --start"
     )
     relative = _error(["backtest", "--start", "now", "--end", "now-1h"])
     assert re.fullmatch(
