@@ -21,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from scaler.config.secrets import register_secret, register_url_credentials, token_in
-from scaler.config.settings import PrometheusSettings
+from scaler.config.settings import PrometheusSettings, redact_url
 from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus.answers import (
     Answer,
@@ -283,10 +283,14 @@ def url_hint(url: str, http_status: int | None, detail: str) -> str:
     A 404 from a URL whose path holds ``/api/v1`` (the API path is added to the base URL, so
     ``.../api/v1/api/v1/query`` was asked): give the base URL. A TLS ``wrong version number``
     from an ``https://`` URL (the server answered the handshake in plain text): the server
-    may speak plain http. ``url`` is the URL as shown (without its password,
-    :func:`~scaler.config.settings.redact_url`); it is echoed in the hint.
+    may speak plain http. ``url`` is the Prometheus URL; the hint echoes it with its
+    user-info masked (:func:`~scaler.config.settings.redact_url`, idempotent: callers may
+    pass it masked already), never a password or token.
+
+    Raises:
+        ValueError: ``url`` cannot be split (unbalanced IPv6 brackets).
     """
-    parts = urlsplit(url)
+    parts = urlsplit(redact_url(url))
     if http_status == 404 and "/api/v1" in parts.path:
         path = parts.path.split("/api/v1", 1)[0]
         base = urlunsplit(parts._replace(path=path, query="", fragment=""))
