@@ -100,6 +100,7 @@ def _previews(settings: PrometheusSettings, folder: Path, minutes: float) -> lis
     from scaler.dashboards.previews import render_previews
     from scaler.sources.prometheus import (
         AnswerError,
+        TokenFileError,
         problem_line,
         request_problem,
         sync_client_for,
@@ -128,8 +129,9 @@ def _previews(settings: PrometheusSettings, folder: Path, minutes: float) -> lis
                     client=client,
                 )
             ]
-    except (AnswerError, httpx.HTTPError) as err:
-        # said as every command says it, the URL without its password
+    except (AnswerError, httpx.HTTPError, TokenFileError) as err:
+        # said as every command says it, the URL without its password (a token file that
+        # became unreadable after the start: request not sent, naming the file, never the token)
         if isinstance(err, AnswerError):
             status, detail, code = err.status, err.detail, err.http_status
         else:
@@ -138,7 +140,7 @@ def _previews(settings: PrometheusSettings, folder: Path, minutes: float) -> lis
         url = settings.prometheus_summary()["url"]
         line = problem_line(status, detail, code, str(url), settings.prometheus_auth)
         raise fail(f"previews: {line}", 1) from None
-    except OSError as err:
+    except OSError as err:  # writing the pictures
         raise fail(f"previews: {err}", 1) from None
 
 
