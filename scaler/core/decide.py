@@ -352,7 +352,10 @@ def decide(
     if rec.held is not None and rec.held[0] in _BLOCKED:
         state = replace(state, last_blocked_at=now)
     state = _prune(state, policy, now)
-    down_window = down_window_seconds(policy, state, evaluations, now, ttft_window_seconds)
+    capacity_replicas = _capacity_replicas(evaluations)
+    down_window = down_window_seconds(
+        policy, state, now, ttft_window_seconds, capacity_replicas=capacity_replicas
+    )
     stabilized = stabilize(policy, state, current, rec.replicas, now, down_window=down_window)
     state = replace(
         state,
@@ -364,7 +367,7 @@ def decide(
         current,
         stabilized.replicas,
         now,
-        capacity_replicas=_capacity_replicas(evaluations),
+        capacity_replicas=capacity_replicas,
     )
     clamped = clamp(policy, rec.replicas, stepped.replicas)
     limits = stabilized.limits + stepped.limits + clamped.limits
@@ -518,9 +521,10 @@ def _starting_guard(
 def down_window_seconds(
     policy: TargetPolicy,
     state: TargetState,
-    evaluations: tuple[SignalEvaluation, ...],
     now: float,
     rate_window: float,
+    *,
+    capacity_replicas: int | None,
 ) -> float:
     """The scale-down stabilization window for this cycle, seconds.
 
@@ -529,7 +533,8 @@ def down_window_seconds(
     comes back within it. Once the demand forecast has fallen for a whole window without a
     rise (``DemandForecast.falling_since``: its trend negative at every update, its level never
     more than one standard deviation of the burstiness above its lowest point), nothing came
-    back, and while the capacity signal has an estimate and an ``ok`` reading the window is
+    back, and while the capacity signal has an estimate and an ``ok`` reading
+    (``capacity_replicas``, what it then asks for, is not None) the window is
     the time the trend takes to lower the demand by one standard deviation of its burstiness
     (:meth:`~scaler.core.forecast.DemandForecast.fall_seconds`), at least ``rate_window``
     (the ``rate()`` window, seconds: recommendations inside one share most of their data) and
@@ -541,10 +546,7 @@ def down_window_seconds(
     after an outage or a restart a whole window of good samples still passes first.
     """
     window = policy.scale_down.stabilization_window_seconds
-    if (
-        not policy.scale_down.shorten_window_on_steady_fall
-        or _capacity_replicas(evaluations) is None
-    ):
+    if not policy.scale_down.shorten_window_on_steady_fall or capacity_replicas is None:
         return window
     blocked = state.last_blocked_at
     if blocked is not None and now - blocked < window + _EPS:

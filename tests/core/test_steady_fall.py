@@ -14,7 +14,8 @@ import pytest
 from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
 from scaler.core.capacity import CapacityMemory
-from scaler.core.decide import Decision, down_window_seconds
+from scaler.core.decide import Decision, _capacity_replicas, down_window_seconds
+from scaler.core.evaluation import SignalEvaluation
 from scaler.core.forecast import DemandForecast
 from scaler.core.reasons import Reason
 from scaler.core.signals import SignalStatus
@@ -33,6 +34,19 @@ SEEDED = capacity_policy(
 def _without_shortening(policy: TargetPolicy) -> TargetPolicy:
     rules = policy.scale_down.model_copy(update={"shorten_window_on_steady_fall": False})
     return policy.model_copy(update={"scale_down": rules})
+
+
+def _window(
+    policy: TargetPolicy,
+    state: TargetState,
+    evaluations: tuple[SignalEvaluation, ...],
+    now: float,
+) -> float:
+    """The scale-down window of a cycle, given the capacity signal's ask as decide() takes it
+    from the cycle's evaluations."""
+    return down_window_seconds(
+        policy, state, now, RATE_WINDOW_SECONDS, capacity_replicas=_capacity_replicas(evaluations)
+    )
 
 
 def _run(
@@ -96,10 +110,7 @@ def test_a_steady_fall_is_followed_within_a_minute_not_five() -> None:
     forecast = decisions[63].state.capacity.forecast
     assert forecast is not None and forecast.falling_since == 43 * CYCLE
     # the fall began at cycle 43; a whole window later (cycle 63) the window is 75 s
-    windows = [
-        down_window_seconds(SEEDED, d.state, d.signals, i * CYCLE, RATE_WINDOW_SECONDS)
-        for i, d in enumerate(decisions)
-    ]
+    windows = [_window(SEEDED, d.state, d.signals, i * CYCLE) for i, d in enumerate(decisions)]
     assert set(windows[:63]) == {300.0}
     assert round(windows[63]) == 75 and min(windows) == RATE_WINDOW_SECONDS
     assert (short.index(7), whole.index(7)) == (64, 78)
@@ -124,10 +135,7 @@ def test_recurring_bursts_keep_the_whole_window() -> None:
         for i in range(160)
     ]
     replicas, decisions = _run(SEEDED, demands, 8)
-    windows = [
-        down_window_seconds(SEEDED, d.state, d.signals, i * CYCLE, RATE_WINDOW_SECONDS)
-        for i, d in enumerate(decisions)
-    ]
+    windows = [_window(SEEDED, d.state, d.signals, i * CYCLE) for i, d in enumerate(decisions)]
     assert set(windows) == {300.0}
     assert replicas == _run(_without_shortening(SEEDED), demands, 8)[0]
     assert replicas[40:] == [7] * 120
@@ -144,10 +152,7 @@ def test_a_burst_on_the_way_down_restores_the_whole_window() -> None:
     for i in range(80, 84):
         demands[i] += 30_000
     replicas, decisions = _run(SEEDED, demands, 8)
-    windows = [
-        down_window_seconds(SEEDED, d.state, d.signals, i * CYCLE, RATE_WINDOW_SECONDS)
-        for i, d in enumerate(decisions)
-    ]
+    windows = [_window(SEEDED, d.state, d.signals, i * CYCLE) for i, d in enumerate(decisions)]
     assert [d.state.capacity.forecast.trend < 0 for d in decisions[80:84]] == [True] * 4  # type: ignore[union-attr]
     assert decisions[83].state.capacity.forecast.falling_since == 83 * CYCLE  # type: ignore[union-attr]
     assert windows[79] == 60.0 and set(windows[80:103]) == {300.0} and windows[103] < 300.0
@@ -164,10 +169,7 @@ def test_an_outage_during_a_fall_restores_the_whole_window() -> None:
     assert decisions[outage].reason is Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL
     assert decisions[outage].state.last_blocked_at == outage * CYCLE
     held = replicas[outage]
-    windows = [
-        down_window_seconds(SEEDED, d.state, d.signals, i * CYCLE, RATE_WINDOW_SECONDS)
-        for i, d in enumerate(decisions)
-    ]
+    windows = [_window(SEEDED, d.state, d.signals, i * CYCLE) for i, d in enumerate(decisions)]
     # 300 s = 20 cycles: no replica goes while the outage's hold is in the window
     assert replicas[outage : outage + 20] == [held] * 20
     assert set(windows[outage : outage + 21]) == {300.0}
@@ -182,16 +184,16 @@ def test_without_an_ok_capacity_reading_the_window_is_whole(status: SignalStatus
     demands = _fall()
     _, decisions = _run(SEEDED, demands, 8)
     d, now = decisions[80], 80 * CYCLE
-    assert down_window_seconds(SEEDED, d.state, d.signals, now, RATE_WINDOW_SECONDS) == 60.0
+    assert _window(SEEDED, d.state, d.signals, now) == 60.0
     other = tuple(
         dataclasses.replace(e, status=status, valid=status is SignalStatus.PARTIAL)
         if e.name is SignalName.CAPACITY
         else e
         for e in d.signals
     )
-    assert down_window_seconds(SEEDED, d.state, other, now, RATE_WINDOW_SECONDS) == 300.0
+    assert _window(SEEDED, d.state, other, now) == 300.0
     off = _without_shortening(SEEDED)
-    assert down_window_seconds(off, d.state, d.signals, now, RATE_WINDOW_SECONDS) == 300.0
+    assert _window(off, d.state, d.signals, now) == 300.0
     _, decisions = _run(off, demands, 8)
     assert all("scale-down window" not in d.message for d in decisions)
 
@@ -232,6 +234,5 @@ def test_never_longer_than_the_configured_window(window: float) -> None:
     policy = SEEDED.model_copy(update={"scale_down": rules})
     _, decisions = _run(policy, _fall(), 8)
     assert all(
-        down_window_seconds(policy, d.state, d.signals, i * CYCLE, RATE_WINDOW_SECONDS) == window
-        for i, d in enumerate(decisions)
+        _window(policy, d.state, d.signals, i * CYCLE) == window for i, d in enumerate(decisions)
     )
