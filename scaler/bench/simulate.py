@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from scaler.bench.tsdb import Tsdb
 from scaler.sim.engine import ReplicaModel, SimRequest
-from scaler.sim.fleet import Fleet, FleetConfig, SimPod
+from scaler.sim.fleet import Fleet, FleetConfig, FleetSample, SimPod
 from scaler.sim.kubeapi import ScaleChange
 from scaler.sim.routing import Routing
 from scaler.sim.trace import Trace
@@ -134,34 +134,6 @@ class BenchStore:
 
 
 @dataclass(frozen=True, slots=True)
-class FleetSample:
-    """The fleet at one virtual second.
-
-    Attributes:
-        t: seconds since the trace start.
-        arrivals: requests that arrived during the second before ``t``.
-        spec_replicas: ``spec.replicas``.
-        ready, starting, terminating: pods by state (all of them cost GPU time).
-        waiting: requests queued in replicas plus those held while no replica was ready.
-        running: requests in the replicas' running batches.
-    """
-
-    t: float
-    arrivals: int
-    spec_replicas: int
-    ready: int
-    starting: int
-    terminating: int
-    waiting: int
-    running: int
-
-    @property
-    def pods(self) -> int:
-        """Pods that exist (cost GPU time)."""
-        return self.ready + self.starting + self.terminating
-
-
-@dataclass(frozen=True, slots=True)
 class PodRecord:
     """One pod's life, seconds since the trace start (None: not yet, or never)."""
 
@@ -191,21 +163,6 @@ class RunRecord:
     samples: list[FleetSample]
     scale_events: list[tuple[float, int, int]] = field(default_factory=list)
     routing: str = Routing.RANDOM.value
-
-
-def _sample(fleet: Fleet, t: float, arrivals: int) -> FleetSample:
-    ready, starting, terminating = fleet.count()
-    pods = fleet.pods.values()
-    return FleetSample(
-        t=t,
-        arrivals=arrivals,
-        spec_replicas=fleet.spec_replicas,
-        ready=ready,
-        starting=starting,
-        terminating=terminating,
-        waiting=sum(p.engine.num_waiting for p in pods) + len(fleet.backlog),
-        running=sum(p.engine.num_running for p in pods),
-    )
 
 
 def _idle(fleet: Fleet) -> bool:
@@ -310,7 +267,7 @@ class Simulation:
                     self.events.append((now, current, desired))
                     fleet.step(now)
             if self.record:
-                self.samples.append(_sample(fleet, now, since))
+                self.samples.append(fleet.sample(now, since))
             self.tick = k + 1
 
     def finish(self) -> RunRecord:

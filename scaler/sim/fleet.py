@@ -117,6 +117,34 @@ class SimPod:
         return self.ready_at is not None and self.terminating_since is None
 
 
+@dataclass(frozen=True, slots=True)
+class FleetSample:
+    """The fleet at one instant (:meth:`Fleet.sample`).
+
+    Attributes:
+        t: seconds since the run started (the trace start, or the replay's start).
+        arrivals: requests that arrived since the previous sample (a second before ``t``).
+        spec_replicas: ``spec.replicas``.
+        ready, starting, terminating: pods by state (all of them cost GPU time).
+        waiting: requests queued in replicas plus those held while no replica was ready.
+        running: requests in the replicas' running batches.
+    """
+
+    t: float
+    arrivals: int
+    spec_replicas: int
+    ready: int
+    starting: int
+    terminating: int
+    waiting: int
+    running: int
+
+    @property
+    def pods(self) -> int:
+        """Pods that exist (cost GPU time)."""
+        return self.ready + self.starting + self.terminating
+
+
 @dataclass(slots=True)
 class StepChanges:
     """Pods whose endpoint appeared or went away during one :meth:`Fleet.step`."""
@@ -175,6 +203,22 @@ class Fleet:
     def spec_replicas(self) -> int:
         """``spec.replicas`` of the Deployment in the store."""
         return self.store.get_spec_replicas(self.config.namespace, self.config.name)
+
+    def sample(self, t: float, arrivals: int) -> FleetSample:
+        """The fleet now, as a :class:`FleetSample` at ``t`` with ``arrivals`` (both as the
+        caller counts them)."""
+        ready, starting, terminating = self.count()
+        pods = self.pods.values()
+        return FleetSample(
+            t=t,
+            arrivals=arrivals,
+            spec_replicas=self.spec_replicas,
+            ready=ready,
+            starting=starting,
+            terminating=terminating,
+            waiting=sum(p.engine.num_waiting for p in pods) + len(self.backlog),
+            running=sum(p.engine.num_running for p in pods),
+        )
 
     # ------------------------------------------------------------------ traffic
     def submit(self, req: SimRequest, now: float) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scaler.sim.engine import SimRequest
-from scaler.sim.serving import Sample
+from scaler.sim.fleet import FleetSample
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -82,7 +82,7 @@ class RunSummary:
 
 def summarize(
     requests: Sequence[SimRequest],
-    samples: Sequence[Sample],
+    samples: Sequence[FleetSample],
     scale_events: Sequence[tuple[float, int, int]],
     *,
     start: float,
@@ -203,7 +203,7 @@ def ttft_line(summary: RunSummary) -> tuple[list[float], list[float]]:
 
 
 def plot_figure(
-    samples: Sequence[Sample],
+    samples: Sequence[FleetSample],
     summary: RunSummary,
     *,
     title: str,
@@ -281,7 +281,7 @@ def plot_figure(
 
 
 def plot_run(
-    samples: Sequence[Sample],
+    samples: Sequence[FleetSample],
     summary: RunSummary,
     path: Path,
     *,

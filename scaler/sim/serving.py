@@ -11,30 +11,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from aiohttp import web
 
 from scaler.sim.engine import SimRequest
 from scaler.sim.exposition import CONTENT_TYPE
-from scaler.sim.fleet import Fleet, SimPod
+from scaler.sim.fleet import Fleet, FleetSample, SimPod
 from scaler.sim.prometheus_server import write_file_sd
 from scaler.sim.trace import Trace
-
-
-@dataclass(frozen=True, slots=True)
-class Sample:
-    """The fleet at one instant (``t``: seconds since the replay started)."""
-
-    t: float
-    arrivals: int  # requests that arrived since the previous sample
-    spec_replicas: int
-    ready: int
-    starting: int
-    terminating: int
-    waiting: int
-    running: int
 
 
 class FleetRuntime:
@@ -59,7 +44,7 @@ class FleetRuntime:
         self.sd_file = sd_file
         self.clock = clock
         self.tick_seconds = tick_seconds
-        self.samples: list[Sample] = []
+        self.samples: list[FleetSample] = []
         self._sites: dict[str, tuple[web.AppRunner, int]] = {}
         self._next_id = 0
 
@@ -133,27 +118,11 @@ class FleetRuntime:
             changes = self.fleet.step(now)
             await self._apply(changes.ready, changes.gone)
             if now >= next_sample:
-                self._sample(now - start, since_sample)
+                self.samples.append(self.fleet.sample(now - start, since_sample))
                 since_sample = 0
                 next_sample += 1.0
             await asyncio.sleep(self.tick_seconds)
         self.started_at = start
-
-    def _sample(self, t: float, arrivals: int) -> None:
-        ready, starting, terminating = self.fleet.count()
-        pods = self.fleet.pods.values()
-        self.samples.append(
-            Sample(
-                t=t,
-                arrivals=arrivals,
-                spec_replicas=self.fleet.spec_replicas,
-                ready=ready,
-                starting=starting,
-                terminating=terminating,
-                waiting=sum(p.engine.num_waiting for p in pods) + len(self.fleet.backlog),
-                running=sum(p.engine.num_running for p in pods),
-            )
-        )
 
     async def stop(self) -> None:
         """Stop every pod's metrics server."""

@@ -28,9 +28,9 @@ from scaler.sim.demo import (
     write_env_file,
 )
 from scaler.sim.engine import ReplicaEngine, ReplicaModel, SimRequest
+from scaler.sim.fleet import FleetSample
 from scaler.sim.prometheus_server import die_with_parent
 from scaler.sim.report import format_summary, plot_figure, summarize, ttft_line
-from scaler.sim.serving import Sample
 
 # ------------------------------------------------------------- options, before anything
 
@@ -370,7 +370,7 @@ def test_legends_do_not_cover_plotted_data() -> None:
     import matplotlib.pyplot as plt
 
     samples = [
-        Sample(t=float(t), arrivals=5, spec_replicas=1 + t // 20, ready=1, starting=0,
+        FleetSample(t=float(t), arrivals=5, spec_replicas=1 + t // 20, ready=1, starting=0,
                terminating=0, waiting=50 - t, running=3)
         for t in range(60)
     ]  # fmt: skip
@@ -426,7 +426,7 @@ def test_the_shadow_policy_gets_its_own_line_and_words() -> None:
     assert shadow_point({k: v for k, v in event.items() if k != "shadow_desired"}, start) is None
 
     samples = [
-        Sample(t=float(t), arrivals=5, spec_replicas=2, ready=2, starting=0, terminating=0,
+        FleetSample(t=float(t), arrivals=5, spec_replicas=2, ready=2, starting=0, terminating=0,
                waiting=0, running=3)
         for t in range(60)
     ]  # fmt: skip
