@@ -490,8 +490,9 @@ class ScaleDownRules(ScalingRules):
 
     ``shorten_window_on_steady_fall`` lets the stabilization window follow a demand that
     falls by more than its own noise (see :func:`scaler.core.decide.down_window_seconds`):
-    once the demand has fallen for a whole window without a rise, and while the capacity
-    signal has an estimate and an ``ok`` reading, the window is the time the demand
+    once the demand has fallen for a whole window without a rise (dated from the level's last
+    high once it lies more than one standard deviation of the burstiness below it), and while
+    the capacity signal has an estimate and an ``ok`` reading, the window is the time the demand
     forecast's trend takes to lower the demand by one standard deviation of its burstiness,
     at least one rate window and at most ``stabilization_window_seconds``. Recurring bursts
     keep the whole window (each turns the trend up or lifts the level).

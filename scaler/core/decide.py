@@ -50,11 +50,13 @@ limits) with changes for LLM serving:
    window past it: after a surge, TTFT's holds while its window still shows the drained queue
    would push the window out beyond the queue's last ask, and with a larger scale-down step one
    pod still draining after a removal would freeze the next for a whole window.
-   Once the demand has fallen for a whole window without a rise, the scale-down window
-   shortens (``scale_down.shorten_window_on_steady_fall``, :func:`down_window_seconds`): to
-   the time the demand forecast's trend takes to lower the demand by one standard deviation
-   of its burstiness, at least one rate window, and never back past a hold for missing or
-   invalid signals or a seeded history (``TargetState.last_blocked_at``).
+   Once the demand has fallen for a whole window without a rise (dated from the level's
+   last high once it lies more than one standard deviation of the burstiness below it), the
+   scale-down window shortens (``scale_down.shorten_window_on_steady_fall``,
+   :func:`down_window_seconds`): to the time the demand forecast's trend takes to lower the
+   demand by one standard deviation of its burstiness, at least one rate window, and never
+   back past a hold for missing or invalid signals or a seeded history
+   (``TargetState.last_blocked_at``).
 5. Per-period step limits (HPA ``behavior.policies`` with ``selectPolicy: Max``), then the
    min/max clamp. A scale-down may also remove ``max_surplus_percent_per_period`` of the
    replicas above what the capacity signal asks for, when it has an estimate and an ``ok``
@@ -533,8 +535,14 @@ def down_window_seconds(
     comes back within it. Once the demand forecast has fallen for a whole window without a
     rise (``DemandForecast.falling_since``: its trend negative at every update, its level never
     more than one standard deviation of the burstiness above its lowest point), nothing came
-    back, and while the capacity signal has an estimate and an ``ok`` reading
-    (``capacity_replicas``, what it then asks for, is not None) the window is
+    back. The fall is dated from the level's last high (``DemandForecast.high_at``: no update
+    since reached it or rose more than one standard deviation above the lowest level since)
+    when the level lies more than one standard deviation below that high
+    (:meth:`~scaler.core.forecast.DemandForecast.fallen`), else from the trend's turn: the
+    trend, smoothed over five rate windows, turns negative minutes after the level did at
+    the top of a rise, and a drop larger than the noise since the high is the evidence that
+    the demand did not come back. Then, while the capacity signal has an estimate and an
+    ``ok`` reading (``capacity_replicas``, what it then asks for, is not None) the window is
     the time the trend takes to lower the demand by one standard deviation of its burstiness
     (:meth:`~scaler.core.forecast.DemandForecast.fall_seconds`), at least ``rate_window``
     (the ``rate()`` window, seconds: recommendations inside one share most of their data) and
@@ -555,7 +563,12 @@ def down_window_seconds(
     if forecast is None or forecast.falling_since is None:
         return window
     fall = forecast.fall_seconds()
-    if fall is None or now - forecast.falling_since < window - _EPS:
+    start = forecast.falling_since
+    if forecast.high_at is not None and forecast.fallen():
+        # fallen by more than the noise since the last high: the fall began there, before
+        # the trend (lagging by its time constant) turned
+        start = min(start, forecast.high_at)
+    if fall is None or now - start < window - _EPS:
         return window  # a rise inside the window: recurring bursts keep it whole
     return min(window, max(rate_window, fall))
 

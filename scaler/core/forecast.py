@@ -11,9 +11,14 @@ the highest demand expected until then, with headroom for the bursts seen recent
 A falling trend is never extrapolated: capacity is removed for a drop that has been observed,
 not for one that is predicted. The forecast also notes since when the demand has fallen
 without a rise (``falling_since``: the trend negative at every update, the level never more
-than one standard deviation of the burstiness above its lowest point since, ``trough``), and
-:meth:`DemandForecast.fall_seconds` how fast against its noise: together they let the
-scale-down window follow a steady fall (:func:`scaler.core.decide.down_window_seconds`).
+than one standard deviation of the burstiness above its lowest point since, ``trough``), the
+level's last high (``high_at``, ``high``: the last update whose level was at or above the
+high before it, or rose more than one standard deviation above its lowest point since,
+``low``), and :meth:`DemandForecast.fall_seconds` how fast the demand falls against its noise:
+together they let the scale-down window follow a steady fall
+(:func:`scaler.core.decide.down_window_seconds`). The high dates a fall from where the level
+turned: the trend follows a change of slope only over its time constant, so after a rise it
+turns negative minutes after the level did.
 
 Cycles are not evenly spaced (a skipped cycle, a Prometheus outage, a new leader), so each
 smoothing factor is derived from a time constant ``tau`` and the interval ``dt`` since the
@@ -86,6 +91,11 @@ class DemandForecast:
             rise: every update since has left the trend negative and the level at most one
             standard deviation of the burstiness above ``trough`` (None: not falling).
         trough: the lowest level since ``falling_since``, tokens/s (None: not falling).
+        high_at: controller time, seconds, of the demand's last high: the last update whose
+            level was at or above the high before it or rose more than one standard deviation
+            of the burstiness above its lowest point since (None: a state saved without it).
+        high: the level at ``high_at``, tokens/s (None with ``high_at``).
+        low: the lowest level since ``high_at``, tokens/s (None with ``high_at``).
     """
 
     level: float
@@ -95,6 +105,9 @@ class DemandForecast:
     samples: int = 1
     falling_since: float | None = None
     trough: float | None = None
+    high_at: float | None = None
+    high: float | None = None
+    low: float | None = None
 
     def peak(self, horizon_seconds: float, headroom: float) -> float:
         """The highest demand expected within ``horizon_seconds``, plus ``headroom`` standard
@@ -117,6 +130,11 @@ class DemandForecast:
         if self.samples < _WARM_SAMPLES or self.trend >= 0:
             return None
         return self.burst_std / -self.trend
+
+    def fallen(self) -> bool:
+        """The level lies more than one standard deviation of the burstiness below its last
+        high (False for a state saved without the high): a drop larger than the noise."""
+        return self.high is not None and self.high - self.level > self.burst_std
 
     @property
     def burst_std(self) -> float:
@@ -145,7 +163,9 @@ def observe_demand(
     if not math.isfinite(demand) or demand < 0:
         raise ValueError(f"demand must be a finite number >= 0, got {demand!r}")
     if forecast is None:
-        return DemandForecast(level=demand, trend=0.0, burstiness=0.0, at=now)
+        return DemandForecast(
+            level=demand, trend=0.0, burstiness=0.0, at=now, high_at=now, high=demand, low=demand
+        )
     dt = now - forecast.at
     if dt <= 0:
         return replace(forecast, at=now)
@@ -160,6 +180,17 @@ def observe_demand(
     trend = forecast.trend + b * ((level - forecast.level) / dt - forecast.trend)
     burstiness = forecast.burstiness + g * (error * error - forecast.burstiness)
     level = max(0.0, level)
+    # The last high: a new one at a level at or above it, or at a rise beyond the noise
+    # known so far above the lowest level since it (the demand coming back).
+    high_at, high, low = now, level, level
+    if (
+        forecast.high is not None
+        and forecast.high_at is not None
+        and forecast.low is not None
+        and level < forecast.high
+        and level <= forecast.low + forecast.burst_std
+    ):
+        high_at, high, low = forecast.high_at, forecast.high, min(forecast.low, level)
     falling_since, trough = None, None
     if trend < 0:
         # A fall goes on while the level stays within the noise known so far above its
@@ -180,4 +211,7 @@ def observe_demand(
         samples=forecast.samples + 1,
         falling_since=falling_since,
         trough=trough,
+        high_at=high_at,
+        high=high,
+        low=low,
     )

@@ -130,8 +130,9 @@ def encode_state(state: TargetState) -> dict[str, object]:
     Keys added after the first format (``c`` capacity estimate, ``cb`` the bounds seen before
     it, ``cs`` the highest rate per replica served with room, ``d`` demand forecast, ``l``
     model load times, ``lw`` pods whose start is watched, ``b`` the last blocked or seeded
-    cycle, ``df`` since when the demand falls and its lowest level) are left out while empty,
-    so a state without them encodes as before.
+    cycle, ``df`` since when the demand falls and its lowest level, ``dh`` the demand's last
+    high, its level and the lowest level since) are left out while empty, so a state without
+    them encodes as before.
     """
     s = compact(state)
     out: dict[str, object] = {
@@ -152,6 +153,8 @@ def encode_state(state: TargetState) -> dict[str, object]:
         out["d"] = [_sig(d.level), _sig(d.trend), _sig(d.burstiness), d.at, d.samples]
         if d.falling_since is not None and d.trough is not None:
             out["df"] = [d.falling_since, _sig(d.trough)]
+        if d.high_at is not None and d.high is not None and d.low is not None:
+            out["dh"] = [d.high_at, _sig(d.high), _sig(d.low)]
     if cap.lower is not None or cap.upper is not None:
         out["cb"] = [None if b is None else _sig(b) for b in (cap.lower, cap.upper)]
     if cap.served is not None:
@@ -189,7 +192,7 @@ def _decode_capacity(data: object) -> CapacityEstimate | None:
     )
 
 
-def _decode_demand(data: object, falling: object) -> DemandForecast | None:
+def _decode_demand(data: object, falling: object, high: object) -> DemandForecast | None:
     if data is None:
         return None
     if not isinstance(data, list) or len(data) != 5:
@@ -205,6 +208,14 @@ def _decode_demand(data: object, falling: object) -> DemandForecast | None:
         since, trough = float(falling[0]), _finite(falling[1], "demand trough")
         if not math.isfinite(since):  # a NaN start would read as a fall of any length
             raise ValueError(f"demand fall start {falling[0]!r} is not finite")
+    high_at, high_level, low = None, None, None
+    if high is not None:
+        if not isinstance(high, list) or len(high) != 3:
+            raise ValueError(f"demand high {high!r} is not [at, high, low]")
+        high_at = float(high[0])
+        if not math.isfinite(high_at):  # a NaN time would read as a high of any age
+            raise ValueError(f"demand high time {high[0]!r} is not finite")
+        high_level, low = _finite(high[1], "demand high"), _finite(high[2], "demand low")
     return DemandForecast(
         _finite(level, "demand level"),
         trend_value,
@@ -213,6 +224,9 @@ def _decode_demand(data: object, falling: object) -> DemandForecast | None:
         int(samples),
         since,
         trough,
+        high_at,
+        high_level,
+        low,
     )
 
 
@@ -224,7 +238,7 @@ def _decode_capacity_memory(data: dict[str, object]) -> CapacityMemory:
     served = data.get("cs")
     return CapacityMemory(
         _decode_capacity(data.get("c")),
-        _decode_demand(data.get("d"), data.get("df")),
+        _decode_demand(data.get("d"), data.get("df"), data.get("dh")),
         lower,
         upper,
         served=None if served is None else _finite(served, "capacity served", positive=True),

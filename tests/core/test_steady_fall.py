@@ -16,7 +16,7 @@ from scaler.config.vocabulary import SignalName
 from scaler.core.capacity import CapacityMemory
 from scaler.core.decide import Decision, _capacity_replicas, down_window_seconds
 from scaler.core.evaluation import SignalEvaluation
-from scaler.core.forecast import DemandForecast
+from scaler.core.forecast import DemandForecast, observe_demand
 from scaler.core.reasons import Reason
 from scaler.core.signals import SignalStatus
 from scaler.core.state import TargetState, decode_state, encode_state, record_write, resume
@@ -99,7 +99,11 @@ def test_a_steady_fall_is_followed_within_a_minute_not_five() -> None:
     needed it. Once the demand has fallen for a whole window (no rise inside it: no burst to
     hold for), the window shortens to the time the fall takes to exceed the demand's noise, at
     least the 60 s rate window: the fleet follows the capacity signal's ask a few cycles
-    behind, every replica still serving under its capacity, with 12% fewer replica-cycles."""
+    behind, every replica still serving under its capacity, with 12% fewer replica-cycles.
+    The fall is dated from the level's last high (cycle 29, in the steady part: the level
+    never came back to it) once the level lies more than one standard deviation below it, not
+    from the trend's turn (cycle 43): the window shortens from cycle 49, before the capacity
+    signal asks for fewer than 8."""
     demands = _fall()
     short, decisions = _run(SEEDED, demands, 8)
     whole, _ = _run(_without_shortening(SEEDED), demands, 8)
@@ -109,10 +113,13 @@ def test_a_steady_fall_is_followed_within_a_minute_not_five() -> None:
     assert all(demand / r < 10_000 for demand, r in zip(demands, short, strict=True))
     forecast = decisions[63].state.capacity.forecast
     assert forecast is not None and forecast.falling_since == 43 * CYCLE
-    # the fall began at cycle 43; a whole window later (cycle 63) the window is 75 s
+    assert forecast.high_at == 29 * CYCLE and forecast.fallen()
+    # the trend turned at cycle 43, the level's last high was at cycle 29: a whole window
+    # after it (cycle 49) the window is 160 s, and 75 s at cycle 63
     windows = [_window(SEEDED, d.state, d.signals, i * CYCLE) for i, d in enumerate(decisions)]
-    assert set(windows[:63]) == {300.0}
-    assert round(windows[63]) == 75 and min(windows) == RATE_WINDOW_SECONDS
+    assert set(windows[:49]) == {300.0}
+    assert (round(windows[49]), round(windows[63])) == (160, 75)
+    assert min(windows) == RATE_WINDOW_SECONDS
     assert (short.index(7), whole.index(7)) == (64, 78)
     assert (short.index(5), whole.index(5)) == (83, 99)
     assert (short[-1], whole[-1]) == (1, 2)
@@ -122,6 +129,32 @@ def test_a_steady_fall_is_followed_within_a_minute_not_five() -> None:
         "; scale-down window 73 s of 300 s: demand falling 1.95e+03 tok/s a minute, "
         "burstiness 2.37e+03 tok/s"
     )
+
+
+def test_a_fall_after_a_rise_is_dated_from_the_level_s_high() -> None:
+    """Ten minutes rising from 20k to 68k tokens/s, then twenty falling to 8.5k. The level
+    peaks at cycle 47, but the trend, which follows a change of slope only over its 300 s
+    time constant, turns negative only at cycle 64. The level never rises again and lies more
+    than one standard deviation below its high: the fall is dated from the high, so the
+    window may shorten from a whole window after it (cycle 67) instead of after the trend's
+    turn (cycle 84), and does as soon as the trend lowers the demand by its noise within the
+    window (cycle 70). The fleet leaves 9 at cycle 75 instead of 80 with the whole window,
+    every replica still serving under its capacity: 826 replica-cycles against 902 (a fall
+    dated from the trend's turn left 9 at cycle 80 too, and took 839)."""
+    rng = random.Random(5)
+    up = [20_000 + 48_000 * i / 40 for i in range(40)]
+    down = [68_000 - 59_500 * i / 80 for i in range(80)]
+    demands = [d * (1 + rng.uniform(-0.03, 0.03)) for d in up + down + [8_500.0] * 20]
+    replicas, decisions = _run(SEEDED, demands, 3)
+    whole, _ = _run(_without_shortening(SEEDED), demands, 3)
+    forecast = decisions[67].state.capacity.forecast
+    assert forecast is not None
+    assert (forecast.falling_since, forecast.high_at) == (64 * CYCLE, 47 * CYCLE)
+    windows = [_window(SEEDED, d.state, d.signals, i * CYCLE) for i, d in enumerate(decisions)]
+    assert set(windows[:70]) == {300.0} and round(windows[70]) == 297
+    assert max(replicas) == 9 and (replicas.index(8, 47), whole.index(8, 47)) == (75, 80)
+    assert (sum(replicas), sum(whole)) == (826, 902)
+    assert all(demand / r < 10_000 for demand, r in zip(demands, replicas, strict=True))
 
 
 def test_recurring_bursts_keep_the_whole_window() -> None:
@@ -205,7 +238,16 @@ def test_a_seeded_history_counts_as_blocked_and_is_persisted() -> None:
     them decodes with None, and a clock that went back moves it to now."""
     assert TargetState.seeded(4, 10.0).last_blocked_at == 10.0
     falling = DemandForecast(
-        30_000, -50.0, 4_000.0**2, 50.0, 12, falling_since=-300.0, trough=29_000
+        30_000,
+        -50.0,
+        4_000.0**2,
+        50.0,
+        12,
+        falling_since=-300.0,
+        trough=29_000,
+        high_at=-420.0,
+        high=36_000,
+        low=29_000,
     )
     s = dataclasses.replace(
         TargetState.seeded(4, 10.0),
@@ -213,11 +255,18 @@ def test_a_seeded_history_counts_as_blocked_and_is_persisted() -> None:
         capacity=CapacityMemory(None, falling, lower=2_500.0, upper=6_000.0),
     )
     encoded = encode_state(s)
-    assert (encoded["b"], encoded["df"], encoded["cb"]) == (55.0, [-300.0, 29_000], [2_500, 6_000])
+    assert (encoded["b"], encoded["df"], encoded["dh"], encoded["cb"]) == (
+        55.0,
+        [-300.0, 29_000],
+        [-420.0, 36_000, 29_000],
+        [2_500, 6_000],
+    )
     assert decode_state(json.loads(json.dumps(encoded))) == s
-    older = decode_state({k: v for k, v in encoded.items() if k not in ("b", "df")})
+    older = decode_state({k: v for k, v in encoded.items() if k not in ("b", "df", "dh")})
     assert older.last_blocked_at is None
-    assert older.capacity.forecast == dataclasses.replace(falling, falling_since=None, trough=None)
+    assert older.capacity.forecast == dataclasses.replace(
+        falling, falling_since=None, trough=None, high_at=None, high=None, low=None
+    )
     assert resume(s, saved_at=60.0, current_replicas=4, now=70.0, max_gap=60.0) == s
     assert (
         resume(s, saved_at=60.0, current_replicas=4, now=900.0, max_gap=60.0).last_blocked_at
@@ -236,3 +285,21 @@ def test_never_longer_than_the_configured_window(window: float) -> None:
     assert all(
         _window(policy, d.state, d.signals, i * CYCLE) == window for i, d in enumerate(decisions)
     )
+
+
+def test_the_high_moves_with_a_new_high_or_a_rise_beyond_the_noise() -> None:
+    """The last high stays while the level stays below it and within one standard deviation
+    of the burstiness above its lowest point since; a level above the high, or a rise of more
+    than that standard deviation above the lowest point (the demand coming back, though not
+    to the high), makes the update the new high."""
+    f = DemandForecast(10_000, 0.0, 1_000.0**2, 0.0, 10, high_at=-600.0, high=20_000, low=9_000)
+    quiet = observe_demand(f, 9_500, 15.0)
+    assert (quiet.high_at, quiet.high, quiet.low) == (-600.0, 20_000, 9_000)
+    assert quiet.fallen()
+    back = observe_demand(quiet, 20_000, 30.0)  # level about 11.2k: above 9k + 1k
+    assert back.high_at == 30.0 and back.high == back.level == back.low
+    assert 11_000 < back.level < 11_500 and not back.fallen()
+    above = observe_demand(dataclasses.replace(f, high=10_100), 11_000, 15.0)
+    assert above.high_at == 15.0
+    old = dataclasses.replace(f, high_at=None, high=None, low=None)
+    assert not old.fallen() and observe_demand(old, 9_500, 15.0).high_at == 15.0
