@@ -1,8 +1,10 @@
 """The PromQL vllm-scaler sends: a fixed set of instant queries covering every target at once.
 
 One control cycle sends at most six instant queries (:class:`QueryKind`), whatever the number
-of targets, in two rounds: the per-pod queries first, then one TTFT query built from their
-answers. Each query is the ``or`` of sub-expressions tagged with :func:`label_replace` so the
+of targets: the per-pod queries and one TTFT query built from their answers (the source sends
+it, and the throughput query that the running answer shapes, with the others as the previous
+cycle planned them, and again when planned otherwise: :mod:`scaler.sources.prometheus.source`).
+Each query is the ``or`` of sub-expressions tagged with :func:`label_replace` so the
 answer can be split back per selector group or per target, and the ``or`` is a balanced tree
 (Prometheus' ``or`` hashes its whole left side, so a left-deep chain of n parts costs n^2).
 
@@ -21,7 +23,7 @@ answer can be split back per selector group or per target, and the ``or`` is a b
   is only a lower bound (the rank in the ``+Inf`` bucket). Where the recording rules of
   ``deploy/rules`` run, it reads their per-pod-group bucket rates instead, for the targets
   whose groups hold only their own pods (:func:`pod_group`).
-- The throughput query is sent once the ``running`` answer is in: that answer also carries,
+- The throughput query is planned from the ``running`` answer: that answer also carries,
   per namespace of the default group and per counter, the age of the recording rules'
   per-pod throughput rates (``scaler_recorded``), read from the rules' own record of it
   (:func:`recorded_freshness_metric`: 150 series for 50 namespaces, rather than the 24,000

@@ -41,6 +41,9 @@ async def test_query_count_is_constant_and_per_target_is_six_per_target() -> Non
     assert ours.queries_per_cycle == 6 and ours.failed_queries == 0
     assert keda.queries_per_cycle == 6 * 20 and keda.failed_queries == 0
     assert rules.queries_per_cycle == 6 and rules.failed_queries == 0
+    # a cycle planned otherwise than the one before sends its dependent queries again
+    for approach in (ours, rules):
+        assert approach.queries_max_per_cycle <= 6 + min(2, approach.resending_cycles * 2)
     # grouped queries read what per-target ones read, and the recording rule what raw ones do
     assert r.disagreeing_signals == 0, r.disagreements
     assert r.rules_disagreeing_signals == 0, r.rules_disagreements

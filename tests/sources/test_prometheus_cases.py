@@ -488,15 +488,16 @@ async def test_disabled_signals_are_neither_read_nor_queried(
 async def test_query_count_is_constant_in_the_number_of_targets(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
-    source = make_source()
     many = [target(f"m{i}") for i in range(20)]
     snaps = {t.key: snapshot([f"{t.workload.name}-5d8f-p{j}" for j in range(3)]) for t in many}
     scraped = [p.name for s in snaps.values() for p in s.pods]
     fake_prom.set(running=per_pod(dict.fromkeys(scraped, "1")), **ttft_answers("1.0", "60"))
-    await source.read(many[:1], {many[0].key: snaps[many[0].key]})
+    await make_source().read(many[:1], {many[0].key: snaps[many[0].key]})
     sent_for_one = len(fake_prom.requests)
     fake_prom.requests.clear()
-    result = await source.read(many, snaps)
+    # a fresh source: a source that read one target before sends that read's TTFT query
+    # early, then again for all twenty (tests/sources/test_early_queries.py)
+    result = await make_source().read(many, snaps)
     # five per-pod queries, then one TTFT query for every target with requests
     assert len(fake_prom.requests) == sent_for_one == result.queries_sent == 6
     assert fake_prom.kinds_asked()[-1] is QueryKind.TTFT_BUCKETS

@@ -66,6 +66,9 @@ class Cycles:
         durations: wall seconds per cycle.
         controller_cpu: this process' CPU seconds per cycle (vllm-scaler's plan only).
         queries: queries sent in the last cycle.
+        queries_max: queries sent in the cycle that sent most.
+        resending: cycles that sent a dependent query again (planned otherwise than the
+            previous cycle's: :attr:`~scaler.sources.prometheus.SourceResult.unused_queries`).
         failed: failed queries over all cycles.
         recorded: per cycle, the targets that read TTFT from the recording rule.
         throughput_recorded: per cycle, the namespaces whose pods' throughput was read from
@@ -79,6 +82,8 @@ class Cycles:
     durations: list[float] = field(default_factory=list)
     controller_cpu: list[float] = field(default_factory=list)
     queries: int = 0
+    queries_max: int = 0
+    resending: int = 0
     failed: int = 0
     recorded: list[int] = field(default_factory=list)
     throughput_recorded: list[int] = field(default_factory=list)
@@ -129,6 +134,8 @@ async def run_ours(
         out.controller_cpu.append(time.process_time() - cpu)
         last.update(readings)
         out.queries = result.queries_sent
+        out.queries_max = max(out.queries_max, result.queries_sent)
+        out.resending += result.unused_queries > 0
         out.failed += sum(1 for o in result.queries.values() if not o.ok)
         out.recorded.append(sum(1 for r in result.targets.values() if r.ttft_query == "recorded"))
         out.throughput_recorded.append(result.throughput_recorded_namespaces)
@@ -213,6 +220,8 @@ def figures(
     return ScaleFigures(
         approach=name,
         queries_per_cycle=cycles.queries,
+        queries_max_per_cycle=max(cycles.queries_max, cycles.queries),
+        resending_cycles=cycles.resending,
         cycles=len(d),
         cycle_p50_seconds=round(statistics.median(d), 4),
         cycle_p95_seconds=round(percentile(d, 0.95), 4),

@@ -51,7 +51,9 @@ class QueryFigures:
 
 @dataclass(frozen=True, slots=True)
 class ScaleFigures:
-    """One approach's figures (seconds; RSS in MiB)."""
+    """One approach's figures (seconds; RSS in MiB). ``queries_per_cycle`` is the last
+    cycle's count; ``resending_cycles`` cycles sent a dependent query again, the plan
+    having changed since the cycle before (up to ``queries_max_per_cycle`` queries)."""
 
     approach: str
     queries_per_cycle: int
@@ -68,6 +70,8 @@ class ScaleFigures:
     throughput_recorded_namespaces: int = 0
     load_average: float = 0.0
     queries: tuple[QueryFigures, ...] = ()
+    queries_max_per_cycle: int = 0
+    resending_cycles: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,9 +201,16 @@ def format_result(r: ScaleResult) -> str:
     for a in r.approaches:
         if not (_ours(a) and a.queries):
             continue
+        resent = ""
+        if a.resending_cycles:
+            resent = (
+                f"; {a.resending_cycles} of {a.cycles} cycles sent a dependent query again, "
+                f"planned otherwise than the cycle before: up to {a.queries_max_per_cycle} "
+                "queries"
+            )
         lines += [
             "",
-            f"{a.approach}: per query (own CPU p95 {a.controller_cpu_p95_seconds:.3f} s)",
+            f"{a.approach}: per query (own CPU p95 {a.controller_cpu_p95_seconds:.3f} s{resent})",
             f"  {'query':13} {'series':>7} {'answer MiB':>10} {'waited p50 s':>12} "
             f"{'prom exec s':>11} {'selecting s':>11} {'samples':>8}",
         ]

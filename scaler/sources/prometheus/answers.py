@@ -120,7 +120,12 @@ class BadResponse(ValueError):
 
 @contextlib.contextmanager
 def paused_gc() -> Iterator[None]:
-    """No cyclic garbage collection inside the block (synchronous code only).
+    """No cyclic garbage collection inside the block.
+
+    Meant for synchronous code; :meth:`~scaler.sources.prometheus.PrometheusSource.read`
+    also holds it across its awaits (other tasks then run without cyclic collection for
+    that long). A nested block leaves the collector paused; when the blocks of two tasks
+    overlap, it runs again once the one that paused it ends.
 
     Decoding and splitting an answer allocate a few hundred thousand containers that all
     survive it; each 700 allocations start a collection, and the full ones walk the whole

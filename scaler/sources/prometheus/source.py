@@ -1,11 +1,14 @@
 """The Prometheus signal source: every target's readings in a constant number of queries.
 
 :class:`PrometheusSource` sends the cycle's instant queries (:mod:`scaler.sources.promql`, at
-most six whatever the number of targets) in two rounds: the per-pod queries concurrently,
-then the TTFT query that their answers shape (:mod:`.ttft`: which targets have requests, in
-which histogram representation, read raw or from the recording rules), and the throughput
-query as soon as the running answer says where the recording rules hold fresh per-pod
-rates. It splits each answer per target as it comes in, while Prometheus computes the others
+most six whatever the number of targets): the per-pod queries concurrently, and two that
+their answers shape: the TTFT query (:mod:`.ttft`: which targets have requests, in which
+histogram representation, read raw or from the recording rules) and the throughput query
+(where the recording rules hold fresh per-pod rates). Those two are sent with the first
+round as the previous read planned them, and sent again only when this read's answers plan
+them otherwise (a target that starts or stops, a recording that goes stale or comes back);
+the first read of a plan sends each as soon as the answer it depends on is in. It splits
+each answer per target as it comes in, while Prometheus computes the others
 (:mod:`.split`), attributes series to the pods each target owns (:mod:`.attribution`) and
 classifies them into readings (:mod:`.readings`). ``read`` never
 raises for Prometheus trouble: every fault is a named status.
@@ -75,6 +78,9 @@ class SourceResult:
             target (left out; see :mod:`.split`).
         throughput_recorded_namespaces: namespaces whose pods' throughput was read from the
             recording rules (fresh there) rather than from the raw counters.
+        unused_queries: queries sent early, as the previous read planned them, whose
+            answers were not read because this read's first answers planned them otherwise
+            (each then sent again as planned now, and counted in :attr:`queries`).
     """
 
     targets: dict[str, TargetReadings]
@@ -82,12 +88,15 @@ class SourceResult:
     duration_seconds: float = 0.0
     unattributed: dict[QueryKind, Unattributed] = field(default_factory=dict)
     throughput_recorded_namespaces: int = 0
+    unused_queries: int = 0
 
     @property
     def queries_sent(self) -> int:
-        """Number of HTTP queries sent (constant in the number of targets, at most 6: five
-        per-pod ones and the TTFT query, which is left out when no target needs it)."""
-        return len(self.queries)
+        """Number of HTTP queries sent (constant in the number of targets): at most 6, five
+        per-pod ones and the TTFT query (left out when no target needs it), plus one or two
+        on a read whose dependent queries were planned otherwise than the previous read's
+        (:attr:`unused_queries`)."""
+        return len(self.queries) + self.unused_queries
 
     def readings(self, key: str) -> dict[SignalName, SignalReading]:
         """The signal readings of target ``key`` (KeyError if it was not read)."""
@@ -142,6 +151,8 @@ class PrometheusSource:
         # The stall detector's memory: target -> pod -> history after the last read. Replaced
         # by each read, so targets and pods not read then start over (never judged on a gap).
         self._history: dict[str, dict[str, PodHistory]] = {}
+        # The last read's dependent queries, sent early by the next read of the same plan.
+        self._guess: _Guess | None = None
 
     async def read(
         self,
@@ -163,6 +174,19 @@ class PrometheusSource:
             Frozen and hung pods are judged on this read and the previous ones (see
             :mod:`scaler.sources.prometheus.stalls`).
         """
+        # The collector stays paused for the whole read, the awaits included: paused only
+        # while each answer was decoded and split, it walked every answer's survivors right
+        # after (a tenth of the read's CPU). The read's big containers are freed when it
+        # returns, so little is left to collect; other tasks meanwhile run without cyclic
+        # collection for at most the read's duration (bounded by the query timeout).
+        with paused_gc():
+            return await self._read(policy_targets, snapshots)
+
+    async def _read(
+        self,
+        policy_targets: Sequence[TargetPolicy],
+        snapshots: Mapping[str, WorkloadSnapshot],
+    ) -> SourceResult:
         start = time.monotonic()
         window = self.rate_window_seconds
         if self.native_histograms is None:
@@ -173,17 +197,48 @@ class PrometheusSource:
             native_histograms=self.native_histograms is not False,
         )
         former = self._memory.update(snapshots, rate_window_seconds=window)
-        # The throughput query waits for the running answer, which says where the recording
-        # rules hold fresh per-pod rates (read those instead of rate() over raw counters).
+        # The throughput query depends on the running answer, which says where the recording
+        # rules hold fresh per-pod rates (read those instead of rate() over raw counters),
+        # and the TTFT query on the request rates. Both are sent with the first round as the
+        # previous cycle planned them (same per-pod plan), and sent again only when this
+        # cycle's answers plan them otherwise.
         gid = plan.default_group if QueryKind.RUNNING in plan.queries else None
+        guess = self._guess if self._guess and self._guess.queries == plan.queries else None
         first = {
             k: asyncio.ensure_future(self._query(k, q))
             for k, q in plan.queries.items()
             if not (gid is not None and k is QueryKind.THROUGHPUT)
         }
+        early: dict[QueryKind, asyncio.Future[Answer]] = {}
+        if guess is not None and gid is not None:
+            early[QueryKind.THROUGHPUT] = asyncio.ensure_future(
+                self._query(QueryKind.THROUGHPUT, guess.throughput)
+            )
+        if guess is not None and guess.ttft.query is not None:
+            early[QueryKind.TTFT_BUCKETS] = asyncio.ensure_future(
+                self._query(QueryKind.TTFT_BUCKETS, guess.ttft.query)
+            )
         parts: dict[QueryKind, SplitAnswers] = {}
         ttft_plan = TtftPlan(None)
         recorded_throughput: list[str] = []
+        throughput_query = plan.queries.get(QueryKind.THROUGHPUT, "")
+        unused = 0  # early queries whose answers this cycle's plan does not read
+
+        def drop(kind: QueryKind) -> None:
+            nonlocal unused
+            sent = early.pop(kind, None)
+            if sent is not None:
+                sent.cancel()
+                unused += 1
+
+        async def planned(kind: QueryKind, promql: str, reuse: bool) -> Answer:
+            # The early answer when this cycle planned the same (for TTFT: when the early
+            # query covers this cycle's plan), else the query as planned now.
+            sent = early.pop(kind, None) if reuse else None
+            if sent is not None:
+                return await sent
+            drop(kind)
+            return await self._query(kind, promql)
 
         def split_now(kind: QueryKind, answer: Answer) -> None:
             with paused_gc():
@@ -201,20 +256,25 @@ class PrometheusSource:
                 ttft_plan = plan_ttft(
                     policy_targets, snapshots, former, plan, parts[QueryKind.TTFT_RATE]
                 )
-            if ttft_plan.query is not None:
-                answer = await self._query(QueryKind.TTFT_BUCKETS, ttft_plan.query)
-                with paused_gc():
-                    parts[QueryKind.TTFT_BUCKETS] = with_ttft(SplitAnswers({}), answer)
+            if ttft_plan.query is None:
+                drop(QueryKind.TTFT_BUCKETS)
+                return
+            covered = guess is not None and guess.ttft.covers(ttft_plan)
+            answer = await planned(QueryKind.TTFT_BUCKETS, ttft_plan.query, covered)
+            with paused_gc():
+                parts[QueryKind.TTFT_BUCKETS] = with_ttft(SplitAnswers({}), answer)
 
         async def throughput_round(gid: str) -> None:
-            nonlocal recorded_throughput
+            nonlocal recorded_throughput, throughput_query
             await split_when_answered(QueryKind.RUNNING)
             running = parts[QueryKind.RUNNING].pod_groups.get(QueryKind.RUNNING, {})
             recorded_throughput = recorded_throughput_namespaces(
                 running.get(gid), plan.default_namespaces, window
             )
-            promql = build_throughput_query(plan, recorded_throughput)
-            split_now(QueryKind.THROUGHPUT, await self._query(QueryKind.THROUGHPUT, promql))
+            throughput_query = build_throughput_query(plan, recorded_throughput)
+            same = guess is not None and guess.throughput == throughput_query
+            answer = await planned(QueryKind.THROUGHPUT, throughput_query, same)
+            split_now(QueryKind.THROUGHPUT, answer)
 
         own_round = {QueryKind.TTFT_RATE, *([QueryKind.RUNNING] if gid is not None else [])}
         rounds: list[asyncio.Future[Any]] = [
@@ -227,8 +287,9 @@ class PrometheusSource:
         try:
             await asyncio.gather(*rounds)
         finally:  # cancelled (a stop mid-cycle): no query outlives the cycle
-            for task in [*first.values(), *rounds]:
+            for task in [*first.values(), *early.values(), *rounds]:
                 task.cancel()
+        self._guess = _Guess(plan.queries, throughput_query, ttft_plan)
         with paused_gc():
             order = [*plan.queries, QueryKind.TTFT_BUCKETS]
             split = merge_splits([parts[k] for k in order if k in parts])
@@ -252,6 +313,7 @@ class PrometheusSource:
             duration_seconds=time.monotonic() - start,
             unattributed=dict(split.unattributed),
             throughput_recorded_namespaces=len(recorded_throughput),
+            unused_queries=unused,
         )
 
     async def probe_scrape_intervals(
@@ -343,6 +405,22 @@ class PrometheusSource:
         return await instant_query(
             self._client, self._url, kind, promql, timeout_seconds=self._timeout
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Guess:
+    """What one read asked in its dependent queries, for the next read to send early.
+
+    Attributes:
+        queries: the per-pod plan's queries it was read with (the guess holds for that
+            plan only).
+        throughput: the throughput query as the running answer planned it.
+        ttft: the TTFT plan as the request rates planned it.
+    """
+
+    queries: Mapping[QueryKind, str]
+    throughput: str
+    ttft: TtftPlan
 
 
 def sample_times(body: object) -> dict[tuple[str, str], list[float]]:

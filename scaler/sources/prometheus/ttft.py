@@ -118,10 +118,32 @@ class TtftRoute:
 
 @dataclass(frozen=True, slots=True)
 class TtftPlan:
-    """The second round: its query and each TTFT-enabled target's route."""
+    """The second round: its query and each TTFT-enabled target's route.
+
+    Attributes:
+        query: the ``ttft_buckets`` PromQL; None when no target needs it.
+        routes: target key -> how its TTFT is read.
+        parts: what the query asks per target read from the raw histogram.
+        recorded: the (namespace, pod group) pairs it reads from the recording rule.
+    """
 
     query: str | None
     routes: dict[str, TtftRoute] = field(default_factory=dict)
+    parts: frozenset[TtftPart] = frozenset()
+    recorded: frozenset[tuple[str, str]] = frozenset()
+
+    def covers(self, needed: TtftPlan) -> bool:
+        """Whether this plan's answer holds every series ``needed``'s query asks for, as
+        that query would return them: each raw part asked the same way (same target,
+        selector, quantile and representations) and each recorded group. Extra series
+        are harmless: each is tagged with its own target or group, which the readings of
+        ``needed``'s routes never look up. False when either plan has no query."""
+        return (
+            self.query is not None
+            and needed.query is not None
+            and needed.parts <= self.parts
+            and needed.recorded <= self.recorded
+        )
 
 
 def _own_entries(
@@ -295,7 +317,8 @@ def plan_ttft(
             )
         )
     query = build_ttft_query(parts, read_recorded, rate_window_seconds=window)
-    return TtftPlan(query, routes)
+    recorded_pairs = frozenset((ns, g) for ns, gs in read_recorded.items() for g in gs)
+    return TtftPlan(query, routes, frozenset(parts), recorded_pairs)
 
 
 def history_ttft_plan(targets: Sequence[TargetPolicy], *, rate_window_seconds: float) -> TtftPlan:
