@@ -82,7 +82,13 @@ def register(app: typer.Typer) -> None:
         """
         from scaler.config.policy import PolicyError, load_policy
         from scaler.sim.catalog import open_trace
-        from scaler.sim.demo import EXAMPLE_POLICY, DemoOptions, WorkdirInUseError, run_demo
+        from scaler.sim.demo import (
+            EXAMPLE_POLICY,
+            DemoOptions,
+            WorkdirInUseError,
+            fleet_target_error,
+            run_demo,
+        )
         from scaler.sim.engine import ReplicaModel
         from scaler.sim.trace import summary_line
 
@@ -113,10 +119,13 @@ def register(app: typer.Typer) -> None:
         # checked as given: resolving first would turn an empty --policy '' into the cwd
         given = EXAMPLE_POLICY if policy is None else policy
         try:
-            load_policy(given, given_as="--policy FILE")
+            parsed = load_policy(given, given_as="--policy FILE")
         except PolicyError as err:
             typer.echo(f"vllm-scaler: --policy: {err}", err=True)
             raise typer.Exit(2) from None
+        if (why := fleet_target_error(parsed)) is not None:
+            typer.echo(f"vllm-scaler: --policy {given}: {why}", err=True)
+            raise typer.Exit(2)
         policy_file = given.resolve()
         try:
             t = open_trace(

@@ -16,11 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from scaler.cli import app
+from scaler.config.policy import load_policy
 from scaler.sim.demo import (
+    EXAMPLE_POLICY,
     WorkdirInUseError,
+    fleet_target_error,
     lock_workdir,
     reset_workdir,
     until_stopped,
@@ -31,6 +35,7 @@ from scaler.sim.engine import ReplicaEngine, ReplicaModel, SimRequest
 from scaler.sim.fleet import FleetSample
 from scaler.sim.prometheus_server import die_with_parent
 from scaler.sim.report import format_summary, plot_figure, summarize, ttft_line
+from tests.support.policies import case_target_doc
 
 # ------------------------------------------------------------- options, before anything
 
@@ -104,6 +109,49 @@ def test_an_invalid_policy_is_refused_up_front(tmp_path: Path) -> None:
     result = _sim("--policy", str(bad))
     assert result.exit_code == 2
     assert result.output.startswith(f"vllm-scaler: --policy: invalid policy\n  {bad}: targets")
+
+
+@pytest.mark.usefixtures("no_demo")
+def test_a_policy_whose_target_is_not_the_fleet_is_refused_up_front(tmp_path: Path) -> None:
+    """Its controller could never read its target: every cycle would fail."""
+    other = tmp_path / "other.yaml"
+    other.write_text(
+        yaml.safe_dump(
+            {
+                "targets": [
+                    case_target_doc(),
+                    case_target_doc(
+                        workload={
+                            "apiVersion": "apps/v1",
+                            "kind": "Deployment",
+                            "namespace": "llm",
+                            "name": "vllm-llama-8b",
+                        }
+                    ),
+                ]
+            }
+        ),
+        encoding="utf-8",
+    )
+    result = _sim("--policy", str(other))
+    assert result.exit_code == 2
+    assert result.output == (
+        f"vllm-scaler: --policy {other}: target llm/Deployment/vllm-llama-8b of the policy is "
+        "not the simulated fleet's workload Deployment llm/vllm (apps/v1): give the policy one "
+        "target whose workload is {apiVersion: apps/v1, kind: Deployment, namespace: llm, "
+        "name: vllm} (bench --policy runs a policy's first target whatever its workload)\n"
+    )
+
+
+def test_the_shipped_policies_name_the_fleet_or_are_refused() -> None:
+    assert fleet_target_error(load_policy(EXAMPLE_POLICY)) is None
+    shipped = load_policy(Path(__file__).parents[2] / "deploy" / "base" / "policy.yaml")
+    assert fleet_target_error(shipped) == (
+        "target llm/Deployment/vllm-llama-8b of the policy is not the simulated fleet's "
+        "workload Deployment llm/vllm (apps/v1): give the policy one target whose workload is "
+        "{apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm} (bench --policy "
+        "runs a policy's first target whatever its workload)"
+    )
 
 
 @pytest.mark.usefixtures("no_demo")
