@@ -204,6 +204,7 @@ def register(app: typer.Typer) -> None:
             def advance(self) -> None:
                 bar.advance(task)
 
+        no_history: list[NoReplicaHistoryError] = []
         try:
             with bar:
                 results = run_backtest(
@@ -214,11 +215,23 @@ def register(app: typer.Typer) -> None:
                     model_load_seconds=model_load_seconds,
                     max_points=max_points,
                     progress=_Hook(),
+                    on_no_history=no_history.append,
                 )
-        except (HistoryError, NoReplicaHistoryError) as err:
+        except HistoryError as err:
             raise fail(str(err), 1) from None
         finally:
             client.close()
+        # a target without replica history is left out; the others are reported (exit 1)
+        for missing in no_history:
+            typer.echo(f"vllm-scaler: {missing}", err=True)
+        if not results:
+            raise typer.Exit(1)
+        if no_history:
+            typer.echo(
+                f"vllm-scaler: left out {len(no_history)} of {len(targets)} targets "
+                f"({', '.join(m.key for m in no_history)}); reporting the others",
+                err=True,
+            )
         for bt in results:
             for note in bt.notes:
                 typer.echo(f"vllm-scaler: {note}", err=True)
@@ -240,10 +253,11 @@ def register(app: typer.Typer) -> None:
                 model_load_seconds=model_load_seconds,
                 plot=png,
             )
+            doc["failed_targets"] = [{"target": e.key, "error": str(e)} for e in no_history]
             typer.echo(json.dumps(doc))
         else:
             typer.echo(format_text(results, step_seconds=grid.step))
             if png is not None:
                 typer.echo(f"plot            {png}")
-        if plot_error:
+        if plot_error or no_history:
             raise typer.Exit(1)
