@@ -477,6 +477,27 @@ def test_a_changed_policy_rolls_the_pods() -> None:
             "Deployment: put the URL in a Secret and set prometheus.urlSecret",
             id="password-in-url",
         ),
+        *(
+            pytest.param(
+                {"prometheus": {"headers": {"X-Scope-OrgID": "a", name: "Bearer HelmPassw0rd"}}},
+                f"prometheus.headers: {name} is a credential header (a name holding auth, "
+                "cookie, token, key, secret, password, credential or session), which would be "
+                "stored in plain text in the Deployment: put the headers in a Secret and set "
+                "prometheus.headersSecret (name, key); plain headers are for tenant ids such as "
+                "X-Scope-OrgID or THANOS-TENANT",
+                id=f"credential-header-{name}",
+            )
+            for name in (
+                "Authorization",
+                "proxy-authorization",
+                "Cookie",
+                "X-Api-Key",
+                "X-Auth-Token",
+                "PRIVATE-TOKEN",
+                "X-Secret",
+                "X-Password",
+            )
+        ),
         pytest.param(
             {"prometheus": {"url": "http://HelmPassw0rd@prom:9090"}},
             "prometheus.url: holds user-info (a user name or token, with or without a password), "
@@ -560,6 +581,12 @@ def test_the_schema_covers_every_value_of_values_yaml() -> None:
     for key, section in schema["properties"].items():
         if section.get("additionalProperties") is False:
             assert set(values[key]) <= set(section["properties"]), key
+
+
+def test_tenant_headers_stay_plain_env_values() -> None:
+    headers = {"X-Scope-OrgID": "team-a", "THANOS-TENANT": "t", "X-Grafana-Org-Id": "1"}
+    env = _env(helm_render({"prometheus": {"headers": headers}}))
+    assert json.loads(env["VLLM_SCALER_PROMETHEUS_HEADERS"]["value"]) == headers
 
 
 def test_a_url_with_a_password_comes_from_a_secret_never_the_env_value() -> None:
