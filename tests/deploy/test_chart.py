@@ -166,6 +166,24 @@ def test_files_rendered_from_the_chart_are_up_to_date() -> None:
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+def test_render_manifests_runs_from_a_python_without_the_dev_extra() -> None:
+    """The shebang's python3 is the system's: the script runs again with the project's venv."""
+    venv_python = ROOT / ".venv" / "bin" / "python"
+    if not venv_python.exists():
+        pytest.skip("no .venv (./scripts/setup.sh --dev makes it)")
+    base = Path(sys.base_prefix) / "bin" / "python3"
+    out = subprocess.run(
+        # -S: no site-packages, so helm-python-sdk cannot be imported, as on a fresh machine
+        [str(base), "-S", str(ROOT / "scripts" / "render-manifests.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd="/",
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Error" not in out.stderr
+
+
 def _labels(doc: Doc) -> dict[str, str]:
     labels: dict[str, str] = doc["metadata"].get("labels", {})
     return labels
