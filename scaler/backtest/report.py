@@ -104,6 +104,10 @@ def _coverage(s: ReplaySummary) -> str:
     )
 
 
+#: Reasons whose sentence the timeline gives even when the policy's replicas stay the same.
+_EXPLAINED = ("scale_up", "scale_down", "step_limited", "stabilized", "at_max")
+
+
 def format_text(backtests: Sequence[TargetBacktest], *, step_seconds: float) -> str:
     """A human report: per target, the timeline at every change of either count, then totals."""
     lines: list[str] = []
@@ -140,10 +144,15 @@ def format_text(backtests: Sequence[TargetBacktest], *, step_seconds: float) -> 
                 f"  {_hms(st.at)}  {st.actual_replicas:>6}  {st.policy_replicas:>6}  {column}"
                 f"{st.reason!s:<{width}} {_signal_text(st)}"
             )
-            if st.reason in ("scale_up", "scale_down", "step_limited", "stabilized", "at_max"):
+            # each side's sentence at every change of its replicas (whatever the reason: a
+            # scale-down clamped to min_replicas is at_min), from the actual count at the start
+            changed = st.policy_replicas != (
+                steps[i - 1].policy_replicas if i else st.actual_replicas
+            )
+            if changed or st.reason in _EXPLAINED:
                 lines.append(f"            {st.message}")
-            if shadow_steps is not None and shadow_steps[i].policy_replicas != (
-                shadow_steps[i - 1].policy_replicas if i else other
+            if shadow_steps is not None and other != (
+                shadow_steps[i - 1].policy_replicas if i else st.actual_replicas
             ):
                 lines.append(f"            shadow: {shadow_steps[i].message}")
         change = _change_pct(s.actual_replica_hours, s.policy_replica_hours)
