@@ -184,7 +184,7 @@ def register(app: typer.Typer) -> None:
             # repeats the summary line.
             result = run_bench(options, progress=lambda line: typer.echo(line, err=True))
         except RateScaleError as err:
-            typer.echo(f"vllm-scaler: --rate-scale auto: {err}", err=True)
+            typer.echo(f"vllm-scaler: --rate-scale {rate_scale}: {err}", err=True)
             raise typer.Exit(2) from None
         except (OSError, ValueError) as err:
             hint = (
