@@ -210,12 +210,24 @@ def _read_rows(
         return
     with path.open(encoding="utf-8-sig", newline="") as fh:
         reader = csv.DictReader(fh)
-        header = reader.fieldnames or []
+        if not reader.fieldnames:  # no line, or blank ones only
+            raise ValueError(
+                f"{path}: the file is empty (expected a CSV header with the columns "
+                f"{list(columns)}, then one request per line)"
+            )
+        header = reader.fieldnames
         missing = [c for c in columns if c not in header]
         if missing:
             raise ValueError(f"{path}: missing column(s) {missing} (columns: {list(header)})")
         for row in reader:
             # reader.line_num is the physical line just read (header is line 1).
+            short = [c for c in columns if row.get(c) is None]  # a row with fewer fields
+            if short:
+                fields = sum(1 for v in row.values() if v is not None)
+                raise ValueError(
+                    f"{path} line {reader.line_num}: missing column(s) {short} on this line "
+                    f"(it has {fields} of the header's {len(header)} fields)"
+                )
             yield reader.line_num, row
 
 

@@ -167,6 +167,28 @@ def test_errors_name_file_line_column_and_value(tmp_path: Path) -> None:
         load_trace(p, compress=0)
 
 
+def test_a_row_short_of_a_column_says_the_column_is_missing_on_that_line(tmp_path: Path) -> None:
+    text = "TIMESTAMP,ContextTokens,GeneratedTokens\n1,2,3\n2,5\n"
+    path = _write(tmp_path, "short.csv", text)
+    with pytest.raises(ValueError) as err:
+        load_trace(path)
+    assert str(err.value) == (
+        f"{path} line 3: missing column(s) ['GeneratedTokens'] on this line (it has 2 of "
+        "the header's 3 fields)"
+    )
+
+
+@pytest.mark.parametrize("text", ["", "\n\n"])
+def test_an_empty_csv_says_the_file_is_empty(tmp_path: Path, text: str) -> None:
+    path = _write(tmp_path, "empty.csv", text)
+    with pytest.raises(ValueError) as err:
+        load_trace(path)
+    assert str(err.value) == (
+        f"{path}: the file is empty (expected a CSV header with the columns ['TIMESTAMP', "
+        "'ContextTokens', 'GeneratedTokens'], then one request per line)"
+    )
+
+
 @pytest.mark.parametrize("name", ["bin.csv", "bin.jsonl"])
 def test_a_binary_trace_is_named_as_not_utf8_text(tmp_path: Path, name: str) -> None:
     p = tmp_path / name
