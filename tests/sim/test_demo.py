@@ -154,6 +154,37 @@ def test_the_shipped_policies_name_the_fleet_or_are_refused() -> None:
     )
 
 
+def test_a_trace_file_with_its_own_column_names_is_read_as_bench_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("at,in,out\n0,10,5\n1,20,6\n2,30,7\n", encoding="utf-8")
+    seen: list[Any] = []
+
+    async def started(opts: Any, *_: Any, **__: Any) -> int:
+        seen.append(opts.trace)
+        return 0
+
+    monkeypatch.setattr("scaler.sim.demo.run_demo", started)
+    columns = ["--time-column", "at", "--prompt-column", "in", "--output-column", "out"]
+    args = ["--trace", str(trace), "--start-minute", "0", "--rate-scale", "1", "--compress", "1"]
+    result = _sim(*args, *columns)
+    assert result.exit_code == 0, result.output
+    assert [(r.prompt_tokens, r.output_tokens) for r in seen[0].requests] == [
+        (10, 5),
+        (20, 6),
+        (30, 7),
+    ]
+    # without them, the columns are named as bench names them
+    result = _sim(*args)
+    assert result.exit_code == 2
+    assert result.output == (
+        f"vllm-scaler: --trace: {trace}: missing column(s) ['TIMESTAMP', 'ContextTokens', "
+        "'GeneratedTokens'] (columns: ['at', 'in', 'out']) (name them with --time-column, "
+        "--prompt-column, --output-column)\n"
+    )
+
+
 @pytest.mark.usefixtures("no_demo")
 def test_a_directory_as_trace_is_refused_as_a_directory(tmp_path: Path) -> None:
     result = _sim("--trace", str(tmp_path))
