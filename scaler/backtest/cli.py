@@ -118,7 +118,7 @@ def register(app: typer.Typer) -> None:
         have done beside what happened: timeline, scale events, replica-hours, a plot."""
         from scaler.backtest.history import HistoryError, PrometheusRangeClient, make_grid
         from scaler.backtest.pipeline import NoReplicaHistoryError, run_backtest
-        from scaler.backtest.report import format_text, plot_backtest, to_json
+        from scaler.backtest.report import format_text, plot_backtest, steps_text, to_json
         from scaler.backtest.timeparse import parse_duration, rfc3339
         from scaler.config.policy import PolicyError, load_policy
         from scaler.telemetry.logging import configure_logging
@@ -132,7 +132,7 @@ def register(app: typer.Typer) -> None:
         # one message for every wrong step, unreadable or not a whole number of seconds
         bad_step = (
             f"--step: value {step!r}: expected a whole number of seconds >= 1, bare or with a "
-            "unit s, m, h, d or w (15, 15s, 1m, 1h30m)"
+            "unit s, m, h, d, w or y (15, 15s, 1m, 1h30m)"
         )
         if t_end < t_start:
             raise fail(
@@ -181,7 +181,7 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"vllm-scaler: {settings.describe_prometheus()}", err=True)
         # said up front, terminal or not: a long range takes a while to read and replay
         typer.echo(
-            f"vllm-scaler: {grid.count:,} steps of {grid.step:g} s from {rfc3339(grid.start)} "
+            f"vllm-scaler: {steps_text(grid.count)} of {grid.step:g} s from {rfc3339(grid.start)} "
             f"to {rfc3339(grid.end)}",
             err=True,
         )

@@ -104,6 +104,11 @@ def _coverage(s: ReplaySummary) -> str:
     )
 
 
+def steps_text(count: int) -> str:
+    """``"1 step"``, ``"1,441 steps"``: a count of steps with its noun."""
+    return f"{count:,} step{'' if count == 1 else 's'}"
+
+
 #: Reasons whose sentence the timeline gives even when the policy's replicas stay the same.
 _EXPLAINED = ("scale_up", "scale_down", "step_limited", "stabilized", "at_max")
 
@@ -117,7 +122,7 @@ def format_text(backtests: Sequence[TargetBacktest], *, step_seconds: float) -> 
         src = bt.replicas.source or "none"
         lines.append(
             f"{bt.result.target}: {rfc3339(steps[0].at)} .. {rfc3339(steps[-1].at)}, "
-            f"{len(steps)} steps of {step_seconds:g} s, actual replicas from {src}"
+            f"{steps_text(len(steps))} of {step_seconds:g} s, actual replicas from {src}"
         )
         sh = bt.shadow
         shadow_steps = sh.steps if sh is not None else None
@@ -177,19 +182,19 @@ def format_text(backtests: Sequence[TargetBacktest], *, step_seconds: float) -> 
             lines.append(f"                 shadow {_events(sh.summary.policy_events)}")
         if s.risk_steps is None:
             lines.append(
-                f"  vs actual      below {s.below_actual_steps} steps, above "
-                f"{s.above_actual_steps} steps (ttft_p95 not enabled: no risk count)"
+                f"  vs actual      below {steps_text(s.below_actual_steps)}, above "
+                f"{steps_text(s.above_actual_steps)} (ttft_p95 not enabled: no risk count)"
             )
         else:
             lines.append(
-                f"  vs actual      below {s.below_actual_steps} steps ({s.risk_steps} while TTFT "
-                f"was above target: risk), above {s.above_actual_steps} steps "
+                f"  vs actual      below {steps_text(s.below_actual_steps)} ({s.risk_steps} "
+                f"while TTFT was above target: risk), above {steps_text(s.above_actual_steps)} "
                 f"({s.relief_steps} while TTFT was above target); TTFT above target in "
-                f"{s.ttft_above_target_steps} steps"
+                f"{steps_text(s.ttft_above_target_steps or 0)}"
             )
         if s.actual_missing_steps:
             lines.append(
-                f"  gaps           {s.actual_missing_steps} steps without actual replicas "
+                f"  gaps           {steps_text(s.actual_missing_steps)} without actual replicas "
                 "(left out of replica-hours, peaks and the comparison)"
             )
         status = "; ".join(

@@ -212,3 +212,14 @@ def test_text_report_gives_the_policys_message_at_every_change_of_its_replicas()
     assert lines[row + 1] == f"            {res.steps[0].message}"
     assert lines[row + 1].startswith("            scale down 3 -> 2: signals ask for 0")
     assert lines[row + 2] == f"            shadow: {shadow.steps[0].message}"
+
+
+def test_counts_of_one_step_read_in_the_singular() -> None:
+    from scaler.backtest.report import steps_text
+
+    assert [steps_text(n) for n in (0, 1, 2, 1441)] == [
+        "0 steps",
+        "1 step",
+        "2 steps",
+        "1,441 steps",
+    ]
