@@ -244,7 +244,8 @@ class RateScaleStart:
         return (
             f"one replica serves about {self.capacity_rps:.3g} requests/s of this mix as "
             "recorded (x1, a first estimate) and the busiest minute has "
-            f"{self.peak_minute_requests} requests: {min_peak} replicas need about "
+            f"{self.peak_minute_requests} requests: {min_peak} "
+            f"replica{'s need' if min_peak > 1 else ' needs'} about "
             f"x{self.estimate:g}"
             + (" or less (the lowest scale auto takes)" if self.below_lowest else "")
         )
@@ -624,7 +625,8 @@ def run_bench(options: BenchOptions, progress: Callable[[str], None] | None = No
             seed=options.seed, start=start,
         )  # fmt: skip
         auto_text = (
-            f"; the smallest at which the busiest minute needs {options.min_peak_replicas} replicas"
+            f"; the smallest at which the busiest minute needs {options.min_peak_replicas} "
+            f"replica{'' if options.min_peak_replicas == 1 else 's'}"
         )
     trace = load(scale)
     if len(trace) < 2 or not trace.duration_seconds > 0:

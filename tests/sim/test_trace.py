@@ -345,3 +345,11 @@ def test_open_trace_says_a_directory_is_no_trace_file(tmp_path: Path) -> None:
         "Azure traces), 'synthetic:ramp', 'synthetic:flash', 'synthetic:steady-long' or a "
         "CSV/JSONL file)"
     )
+
+
+def test_one_request_reads_in_the_singular(tmp_path: Path) -> None:
+    t = load_trace(_write(tmp_path, "one.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n0,2,3\n"))
+    assert summary_line(t, max_model_len=50, rate_scale="x1").startswith(
+        "read one.csv: 1 request over "
+    )
+    assert t.description.endswith(": 1 request over 0 s")
