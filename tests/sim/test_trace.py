@@ -167,26 +167,33 @@ def test_errors_name_file_line_column_and_value(tmp_path: Path) -> None:
         load_trace(p, compress=0)
 
 
-def test_a_row_short_of_a_column_says_the_column_is_missing_on_that_line(tmp_path: Path) -> None:
-    text = "TIMESTAMP,ContextTokens,GeneratedTokens\n1,2,3\n2,5\n"
-    path = _write(tmp_path, "short.csv", text)
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        pytest.param(
+            "TIMESTAMP,ContextTokens,GeneratedTokens\n1,2,3\n2,5\n",
+            " line 3: missing column(s) ['GeneratedTokens'] on this line (it has 2 of the "
+            "header's 3 fields)",
+            id="a row short of a column",
+        ),
+        *(
+            pytest.param(
+                text,
+                ": the file is empty (expected a CSV header with the columns ['TIMESTAMP', "
+                "'ContextTokens', 'GeneratedTokens'], then one request per line)",
+                id=f"empty {text!r}",
+            )
+            for text in ("", "\n\n")
+        ),
+    ],
+)
+def test_a_missing_column_or_header_says_what_is_missing_where(
+    tmp_path: Path, text: str, error: str
+) -> None:
+    path = _write(tmp_path, "t.csv", text)
     with pytest.raises(ValueError) as err:
         load_trace(path)
-    assert str(err.value) == (
-        f"{path} line 3: missing column(s) ['GeneratedTokens'] on this line (it has 2 of "
-        "the header's 3 fields)"
-    )
-
-
-@pytest.mark.parametrize("text", ["", "\n\n"])
-def test_an_empty_csv_says_the_file_is_empty(tmp_path: Path, text: str) -> None:
-    path = _write(tmp_path, "empty.csv", text)
-    with pytest.raises(ValueError) as err:
-        load_trace(path)
-    assert str(err.value) == (
-        f"{path}: the file is empty (expected a CSV header with the columns ['TIMESTAMP', "
-        "'ContextTokens', 'GeneratedTokens'], then one request per line)"
-    )
+    assert str(err.value) == f"{path}{error}"
 
 
 @pytest.mark.parametrize("name", ["bin.csv", "bin.jsonl"])
