@@ -21,14 +21,33 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
-import helm_python as helm
-import yaml
-
 ROOT = Path(__file__).resolve().parents[1]
+VENV = ROOT / ".venv"
+
+
+def _in_the_venv() -> None:
+    """Run again with the project's virtual environment, where the dev extra is installed: the
+    shebang's python3 is the system's, which lacks it (``./scripts/setup.sh --dev`` makes
+    ``.venv``). Without ``.venv``, or already in it, say what to do."""
+    python = VENV / "bin" / "python"
+    if python.exists() and Path(sys.prefix).resolve() != VENV.resolve():
+        os.execv(python, [str(python), str(Path(__file__).resolve()), *sys.argv[1:]])
+    sys.exit(
+        "render-manifests.py: needs helm-python-sdk and PyYAML (the dev extra): run "
+        "./scripts/setup.sh --dev, which installs them in .venv"
+    )
+
+
+try:
+    import helm_python as helm
+    import yaml
+except ModuleNotFoundError:
+    _in_the_venv()
 CHART = ROOT / "deploy" / "helm" / "vllm-scaler"
 RELEASE = NAMESPACE = "vllm-scaler"
 # Labels that say "installed by Helm": wrong on objects that kubectl applies.

@@ -118,7 +118,7 @@ def register(app: typer.Typer) -> None:
         have done beside what happened: timeline, scale events, replica-hours, a plot."""
         from scaler.backtest.history import HistoryError, PrometheusRangeClient, make_grid
         from scaler.backtest.pipeline import NoReplicaHistoryError, run_backtest
-        from scaler.backtest.report import format_text, plot_backtest, to_json
+        from scaler.backtest.report import format_text, plot_backtest, steps_text, to_json
         from scaler.backtest.timeparse import parse_duration, rfc3339
         from scaler.config.policy import PolicyError, load_policy
         from scaler.telemetry.logging import configure_logging
@@ -132,7 +132,7 @@ def register(app: typer.Typer) -> None:
         # one message for every wrong step, unreadable or not a whole number of seconds
         bad_step = (
             f"--step: value {step!r}: expected a whole number of seconds >= 1, bare or with a "
-            "unit s, m, h, d or w (15, 15s, 1m, 1h30m)"
+            "unit s, m, h, d, w or y (15, 15s, 1m, 1h30m)"
         )
         if t_end < t_start:
             raise fail(
@@ -181,7 +181,7 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"vllm-scaler: {settings.describe_prometheus()}", err=True)
         # said up front, terminal or not: a long range takes a while to read and replay
         typer.echo(
-            f"vllm-scaler: {grid.count:,} steps of {grid.step:g} s from {rfc3339(grid.start)} "
+            f"vllm-scaler: {steps_text(grid.count)} of {grid.step:g} s from {rfc3339(grid.start)} "
             f"to {rfc3339(grid.end)}",
             err=True,
         )
@@ -204,6 +204,7 @@ def register(app: typer.Typer) -> None:
             def advance(self) -> None:
                 bar.advance(task)
 
+        no_history: list[NoReplicaHistoryError] = []
         try:
             with bar:
                 results = run_backtest(
@@ -214,11 +215,23 @@ def register(app: typer.Typer) -> None:
                     model_load_seconds=model_load_seconds,
                     max_points=max_points,
                     progress=_Hook(),
+                    on_no_history=no_history.append,
                 )
-        except (HistoryError, NoReplicaHistoryError) as err:
+        except HistoryError as err:
             raise fail(str(err), 1) from None
         finally:
             client.close()
+        # a target without replica history is left out; the others are reported (exit 1)
+        for missing in no_history:
+            typer.echo(f"vllm-scaler: {missing}", err=True)
+        if not results:
+            raise typer.Exit(1)
+        if no_history:
+            typer.echo(
+                f"vllm-scaler: left out {len(no_history)} of {len(targets)} targets "
+                f"({', '.join(m.key for m in no_history)}); reporting the others",
+                err=True,
+            )
         for bt in results:
             for note in bt.notes:
                 typer.echo(f"vllm-scaler: {note}", err=True)
@@ -240,10 +253,11 @@ def register(app: typer.Typer) -> None:
                 model_load_seconds=model_load_seconds,
                 plot=png,
             )
+            doc["failed_targets"] = [{"target": e.key, "error": str(e)} for e in no_history]
             typer.echo(json.dumps(doc))
         else:
             typer.echo(format_text(results, step_seconds=grid.step))
             if png is not None:
                 typer.echo(f"plot            {png}")
-        if plot_error:
+        if plot_error or no_history:
             raise typer.Exit(1)

@@ -6,7 +6,7 @@ PrometheusRangeClient` or a fake) and an optional progress hook; nothing here pr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -45,7 +45,12 @@ class Progress(Protocol):
 
 
 class NoReplicaHistoryError(RuntimeError):
-    """No replica source had data for a target; the message names the queries tried."""
+    """No replica source had data for a target; the message names the target (``key``) and
+    the queries tried."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +72,7 @@ def run_backtest(
     max_points: int = PROMETHEUS_MAX_POINTS,
     replica_sources: Sequence[ReplicaSource] = ALL_REPLICA_SOURCES,
     progress: Progress | None = None,
+    on_no_history: Callable[[NoReplicaHistoryError], None] | None = None,
 ) -> list[TargetBacktest]:
     """Read the history of ``targets`` over ``grid`` and replay each through its policy.
 
@@ -79,13 +85,18 @@ def run_backtest(
         max_points: most steps per range request.
         replica_sources: where to look for the actual replicas, in order.
         progress: told of every range request (None: nobody).
+        on_no_history: given, a target whose actual replicas are in none of the sources is
+            handed to it and left out, and the others are replayed (a fault in one target's
+            history touches that target only); None: it raises.
 
     Returns:
-        One :class:`~scaler.backtest.report.TargetBacktest` per target, in order.
+        One :class:`~scaler.backtest.report.TargetBacktest` per target with replica
+        history, in order.
 
     Raises:
         HistoryError: a range query failed.
-        NoReplicaHistoryError: a target's actual replicas are in none of the sources.
+        NoReplicaHistoryError: a target's actual replicas are in none of the sources, and no
+            ``on_no_history`` was given.
     """
     prog = progress or _NoProgress()
     # the signals either the policy or its shadow decides on, read once for both
@@ -114,10 +125,15 @@ def run_backtest(
         )
         if hist.source is None:
             tried = [q[0] for s in hist.tried if (q := replica_queries(t, s))]
-            raise NoReplicaHistoryError(
+            err = NoReplicaHistoryError(
+                t.key,
                 f"{t.key}: no replica history from {' or '.join(map(str, hist.tried))}; "
-                f"queries tried: {'; '.join(tried)}"
+                f"queries tried: {'; '.join(tried)}",
             )
+            if on_no_history is None:
+                raise err
+            on_no_history(err)
+            continue
         replicas[t.key] = hist
 
     per_step = []
@@ -151,7 +167,7 @@ def run_backtest(
         )
 
     out = []
-    for t in targets:
+    for t in (t for t in targets if t.key in replicas):
         hist = replicas[t.key]
         shadow = t.shadow_target()
         out.append(

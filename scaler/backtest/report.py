@@ -104,6 +104,15 @@ def _coverage(s: ReplaySummary) -> str:
     )
 
 
+def steps_text(count: int) -> str:
+    """``"1 step"``, ``"1,441 steps"``: a count of steps with its noun."""
+    return f"{count:,} step{'' if count == 1 else 's'}"
+
+
+#: Reasons whose sentence the timeline gives even when the policy's replicas stay the same.
+_EXPLAINED = ("scale_up", "scale_down", "step_limited", "stabilized", "at_max")
+
+
 def format_text(backtests: Sequence[TargetBacktest], *, step_seconds: float) -> str:
     """A human report: per target, the timeline at every change of either count, then totals."""
     lines: list[str] = []
@@ -113,7 +122,7 @@ def format_text(backtests: Sequence[TargetBacktest], *, step_seconds: float) -> 
         src = bt.replicas.source or "none"
         lines.append(
             f"{bt.result.target}: {rfc3339(steps[0].at)} .. {rfc3339(steps[-1].at)}, "
-            f"{len(steps)} steps of {step_seconds:g} s, actual replicas from {src}"
+            f"{steps_text(len(steps))} of {step_seconds:g} s, actual replicas from {src}"
         )
         sh = bt.shadow
         shadow_steps = sh.steps if sh is not None else None
@@ -140,10 +149,15 @@ def format_text(backtests: Sequence[TargetBacktest], *, step_seconds: float) -> 
                 f"  {_hms(st.at)}  {st.actual_replicas:>6}  {st.policy_replicas:>6}  {column}"
                 f"{st.reason!s:<{width}} {_signal_text(st)}"
             )
-            if st.reason in ("scale_up", "scale_down", "step_limited", "stabilized", "at_max"):
+            # each side's sentence at every change of its replicas (whatever the reason: a
+            # scale-down clamped to min_replicas is at_min), from the actual count at the start
+            changed = st.policy_replicas != (
+                steps[i - 1].policy_replicas if i else st.actual_replicas
+            )
+            if changed or st.reason in _EXPLAINED:
                 lines.append(f"            {st.message}")
-            if shadow_steps is not None and shadow_steps[i].policy_replicas != (
-                shadow_steps[i - 1].policy_replicas if i else other
+            if shadow_steps is not None and other != (
+                shadow_steps[i - 1].policy_replicas if i else st.actual_replicas
             ):
                 lines.append(f"            shadow: {shadow_steps[i].message}")
         change = _change_pct(s.actual_replica_hours, s.policy_replica_hours)
@@ -168,19 +182,19 @@ def format_text(backtests: Sequence[TargetBacktest], *, step_seconds: float) -> 
             lines.append(f"                 shadow {_events(sh.summary.policy_events)}")
         if s.risk_steps is None:
             lines.append(
-                f"  vs actual      below {s.below_actual_steps} steps, above "
-                f"{s.above_actual_steps} steps (ttft_p95 not enabled: no risk count)"
+                f"  vs actual      below {steps_text(s.below_actual_steps)}, above "
+                f"{steps_text(s.above_actual_steps)} (ttft_p95 not enabled: no risk count)"
             )
         else:
             lines.append(
-                f"  vs actual      below {s.below_actual_steps} steps ({s.risk_steps} while TTFT "
-                f"was above target: risk), above {s.above_actual_steps} steps "
+                f"  vs actual      below {steps_text(s.below_actual_steps)} ({s.risk_steps} "
+                f"while TTFT was above target: risk), above {steps_text(s.above_actual_steps)} "
                 f"({s.relief_steps} while TTFT was above target); TTFT above target in "
-                f"{s.ttft_above_target_steps} steps"
+                f"{steps_text(s.ttft_above_target_steps or 0)}"
             )
         if s.actual_missing_steps:
             lines.append(
-                f"  gaps           {s.actual_missing_steps} steps without actual replicas "
+                f"  gaps           {steps_text(s.actual_missing_steps)} without actual replicas "
                 "(left out of replica-hours, peaks and the comparison)"
             )
         status = "; ".join(

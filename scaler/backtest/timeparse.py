@@ -9,6 +9,7 @@ Accepted times (all converted to Unix seconds, UTC):
 - Unix seconds: ``1746100800`` or ``1746100800.5``.
 
 Durations use Prometheus' units ``ms``, ``s``, ``m``, ``h``, ``d`` (24 h), ``w`` (7 d),
+``y`` (365 d),
 optionally combined largest first (``1h30m``); decimals are allowed (``1.5h``).
 
 A time must fall between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59Z (what a date can be
@@ -30,9 +31,10 @@ _UNIT_SECONDS: dict[str, float] = {
     "h": 3600.0,
     "d": 86400.0,
     "w": 604800.0,
+    "y": 31536000.0,  # 365 d, as Prometheus reads it
 }
-_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
-_DURATION = re.compile(r"^(?:\d+(?:\.\d+)?(?:ms|s|m|h|d|w))+$")
+_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w|y)")
+_DURATION = re.compile(r"^(?:\d+(?:\.\d+)?(?:ms|s|m|h|d|w|y))+$")
 _UNIX = re.compile(r"^\d+(?:\.\d+)?$")
 _RELATIVE = re.compile(r"^now\s*(?:([+-])\s*(\S+))?$")
 #: The latest time accepted, Unix seconds (the last second a date can be written for).
@@ -62,7 +64,7 @@ def _duration_seconds(text: str) -> float:
     s = text.strip()
     if not _DURATION.match(s):
         raise TimeParseError(
-            f"value {text!r}: expected a duration, a number with a unit ms, s, m, h, d or w "
+            f"value {text!r}: expected a duration, a number with a unit ms, s, m, h, d, w or y "
             "(15s, 6h, 1h30m)"
         )
     total = 0.0
@@ -112,7 +114,7 @@ def _parse_time(text: str, *, now: float) -> float:
         except TimeParseError:
             raise TimeParseError(
                 f"value {text!r}: expected now{sign}<duration>, a number with a unit ms, s, m, "
-                "h, d or w (now-6h, now-1h30m)"
+                "h, d, w or y (now-6h, now-1h30m)"
             ) from None
         return now - seconds if sign == "-" else now + seconds
     ago = low.removesuffix("ago").strip()

@@ -22,7 +22,14 @@ from scaler.config.options import (
 from scaler.config.policy import PolicyError, load_policy
 from scaler.sim.catalog import TRACE_CHOICES, trace_label
 from scaler.sim.routing import ROUTING_HELP, routing_option_error
-from scaler.sim.trace import TIME_UNIT_HELP, time_unit_option_error
+from scaler.sim.trace import time_unit_option_error
+from scaler.sim.trace_options import (
+    OutputColumnOpt,
+    PromptColumnOpt,
+    TimeColumnOpt,
+    TimeUnitOpt,
+    trace_error_hint,
+)
 
 
 def _quiet_logs() -> None:
@@ -78,12 +85,10 @@ def register(app: typer.Typer) -> None:
                 help="vllm-scaler policy file (first target; default: shipped defaults, max 32)."
             ),
         ] = None,
-        time_column: Annotated[str, typer.Option(help="Arrival time column.")] = "TIMESTAMP",
-        time_unit: Annotated[str, typer.Option(help=TIME_UNIT_HELP)] = "auto",
-        prompt_column: Annotated[str, typer.Option(help="Prompt tokens column.")] = "ContextTokens",
-        output_column: Annotated[
-            str, typer.Option(help="Output tokens column.")
-        ] = "GeneratedTokens",
+        time_column: TimeColumnOpt = "TIMESTAMP",
+        time_unit: TimeUnitOpt = "auto",
+        prompt_column: PromptColumnOpt = "ContextTokens",
+        output_column: OutputColumnOpt = "GeneratedTokens",
         start_minute: Annotated[float, typer.Option(help="Trace minute to start at.")] = 0.0,
         minutes: Annotated[
             float | None,
@@ -184,15 +189,10 @@ def register(app: typer.Typer) -> None:
             # repeats the summary line.
             result = run_bench(options, progress=lambda line: typer.echo(line, err=True))
         except RateScaleError as err:
-            typer.echo(f"vllm-scaler: --rate-scale auto: {err}", err=True)
+            typer.echo(f"vllm-scaler: --rate-scale {rate_scale}: {err}", err=True)
             raise typer.Exit(2) from None
         except (OSError, ValueError) as err:
-            hint = (
-                " (name them with --time-column, --prompt-column, --output-column)"
-                if "missing column" in str(err)
-                else ""
-            )
-            typer.echo(f"vllm-scaler: --trace: {err}{hint}", err=True)
+            typer.echo(f"vllm-scaler: --trace: {err}{trace_error_hint(str(err))}", err=True)
             raise typer.Exit(2) from None
         # a plot that cannot be written leaves the results printed, and exit 1
         png, plot_error = (

@@ -231,24 +231,29 @@ class RateScaleStart:
         capacity_rps: one replica's capacity on the trace's mix, requests/s.
         peak_minute_requests: accepted arrivals in the trace's busiest minute.
         estimate: ``min_peak x capacity / peak-minute rate``, rounded up to a multiple of 0.25.
+        below_lowest: the unrounded estimate was below 0.25, the lowest scale auto takes.
     """
 
     capacity_rps: float
     peak_minute_requests: int
     estimate: float
+    below_lowest: bool = False
 
     def text(self, min_peak: int) -> str:
         """One line on the estimate, for the progress output."""
         return (
             f"one replica serves about {self.capacity_rps:.3g} requests/s of this mix as "
             "recorded (x1, a first estimate) and the busiest minute has "
-            f"{self.peak_minute_requests} requests: {min_peak} replicas need about "
+            f"{self.peak_minute_requests} requests: {min_peak} "
+            f"replica{'s need' if min_peak > 1 else ' needs'} about "
             f"x{self.estimate:g}"
+            + (" or less (the lowest scale auto takes)" if self.below_lowest else "")
         )
 
 
 class RateScaleError(ValueError):
-    """``--rate-scale auto`` would multiply the trace beyond :data:`MAX_AUTO_RATE_SCALE`."""
+    """``--rate-scale auto`` would multiply the trace beyond :data:`MAX_AUTO_RATE_SCALE`, or
+    the rate scale leaves too few requests to autoscale."""
 
 
 def rate_scale_start(base: Trace, model: ReplicaModel, slo: float, min_peak: int) -> RateScaleStart:
@@ -263,9 +268,12 @@ def rate_scale_start(base: Trace, model: ReplicaModel, slo: float, min_peak: int
     for r in base.requests:
         if r.prompt_tokens + max(1, r.output_tokens) <= model.max_model_len:
             per_minute[min(len(per_minute) - 1, int(r.arrival_seconds // 60))] += 1
-    peak_rate = max(per_minute) / 60.0 or 1.0
-    x = max(_RATE_STEP, math.ceil(min_peak * cap.rate / peak_rate / _RATE_STEP) * _RATE_STEP)
-    start = RateScaleStart(cap.rate, max(per_minute), x)
+    # a trace shorter than a minute has its busiest "minute" in that much time
+    window = min(60.0, base.duration_seconds) if base.duration_seconds > 0 else 60.0
+    peak_rate = max(per_minute) / window or 1.0
+    raw = min_peak * cap.rate / peak_rate
+    x = max(_RATE_STEP, math.ceil(raw / _RATE_STEP) * _RATE_STEP)
+    start = RateScaleStart(cap.rate, max(per_minute), x, below_lowest=raw < _RATE_STEP)
     if x > MAX_AUTO_RATE_SCALE:
         raise _too_light(start, min_peak, "the trace is too light")
     return start
@@ -567,7 +575,8 @@ def run_bench(options: BenchOptions, progress: Callable[[str], None] | None = No
     Raises:
         FileNotFoundError, ValueError: a trace that cannot be read, an empty window, one
             whose arrivals span 0 s, or one whose every request is longer than the context.
-        RateScaleError: auto would multiply the trace above :data:`MAX_AUTO_RATE_SCALE`.
+        RateScaleError: auto would multiply the trace above :data:`MAX_AUTO_RATE_SCALE`, or
+            the rate scale leaves fewer than two requests (or all at one instant).
     """
     started = time.monotonic()
     model = ReplicaModel(model_load_seconds=options.model_load_seconds)
@@ -616,11 +625,27 @@ def run_bench(options: BenchOptions, progress: Callable[[str], None] | None = No
             seed=options.seed, start=start,
         )  # fmt: skip
         auto_text = (
-            f"; the smallest at which the busiest minute needs {options.min_peak_replicas} replicas"
+            f"; the smallest at which the busiest minute needs {options.min_peak_replicas} "
+            f"replica{'' if options.min_peak_replicas == 1 else 's'}"
         )
     trace = load(scale)
+    if len(trace) < 2 or not trace.duration_seconds > 0:
+        raise RateScaleError(
+            f"{trace.source}: {len(trace)} request(s) left at rate x{scale:g} (of "
+            f"{len(base_trace)} at x1): nothing to autoscale (expected a rate scale that keeps "
+            "requests spread over time)"
+        )
     scale_text = f"x{scale:g}" + (" (auto)" if options.rate_scale is None else "")
     summary = summary_line(trace, max_model_len=model.max_model_len, rate_scale=scale_text)
+    # the fixed row starts at it; with auto it says what the busiest minute needs at the scale
+    fixed_start = peak_need(trace, model, slo, routing=options.routing, seed=options.seed)
+    lowest = options.rate_scale is None and scale <= _RATE_STEP
+    if lowest and fixed_start > options.min_peak_replicas:
+        auto_text = (
+            f"; the lowest auto takes, and even there the busiest minute needs {fixed_start} "
+            f"replicas, more than {options.min_peak_replicas} (pass --rate-scale N below "
+            f"x{_RATE_STEP:g} for fewer)"
+        )
     if progress is not None:
         # the report opens with the read line: said once, not here too
         progress(
@@ -634,7 +659,6 @@ def run_bench(options: BenchOptions, progress: Callable[[str], None] | None = No
         trace, model=model, slo_seconds=slo, routing=options.routing, seed=options.seed,
         first_minute_only=True,
     ).replicas[0]  # fmt: skip
-    fixed_start = peak_need(trace, model, slo, routing=options.routing, seed=options.seed)
     policy = options.policy or default_policy(options.max_replicas)
     base = _Job(
         kind=BASELINE,

@@ -40,6 +40,7 @@ from scaler.sources.prometheus import (
     check_rate_window,
     client_for,
     probe_problem,
+    url_hint,
 )
 from scaler.telemetry.health import Heartbeat
 from scaler.telemetry.metrics import ScalerMetrics
@@ -395,9 +396,13 @@ def format_startup_problems(
         by_cause: dict[str, list[str]] = {}
         for p in down:
             by_cause.setdefault(f"{p.status}: {p.detail}", []).append(f"{p.target} {p.signal}")
+        # the hints every other command gives (an https:// URL that reached plain http)
         sections.append(
             f"Prometheus at {prometheus_url} is unreachable:\n  "
-            + "\n  ".join(f"{cause} ({', '.join(who)})" for cause, who in by_cause.items())
+            + "\n  ".join(
+                f"{cause} ({', '.join(who)}){url_hint(prometheus_url, None, cause)}"
+                for cause, who in by_cause.items()
+            )
         )
     if failed:
         sections.append("Prometheus queries fail:\n  " + "\n  ".join(str(p) for p in failed))

@@ -16,7 +16,14 @@ from scaler.config.options import MAX_REPLAY_MINUTES, option_errors, output_dir_
 from scaler.sim.catalog import TRACE_CHOICES
 from scaler.sim.prometheus_server import PrometheusNotInstalledError, PrometheusStartError
 from scaler.sim.routing import ROUTING_HELP, routing_option_error
-from scaler.sim.trace import TIME_UNIT_HELP, time_unit_option_error
+from scaler.sim.trace import time_unit_option_error
+from scaler.sim.trace_options import (
+    OutputColumnOpt,
+    PromptColumnOpt,
+    TimeColumnOpt,
+    TimeUnitOpt,
+    trace_error_hint,
+)
 
 if TYPE_CHECKING:
     from scaler.sim.report import RunSummary
@@ -28,7 +35,10 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def sim(
         trace: Annotated[str, typer.Option(help=f"{TRACE_CHOICES}.")] = "code",
-        time_unit: Annotated[str, typer.Option(help=TIME_UNIT_HELP)] = "auto",
+        time_column: TimeColumnOpt = "TIMESTAMP",
+        time_unit: TimeUnitOpt = "auto",
+        prompt_column: PromptColumnOpt = "ContextTokens",
+        output_column: OutputColumnOpt = "GeneratedTokens",
         start_minute: Annotated[float, typer.Option(help="Trace minute to start at.")] = 13.0,
         minutes: Annotated[
             float, typer.Option(help="Trace minutes to replay, at most a week.")
@@ -82,7 +92,13 @@ def register(app: typer.Typer) -> None:
         """
         from scaler.config.policy import PolicyError, load_policy
         from scaler.sim.catalog import open_trace
-        from scaler.sim.demo import EXAMPLE_POLICY, DemoOptions, WorkdirInUseError, run_demo
+        from scaler.sim.demo import (
+            EXAMPLE_POLICY,
+            DemoOptions,
+            WorkdirInUseError,
+            fleet_target_error,
+            run_demo,
+        )
         from scaler.sim.engine import ReplicaModel
         from scaler.sim.trace import summary_line
 
@@ -113,14 +129,20 @@ def register(app: typer.Typer) -> None:
         # checked as given: resolving first would turn an empty --policy '' into the cwd
         given = EXAMPLE_POLICY if policy is None else policy
         try:
-            load_policy(given, given_as="--policy FILE")
+            parsed = load_policy(given, given_as="--policy FILE")
         except PolicyError as err:
             typer.echo(f"vllm-scaler: --policy: {err}", err=True)
             raise typer.Exit(2) from None
+        if (why := fleet_target_error(parsed)) is not None:
+            typer.echo(f"vllm-scaler: --policy {given}: {why}", err=True)
+            raise typer.Exit(2)
         policy_file = given.resolve()
         try:
             t = open_trace(
                 trace,
+                time_column=time_column,
+                prompt_column=prompt_column,
+                output_column=output_column,
                 time_unit=time_unit,
                 start_seconds=start_minute * 60,
                 duration_seconds=minutes * 60,
@@ -129,7 +151,7 @@ def register(app: typer.Typer) -> None:
                 seed=seed,
             )
         except (OSError, ValueError) as err:
-            typer.echo(f"vllm-scaler: --trace: {err}", err=True)
+            typer.echo(f"vllm-scaler: --trace: {err}{trace_error_hint(str(err))}", err=True)
             raise typer.Exit(2) from None
         if not t.requests:
             scaled = f" at rate x{rate_scale:g}" if rate_scale != 1 else ""

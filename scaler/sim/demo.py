@@ -34,6 +34,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TextIO, TypeVar
 
+from scaler.config.policy import Policy
 from scaler.sim.catalog import NAMED_TRACES as NAMED_TRACES  # re-exported for callers
 from scaler.sim.cluster import CONTROLLER_JOB, SimCluster
 from scaler.sim.engine import ReplicaModel
@@ -47,6 +48,42 @@ EXAMPLE_POLICY = Path(__file__).resolve().parent.parent / "examples" / "demo-pol
 
 
 _T = TypeVar("_T")
+
+#: The simulated fleet's workload, as a policy's ``workload`` names it.
+FLEET_WORKLOAD = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "namespace": FleetConfig().namespace,
+    "name": FleetConfig().name,
+}
+
+
+def fleet_target_error(policy: Policy) -> str | None:
+    """Why ``policy`` cannot run against the simulated fleet, or None when it can.
+
+    The fleet is one workload (:data:`FLEET_WORKLOAD`); every other target of a policy could
+    never be read, and each of its control cycles would fail. The error names the targets
+    that are not the fleet, the fleet and how to fix the file.
+    """
+    fleet = FLEET_WORKLOAD
+    others = [
+        t.key
+        for t in policy.targets
+        if (t.workload.api_version, t.workload.kind, t.workload.namespace, t.workload.name)
+        != (fleet["apiVersion"], fleet["kind"], fleet["namespace"], fleet["name"])
+    ]
+    if not others:
+        return None
+    noun = "target" if len(others) == 1 else "targets"
+    return (
+        f"{noun} {', '.join(others)} of the policy {'is' if len(others) == 1 else 'are'} not "
+        f"the simulated fleet's workload {fleet['kind']} {fleet['namespace']}/{fleet['name']} "
+        f"({fleet['apiVersion']}): give the policy one target whose workload is "
+        f"{{apiVersion: {fleet['apiVersion']}, kind: {fleet['kind']}, namespace: "
+        f"{fleet['namespace']}, name: {fleet['name']}}} (bench --policy runs a policy's first "
+        "target whatever its workload)"
+    )
+
 
 #: Signals that stop the demo like Ctrl-C: the replay ends, everything started is cleaned up
 #: and the summary of what ran is printed.
@@ -293,6 +330,16 @@ async def pump_controller_log(
 #: ``sim``'s exit code when a control cycle of the controller failed (``cycle_failed``).
 FAILED_CYCLES_EXIT_CODE = 3
 
+#: The controller's log events of a failed control cycle: one that ended with an exception,
+#: or could not read or scale its target (the demo runs one target, so one event is one
+#: cycle).
+FAILED_CYCLE_EVENTS = ("cycle_failed", "target_read_failed", "scale_failed")
+
+
+def count_failed_cycles(seen: Mapping[str, int]) -> int:
+    """The failed control cycles among the controller's log events counted by name."""
+    return sum(seen.get(name, 0) for name in FAILED_CYCLE_EVENTS)
+
 
 def demo_exit_code(
     *,
@@ -312,7 +359,8 @@ def demo_exit_code(
         return 1, f"controller exited with code {controller_exit_code}"
     if failed_cycles:
         return FAILED_CYCLES_EXIT_CODE, (
-            f"{failed_cycles} control cycle(s) of the controller failed (cycle_failed above): "
+            f"{failed_cycles} control cycle(s) of the controller failed "
+            f"({', '.join(FAILED_CYCLE_EVENTS)} above): "
             f"exit code {FAILED_CYCLES_EXIT_CODE}"
         )
     return 0, ""
@@ -474,7 +522,7 @@ async def _run_locked(
         window_seconds=opts.window_seconds,
     )
     if controller is not None:
-        summary = dataclasses.replace(summary, failed_cycles=seen["cycle_failed"])
+        summary = dataclasses.replace(summary, failed_cycles=count_failed_cycles(seen))
     title = f"vllm-scaler demo: {opts.trace.description}, routing {opts.routing}"
     out.write("\n" + format_summary(summary, title=title) + "\n")
     png: Path | None = None

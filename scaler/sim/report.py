@@ -57,8 +57,9 @@ class RunSummary:
         replica_minutes: pod-minutes, from creation to deletion (loading and draining count).
         peak_replicas: the largest ``spec.replicas``.
         scale_events: ``(seconds since start, from, to)`` of every change of ``spec.replicas``.
-        failed_cycles: control cycles of the controller that ended with an exception
-            (``cycle_failed`` in its log); None when no controller ran.
+        failed_cycles: control cycles of the controller that ended with an exception or
+            could not read or scale the target (``cycle_failed``, ``target_read_failed``,
+            ``scale_failed`` in its log); None when no controller ran.
     """
 
     requests: int
@@ -155,7 +156,8 @@ def format_summary(s: RunSummary, *, title: str) -> str:
             if s.failed_cycles is None
             else [
                 f"failed cycles   {s.failed_cycles} (control cycles that ended with an "
-                "exception: cycle_failed in the controller's log)"
+                "exception or could not read or scale the target: cycle_failed, "
+                "target_read_failed, scale_failed in the controller's log)"
             ]
         )
     )

@@ -210,12 +210,24 @@ def _read_rows(
         return
     with path.open(encoding="utf-8-sig", newline="") as fh:
         reader = csv.DictReader(fh)
-        header = reader.fieldnames or []
+        if not reader.fieldnames:  # no line, or blank ones only
+            raise ValueError(
+                f"{path}: the file is empty (expected a CSV header with the columns "
+                f"{list(columns)}, then one request per line)"
+            )
+        header = reader.fieldnames
         missing = [c for c in columns if c not in header]
         if missing:
             raise ValueError(f"{path}: missing column(s) {missing} (columns: {list(header)})")
         for row in reader:
             # reader.line_num is the physical line just read (header is line 1).
+            short = [c for c in columns if row.get(c) is None]  # a row with fewer fields
+            if short:
+                fields = sum(1 for v in row.values() if v is not None)
+                raise ValueError(
+                    f"{path} line {reader.line_num}: missing column(s) {short} on this line "
+                    f"(it has {fields} of the header's {len(header)} fields)"
+                )
             yield reader.line_num, row
 
 
@@ -463,7 +475,7 @@ def build_trace(
     description = (
         f"{name} minutes {_fmt(round(start_seconds / 60, 2))}-"
         f"{_fmt(round(stop_real / 60, 2))}, {time_text}, rate x{_fmt(rate_scale)}: "
-        f"{len(out)} requests over {window:.0f} s"
+        f"{len(out)} request{'' if len(out) == 1 else 's'} over {window:.0f} s"
     )
     step = None
     if step_seconds is not None and start_seconds <= step_seconds < stop_real:
@@ -497,7 +509,7 @@ def summary_line(trace: Trace, *, max_model_len: int, rate_scale: str) -> str:
     """
     unit = trace.time_unit if trace.time_unit == "wall clock" else f"time unit {trace.time_unit}"
     return (
-        f"read {trace.source}: {len(trace)} requests over "
+        f"read {trace.source}: {len(trace)} request{'' if len(trace) == 1 else 's'} over "
         f"{_span_text(trace.duration_seconds)} (file span "
         f"{_span_text(trace.file_span_seconds)}, {unit}, {trace.time_unit_note}), "
         f"{rejected_count(trace, max_model_len)} rejected (prompt + output > "

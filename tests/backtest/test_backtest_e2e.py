@@ -211,6 +211,26 @@ def test_missing_replica_history_is_an_error_naming_the_queries(
     assert result.exit_code == 1
     assert "llm/Deployment/other: no replica history" in result.stderr
     assert "vllm_scaler_current_replicas" in result.stderr
+    assert result.stdout == ""  # nothing to report
+
+
+def test_a_target_without_replica_history_leaves_the_others_reported(
+    run: SimRun, tmp_path: Path
+) -> None:
+    doc = json.loads(json.dumps(POLICY))
+    other = json.loads(json.dumps(doc["targets"][0]))
+    other["workload"]["name"] = "other"
+    doc["targets"].insert(0, other)
+    path = tmp_path / "policy.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    result = CliRunner().invoke(_app(), _args(run, path, "--no-plot", "--output", "json"))
+    assert result.exit_code == 1  # one target failed
+    assert "llm/Deployment/other: no replica history" in result.stderr
+    assert "left out 1 of 2 targets (llm/Deployment/other); reporting the others" in result.stderr
+    out = json.loads(result.stdout)
+    assert [t["target"] for t in out["targets"]] == ["llm/Deployment/vllm"]
+    assert [f["target"] for f in out["failed_targets"]] == ["llm/Deployment/other"]
+    assert out["targets"][0]["summary"]["actual_peak"] >= 1
 
 
 def test_a_shadow_policy_gets_its_own_timeline_and_replica_hours(

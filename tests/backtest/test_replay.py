@@ -186,3 +186,40 @@ def test_text_report_shows_a_gap_and_the_covered_time() -> None:
     # 4 covered minutes of 9: 4 replicas for 3 min, 2 for 1 min; the policy 4 throughout
     assert "  covered        4.0 min of 9.0 min (44%) had actual replicas" in "\n".join(lines)
     assert "  replica-hours  actual 0.233, policy 0.267 (+14% vs actual)" in lines
+
+
+def test_text_report_gives_the_policys_message_at_every_change_of_its_replicas() -> None:
+    """A scale-down clamped to min_replicas has reason at_min; its sentence was left out,
+    while the shadow's line of the same step was there."""
+    from scaler.backtest.history import ReplicaHistory, ReplicaSource
+    from scaler.backtest.report import TargetBacktest, format_text
+
+    spec: list[float | None] = [3.0] * 4
+    p = _policy(min_replicas=2,
+                signals={"queue_depth": {"target_per_replica": 10},
+                         "kv_cache_usage": {"enabled": False}, "ttft_p95": {"enabled": False}},
+                scale_down={"stabilization_window_seconds": 0, "max_replicas_per_period": 1,
+                            "max_percent_per_period": 0, "period_seconds": 30})  # fmt: skip
+    times = [i * 60.0 for i in range(4)]
+    res = replay(p, times, [_readings(0.0)] * 4, spec, spec, model_load_seconds=0,
+                 ttft_window_seconds=60.0)  # fmt: skip
+    shadow = replay(p, times, [_readings(0.0)] * 4, spec, spec, model_load_seconds=0,
+                    ttft_window_seconds=60.0)  # fmt: skip
+    assert [(st.policy_replicas, st.reason) for st in res.steps][:1] == [(2, "at_min")]
+    hist = ReplicaHistory(ReplicaSource.KUBE_STATE_METRICS, spec, spec, None, ())
+    lines = format_text([TargetBacktest(p, hist, res, shadow)], step_seconds=60).splitlines()
+    row = next(i for i, ln in enumerate(lines) if ln.startswith("  00:00:00"))
+    assert lines[row + 1] == f"            {res.steps[0].message}"
+    assert lines[row + 1].startswith("            scale down 3 -> 2: signals ask for 0")
+    assert lines[row + 2] == f"            shadow: {shadow.steps[0].message}"
+
+
+def test_counts_of_one_step_read_in_the_singular() -> None:
+    from scaler.backtest.report import steps_text
+
+    assert [steps_text(n) for n in (0, 1, 2, 1441)] == [
+        "0 steps",
+        "1 step",
+        "2 steps",
+        "1,441 steps",
+    ]

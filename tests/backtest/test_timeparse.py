@@ -14,7 +14,8 @@ NOW = 1_746_100_800.0  # 2025-05-01T12:00:00Z
 @pytest.mark.parametrize(
     ("text", "seconds"),
     [("15s", 15), ("1m", 60), ("6h", 21600), ("1h30m", 5400), ("1.5h", 5400), ("2d", 172800),
-     ("1w", 604800), ("500ms", 0.5), ("1m30s", 90)],
+     ("1w", 604800), ("500ms", 0.5), ("1m30s", 90),
+     ("1y", 365 * 86400), ("1y2w", 365 * 86400 + 2 * 604800)],  # y: 365 d, as Prometheus
 )  # fmt: skip
 def test_durations(text: str, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
@@ -54,7 +55,7 @@ def test_rfc3339_is_utc_based() -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["2025-05-01T12:00:00", "2025-05-01", "yesterday", "now-", "now-6"]
+    "text", ["2025-05-01T12:00:00", "2025-05-01", "yesterday", "now-", "now-6", "2w1y"]
 )
 def test_bad_times(text: str) -> None:
     with pytest.raises(TimeParseError):
@@ -64,8 +65,13 @@ def test_bad_times(text: str) -> None:
 @pytest.mark.parametrize(
     "text",
     ["99999999999999", "now+999999w", "now-" + "9" * 400 + "w", "9" * 400 + "w", "now-5000w",
-     "1969-12-31T23:59:59Z"],
+     "1969-12-31T23:59:59Z", "now-1000y"],
 )  # fmt: skip
 def test_times_a_date_cannot_be_written_for_are_refused(text: str) -> None:
     with pytest.raises(TimeParseError, match="expected a time from 1970-01-01T00:00:00Z to "):
         parse_time(text, now=NOW)
+
+
+def test_years_count_back_as_prometheus_counts_them() -> None:
+    assert parse_time("now-1y", now=NOW) == NOW - 365 * 86400
+    assert parse_time("2y ago", now=NOW) == NOW - 2 * 365 * 86400

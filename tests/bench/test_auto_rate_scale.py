@@ -4,6 +4,7 @@ is refused at once instead of being multiplied by dozens."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,43 @@ def test_what_was_read_is_said_before_the_search(
     sustains = next(line for line in format_table(result).splitlines() if "sustains" in line)
     assert f"{result.capacity.rate:.2f} req/s " in sustains
     assert "on this mix at x1 (measured on the replayed trace; drives KPA's target: " in sustains
+
+
+def test_a_rate_scale_that_leaves_no_requests_is_refused_naming_it(tmp_path: Path) -> None:
+    """A table of NaN shares and a capacity measured on nothing said nothing: one line."""
+    for scale, left in (("1e-9", 0), ("0.015", 1)):
+        result = CliRunner().invoke(
+            app,
+            ["bench", "--trace", str(_small(tmp_path)), "--no-plot", "--rate-scale", scale,
+             "--minutes", "3", "--seed", "3"],
+        )  # fmt: skip
+        assert result.exit_code == 2, result.output
+        assert result.stderr.splitlines()[-1] == (
+            f"vllm-scaler: --rate-scale {scale}: small.csv: {left} request(s) left at rate "
+            f"x{float(scale):g} (of 100 at x1): nothing to autoscale (expected a rate scale "
+            "that keeps requests spread over time)"
+        )
+
+
+def test_auto_at_its_lowest_scale_says_what_the_busiest_minute_needs_there(
+    tmp_path: Path,
+) -> None:
+    """2,000 requests in 2 s: even x0.25 needs more than 8 replicas. The estimate read a busiest
+    "minute" of 2 s as 60 s long (an estimate above the search's answer), and the result line
+    claimed 8."""
+    dense = _trace(tmp_path, "dense.csv", [(i, 1000, 100) for i in range(2000)])
+    result = CliRunner().invoke(
+        app, ["bench", "--trace", str(dense), "--time-unit", "ms", "--no-plot", "--jobs", "1"]
+    )
+    assert result.exit_code == 0, result.output
+    read, chosen = result.stderr.splitlines()[:2]
+    assert "8 replicas need about x0.25 or less (the lowest scale auto takes); searching" in read
+    match = re.fullmatch(
+        r"rate scale x0\.25 \(auto\): \d+ requests; the lowest auto takes, and even there the "
+        r"busiest minute needs (\d+) replicas, more than 8 \(pass --rate-scale N below x0\.25 "
+        r"for fewer\); simulating the 8 rows in 1 process",
+        chosen,
+    )
+    assert match is not None, chosen
+    assert int(match[1]) > 8
+    assert f"hindsight peak {match[1]} replicas" in result.stdout

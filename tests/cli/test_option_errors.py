@@ -75,20 +75,20 @@ def _error(args: list[str], env: dict[str, str] | None = None) -> str:
         pytest.param(
             ["backtest", "--end", "now-1h30"],
             "vllm-scaler: --end: value 'now-1h30': expected now-<duration>, a number with a "
-            "unit ms, s, m, h, d or w (now-6h, now-1h30m)",
+            "unit ms, s, m, h, d, w or y (now-6h, now-1h30m)",
             id="end-relative",
         ),
         pytest.param(
             ["backtest", "--step", "0.5s"],
             "vllm-scaler: --step: value '0.5s': expected a whole number of seconds >= 1, bare "
-            "or with a unit s, m, h, d or w (15, 15s, 1m, 1h30m)",
+            "or with a unit s, m, h, d, w or y (15, 15s, 1m, 1h30m)",
             id="step",
         ),
         *(
             pytest.param(
                 ["backtest", "--step", value],
                 f"vllm-scaler: --step: value '{value}': expected a whole number of seconds >= 1, "
-                "bare or with a unit s, m, h, d or w (15, 15s, 1m, 1h30m)",
+                "bare or with a unit s, m, h, d, w or y (15, 15s, 1m, 1h30m)",
                 id=f"step-{value}",
             )
             for value in ("0", "0s", "500ms", "1.5", "fast")
@@ -97,7 +97,7 @@ def _error(args: list[str], env: dict[str, str] | None = None) -> str:
             pytest.param(
                 ["backtest", "--step", value],
                 f"vllm-scaler: --step: value '{value}': expected a whole number of seconds >= 1, "
-                "bare or with a unit s, m, h, d or w (15, 15s, 1m, 1h30m)",
+                "bare or with a unit s, m, h, d, w or y (15, 15s, 1m, 1h30m)",
                 id=f"step-too-large-for-a-float-{form}",
             )
             for form, value in (("bare", "9" * 400), ("with-unit", "9" * 400 + "s"))

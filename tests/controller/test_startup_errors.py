@@ -391,3 +391,22 @@ def test_an_unknown_context_names_the_option_and_the_contexts(files: dict[str, P
         f"context 'nope' is not in it (its contexts: {names}); set --context NAME "
         "(VLLM_SCALER_KUBE_CONTEXT) to one of them, or leave it unset for the current-context"
     )
+
+
+def test_an_https_url_that_reached_plain_http_says_so_as_every_command_does() -> None:
+    from scaler.config.vocabulary import SignalName
+    from scaler.controller.app import format_startup_problems
+    from scaler.core.signals import SignalStatus
+    from scaler.sources.prometheus import ConfiguredQueryProblem
+
+    detail = "ConnectError: [SSL: WRONG_VERSION_NUMBER] wrong version number (_ssl.c:1000)"
+    problems = [
+        ConfiguredQueryProblem(KEY, signal, SignalStatus.TRANSPORT, "q", detail)
+        for signal in (SignalName.QUEUE_DEPTH, SignalName.TTFT_P95)
+    ]
+    text = format_startup_problems([], problems, "https://127.0.0.1:9090")
+    assert text.splitlines() == [
+        "Prometheus at https://127.0.0.1:9090 is unreachable:",
+        f"  transport: {detail} ({KEY} queue_depth, {KEY} ttft_p95); the server may speak "
+        "plain http: try http://127.0.0.1:9090",
+    ]

@@ -166,6 +166,24 @@ def test_files_rendered_from_the_chart_are_up_to_date() -> None:
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+def test_render_manifests_runs_from_a_python_without_the_dev_extra() -> None:
+    """The shebang's python3 is the system's: the script runs again with the project's venv."""
+    venv_python = ROOT / ".venv" / "bin" / "python"
+    if not venv_python.exists():
+        pytest.skip("no .venv (./scripts/setup.sh --dev makes it)")
+    base = Path(sys.base_prefix) / "bin" / "python3"
+    out = subprocess.run(
+        # -S: no site-packages, so helm-python-sdk cannot be imported, as on a fresh machine
+        [str(base), "-S", str(ROOT / "scripts" / "render-manifests.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd="/",
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Error" not in out.stderr
+
+
 def _labels(doc: Doc) -> dict[str, str]:
     labels: dict[str, str] = doc["metadata"].get("labels", {})
     return labels
@@ -477,6 +495,27 @@ def test_a_changed_policy_rolls_the_pods() -> None:
             "Deployment: put the URL in a Secret and set prometheus.urlSecret",
             id="password-in-url",
         ),
+        *(
+            pytest.param(
+                {"prometheus": {"headers": {"X-Scope-OrgID": "a", name: "Bearer HelmPassw0rd"}}},
+                f"prometheus.headers: {name} is a credential header (a name holding auth, "
+                "cookie, token, key, secret, password, credential or session), which would be "
+                "stored in plain text in the Deployment: put the headers in a Secret and set "
+                "prometheus.headersSecret (name, key); plain headers are for tenant ids such as "
+                "X-Scope-OrgID or THANOS-TENANT",
+                id=f"credential-header-{name}",
+            )
+            for name in (
+                "Authorization",
+                "proxy-authorization",
+                "Cookie",
+                "X-Api-Key",
+                "X-Auth-Token",
+                "PRIVATE-TOKEN",
+                "X-Secret",
+                "X-Password",
+            )
+        ),
         pytest.param(
             {"prometheus": {"url": "http://HelmPassw0rd@prom:9090"}},
             "prometheus.url: holds user-info (a user name or token, with or without a password), "
@@ -560,6 +599,12 @@ def test_the_schema_covers_every_value_of_values_yaml() -> None:
     for key, section in schema["properties"].items():
         if section.get("additionalProperties") is False:
             assert set(values[key]) <= set(section["properties"]), key
+
+
+def test_tenant_headers_stay_plain_env_values() -> None:
+    headers = {"X-Scope-OrgID": "team-a", "THANOS-TENANT": "t", "X-Grafana-Org-Id": "1"}
+    env = _env(helm_render({"prometheus": {"headers": headers}}))
+    assert json.loads(env["VLLM_SCALER_PROMETHEUS_HEADERS"]["value"]) == headers
 
 
 def test_a_url_with_a_password_comes_from_a_secret_never_the_env_value() -> None:

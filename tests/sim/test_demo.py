@@ -16,11 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from scaler.cli import app
+from scaler.config.policy import load_policy
 from scaler.sim.demo import (
+    EXAMPLE_POLICY,
     WorkdirInUseError,
+    fleet_target_error,
     lock_workdir,
     reset_workdir,
     until_stopped,
@@ -31,6 +35,7 @@ from scaler.sim.engine import ReplicaEngine, ReplicaModel, SimRequest
 from scaler.sim.fleet import FleetSample
 from scaler.sim.prometheus_server import die_with_parent
 from scaler.sim.report import format_summary, plot_figure, summarize, ttft_line
+from tests.support.policies import case_target_doc
 
 # ------------------------------------------------------------- options, before anything
 
@@ -104,6 +109,80 @@ def test_an_invalid_policy_is_refused_up_front(tmp_path: Path) -> None:
     result = _sim("--policy", str(bad))
     assert result.exit_code == 2
     assert result.output.startswith(f"vllm-scaler: --policy: invalid policy\n  {bad}: targets")
+
+
+@pytest.mark.usefixtures("no_demo")
+def test_a_policy_whose_target_is_not_the_fleet_is_refused_up_front(tmp_path: Path) -> None:
+    """Its controller could never read its target: every cycle would fail."""
+    other = tmp_path / "other.yaml"
+    other.write_text(
+        yaml.safe_dump(
+            {
+                "targets": [
+                    case_target_doc(),
+                    case_target_doc(
+                        workload={
+                            "apiVersion": "apps/v1",
+                            "kind": "Deployment",
+                            "namespace": "llm",
+                            "name": "vllm-llama-8b",
+                        }
+                    ),
+                ]
+            }
+        ),
+        encoding="utf-8",
+    )
+    result = _sim("--policy", str(other))
+    assert result.exit_code == 2
+    assert result.output == (
+        f"vllm-scaler: --policy {other}: target llm/Deployment/vllm-llama-8b of the policy is "
+        "not the simulated fleet's workload Deployment llm/vllm (apps/v1): give the policy one "
+        "target whose workload is {apiVersion: apps/v1, kind: Deployment, namespace: llm, "
+        "name: vllm} (bench --policy runs a policy's first target whatever its workload)\n"
+    )
+
+
+def test_the_shipped_policies_name_the_fleet_or_are_refused() -> None:
+    assert fleet_target_error(load_policy(EXAMPLE_POLICY)) is None
+    shipped = load_policy(Path(__file__).parents[2] / "deploy" / "base" / "policy.yaml")
+    assert fleet_target_error(shipped) == (
+        "target llm/Deployment/vllm-llama-8b of the policy is not the simulated fleet's "
+        "workload Deployment llm/vllm (apps/v1): give the policy one target whose workload is "
+        "{apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm} (bench --policy "
+        "runs a policy's first target whatever its workload)"
+    )
+
+
+def test_a_trace_file_with_its_own_column_names_is_read_as_bench_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("at,in,out\n0,10,5\n1,20,6\n2,30,7\n", encoding="utf-8")
+    seen: list[Any] = []
+
+    async def started(opts: Any, *_: Any, **__: Any) -> int:
+        seen.append(opts.trace)
+        return 0
+
+    monkeypatch.setattr("scaler.sim.demo.run_demo", started)
+    columns = ["--time-column", "at", "--prompt-column", "in", "--output-column", "out"]
+    args = ["--trace", str(trace), "--start-minute", "0", "--rate-scale", "1", "--compress", "1"]
+    result = _sim(*args, *columns)
+    assert result.exit_code == 0, result.output
+    assert [(r.prompt_tokens, r.output_tokens) for r in seen[0].requests] == [
+        (10, 5),
+        (20, 6),
+        (30, 7),
+    ]
+    # without them, the columns are named as bench names them
+    result = _sim(*args)
+    assert result.exit_code == 2
+    assert result.output == (
+        f"vllm-scaler: --trace: {trace}: missing column(s) ['TIMESTAMP', 'ContextTokens', "
+        "'GeneratedTokens'] (columns: ['at', 'in', 'out']) (name them with --time-column, "
+        "--prompt-column, --output-column)\n"
+    )
 
 
 @pytest.mark.usefixtures("no_demo")

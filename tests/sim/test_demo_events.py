@@ -13,6 +13,7 @@ import pytest
 
 from scaler.sim.demo import (
     FAILED_CYCLES_EXIT_CODE,
+    count_failed_cycles,
     demo_exit_code,
     format_event,
     pump_controller_log,
@@ -43,6 +44,7 @@ async def test_the_controller_log_is_printed_and_its_failed_cycles_counted() -> 
         {"event": "cycle_failed", "level": "error", "failures_in_a_row": 1, "exception": "E"},
         {"event": "scaled", "level": "info"},
         {"event": "cycle_failed", "level": "error", "failures_in_a_row": 2, "exception": "E"},
+        {"event": "target_read_failed", "level": "error", "outcome": "not_found"},
     ]
     for line in lines:
         stream.feed_data((json.dumps(line) + "\n").encode())
@@ -51,11 +53,14 @@ async def test_the_controller_log_is_printed_and_its_failed_cycles_counted() -> 
     out = io.StringIO()
     seen: collections.Counter[str] = collections.Counter()
     await pump_controller_log(stream, out, 0.0, seen)
-    assert seen == {"started": 1, "cycle_failed": 2, "scaled": 1}
+    assert seen == {"started": 1, "cycle_failed": 2, "scaled": 1, "target_read_failed": 1}
+    # a cycle that could not read its target failed too, though it raised nothing
+    assert count_failed_cycles(seen) == 3
     assert out.getvalue() == (
         "info: started targets=llm/Deployment/vllm\n"
         "error: cycle_failed failures_in_a_row=1 exception=E\n"
         "error: cycle_failed failures_in_a_row=2 exception=E\n"
+        "error: target_read_failed outcome=not_found\n"
         "  not json\n"
     )
 
@@ -70,7 +75,11 @@ async def test_the_controller_log_is_printed_and_its_failed_cycles_counted() -> 
             None,
             0,
             2,
-            (3, "2 control cycle(s) of the controller failed (cycle_failed above): exit code 3"),
+            (
+                3,
+                "2 control cycle(s) of the controller failed (cycle_failed, target_read_failed, "
+                "scale_failed above): exit code 3",
+            ),
             id="failed cycles",
         ),
         pytest.param(
@@ -112,8 +121,9 @@ def test_the_summary_counts_failed_cycles_when_a_controller_ran() -> None:
     assert summary_json(s, None)["failed_cycles"] is None
     s = dataclasses.replace(s, failed_cycles=2)
     assert format_summary(s, title="t").splitlines()[-1] == (
-        "failed cycles   2 (control cycles that ended with an exception: cycle_failed in the "
-        "controller's log)"
+        "failed cycles   2 (control cycles that ended with an exception or could not read or "
+        "scale the target: cycle_failed, target_read_failed, scale_failed in the controller's "
+        "log)"
     )
     assert summary_json(s, None)["failed_cycles"] == 2
 

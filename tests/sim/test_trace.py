@@ -167,6 +167,35 @@ def test_errors_name_file_line_column_and_value(tmp_path: Path) -> None:
         load_trace(p, compress=0)
 
 
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        pytest.param(
+            "TIMESTAMP,ContextTokens,GeneratedTokens\n1,2,3\n2,5\n",
+            " line 3: missing column(s) ['GeneratedTokens'] on this line (it has 2 of the "
+            "header's 3 fields)",
+            id="a row short of a column",
+        ),
+        *(
+            pytest.param(
+                text,
+                ": the file is empty (expected a CSV header with the columns ['TIMESTAMP', "
+                "'ContextTokens', 'GeneratedTokens'], then one request per line)",
+                id=f"empty {text!r}",
+            )
+            for text in ("", "\n\n")
+        ),
+    ],
+)
+def test_a_missing_column_or_header_says_what_is_missing_where(
+    tmp_path: Path, text: str, error: str
+) -> None:
+    path = _write(tmp_path, "t.csv", text)
+    with pytest.raises(ValueError) as err:
+        load_trace(path)
+    assert str(err.value) == f"{path}{error}"
+
+
 @pytest.mark.parametrize("name", ["bin.csv", "bin.jsonl"])
 def test_a_binary_trace_is_named_as_not_utf8_text(tmp_path: Path, name: str) -> None:
     p = tmp_path / name
@@ -323,3 +352,11 @@ def test_open_trace_says_a_directory_is_no_trace_file(tmp_path: Path) -> None:
         "Azure traces), 'synthetic:ramp', 'synthetic:flash', 'synthetic:steady-long' or a "
         "CSV/JSONL file)"
     )
+
+
+def test_one_request_reads_in_the_singular(tmp_path: Path) -> None:
+    t = load_trace(_write(tmp_path, "one.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n0,2,3\n"))
+    assert summary_line(t, max_model_len=50, rate_scale="x1").startswith(
+        "read one.csv: 1 request over "
+    )
+    assert t.description.endswith(": 1 request over 0 s")
