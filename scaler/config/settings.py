@@ -39,7 +39,8 @@ from scaler.config.wording import expectation
 
 #: Fields whose values may be secrets: never echoed in errors, hidden from ``repr``.
 SECRET_FIELDS = frozenset({"prometheus_headers"})
-_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+#: A valid HTTP header name (RFC 9110 5.1: a token).
+HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 #: A header value HTTP clients send (RFC 9110 5.5, ASCII only as httpx encodes it): visible
 #: characters with spaces or tabs between them, or nothing.
 _HEADER_VALUE = re.compile(r"^(?:[\x21-\x7e](?:[ \t]*[\x21-\x7e])*)?$")
@@ -78,7 +79,7 @@ def parse_headers(value: object) -> dict[str, str]:
     else:
         raise ValueError("expected a JSON object or name=value,name=value")
     for name, val in pairs.items():
-        if not _HEADER_NAME.match(name):
+        if not HEADER_NAME.match(name):
             # quoted only up to its first bad character: a curl-style "Authorization: Bearer
             # <token>=" puts the token in the name
             valid = re.match(r"[!#$%&'*+.^_`|~0-9A-Za-z-]*", name)
