@@ -127,6 +127,16 @@ def _not_below(field: str, low: str) -> Any:
 
 #: The most replicas a count may hold: Kubernetes' ``replicas`` is an int32.
 MAX_REPLICAS = 2**31 - 1
+#: The longest rate window and model-load timeout: a day. Far beyond any real setting, and
+#: within what Prometheus takes as a range (1e12 s is refused by the server).
+MAX_DAY_SECONDS = 86400
+#: The longest TTFT target: an hour.
+MAX_TTFT_SECONDS = 3600
+#: The most waiting requests per replica a queue-depth target may ask for.
+MAX_QUEUE_PER_REPLICA = 10_000
+#: The most weighted tokens per second a replica's capacity (seeds and bounds) may be: far
+#: above any GPU server's prefill and decode rates.
+MAX_TOKENS_PER_SECOND = 1e9
 
 
 class _Strict(BaseModel):
@@ -224,7 +234,7 @@ class QueueDepthSignal(_Strict):
 
     enabled: bool = True
     target_per_replica: float = Field(
-        default=10.0, gt=0, description="waiting requests per replica"
+        default=10.0, gt=0, le=MAX_QUEUE_PER_REPLICA, description="waiting requests per replica"
     )
 
 
@@ -257,7 +267,7 @@ class TtftSignal(_Strict):
     """
 
     enabled: bool = True
-    target_seconds: float = Field(default=2.0, gt=0)
+    target_seconds: float = Field(default=2.0, gt=0, le=MAX_TTFT_SECONDS)
     quantile: float = Field(
         default=0.95, gt=0, lt=1, description="0-1 ratio: the quantile of TTFT (0.95 is p95)"
     )
@@ -292,16 +302,22 @@ class CapacitySignal(_Strict):
         le=1000,
         description="what one generated token costs a replica, in prompt tokens",
     )
-    seed_prompt_tokens_per_second: float | None = Field(default=None, gt=0)
+    seed_prompt_tokens_per_second: float | None = Field(
+        default=None, gt=0, le=MAX_TOKENS_PER_SECOND
+    )
     seed_generation_tokens_per_second: float | None = Field(
-        default=None, ge=0, validate_default=True
+        default=None, ge=0, le=MAX_TOKENS_PER_SECOND, validate_default=True
     )
     min_tokens_per_second: float = Field(
-        default=1.0, gt=0, description="lower bound of the learned capacity, weighted tokens/s"
+        default=1.0,
+        gt=0,
+        le=MAX_TOKENS_PER_SECOND,
+        description="lower bound of the learned capacity, weighted tokens/s",
     )
     max_tokens_per_second: float = Field(
         default=10_000_000.0,
         gt=0,
+        le=MAX_TOKENS_PER_SECOND,
         validate_default=True,
         description="upper bound of the learned capacity, weighted tokens/s",
     )
@@ -523,7 +539,7 @@ class ScalingPolicy(_Strict):
     tolerance: Tolerance = Tolerance()
     scale_up: ScaleUpRules = Field(default_factory=ScaleUpRules)
     scale_down: ScaleDownRules = Field(default_factory=ScaleDownRules)
-    model_load_timeout_seconds: float = Field(default=600, gt=0)
+    model_load_timeout_seconds: float = Field(default=600, gt=0, le=MAX_DAY_SECONDS)
 
     _max_not_below_min = _not_below("max_replicas", "min_replicas")
 
@@ -647,6 +663,7 @@ class Policy(_Strict):
     rate_window_seconds: float = Field(
         default=60,
         ge=4,
+        le=MAX_DAY_SECONDS,
         description="Window of rate() in the TTFT queries; at least 4 scrape intervals.",
     )
     targets: list[TargetPolicy] = Field(min_length=1)
