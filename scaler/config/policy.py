@@ -14,6 +14,7 @@ from typing import Annotated, Any, Self
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -159,11 +160,38 @@ def _unknown_kind(close: str) -> str:
     )
 
 
+def _kind_problem(data: dict[str, Any]) -> str | None:
+    """What is wrong with a workload's kind (as given, a well-formed kind without
+    ``plural``): not a known kind, or a known one at another apiVersion; None when nothing
+    is, or when the kind or plural is refused on its own."""
+    kind, plural = data.get("kind"), data.get("plural")
+    if plural is not None or not isinstance(kind, str) or not re.match(_KIND, kind):
+        return None  # another API's kind (its group and plural as given), or its own error
+    if kind not in KNOWN_PLURALS:
+        close = _closest_kind(kind)
+        if close:  # a typo first: the plural hint would send it the wrong way
+            return f"kind: value {kind!r}: {_unknown_kind(close)}"
+        return (
+            f"kind: value {kind!r}: expected one of {', '.join(sorted(KNOWN_PLURALS))}, or "
+            "'plural' set to the resource name of another API's kind (for example "
+            "'inferencepools')"
+        )
+    version = data.get("apiVersion", data.get("api_version"))
+    expected = KNOWN_API_VERSIONS[kind]
+    if isinstance(version, str) and re.match(_API_VERSION, version) and version != expected:
+        return f"apiVersion: value {version!r}: expected {expected} for kind {kind}"
+    return None
+
+
+_KIND = r"^[A-Z][A-Za-z0-9]*$"
+_API_VERSION = r"^([a-z0-9.-]+/)?v[0-9]+[a-z0-9]*$"
+
+
 class WorkloadRef(_Strict):
     """The scaled workload: any object with a ``scale`` subresource."""
 
-    api_version: str = Field(alias="apiVersion", pattern=r"^([a-z0-9.-]+/)?v[0-9]+[a-z0-9]*$")
-    kind: str = Field(pattern=r"^[A-Z][A-Za-z0-9]*$")
+    api_version: str = Field(alias="apiVersion", pattern=_API_VERSION)
+    kind: str = Field(pattern=_KIND)
     namespace: str = Field(pattern=_DNS_LABEL, max_length=63)
     name: str = Field(pattern=_DNS_SUBDOMAIN, max_length=253)
     plural: str | None = Field(
@@ -201,25 +229,31 @@ class WorkloadRef(_Strict):
                 raise ValueError(_unknown_kind(close))
         return value
 
-    @model_validator(mode="after")
-    def _plural_known(self) -> Self:
-        if self.plural is not None:  # another API's kind: its group and plural as given
-            return self
-        known = ", ".join(sorted(KNOWN_PLURALS))
-        if self.kind not in KNOWN_PLURALS:
-            close = _closest_kind(self.kind)
-            if close:  # a typo first: the plural hint would send it the wrong way
-                raise ValueError(f"kind: value {self.kind!r}: {_unknown_kind(close)}")
-            raise ValueError(
-                f"kind: value {self.kind!r}: expected one of {known}, or 'plural' set to the "
-                "resource name of another API's kind (for example 'inferencepools')"
-            )
-        expected = KNOWN_API_VERSIONS[self.kind]
-        if self.api_version != expected:
-            raise ValueError(
-                f"apiVersion: value {self.api_version!r}: expected {expected} for kind {self.kind}"
-            )
-        return self
+    @model_validator(mode="wrap")
+    @classmethod
+    def _plural_known(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Self:
+        # Wrapped rather than checked after: an unknown kind (a typo) is reported beside the
+        # other fields' errors (a bad namespace), in one pass.
+        found = _kind_problem(data) if isinstance(data, dict) else None
+        extra: list[InitErrorDetails] = []
+        if found is not None:
+            extra = [
+                {
+                    "type": "value_error",
+                    "loc": (),
+                    "input": data,
+                    "ctx": {"error": ValueError(found)},
+                }
+            ]
+        try:
+            ref: Self = handler(data)
+        except ValidationError as err:
+            if not extra:
+                raise
+            raise ValidationError.from_exception_data(err.title, _details(err) + extra) from None
+        if extra:
+            raise ValidationError.from_exception_data(cls.__name__, extra)
+        return ref
 
     def key(self) -> str:
         """Stable identifier used in logs, metrics and JSON: ``namespace/kind/name``."""
@@ -572,6 +606,18 @@ def _shadow_ttft_differs(shadow: Any, earlier: dict[str, Any]) -> str | None:
     )
 
 
+def _a_label_value(value: str) -> str:
+    """A matcher's value, never empty: in PromQL ``label=""`` selects the series without
+    that label, never what a target means. A check of each value, so that it is reported
+    beside an invalid label name of the same mapping."""
+    if not value:
+        raise ValueError(
+            "expected a label value (an empty matcher selects the series that do not have the "
+            "label)"
+        )
+    return value
+
+
 class TargetPolicy(ScalingPolicy):
     """How one target is scaled.
 
@@ -583,7 +629,13 @@ class TargetPolicy(ScalingPolicy):
     """
 
     workload: WorkloadRef
-    prometheus_matchers: dict[Annotated[str, Field(pattern=_LABEL_NAME)], str] | None = Field(
+    prometheus_matchers: (
+        dict[
+            Annotated[str, Field(pattern=_LABEL_NAME)],
+            Annotated[str, AfterValidator(_a_label_value)],
+        ]
+        | None
+    ) = Field(
         default=None,
         description=(
             "Label matchers (exact values) that select this target's vLLM series. Default: "
@@ -592,18 +644,6 @@ class TargetPolicy(ScalingPolicy):
         ),
     )
     shadow: ScalingPolicy | None = None
-
-    @field_validator("prometheus_matchers")
-    @classmethod
-    def _matchers_not_empty(cls, value: dict[str, str] | None) -> dict[str, str] | None:
-        # In PromQL label="" selects the series without that label: never what a target means.
-        for name, wanted in (value or {}).items():
-            if not wanted:
-                raise ValueError(
-                    f"{name}: value '': expected a label value (an empty "
-                    "matcher selects the series that do not have the label)"
-                )
-        return value
 
     _shadow_reads_the_same_ttft = _beside("shadow", _shadow_ttft_differs)
 

@@ -707,3 +707,33 @@ def test_the_upper_bounds_themselves_are_accepted() -> None:
     )
     assert policy.rate_window_seconds == 86400
     assert policy.targets[0].model_load_timeout_seconds == 86400
+
+
+def test_a_kind_typo_and_both_matcher_errors_beside_the_other_field_errors(
+    tmp_path: Path,
+) -> None:
+    """One pass lists every error: the kind typo beside an invalid namespace, an invalid
+    label name beside an empty matcher value, and a wrong apiVersion beside an invalid name;
+    a label name is named as the key of its mapping."""
+    text = (
+        "targets:\n"
+        "  - workload: {apiVersion: apps/v1, kind: Deploymnet, namespace: LLM_bad, name: vllm}\n"
+        '    prometheus_matchers: {"bad label": x, pod: ""}\n'
+        "  - workload: {apiVersion: apps/v2, kind: Deployment, namespace: llm, name: Bad_Name}\n"
+    )
+    lines = _message(tmp_path, text).splitlines()[1:]
+    assert lines == [
+        "  p.yaml: targets[0].workload.namespace: value 'LLM_bad': expected a Kubernetes name: "
+        "lowercase letters, digits and '-', starting and ending with a letter or digit",
+        "  p.yaml: targets[0].workload.kind: value 'Deploymnet': expected one of Deployment, "
+        "LeaderWorkerSet, ReplicaSet, Rollout, StatefulSet; did you mean Deployment? (a kind of "
+        "another API also needs 'plural', its resource name)",
+        "  p.yaml: targets[0].prometheus_matchers: key 'bad label': expected a Prometheus label "
+        "name: letters, digits and '_', not starting with a digit",
+        "  p.yaml: targets[0].prometheus_matchers.pod: value '': expected a label value (an "
+        "empty matcher selects the series that do not have the label)",
+        "  p.yaml: targets[1].workload.name: value 'Bad_Name': expected a Kubernetes name: "
+        "lowercase letters, digits, '-' and '.', starting and ending with a letter or digit",
+        "  p.yaml: targets[1].workload.apiVersion: value 'apps/v2': expected apps/v1 for kind "
+        "Deployment",
+    ]
