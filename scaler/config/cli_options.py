@@ -291,10 +291,14 @@ def load_command_settings(
     """
     for name, closest in unknown_env_vars():
         option = OPTION_ONLY.get(name.upper())
-        note = f"; {option} is a command-line option only" if option else ""
+        if option:  # no setting is meant: the option is
+            hint = f"{option} is a command-line option only, with no variable"
+        elif closest:
+            hint = f"closest setting: {closest}"
+        else:
+            hint = "no setting is close; see --help for every variable"
         typer.echo(
-            f"vllm-scaler: warning: unknown environment variable {name} is ignored "
-            f"(closest setting: {closest}{note})",
+            f"vllm-scaler: warning: unknown environment variable {name} is ignored ({hint})",
             err=True,
         )
     register_configured_secrets(values)

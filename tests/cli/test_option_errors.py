@@ -117,6 +117,17 @@ def _error(args: list[str], env: dict[str, str] | None = None) -> str:
             )
         ),
         pytest.param(
+            ["bench", "--rate-scale", "nan"],
+            "vllm-scaler: --rate-scale: value nan: expected a finite number > 0 and <= 1000",
+            id="not-finite-option",
+        ),
+        pytest.param(
+            ["recommend", "--interval", "nan"],
+            "vllm-scaler: VLLM_SCALER_CONTROL_INTERVAL_SECONDS (--interval): value nan: expected "
+            "a finite number",
+            id="not-finite-setting",
+        ),
+        pytest.param(
             ["backtest", "--max-points", "0"],
             "vllm-scaler: --max-points: value 0: expected a number >= 1",
             id="max-points",
