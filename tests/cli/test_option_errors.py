@@ -58,9 +58,10 @@ def _error(args: list[str], env: dict[str, str] | None = None) -> str:
         ),
         pytest.param(
             ["check-policy"],
-            "vllm-scaler: missing argument 'POLICY_FILE' (or VLLM_SCALER_POLICY_FILE); see "
-            "vllm-scaler check-policy --help",
-            id="missing-argument",
+            "vllm-scaler: policy.yaml: cannot read policy file: No such file or directory; "
+            "expected a readable file given as the POLICY_FILE argument or "
+            "VLLM_SCALER_POLICY_FILE (default: policy.yaml)",
+            id="no-argument-and-no-policy-yaml",
         ),
         pytest.param(
             ["backtest", "--target"],

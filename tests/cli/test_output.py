@@ -81,6 +81,17 @@ def test_check_policy_output(tmp_path: Path, output: str, check: Any) -> None:
     assert check(result.stdout), result.stdout
 
 
+def test_check_policy_without_an_argument_reads_policy_yaml_as_run_and_recommend_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _policy_file(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("VLLM_SCALER_POLICY_FILE", raising=False)
+    result = _invoke(["check-policy"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(f"{KEY}: replicas 1..10, ")
+
+
 def test_dashboards_json_lists_what_it_wrote_and_what_is_stale(tmp_path: Path) -> None:
     names = list(build_dashboards())
     stale = _invoke(["dashboards", "--out", str(tmp_path), "--check", "-o", "json"])
