@@ -18,6 +18,7 @@ from scaler.backtest.replay import ReplayResult, ReplayStep, ReplaySummary, Scal
 from scaler.backtest.timeparse import rfc3339
 from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
+from scaler.config.wording import counted
 
 __all__ = ["TargetBacktest", "format_text", "plot_backtest", "to_json"]
 
@@ -113,7 +114,7 @@ def format_text(backtests: Sequence[TargetBacktest], *, step_seconds: float) -> 
         src = bt.replicas.source or "none"
         lines.append(
             f"{bt.result.target}: {rfc3339(steps[0].at)} .. {rfc3339(steps[-1].at)}, "
-            f"{len(steps)} steps of {step_seconds:g} s, actual replicas from {src}"
+            f"{counted(len(steps), 'step')} of {step_seconds:g} s, actual replicas from {src}"
         )
         sh = bt.shadow
         shadow_steps = sh.steps if sh is not None else None
@@ -168,19 +169,21 @@ def format_text(backtests: Sequence[TargetBacktest], *, step_seconds: float) -> 
             lines.append(f"                 shadow {_events(sh.summary.policy_events)}")
         if s.risk_steps is None:
             lines.append(
-                f"  vs actual      below {s.below_actual_steps} steps, above "
-                f"{s.above_actual_steps} steps (ttft_p95 not enabled: no risk count)"
+                f"  vs actual      below {counted(s.below_actual_steps, 'step')}, above "
+                f"{counted(s.above_actual_steps, 'step')} (ttft_p95 not enabled: no risk count)"
             )
         else:
             lines.append(
-                f"  vs actual      below {s.below_actual_steps} steps ({s.risk_steps} while TTFT "
-                f"was above target: risk), above {s.above_actual_steps} steps "
+                f"  vs actual      below {counted(s.below_actual_steps, 'step')} "
+                f"({s.risk_steps} while TTFT was above target: risk), above "
+                f"{counted(s.above_actual_steps, 'step')} "
                 f"({s.relief_steps} while TTFT was above target); TTFT above target in "
-                f"{s.ttft_above_target_steps} steps"
+                f"{counted(s.ttft_above_target_steps or 0, 'step')}"
             )
         if s.actual_missing_steps:
             lines.append(
-                f"  gaps           {s.actual_missing_steps} steps without actual replicas "
+                f"  gaps           {counted(s.actual_missing_steps, 'step')} without actual "
+                "replicas "
                 "(left out of replica-hours, peaks and the comparison)"
             )
         status = "; ".join(

@@ -222,3 +222,13 @@ def test_check_policy_prints_the_selector_the_controller_sends(
     if matchers:
         assert shown["selector"] == shown["backtest_selector"] == 'model_name="m"'
         assert text.splitlines()[2].endswith("(history has no pod lists: the same selector)")
+
+
+def test_a_backtest_of_one_step_says_one_step(tmp_path: Path) -> None:
+    """The count said up front takes its noun's number (nothing answers at the address)."""
+    result = _invoke(
+        ["backtest", "--policy", str(_policy_file(tmp_path)), "--start", "now-1h",
+         "--end", "now-1h", "--step", "1h", "--prometheus-url", "http://127.0.0.1:9",
+         "--no-plot", "--no-progress"]
+    )  # fmt: skip
+    assert "vllm-scaler: 1 step of 3600 s from " in result.stderr, result.stderr
