@@ -255,11 +255,18 @@ def register_argv_secrets(args: Sequence[str]) -> None:
     register_configured_secrets(values)
 
 
+#: Authorization schemes (HTTP's registry, and common API-key ones): words, not secrets.
+_AUTH_SCHEMES = frozenset({"basic", "bearer", "digest", "negotiate", "token", "apikey"})
+
+
 def _joined_headers(value: str, following: Sequence[str]) -> str:
     """A header option's value with the arguments that followed it unquoted: a ``name=value``
     argument is one more header, any other one continues the value before it (``Bearer``
     then the token)."""
     if value.lstrip().startswith("{"):
+        for arg in following:  # the shell split the object: which words are values is unknown
+            if arg.strip("{}:,\"'").lower() not in _AUTH_SCHEMES:
+                register_secret(arg)
         return " ".join([value, *following])
     text = value
     for arg in following:

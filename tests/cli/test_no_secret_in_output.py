@@ -363,6 +363,7 @@ def test_sim_keeps_a_real_prometheus_credentials_from_its_own_controller() -> No
 
 ARGV_PASSWORD = "argv-pw-Tq83n"
 ARGV_TOKEN = "argv-token-Hc61v"
+JSON_TOKEN = "json-token-Wd27k"
 
 
 @pytest.mark.parametrize(
@@ -409,6 +410,11 @@ ARGV_TOKEN = "argv-token-Hc61v"
             id="unquoted-authorization-header",
         ),
         pytest.param(
+            ["recommend", "--prometheus-headers", "{Authorization:", "Bearer", JSON_TOKEN + "}"],
+            "got unexpected extra argument(s) (Bearer ***)",
+            id="unquoted-json-object",
+        ),
+        pytest.param(
             ["backtest", "--prometheus-headers", "X-Scope-OrgID=t1,X-Api-Key=Key", ARGV_TOKEN,
              "--step", ARGV_TOKEN],
             "got unexpected extra argument(s) (***)",
@@ -427,3 +433,4 @@ def test_a_secret_given_on_the_command_line_is_masked_in_its_usage_error(
     assert shown in result.output
     assert ARGV_PASSWORD not in result.output
     assert ARGV_TOKEN not in result.output
+    assert JSON_TOKEN not in result.output
