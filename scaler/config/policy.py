@@ -112,6 +112,22 @@ def _details(err: ValidationError) -> list[InitErrorDetails]:
     ]
 
 
+def _validated_beside(
+    model: type[BaseModel], data: Any, handler: Any, extra: list[InitErrorDetails]
+) -> Any:
+    """``handler(data)`` (a wrap model validator's), raising ``extra`` errors, found on the
+    data as given, together with the model's own field errors: one pass reports both."""
+    try:
+        validated = handler(data)
+    except ValidationError as err:
+        if not extra:
+            raise
+        raise ValidationError.from_exception_data(err.title, _details(err) + extra) from None
+    if extra:
+        raise ValidationError.from_exception_data(model.__name__, extra)
+    return validated
+
+
 def _not_below(field: str, low: str) -> Any:
     """A validator of ``field``: a number >= ``low``, an earlier field of the model. A field
     check, not a model one: it runs beside the other fields' errors, in one pass, whenever
@@ -245,14 +261,7 @@ class WorkloadRef(_Strict):
                     "ctx": {"error": ValueError(found)},
                 }
             ]
-        try:
-            ref: Self = handler(data)
-        except ValidationError as err:
-            if not extra:
-                raise
-            raise ValidationError.from_exception_data(err.title, _details(err) + extra) from None
-        if extra:
-            raise ValidationError.from_exception_data(cls.__name__, extra)
+        ref: Self = _validated_beside(cls, data, handler, extra)
         return ref
 
     def key(self) -> str:
@@ -713,17 +722,7 @@ class Policy(_Strict):
     def _unique(cls, data: Any, handler: Any) -> Self:
         # Wrapped rather than checked after: a target listed twice is reported beside every
         # other error of the file, for each pair of entries whose workloads are valid.
-        duplicates = _duplicate_targets(data)
-        try:
-            policy: Self = handler(data)
-        except ValidationError as err:
-            if not duplicates:
-                raise
-            raise ValidationError.from_exception_data(
-                err.title, _details(err) + duplicates
-            ) from None
-        if duplicates:
-            raise ValidationError.from_exception_data(cls.__name__, duplicates)
+        policy: Self = _validated_beside(cls, data, handler, _duplicate_targets(data))
         return policy
 
 
