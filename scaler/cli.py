@@ -158,7 +158,8 @@ def check_policy(
         Path | None,
         typer.Argument(
             metavar="POLICY_FILE",
-            help="YAML policy file (default: $VLLM_SCALER_POLICY_FILE, as run and recommend).",
+            help="YAML policy file (default: $VLLM_SCALER_POLICY_FILE, else policy.yaml, as "
+            "run and recommend).",
             show_default=False,
         ),
     ] = None,
@@ -170,14 +171,14 @@ def check_policy(
     from scaler.sources.promql import query_selector, target_selector
 
     given_as = "the POLICY_FILE argument"
-    if path is None:
+    if path is None:  # as run and recommend: the variable, else policy.yaml
         variable = env_name("policy_file")
-        if not os.environ.get(variable):
-            raise fail(
-                f"missing argument 'POLICY_FILE' (or {variable}); see vllm-scaler check-policy "
-                "--help"
-            )
-        path, given_as = Path(os.environ[variable]), variable
+        default = Settings.model_fields["policy_file"].default
+        if os.environ.get(variable):
+            path, given_as = Path(os.environ[variable]), variable
+        else:
+            path = default
+            given_as = f"the POLICY_FILE argument or {variable} (default: {default})"
     try:
         p = load_policy(path, given_as=given_as)
     except PolicyError as err:

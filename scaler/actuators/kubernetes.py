@@ -24,6 +24,7 @@ from scaler.actuators.api_client import KubeConfigError, MissingContextError, bu
 from scaler.actuators.errors import ApiFailure, KubeApiError, classify_error
 from scaler.config.policy import WorkloadRef
 from scaler.config.secrets import mask
+from scaler.config.wording import counted
 from scaler.core.observation import PodInfo, WorkloadSnapshot
 
 # The client and the failures are re-exported: callers build, read and scale through here.
@@ -439,7 +440,7 @@ class KubernetesActuator:
         if replicas == before:
             return ScaleResult(
                 ScaleOutcome.UNCHANGED,
-                f"{ref.key()} already has {replicas} replicas",
+                f"{ref.key()} already has {counted(replicas, 'replica')}",
                 before,
                 replicas,
                 replicas_after=before,
@@ -492,7 +493,8 @@ class KubernetesActuator:
                 if before == replicas:
                     return ScaleResult(
                         ScaleOutcome.UNCHANGED,
-                        f"{ref.key()} was changed by another writer to {replicas} replicas",
+                        f"{ref.key()} was changed by another writer to "
+                        f"{counted(replicas, 'replica')}",
                         before,
                         replicas,
                         replicas_after=before,
@@ -509,7 +511,7 @@ class KubernetesActuator:
             )
             return ScaleResult(
                 ScaleOutcome.SCALED,
-                f"scaled {ref.key()} from {before} to {new.spec_replicas} replicas",
+                f"scaled {ref.key()} from {before} to {counted(new.spec_replicas, 'replica')}",
                 before,
                 replicas,
                 replicas_after=new.spec_replicas,

@@ -21,6 +21,7 @@ from scaler.config.cli_options import (
 )
 from scaler.config.options import option_errors, output_file_error, write_output
 from scaler.config.settings import PrometheusSettings
+from scaler.config.wording import counted
 
 __all__ = ["DEFAULT_MAX_STEPS", "MAX_STEPS_LIMIT", "register"]
 
@@ -161,7 +162,8 @@ def register(app: typer.Typer) -> None:
             raise fail("; ".join(errors))
         if grid.count > max_steps:
             raise fail(
-                f"--start {start!r} to --end {end!r} at --step {step!r} is {grid.count:,} steps, "
+                f"--start {start!r} to --end {end!r} at --step {step!r} is "
+                f"{counted(grid.count, 'step', thousands=True)}, "
                 f"more than the limit of {max_steps:,}: shorten the range, take a longer --step, "
                 f"or raise the limit with --max-steps (up to {MAX_STEPS_LIMIT:,})"
             )

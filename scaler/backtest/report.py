@@ -18,6 +18,7 @@ from scaler.backtest.replay import ReplayResult, ReplayStep, ReplaySummary, Scal
 from scaler.backtest.timeparse import rfc3339
 from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
+from scaler.config.wording import counted
 
 __all__ = ["TargetBacktest", "format_text", "plot_backtest", "to_json"]
 
@@ -106,7 +107,7 @@ def _coverage(s: ReplaySummary) -> str:
 
 def steps_text(count: int) -> str:
     """``"1 step"``, ``"1,441 steps"``: a count of steps with its noun."""
-    return f"{count:,} step{'' if count == 1 else 's'}"
+    return counted(count, "step", thousands=True)
 
 
 #: Reasons whose sentence the timeline gives even when the policy's replicas stay the same.

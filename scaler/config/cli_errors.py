@@ -19,12 +19,15 @@ with exit code 2. The value is printed through the masking streams like everythi
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Sequence
 from typing import Any
 
 import typer
 from pydantic import ValidationError
 from typer.core import TyperCommand, TyperGroup
 
+from scaler.config.cli_options import register_argv_secrets
 from scaler.config.wording import expectation
 
 __all__ = ["Command", "CommandGroup", "describe_bad_parameter"]
@@ -84,7 +87,17 @@ _USAGE_ERROR: type[Exception] = next(
 
 
 class CommandGroup(TyperGroup):
-    """The app's group: a usage error of any command is one line on stderr, exit code 2."""
+    """The app's group: a usage error of any command is one line on stderr, exit code 2.
+
+    The credentials the command line holds are registered before it is parsed
+    (:func:`~scaler.config.cli_options.register_argv_secrets`): every usage error, whatever
+    argument it echoes, is masked as the rest of the output is.
+    """
+
+    def main(self, args: Sequence[str] | None = None, *rest: Any, **kwargs: Any) -> Any:
+        """Register the secrets of ``args`` (default: ``sys.argv[1:]``), then run click's main."""
+        register_argv_secrets(sys.argv[1:] if args is None else list(args))
+        return super().main(args, *rest, **kwargs)
 
     def invoke(self, ctx: Any) -> Any:
         """Run the command; a usage error becomes one line (:func:`describe_bad_parameter`

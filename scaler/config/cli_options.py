@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import os
 import re
 import types
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
@@ -28,9 +29,11 @@ from scaler.config.secrets import (
     register_file_secret,
     register_header,
     register_private_key_file,
+    register_secret,
     register_url_credentials,
 )
 from scaler.config.settings import (
+    HEADER_NAME,
     PrometheusSettings,
     SettingsError,
     env_name,
@@ -48,6 +51,7 @@ __all__ = [
     "fail",
     "load_command_settings",
     "option_names",
+    "register_argv_secrets",
     "register_configured_secrets",
     "register_environment_secrets",
     "settings_options",
@@ -171,8 +175,8 @@ def register_configured_secrets(values: Mapping[str, object]) -> None:
     if isinstance(headers, str | dict):
         try:
             parsed = parse_headers(headers)
-        except ValueError:
-            parsed = {}
+        except ValueError:  # invalid: every value that can be told apart is still masked
+            parsed = _header_items(headers)
         for name, value in parsed.items():
             register_header(name, value)
     token = values.get("prometheus_bearer_token_file")
@@ -182,6 +186,93 @@ def register_configured_secrets(values: Mapping[str, object]) -> None:
         pem = values.get(key)
         if isinstance(pem, str | Path) and str(pem):
             register_private_key_file(Path(pem))
+
+
+def _header_items(headers: str | dict[Any, Any]) -> dict[str, str]:
+    """The name/value pairs of a header setting that :func:`parse_headers` refuses, as far
+    as they can be told apart (a JSON object's strings, else ``name=value`` items)."""
+    if isinstance(headers, dict):
+        return {str(k): str(v) for k, v in headers.items()}
+    text = headers.strip()
+    if text.startswith("{"):
+        try:
+            loaded = json.loads(text)
+        except ValueError:
+            loaded = None
+        if isinstance(loaded, dict):
+            return {str(k): str(v) for k, v in loaded.items()}
+        register_secret(text)  # no pairs to tell apart: the whole value is the secret
+        return {}
+    items = {}
+    for item in text.split(","):
+        name, _, value = item.partition("=")
+        items[name.strip()] = value
+    return items
+
+
+#: A URL with user-info (``scheme://user:password@host``), wherever it stands on a command line.
+_URL_WITH_USERINFO = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*@")
+
+
+def register_argv_secrets(args: Sequence[str]) -> None:
+    """Register the credentials a command line holds, before it is parsed: a usage error
+    (an extra argument, a value of another option that cannot be converted) may echo them.
+
+    Masked: the values of the Prometheus options (as :func:`register_configured_secrets`
+    does for the environment, whether written ``--option value`` or ``--option=value``), the
+    user-info of any argument that is a URL, and the arguments that follow a credential
+    header's value without an option between them (``--prometheus-headers Authorization=Bearer
+    <token>`` unquoted puts the token in an argument of its own).
+    """
+    by_option = {
+        name: field
+        for field in PROMETHEUS_FIELDS
+        for option in option_names(field)
+        for name in option.split("/")
+    }
+    values: dict[str, object] = {}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if _URL_WITH_USERINFO.match(arg):
+            register_url_credentials(arg)
+        name, eq, inline = arg.partition("=")
+        field = by_option.get(name) if arg.startswith("--") else None
+        i += 1
+        if field is None:
+            continue
+        if not eq:
+            if i >= len(args):
+                break
+            inline, i = args[i], i + 1
+        if field == "prometheus_headers":
+            following = []
+            while i < len(args) and not args[i].startswith("-"):
+                following.append(args[i])
+                i += 1
+            inline = _joined_headers(inline, following)
+        values[field] = inline
+    register_configured_secrets(values)
+
+
+#: Authorization schemes (HTTP's registry, and common API-key ones): words, not secrets.
+_AUTH_SCHEMES = frozenset({"basic", "bearer", "digest", "negotiate", "token", "apikey"})
+
+
+def _joined_headers(value: str, following: Sequence[str]) -> str:
+    """A header option's value with the arguments that followed it unquoted: a ``name=value``
+    argument is one more header, any other one continues the value before it (``Bearer``
+    then the token)."""
+    if value.lstrip().startswith("{"):
+        for arg in following:  # the shell split the object: which words are values is unknown
+            if arg.strip("{}:,\"'").lower() not in _AUTH_SCHEMES:
+                register_secret(arg)
+        return " ".join([value, *following])
+    text = value
+    for arg in following:
+        name, eq, _ = arg.partition("=")
+        text += f",{arg}" if eq and HEADER_NAME.match(name) else f" {arg}"
+    return text
 
 
 def register_environment_secrets(environ: Mapping[str, str] | None = None) -> None:
@@ -207,10 +298,14 @@ def load_command_settings(
     """
     for name, closest in unknown_env_vars():
         option = OPTION_ONLY.get(name.upper())
-        note = f"; {option} is a command-line option only" if option else ""
+        if option:  # no setting is meant: the option is
+            hint = f"{option} is a command-line option only, with no variable"
+        elif closest:
+            hint = f"closest setting: {closest}"
+        else:
+            hint = "no setting is close; see --help for every variable"
         typer.echo(
-            f"vllm-scaler: warning: unknown environment variable {name} is ignored "
-            f"(closest setting: {closest}{note})",
+            f"vllm-scaler: warning: unknown environment variable {name} is ignored ({hint})",
             err=True,
         )
     register_configured_secrets(values)

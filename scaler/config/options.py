@@ -38,7 +38,8 @@ def option_errors(bounds: Bounds, **values: float) -> list[str]:
         low, inclusive, high = bounds[option]
         ok = math.isfinite(value) and (value >= low if inclusive else value > low) and value <= high
         if not ok:
-            expected = f"a number {'>=' if inclusive else '>'} {_number(low)}"
+            finite = "a finite number" if not math.isfinite(value) else "a number"
+            expected = f"{finite} {'>=' if inclusive else '>'} {_number(low)}"
             if math.isfinite(high):
                 expected += f" and <= {_number(high)}"
             errors.append(f"{option}: value {_number(value)}: expected {expected}")

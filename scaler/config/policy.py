@@ -14,6 +14,7 @@ from typing import Annotated, Any, Self
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -111,6 +112,22 @@ def _details(err: ValidationError) -> list[InitErrorDetails]:
     ]
 
 
+def _validated_beside(
+    model: type[BaseModel], data: Any, handler: Any, extra: list[InitErrorDetails]
+) -> Any:
+    """``handler(data)`` (a wrap model validator's), raising ``extra`` errors, found on the
+    data as given, together with the model's own field errors: one pass reports both."""
+    try:
+        validated = handler(data)
+    except ValidationError as err:
+        if not extra:
+            raise
+        raise ValidationError.from_exception_data(err.title, _details(err) + extra) from None
+    if extra:
+        raise ValidationError.from_exception_data(model.__name__, extra)
+    return validated
+
+
 def _not_below(field: str, low: str) -> Any:
     """A validator of ``field``: a number >= ``low``, an earlier field of the model. A field
     check, not a model one: it runs beside the other fields' errors, in one pass, whenever
@@ -127,6 +144,16 @@ def _not_below(field: str, low: str) -> Any:
 
 #: The most replicas a count may hold: Kubernetes' ``replicas`` is an int32.
 MAX_REPLICAS = 2**31 - 1
+#: The longest rate window and model-load timeout: a day. Far beyond any real setting, and
+#: within what Prometheus takes as a range (1e12 s is refused by the server).
+MAX_DAY_SECONDS = 86400
+#: The longest TTFT target: an hour.
+MAX_TTFT_SECONDS = 3600
+#: The most waiting requests per replica a queue-depth target may ask for.
+MAX_QUEUE_PER_REPLICA = 10_000
+#: The most weighted tokens per second a replica's capacity (seeds and bounds) may be: far
+#: above any GPU server's prefill and decode rates.
+MAX_TOKENS_PER_SECOND = 1e9
 
 
 class _Strict(BaseModel):
@@ -149,11 +176,38 @@ def _unknown_kind(close: str) -> str:
     )
 
 
+def _kind_problem(data: dict[str, Any]) -> str | None:
+    """What is wrong with a workload's kind (as given, a well-formed kind without
+    ``plural``): not a known kind, or a known one at another apiVersion; None when nothing
+    is, or when the kind or plural is refused on its own."""
+    kind, plural = data.get("kind"), data.get("plural")
+    if plural is not None or not isinstance(kind, str) or not re.match(_KIND, kind):
+        return None  # another API's kind (its group and plural as given), or its own error
+    if kind not in KNOWN_PLURALS:
+        close = _closest_kind(kind)
+        if close:  # a typo first: the plural hint would send it the wrong way
+            return f"kind: value {kind!r}: {_unknown_kind(close)}"
+        return (
+            f"kind: value {kind!r}: expected one of {', '.join(sorted(KNOWN_PLURALS))}, or "
+            "'plural' set to the resource name of another API's kind (for example "
+            "'inferencepools')"
+        )
+    version = data.get("apiVersion", data.get("api_version"))
+    expected = KNOWN_API_VERSIONS[kind]
+    if isinstance(version, str) and re.match(_API_VERSION, version) and version != expected:
+        return f"apiVersion: value {version!r}: expected {expected} for kind {kind}"
+    return None
+
+
+_KIND = r"^[A-Z][A-Za-z0-9]*$"
+_API_VERSION = r"^([a-z0-9.-]+/)?v[0-9]+[a-z0-9]*$"
+
+
 class WorkloadRef(_Strict):
     """The scaled workload: any object with a ``scale`` subresource."""
 
-    api_version: str = Field(alias="apiVersion", pattern=r"^([a-z0-9.-]+/)?v[0-9]+[a-z0-9]*$")
-    kind: str = Field(pattern=r"^[A-Z][A-Za-z0-9]*$")
+    api_version: str = Field(alias="apiVersion", pattern=_API_VERSION)
+    kind: str = Field(pattern=_KIND)
     namespace: str = Field(pattern=_DNS_LABEL, max_length=63)
     name: str = Field(pattern=_DNS_SUBDOMAIN, max_length=253)
     plural: str | None = Field(
@@ -191,25 +245,24 @@ class WorkloadRef(_Strict):
                 raise ValueError(_unknown_kind(close))
         return value
 
-    @model_validator(mode="after")
-    def _plural_known(self) -> Self:
-        if self.plural is not None:  # another API's kind: its group and plural as given
-            return self
-        known = ", ".join(sorted(KNOWN_PLURALS))
-        if self.kind not in KNOWN_PLURALS:
-            close = _closest_kind(self.kind)
-            if close:  # a typo first: the plural hint would send it the wrong way
-                raise ValueError(f"kind: value {self.kind!r}: {_unknown_kind(close)}")
-            raise ValueError(
-                f"kind: value {self.kind!r}: expected one of {known}, or 'plural' set to the "
-                "resource name of another API's kind (for example 'inferencepools')"
-            )
-        expected = KNOWN_API_VERSIONS[self.kind]
-        if self.api_version != expected:
-            raise ValueError(
-                f"apiVersion: value {self.api_version!r}: expected {expected} for kind {self.kind}"
-            )
-        return self
+    @model_validator(mode="wrap")
+    @classmethod
+    def _plural_known(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Self:
+        # Wrapped rather than checked after: an unknown kind (a typo) is reported beside the
+        # other fields' errors (a bad namespace), in one pass.
+        found = _kind_problem(data) if isinstance(data, dict) else None
+        extra: list[InitErrorDetails] = []
+        if found is not None:
+            extra = [
+                {
+                    "type": "value_error",
+                    "loc": (),
+                    "input": data,
+                    "ctx": {"error": ValueError(found)},
+                }
+            ]
+        ref: Self = _validated_beside(cls, data, handler, extra)
+        return ref
 
     def key(self) -> str:
         """Stable identifier used in logs, metrics and JSON: ``namespace/kind/name``."""
@@ -224,7 +277,7 @@ class QueueDepthSignal(_Strict):
 
     enabled: bool = True
     target_per_replica: float = Field(
-        default=10.0, gt=0, description="waiting requests per replica"
+        default=10.0, gt=0, le=MAX_QUEUE_PER_REPLICA, description="waiting requests per replica"
     )
 
 
@@ -257,7 +310,7 @@ class TtftSignal(_Strict):
     """
 
     enabled: bool = True
-    target_seconds: float = Field(default=2.0, gt=0)
+    target_seconds: float = Field(default=2.0, gt=0, le=MAX_TTFT_SECONDS)
     quantile: float = Field(
         default=0.95, gt=0, lt=1, description="0-1 ratio: the quantile of TTFT (0.95 is p95)"
     )
@@ -292,16 +345,22 @@ class CapacitySignal(_Strict):
         le=1000,
         description="what one generated token costs a replica, in prompt tokens",
     )
-    seed_prompt_tokens_per_second: float | None = Field(default=None, gt=0)
+    seed_prompt_tokens_per_second: float | None = Field(
+        default=None, gt=0, le=MAX_TOKENS_PER_SECOND
+    )
     seed_generation_tokens_per_second: float | None = Field(
-        default=None, ge=0, validate_default=True
+        default=None, ge=0, le=MAX_TOKENS_PER_SECOND, validate_default=True
     )
     min_tokens_per_second: float = Field(
-        default=1.0, gt=0, description="lower bound of the learned capacity, weighted tokens/s"
+        default=1.0,
+        gt=0,
+        le=MAX_TOKENS_PER_SECOND,
+        description="lower bound of the learned capacity, weighted tokens/s",
     )
     max_tokens_per_second: float = Field(
         default=10_000_000.0,
         gt=0,
+        le=MAX_TOKENS_PER_SECOND,
         validate_default=True,
         description="upper bound of the learned capacity, weighted tokens/s",
     )
@@ -524,7 +583,7 @@ class ScalingPolicy(_Strict):
     tolerance: Tolerance = Tolerance()
     scale_up: ScaleUpRules = Field(default_factory=ScaleUpRules)
     scale_down: ScaleDownRules = Field(default_factory=ScaleDownRules)
-    model_load_timeout_seconds: float = Field(default=600, gt=0)
+    model_load_timeout_seconds: float = Field(default=600, gt=0, le=MAX_DAY_SECONDS)
 
     _max_not_below_min = _not_below("max_replicas", "min_replicas")
 
@@ -557,6 +616,18 @@ def _shadow_ttft_differs(shadow: Any, earlier: dict[str, Any]) -> str | None:
     )
 
 
+def _a_label_value(value: str) -> str:
+    """A matcher's value, never empty: in PromQL ``label=""`` selects the series without
+    that label, never what a target means. A check of each value, so that it is reported
+    beside an invalid label name of the same mapping."""
+    if not value:
+        raise ValueError(
+            "expected a label value (an empty matcher selects the series that do not have the "
+            "label)"
+        )
+    return value
+
+
 class TargetPolicy(ScalingPolicy):
     """How one target is scaled.
 
@@ -568,7 +639,13 @@ class TargetPolicy(ScalingPolicy):
     """
 
     workload: WorkloadRef
-    prometheus_matchers: dict[Annotated[str, Field(pattern=_LABEL_NAME)], str] | None = Field(
+    prometheus_matchers: (
+        dict[
+            Annotated[str, Field(pattern=_LABEL_NAME)],
+            Annotated[str, AfterValidator(_a_label_value)],
+        ]
+        | None
+    ) = Field(
         default=None,
         description=(
             "Label matchers (exact values) that select this target's vLLM series. Default: "
@@ -577,18 +654,6 @@ class TargetPolicy(ScalingPolicy):
         ),
     )
     shadow: ScalingPolicy | None = None
-
-    @field_validator("prometheus_matchers")
-    @classmethod
-    def _matchers_not_empty(cls, value: dict[str, str] | None) -> dict[str, str] | None:
-        # In PromQL label="" selects the series without that label: never what a target means.
-        for name, wanted in (value or {}).items():
-            if not wanted:
-                raise ValueError(
-                    f"{name}: value '': expected a label value (an empty "
-                    "matcher selects the series that do not have the label)"
-                )
-        return value
 
     _shadow_reads_the_same_ttft = _beside("shadow", _shadow_ttft_differs)
 
@@ -648,6 +713,7 @@ class Policy(_Strict):
     rate_window_seconds: float = Field(
         default=60,
         ge=4,
+        le=MAX_DAY_SECONDS,
         description="Window of rate() in the TTFT queries; at least 4 scrape intervals.",
     )
     targets: list[TargetPolicy] = Field(min_length=1)
@@ -657,17 +723,7 @@ class Policy(_Strict):
     def _unique(cls, data: Any, handler: Any) -> Self:
         # Wrapped rather than checked after: a target listed twice is reported beside every
         # other error of the file, for each pair of entries whose workloads are valid.
-        duplicates = _duplicate_targets(data)
-        try:
-            policy: Self = handler(data)
-        except ValidationError as err:
-            if not duplicates:
-                raise
-            raise ValidationError.from_exception_data(
-                err.title, _details(err) + duplicates
-            ) from None
-        if duplicates:
-            raise ValidationError.from_exception_data(cls.__name__, duplicates)
+        policy: Self = _validated_beside(cls, data, handler, _duplicate_targets(data))
         return policy
 
 

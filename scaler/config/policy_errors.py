@@ -155,6 +155,10 @@ def validation_lines(err: ValidationError, model: type[BaseModel], source: str) 
         if kind == "duplicate_target":  # names the entries itself
             lines.append(f"{where}: {e['msg']}")
             continue
+        if loc[-1:] == ("[key]",):  # a key of a free mapping: pydantic's loc is (..., key, "[key]")
+            where = f"{source}: {field_path(loc[:-2])}"
+            lines.append(f"{where}: key {_shown(value)}: {expectation(e)}")
+            continue
         description = _description(model, loc)
         hint = percent_hint(description, value)
         expected = expectation(e)

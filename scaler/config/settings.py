@@ -39,7 +39,8 @@ from scaler.config.wording import expectation
 
 #: Fields whose values may be secrets: never echoed in errors, hidden from ``repr``.
 SECRET_FIELDS = frozenset({"prometheus_headers"})
-_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+#: A valid HTTP header name (RFC 9110 5.1: a token).
+HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 #: A header value HTTP clients send (RFC 9110 5.5, ASCII only as httpx encodes it): visible
 #: characters with spaces or tabs between them, or nothing.
 _HEADER_VALUE = re.compile(r"^(?:[\x21-\x7e](?:[ \t]*[\x21-\x7e])*)?$")
@@ -50,52 +51,71 @@ def parse_headers(value: object) -> dict[str, str]:
     ``k=v,k=v`` text; a dict passes through.
 
     Raises:
-        ValueError: not one of those forms, an invalid header name, a line break in a
-            value (header injection), or a value HTTP forbids (whitespace around it, a
-            control or non-ASCII character). The message never contains a value.
+        ValueError: not one of those forms, an empty or invalid header name, a name given
+            twice (HTTP names are case-insensitive: ``X-Key`` and ``x-key`` are one header),
+            a line break in a value (header injection), or a value HTTP forbids (whitespace
+            around it, a control or non-ASCII character). The message never contains a value.
     """
+    items: list[tuple[str, str]]
     if isinstance(value, dict):
-        pairs = {str(k): str(v) for k, v in value.items()}
+        items = [(str(k), str(v)) for k, v in value.items()]
     elif isinstance(value, str):
         text = value.strip()
         if not text:
             return {}
         if text.startswith("{"):
             try:
-                loaded = json.loads(text)
+                loaded = json.loads(text, object_pairs_hook=list)
             except ValueError:
                 raise ValueError("not a valid JSON object") from None
-            if not isinstance(loaded, dict) or not all(isinstance(v, str) for v in loaded.values()):
+            if not isinstance(loaded, list) or not all(isinstance(v, str) for _, v in loaded):
                 raise ValueError("the JSON form must be an object of strings")
-            pairs = {str(k): v for k, v in loaded.items()}
+            items = [(str(k), v) for k, v in loaded]
         else:
-            pairs = {}
+            items = []
             for i, item in enumerate(filter(None, (p.strip() for p in text.split(",")))):
                 name, eq, val = item.partition("=")
                 if not eq:
                     raise ValueError(f"item {i + 1} is not name=value")
-                pairs[name.strip()] = val.strip()
+                items.append((name.strip(), val))  # the value as written: whitespace is refused
     else:
         raise ValueError("expected a JSON object or name=value,name=value")
-    for name, val in pairs.items():
-        if not _HEADER_NAME.match(name):
-            # quoted only up to its first bad character: a curl-style "Authorization: Bearer
-            # <token>=" puts the token in the name
-            valid = re.match(r"[!#$%&'*+.^_`|~0-9A-Za-z-]*", name)
-            shown = valid.group() if valid else ""
+    seen: dict[str, str] = {}
+    for name, val in items:
+        _check_header(name, val)
+        if name.lower() in seen:
             raise ValueError(
-                f"invalid header name starting {shown!r}: character {len(shown) + 1} is not "
-                "allowed in a name (the rest is not shown); expected name=value with a name of "
-                "letters, digits and !#$%&'*+.^_`|~-"
+                f"header {name!r} is given twice (as {seen[name.lower()]!r} too; header names "
+                "are case-insensitive); expected each header once"
             )
-        if "\r" in val or "\n" in val:
-            raise ValueError(f"the value of header {name!r} contains a line break")
-        if not _HEADER_VALUE.match(val):
-            raise ValueError(
-                f"the value of header {name!r} {_header_value_fault(val)}; expected printable "
-                "ASCII characters, with spaces or tabs only between them"
-            )
-    return pairs
+        seen[name.lower()] = name
+    return dict(items)
+
+
+def _check_header(name: str, val: str) -> None:
+    """ValueError when ``name: val`` is no valid header (the message never holds ``val``)."""
+    if not name:
+        raise ValueError(
+            "a header name is empty; expected name=value with a name of letters, digits "
+            "and !#$%&'*+.^_`|~-"
+        )
+    if not HEADER_NAME.match(name):
+        # quoted only up to its first bad character: a curl-style "Authorization: Bearer
+        # <token>=" puts the token in the name
+        valid = re.match(r"[!#$%&'*+.^_`|~0-9A-Za-z-]*", name)
+        shown = valid.group() if valid else ""
+        raise ValueError(
+            f"invalid header name starting {shown!r}: character {len(shown) + 1} is not "
+            "allowed in a name (the rest is not shown); expected name=value with a name of "
+            "letters, digits and !#$%&'*+.^_`|~-"
+        )
+    if "\r" in val or "\n" in val:
+        raise ValueError(f"the value of header {name!r} contains a line break")
+    if not _HEADER_VALUE.match(val):
+        raise ValueError(
+            f"the value of header {name!r} {_header_value_fault(val)}; expected printable "
+            "ASCII characters, with spaces or tabs only between them"
+        )
 
 
 def _header_value_fault(value: str) -> str:
@@ -138,7 +158,10 @@ class PrometheusSettings(BaseSettings):
     is re-read on every request. :meth:`prometheus_summary` says what is used, never a value.
     """
 
-    model_config = SettingsConfigDict(env_prefix="VLLM_SCALER_", extra="ignore", frozen=True)
+    # no nan or inf: "nan" compared with a bound would read as out of range
+    model_config = SettingsConfigDict(
+        env_prefix="VLLM_SCALER_", extra="ignore", frozen=True, allow_inf_nan=False
+    )
 
     prometheus_url: AnyHttpUrl = Field(
         default=AnyHttpUrl("http://localhost:9090"),
@@ -219,17 +242,27 @@ class PrometheusSettings(BaseSettings):
 
     @model_validator(mode="after")
     def _client_certificate(self) -> Self:
-        if self.prometheus_client_key_file is not None and self.prometheus_client_cert_file is None:
-            raise ValueError("prometheus_client_key_file needs prometheus_client_cert_file")
-        cert = self.prometheus_client_cert_file
-        if cert is not None and self.prometheus_client_key_file is None:
+        key, cert = self.prometheus_client_key_file, self.prometheus_client_cert_file
+        if key is not None and cert is None:
+            raise ValueError(
+                f"{_setting('prometheus_client_key_file')}: value {str(key)!r}: expected "
+                f"{_setting('prometheus_client_cert_file')} too: the key is the private key of a "
+                "client certificate, and is sent only with it"
+            )
+        if cert is not None and key is None:
             try:
                 ssl.create_default_context().load_cert_chain(str(cert))
             except ssl.SSLError as err:
+                found = (
+                    "the file holds no private key"
+                    if b"PRIVATE KEY-----" not in _check_readable_file(cert, "a PEM certificate")
+                    else f"its private key cannot be loaded ({_ssl_reason(err)})"
+                )
                 raise ValueError(
-                    f"VLLM_SCALER_PROMETHEUS_CLIENT_CERT_FILE: value {str(cert)!r}: "
-                    f"{_ssl_reason(err)}; expected a PEM certificate followed by its private "
-                    "key, or the key in VLLM_SCALER_PROMETHEUS_CLIENT_KEY_FILE"
+                    f"{_setting('prometheus_client_cert_file')}: value {str(cert)!r}: {found} "
+                    f"and {_setting('prometheus_client_key_file')} is not set; expected the "
+                    f"private key in {_setting('prometheus_client_key_file')}, or a PEM "
+                    "certificate file followed by its private key"
                 ) from None
         return self
 
@@ -470,8 +503,15 @@ def env_name(field: str) -> str:
     return ENV_PREFIX + field.upper()
 
 
-def unknown_env_vars(environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
-    """``VLLM_SCALER_*`` variables that are no setting, each with the closest known name.
+def _setting(field: str) -> str:
+    """A setting as errors name it: its variable and its option,
+    ``VLLM_SCALER_PROMETHEUS_CLIENT_KEY_FILE (--prometheus-client-key-file)``."""
+    return f"{env_name(field)} (--{field.replace('_', '-')})"
+
+
+def unknown_env_vars(environ: Mapping[str, str] | None = None) -> list[tuple[str, str | None]]:
+    """``VLLM_SCALER_*`` variables that are no setting, each with the closest known name
+    (None when no setting is close).
 
     Settings ignore them, so a misspelt variable would silently change nothing; the
     command line warns about each one at start.
@@ -486,13 +526,27 @@ def unknown_env_vars(environ: Mapping[str, str] | None = None) -> list[tuple[str
     return out
 
 
-def _closest(name: str, known: list[str]) -> str:
-    """The known name that contains every word of ``name`` (shortest first), else difflib's."""
-    words = set(name.removeprefix(ENV_PREFIX).split("_"))
-    holding = [k for k in known if words <= set(k.removeprefix(ENV_PREFIX).split("_"))]
-    if holding:
-        return min(holding, key=len)
-    return difflib.get_close_matches(name, known, n=1, cutoff=0.0)[0]
+def _closest(name: str, known: list[str]) -> str | None:
+    """The known name closest to ``name``, compared without the prefix. The score of a
+    candidate is the larger of the share of ``name``'s words that match one of its words (a
+    word matches a word difflib finds at least 0.8 alike: ``INTERVALL`` matches
+    ``INTERVAL``) and how alike both are without their underscores (``KUBE_CONFIG`` and
+    ``KUBECONFIG``); ties go to the most alike as a whole, then to the shortest. None when
+    no candidate scores 0.6."""
+    bare = name.removeprefix(ENV_PREFIX)
+    words = [w for w in bare.split("_") if w]
+
+    def alike(a: str, b: str) -> float:
+        return difflib.SequenceMatcher(None, a, b).ratio()
+
+    def score(candidate: str) -> float:
+        theirs = candidate.removeprefix(ENV_PREFIX)
+        hits = sum(max(alike(w, t) for t in theirs.split("_")) >= 0.8 for w in words)
+        compact = alike(bare.replace("_", ""), theirs.replace("_", ""))
+        return max(hits / max(len(words), 1), compact)
+
+    best = max(known, key=lambda k: (score(k), alike(bare, k.removeprefix(ENV_PREFIX)), -len(k)))
+    return best if score(best) >= 0.6 else None
 
 
 def _shown(value: object, field: str) -> str:

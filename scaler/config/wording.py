@@ -12,7 +12,15 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["expectation", "percent_hint", "unit_hint"]
+__all__ = ["counted", "expectation", "percent_hint", "unit_hint"]
+
+
+def counted(count: int, noun: str, plural: str | None = None, *, thousands: bool = False) -> str:
+    """``count`` and ``noun`` in the number it takes: ``1 step``, ``2 steps``, ``0 steps``;
+    ``plural`` where it is not ``noun + "s"``; with ``thousands``, ``1,200 steps``."""
+    number = f"{count:,}" if thousands else str(count)
+    return f"{number} {noun if count == 1 else plural or noun + 's'}"
+
 
 #: Error types whose expectation needs no context.
 _PLAIN = {

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from scaler.config.wording import counted
+
 __all__ = [
     "AUTO_MAX_SPAN_SECONDS",
     "MAX_MEAN_RATE",
@@ -475,7 +477,7 @@ def build_trace(
     description = (
         f"{name} minutes {_fmt(round(start_seconds / 60, 2))}-"
         f"{_fmt(round(stop_real / 60, 2))}, {time_text}, rate x{_fmt(rate_scale)}: "
-        f"{len(out)} request{'' if len(out) == 1 else 's'} over {window:.0f} s"
+        f"{counted(len(out), 'request')} over {window:.0f} s"
     )
     step = None
     if step_seconds is not None and start_seconds <= step_seconds < stop_real:
@@ -509,7 +511,7 @@ def summary_line(trace: Trace, *, max_model_len: int, rate_scale: str) -> str:
     """
     unit = trace.time_unit if trace.time_unit == "wall clock" else f"time unit {trace.time_unit}"
     return (
-        f"read {trace.source}: {len(trace)} request{'' if len(trace) == 1 else 's'} over "
+        f"read {trace.source}: {counted(len(trace), 'request')} over "
         f"{_span_text(trace.duration_seconds)} (file span "
         f"{_span_text(trace.file_span_seconds)}, {unit}, {trace.time_unit_note}), "
         f"{rejected_count(trace, max_model_len)} rejected (prompt + output > "

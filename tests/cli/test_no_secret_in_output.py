@@ -359,3 +359,78 @@ def test_sim_keeps_a_real_prometheus_credentials_from_its_own_controller() -> No
         "PATH": "/usr/bin",
     }
     assert controller_environment(env) == {"VLLM_SCALER_LOG_LEVEL": "debug", "PATH": "/usr/bin"}
+
+
+ARGV_PASSWORD = "argv-pw-Tq83n"
+ARGV_TOKEN = "argv-token-Hc61v"
+JSON_TOKEN = "json-token-Wd27k"
+
+
+@pytest.mark.parametrize(
+    ("args", "shown"),
+    [
+        pytest.param(
+            ["recommend", "--once", f"--prometheus-url=http://u:{ARGV_PASSWORD}@h:9090",
+             f"http://u:{ARGV_PASSWORD}@h:9090"],
+            "got unexpected extra argument(s) (http://u:***@h:9090)",
+            id="url-option-and-extra-argument",
+        ),
+        pytest.param(
+            ["recommend", "--once", f"http://u:{ARGV_PASSWORD}@h:9090"],
+            "got unexpected extra argument(s) (http://u:***@h:9090)",
+            id="url-as-extra-argument-alone",
+        ),
+        pytest.param(
+            ["run", "--prometheus-url", f"http://u:{ARGV_PASSWORD}@h:9090",
+             "--interval", ARGV_PASSWORD],
+            "--interval: value '***': expected a number",
+            id="url-password-as-another-value",
+        ),
+        pytest.param(
+            ["recommend", "--once", "--prometheus-headers", f"X-Api-Key={ARGV_TOKEN}",
+             "--interval", ARGV_TOKEN],
+            "--interval: value '***': expected a number",
+            id="header-value",
+        ),
+        pytest.param(
+            ["recommend", "--once", f"--prometheus-headers={{\"X-Api-Key\": \"{ARGV_TOKEN}\"}}",
+             "--interval", ARGV_TOKEN],
+            "--interval: value '***': expected a number",
+            id="header-value-json",
+        ),
+        pytest.param(
+            ["dashboards", "--prometheus-url", f"http://u:{ARGV_PASSWORD}@h:9090",
+             "--minutes", ARGV_PASSWORD],
+            "--minutes: value '***': expected a number",
+            id="dashboards",
+        ),
+        pytest.param(
+            ["recommend", "--once", "--prometheus-headers", "Authorization=Bearer", ARGV_TOKEN],
+            "got unexpected extra argument(s) (***)",
+            id="unquoted-authorization-header",
+        ),
+        pytest.param(
+            ["recommend", "--prometheus-headers", "{Authorization:", "Bearer", JSON_TOKEN + "}"],
+            "got unexpected extra argument(s) (Bearer ***)",
+            id="unquoted-json-object",
+        ),
+        pytest.param(
+            ["backtest", "--prometheus-headers", "X-Scope-OrgID=t1,X-Api-Key=Key", ARGV_TOKEN,
+             "--step", ARGV_TOKEN],
+            "got unexpected extra argument(s) (***)",
+            id="unquoted-header-value-with-a-space",
+        ),
+    ],
+)  # fmt: skip
+def test_a_secret_given_on_the_command_line_is_masked_in_its_usage_error(
+    args: list[str], shown: str
+) -> None:
+    """A credential given as an option (or by mistake as an argument of its own) is known
+    before the command line is parsed: the usage error that echoes it masks it."""
+    env = {k: "" for k in os.environ if k.startswith("VLLM_SCALER_")}
+    result = CliRunner().invoke(app, args, env=env)
+    assert result.exit_code == 2, result.output
+    assert shown in result.output
+    assert ARGV_PASSWORD not in result.output
+    assert ARGV_TOKEN not in result.output
+    assert JSON_TOKEN not in result.output

@@ -58,9 +58,10 @@ def _error(args: list[str], env: dict[str, str] | None = None) -> str:
         ),
         pytest.param(
             ["check-policy"],
-            "vllm-scaler: missing argument 'POLICY_FILE' (or VLLM_SCALER_POLICY_FILE); see "
-            "vllm-scaler check-policy --help",
-            id="missing-argument",
+            "vllm-scaler: policy.yaml: cannot read policy file: No such file or directory; "
+            "expected a readable file given as the POLICY_FILE argument or "
+            "VLLM_SCALER_POLICY_FILE (default: policy.yaml)",
+            id="no-argument-and-no-policy-yaml",
         ),
         pytest.param(
             ["backtest", "--target"],
@@ -115,6 +116,17 @@ def _error(args: list[str], env: dict[str, str] | None = None) -> str:
                 ("--start", "now-" + "9" * 400 + "w"),
                 ("--start", "now-5000w"),
             )
+        ),
+        pytest.param(
+            ["bench", "--rate-scale", "nan"],
+            "vllm-scaler: --rate-scale: value nan: expected a finite number > 0 and <= 1000",
+            id="not-finite-option",
+        ),
+        pytest.param(
+            ["recommend", "--interval", "nan"],
+            "vllm-scaler: VLLM_SCALER_CONTROL_INTERVAL_SECONDS (--interval): value nan: expected "
+            "a finite number",
+            id="not-finite-setting",
         ),
         pytest.param(
             ["backtest", "--max-points", "0"],

@@ -81,6 +81,17 @@ def test_check_policy_output(tmp_path: Path, output: str, check: Any) -> None:
     assert check(result.stdout), result.stdout
 
 
+def test_check_policy_without_an_argument_reads_policy_yaml_as_run_and_recommend_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _policy_file(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("VLLM_SCALER_POLICY_FILE", raising=False)
+    result = _invoke(["check-policy"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(f"{KEY}: replicas 1..10, ")
+
+
 def test_dashboards_json_lists_what_it_wrote_and_what_is_stale(tmp_path: Path) -> None:
     names = list(build_dashboards())
     stale = _invoke(["dashboards", "--out", str(tmp_path), "--check", "-o", "json"])
@@ -211,3 +222,13 @@ def test_check_policy_prints_the_selector_the_controller_sends(
     if matchers:
         assert shown["selector"] == shown["backtest_selector"] == 'model_name="m"'
         assert text.splitlines()[2].endswith("(history has no pod lists: the same selector)")
+
+
+def test_a_backtest_of_one_step_says_one_step(tmp_path: Path) -> None:
+    """The count said up front takes its noun's number (nothing answers at the address)."""
+    result = _invoke(
+        ["backtest", "--policy", str(_policy_file(tmp_path)), "--start", "now-1h",
+         "--end", "now-1h", "--step", "1h", "--prometheus-url", "http://127.0.0.1:9",
+         "--no-plot", "--no-progress"]
+    )  # fmt: skip
+    assert "vllm-scaler: 1 step of 3600 s from " in result.stderr, result.stderr

@@ -78,3 +78,16 @@ def test_the_options_of_run_without_a_variable_are_named_option_only_in_the_read
     paragraph = text[text.index("Every setting is an option of `run`") :].split("\n\n")[0]
     for option in option_only:
         assert f"`{option}` is a command-line option only" in paragraph, paragraph
+
+
+def test_the_log_level_default_of_each_command_is_the_one_help_and_readme_state() -> None:
+    """``run`` logs from ``info``, ``recommend`` (whose report is its output) from
+    ``warning``: its ``--help`` and the README's settings table say so."""
+    text = README.read_text(encoding="utf-8")
+    row = next(line for line in text.splitlines() if line.startswith("| `LOG_LEVEL`"))
+    default = row.strip("|").split("|")[2].strip()
+    assert default == "info (`recommend`: warning)"
+    for command, level in (("run", "info"), ("recommend", "warning")):
+        result = CliRunner().invoke(app, [command, "--help"], terminal_width=200)
+        shown = " ".join(result.output.split())
+        assert f"VLLM_SCALER_LOG_LEVEL; default: ({level})]" in shown, (command, shown)

@@ -615,8 +615,8 @@ def test_value_wording(tmp_path: Path, text: str, message: str) -> None:
 
 def test_a_yaml_1_2_float_is_a_number(tmp_path: Path) -> None:
     path = tmp_path / "p.yaml"
-    path.write_text(f"targets:\n  - workload: {DEPLOYMENT}\n    model_load_timeout_seconds: 1e12\n")
-    assert load_policy(path).targets[0].model_load_timeout_seconds == 1e12
+    path.write_text(f"targets:\n  - workload: {DEPLOYMENT}\n    model_load_timeout_seconds: 1e3\n")
+    assert load_policy(path).targets[0].model_load_timeout_seconds == 1e3
 
 
 def test_a_missing_policy_file_names_the_option_and_variable(tmp_path: Path) -> None:
@@ -626,3 +626,114 @@ def test_a_missing_policy_file_names_the_option_and_variable(tmp_path: Path) -> 
         f"{tmp_path / 'policy.yaml'}: cannot read policy file: No such file or directory; "
         "expected a readable file given as --policy FILE (VLLM_SCALER_POLICY_FILE)"
     )
+
+
+@pytest.mark.parametrize(
+    ("document", "expected"),
+    [
+        pytest.param(
+            {"rate_window_seconds": 1e12},
+            "rate_window_seconds: value 1000000000000.0: expected a number <= 86400",
+            id="rate window",
+        ),
+        pytest.param(
+            {"targets": [{"model_load_timeout_seconds": 1e15}]},
+            "targets[0].model_load_timeout_seconds: value 1000000000000000.0: expected a number "
+            "<= 86400",
+            id="model load timeout",
+        ),
+        pytest.param(
+            {"targets": [{"shadow": {"model_load_timeout_seconds": 86401}}]},
+            "targets[0].shadow.model_load_timeout_seconds: value 86401: expected a number <= 86400",
+            id="shadow's model load timeout",
+        ),
+        pytest.param(
+            {"targets": [{"signals": {"ttft_p95": {"target_seconds": 1e6}}}]},
+            "targets[0].signals.ttft_p95.target_seconds: value 1000000.0: expected a number "
+            "<= 3600",
+            id="TTFT target",
+        ),
+        pytest.param(
+            {"targets": [{"signals": {"queue_depth": {"target_per_replica": 1e9}}}]},
+            "targets[0].signals.queue_depth.target_per_replica: value 1000000000.0: expected a "
+            "number <= 10000",
+            id="queue depth target",
+        ),
+        *(
+            pytest.param(
+                {"targets": [{"signals": {"capacity": {field: 1e12}}}]},
+                f"targets[0].signals.capacity.{field}: value 1000000000000.0: expected a number "
+                "<= 1e+09",
+                id=field,
+            )
+            for field in (
+                "seed_prompt_tokens_per_second",
+                "seed_generation_tokens_per_second",
+                "min_tokens_per_second",
+                "max_tokens_per_second",
+            )
+        ),
+    ],
+)
+def test_every_number_of_a_policy_has_an_upper_bound(
+    document: dict[str, object], expected: str
+) -> None:
+    """A value far beyond any real setting is refused by the policy check, not by the
+    controller later (Prometheus refuses a rate window of 1e12 s as out of range)."""
+    targets = document.get("targets", [{}])
+    assert isinstance(targets, list)
+    full = {**document, "targets": [{"workload": WORKLOAD, **t} for t in targets]}
+    with pytest.raises(PolicyError) as err:
+        parse_policy(full, source="p.yaml")
+    assert f"p.yaml: {expected}" in str(err.value)
+
+
+def test_the_upper_bounds_themselves_are_accepted() -> None:
+    policy = parse_policy(
+        {
+            "rate_window_seconds": 86400,
+            "targets": [
+                {
+                    "workload": WORKLOAD,
+                    "model_load_timeout_seconds": 86400,
+                    "signals": {
+                        "ttft_p95": {"target_seconds": 3600},
+                        "queue_depth": {"target_per_replica": 10000},
+                        "capacity": {"max_tokens_per_second": 1e9},
+                    },
+                }
+            ],
+        }
+    )
+    assert policy.rate_window_seconds == 86400
+    assert policy.targets[0].model_load_timeout_seconds == 86400
+
+
+def test_a_kind_typo_and_both_matcher_errors_beside_the_other_field_errors(
+    tmp_path: Path,
+) -> None:
+    """One pass lists every error: the kind typo beside an invalid namespace, an invalid
+    label name beside an empty matcher value, and a wrong apiVersion beside an invalid name;
+    a label name is named as the key of its mapping."""
+    text = (
+        "targets:\n"
+        "  - workload: {apiVersion: apps/v1, kind: Deploymnet, namespace: LLM_bad, name: vllm}\n"
+        '    prometheus_matchers: {"bad label": x, pod: ""}\n'
+        "  - workload: {apiVersion: apps/v2, kind: Deployment, namespace: llm, name: Bad_Name}\n"
+    )
+    lines = _message(tmp_path, text).splitlines()[1:]
+    assert lines == [
+        "  p.yaml: targets[0].workload.namespace: value 'LLM_bad': expected a Kubernetes name: "
+        "lowercase letters, digits and '-', starting and ending with a letter or digit",
+        "  p.yaml: targets[0].workload.kind: value 'Deploymnet': expected one of Deployment, "
+        "LeaderWorkerSet, ReplicaSet, Rollout, StatefulSet; did you mean Deployment? (a kind of "
+        "another API also needs 'plural', its resource name)",
+        "  p.yaml: targets[0].prometheus_matchers: key 'bad label': expected a Prometheus label "
+        "name: letters, digits and '_', not starting with a digit",
+        "  p.yaml: targets[0].prometheus_matchers.pod: value '': expected a label value (an "
+        "empty matcher selects the series that do not have the label)",
+        "  p.yaml: targets[1].workload.name: value 'Bad_Name': expected a Kubernetes name: "
+        "lowercase letters, digits, '-' and '.', starting and ending with a letter or digit",
+        "  p.yaml: targets[1].workload.apiVersion: value 'apps/v2': expected apps/v1 for kind "
+        "Deployment",
+    ]

@@ -342,7 +342,7 @@ def test_unknown_variables_are_warned_about_at_start(files: dict[str, Path]) -> 
         "vllm-scaler: warning: unknown environment variable VLLM_SCALER_INTERVAL is ignored "
         "(closest setting: VLLM_SCALER_CONTROL_INTERVAL_SECONDS)",
         "vllm-scaler: warning: unknown environment variable VLLM_SCALER_OUTPUT is ignored "
-        "(closest setting: VLLM_SCALER_METRICS_PORT; --output is a command-line option only)",
+        "(--output is a command-line option only, with no variable)",
     ]
 
 

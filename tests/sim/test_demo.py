@@ -67,7 +67,7 @@ def _sim(*args: str) -> Any:
         (["--minutes", "10081"], "--minutes: value 10081: expected a number > 0 and <= 10080"),
         (["--minutes", "1e308"], "--minutes: value 1e+308: expected a number > 0 and <= 10080"),
         (["--start-minute", "-1"], "--start-minute: value -1: expected a number >= 0"),
-        (["--tail-seconds", "nan"], "--tail-seconds: value nan: expected a number >= 0"),
+        (["--tail-seconds", "nan"], "--tail-seconds: value nan: expected a finite number >= 0"),
         (["--slo-ttft-seconds", "0"], "--slo-ttft-seconds: value 0: expected a number > 0"),
         (
             ["--metrics-port", "70000"],
