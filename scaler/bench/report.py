@@ -8,6 +8,7 @@ from typing import Any
 
 from scaler.bench.figures import PolicyFigures
 from scaler.bench.runner import BASELINE, FIXED_SLO_SHARE, HINDSIGHT, REACTIVE, BenchResult
+from scaler.config.wording import counted
 
 __all__ = ["as_json", "format_table", "plot_bench"]
 
@@ -196,7 +197,8 @@ def format_table(result: BenchResult, plot: Path | None = None) -> str:
     lines = [
         result.summary,
         f"trace       {result.trace}",
-        f"setup       routing {result.routing}; hindsight peak {ref.peak_replicas} replicas; "
+        f"setup       routing {result.routing}; "
+        f"hindsight peak {counted(ref.peak_replicas, 'replica')}; "
         f"every policy starts with {result.initial_replicas}",
         f"SLO         TTFT <= {result.slo_ttft_seconds:g} s for 99% of the accepted requests; "
         f"model load {result.model_load_seconds:g} s; one replica sustains "

@@ -77,6 +77,7 @@ from enum import StrEnum
 
 from scaler.config.policy import ScalingRules, TargetPolicy
 from scaler.config.vocabulary import SignalName
+from scaler.config.wording import counted
 from scaler.core.capacity import CapacityView, evaluate_capacity
 from scaler.core.evaluation import EPS as _EPS
 from scaler.core.evaluation import (
@@ -736,7 +737,8 @@ def _hold_reason(
         return Reason.DEMAND_COVERED, (
             f"{e.name} {e.value:.3g} per replica vs target {e.target:.3g} (ratio "
             f"{e.ratio:.2f}) is {side} its tolerance band {band}, but {total:.3g} in all "
-            f"need ceil({total:.3g} / {e.target:.3g}) = {demand} replicas: holding {current}"
+            f"need ceil({total:.3g} / {e.target:.3g}) = {counted(demand, 'replica')}: "
+            f"holding {current}"
         )
     covered = f", no more than the {current} asked for" if demand < current else ""
     if demand < current and counts.stuck:

@@ -41,6 +41,12 @@ def settled(o: Observation) -> Decision:
             id="ratio 0.78 on 4 replicas rounds up to 4",
         ),
         pytest.param(
+            1, 8, Reason.DEMAND_COVERED,
+            "queue_depth 8 per replica vs target 10 (ratio 0.80) is below its tolerance band "
+            "0.90-1.10, but 8 in all need ceil(8 / 10) = 1 replica: holding 1",
+            id="ratio 0.8 on 1 replica rounds up to 1, in the singular",
+        ),
+        pytest.param(
             2, 19, Reason.WITHIN_TOLERANCE,
             "queue_depth 9.5 vs target 10 (ratio 0.95) is within its tolerance band 0.90-1.10: "
             "holding 2",

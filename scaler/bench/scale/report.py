@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from scaler.config.wording import counted
 from scaler.core.signals import SignalName, SignalReading
 from scaler.sim.exposition import TTFT_BUCKETS
 from scaler.sources.prometheus import Throughput
@@ -171,7 +172,7 @@ def format_result(r: ScaleResult) -> str:
     """The figures as plain-text tables with the goals."""
     lines = [
         f"{r.targets} targets x {r.pods_per_target} pods = {r.targets * r.pods_per_target} pods "
-        f"in {r.namespaces} namespaces, ~{r.series} series, scrape every "
+        f"in {counted(r.namespaces, 'namespace')}, ~{r.series} series, scrape every "
         f"{r.scrape_interval_seconds:g} s (setup {r.setup_seconds:g} s); load average "
         f"{r.load_average[0]:g} at start, {r.load_average[1]:g} at the end",
         "signals read: queue depth, KV cache"
@@ -247,7 +248,7 @@ def format_result(r: ScaleResult) -> str:
         lines.append(
             f"recording rule: evaluation p50 {r.rule_eval_p50_seconds:.3f} s, p99 "
             f"{r.rule_eval_p99_seconds:.3f} s, every {r.rule_interval_seconds:g} s "
-            f"({share:.0%} of one core; {r.rule_evaluations} evaluations): "
+            f"({share:.0%} of one core; {counted(r.rule_evaluations, 'evaluation')}): "
             f"{per_cycle:.3f} s of Prometheus per {CONTROL_INTERVAL_SECONDS:g} s control cycle; "
             f"{recorded} of {r.targets} targets read TTFT from it in every cycle, "
             f"{recorded_ns} of {r.namespaces} namespaces their pods' throughput"
