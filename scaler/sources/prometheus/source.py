@@ -241,8 +241,7 @@ class PrometheusSource:
             return await self._query(kind, promql)
 
         def split_now(kind: QueryKind, answer: Answer) -> None:
-            with paused_gc():
-                parts[kind] = split_answers({kind: answer})
+            parts[kind] = split_answers({kind: answer})
 
         async def split_when_answered(kind: QueryKind) -> None:
             # Each answer is split as it comes in, while Prometheus computes the others.
@@ -252,17 +251,15 @@ class PrometheusSource:
             # The TTFT query needs only the request rates: it is sent as soon as they answer.
             nonlocal ttft_plan
             await split_when_answered(QueryKind.TTFT_RATE)
-            with paused_gc():
-                ttft_plan = plan_ttft(
-                    policy_targets, snapshots, former, plan, parts[QueryKind.TTFT_RATE]
-                )
+            ttft_plan = plan_ttft(
+                policy_targets, snapshots, former, plan, parts[QueryKind.TTFT_RATE]
+            )
             if ttft_plan.query is None:
                 drop(QueryKind.TTFT_BUCKETS)
                 return
             covered = guess is not None and guess.ttft.covers(ttft_plan)
             answer = await planned(QueryKind.TTFT_BUCKETS, ttft_plan.query, covered)
-            with paused_gc():
-                parts[QueryKind.TTFT_BUCKETS] = with_ttft(SplitAnswers({}), answer)
+            parts[QueryKind.TTFT_BUCKETS] = with_ttft(SplitAnswers({}), answer)
 
         async def throughput_round(gid: str) -> None:
             nonlocal recorded_throughput, throughput_query
@@ -290,20 +287,19 @@ class PrometheusSource:
             for task in [*first.values(), *early.values(), *rounds]:
                 task.cancel()
         self._guess = _Guess(plan.queries, throughput_query, ttft_plan)
-        with paused_gc():
-            order = [*plan.queries, QueryKind.TTFT_BUCKETS]
-            split = merge_splits([parts[k] for k in order if k in parts])
-            targets = read_targets(
-                policy_targets,
-                snapshots,
-                plan,
-                split,
-                rate_window_seconds=window,
-                ttft_plan=ttft_plan,
-                former=former,
-                scrape_intervals=self.scrape_intervals,
-                history=self._history,
-            )
+        order = [*plan.queries, QueryKind.TTFT_BUCKETS]
+        split = merge_splits([parts[k] for k in order if k in parts])
+        targets = read_targets(
+            policy_targets,
+            snapshots,
+            plan,
+            split,
+            rate_window_seconds=window,
+            ttft_plan=ttft_plan,
+            former=former,
+            scrape_intervals=self.scrape_intervals,
+            history=self._history,
+        )
         self._history = {k: tr.pod_history for k, tr in targets.items() if tr.pod_history}
         queries = {k: a.outcome for k, a in split.answers.items()}
         _log_absent(targets.values(), queries)
