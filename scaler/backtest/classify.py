@@ -19,10 +19,11 @@ live source would drop their series) count here.
 Since when a pod is ready (the capacity signal takes a sample, and counts a pod's rate as a
 whole window's, only from pods Ready for 1.5 rate windows) is the time of the first step of
 its current run of steps with a ``running`` sample: up to one step plus one scrape interval
-later than its Ready condition, so history takes samples at most that much later than the
-controller did. A pod already there at the first step was ready before the history begins
-and counts as ready for long (``ready_seconds`` infinite), as the controller sees a pod that
-was ready before it started.
+later than its Ready condition (plus the time Prometheus takes to start scraping a target it
+discovers only then: it passes discovered changes on every 5 s), so history takes samples at
+most that much later than the controller did. A pod already there at the first step was
+ready before the history begins and counts as ready for long (``ready_seconds`` infinite), as
+the controller sees a pod that was ready before it started.
 
 The capacity signal's input (:class:`~scaler.core.observation.ThroughputReading`) is built
 by the live source's :func:`~scaler.sources.prometheus.demand.throughput_of` from the same

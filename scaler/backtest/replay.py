@@ -77,6 +77,9 @@ class ReplayStep:
         capacity: what the capacity signal saw and computed (demand, forecast, learned
             capacity, utilization); None when the policy does not enable it.
         evaluations: each enabled signal's evaluation (per-pod signals per replica).
+        pods: the pods history showed at this step (those with a ``running`` sample, each
+            with its ready time as inferred: :mod:`scaler.backtest.classify`); empty when
+            not known.
     """
 
     at: float
@@ -90,6 +93,7 @@ class ReplayStep:
     signals: Mapping[SignalName, SignalReading]
     capacity: CapacityView | None = None
     evaluations: tuple[SignalEvaluation, ...] = ()
+    pods: tuple[PodInfo, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,6 +301,7 @@ def replay(
                 signals=readings[i],
                 capacity=decision.capacity,
                 evaluations=decision.signals,
+                pods=observation.pods,
             )
         )
         reasons[str(decision.reason)] = reasons.get(str(decision.reason), 0) + 1

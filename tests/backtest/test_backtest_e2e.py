@@ -29,9 +29,11 @@ from scaler.backtest.history import (
     read_matrix,
 )
 from scaler.backtest.pipeline import run_backtest
-from scaler.config.policy import parse_policy
+from scaler.backtest.replay import ReplayStep
+from scaler.config.policy import Policy, parse_policy
 from scaler.config.settings import PrometheusSettings
 from scaler.config.vocabulary import SignalName
+from scaler.core.capacity import CapacityView
 from scaler.core.observation import PodInfo, WorkloadSnapshot
 from scaler.sim.prometheus_server import find_prometheus_binary
 from tests.dashboards.sim_run import POLICY, SimRun, simulated_run
@@ -297,33 +299,105 @@ def _steady_at(run: SimRun, at: float, settle: float) -> bool:
     return True
 
 
+def _capacity_replay(run: SimRun) -> tuple[Policy, tuple[ReplayStep, ...]]:
+    """The run's policy without its shadow, and the backtest's replay of it, one step a
+    second."""
+    doc = json.loads(json.dumps(POLICY))
+    doc["targets"][0].pop("shadow")
+    policy = parse_policy(doc)
+    client = _client(run)
+    try:
+        (bt,) = run_backtest(
+            client, policy, policy.targets, make_grid(run.start, run.end, 1), model_load_seconds=4
+        )
+    finally:
+        client.close()
+    return policy, bt.result.steps
+
+
+def _history_snapshot(pods: tuple[PodInfo, ...]) -> WorkloadSnapshot:
+    """The Kubernetes API's answer as history tells it: the pods a step of the replay saw."""
+    return WorkloadSnapshot("llm", len(pods), len(pods), "", "", pods)
+
+
+def test_on_the_pods_history_shows_the_capacity_replay_decides_exactly_as_the_live_loop(
+    run: SimRun,
+) -> None:
+    """Given the pods the replay saw at each step (those with series, Ready since their first
+    step with series), the live loop's path (:func:`tests.support.live_at.live_decisions`:
+    the controller's instant queries evaluated at each step, observe, decide) reads the same
+    demand, learns the same capacity, forecasts the same and decides the same at every step:
+    the replay's only difference from the controller is what history cannot say about pods
+    (pinned below)."""
+    policy, steps = _capacity_replay(run)
+    pods_at = {st.at: st.pods for st in steps}
+    live = asyncio.run(
+        live_decisions(
+            run.prometheus_url,
+            policy,
+            steps,
+            lambda at: _history_snapshot(pods_at[at]),
+            model_load_seconds=4,
+        )
+    )
+
+    def seen(cap: CapacityView | None) -> tuple[object, ...]:
+        assert cap is not None
+        numbers = (
+            cap.demand_tokens_per_second,
+            cap.forecast_tokens_per_second,
+            cap.capacity_tokens_per_second,
+        )
+        return (*(None if x is None else pytest.approx(x, rel=1e-9) for x in numbers), cap.samples)
+
+    table = [
+        (round(st.at - steps[0].at), (st.recommended, st.policy_replicas, st.reason),
+         (d.recommended_replicas, d.desired_replicas, d.reason))
+        for st, d in zip(steps, live, strict=True)
+    ]  # fmt: skip
+    for st, d in zip(steps, live, strict=True):
+        assert seen(d.capacity) == seen(st.capacity), (st.at - steps[0].at, st.message, d.message)
+        assert (d.recommended_replicas, d.desired_replicas, d.reason, d.message) == (
+            st.recommended, st.policy_replicas, st.reason, st.message,
+        ), table  # fmt: skip
+    # the steps exercised the capacity signal: demand read, pods starting after the first step
+    assert max(st.capacity.demand_tokens_per_second or 0 for st in steps if st.capacity) > 40_000
+    assert any(math.isfinite(p.ready_seconds or math.inf) for st in steps for p in st.pods)
+    assert any("capacity" in st.message for st in steps)
+
+
 def test_the_capacity_replay_decides_as_the_live_loop_within_the_ready_time_tolerance(
     run: SimRun,
 ) -> None:
     """A capacity policy replayed on the run's history decides as the live loop's path
-    (:func:`tests.support.live_at.live_decisions`: the controller's instant queries evaluated
-    at each step, observe, decide) given the Kubernetes API's pods of each time and the
-    replay's own replica counts.
+    given the Kubernetes API's pods of each time and the replay's own replica counts.
 
     The one documented difference: history does not say when a pod became Ready, so the
     backtest counts it from its first step with series, up to one step plus one scrape later
     than the controller; and it counts a draining pod while it still exports series. While a
     pod is younger than 1.5 rate windows the capacity signal counts its rate at the others'
     mean, so the demand differs on a few steps around a pod's start or removal; every other
-    step's demand is the same number, the learned capacity stays within a bounded band, and
-    the demand forecast, which keeps what it saw, can differ afterwards (see the tolerances
-    below).
+    step's demand is the same number and the learned capacity stays within a bounded band.
+    The demand forecast keeps what it saw (a differing step's error stays in its burstiness
+    for a quarter of an hour), so the recommendations can part afterwards: that they are the
+    same given the same pods is the test above.
     """
-    doc = json.loads(json.dumps(POLICY))
-    doc["targets"][0].pop("shadow")
-    policy = parse_policy(doc)
-    grid = make_grid(run.start, run.end, 1)
-    client = _client(run)
-    try:
-        (bt,) = run_backtest(client, policy, policy.targets, grid, model_load_seconds=4)
-    finally:
-        client.close()
-    steps = bt.result.steps
+    policy, steps = _capacity_replay(run)
+    # the pods: each one that appeared during the run is counted from its first step with
+    # series, never before its Ready time and after it by at most one step and one scrape (a
+    # second each) plus the time Prometheus takes to start scraping a new target: file
+    # discovery and the scrape manager each pass changes on at most every 5 s (1.7-6.1 s of
+    # lag in the runs inspected)
+    sim = {p.name: p for p in run.pods}
+    lags = {
+        p.name: (st.at - p.ready_seconds) - ready_at
+        for st in steps
+        for p in st.pods
+        if p.ready_seconds is not None
+        and math.isfinite(p.ready_seconds)
+        and (ready_at := sim[p.name].ready_at) is not None
+    }
+    assert lags and all(-1e-6 <= lag <= 1 + 1 + 2 * 5 for lag in lags.values()), lags
     live = asyncio.run(
         live_decisions(
             run.prometheus_url,
@@ -371,16 +445,12 @@ def test_the_capacity_replay_decides_as_the_live_loop_within_the_ready_time_tole
     ratios = [bc / lc for bc, lc in learned if bc is not None and lc is not None]
     assert len(ratios) == sum(1 for bc, lc in learned if bc is not None or lc is not None)
     assert all(1 / band <= r <= band for r in ratios), learned
-    # the replicas: the same at every step of three runs inspected (90% required); the
-    # recommendation: within one replica at every step, the same at 88-100% of them (the
-    # demand forecast keeps what it saw at the steps in transition)
-    pairs = list(zip(steps, live, strict=True))
-    same_replicas = [st.policy_replicas == d.desired_replicas for st, d in pairs]
-    near = [abs(st.recommended - d.recommended_replicas) <= 1 for st, d in pairs]
+    # the replicas: the same at every step of the runs inspected (90% required), the
+    # max_replicas bound and the scale-up step limit deciding most of them
+    same_replicas = [
+        st.policy_replicas == d.desired_replicas for st, d in zip(steps, live, strict=True)
+    ]
     assert sum(same_replicas) >= 0.9 * len(steps), table
-    assert sum(near) >= 0.95 * len(steps), table
-    # the capacity signal took part: it drove decisions, and its numbers are in the messages
-    assert any("capacity" in st.message for st in steps)
 
 
 def test_time_before_the_fleet_existed_is_a_gap_left_out_of_the_totals(
