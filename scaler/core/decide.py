@@ -732,11 +732,13 @@ def _hold_reason(
         )
     side = "below" if e.ratio < 1 else "above"
     demand = e.demand_replicas if e.demand_replicas is not None else current
-    if e.name.per_pod:
+    if e.name.per_pod or e.name is SignalName.CAPACITY:
+        # per replica: the per-pod sums, and the capacity signal's forecast (tokens/s)
         total = e.value * max(current, 1)
+        unit = " tok/s" if e.name is SignalName.CAPACITY else ""
         return Reason.DEMAND_COVERED, (
-            f"{e.name} {e.value:.3g} per replica vs target {e.target:.3g} (ratio "
-            f"{e.ratio:.2f}) is {side} its tolerance band {band}, but {total:.3g} in all "
+            f"{e.name} {e.value:.3g}{unit} per replica vs target {e.target:.3g}{unit} (ratio "
+            f"{e.ratio:.2f}) is {side} its tolerance band {band}, but {total:.3g}{unit} in all "
             f"need ceil({total:.3g} / {e.target:.3g}) = {counted(demand, 'replica')}: "
             f"holding {current}"
         )

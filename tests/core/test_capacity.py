@@ -320,6 +320,23 @@ def test_the_decision_message_explains_the_replicas() -> None:
     assert d.capacity is not None and d.capacity.utilization == pytest.approx(41_000 / 20_000)
 
 
+def test_a_capacity_hold_below_its_band_shows_the_forecast_in_tokens_per_second() -> None:
+    """The capacity signal's value is the forecast per replica in tokens/s (not seconds): a
+    hold below its band shows the whole forecast and its rounding, ceil(27k / 8.5k) = 4."""
+    policy = capacity_policy(
+        seed_prompt_tokens_per_second=10_000, seed_generation_tokens_per_second=0
+    )
+    d = decide(policy, fleet_observation(4, 27_000), TargetState.seeded(4, -1000.0), 0.0)
+    assert (d.desired_replicas, d.reason, d.driving_signal) == (
+        4, Reason.DEMAND_COVERED, SignalName.CAPACITY,
+    )  # fmt: skip
+    assert d.message == (
+        "capacity 6.76e+03 tok/s per replica vs target 8.5e+03 tok/s (ratio 0.79) is below its "
+        "tolerance band 0.90-1.10, but 2.7e+04 tok/s in all need ceil(2.7e+04 / 8.5e+03) = 4 "
+        "replicas: holding 4"
+    )
+
+
 def test_learning_asks_for_nothing_and_holds_back_nothing() -> None:
     """Without an estimate the signal is `learning`: the other signals scale down as usual."""
     policy = capacity_policy()
