@@ -181,7 +181,10 @@ def register_configured_secrets(values: Mapping[str, object]) -> None:
             register_header(name, value)
     token = values.get("prometheus_bearer_token_file")
     if isinstance(token, str | Path) and str(token):
-        register_file_secret(Path(token))
+        if Path(token).is_file():
+            register_file_secret(Path(token))
+        else:  # no such file: perhaps the token itself, given where its path belongs
+            register_secret(str(token))
     for key in ("prometheus_client_key_file", "prometheus_client_cert_file"):
         pem = values.get(key)
         if isinstance(pem, str | Path) and str(pem):

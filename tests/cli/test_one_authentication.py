@@ -129,3 +129,24 @@ def test_one_authentication_alone_is_accepted(
         prometheus_bearer_token_file=token_file if use_token else None,
     )
     assert settings.prometheus_auth == auth
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("how", ["option", "environment"])
+def test_a_token_given_where_its_file_belongs_is_never_echoed(
+    command: list[str], how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The token itself passed as the token file's path is no file: refused, exit code 2,
+    naming the setting, and the value masked (it may be the token)."""
+    args = [a.replace("{tmp}", str(tmp_path)) for a in command]
+    if how == "option":
+        args += ["--prometheus-bearer-token-file", TOKEN]
+    else:
+        monkeypatch.setenv("VLLM_SCALER_PROMETHEUS_BEARER_TOKEN_FILE", TOKEN)
+    result = CliRunner().invoke(app, [*args, "--prometheus-url", "http://127.0.0.1:9/"])
+    assert result.exit_code == 2, result.output
+    assert result.output == (
+        f"vllm-scaler: {TOKEN_SETTING}: value '***': no such file; expected a file holding a "
+        "token\n"
+    )
+    assert not (tmp_path / "d").exists()  # nothing ran
