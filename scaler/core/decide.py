@@ -24,6 +24,25 @@ limits) with changes for LLM serving:
      would double the fleet again for a queue the new replicas already drain (a 2x overshoot
      the bench showed on ``conv``). ``2 W`` covers the window plus the drain and the
      interval; queue depth and KV cache are instant readings and keep scaling up meanwhile.
+   - TTFT adds at most one replica (:data:`~scaler.core.evaluation.TTFT_NOT_LOAD_STEP`) while
+     its breach is not the fleet's load (:func:`_ttft_not_load`): the capacity signal has an
+     estimate and an ``ok`` reading, measures the demand below its target utilization of
+     what the ready replicas serve, and fewer than half the ready pods are busy (a request
+     waiting or the KV cache at its target; the capacity estimator's own test of "one pod's
+     bad luck", :func:`scaler.core.capacity.overloaded`). A TTFT p95 over a rate window can
+     come from a handful of requests on one pod: on the bench's ``synthetic:ramp`` (seed 3,
+     3,210 s) two 22.5k-token prompts met on one pod under random routing, the second
+     waited about 6 s for KV cache and four short requests queued behind it, all inside one
+     scrape interval; the window's p95 read 5.3 s for 45 s at utilization 0.38 with nothing
+     waiting anywhere, and the proportional rule doubled 4 replicas to 8 (undone minutes
+     later: a sawtooth tooth and 0.33 GPU-hours). More replicas do not fix such a wait.
+     One replica is still added, not none: the same test also passes on bursts shorter
+     than the rate window, whose mean hides them (round-robin ``code`` and
+     ``steady-long`` scale up by one on TTFT at utilization 0.5-0.7 with no pod busy, and
+     lose 1.1 and 0.08 points of the share within the SLO when TTFT asks for nothing
+     there). A breach on a loaded fleet (utilization at the target) or with half the pods
+     busy, or while the capacity signal has no estimate or no ``ok`` reading, keeps the
+     proportional ask: the safety net for a capacity estimate that is too high.
    - a ``saturated`` reading is only a lower bound of the quantile (the histogram's top finite
      bucket): above the band it asks for the largest step a latency signal may take
      (``ceil(2 x ready)``), since the true ratio is at least the one read and its size is
@@ -78,10 +97,11 @@ from enum import StrEnum
 from scaler.config.policy import ScalingRules, TargetPolicy
 from scaler.config.vocabulary import SignalName
 from scaler.config.wording import counted
-from scaler.core.capacity import CapacityView, evaluate_capacity
+from scaler.core.capacity import CapacityView, busy_pods, evaluate_capacity, overloaded
 from scaler.core.evaluation import EPS as _EPS
 from scaler.core.evaluation import (
     LATENCY_MAX_RATIO,
+    TTFT_NOT_LOAD_STEP,
     SignalEvaluation,
     ceil_replicas,
     evaluate_signal,
@@ -330,16 +350,8 @@ def decide(
             ),
         )
     settling = _ttft_settling(state, now, ttft_window_seconds)
-    evaluations = tuple(
-        evaluate_signal(
-            policy,
-            observation.signals.get(name) or _missing_reading(name),
-            counts,
-            ttft_settling=settling,
-        )
-        for name in policy.signals.queried()
-    )
     capacity: CapacityView | None = None
+    extra: tuple[SignalEvaluation, ...] = ()
     if policy.signals.capacity_enabled:
         evaluation, capacity, memory = evaluate_capacity(
             policy,
@@ -349,8 +361,22 @@ def decide(
             now,
             window_seconds=ttft_window_seconds,
         )
-        evaluations += (evaluation,)
+        extra = (evaluation,)
         state = replace(state, capacity=memory)
+    not_load = _ttft_not_load(policy, observation, capacity, _capacity_replicas(extra))
+    evaluations = (
+        *(
+            evaluate_signal(
+                policy,
+                observation.signals.get(name) or _missing_reading(name),
+                counts,
+                ttft_settling=settling,
+                ttft_not_load=not_load is not None,
+            )
+            for name in policy.signals.queried()
+        ),
+        *extra,
+    )
     rec = recommend(policy, counts, evaluations, settling=settling, window=ttft_window_seconds)
     if rec.held is not None and rec.held[0] in _BLOCKED:
         state = replace(state, last_blocked_at=now)
@@ -382,6 +408,8 @@ def decide(
             held = (held[0], held[1] + _left_out(evaluations))
         elif rec.replicas < current:
             held = (held[0], held[1] + _shortened(policy, state, down_window))
+    if not_load is not None:
+        held = (held[0], held[1] + _not_load_note(rec.driving, counts, not_load))
     return Decision(
         current_replicas=current,
         desired_replicas=desired,
@@ -406,6 +434,56 @@ def _begin(state: TargetState | None, counts: ReplicaCounts, now: float) -> Targ
     if counts.starting > 0:
         state = replace(state, last_starting_at=now)
     return state
+
+
+def _ttft_not_load(
+    policy: TargetPolicy,
+    observation: Observation,
+    capacity: CapacityView | None,
+    capacity_replicas: int | None,
+) -> str | None:
+    """Why a TTFT breach this cycle is not the fleet's load, or None when it may be.
+
+    Not the load: the capacity signal has an estimate and an ``ok`` reading
+    (``capacity_replicas`` is not None), the demand it measures is below its target
+    utilization of what the ready replicas serve at that estimate, and fewer than half the
+    ready pods are busy (a request waiting, or the KV cache at the KV signal's target): the
+    capacity estimator's own test of a breach that is one pod's bad luck
+    (:func:`scaler.core.capacity.overloaded`). Returns the numbers for the decision message.
+    """
+    if capacity_replicas is None or capacity is None or capacity.utilization is None:
+        return None
+    u = policy.signals.capacity.target_utilization
+    if capacity.utilization >= u:
+        return None
+    reading = observation.throughput
+    busy = busy_pods(policy, reading)
+    if busy is None or reading is None or overloaded(policy, reading):
+        return None
+    return (
+        f"utilization {capacity.utilization:.2g} of the capacity signal's target {u:g}, "
+        f"{busy} of {counted(len(reading.pods), 'ready pod')} busy"
+    )
+
+
+def _not_load_note(driving: SignalEvaluation | None, counts: ReplicaCounts, not_load: str) -> str:
+    """``; ttft_p95 asks for ceil(2.00 x 4 ready) = 8, 1 replica more at most: ...`` when
+    TTFT drives and its ask was bounded because its breach is not the load, else ''."""
+    e = driving
+    if (
+        e is None
+        or e.name is not SignalName.TTFT_P95
+        or e.demand_replicas is None
+        or e.desired_replicas is None
+        or not counts.current < e.desired_replicas < e.demand_replicas
+    ):
+        return ""
+    step = LATENCY_MAX_RATIO if e.status is SignalStatus.SATURATED else (e.ratio or 0.0)
+    return (
+        f"; {e.name} asks for ceil({min(step, LATENCY_MAX_RATIO):.2f} x {counts.ready} ready) "
+        f"= {e.demand_replicas}, {counted(TTFT_NOT_LOAD_STEP, 'replica')} more at most: the "
+        f"fleet is not loaded ({not_load})"
+    )
 
 
 def _ttft_settling(state: TargetState, now: float, window: float) -> bool:

@@ -18,6 +18,7 @@ from scaler.core.signals import SignalReading, SignalStatus
 __all__ = [
     "EPS",
     "LATENCY_MAX_RATIO",
+    "TTFT_NOT_LOAD_STEP",
     "SignalEvaluation",
     "banded",
     "ceil_replicas",
@@ -28,6 +29,8 @@ __all__ = [
 EPS = 1e-9
 #: The most a latency signal may multiply the ready replicas by in one decision.
 LATENCY_MAX_RATIO = 2.0
+#: The most TTFT may add in one decision when its breach is not the fleet's load.
+TTFT_NOT_LOAD_STEP = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,12 +74,18 @@ def evaluate_signal(
     counts: ReplicaCounts,
     *,
     ttft_settling: bool = False,
+    ttft_not_load: bool = False,
 ) -> SignalEvaluation:
     """Apply HPA's proportional rule with the target's tolerance band to one reading.
 
     ``ttft_settling``: replicas were starting less than two TTFT rate windows ago, so the
     TTFT quantile may still reflect the queue from before they served; TTFT may then ask for
     no more than the current replicas, as while replicas are starting.
+
+    ``ttft_not_load``: the capacity signal sees the fleet neither loaded nor busy
+    (:func:`scaler.core.decide._ttft_not_load`), so a TTFT breach is not the load's and more
+    replicas would not fix it: TTFT asks for at most :data:`TTFT_NOT_LOAD_STEP` replica more
+    than the current ones; its ``demand_replicas`` still shows its proportional ask.
 
     Returns an evaluation whose ``desired_replicas`` is ``None`` when the reading is unusable.
     Computation is in floating point, so huge values clamp later instead of wrapping.
@@ -110,6 +119,10 @@ def evaluate_signal(
             # until its rate window has passed since they did: it may not ask for capacity
             # beyond what is already asked for (no cascade on a lagging signal).
             proposed = min(proposed, current)
+        elif ttft_not_load:
+            # a breach the load does not explain: the smallest step up, not the doubling
+            desired = banded(policy, ratio, min(proposed, current + TTFT_NOT_LOAD_STEP), current)
+            return _evaluation(reading, target, value, ratio, (proposed, desired))
     desired = banded(policy, ratio, proposed, current)
     return _evaluation(reading, target, value, ratio, (proposed, desired))
 
