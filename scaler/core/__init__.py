@@ -5,10 +5,15 @@ backtest and the benchmarks all decide through it.
 
 - :mod:`.decide`: one target's decision as named phases (recommend with guards, stabilize,
   step limit, clamp, outside writer), after the Kubernetes HPA.
+- :mod:`.evaluation`: one signal's proportional rule with the tolerance band.
+- :mod:`.capacity`: the capacity signal (demand, capacity learned online, the replicas the
+  forecast needs); :mod:`.forecast`: the demand forecast over the model-load horizon;
+  :mod:`.load_time`: the model load time learned from pod starts.
+- :mod:`.messages`: the decision's reason and its sentence with the numbers.
 - :mod:`.signals`: the readings a source hands to the core, with their statuses.
 - :mod:`.observation`: replica counts and pods of a target (ready, starting, stuck,
   terminating).
 - :mod:`.state`: what a target's decisions remember from cycle to cycle, and its encoding.
-- :mod:`.reasons`: the fixed vocabulary of decision reasons.
+- :mod:`.reasons`: the fixed vocabulary of decision reasons and limits.
 - :mod:`.drain`: which pods a scale-down should remove (pod-deletion-cost).
 """

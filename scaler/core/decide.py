@@ -100,15 +100,14 @@ from scaler.config.wording import counted
 from scaler.core.capacity import CapacityView, busy_pods, evaluate_capacity, overloaded
 from scaler.core.evaluation import EPS as _EPS
 from scaler.core.evaluation import (
-    LATENCY_MAX_RATIO,
-    TTFT_NOT_LOAD_STEP,
     SignalEvaluation,
     ceil_replicas,
     evaluate_signal,
 )
 from scaler.core.load_time import observe_starts
+from scaler.core.messages import describe_invalid, final_reason, left_out, not_load_note, shortened
 from scaler.core.observation import Observation, ReplicaCounts
-from scaler.core.reasons import Reason
+from scaler.core.reasons import Limit, Reason
 from scaler.core.signals import SignalReading, SignalStatus
 from scaler.core.state import Recommendation, ScaleEvent, TargetState, compact
 
@@ -171,18 +170,6 @@ class Decision:
         if self.desired_replicas < self.current_replicas:
             return Direction.DOWN
         return Direction.NONE
-
-
-class Limit(StrEnum):
-    """What changed the recommended replicas into the desired ones (``Decision.limits``).
-
-    The values are stable: they appear in ``recommend --output json`` (``limits``).
-    """
-
-    STABILIZATION = "stabilization"
-    STEP_LIMIT = "step_limit"
-    MAX_REPLICAS = "max_replicas"
-    MIN_REPLICAS = "min_replicas"
 
 
 @dataclass(frozen=True, slots=True)
@@ -403,13 +390,13 @@ def decide(
     desired, state, held = hold_for_outside_writer(policy, state, current, clamped.replicas, now)
     held = held or rec.held
     if held is None or desired != current:
-        held = _final_reason(policy, counts, rec.replicas, desired, limits, rec.driving, held)
+        held = final_reason(policy, counts, rec.replicas, desired, limits, rec.driving, held)
         if held[0] in (Reason.WITHIN_TOLERANCE, Reason.DEMAND_COVERED):
-            held = (held[0], held[1] + _left_out(evaluations))
+            held = (held[0], held[1] + left_out(evaluations))
         elif rec.replicas < current:
-            held = (held[0], held[1] + _shortened(policy, state, down_window))
+            held = (held[0], held[1] + shortened(policy, state, down_window))
     if not_load is not None:
-        held = (held[0], held[1] + _not_load_note(rec.driving, counts, not_load))
+        held = (held[0], held[1] + not_load_note(rec.driving, counts, not_load))
     return Decision(
         current_replicas=current,
         desired_replicas=desired,
@@ -466,26 +453,6 @@ def _ttft_not_load(
     )
 
 
-def _not_load_note(driving: SignalEvaluation | None, counts: ReplicaCounts, not_load: str) -> str:
-    """``; ttft_p95 asks for ceil(2.00 x 4 ready) = 8, 1 replica more at most: ...`` when
-    TTFT drives and its ask was bounded because its breach is not the load, else ''."""
-    e = driving
-    if (
-        e is None
-        or e.name is not SignalName.TTFT_P95
-        or e.demand_replicas is None
-        or e.desired_replicas is None
-        or not counts.current < e.desired_replicas < e.demand_replicas
-    ):
-        return ""
-    step = LATENCY_MAX_RATIO if e.status is SignalStatus.SATURATED else (e.ratio or 0.0)
-    return (
-        f"; {e.name} asks for ceil({min(step, LATENCY_MAX_RATIO):.2f} x {counts.ready} ready) "
-        f"= {e.demand_replicas}, {counted(TTFT_NOT_LOAD_STEP, 'replica')} more at most: the "
-        f"fleet is not loaded ({not_load})"
-    )
-
-
 def _ttft_settling(state: TargetState, now: float, window: float) -> bool:
     """Replicas were starting less than two TTFT rate windows ago (see the module docstring)."""
     # min(): after the clock went backwards the stored time is in the future (see _prune)
@@ -517,7 +484,7 @@ def recommend(
             current,
             held=(
                 Reason.NO_VALID_SIGNALS,
-                f"no signal is usable, holding {current}: " + _describe_invalid(evaluations),
+                f"no signal is usable, holding {current}: " + describe_invalid(evaluations),
             ),
         )
     driving = max(usable, key=lambda e: (e.desired_replicas or 0, e.ratio or 0.0))
@@ -550,7 +517,7 @@ def _scale_down_guard(
     if blocking:
         return Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL, (
             f"signals ask for {asked}, but scale-down needs every signal valid: "
-            + _describe_invalid(blocking)
+            + describe_invalid(blocking)
         )
     if counts.starting > 0:
         return Reason.WAITING_FOR_STARTING, (
@@ -650,18 +617,6 @@ def down_window_seconds(
     if fall is None or now - start < window - _EPS:
         return window  # a rise inside the window: recurring bursts keep it whole
     return min(window, max(rate_window, fall))
-
-
-def _shortened(policy: TargetPolicy, state: TargetState, down_window: float) -> str:
-    """``; scale-down window 95 s of 300 s: ...`` when a steady fall shortened it, else ''."""
-    window = policy.scale_down.stabilization_window_seconds
-    forecast = state.capacity.forecast
-    if down_window >= window - _EPS or forecast is None:
-        return ""
-    return (
-        f"; scale-down window {down_window:.0f} s of {window:.0f} s: demand falling "
-        f"{-forecast.trend * 60:.3g} tok/s a minute, burstiness {forecast.burst_std:.3g} tok/s"
-    )
 
 
 def stabilize(
@@ -782,139 +737,3 @@ def hold_for_outside_writer(
             ),
         )
     return desired, replace(state, last_rewrite_at=now), None
-
-
-def _in_band(policy: TargetPolicy, e: SignalEvaluation) -> bool:
-    """The evaluation's ratio lies in the target's tolerance band (bounds included)."""
-    tol = policy.tolerance
-    return e.ratio is not None and (1 - tol.scale_down - _EPS <= e.ratio <= 1 + tol.scale_up + _EPS)
-
-
-def _hold_reason(
-    policy: TargetPolicy, counts: ReplicaCounts, driving: SignalEvaluation | None
-) -> tuple[Reason, str]:
-    """Why the signals ask for exactly the current replicas: the deciding signal is inside
-    its tolerance band, or outside it while its proportional rule gives the current count."""
-    current = counts.current
-    e = driving
-    if e is None or e.value is None or e.ratio is None:
-        return Reason.WITHIN_TOLERANCE, f"no signal asks for a change: holding {current}"
-    tol = policy.tolerance
-    band = f"{1 - tol.scale_down:.2f}-{1 + tol.scale_up:.2f}"
-    # a saturated reading is a lower bound (only one above its band asks for replicas)
-    at_least = ">= " if e.status is SignalStatus.SATURATED else ""
-    if _in_band(policy, e):
-        return Reason.WITHIN_TOLERANCE, (
-            f"{e.name} {e.value:.3g} vs target {e.target:.3g} (ratio {e.ratio:.2f}) is within "
-            f"its tolerance band {band}: holding {current}"
-        )
-    side = "below" if e.ratio < 1 else "above"
-    demand = e.demand_replicas if e.demand_replicas is not None else current
-    if e.name.per_pod or e.name is SignalName.CAPACITY:
-        # per replica: the per-pod sums, and the capacity signal's forecast (tokens/s)
-        total = e.value * max(current, 1)
-        unit = " tok/s" if e.name is SignalName.CAPACITY else ""
-        return Reason.DEMAND_COVERED, (
-            f"{e.name} {e.value:.3g}{unit} per replica vs target {e.target:.3g}{unit} (ratio "
-            f"{e.ratio:.2f}) is {side} its tolerance band {band}, but {total:.3g}{unit} in all "
-            f"need ceil({total:.3g} / {e.target:.3g}) = {counted(demand, 'replica')}: "
-            f"holding {current}"
-        )
-    covered = f", no more than the {current} asked for" if demand < current else ""
-    if demand < current and counts.stuck:
-        covered += f" ({counts.stuck} of them stuck)"
-    return Reason.DEMAND_COVERED, (
-        f"{e.name} {at_least}{e.value:.3g} s vs target {e.target:.3g} s (ratio "
-        f"{at_least}{e.ratio:.2f}) is {side} "
-        f"its tolerance band {band}, but asks for ceil({min(e.ratio, LATENCY_MAX_RATIO):.2f} "
-        f"x {counts.ready} ready) = {demand} replicas{covered}: holding {current}"
-    )
-
-
-def _final_reason(
-    policy: TargetPolicy,
-    counts: ReplicaCounts,
-    recommended: int,
-    desired: int,
-    limits: tuple[Limit, ...],
-    driving: SignalEvaluation | None,
-    held: tuple[Reason, str] | None,
-) -> tuple[Reason, str]:
-    """The decision's reason and message: a hold's own when nothing changes, else the limit
-    that shaped the change."""
-    current = counts.current
-    sig = ""
-    if driving is not None and driving.name is SignalName.CAPACITY and driving.valid:
-        sig = f" (capacity: {driving.detail})"
-    elif driving is not None and driving.value is not None and driving.ratio is not None:
-        # a saturated reading is a lower bound: say so
-        at_least = ">= " if driving.status is SignalStatus.SATURATED else ""
-        sig = (
-            f" ({driving.name} {at_least}{driving.value:.3g} vs target {driving.target:.3g}, "
-            f"ratio {at_least}{driving.ratio:.2f})"
-        )
-    if desired == current:
-        if held is not None:
-            return held
-        if recommended > current and current >= policy.max_replicas:
-            return Reason.AT_MAX, f"signals ask for {recommended}, already at max {current}{sig}"
-        if recommended < current and current <= policy.min_replicas:
-            return Reason.AT_MIN, f"signals ask for {recommended}, already at min {current}{sig}"
-        if Limit.STABILIZATION in limits:
-            return Reason.STABILIZED, (
-                f"signals ask for {recommended}; the stabilization window holds {current}{sig}"
-            )
-        if Limit.STEP_LIMIT in limits:
-            return Reason.STEP_LIMITED, (
-                f"signals ask for {recommended}; the per-period step is used up{sig}"
-            )
-        return _hold_reason(policy, counts, driving)
-    verb = "up" if desired > current else "down"
-    if Limit.MAX_REPLICAS in limits and desired == policy.max_replicas:
-        return Reason.AT_MAX, (
-            f"scale {verb} {current} -> {desired}: signals ask for {recommended}, clamped to "
-            f"max_replicas {policy.max_replicas}{sig}"
-        )
-    if Limit.MIN_REPLICAS in limits and desired == policy.min_replicas:
-        return Reason.AT_MIN, (
-            f"scale {verb} {current} -> {desired}: signals ask for {recommended}, clamped to "
-            f"min_replicas {policy.min_replicas}{sig}"
-        )
-    if Limit.STEP_LIMIT in limits:
-        return Reason.STEP_LIMITED, (
-            f"scale {verb} {current} -> {desired}: signals ask for {recommended}, "
-            f"limited by the per-period step{sig}"
-        )
-    if Limit.STABILIZATION in limits:
-        return Reason.STABILIZED, (
-            f"scale {verb} {current} -> {desired}: signals ask for {recommended}, "
-            f"the stabilization window allows {desired}{sig}"
-        )
-    if desired > current:
-        return Reason.SCALE_UP, f"scale up {current} -> {desired}{sig}"
-    return Reason.SCALE_DOWN, f"scale down {current} -> {desired}{sig}"
-
-
-def _left_out(evaluations: tuple[SignalEvaluation, ...]) -> str:
-    """``; left out: queue_depth nan (...)`` for the signals a hold could not use (unusable,
-    or a saturated lower bound at or below its band, which asks for nothing), or ''. A
-    capacity signal still ``learning`` is no fault and holds nothing back: not named."""
-    unusable = [
-        e
-        for e in evaluations
-        if e.desired_replicas is None and e.status is not SignalStatus.LEARNING
-    ]
-    if not unusable:
-        return ""
-    return "; left out: " + ", ".join(
-        f"{e.name} {e.status}" + (f" ({e.detail})" if e.detail else "") for e in unusable
-    )
-
-
-def _describe_invalid(evaluations: list[SignalEvaluation] | tuple[SignalEvaluation, ...]) -> str:
-    parts = [
-        f"{e.name} {e.status}" + (f" ({e.detail})" if e.detail else "")
-        for e in evaluations
-        if e.status.blocks_scale_down  # a capacity signal still learning is no fault
-    ]
-    return ", ".join(parts) if parts else "none"

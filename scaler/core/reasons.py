@@ -1,6 +1,7 @@
-"""The fixed vocabulary of decision reasons.
+"""The fixed vocabulary of decision reasons, and of the limits that shape a change.
 
-Every decision carries exactly one :class:`Reason`. The values are stable: they appear in
+Every decision carries exactly one :class:`Reason`, and every :class:`Limit` that changed the
+recommended replicas into the desired ones. The values are stable: they appear in
 logs, in the ``vllm_scaler_decisions_total{reason=...}`` counter, in Kubernetes Events and in
 ``recommend --output json``. Add to this list; never rename.
 
@@ -75,3 +76,15 @@ class Reason(StrEnum):
     SCALING_DISABLED = "scaling_disabled"
     DEMAND_COVERED = "demand_covered"
     WAITING_FOR_TTFT_WINDOW = "waiting_for_ttft_window"
+
+
+class Limit(StrEnum):
+    """What changed the recommended replicas into the desired ones (``Decision.limits``).
+
+    The values are stable: they appear in ``recommend --output json`` (``limits``).
+    """
+
+    STABILIZATION = "stabilization"
+    STEP_LIMIT = "step_limit"
+    MAX_REPLICAS = "max_replicas"
+    MIN_REPLICAS = "min_replicas"
