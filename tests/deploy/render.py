@@ -21,7 +21,7 @@ CHART = DEPLOY / "helm" / "vllm-scaler"
 RELEASE = NAMESPACE = "vllm-scaler"
 K8S_VERSION = "1.32.0"
 # Custom resources whose schemas kubernetes-validate does not ship.
-CRD_KINDS = {"ServiceMonitor", "PrometheusRule"}
+CRD_KINDS = {"ServiceMonitor", "PodMonitor", "PrometheusRule"}
 # Helm's bookkeeping labels, which a kustomize build does not have.
 HELM_LABELS = ("helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/version")
 _HASH_SUFFIX = re.compile(r"-[a-z0-9]{10}$")

@@ -78,6 +78,15 @@ def test_example_vllm_deployment_validates_and_drains() -> None:
     assert container["lifecycle"]["preStop"]["exec"]["command"]
     startup = container["startupProbe"]
     assert startup["periodSeconds"] * startup["failureThreshold"] >= 300
+    # the scrape: a PodMonitor on the Deployment's pods, at a port the container names
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
+    monitor = one(docs, "PodMonitor")
+    assert monitor["metadata"]["namespace"] == deployment["metadata"]["namespace"]
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    assert endpoint["port"] in {p["name"] for p in container["ports"]}
+    assert endpoint["path"] == "/metrics"
 
 
 def test_controller_pod_is_hardened(base) -> None:
