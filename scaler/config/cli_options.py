@@ -181,9 +181,12 @@ def register_configured_secrets(values: Mapping[str, object]) -> None:
             register_header(name, value)
     token = values.get("prometheus_bearer_token_file")
     if isinstance(token, str | Path) and str(token):
-        if Path(token).is_file():
-            register_file_secret(Path(token))
-        else:  # no such file: perhaps the token itself, given where its path belongs
+        path = Path(token)
+        if path.is_file():
+            register_file_secret(path)
+        elif "/" not in str(token) or not path.parent.is_dir():
+            # no file, and no path into a directory that exists: perhaps the token itself,
+            # given where its path belongs (a path with a typo in its file name stays shown)
             register_secret(str(token))
     for key in ("prometheus_client_key_file", "prometheus_client_cert_file"):
         pem = values.get(key)

@@ -150,3 +150,23 @@ def test_a_token_given_where_its_file_belongs_is_never_echoed(
         "token\n"
     )
     assert not (tmp_path / "d").exists()  # nothing ran
+
+
+@pytest.mark.parametrize("how", ["option", "environment"])
+def test_a_token_file_path_with_a_typo_is_named(
+    how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A path into a directory that exists is a path, not a token: the error shows it, so
+    that a typo in a mounted file's name can be seen."""
+    typo = tmp_path / "tokn"
+    args = ["recommend", "--once", "--prometheus-url", "http://127.0.0.1:9/"]
+    if how == "option":
+        args += ["--prometheus-bearer-token-file", str(typo)]
+    else:
+        monkeypatch.setenv("VLLM_SCALER_PROMETHEUS_BEARER_TOKEN_FILE", str(typo))
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert result.output == (
+        f"vllm-scaler: {TOKEN_SETTING}: value '{typo}': no such file; expected a file holding "
+        "a token\n"
+    )
