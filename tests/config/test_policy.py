@@ -556,6 +556,18 @@ def test_capacity_checks_across_fields_see_the_defaults() -> None:
             id="tolerance-as-the-ratio",
         ),
         pytest.param(
+            f"targets:\n  - workload: {DEPLOYMENT}\n    signals: {{ttft_p95: {{quantile: 1.5}}}}\n",
+            "invalid policy\n  p.yaml: targets[0].signals.ttft_p95.quantile: value 1.5: expected "
+            "a number < 1 (a 0-1 ratio)",
+            id="quantile-above-1-is-no-percent",
+        ),
+        pytest.param(
+            f"targets:\n  - workload: {DEPLOYMENT}\n    tolerance: {{scale_down: 2}}\n",
+            "invalid policy\n  p.yaml: targets[0].tolerance.scale_down: value 2: expected a "
+            "number < 1 (a 0-1 ratio)",
+            id="tolerance-of-2-is-no-percent",
+        ),
+        pytest.param(
             f"targets:\n  - workload: {DEPLOYMENT}\n"
             "    signals: {queue_depth: {target_per_replica: 5req}}\n",
             "invalid policy\n  p.yaml: targets[0].signals.queue_depth.target_per_replica: value "
