@@ -17,7 +17,8 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.config.config_exception import ConfigException
 
 from scaler.config.policy_errors import describe_yaml_error
-from scaler.config.secrets import register_url_credentials
+from scaler.config.secrets import MASK, register_url_credentials
+from scaler.config.settings import redact_url
 from scaler.telemetry.redact import register_secret
 
 __all__ = ["KubeConfigError", "MissingContextError", "build_api_client"]
@@ -81,13 +82,42 @@ async def build_api_client(
         )
     try:
         # persist_config=False: never write refreshed credentials back to the user's file.
-        await config.load_kube_config(
+        loader = await config.load_kube_config(
             config_file=source, context=context, client_configuration=cfg, persist_config=False
         )
     except (ConfigException, OSError, ValueError, TypeError) as err:
         raise KubeConfigError(f"kubeconfig {source}: {err}") from None
     _register_credentials(cfg)
+    _refuse_server_userinfo(source, cfg.host, loader.current_context)
     return ApiClient(configuration=cfg)
+
+
+def _refuse_server_userinfo(source: str, server: object, current: Any) -> None:
+    """Refuse a cluster ``server`` URL that carries user-info (``https://user:pw@host``).
+
+    aiohttp would fail every request when the user has a token too ("Cannot combine
+    AUTHORIZATION header with ... credentials encoded in URL"), and send the user-info as
+    Basic authentication otherwise, a way no kubeconfig documents: its credentials belong in
+    the user entry. The URL is shown with its user-info masked (never the password); an
+    ``@`` anywhere in it counts, as :func:`~scaler.config.settings.redact_url` masks it so.
+
+    Raises:
+        KubeConfigError: naming the kubeconfig, the cluster and context, and ``server``.
+    """
+    if not isinstance(server, str) or "@" not in server:
+        return
+    try:
+        shown = redact_url(server)
+    except ValueError:  # unbalanced IPv6 brackets: the user-info cannot be told apart
+        shown = MASK
+    entry = current if isinstance(current, dict) else {}
+    ctx = entry.get("context")
+    cluster = ctx.get("cluster") if isinstance(ctx, dict) else None
+    raise KubeConfigError(
+        f"kubeconfig {source}: cluster {cluster!r} (context {entry.get('name')!r}): server: "
+        f"value {shown!r} holds user-info; expected a URL without credentials: they belong "
+        "in the kubeconfig's user entry, not in the server URL"
+    )
 
 
 def _register_credentials(cfg: client.Configuration) -> None:

@@ -301,6 +301,35 @@ def test_a_kubeconfig_that_is_no_mapping_is_named_with_what_it_holds(
     assert "SECRET" not in result.output
 
 
+@pytest.mark.parametrize("command", ["run", "recommend"])
+@pytest.mark.parametrize("token", [True, False], ids=["with-token", "userinfo-only"])
+def test_a_server_url_with_userinfo_exits_2_with_one_line_and_no_password(
+    files: dict[str, Path], tmp_path: Path, command: str, token: bool
+) -> None:
+    # Found by a user trial: every cycle failed with aiohttp's traceback ("Cannot combine
+    # AUTHORIZATION header with AUTH argument or credentials encoded in URL").
+    kubeconfig = write_kubeconfig(
+        tmp_path / "kc2", server_url="https://admin:pw-S3CRET@127.0.0.1:9", token="tok-abcdef"
+    )
+    if not token:
+        doc = yaml.safe_load(kubeconfig.read_text())
+        doc["users"][0]["user"] = {}
+        kubeconfig.write_text(yaml.safe_dump(doc))
+    once = ["--once"] if command == "recommend" else []  # run refuses it before its loop
+    result = _invoke(
+        [command, *once, "--policy", str(files["policy"]), "--kubeconfig", str(kubeconfig)]
+    )
+    assert result.exit_code == 2, result.output
+    assert _single_error(result) == (
+        f"vllm-scaler: cannot load the Kubernetes configuration: kubeconfig {kubeconfig}: "
+        "cluster 'sim' (context 'sim'): server: value 'https://admin:***@127.0.0.1:9' holds "
+        "user-info; expected a URL without credentials: they belong in the kubeconfig's user "
+        "entry, not in the server URL; set --kubeconfig FILE (VLLM_SCALER_KUBECONFIG), or "
+        "--in-cluster (VLLM_SCALER_IN_CLUSTER=true) in a pod"
+    )
+    assert "S3CRET" not in result.output and "cycle_failed" not in result.output
+
+
 def test_a_kubeconfig_that_is_no_yaml_names_the_line(
     files: dict[str, Path], tmp_path: Path
 ) -> None:

@@ -16,7 +16,7 @@ import pytest
 import structlog
 from aiohttp import web
 
-from scaler.actuators.kubernetes import KubernetesActuator, build_api_client
+from scaler.actuators.kubernetes import KubeConfigError, KubernetesActuator, build_api_client
 from scaler.config.secrets import mask
 from scaler.controller.loop import Controller
 from scaler.sim.kubeapi import write_kubeconfig
@@ -100,12 +100,16 @@ async def test_echoed_credentials_are_masked_in_every_log_line(
     "userinfo", ["kube-user-alone-Wc31", "admin:kube-user-alone-Wc31"], ids=["user", "password"]
 )
 async def test_user_info_in_the_cluster_server_url_is_masked(tmp_path: Path, userinfo: str) -> None:
-    """A kubeconfig's ``server`` may carry user-info, a user name alone too (a proxy's token);
-    once the client is built, any message that names that URL is masked."""
+    """A kubeconfig's ``server`` may carry user-info, a user name alone too (a proxy's token):
+    it is refused at start, the message names the URL without its credential, and any other
+    message that names that URL is masked."""
     server = f"https://{userinfo}@[::1]:6443"
     kubeconfig = write_kubeconfig(tmp_path / "kc", server_url=server, token=KUBE_TOKEN)
-    api = await build_api_client(kubeconfig=kubeconfig, in_cluster=False)
-    await api.close()
+    with pytest.raises(KubeConfigError) as err:
+        await build_api_client(kubeconfig=kubeconfig, in_cluster=False)
+    shown = server.replace("kube-user-alone-Wc31", "***")
+    assert f"server: value {shown!r} holds user-info" in str(err.value)
+    assert "kube-user-alone-Wc31" not in str(err.value)
     assert mask(f"cannot reach {server}") == (
         f"cannot reach {server.replace('kube-user-alone-Wc31', '***')}"
     )

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -575,6 +576,67 @@ async def test_no_kubeconfig_and_not_in_a_cluster_says_both(
     with pytest.raises(KubeConfigError) as err:
         await build_api_client(kubeconfig=None, in_cluster=True)
     assert "KUBERNETES_SERVICE_HOST is not set (not running in a pod)" in str(err.value)
+
+
+def _kubeconfig_with_server(path: Path, server: str, user: dict[str, str]) -> Path:
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "prod", "cluster": {"server": server}}],
+        "users": [{"name": "ops", "user": user}],
+        "contexts": [{"name": "ops@prod", "context": {"cluster": "prod", "user": "ops"}}],
+        "current-context": "ops@prod",
+    }
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    return path
+
+
+USERINFO_EXPECTED = (
+    "holds user-info; expected a URL without credentials: they belong in the kubeconfig's "
+    "user entry, not in the server URL"
+)
+
+
+@pytest.mark.parametrize(
+    ("server", "user", "shown"),
+    [
+        pytest.param(
+            "https://admin:pw-S3CRET@127.0.0.1:6443",
+            {"token": "tok-abcdef"},
+            "https://admin:***@127.0.0.1:6443",
+            id="userinfo-and-token",
+        ),
+        pytest.param(
+            "https://admin:pw-S3CRET@127.0.0.1:6443/",
+            {},
+            "https://admin:***@127.0.0.1:6443",
+            id="userinfo-only",
+        ),
+        pytest.param(
+            "https://pw-S3CRET@127.0.0.1:6443",
+            {"token": "tok-abcdef"},
+            "https://***@127.0.0.1:6443",
+            id="user-name-only",
+        ),
+    ],
+)
+async def test_a_server_url_with_userinfo_is_refused_naming_the_field_never_the_password(
+    tmp_path: Path, server: str, user: dict[str, str], shown: str
+) -> None:
+    """aiohttp would fail every request with a token ("Cannot combine AUTHORIZATION header
+    with ... credentials encoded in URL"), or send the URL's user-info as Basic without one;
+    kubeconfig credentials belong in the user entry."""
+    path = _kubeconfig_with_server(tmp_path / "kc", server, user)
+    with pytest.raises(KubeConfigError) as err:
+        await build_api_client(kubeconfig=path, in_cluster=False)
+    assert str(err.value) == (
+        f"kubeconfig {path}: cluster 'prod' (context 'ops@prod'): server: value {shown!r} "
+        + USERINFO_EXPECTED
+    )
+    assert "S3CRET" not in str(err.value)
+    with pytest.raises(KubeConfigError) as err:  # a context asked for is the one named
+        await build_api_client(kubeconfig=path, in_cluster=False, context="ops@prod")
+    assert "cluster 'prod' (context 'ops@prod'): server: " in str(err.value)
 
 
 async def test_kubeconfig_list_skips_missing_files(
