@@ -84,8 +84,13 @@ def register(app: typer.Typer) -> None:
             ),
         ] = "15s",
         model_load_seconds: Annotated[
-            float, typer.Option(help="Seconds until a replica the policy adds is ready.")
-        ] = 120.0,
+            float | None,
+            typer.Option(
+                help="Seconds until a replica the policy adds is ready, for every target and "
+                "shadow (default: each policy's own signals.capacity.model_load_seconds).",
+                show_default=False,
+            ),
+        ] = None,
         target: Annotated[
             list[str] | None,
             typer.Option(metavar="NAMESPACE/KIND/NAME", help="Only this target; repeatable."),
@@ -152,9 +157,10 @@ def register(app: typer.Typer) -> None:
                 "--max-points": (1, True, math.inf),
                 "--max-steps": (1, True, MAX_STEPS_LIMIT),
             },
-            model_load_seconds=model_load_seconds,
             max_points=max_points,
             max_steps=max_steps,
+            # not given: each policy's own, validated with the policy
+            **({} if model_load_seconds is None else {"model_load_seconds": model_load_seconds}),
         )
         plot_error = None if no_plot else output_file_error("--plot", plot)
         errors += [plot_error] if plot_error else []

@@ -68,7 +68,7 @@ def run_backtest(
     targets: Sequence[TargetPolicy],
     grid: StepGrid,
     *,
-    model_load_seconds: float,
+    model_load_seconds: float | None = None,
     max_points: int = PROMETHEUS_MAX_POINTS,
     replica_sources: Sequence[ReplicaSource] = ALL_REPLICA_SOURCES,
     progress: Progress | None = None,
@@ -81,7 +81,11 @@ def run_backtest(
         policy: the policy file (its ``rate_window_seconds`` is the queries' window).
         targets: the targets of ``policy`` to backtest, each replayed with its shadow too.
         grid: the evaluation times; each step is one control cycle of the replay.
-        model_load_seconds: seconds until a replica the policy adds is ready.
+        model_load_seconds: seconds until a replica the policy adds is ready, for every
+            replay; None (``--model-load-seconds`` not given): each replay uses its own
+            policy's ``signals.capacity.model_load_seconds`` (the target's for the target,
+            the shadow's for its shadow; the field's default is 120 s), the time the
+            controller assumes until it has observed a start.
         max_points: most steps per range request.
         replica_sources: where to look for the actual replicas, in order.
         progress: told of every range request (None: nobody).
@@ -160,7 +164,11 @@ def run_backtest(
             [step[p.key].signals for step in per_step],
             hist.spec,
             hist.ready,
-            model_load_seconds=model_load_seconds,
+            model_load_seconds=(
+                p.signals.capacity.model_load_seconds
+                if model_load_seconds is None
+                else model_load_seconds
+            ),
             ttft_window_seconds=policy.rate_window_seconds,
             throughput=[step[p.key].throughput for step in per_step],
             pods=[step[p.key].pod_infos for step in per_step],

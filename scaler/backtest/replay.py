@@ -151,11 +151,13 @@ class ReplaySummary:
 
 @dataclass(frozen=True, slots=True)
 class ReplayResult:
-    """The steps and the summary of one target's replay."""
+    """The steps and the summary of one target's replay, and the model load time it assumed
+    (``model_load_seconds``, seconds: every replica of the replay loads in it)."""
 
     target: str
     steps: tuple[ReplayStep, ...]
     summary: ReplaySummary
+    model_load_seconds: float
 
 
 def fill_gaps(values: Sequence[float | None]) -> tuple[list[int], int]:
@@ -225,7 +227,9 @@ def replay(
         times: evaluation times, Unix seconds, increasing.
         readings: per step, one reading per enabled signal.
         actual_spec, actual_ready: the actual replicas per step (None where unknown).
-        model_load_seconds: seconds from a scale-up until the new replicas are ready.
+        model_load_seconds: seconds from a scale-up until the new replicas are ready (the
+            backtest gives the policy's ``signals.capacity.model_load_seconds`` unless
+            ``--model-load-seconds`` is given).
         ttft_window_seconds: the TTFT ``rate()`` window (the policy's ``rate_window_seconds``).
         throughput: per step, the capacity signal's input (None: not read, at every step or
             at one).
@@ -339,4 +343,4 @@ def replay(
         signal_status=statuses,
         reasons=reasons,
     )
-    return ReplayResult(policy.key, tuple(steps), summary)
+    return ReplayResult(policy.key, tuple(steps), summary, model_load_seconds)

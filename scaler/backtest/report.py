@@ -19,6 +19,8 @@ from scaler.backtest.timeparse import rfc3339
 from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
 from scaler.config.wording import counted
+from scaler.controller.report import shown_value
+from scaler.core.signals import SignalStatus
 
 __all__ = ["TargetBacktest", "format_text", "plot_backtest", "to_json"]
 
@@ -47,12 +49,19 @@ def _tokens(x: float) -> str:
 def _signal_text(step: ReplayStep) -> str:
     """The signals as the decision compared them with their targets: queue depth and KV-cache
     usage per replica (the sum over the pods over the replay's replicas), TTFT in seconds,
-    the capacity signal's demand and learned capacity in weighted tokens/s."""
+    the capacity signal's demand and learned capacity in weighted tokens/s. A signal without
+    a value to show is its status, as every report of a decision shows it
+    (:func:`~scaler.controller.report.shown_value`): an idle TTFT is ``ttft_p95=idle``."""
     parts = []
-    per_replica = {e.name: e.value for e in step.evaluations if e.name.per_pod}
+    evaluated = {e.name: e for e in step.evaluations}
     for name, r in step.signals.items():
         flag = "" if r.status == "ok" else f"({r.status})"
-        value = per_replica.get(name) if name.per_pod else r.value
+        e = evaluated.get(name)
+        if e is not None:
+            shown = shown_value(e)
+            value = None if isinstance(shown, str) else shown
+        else:  # a signal only the shadow enables: the reading as read
+            value = None if name.per_pod or r.status is SignalStatus.IDLE else r.value
         if value is None:
             parts.append(f"{name}={r.status}")
         elif name is SignalName.TTFT_P95:
@@ -78,6 +87,11 @@ def _events(events: Sequence[ScaleChange], limit: int = 12) -> str:
     shown = ", ".join(f"{_hms(e.at)} {e.from_replicas}->{e.to_replicas}" for e in events[:limit])
     more = f", ... {len(events) - limit} more" if len(events) > limit else ""
     return f"{len(events)} ({up} up, {len(events) - up} down): {shown}{more}"
+
+
+def _load(r: ReplayResult) -> str:
+    """The model load time a replay assumed: ``"20 s"``."""
+    return f"{r.model_load_seconds:g} s"
 
 
 def _hours(h: float) -> str:
@@ -121,11 +135,12 @@ def format_text(backtests: Sequence[TargetBacktest], *, step_seconds: float) -> 
         steps = bt.result.steps
         s = bt.result.summary
         src = bt.replicas.source or "none"
+        sh = bt.shadow
         lines.append(
             f"{bt.result.target}: {rfc3339(steps[0].at)} .. {rfc3339(steps[-1].at)}, "
-            f"{steps_text(len(steps))} of {step_seconds:g} s, actual replicas from {src}"
+            f"{steps_text(len(steps))} of {step_seconds:g} s, actual replicas from {src}, "
+            f"model load {_load(bt.result)}" + (f" (shadow {_load(sh)})" if sh is not None else "")
         )
-        sh = bt.shadow
         shadow_steps = sh.steps if sh is not None else None
         # wide enough for every reason of the table (waiting_for_pending, ...)
         width = max(len("reason"), *(len(str(st.reason)) for st in steps))
@@ -248,11 +263,16 @@ def to_json(
     start: float,
     end: float,
     step_seconds: float,
-    model_load_seconds: float,
+    model_load_seconds: float | None,
     plot: Path | None,
 ) -> dict[str, Any]:
     """The machine-readable report (``--output json``): per target the policy's summary and
-    steps, and under ``shadow`` the shadow policy's (null without one)."""
+    steps, and under ``shadow`` the shadow policy's (null without one).
+
+    ``model_load_seconds`` is ``--model-load-seconds`` (seconds; None when not given: each
+    replay used its own policy's ``signals.capacity.model_load_seconds``); every target, and
+    its shadow, says the model load time its replay assumed in its own
+    ``model_load_seconds``."""
     targets = []
     for bt in backtests:
         s = bt.result.summary
@@ -262,6 +282,7 @@ def to_json(
                 "target": bt.result.target,
                 "replica_source": str(bt.replicas.source) if bt.replicas.source else None,
                 "replica_queries": list(bt.replicas.queries or ()),
+                "model_load_seconds": bt.result.model_load_seconds,
                 "notes": list(bt.notes),
                 "summary": {
                     "actual_replica_hours": s.actual_replica_hours,
@@ -303,6 +324,7 @@ def to_json(
                 "shadow": None
                 if sh is None
                 else {
+                    "model_load_seconds": sh.model_load_seconds,
                     "replica_hours": sh.summary.policy_replica_hours,
                     "peak": sh.summary.policy_peak,
                     "scale_events": [_change(e) for e in sh.summary.policy_events],
