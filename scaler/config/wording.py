@@ -106,12 +106,16 @@ RATIO_DESCRIPTION = "0-1 ratio"
 BAND_ABOVE_ONE = "the band above a value/target ratio of 1"
 
 
+#: The least value of a 0-1 ratio field read as a percent (80 for 0.8); below it, a value
+#: above 1 is rather a ratio out of range (a quantile of 1.5) than a percent of one or two.
+_PERCENT_FROM = 5
+
+
 def percent_hint(description: str | None, value: object) -> str:
     """`` (a 0-1 ratio, not a percent: 80% is 0.8)`` when ``value`` of a field described as a
-    0-1 ratio (:data:`RATIO_DESCRIPTION`) looks like a percent (5 to 100; above 1 and below 5,
-    only `` (a 0-1 ratio)``); for a
-    band above 1 (:data:`BAND_ABOVE_ONE`) and a value between 1 and 2, what the tolerance of
-    that ratio is (1.5: 0.5); else ``""``."""
+    0-1 ratio (:data:`RATIO_DESCRIPTION`) looks like a percent (5 to 100), `` (a 0-1 ratio)``
+    for another value above 1; for a band above 1 (:data:`BAND_ABOVE_ONE`) and a value between
+    1 and 2, what the tolerance of that ratio is (1.5: 0.5); else ``""``."""
     text = description or ""
     if not text.startswith(RATIO_DESCRIPTION) or not isinstance(value, int | float):
         return ""
@@ -125,11 +129,6 @@ def percent_hint(description: str | None, value: object) -> str:
     if value > 1:  # 1.5 is no likely percent of a quantile or a utilization: no conversion
         return " (a 0-1 ratio)"
     return ""
-
-
-#: The least value of a 0-1 ratio field read as a percent (80 for 0.8); below it, a value
-#: above 1 is rather a ratio out of range (a quantile of 1.5) than a percent of one or two.
-_PERCENT_FROM = 5
 
 
 #: A name that carries its unit (``target_seconds``, ``max_tokens_per_second``,

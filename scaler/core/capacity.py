@@ -116,6 +116,7 @@ __all__ = [
     "demand_of",
     "evaluate_capacity",
     "forecast_demand",
+    "half_busy",
     "horizon_seconds",
     "learn_capacity",
     "seeded_estimate",
@@ -308,7 +309,13 @@ def overloaded(policy: TargetPolicy, reading: ThroughputReading | None) -> bool:
     """At least half the ready pods of a usable reading are busy (a request waiting, or the KV
     cache at the KV signal's target)."""
     busy = busy_pods(policy, reading)
-    return busy is not None and reading is not None and 2 * busy >= len(reading.pods)
+    return busy is not None and reading is not None and half_busy(busy, len(reading.pods))
+
+
+def half_busy(busy: int, ready: int) -> bool:
+    """``busy`` of ``ready`` pods are at least half of them: the test of :func:`overloaded`,
+    for a caller that has counted the busy pods (:func:`busy_pods`) already."""
+    return 2 * busy >= ready
 
 
 def capacity_sample(

@@ -97,7 +97,7 @@ from enum import StrEnum
 from scaler.config.policy import ScalingRules, TargetPolicy
 from scaler.config.vocabulary import SignalName
 from scaler.config.wording import counted
-from scaler.core.capacity import CapacityView, busy_pods, evaluate_capacity, overloaded
+from scaler.core.capacity import CapacityView, busy_pods, evaluate_capacity, half_busy
 from scaler.core.evaluation import EPS as _EPS
 from scaler.core.evaluation import (
     SignalEvaluation,
@@ -445,7 +445,7 @@ def _ttft_not_load(
         return None
     reading = observation.throughput
     busy = busy_pods(policy, reading)
-    if busy is None or reading is None or overloaded(policy, reading):
+    if busy is None or reading is None or half_busy(busy, len(reading.pods)):
         return None
     return (
         f"utilization {capacity.utilization:.2g} of the capacity signal's target {u:g}, "
