@@ -489,6 +489,13 @@ def test_a_changed_policy_rolls_the_pods() -> None:
             id="no-service-account",
         ),
         pytest.param(
+            {"leaderElection": {"enabled": False}},
+            "leaderElection.enabled: false with replicas 2: every replica would scale the "
+            "targets, 2 writers; expected replicas: 1 (or leaderElection.enabled: true, or "
+            "recommendOnly: true, where nothing writes)",
+            id="two-writers",
+        ),
+        pytest.param(
             {"prometheus": {"url": "http://admin:HelmPassw0rd@prom:9090"}},
             "prometheus.url: holds user-info (a user name or token, with or without a password), "
             "which would be stored in plain text in the "
@@ -619,3 +626,13 @@ def test_a_url_with_a_password_comes_from_a_secret_never_the_env_value() -> None
     url = "http://prom:9090/tenant@a/?q=b@c"
     plain = _env(helm_render({"prometheus": {"url": url}}))
     assert plain["VLLM_SCALER_PROMETHEUS_URL"]["value"] == url
+
+
+def test_without_leader_election_one_replica_writes() -> None:
+    """leaderElection.enabled false: one replica (more is refused, see above); recommend-only
+    is one replica that never writes whatever replicas says."""
+    docs = helm_render({"leaderElection": {"enabled": False}, "replicas": 1})
+    assert one(docs, "Deployment")["spec"]["replicas"] == 1
+    assert _env(docs)["VLLM_SCALER_LEADER_ELECTION"]["value"] == "false"
+    docs = helm_render({"leaderElection": {"enabled": False}, "recommendOnly": True})
+    assert one(docs, "Deployment")["spec"]["replicas"] == 1
