@@ -636,3 +636,45 @@ def test_without_leader_election_one_replica_writes() -> None:
     assert _env(docs)["VLLM_SCALER_LEADER_ELECTION"]["value"] == "false"
     docs = helm_render({"leaderElection": {"enabled": False}, "recommendOnly": True})
     assert one(docs, "Deployment")["spec"]["replicas"] == 1
+
+
+def _render_release(release: str, values: dict[str, Any] | None = None) -> list[Doc]:
+    helm = pytest.importorskip("helm_python")
+    helm.disable_logging()
+    with helm.Chart.load(CHART) as chart:
+        out = chart.render(values or {}, name=release, namespace="vllm-scaler")
+    return [
+        d
+        for path in sorted(out)
+        if path.endswith(".yaml")
+        for d in yaml.safe_load_all(out[path])
+        if d
+    ]
+
+
+def _lease_of(docs: list[Doc]) -> tuple[str, list[str]]:
+    role = next(
+        d
+        for d in docs
+        if d["kind"] == "Role" and d["metadata"]["name"].endswith("-leader-election")
+    )
+    (named,) = [r for r in role["rules"] if "resourceNames" in r]
+    return _env(docs)["VLLM_SCALER_LEASE_NAME"]["value"], named["resourceNames"]
+
+
+def test_each_release_has_its_own_lease() -> None:
+    """Two releases in one namespace never share a Lease: by default it is the release's full
+    name, and its Role reads and updates that Lease only."""
+    assert _lease_of(_render_release("scaler-a")) == (
+        "scaler-a-vllm-scaler",
+        ["scaler-a-vllm-scaler"],
+    )
+    assert _lease_of(_render_release("scaler-b")) == (
+        "scaler-b-vllm-scaler",
+        ["scaler-b-vllm-scaler"],
+    )
+    assert _lease_of(helm_render()) == ("vllm-scaler", ["vllm-scaler"])
+    assert _lease_of(helm_render({"leaderElection": {"leaseName": "team.lease"}})) == (
+        "team.lease",
+        ["team.lease"],
+    )

@@ -153,6 +153,24 @@ def _allowed(rules: list[dict[str, Any]], call: tuple[str, str, str]) -> bool:
     )
 
 
+def _allowed_by_name(rules: list[dict[str, Any]], method: str, path: str) -> bool:
+    """As the API server's RBAC authorizes the request: a rule with resourceNames matches
+    only requests naming one of them in the path (never a create, whose name is in the
+    body)."""
+    m = _PATH.match(path)
+    assert m, path
+    group, resource, verb = _call(method, path)
+    return any(
+        group in r["apiGroups"]
+        and resource in r["resources"]
+        and verb in r["verbs"]
+        and (
+            "resourceNames" not in r or (m["name"] is not None and m["name"] in r["resourceNames"])
+        )
+        for r in rules
+    )
+
+
 def _check_rules(rules: list[dict[str, Any]], calls: set[tuple[str, str, str]]) -> None:
     """Every call is allowed; nothing is granted beyond the calls (each kind's scale
     subresource takes the calls that apps/v1's take)."""
@@ -240,6 +258,24 @@ async def test_rbac_grants_exactly_the_calls_the_controller_makes(base, tmp_path
     assert lease_calls == {
         ("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")
     }
+    lease_requests = [(r.method, r.path) for r in recorded if _namespace(r.path) == "vllm-scaler"]
+    # The Lease Role names its Lease: reading and changing another release's is refused.
+    for docs in (base, helm_render()):
+        lease_rules = one(docs, "Role", "vllm-scaler-leader-election")["rules"]
+        for method, path in lease_requests:
+            assert _allowed_by_name(lease_rules, method, path), (method, path)
+        other = "/apis/coordination.k8s.io/v1/namespaces/vllm-scaler/leases/other-release"
+        assert not _allowed_by_name(lease_rules, "GET", other)
+        assert not _allowed_by_name(lease_rules, "PUT", other)
+        named = [r for r in lease_rules if "resourceNames" in r]
+        assert named == [
+            {
+                "apiGroups": ["coordination.k8s.io"],
+                "resources": ["leases"],
+                "resourceNames": ["vllm-scaler"],
+                "verbs": ["get", "update"],
+            }
+        ]
     # Every call on the targets is in the policy's namespace.
     assert set(calls) == {t.workload.namespace for t in policy.targets} == {"llm"}
     target_calls = set().union(*calls.values())

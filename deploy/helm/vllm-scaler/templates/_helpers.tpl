@@ -17,6 +17,12 @@
 {{- end }}
 {{- end }}
 
+{{/* The Lease: leaderElection.leaseName, or by default the release's full name, so that
+two releases (in one namespace or not) never share a Lease. */}}
+{{- define "vllm-scaler.leaseName" -}}
+{{- default (include "vllm-scaler.fullname" .) .Values.leaderElection.leaseName }}
+{{- end }}
+
 {{- define "vllm-scaler.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "vllm-scaler.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
