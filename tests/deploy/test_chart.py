@@ -678,3 +678,50 @@ def test_each_release_has_its_own_lease() -> None:
         "team.lease",
         ["team.lease"],
     )
+
+
+LONG_FULLNAME = "a-very-long-release-name-for-the-vllm-scaler-in-team-ml-prod-1"
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        pytest.param({"fullnameOverride": LONG_FULLNAME}, id="cluster"),
+        pytest.param(
+            {"fullnameOverride": LONG_FULLNAME, "rbac": {"scope": "namespaces"}},
+            id="namespaces",
+        ),
+    ],
+)
+def test_a_long_full_name_keeps_names_valid_and_unique(values: dict[str, Any]) -> None:
+    """A full name near 63 characters: each suffixed name (the Service, the policy, the Lease
+    Role, every dashboard) is cut at the full name, never at the suffix, so that names stay
+    within a DNS label and different from each other."""
+    assert len(LONG_FULLNAME) == 62
+    docs = helm_render(values)
+    validate(docs)
+    names = [(d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"]) for d in docs]
+    assert len(set(names)) == len(names), sorted(names)
+    for _, _, name in names:
+        assert len(name) <= 63, name
+        assert not name.endswith("-"), name
+    dashboards = sorted(n for k, _, n in names if k == "ConfigMap" and "-dashboard-" in n)
+    assert sorted(n.split("-dashboard-")[1] for n in dashboards) == [
+        "vllm-fleet",
+        "vllm-scaler-decisions",
+    ]
+    service = one(docs, "Service")["metadata"]["name"]
+    assert service == LONG_FULLNAME[:55].rstrip("-") + "-metrics"
+    dep = one(docs, "Deployment")
+    assert dep["metadata"]["name"] == LONG_FULLNAME
+    volume = dep["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"]
+    assert (
+        volume
+        == one(docs, "ConfigMap", volume)["metadata"]["name"]
+        == LONG_FULLNAME[:56].rstrip("-") + "-policy"
+    )
+    role = one(docs, "Role", LONG_FULLNAME[:47].rstrip("-") + "-leader-election")
+    binding = one(docs, "RoleBinding", role["metadata"]["name"])
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    # the Lease keeps the full name: a DNS subdomain may be 253 characters
+    assert _lease_of(docs)[0] == LONG_FULLNAME

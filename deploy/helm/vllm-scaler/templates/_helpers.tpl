@@ -17,6 +17,23 @@
 {{- end }}
 {{- end }}
 
+{{/*
+A name made of the full name and a suffix ("-metrics", "-dashboard-vllm-fleet"), within the 63
+characters of a DNS label: the full name is cut to leave room for the whole suffix, so that
+names of one release with different suffixes stay different (cutting the joined name instead
+would cut the suffixes, and two dashboards' names could end alike). Called with
+(list $ "suffix").
+*/}}
+{{- define "vllm-scaler.suffixedName" -}}
+{{- $root := index . 0 }}
+{{- $suffix := index . 1 }}
+{{- $room := sub 63 (len $suffix) | int }}
+{{- if lt $room 1 }}
+{{- fail (printf "name suffix %q: %d characters; expected at most 62" $suffix (len $suffix)) }}
+{{- end }}
+{{- printf "%s%s" (include "vllm-scaler.fullname" $root | trunc $room | trimSuffix "-") $suffix }}
+{{- end }}
+
 {{/* The Lease: leaderElection.leaseName, or by default the release's full name, so that
 two releases (in one namespace or not) never share a Lease. */}}
 {{- define "vllm-scaler.leaseName" -}}
