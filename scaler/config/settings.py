@@ -127,6 +127,43 @@ def _header_value_fault(value: str) -> str:
     return "holds a control character"
 
 
+#: A Kubernetes object name that is a DNS subdomain (RFC 1123), as a Lease's: at most 253
+#: characters.
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+#: A DNS label (RFC 1123), as a namespace's name: at most 63 characters.
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def _name_fault(value: str, most: int) -> str:
+    if len(value) > most:
+        return f"{len(value)} characters"
+    return "empty" if not value else "not a valid name"
+
+
+def _check_name(value: str, pattern: re.Pattern[str], most: int, expected: str) -> str:
+    if len(value) > most or not pattern.match(value):
+        raise ValueError(
+            f"{_name_fault(value, most)}; expected {expected}, starting and ending with a "
+            "letter or digit"
+        )
+    return value
+
+
+def check_dns_subdomain(value: str) -> str:
+    """``value`` if it is a valid Kubernetes object name (a DNS subdomain), else ValueError
+    saying what is expected (the API server would answer 422 Invalid)."""
+    expected = (
+        "a DNS subdomain (RFC 1123): at most 253 characters, lowercase letters, digits, '-' and '.'"
+    )
+    return _check_name(value, DNS_SUBDOMAIN, 253, expected)
+
+
+def check_dns_label(value: str) -> str:
+    """``value`` if it is a valid namespace name (a DNS label), else ValueError."""
+    expected = "a DNS label (RFC 1123): at most 63 characters, lowercase letters, digits and '-'"
+    return _check_name(value, DNS_LABEL, 63, expected)
+
+
 def _check_readable_file(path: Path, expected: str) -> bytes:
     """The content of ``path``, or ValueError saying why it is not a readable ``expected``.
 
@@ -436,6 +473,16 @@ class Settings(PrometheusSettings):
         if isinstance(value, str) and not value.strip():
             raise ValueError("the value is empty; expected the path of a YAML policy file")
         return value
+
+    @field_validator("lease_name")
+    @classmethod
+    def _lease_name(cls, value: str) -> str:
+        return check_dns_subdomain(value)
+
+    @field_validator("lease_namespace")
+    @classmethod
+    def _lease_namespace(cls, value: str | None) -> str | None:
+        return None if value is None else check_dns_label(value)
 
     @model_validator(mode="after")
     def _lease_timings(self) -> Self:

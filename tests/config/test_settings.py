@@ -495,3 +495,70 @@ def test_a_number_setting_that_is_not_finite_says_so(
     assert str(err.value) == (
         f"VLLM_SCALER_CONTROL_INTERVAL_SECONDS: value '{raw}': expected a finite number"
     )
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        pytest.param(
+            "VLLM_SCALER_LEASE_NAME",
+            "Bad_Name",
+            "not a valid name; expected a DNS subdomain (RFC 1123): at most 253 characters, "
+            "lowercase letters, digits, '-' and '.', starting and ending with a letter or digit",
+            id="name-characters",
+        ),
+        pytest.param(
+            "VLLM_SCALER_LEASE_NAME",
+            "a" * 300,
+            "300 characters; expected a DNS subdomain (RFC 1123): at most 253 characters, "
+            "lowercase letters, digits, '-' and '.', starting and ending with a letter or digit",
+            id="name-too-long",
+        ),
+        pytest.param(
+            "VLLM_SCALER_LEASE_NAME",
+            "",
+            "empty; expected a DNS subdomain (RFC 1123): at most 253 characters, "
+            "lowercase letters, digits, '-' and '.', starting and ending with a letter or digit",
+            id="name-empty",
+        ),
+        pytest.param(
+            "VLLM_SCALER_LEASE_NAMESPACE",
+            "Bad_NS",
+            "not a valid name; expected a DNS label (RFC 1123): at most 63 characters, "
+            "lowercase letters, digits and '-', starting and ending with a letter or digit",
+            id="namespace-characters",
+        ),
+        pytest.param(
+            "VLLM_SCALER_LEASE_NAMESPACE",
+            "team.a",
+            "not a valid name; expected a DNS label (RFC 1123): at most 63 characters, "
+            "lowercase letters, digits and '-', starting and ending with a letter or digit",
+            id="namespace-with-a-dot",
+        ),
+        pytest.param(
+            "VLLM_SCALER_LEASE_NAMESPACE",
+            "n" * 64,
+            "64 characters; expected a DNS label (RFC 1123): at most 63 characters, "
+            "lowercase letters, digits and '-', starting and ending with a letter or digit",
+            id="namespace-too-long",
+        ),
+    ],
+)
+def test_an_invalid_lease_name_or_namespace_is_refused_at_start(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str, message: str
+) -> None:
+    """The API server would refuse the Lease (422 Invalid) on every attempt: a follower
+    forever. Refused when the settings are read instead, naming the variable and value."""
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(SettingsError) as err:
+        load_settings()
+    assert _one_line(err) == f"{variable}: value {value!r}: {message}"
+
+
+def test_valid_lease_names_are_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
+    longest = ".".join(["a" * 63] * 4)[:253]
+    for name in ("vllm-scaler", "team-a.vllm-scaler", "0", longest):
+        monkeypatch.setenv("VLLM_SCALER_LEASE_NAME", name)
+        assert load_settings().lease_name == name
+    monkeypatch.setenv("VLLM_SCALER_LEASE_NAMESPACE", "n" * 63)
+    assert load_settings().lease_namespace == "n" * 63

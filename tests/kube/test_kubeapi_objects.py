@@ -124,6 +124,30 @@ async def test_lease_validation(http: Any, body: dict[str, Any], status: int, re
     assert (got, answer["reason"], answer["kind"]) == (status, reason, "Status")
 
 
+@pytest.mark.parametrize(
+    ("namespace", "name", "field"),
+    [
+        pytest.param("ctl", "a" * 254, "metadata.name", id="name-254-characters"),
+        pytest.param("ctl", "a..b", "metadata.name", id="name-empty-segment"),
+        pytest.param("Bad_NS", "vllm-scaler", "metadata.namespace", id="namespace-characters"),
+        pytest.param("n" * 64, "vllm-scaler", "metadata.namespace", id="namespace-64-characters"),
+    ],
+)
+async def test_an_invalid_lease_name_or_namespace_is_422_invalid(
+    http: Any, namespace: str, name: str, field: str
+) -> None:
+    """As kube-apiserver: a Status with reason Invalid and the field in its causes."""
+    url = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+    got, answer, _ = await call(http, "POST", url, {**lease(), "metadata": {"name": name}})
+    assert (got, answer["kind"], answer["status"], answer["reason"]) == (
+        422,
+        "Status",
+        "Failure",
+        "Invalid",
+    )
+    assert [c["field"] for c in answer["details"]["causes"]] == [field]
+
+
 async def test_hpas_and_scaled_objects(store: KubeStore, http: Any) -> None:
     keda = "/apis/keda.sh/v1alpha1/namespaces/llm/scaledobjects"
     status, body, _ = await call(http, "GET", keda)

@@ -22,7 +22,7 @@ from scaler.sim.kubeapi.errors import (
     resource_version_required,
 )
 from scaler.sim.kubeapi.leases import lease_causes
-from scaler.sim.kubeapi.selectors import DNS_SUBDOMAIN
+from scaler.sim.kubeapi.selectors import DNS_LABEL, DNS_SUBDOMAIN
 
 
 class Objects(StoreBase):
@@ -105,6 +105,16 @@ class Objects(StoreBase):
                     "FieldValueInvalid",
                     f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of '
                     "lower case alphanumeric characters, '-' or '.'",
+                )
+            )
+        if len(namespace) > 63 or not DNS_LABEL.match(namespace):
+            causes.append(
+                (
+                    "metadata.namespace",
+                    "FieldValueInvalid",
+                    f'Invalid value: "{namespace}": a lowercase RFC 1123 label must consist of '
+                    "lower case alphanumeric characters or '-', and must start and end with an "
+                    "alphanumeric character",
                 )
             )
         size = sum(len(k) + len(v) for k, v in annotations.items())

@@ -17,6 +17,7 @@ class SelectorError(ValueError):
 
 _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _SPECIAL = set("!=(),<>")
 
 Operator = Literal["exists", "!exists", "=", "!=", "in", "notin", "gt", "lt"]
