@@ -164,6 +164,14 @@ def check_dns_label(value: str) -> str:
     return _check_name(value, DNS_LABEL, 63, expected)
 
 
+def _given_path(value: object, expected: str) -> object:
+    """An empty variable would be the current directory (Path("") is "."), reported as
+    "is a directory": say it is empty instead."""
+    if isinstance(value, str) and not value.strip():
+        raise ValueError(f"the value is empty; expected {expected}")
+    return value
+
+
 def _check_readable_file(path: Path, expected: str) -> bytes:
     """The content of ``path``, or ValueError saying why it is not a readable ``expected``.
 
@@ -232,6 +240,21 @@ class PrometheusSettings(BaseSettings):
     @classmethod
     def _headers(cls, value: object) -> dict[str, str]:
         return parse_headers(value)
+
+    @field_validator("prometheus_bearer_token_file", mode="before")
+    @classmethod
+    def _token_file_given(cls, value: object) -> object:
+        return _given_path(value, "the path of a file holding a token")
+
+    @field_validator("prometheus_ca_file", mode="before")
+    @classmethod
+    def _ca_file_given(cls, value: object) -> object:
+        return _given_path(value, "the path of a PEM CA bundle")
+
+    @field_validator("prometheus_client_cert_file", "prometheus_client_key_file", mode="before")
+    @classmethod
+    def _client_files_given(cls, value: object) -> object:
+        return _given_path(value, "the path of a PEM file")
 
     @field_validator("prometheus_bearer_token_file")
     @classmethod
@@ -468,11 +491,7 @@ class Settings(PrometheusSettings):
     @field_validator("policy_file", mode="before")
     @classmethod
     def _policy_file_given(cls, value: object) -> object:
-        # An empty variable would be the current directory (Path("") is "."), reported as
-        # "Is a directory": say what it is instead.
-        if isinstance(value, str) and not value.strip():
-            raise ValueError("the value is empty; expected the path of a YAML policy file")
-        return value
+        return _given_path(value, "the path of a YAML policy file")
 
     @field_validator("lease_name")
     @classmethod

@@ -562,3 +562,22 @@ def test_valid_lease_names_are_accepted(monkeypatch: pytest.MonkeyPatch) -> None
         assert load_settings().lease_name == name
     monkeypatch.setenv("VLLM_SCALER_LEASE_NAMESPACE", "n" * 63)
     assert load_settings().lease_namespace == "n" * 63
+
+
+@pytest.mark.parametrize(
+    ("variable", "expected"),
+    [
+        ("VLLM_SCALER_PROMETHEUS_BEARER_TOKEN_FILE", "the path of a file holding a token"),
+        ("VLLM_SCALER_PROMETHEUS_CA_FILE", "the path of a PEM CA bundle"),
+        ("VLLM_SCALER_PROMETHEUS_CLIENT_CERT_FILE", "the path of a PEM file"),
+        ("VLLM_SCALER_PROMETHEUS_CLIENT_KEY_FILE", "the path of a PEM file"),
+    ],
+)
+def test_an_empty_file_variable_says_it_is_empty(
+    monkeypatch: pytest.MonkeyPatch, variable: str, expected: str
+) -> None:
+    """Not "is a directory" (Path("") is the current directory)."""
+    monkeypatch.setenv(variable, "")
+    with pytest.raises(SettingsError) as err:
+        load_settings()
+    assert f"{variable}: value '': the value is empty; expected {expected}" in str(err.value)
