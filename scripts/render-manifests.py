@@ -20,9 +20,12 @@ Needs the dev extra (helm-python-sdk). The same output with the helm command lin
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import os
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +57,30 @@ RELEASE = NAMESPACE = "vllm-scaler"
 HELM_LABELS = ("helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/version")
 
 
+@contextlib.contextmanager
+def _engine_log_dropped() -> Iterator[None]:
+    """Helm's Go engine logs on the process's stderr itself (``INFO found symbolic link in
+    path`` for the chart's dashboards/ link), past ``helm.disable_logging()``, which only
+    quiets the Python side: file descriptor 2 goes to a scratch file during the call. Its
+    lines are shown when the call fails, for whatever they tell."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as scratch:
+        os.dup2(scratch.fileno(), 2)
+        try:
+            yield
+        except BaseException:
+            os.dup2(saved, 2)
+            scratch.seek(0)
+            sys.stderr.write(scratch.read().decode(errors="replace"))
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
 def _render(template: str, values: dict[str, Any]) -> list[dict[str, Any]]:
-    with helm.Chart.load(CHART) as chart:
+    with _engine_log_dropped(), helm.Chart.load(CHART) as chart:
         out = chart.render(values, name=RELEASE, namespace=NAMESPACE)
     text = out[f"{CHART.name}/templates/{template}"]
     docs = [d for d in yaml.safe_load_all(text) if d]
