@@ -53,17 +53,26 @@ if [ ! -x .venv/bin/python ]; then
   fi
 fi
 
-extras="[sim]"
-if [ "${1:-}" = "--dev" ]; then extras="[dev]"; fi
+extra=sim
+if [ "${1:-}" = "--dev" ]; then extra=dev; fi
+# The extras an install of $extra brings: dev includes sim (pyproject.toml: dev =
+# vllm-scaler[sim,...]), so that demo.sh (sim) after setup.sh --dev (or test.sh) does not
+# reinstall, nor test.sh after it unless dev is missing.
+case "$extra" in
+  dev) provides="dev sim" ;;
+  *) provides="$extra" ;;
+esac
 # The editable install follows source edits by itself; it needs redoing only when the
-# package's metadata or dependencies change, so a stamp of those skips a reinstall (about
-# 20 s) in the edit-test loop. A fresh clone (CI) has no .venv, hence no stamp.
+# package's metadata or dependencies change, so a stamp of those (and of the extras
+# installed) skips a reinstall (about 20 s) in the edit-test loop. A fresh clone (CI) has no
+# .venv, hence no stamp.
 stamp=.venv/.vllm-scaler-setup
-want="$(cat pyproject.toml requirements.txt 2>/dev/null | sha256sum | cut -d' ' -f1) ${extras}"
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] &&
+digest="$(cat pyproject.toml requirements.txt 2>/dev/null | sha256sum | cut -d' ' -f1)"
+if [ -f "$stamp" ] && read -r stamp_digest stamp_extras < "$stamp" &&
+   [ "$stamp_digest" = "$digest" ] && [[ " $stamp_extras " == *" $extra "* ]] &&
    .venv/bin/python -c 'import importlib.metadata as m; m.version("vllm-scaler")' 2>/dev/null; then
   exit 0
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e ".${extras}"
-echo "$want" > "$stamp"
+.venv/bin/python -m pip install -q -e ".[${extra}]"
+echo "$digest $provides" > "$stamp"
