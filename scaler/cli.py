@@ -26,6 +26,7 @@ from scaler.config.cli_options import (
     PROMETHEUS_FIELDS,
     OutputFormat,
     OutputOpt,
+    RecommendOutputOpt,
     fail,
     register_environment_secrets,
     settings_options,
@@ -140,12 +141,12 @@ def recommend_log_format(log_format: LogFormat, output: str) -> LogFormat:
 def recommend(
     settings: Settings,
     once: Annotated[bool, typer.Option("--once", help="Print one round and exit.")] = False,
-    output: OutputOpt = OutputFormat.TEXT,
+    output: RecommendOutputOpt = OutputFormat.TEXT,
 ) -> None:
     """Dry run: print current and desired replicas, every signal and the reason, per target.
 
     Reads Prometheus and the cluster with read verbs only; never writes. --output json
-    prints a JSON array per round, one object per target.
+    prints a JSON array per round, one object per target (one JSON document with --once).
     """
     configure_logging(recommend_log_format(settings.log_format, str(output)), settings.log_level)
     typer.echo(f"vllm-scaler: {settings.describe_prometheus()}", err=True)

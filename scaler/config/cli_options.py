@@ -48,6 +48,7 @@ __all__ = [
     "PROMETHEUS_FIELDS",
     "OutputFormat",
     "OutputOpt",
+    "RecommendOutputOpt",
     "fail",
     "load_command_settings",
     "option_names",
@@ -75,6 +76,19 @@ OutputOpt = Annotated[
         "-o",
         case_sensitive=False,
         help="text (for people) or json (one JSON document on stdout; messages on stderr).",
+    ),
+]
+
+#: ``recommend``'s: it prints a round at each interval until stopped, one document a round.
+RecommendOutputOpt = Annotated[
+    OutputFormat,
+    typer.Option(
+        "--output",
+        "-o",
+        case_sensitive=False,
+        help="text (for people) or json: a JSON array per round (one object per target), "
+        "one array after another until stopped; with --once, one array, one JSON document. "
+        "Messages on stderr.",
     ),
 ]
 

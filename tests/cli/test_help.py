@@ -57,3 +57,15 @@ def test_the_examples_of_the_report() -> None:
     assert progress.get_help_record(ctx)[1] == (
         "Progress bar on stderr (default: when stderr is a terminal)."
     )
+
+
+def test_recommend_json_help_says_one_array_per_round() -> None:
+    """Without --once, recommend prints a round at each interval: not one JSON document."""
+    ctx = _context("recommend")
+    output = next(p for p in GROUP.commands["recommend"].get_params(ctx) if p.name == "output")
+    text = " ".join(output.get_help_record(ctx)[1].split())
+    assert text.startswith(
+        "text (for people) or json: a JSON array per round (one object per target), one array "
+        "after another until stopped; with --once, one array, one JSON document. Messages on "
+        "stderr."
+    ), text
