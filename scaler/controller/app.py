@@ -13,10 +13,10 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO, TypeVar
 
 import structlog
 
@@ -45,6 +45,12 @@ from scaler.sources.prometheus import (
 from scaler.telemetry.health import Heartbeat
 from scaler.telemetry.metrics import ScalerMetrics
 from scaler.telemetry.server import TelemetryBindError, TelemetryServer
+
+T = TypeVar("T")
+
+#: How long a stopping leader tries to release its Lease (one write); past it, the Lease
+#: expires on its own after its duration. Well within a pod's termination grace period.
+RELEASE_TIMEOUT_SECONDS = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,12 +197,20 @@ async def serve(
                 await telemetry.start()
             except TelemetryBindError as err:
                 raise StartupError(str(err)) from None
-        # first: Prometheus answers (a 401 is named as such, not as a missing scrape interval)
-        if await _probe_prometheus(source, settings, fatal=options.check_queries):
-            # then: a TTFT without data at start names a rate window that is too short
-            await _check_rate_window(controller, source, policy)
-        if options.check_queries:
-            await _check_queries(controller, source, policy, str(settings.prometheus_url))
+
+        async def start_checks() -> bool:
+            # first: Prometheus answers (a 401 is named as such, not as a missing scrape
+            # interval)
+            if await _probe_prometheus(source, settings, fatal=options.check_queries):
+                # then: a TTFT without data at start names a rate window that is too short
+                await _check_rate_window(controller, source, policy)
+            if options.check_queries:
+                await _check_queries(controller, source, policy, str(settings.prometheus_url))
+            return True
+
+        if await _unless_stopped(start_checks(), stop) is None:  # SIGTERM while starting
+            log.info("stopped", cycles=0)
+            return 0
         log.info(
             "started",
             targets=[t.key for t in policy.targets],
@@ -219,7 +233,11 @@ async def serve(
         while not stop.is_set():
             started = time.monotonic()
             try:
-                reports = await controller.run_cycle()
+                done = await _unless_stopped(controller.run_cycle(), stop)
+                if done is None:  # SIGTERM mid-cycle: its queries and calls are cancelled
+                    log.info("cycle_cancelled", reason="stopping")
+                    break
+                reports = done
             except Exception:  # a bug in one cycle must not become a crash loop...
                 # ...nor pass for a completed cycle: counted, and liveness fails once no
                 # cycle has completed for several intervals.
@@ -249,9 +267,11 @@ async def serve(
             with contextlib.suppress(asyncio.CancelledError):
                 await elector_task
         if elector is not None:
-            # Hand over at once instead of letting the other replica wait for expiry.
+            # Hand over at once instead of letting the other replica wait for expiry; within
+            # a bound (an API server that does not answer must not hold the stop up until
+            # the kubelet's SIGKILL: the Lease then expires on its own).
             with contextlib.suppress(Exception):
-                await elector.release()
+                await asyncio.wait_for(elector.release(), timeout=RELEASE_TIMEOUT_SECONDS)
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)
@@ -259,6 +279,25 @@ async def serve(
             await telemetry.stop()
         await http.aclose()
         await api.close()
+
+
+async def _unless_stopped(work: Coroutine[Any, Any, T], stop: asyncio.Event) -> T | None:
+    """``work``'s result, or None when ``stop`` is set first: ``work`` is then cancelled (an
+    in-flight Prometheus query waits up to its timeout, several queries and Kubernetes calls
+    one after another longer still, past the pod's grace period)."""
+    task = asyncio.ensure_future(work)
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    if task.cancelled():
+        return None
+    return task.result()
 
 
 _SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")

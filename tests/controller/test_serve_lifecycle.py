@@ -2,7 +2,7 @@
 
 The real composition root runs against the Kubernetes stand-in and a Prometheus stand-in
 that rejects the request and echoes its credentials back (as some proxies do); the process
-gets a real SIGTERM in the middle of its first cycle.
+gets a real SIGTERM after its first cycle, or in the middle of one that waits on Prometheus.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import httpx
@@ -56,6 +57,34 @@ class EchoingPrometheus:
         )
 
 
+async def _listen(handle: Callable[[web.Request], Awaitable[web.Response]]) -> web.AppRunner:
+    """A Prometheus stand-in answering /api/v1/query with ``handle``, on a free port."""
+    app = web.Application()
+    app.router.add_post("/api/v1/query", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    return runner
+
+
+def _leader_settings(
+    tmp_path: Path, kube_url: str, prometheus_url: str, **extra: object
+) -> Settings:
+    """A pod's settings: leader election on, the Lease vllm-scaler/vllm-scaler, one cycle an
+    hour (only the first runs in a test)."""
+    return Settings(
+        prometheus_url=prometheus_url,
+        kubeconfig=write_kubeconfig(tmp_path / "kc", server_url=kube_url, token="kube-token"),
+        in_cluster=False,
+        leader_election=True,
+        lease_namespace="vllm-scaler",
+        lease_identity="pod-a_1234",
+        metrics_port=0,
+        control_interval_seconds=3600,
+        **extra,  # type: ignore[arg-type]
+    )
+
+
 async def test_sigterm_releases_the_lease_and_exits_0_without_leaking_secrets(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -64,33 +93,28 @@ async def test_sigterm_releases_the_lease_and_exits_0_without_leaking_secrets(
     for i in range(2):
         store.add_pod("llm", f"vllm-p{i}", {"app": "vllm"}, ready=True)
     prom = EchoingPrometheus()
-    app = web.Application()
-    app.router.add_post("/api/v1/query", prom.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    runner = await _listen(prom.handle)
     token = tmp_path / "token"
     token.write_text(TOKEN + "\n")
     saved = structlog.get_config()
     try:
         async with KubeApiServer(store, token="kube-token") as kube:
-            kubeconfig = write_kubeconfig(tmp_path / "kc", server_url=kube.url, token="kube-token")
-            settings = Settings(
-                prometheus_url=f"http://127.0.0.1:{runner.addresses[0][1]}",
+            settings = _leader_settings(
+                tmp_path,
+                kube.url,
+                f"http://127.0.0.1:{runner.addresses[0][1]}",
                 prometheus_bearer_token_file=token,
                 prometheus_headers=f"X-Scope-OrgID=tenant-a,Proxy-Authorization={BASIC}",
-                kubeconfig=kubeconfig,
-                in_cluster=False,
-                leader_election=True,
-                lease_namespace="vllm-scaler",
-                lease_identity="pod-a_1234",
-                metrics_port=0,
-                control_interval_seconds=3600,
             )
+            kubeconfig = settings.kubeconfig
             configure_logging("json", "debug")
-            task = asyncio.create_task(serve(settings, parse_policy(POLICY), RunOptions()))
-            await asyncio.wait_for(prom.asked.wait(), timeout=30)
-            os.kill(os.getpid(), signal.SIGTERM)  # mid-cycle: it finishes, then stops
+            rounds = _Rounds()
+            task = asyncio.create_task(
+                serve(settings, parse_policy(POLICY), RunOptions(output="json"), out=rounds)
+            )
+            await asyncio.wait_for(rounds.printed.wait(), timeout=30)
+            assert prom.asked.is_set()
+            os.kill(os.getpid(), signal.SIGTERM)  # after the first cycle
             code = await asyncio.wait_for(task, timeout=30)
             lease = store.get_object("coordination.k8s.io", "leases", "vllm-scaler", "vllm-scaler")
             # another replica acquires at once, without waiting for the lease to expire
@@ -189,3 +213,102 @@ async def test_probes_of_a_running_controller_during_a_prometheus_outage(
             if not task.done():
                 os.kill(os.getpid(), signal.SIGTERM)  # serve handles it: a clean stop
         assert await asyncio.wait_for(task, timeout=30) == 0
+
+
+class HangingPrometheus:
+    """Answers the start probes (an empty vector) but never a cycle's query: a Prometheus
+    that has stopped answering, within the client's (long) timeout."""
+
+    def __init__(self) -> None:
+        self.asked = asyncio.Event()
+        self.answered_cycle_queries = 0
+        self._never = asyncio.Event()
+
+    async def handle(self, request: web.Request) -> web.Response:
+        form = await request.post()
+        if "scaler_selector" in str(form.get("query", "")):
+            self.asked.set()
+            await self._never.wait()
+            self.answered_cycle_queries += 1
+        return web.json_response(
+            {"status": "success", "data": {"resultType": "vector", "result": []}}
+        )
+
+    def unblock(self) -> None:
+        self._never.set()
+
+
+async def test_sigterm_cancels_an_in_flight_query_and_releases_the_lease(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A query that waits (here forever; in a cluster, up to the Prometheus timeout, and
+    several of them one after another) does not hold the stop up: SIGTERM cancels the cycle,
+    the Lease is released and serve returns 0 while the query is still unanswered."""
+    store = KubeStore(time.time)
+    store.add_deployment("llm", "vllm", 2, {"app": "vllm"})
+    store.add_pod("llm", "vllm-p0", {"app": "vllm"}, ready=True)
+    prom = HangingPrometheus()
+    runner = await _listen(prom.handle)
+    saved = structlog.get_config()
+    try:
+        async with KubeApiServer(store, token="kube-token") as kube:
+            settings = _leader_settings(
+                tmp_path,
+                kube.url,
+                f"http://127.0.0.1:{runner.addresses[0][1]}",
+                prometheus_timeout_seconds=300,
+            )
+            configure_logging("json", "info")
+            task = asyncio.create_task(serve(settings, parse_policy(POLICY), RunOptions()))
+            await asyncio.wait_for(prom.asked.wait(), timeout=30)
+            os.kill(os.getpid(), signal.SIGTERM)  # the cycle waits on its query
+            code = await asyncio.wait_for(task, timeout=30)
+            answered = prom.answered_cycle_queries
+            lease = store.get_object("coordination.k8s.io", "leases", "vllm-scaler", "vllm-scaler")
+    finally:
+        structlog.configure(**saved)
+        prom.unblock()  # the server's shutdown waits for its handlers
+        await runner.cleanup()
+    assert code == 0
+    assert answered == 0  # serve returned with the query unanswered: it was cancelled
+    assert lease["spec"]["holderIdentity"] == ""
+    events = [json.loads(line)["event"] for line in capsys.readouterr().err.splitlines()]
+    assert events[-3:] == ["cycle_cancelled", "stopped", "leader_released"], events
+
+
+async def test_a_lease_release_that_hangs_is_given_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The release on the way out is bounded (RELEASE_TIMEOUT_SECONDS): an API server that
+    does not answer leaves the Lease to expire on its own instead of holding up the stop."""
+    from scaler.controller import app as app_module
+
+    release_cancelled = asyncio.Event()
+
+    async def hanging_release(self: LeaderElector) -> bool:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            release_cancelled.set()
+            raise
+        return True
+
+    monkeypatch.setattr(LeaderElector, "release", hanging_release)
+    monkeypatch.setattr(app_module, "RELEASE_TIMEOUT_SECONDS", 0.01)  # it never answers
+    store = KubeStore(time.time)
+    store.add_deployment("llm", "vllm", 2, {"app": "vllm"})
+    rounds = _Rounds()
+    async with KubeApiServer(store, token="kube-token") as kube:
+        settings = _leader_settings(
+            tmp_path,
+            kube.url,
+            f"http://127.0.0.1:{_free_port()}",  # nothing listens: refused
+            prometheus_timeout_seconds=1,
+        )
+        task = asyncio.create_task(
+            serve(settings, parse_policy(POLICY), RunOptions(output="json"), out=rounds)
+        )
+        await asyncio.wait_for(rounds.printed.wait(), timeout=30)
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert await asyncio.wait_for(task, timeout=30) == 0
+    assert release_cancelled.is_set()
