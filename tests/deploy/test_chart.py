@@ -582,6 +582,14 @@ def test_namespaced_overlay_roles_follow_the_base_policy() -> None:
             ["at '/serviceMonitor/interval': '15' does not match pattern"],
             id="scrape-interval",
         ),
+        *(
+            pytest.param(
+                {"leaderElection": {"leaseName": name}},
+                [f"at '/leaderElection/leaseName': '{name}' does not match pattern"],
+                id=f"lease-name-{name}",
+            )
+            for name in ("Bad_Name", "a..b", "a.-b")
+        ),
     ],
 )
 def test_values_out_of_range_fail_before_rendering(
