@@ -54,6 +54,10 @@ class DecisionExports:
         self._conflict_labels: dict[str, set[str]] = {}
         self._stalled: dict[str, dict[str, StallKind]] = {}
         self._ttft_labels: dict[str, tuple[str, str]] = {}
+        # target key -> the outside write last counted: (replicas we wrote, replicas found)
+        self._outside_seen: dict[str, tuple[int | None, int]] = {}
+        # targets whose decision of this cycle found a new outside write (logged once)
+        self._outside_new: set[str] = set()
 
     def not_due(self, sent: Iterable[QueryKind], now: float) -> None:
         """Mark the queries not sent this cycle as not due (``now``, Unix seconds).
@@ -125,6 +129,24 @@ class DecisionExports:
             tolerance_down=t.tolerance.scale_down,
         )
         self.metrics.scaling_disabled.labels(t.key).set(1 if disabled else 0)
+        if self._new_outside_write(t.key, decision):
+            self.metrics.outside_writes.labels(t.key).inc()
+            self._outside_new.add(t.key)
+
+    def _new_outside_write(self, key: str, d: Decision) -> bool:
+        """True once per distinct outside change of ``spec.replicas``: the decision finds a
+        value other than the one we last wrote, and not the same (written, found) pair as the
+        cycle before. The decision sees the outside write on every cycle until we re-apply
+        (it holds for it); counting or warning each cycle would count one ``kubectl scale``
+        a dozen times."""
+        if not d.outside_write:
+            self._outside_seen.pop(key, None)
+            return False
+        seen = (d.state.last_written_replicas, d.current_replicas)
+        if self._outside_seen.get(key) == seen:
+            return False
+        self._outside_seen[key] = seen
+        return True
 
     def decision(
         self,
@@ -285,7 +307,8 @@ class DecisionExports:
             for e in d.signals
             if not isinstance(shown[str(e.name)], str)
         }
-        if d.outside_write:
+        if t.key in self._outside_new:
+            self._outside_new.discard(t.key)
             self.log.warning(
                 "outside_write",
                 target=t.key,
