@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Iterable
 
 import structlog
 
@@ -22,6 +23,7 @@ from scaler.core.decide import Decision, Direction
 from scaler.core.reasons import Reason
 from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus import SourceResult, StallKind, TargetReadings
+from scaler.sources.promql import QueryKind
 from scaler.telemetry.metrics import ScalerMetrics
 
 #: Reasons under which the reported level of the decision log is a warning.
@@ -42,16 +44,36 @@ class DecisionExports:
         metrics: our own metrics (:class:`~scaler.telemetry.metrics.ScalerMetrics`).
     """
 
-    def __init__(self, metrics: ScalerMetrics) -> None:
+    def __init__(self, metrics: ScalerMetrics, started: float) -> None:
         self.metrics = metrics
+        # Every query's series exists from the start (Unix seconds): with Prometheus
+        # unreachable from the first cycle on, its age grows and the alert fires.
+        for kind in QueryKind:
+            metrics.last_query_success.labels(str(kind)).set(started)
         self.log = structlog.get_logger("vllm_scaler")
         self._conflict_labels: dict[str, set[str]] = {}
         self._stalled: dict[str, dict[str, StallKind]] = {}
         self._ttft_labels: dict[str, tuple[str, str]] = {}
+        # target key -> the outside write last counted: (replicas we wrote, replicas found)
+        self._outside_seen: dict[str, tuple[int | None, int]] = {}
+        # targets whose decision of this cycle found a new outside write (logged once)
+        self._outside_new: set[str] = set()
+
+    def not_due(self, sent: Iterable[QueryKind], now: float) -> None:
+        """Mark the queries not sent this cycle as not due (``now``, Unix seconds).
+
+        A query is sent only when some target needs it (``ttft_buckets`` only while a target
+        has requests, ``throughput`` only for the capacity signal, none without an active
+        target): one not sent has not failed, so its timestamp must not age and fire
+        VllmScalerPrometheusQueriesFailing for an idle fleet.
+        """
+        for kind in set(QueryKind) - set(sent):
+            self.metrics.last_query_success.labels(str(kind)).set(now)
 
     def queries(self, result: SourceResult, now: float) -> None:
         m = self.metrics
         m.queries.inc(result.queries_sent)
+        self.not_due(result.queries, now)
         # debug: what each query cost and found, and what each target read; asked once, so
         # that at other levels no event's fields are built (one per target each cycle)
         debug = self.log.is_enabled_for(logging.DEBUG)
@@ -107,6 +129,24 @@ class DecisionExports:
             tolerance_down=t.tolerance.scale_down,
         )
         self.metrics.scaling_disabled.labels(t.key).set(1 if disabled else 0)
+        if self._new_outside_write(t.key, decision):
+            self.metrics.outside_writes.labels(t.key).inc()
+            self._outside_new.add(t.key)
+
+    def _new_outside_write(self, key: str, d: Decision) -> bool:
+        """True once per distinct outside change of ``spec.replicas``: the decision finds a
+        value other than the one we last wrote, and not the same (written, found) pair as the
+        cycle before. The decision sees the outside write on every cycle until we re-apply
+        (it holds for it); counting or warning each cycle would count one ``kubectl scale``
+        a dozen times."""
+        if not d.outside_write:
+            self._outside_seen.pop(key, None)
+            return False
+        seen = (d.state.last_written_replicas, d.current_replicas)
+        if self._outside_seen.get(key) == seen:
+            return False
+        self._outside_seen[key] = seen
+        return True
 
     def decision(
         self,
@@ -267,7 +307,8 @@ class DecisionExports:
             for e in d.signals
             if not isinstance(shown[str(e.name)], str)
         }
-        if d.outside_write:
+        if t.key in self._outside_new:
+            self._outside_new.discard(t.key)
             self.log.warning(
                 "outside_write",
                 target=t.key,

@@ -198,7 +198,7 @@ class Controller:
         self.states: dict[str, TargetState] = {}
         self.shadow_states: dict[str, TargetState] = {}
         self.log = structlog.get_logger("vllm_scaler")
-        self.exports = DecisionExports(metrics)
+        self.exports = DecisionExports(metrics, started=clock())
         self._loaded_term: int | None = None
         self._resume: dict[str, TargetState] = {}
         self._resume_shadows: dict[str, TargetState] = {}
@@ -375,6 +375,8 @@ class Controller:
         now = self.clock()
         if result is not None:
             self.exports.queries(result, now)
+        else:
+            self.exports.not_due((), now)
         for t in readable:
             owners = self._owners.get(t.workload.namespace, [])
             control = read_control(t.workload, owners, annotations[t.key])

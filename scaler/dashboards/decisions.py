@@ -72,6 +72,12 @@ def _increase_with_new(metric: str, selector: str, window: str) -> str:
     return f"clamp_min({m} - ({m} offset {window} or {m} * 0), 0)"
 
 
+def _per_target(expr: str) -> str:
+    """One series per target: both controller replicas (leader and follower) decide and
+    export the same per-target values, so a raw selector draws each line twice."""
+    return f"max by (target) ({expr})"
+
+
 def _new_in_window(metric: str) -> str:
     """The counter's increase over ``$__rate_interval`` for the selected targets."""
     return _increase_with_new(metric, _T, RATE_INTERVAL)
@@ -81,16 +87,20 @@ def _signal_panel(name: str, title: str, unit: str) -> gts.Panel:
     sel = f'{_T}, signal="{name}"'
     on = "on(job, instance, target) group_left()"
     tol = "vllm_scaler_tolerance_ratio"
-    up = f'vllm_scaler_signal_target{{{sel}}} * {on} (1 + {tol}{{{_T}, direction="up"}})'
-    down = f'vllm_scaler_signal_target{{{sel}}} * {on} (1 - {tol}{{{_T}, direction="down"}})'
+    up = _per_target(
+        f'vllm_scaler_signal_target{{{sel}}} * {on} (1 + {tol}{{{_T}, direction="up"}})'
+    )
+    down = _per_target(
+        f'vllm_scaler_signal_target{{{sel}}} * {on} (1 - {tol}{{{_T}, direction="down"}})'
+    )
     p = timeseries(
         f"{title} ($target)",
         f"vllm_scaler_signal_value of {name} against its configured target; the shaded band is "
         "target x (1 - scale-down tolerance) .. target x (1 + scale-up tolerance), inside which "
         "this signal asks for no change. Gaps: the signal was invalid (NaN).",
         [
-            (f"vllm_scaler_signal_value{{{sel}}}", "value"),
-            (f"vllm_scaler_signal_target{{{sel}}}", "target"),
+            (_per_target(f"vllm_scaler_signal_value{{{sel}}}"), "value"),
+            (_per_target(f"vllm_scaler_signal_target{{{sel}}}"), "target"),
             (up, "scale-up above"),
             (down, "scale-down below"),
         ],
@@ -179,7 +189,7 @@ def _shadow_table() -> gtable.Panel:
 
 def _capacity_panel() -> gts.Panel:
     """Demand against what the ready replicas serve at the learned capacity."""
-    fleet = (
+    fleet = _per_target(
         f"vllm_scaler_capacity_tokens_per_second{{{_T}}} * on(job, instance, target) "
         f"vllm_scaler_ready_replicas{{{_T}}}"
     )
@@ -191,10 +201,13 @@ def _capacity_panel() -> gts.Panel:
         "replicas serve at the learned capacity per replica. Empty while the capacity signal "
         "is off or still learning.",
         [
-            (f"vllm_scaler_demand_tokens_per_second{{{_T}}}", "demand"),
-            (f"vllm_scaler_forecast_demand_tokens_per_second{{{_T}}}", "forecast"),
+            (_per_target(f"vllm_scaler_demand_tokens_per_second{{{_T}}}"), "demand"),
+            (_per_target(f"vllm_scaler_forecast_demand_tokens_per_second{{{_T}}}"), "forecast"),
             (fleet, "ready x capacity"),
-            (f"vllm_scaler_capacity_tokens_per_second{{{_T}}}", "capacity per replica"),
+            (
+                _per_target(f"vllm_scaler_capacity_tokens_per_second{{{_T}}}"),
+                "capacity per replica",
+            ),
         ],
     )
 
@@ -257,12 +270,14 @@ def decisions_dashboard() -> dict[str, Any]:
     b = b.with_panel(
         timeseries(
             "Decisions by reason",
-            "Decisions per reason over time, all selected targets (one per target and cycle).",
+            "Decisions per reason over time, all selected targets (one per target and cycle; "
+            "both controller replicas decide each target, so each target counts once: the "
+            "replica with the most).",
             [
                 (
-                    "sum by (reason) ("
+                    "sum by (reason) (max by (target, reason) ("
                     + _increase_with_new("vllm_scaler_decisions_total", _T, RATE_INTERVAL)
-                    + ")",
+                    + "))",
                     "{{reason}}",
                 )
             ],
@@ -277,14 +292,14 @@ def decisions_dashboard() -> dict[str, Any]:
         "pods still loading their model (pending), pods past the model load timeout (stuck); "
         "dashed: the policy's min and max.",
         [
-            (f"vllm_scaler_current_replicas{{{_T}}}", "current"),
-            (f"vllm_scaler_desired_replicas{{{_T}}}", "desired"),
-            (f"vllm_scaler_ready_replicas{{{_T}}}", "ready"),
-            (f"vllm_scaler_pending_replicas{{{_T}}}", "pending"),
-            (f"vllm_scaler_stuck_replicas{{{_T}}}", "stuck"),
-            (f"vllm_scaler_max_replicas{{{_T}}}", "max"),
-            (f"vllm_scaler_min_replicas{{{_T}}}", "min"),
-            (f"vllm_scaler_shadow_desired_replicas{{{_T}}}", "shadow desired"),
+            (_per_target(f"vllm_scaler_current_replicas{{{_T}}}"), "current"),
+            (_per_target(f"vllm_scaler_desired_replicas{{{_T}}}"), "desired"),
+            (_per_target(f"vllm_scaler_ready_replicas{{{_T}}}"), "ready"),
+            (_per_target(f"vllm_scaler_pending_replicas{{{_T}}}"), "pending"),
+            (_per_target(f"vllm_scaler_stuck_replicas{{{_T}}}"), "stuck"),
+            (_per_target(f"vllm_scaler_max_replicas{{{_T}}}"), "max"),
+            (_per_target(f"vllm_scaler_min_replicas{{{_T}}}"), "min"),
+            (_per_target(f"vllm_scaler_shadow_desired_replicas{{{_T}}}"), "shadow desired"),
         ],
     )
     b = b.with_panel(with_overrides(replicas, dashed_lines(["max", "min", "shadow desired"])))
@@ -297,7 +312,7 @@ def decisions_dashboard() -> dict[str, Any]:
             "Seconds from pod creation to Ready, the median of the target's recent starts "
             "(vllm_scaler_model_load_seconds): the capacity signal's forecast horizon and the "
             "startup guard. Empty until a start was observed.",
-            [(f"vllm_scaler_model_load_seconds{{{_T}}}", "model load")],
+            [(_per_target(f"vllm_scaler_model_load_seconds{{{_T}}}"), "model load")],
             unit="s",
         )
     )
@@ -377,11 +392,14 @@ def decisions_dashboard() -> dict[str, Any]:
     b = b.with_panel(
         timeseries(
             "Seconds since the last successful query",
-            "Per query kind. An empty answer counts as success: see the signal panels and the "
-            "VllmScalerSignalInvalid alert for that.",
+            "Per query kind (the signal label holds the query's name), on the controller "
+            "replica that has gone longest, as the VllmScalerPrometheusQueriesFailing alert "
+            "reads it. A query not sent because nothing needs it (ttft_buckets while no target "
+            "has requests) is not due and counts as current. An empty answer counts as "
+            "success: see the signal panels and the VllmScalerSignalInvalid alert for that.",
             [
                 (
-                    "time() - max by (signal) "
+                    "time() - min by (signal) "
                     "(vllm_scaler_last_successful_query_timestamp_seconds)",
                     "{{signal}}",
                 )
@@ -412,7 +430,7 @@ def decisions_dashboard() -> dict[str, Any]:
                     "conflict {{target}} {{owner}}",
                 ),
                 (
-                    f"sum by (target) ({_new_in_window('vllm_scaler_outside_writes_total')})"
+                    f"max by (target) ({_new_in_window('vllm_scaler_outside_writes_total')})"
                     f" or sum by (target) (0 * vllm_scaler_current_replicas{{{_T}}})",
                     "outside writes {{target}}",
                 ),

@@ -32,9 +32,15 @@ from scaler.dashboards.panels import (
 FLEET_UID: Final = "vllm-scaler-vllm-fleet"
 
 # vLLM series: the namespace and pod labels come from Kubernetes service discovery. On the fleet
-# dashboard $target's value is the workload name (see _fleet_variables), and the pods of a
-# Deployment (<name>-<hash>-<suffix>), StatefulSet (<name>-<n>) or LWS all start "<name>-".
-_V: Final = 'namespace=~"$namespace", model_name=~"$model", pod=~"$target-.*"'
+# dashboard $target's value is the workload name (see _fleet_variables). "<name>-.*" would also
+# match the pods of another workload whose name starts with it (target vllm, pods of
+# vllm-llama-8b), so the pod name must have one of the shapes Kubernetes gives a workload's
+# pods: a Deployment's <name>-<pod-template-hash>-<suffix> (both in the alphabet of Kubernetes'
+# rand.SafeEncodeString: no vowels, no 0, 1 or 3, so no word of another workload's name), a
+# StatefulSet's <name>-<ordinal>, a LeaderWorkerSet's <name>-<group>[-<worker>].
+_SAFE: Final = "[bcdfghjklmnpqrstvwxz2456789]"
+POD_OF_TARGET: Final = f"$target-{_SAFE}+-{_SAFE}{{5}}|$target-[0-9]+(-[0-9]+)?"
+_V: Final = f'namespace=~"$namespace", model_name=~"$model", pod=~"{POD_OF_TARGET}"'
 # The TTFT target vllm-scaler's policy sets for the selected workloads (its signal target).
 _TTFT_TARGET: Final = (
     'max(vllm_scaler_signal_target{signal="ttft_p95", target=~"$namespace/.+/$target"})'

@@ -146,7 +146,8 @@ class ScalerMetrics:
         )
         self.outside_writes = Counter(
             "vllm_scaler_outside_writes",
-            "Times spec.replicas differed from the value we last wrote.",
+            "Outside changes of spec.replicas: each distinct value another writer set over the "
+            "one we last wrote, counted once however many cycles it stays.",
             t,
             registry=r,
         )
@@ -174,7 +175,10 @@ class ScalerMetrics:
         )
         self.last_query_success = Gauge(
             "vllm_scaler_last_successful_query_timestamp_seconds",
-            "Unix time of the last successful query of each signal.",
+            "Unix time of the last successful query, or of the last cycle in which it was not "
+            "due (not sent: nothing needed it), per query; the signal label holds the query "
+            "(waiting, running, kv_cache, ttft_rate, ttft_buckets, throughput). Starts at the "
+            "process' start, so its age is how long a due query has failed.",
             ["signal"],
             registry=r,
         )
@@ -430,8 +434,6 @@ class ScalerMetrics:
         self.decisions.labels(target, decision.reason).inc()
         for reason in Reason:
             self.last_reason.labels(target, reason).set(1 if reason is decision.reason else 0)
-        if decision.outside_write:
-            self.outside_writes.labels(target).inc()
         self.record_capacity(target, decision)
 
     def record_capacity(self, target: str, decision: Decision) -> None:

@@ -338,3 +338,60 @@ def test_previews_warn_without_the_controllers_series(tmp_path: Path) -> None:
     assert "no vllm_scaler_* series" in warnings[0]
     assert "metrics_port" in warnings[0]
     assert (tmp_path / "p" / "vllm-scaler-decisions.png").is_file()
+
+
+def _pod_regexes(target: str) -> set[str]:
+    """The pod matchers of every fleet query, with $target as Grafana substitutes it."""
+    found: set[str] = set()
+    for q in dash.panel_queries(dash.fleet_dashboard()):
+        expr = dash.substitute(q.expr, {"target": target}, all_values={})
+        found.update(re.findall(r'pod=~"((?:[^"\\]|\\.)*)"', expr))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("target", "ours", "others"),
+    [
+        pytest.param(
+            "vllm",
+            ["vllm-5d8f7c9b4-x2k9p", "vllm-0", "vllm-12", "vllm-0-1"],
+            ["vllm-llama-8b-5d8f7c9b4-x2k9p", "vllm-llama-8b-0", "vllm-llama-0", "vllm-8b-0"],
+            id="a Deployment, StatefulSet or LWS named vllm beside vllm-llama-8b",
+        ),
+        pytest.param(
+            "vllm-llama-8b",
+            ["vllm-llama-8b-5d8f7c9b4-x2k9p", "vllm-llama-8b-0"],
+            ["vllm-5d8f7c9b4-x2k9p", "vllm-0"],
+            id="the longer name does not take the shorter one's pods",
+        ),
+    ],
+)
+def test_fleet_pod_selector_matches_only_the_targets_pods(
+    target: str, ours: list[str], others: list[str]
+) -> None:
+    """Prometheus anchors =~ at both ends (fullmatch): a target's pods are its Deployment's
+    <name>-<pod-template-hash>-<suffix>, its StatefulSet's <name>-<n> or its LWS' <name>-<group>
+    [-<worker>], never those of another workload whose name starts with <name>-."""
+    [regex] = _pod_regexes(target)
+    for pod in ours:
+        assert re.fullmatch(regex, pod), (regex, pod)
+    for pod in others:
+        assert not re.fullmatch(regex, pod), (regex, pod)
+
+
+def test_decisions_panels_draw_one_series_per_target_for_two_controller_replicas() -> None:
+    """Leader and follower both export every per-target series: the replica and signal panels
+    take one per target (max by target), and decisions by reason counts each target once."""
+    doc = dash.decisions_dashboard()
+    by_panel: dict[str, list[str]] = {}
+    for q in dash.panel_queries(doc):
+        by_panel.setdefault(q.panel, []).append(q.expr)
+    per_target = ("Replicas (", "Queue depth", "KV-cache", "TTFT p95", "Capacity:", "Demand")
+    drawn = [t for t in by_panel if t.startswith(per_target)]
+    assert len(drawn) == 6, drawn
+    for title in drawn:
+        assert all(e.startswith("max by (target) (") for e in by_panel[title]), title
+    [reasons] = by_panel["Decisions by reason"]
+    assert reasons.startswith("sum by (reason) (max by (target, reason) (")
+    [_, outside] = by_panel["Conflicts and outside writes"]
+    assert outside.startswith("max by (target) (")

@@ -85,8 +85,11 @@ def _check_everything(url: str, start: float, end: float, model: str, out: Path)
             name = rule.get("alert") or rule["record"]
             failures.append(f"rule {name}: error {body.get('error')}")
     assert not failures, "\n".join(failures)
-    # The controller is up and scraped, so the "down" alert is quiet.
-    down = _post(url, "/api/v1/query", {"query": 'absent(up{job=~".*vllm-scaler.*"} == 1)'})
+    # The controller is up and scraped, so the "down" alert's expression, as shipped, is quiet.
+    down_expr = next(
+        r["expr"] for g in doc["groups"] for r in g["rules"] if r.get("alert") == "VllmScalerDown"
+    )
+    down = _post(url, "/api/v1/query", {"query": down_expr})
     assert down["data"]["result"] == []
     pngs = dash.render_previews(url, out, start=start, end=end, builtins=BUILTINS)
     assert sorted(p.name for p in pngs) == ["vllm-fleet.png", "vllm-scaler-decisions.png"]

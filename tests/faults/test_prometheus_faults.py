@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from scaler.core.reasons import Reason
+from scaler.sources.promql import QueryKind
 from tests.faults.helpers import (
     QUERY_KINDS,
     SIGNALS,
@@ -111,9 +112,12 @@ async def test_prometheus_fault_holds_exposes_and_recovers(
     first_round = [k for k in QUERY_KINDS if k != "ttft_buckets"]
     for kind in first_round:
         assert h.count("vllm_scaler_query_failures_total", query=kind, reason=reason) == 3
-        assert h.value(LAST_OK, signal=kind) is None  # never succeeded
+        # never succeeded: the series holds the start (T0), so its age grows from there
+        assert h.value(LAST_OK, signal=kind) == T0
     # the TTFT bucket query is built from the first round's answers: never sent without them
+    # (not due: the first round's own timestamps carry the outage)
     assert h.count("vllm_scaler_query_failures_total", query="ttft_buckets", reason=reason) == 0
+    assert h.value(LAST_OK, signal="ttft_buckets") == h.clock.now
     assert h.decisions("no_valid_signals") == 3
     failed = [e for e in logs if e["event"] == "query_failed"]
     assert len(failed) == 3 * len(first_round)
@@ -122,6 +126,38 @@ async def test_prometheus_fault_holds_exposes_and_recovers(
     await _recover(h, fault)  # good data again: the hold ends in the first good cycle
     await recovery_scales_down(h)
     assert h.value(LAST_OK, signal="waiting") == h.clock.now
+
+
+async def test_idle_fleet_queries_not_sent_are_not_due(make_harness: HarnessFactory) -> None:
+    """An idle fleet sends no ``ttft_buckets`` query (no target has requests): its
+    last-success timestamp follows the clock, so the alert on its age stays quiet."""
+    h = await make_harness(
+        policy=no_window_policy(),
+        replicas=4,
+        ready=PODS,
+        answers={**quiet(PODS), **ttft_answers("NaN", "0")},
+    )
+    for _ in range(12):  # 6 minutes of 30 s cycles: past the alert's 5
+        await h.next_cycle()
+        assert QueryKind.TTFT_BUCKETS not in h.fake.kinds_asked()
+        for kind in QUERY_KINDS:
+            assert h.value(LAST_OK, signal=kind) == h.clock.now
+    assert h.clock.now == T0 + 360
+
+
+async def test_prometheus_unreachable_from_the_start_ages_every_query(
+    make_harness: HarnessFactory,
+) -> None:
+    """Prometheus refused from the first cycle: every sent query's series exists and holds
+    the start (T0), so its age (what VllmScalerPrometheusQueriesFailing reads) grows."""
+    h = await make_harness(policy=no_window_policy(), replicas=4, ready=PODS, answers=quiet(PODS))
+    await h.prom.stop()
+    for _ in range(12):
+        await h.next_cycle()
+    for kind in ("waiting", "running", "kv_cache", "ttft_rate"):
+        assert h.value(LAST_OK, signal=kind) == T0
+        assert h.count("vllm_scaler_query_failures_total", query=kind, reason="transport") == 12
+    assert h.clock.now - T0 == 360
 
 
 # fault name -> (answers that replace the quiet ones, the blocked signal, its status)
