@@ -118,6 +118,7 @@ __all__ = [
     "forecast_demand",
     "half_busy",
     "horizon_seconds",
+    "human",
     "learn_capacity",
     "seeded_estimate",
     "served_with_room",
@@ -533,7 +534,7 @@ def forecast_demand(
     return peak + (waiting_tokens or 0.0) / horizon
 
 
-def _k(x: float) -> str:
+def human(x: float) -> str:
     """Tokens/s in a short human form: 812, 5.2k, 41.2k, 1.3M."""
     if x >= 1e6:
         return f"{x / 1e6:.3g}M"
@@ -628,7 +629,7 @@ def evaluate_capacity(
             None,
             None,
             False,
-            f"demand {_k(demand)} tok/s; no capacity estimate yet (no seed, and the fleet "
+            f"demand {human(demand)} tok/s; no capacity estimate yet (no seed, and the fleet "
             "has not yet been busy close to the TTFT target)",
         )
         return evaluation, view, replace(memory, forecast=forecast)
@@ -639,12 +640,12 @@ def evaluate_capacity(
     served = (
         ""
         if sizing == estimate.tokens_per_second
-        else f" (half the rate served with room; the estimate {_k(estimate.tokens_per_second)} "
+        else f" (half the rate served with room; the estimate {human(estimate.tokens_per_second)} "
         f"rests on {estimate.samples} sample{'s' if estimate.samples > 1 else ''})"
     )
     detail = (
-        f"demand {_k(demand)} tok/s, forecast {_k(wanted)} over {horizon:.0f} s, capacity "
-        f"{_k(sizing)} per replica at TTFT p95 <= {ttft_target:g} s{served}, "
+        f"demand {human(demand)} tok/s, forecast {human(wanted)} over {horizon:.0f} s, capacity "
+        f"{human(sizing)} per replica at TTFT p95 <= {ttft_target:g} s{served}, "
         f"utilization {u:g}: {proposed}"
     )
     evaluation = SignalEvaluation(

@@ -24,25 +24,25 @@ limits) with changes for LLM serving:
      would double the fleet again for a queue the new replicas already drain (a 2x overshoot
      the bench showed on ``conv``). ``2 W`` covers the window plus the drain and the
      interval; queue depth and KV cache are instant readings and keep scaling up meanwhile.
-   - TTFT adds at most one replica (:data:`~scaler.core.evaluation.TTFT_NOT_LOAD_STEP`) while
-     its breach is not the fleet's load (:func:`_ttft_not_load`): the capacity signal has an
-     estimate and an ``ok`` reading, measures the demand below its target utilization of
-     what the ready replicas serve, and fewer than half the ready pods are busy (a request
-     waiting or the KV cache at its target; the capacity estimator's own test of "one pod's
-     bad luck", :func:`scaler.core.capacity.overloaded`). A TTFT p95 over a rate window can
-     come from a handful of requests on one pod: on the bench's ``synthetic:ramp`` (seed 3,
-     3,210 s) two 22.5k-token prompts met on one pod under random routing, the second
-     waited about 6 s for KV cache and four short requests queued behind it, all inside one
-     scrape interval; the window's p95 read 5.3 s for 45 s at utilization 0.38 with nothing
-     waiting anywhere, and the proportional rule doubled 4 replicas to 8 (undone minutes
-     later: a sawtooth tooth and 0.33 GPU-hours). More replicas do not fix such a wait.
-     One replica is still added, not none: the same test also passes on bursts shorter
-     than the rate window, whose mean hides them (round-robin ``code`` and
-     ``steady-long`` scale up by one on TTFT at utilization 0.5-0.7 with no pod busy, and
-     lose 1.1 and 0.08 points of the share within the SLO when TTFT asks for nothing
-     there). A breach on a loaded fleet (utilization at the target) or with half the pods
-     busy, or while the capacity signal has no estimate or no ``ok`` reading, keeps the
-     proportional ask: the safety net for a capacity estimate that is too high.
+   - TTFT adds at most one replica (:data:`~scaler.core.evaluation.TTFT_NOT_LOAD_STEP`) while its
+     breach is not the fleet's load (:func:`_ttft_not_load`): fewer than half the ready pods are
+     busy (a request waiting or the KV cache at its target; the capacity estimator's own test of
+     "one pod's bad luck", :func:`scaler.core.capacity.overloaded`), and the capacity signal either
+     has an estimate and an ``ok`` reading and measures the demand below its target utilization of
+     what the ready replicas serve, or is still learning (then the learning floor, rule 4, keeps the
+     replicas that broke from coming back). A TTFT p95 over a rate window can come from a handful of
+     requests on one pod: on the bench's ``synthetic:ramp`` (seed 3, 3,210 s) two 22.5k-token
+     prompts met on one pod under random routing, the second waited about 6 s for KV cache and four
+     short requests queued behind it, all inside one scrape interval; the window's p95 read 5.3 s
+     for 45 s at utilization 0.38 with nothing waiting anywhere, and the proportional rule doubled 4
+     replicas to 8 (undone minutes later: a sawtooth tooth and 0.33 GPU-hours). More replicas do not
+     fix such a wait. One replica is still added, not none: the same test also passes on bursts
+     shorter than the rate window, whose mean hides them (round-robin ``code`` and ``steady-long``
+     scale up by one on TTFT at utilization 0.5-0.7 with no pod busy, and lose 1.1 and 0.08 points
+     of the share within the SLO when TTFT asks for nothing there). A breach on a loaded fleet
+     (utilization at the target) or with half the pods busy, or while the capacity signal has an
+     estimate but no ``ok`` reading, keeps the proportional ask: the safety net for a capacity
+     estimate that is too high.
    - a ``saturated`` reading is only a lower bound of the quantile (the histogram's top finite
      bucket): above the band it asks for the largest step a latency signal may take
      (``ceil(2 x ready)``), since the true ratio is at least the one read and its size is
@@ -75,7 +75,9 @@ limits) with changes for LLM serving:
    :func:`down_window_seconds`): to the time the demand forecast's trend takes to lower the
    demand by one standard deviation of its burstiness, at least one rate window, and never
    back past a hold for missing or invalid signals or a seeded history
-   (``TargetState.last_blocked_at``).
+   (``TargetState.last_blocked_at``). While the capacity signal is learning, a scale-down
+   also stops at the learning floor (:func:`learning_floor`): one replica above a fleet TTFT
+   scaled up, scaled with the demand since; the first estimate ends it.
 5. Per-period step limits (HPA ``behavior.policies`` with ``selectPolicy: Max``), then the
    min/max clamp. A scale-down may also remove ``max_surplus_percent_per_period`` of the
    replicas above what the capacity signal asks for, when it has an estimate and an ``ok``
@@ -105,11 +107,18 @@ from scaler.core.evaluation import (
     evaluate_signal,
 )
 from scaler.core.load_time import observe_starts
-from scaler.core.messages import describe_invalid, final_reason, left_out, not_load_note, shortened
+from scaler.core.messages import (
+    describe_invalid,
+    final_reason,
+    floor_note,
+    left_out,
+    not_load_note,
+    shortened,
+)
 from scaler.core.observation import Observation, ReplicaCounts
 from scaler.core.reasons import Limit, Reason
 from scaler.core.signals import SignalReading, SignalStatus
-from scaler.core.state import Recommendation, ScaleEvent, TargetState, compact
+from scaler.core.state import LearningFloor, Recommendation, ScaleEvent, TargetState, compact
 
 # Holds recorded as the current replicas for want of valid signals: a window shortened by a
 # steady fall never reaches back past them.
@@ -350,7 +359,12 @@ def decide(
         )
         extra = (evaluation,)
         state = replace(state, capacity=memory)
-    not_load = _ttft_not_load(policy, observation, capacity, _capacity_replicas(extra))
+    learning = _capacity_learning(extra)
+    if not learning and state.learning_floor is not None:
+        state = replace(state, learning_floor=None)  # an estimate: the capacity signal sizes
+    not_load = _ttft_not_load(
+        policy, observation, capacity, _capacity_replicas(extra), learning=learning
+    )
     evaluations = (
         *(
             evaluate_signal(
@@ -373,6 +387,9 @@ def decide(
         policy, state, now, ttft_window_seconds, capacity_replicas=capacity_replicas
     )
     stabilized = stabilize(policy, state, current, rec.replicas, now, down_window=down_window)
+    floor = learning_floor(state)
+    if floor is not None and floor > stabilized.replicas and current > stabilized.replicas:
+        stabilized = Phase(min(floor, current), (Limit.LEARNING_FLOOR,))
     state = replace(
         state,
         recommendations=(*state.recommendations, Recommendation(now, rec.recorded)),
@@ -388,6 +405,8 @@ def decide(
     clamped = clamp(policy, rec.replicas, stepped.replicas)
     limits = stabilized.limits + stepped.limits + clamped.limits
     desired, state, held = hold_for_outside_writer(policy, state, current, clamped.replicas, now)
+    if learning and desired > current and rec.driving is not None:
+        state = _raise_floor(state, rec.driving, current)
     held = held or rec.held
     if held is None or desired != current:
         held = final_reason(policy, counts, rec.replicas, desired, limits, rec.driving, held)
@@ -395,6 +414,8 @@ def decide(
             held = (held[0], held[1] + left_out(evaluations))
         elif rec.replicas < current:
             held = (held[0], held[1] + shortened(policy, state, down_window))
+    if Limit.LEARNING_FLOOR in limits and state.learning_floor is not None and floor is not None:
+        held = (held[0], held[1] + floor_note(state.learning_floor, floor))
     if not_load is not None:
         held = (held[0], held[1] + not_load_note(rec.driving, counts, not_load))
     return Decision(
@@ -428,28 +449,36 @@ def _ttft_not_load(
     observation: Observation,
     capacity: CapacityView | None,
     capacity_replicas: int | None,
+    *,
+    learning: bool = False,
 ) -> str | None:
     """Why a TTFT breach this cycle is not the fleet's load, or None when it may be.
 
-    Not the load: the capacity signal has an estimate and an ``ok`` reading
-    (``capacity_replicas`` is not None), the demand it measures is below its target
-    utilization of what the ready replicas serve at that estimate, and fewer than half the
-    ready pods are busy (a request waiting, or the KV cache at the KV signal's target): the
-    capacity estimator's own test of a breach that is one pod's bad luck
-    (:func:`scaler.core.capacity.overloaded`). Returns the numbers for the decision message.
+    Not the load: fewer than half the ready pods are busy (a request waiting, or the KV cache
+    at the KV signal's target: the capacity estimator's own test of a breach that is one
+    pod's bad luck, :func:`scaler.core.capacity.overloaded`), and either the capacity signal
+    has an estimate and an ``ok`` reading (``capacity_replicas`` is not None) and the demand
+    it measures is below its target utilization of what the ready replicas serve at that
+    estimate, or it is still ``learning`` (no estimate: the learning floor,
+    :func:`learning_floor`, then keeps the replicas that broke from coming back). Returns the
+    numbers for the decision message.
     """
-    if capacity_replicas is None or capacity is None or capacity.utilization is None:
-        return None
     u = policy.signals.capacity.target_utilization
-    if capacity.utilization >= u:
-        return None
+    if not learning:
+        if capacity_replicas is None or capacity is None or capacity.utilization is None:
+            return None
+        if capacity.utilization >= u:
+            return None
     reading = observation.throughput
     busy = busy_pods(policy, reading)
     if busy is None or reading is None or half_busy(busy, len(reading.pods)):
         return None
+    pods = counted(len(reading.pods), "ready pod")
+    if learning or capacity is None or capacity.utilization is None:
+        return f"the capacity signal is learning, {busy} of {pods} busy"
     return (
         f"utilization {capacity.utilization:.2g} of the capacity signal's target {u:g}, "
-        f"{busy} of {counted(len(reading.pods), 'ready pod')} busy"
+        f"{busy} of {pods} busy"
     )
 
 
@@ -644,6 +673,54 @@ def stabilize(
     down_rec = max([recommended, *(r.replicas for r in earlier if r.at > down_cut)])
     stabilized = min(max(current, up_rec), down_rec)
     return Phase(stabilized, (Limit.STABILIZATION,) if stabilized != recommended else ())
+
+
+def _capacity_learning(evaluations: tuple[SignalEvaluation, ...]) -> bool:
+    """The capacity signal is on and has no estimate yet (``learning``)."""
+    return any(
+        e.name is SignalName.CAPACITY and e.status is SignalStatus.LEARNING for e in evaluations
+    )
+
+
+def _raise_floor(state: TargetState, driving: SignalEvaluation, current: int) -> TargetState:
+    """``state`` with the learning floor above ``current`` when TTFT drives this scale-up
+    and the demand forecast has a level (see :func:`learning_floor`)."""
+    forecast = state.capacity.forecast
+    if driving.name is not SignalName.TTFT_P95 or forecast is None or forecast.level <= 0:
+        return state
+    old = state.learning_floor
+    if old is not None and old.replicas > current:
+        return state  # a higher floor from an earlier breach still stands
+    return replace(state, learning_floor=LearningFloor(current + 1, forecast.level))
+
+
+def learning_floor(state: TargetState) -> int | None:
+    """The fewest replicas a scale-down may leave this cycle, while the capacity signal is
+    learning, or None.
+
+    Until the capacity signal has an estimate, scale-down follows the queue, KV-cache and
+    TTFT signals, and none of them says how much load one replica takes: their proportional
+    rules read a calm fleet (TTFT p95 a quarter of its target, KV cache a third full) as room
+    for half the replicas. On the bench's ``synthetic:steady-long`` (a constant request rate
+    with long prompts) TTFT broke on 4 replicas, TTFT doubled them to 8, and the queue, KV
+    and TTFT signals then took the fleet back down to 4 a replica a minute, where TTFT broke
+    again a minute later: the evidence that 4 replicas were too few for that demand was
+    there, and no signal kept it. A TTFT breach that scales up ``n`` replicas while the
+    capacity signal is learning is that evidence, as the capacity estimator's own breach
+    samples are once it has an estimate: the floor is ``n + 1`` at the demand forecast's
+    level of that cycle (``state.learning_floor``), scaled with the demand since, like any
+    proportional rule, ``min(n + 1, ceil((n + 1) x level now / level then))``, so a demand that
+    falls (the night after a peak) lowers it, while a steady one keeps it. A later breach
+    above it raises it; the first estimate ends it (the capacity signal then sizes the
+    fleet). It only holds back scale-downs; a fleet below it is not scaled up by it.
+    """
+    floor = state.learning_floor
+    if floor is None:
+        return None
+    forecast = state.capacity.forecast
+    if forecast is None:
+        return floor.replicas
+    return min(floor.replicas, ceil_replicas(floor.replicas * forecast.level / floor.level))
 
 
 def _capacity_replicas(evaluations: tuple[SignalEvaluation, ...]) -> int | None:

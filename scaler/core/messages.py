@@ -12,14 +12,22 @@ from __future__ import annotations
 from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
 from scaler.config.wording import counted
+from scaler.core.capacity import human
 from scaler.core.evaluation import EPS as _EPS
 from scaler.core.evaluation import LATENCY_MAX_RATIO, TTFT_NOT_LOAD_STEP, SignalEvaluation
 from scaler.core.observation import ReplicaCounts
 from scaler.core.reasons import Limit, Reason
 from scaler.core.signals import SignalStatus
-from scaler.core.state import TargetState
+from scaler.core.state import LearningFloor, TargetState
 
-__all__ = ["describe_invalid", "final_reason", "left_out", "not_load_note", "shortened"]
+__all__ = [
+    "describe_invalid",
+    "final_reason",
+    "floor_note",
+    "left_out",
+    "not_load_note",
+    "shortened",
+]
 
 
 def final_reason(
@@ -51,6 +59,10 @@ def final_reason(
             return Reason.AT_MAX, f"signals ask for {recommended}, already at max {current}{sig}"
         if recommended < current and current <= policy.min_replicas:
             return Reason.AT_MIN, f"signals ask for {recommended}, already at min {current}{sig}"
+        if Limit.LEARNING_FLOOR in limits:
+            return Reason.STABILIZED, (
+                f"signals ask for {recommended}; the learning floor holds {current}{sig}"
+            )
         if Limit.STABILIZATION in limits:
             return Reason.STABILIZED, (
                 f"signals ask for {recommended}; the stabilization window holds {current}{sig}"
@@ -75,6 +87,11 @@ def final_reason(
         return Reason.STEP_LIMITED, (
             f"scale {verb} {current} -> {desired}: signals ask for {recommended}, "
             f"limited by the per-period step{sig}"
+        )
+    if Limit.LEARNING_FLOOR in limits:
+        return Reason.STABILIZED, (
+            f"scale {verb} {current} -> {desired}: signals ask for {recommended}, "
+            f"the learning floor allows {desired}{sig}"
         )
     if Limit.STABILIZATION in limits:
         return Reason.STABILIZED, (
@@ -175,6 +192,16 @@ def not_load_note(driving: SignalEvaluation | None, counts: ReplicaCounts, not_l
         f"; {e.name} asks for ceil({min(step, LATENCY_MAX_RATIO):.2f} x {counts.ready} ready) "
         f"= {e.demand_replicas}, {counted(TTFT_NOT_LOAD_STEP, 'replica')} more at most: the "
         f"fleet is not loaded ({not_load})"
+    )
+
+
+def floor_note(floor: LearningFloor, replicas: int) -> str:
+    """``; learning floor 5: TTFT broke on 4 replicas at a demand of 14.4k tok/s, ...``: the
+    note of a scale-down the learning floor (:func:`scaler.core.decide.learning_floor`)
+    held back, ``replicas`` its value this cycle."""
+    return (
+        f"; learning floor {replicas}: TTFT broke on {counted(floor.replicas - 1, 'replica')} "
+        f"at a demand of {human(floor.level)} tok/s and the capacity signal has no estimate yet"
     )
 
 

@@ -88,3 +88,4 @@ class Limit(StrEnum):
     STEP_LIMIT = "step_limit"
     MAX_REPLICAS = "max_replicas"
     MIN_REPLICAS = "min_replicas"
+    LEARNING_FLOOR = "learning_floor"

@@ -33,6 +33,19 @@ class ScaleEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class LearningFloor:
+    """The fewest replicas a scale-down may leave while the capacity signal is learning.
+
+    Set when TTFT scaled up a fleet of ``replicas - 1`` while the capacity signal had no
+    estimate: those replicas broke the SLO at the demand of that time, ``level`` (the demand
+    forecast's level, weighted tokens/s). See :func:`scaler.core.decide.learning_floor`.
+    """
+
+    replicas: int
+    level: float
+
+
+@dataclass(frozen=True, slots=True)
 class TargetState:
     """What one target's decisions remember.
 
@@ -55,6 +68,9 @@ class TargetState:
         capacity: the capacity signal's memory: one replica's learned capacity at the SLO, the
             demand forecast, the pods queued at the last cycle (:mod:`scaler.core.capacity`).
         load_times: the model load times observed (:mod:`scaler.core.load_time`).
+        learning_floor: while the capacity signal is learning, the replicas TTFT last showed
+            to be too few and the demand then (:class:`LearningFloor`); None once it has an
+            estimate.
     """
 
     recommendations: tuple[Recommendation, ...] = ()
@@ -65,6 +81,7 @@ class TargetState:
     last_blocked_at: float | None = None
     capacity: CapacityMemory = field(default_factory=CapacityMemory)
     load_times: LoadTimes = field(default_factory=LoadTimes)
+    learning_floor: LearningFloor | None = None
 
     @classmethod
     def seeded(cls, current_replicas: int, now: float) -> TargetState:
@@ -131,8 +148,8 @@ def encode_state(state: TargetState) -> dict[str, object]:
     it, ``cs`` the highest rate per replica served with room, ``d`` demand forecast, ``l``
     model load times, ``lw`` pods whose start is watched, ``b`` the last blocked or seeded
     cycle, ``df`` since when the demand falls and its lowest level, ``dh`` the demand's last
-    high, its level and the lowest level since) are left out while empty, so a state without
-    them encodes as before.
+    high, its level and the lowest level since, ``lf`` the learning floor's replicas and
+    demand level) are left out while empty, so a state without them encodes as before.
     """
     s = compact(state)
     out: dict[str, object] = {
@@ -163,6 +180,8 @@ def encode_state(state: TargetState) -> dict[str, object]:
         out["l"] = [_sig(x) for x in s.load_times.recent]
     if s.load_times.watching:
         out["lw"] = sorted(s.load_times.watching)
+    if s.learning_floor is not None:
+        out["lf"] = [s.learning_floor.replicas, _sig(s.learning_floor.level)]
     return out
 
 
@@ -245,6 +264,15 @@ def _decode_capacity_memory(data: dict[str, object]) -> CapacityMemory:
     )
 
 
+def _decode_learning_floor(data: object) -> LearningFloor | None:
+    if data is None:
+        return None
+    if not isinstance(data, list) or len(data) != 2:
+        raise ValueError(f"learning floor {data!r} is not [replicas, demand level]")
+    replicas, level = data
+    return LearningFloor(int(replicas), _finite(level, "learning floor level", positive=True))
+
+
 def _names(data: object, what: str) -> frozenset[str]:
     if not isinstance(data, list) or not all(isinstance(x, str) for x in data):
         raise ValueError(f"{what} {data!r} is not a list of names")
@@ -285,6 +313,7 @@ def decode_state(data: object) -> TargetState:
             # absent in states saved before the capacity signal existed
             capacity=_decode_capacity_memory(data),
             load_times=_decode_load_times(data.get("l") or [], data.get("lw") or []),
+            learning_floor=_decode_learning_floor(data.get("lf")),  # absent before it existed
         )
     except (TypeError, ValueError) as err:
         raise ValueError(f"not an encoded target state: {err}") from None
