@@ -27,11 +27,9 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from scaler.config.policy_errors import describe_document, describe_yaml_error, validation_lines
-from scaler.config.vocabulary import SignalName
+from scaler.config.vocabulary import DNS_LABEL, DNS_SUBDOMAIN, SignalName
 from scaler.config.wording import BAND_ABOVE_ONE
 
-_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-_DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
 _LABEL_NAME = r"^[a-zA-Z_][a-zA-Z0-9_]*$"
 
 # Plural resource names of the kinds people scale; anything else must name its plural.
@@ -208,8 +206,8 @@ class WorkloadRef(_Strict):
 
     api_version: str = Field(alias="apiVersion", pattern=_API_VERSION)
     kind: str = Field(pattern=_KIND)
-    namespace: str = Field(pattern=_DNS_LABEL, max_length=63)
-    name: str = Field(pattern=_DNS_SUBDOMAIN, max_length=253)
+    namespace: str = Field(pattern=DNS_LABEL, max_length=63)
+    name: str = Field(pattern=DNS_SUBDOMAIN, max_length=253)
     plural: str | None = Field(
         default=None,
         pattern=r"^[a-z0-9]+$",

@@ -35,6 +35,7 @@ from scaler.config.secrets import (
     register_url_credentials,
     token_in,
 )
+from scaler.config.vocabulary import DNS_LABEL, DNS_SUBDOMAIN
 from scaler.config.wording import expectation
 
 #: Fields whose values may be secrets: never echoed in errors, hidden from ``repr``.
@@ -127,11 +128,8 @@ def _header_value_fault(value: str) -> str:
     return "holds a control character"
 
 
-#: A Kubernetes object name that is a DNS subdomain (RFC 1123), as a Lease's: at most 253
-#: characters.
-DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-#: A DNS label (RFC 1123), as a namespace's name: at most 63 characters.
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_SUBDOMAIN = re.compile(DNS_SUBDOMAIN)
+_LABEL = re.compile(DNS_LABEL)
 
 
 def _name_fault(value: str, most: int) -> str:
@@ -155,13 +153,13 @@ def check_dns_subdomain(value: str) -> str:
     expected = (
         "a DNS subdomain (RFC 1123): at most 253 characters, lowercase letters, digits, '-' and '.'"
     )
-    return _check_name(value, DNS_SUBDOMAIN, 253, expected)
+    return _check_name(value, _SUBDOMAIN, 253, expected)
 
 
 def check_dns_label(value: str) -> str:
     """``value`` if it is a valid namespace name (a DNS label), else ValueError."""
     expected = "a DNS label (RFC 1123): at most 63 characters, lowercase letters, digits and '-'"
-    return _check_name(value, DNS_LABEL, 63, expected)
+    return _check_name(value, _LABEL, 63, expected)
 
 
 def _given_path(value: object, expected: str) -> object:

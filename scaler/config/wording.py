@@ -12,6 +12,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from scaler.config.vocabulary import DNS_LABEL, DNS_SUBDOMAIN
+
 __all__ = ["counted", "expectation", "percent_hint", "unit_hint"]
 
 
@@ -52,9 +54,9 @@ _BOUNDS = {
 
 #: The patterns of names, in words (Kubernetes' and Prometheus' naming rules).
 _PATTERN_WORDS = {
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$": "a Kubernetes name: lowercase letters, digits and "
+    DNS_LABEL: "a Kubernetes name: lowercase letters, digits and "
     "'-', starting and ending with a letter or digit",
-    r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$": "a Kubernetes name: lowercase letters, digits, '-' "
+    DNS_SUBDOMAIN: "a Kubernetes name: lowercase letters, digits, '-' "
     "and '.', starting and ending with a letter or digit",
     r"^[a-zA-Z_][a-zA-Z0-9_]*$": "a Prometheus label name: letters, digits and '_', not "
     "starting with a digit",

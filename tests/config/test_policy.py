@@ -749,3 +749,17 @@ def test_a_kind_typo_and_both_matcher_errors_beside_the_other_field_errors(
         "  p.yaml: targets[1].workload.apiVersion: value 'apps/v2': expected apps/v1 for kind "
         "Deployment",
     ]
+
+
+@pytest.mark.parametrize("name", ["a..b", "a.-b", "a-.b", ".a"])
+def test_a_workload_name_is_a_dns_subdomain_label_by_label(tmp_path: Path, name: str) -> None:
+    """Each dot-separated part of a workload name is a DNS label, as the API server and the
+    settings' Lease name check have it (a name the API server refuses is refused here)."""
+    text = (
+        "targets:\n"
+        f"  - workload: {{apiVersion: apps/v1, kind: Deployment, namespace: llm, name: '{name}'}}\n"
+    )
+    assert _message(tmp_path, text).splitlines()[1:] == [
+        f"  p.yaml: targets[0].workload.name: value '{name}': expected a Kubernetes name: "
+        "lowercase letters, digits, '-' and '.', starting and ending with a letter or digit",
+    ]
