@@ -34,6 +34,7 @@ async def test_query_count_is_constant_and_per_target_is_six_per_target() -> Non
             per_target_cycles=1,
             scrape_interval_seconds=1.0,
             rate_window_seconds=20.0,  # 20 samples: reads a moment apart agree within 10 %
+            background_seconds=2.0,
         )
     finally:
         structlog.configure(**saved)
@@ -54,6 +55,13 @@ async def test_query_count_is_constant_and_per_target_is_six_per_target() -> Non
     assert r.ttft_selection_floor_seconds > 0
     assert 0 < ours.controller_cpu_p50_seconds <= ours.cycle_p50_seconds
     assert ours.controller_cpu_p50_seconds <= ours.controller_cpu_p95_seconds
+    # the machine's floor: scraping's cores measured, each cycle's own work spread over the rest
+    assert r.cores >= 1 and 0 < r.background_prometheus_cores <= r.background_cores < r.cores
+    for approach in (ours, rules):
+        assert approach.work_per_cycle_seconds >= approach.controller_cpu_p50_seconds * 0.5
+        assert approach.cycle_floor_seconds == pytest.approx(
+            approach.work_per_cycle_seconds / (r.cores - r.background_cores), rel=0.01
+        )
     # per query: what was answered, and Prometheus' own timings of the same PromQL
     for approach in (ours, rules):
         by_kind = {q.kind: q for q in approach.queries}

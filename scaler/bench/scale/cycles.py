@@ -17,6 +17,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from scaler.bench.scale.machine import Background, cycle_floor, cycle_work
 from scaler.bench.scale.report import QueryFigures, ScaleFigures
 from scaler.config.policy import TargetPolicy
 from scaler.controller.observe import observe
@@ -199,9 +200,13 @@ def figures(
     *,
     cpu: float = 0.0,
     prometheus_stats: dict[QueryKind, dict[str, float]] | None = None,
+    background: Background | None = None,
+    cores: int = 1,
 ) -> ScaleFigures:
     """One approach's figures: ``rss`` its RSS growth (MiB), ``cpu`` Prometheus' CPU seconds
-    while it ran, ``prometheus_stats`` each query's own timings (:func:`~.server.query_stats`)."""
+    while it ran, ``prometheus_stats`` each query's own timings (:func:`~.server.query_stats`),
+    ``background`` the CPU scraping took before any cycle on a machine of ``cores`` CPUs (the
+    cycle's own work and the shortest cycle it allows: :mod:`.machine`; none without it)."""
     d = cycles.durations
     stats = prometheus_stats or {}
     queries = tuple(
@@ -217,6 +222,12 @@ def figures(
         for kind, seconds in cycles.query_seconds.items()
     )
     cpu_own = cycles.controller_cpu
+    work = floor = 0.0
+    if background is not None and cpu_own:
+        work = cycle_work(
+            cpu, sum(d), len(d), statistics.fmean(cpu_own), background.prometheus_cores
+        )
+        floor = cycle_floor(work, cores, background.cores)
     return ScaleFigures(
         approach=name,
         queries_per_cycle=cycles.queries,
@@ -237,4 +248,6 @@ def figures(
         ),
         load_average=round(cycles.load_average, 2),
         queries=queries,
+        work_per_cycle_seconds=round(work, 4),
+        cycle_floor_seconds=round(floor, 4),
     )

@@ -22,7 +22,7 @@ from scaler.config.policy import Signals, TargetPolicy, TtftSignal, WorkloadRef
 from scaler.core.observation import PodInfo, WorkloadSnapshot
 from scaler.sim.exposition import TTFT_BUCKETS
 
-__all__ = ["FleetPod", "exposition_server", "fleet", "page", "snapshots"]
+__all__ = ["ExpositionServer", "FleetPod", "exposition_server", "fleet", "page", "snapshots"]
 
 _MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 
@@ -125,14 +125,26 @@ def serve_expositions(port_queue: multiprocessing.Queue[int]) -> None:  # child 
     asyncio.run(main())
 
 
+@dataclass(frozen=True, slots=True)
+class ExpositionServer:
+    """The running exposition server: its loopback port and its process id."""
+
+    port: int
+    pid: int
+
+
 @contextlib.contextmanager
-def exposition_server() -> Iterator[int]:
+def exposition_server() -> Iterator[ExpositionServer]:
+    """Serve every pod's page from a child process (stopped on exit)."""
     ctx = multiprocessing.get_context("spawn")
     queue: multiprocessing.Queue[int] = ctx.Queue()
     proc = ctx.Process(target=serve_expositions, args=(queue,), daemon=True)
     proc.start()
     try:
-        yield queue.get(timeout=60)
+        port = queue.get(timeout=60)
+        if proc.pid is None:  # not reached: a started process has one
+            raise RuntimeError("the exposition server has no process id")
+        yield ExpositionServer(port, proc.pid)
     finally:
         proc.terminate()
         proc.join(10)

@@ -54,7 +54,11 @@ class QueryFigures:
 class ScaleFigures:
     """One approach's figures (seconds; RSS in MiB). ``queries_per_cycle`` is the last
     cycle's count; ``resending_cycles`` cycles sent a dependent query again, the plan
-    having changed since the cycle before (up to ``queries_max_per_cycle`` queries)."""
+    having changed since the cycle before (up to ``queries_max_per_cycle`` queries).
+    ``work_per_cycle_seconds``: the cycle's own CPU seconds (Prometheus' beyond its
+    scraping, rule evaluations included, plus the controller's); ``cycle_floor_seconds``:
+    the shortest cycle that work allows on the cores scraping leaves (:mod:`.machine`;
+    both 0 when not measured)."""
 
     approach: str
     queries_per_cycle: int
@@ -73,11 +77,15 @@ class ScaleFigures:
     queries: tuple[QueryFigures, ...] = ()
     queries_max_per_cycle: int = 0
     resending_cycles: int = 0
+    work_per_cycle_seconds: float = 0.0
+    cycle_floor_seconds: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
 class ScaleResult:
-    """The whole benchmark."""
+    """The whole benchmark. ``cores``: the CPUs the run could use; ``background_cores``:
+    the CPU scraping took before any cycle (Prometheus and the exposition server; of which
+    ``background_prometheus_cores`` Prometheus), cores."""
 
     targets: int
     pods_per_target: int
@@ -99,6 +107,9 @@ class ScaleResult:
     load_average: tuple[float, float] = (0.0, 0.0)
     rules_disagreeing_signals: int = 0
     rules_disagreements: tuple[str, ...] = ()
+    cores: int = 0
+    background_cores: float = 0.0
+    background_prometheus_cores: float = 0.0
 
     def as_json(self) -> dict[str, object]:
         """A JSON-able dict."""
@@ -179,16 +190,19 @@ def format_result(r: ScaleResult) -> str:
         + (", TTFT p95" if r.ttft_enabled else " (TTFT p95 disabled on every target)"),
         "",
         f"{'approach':36} {'load':>5} {'queries/cycle':>13} {'cycles':>6} {'p50 s':>7} "
-        f"{'p95 s':>7} {'max s':>7} {'own CPU s':>9} {'prom CPU s':>10} {'RSS +MB':>7} "
-        f"{'failed':>6}",
+        f"{'p95 s':>7} {'max s':>7} {'own CPU s':>9} {'prom CPU s':>10} {'work s':>7} "
+        f"{'floor s':>7} {'RSS +MB':>7} {'failed':>6}",
     ]
     for a in r.approaches:
         own = f"{a.controller_cpu_p50_seconds:.3f}" if _ours(a) else "-"
+        measured = _ours(a) and a.work_per_cycle_seconds > 0
+        work = f"{a.work_per_cycle_seconds:.3f}" if measured else "-"
+        floor = f"{a.cycle_floor_seconds:.3f}" if measured else "-"
         lines.append(
             f"{a.approach:36} {a.load_average:>5.2f} {a.queries_per_cycle:>13} {a.cycles:>6} "
             f"{a.cycle_p50_seconds:>7.3f} {a.cycle_p95_seconds:>7.3f} {a.cycle_max_seconds:>7.3f} "
-            f"{own:>9} {a.prometheus_cpu_per_cycle_seconds:>10.3f} {a.rss_growth_mb:>7.1f} "
-            f"{a.failed_queries:>6}"
+            f"{own:>9} {a.prometheus_cpu_per_cycle_seconds:>10.3f} {work:>7} {floor:>7} "
+            f"{a.rss_growth_mb:>7.1f} {a.failed_queries:>6}"
         )
     lines += [
         "",
@@ -199,6 +213,16 @@ def format_result(r: ScaleResult) -> str:
         "prom CPU s: Prometheus' CPU seconds per cycle while the approach ran (its scrapes and "
         "rule evaluations included)",
     ]
+    if r.cores:
+        lines.append(
+            f"work s: the cycle's own CPU seconds (Prometheus' beyond what its scraping took "
+            f"before any cycle, rule evaluations included, plus vllm-scaler's); floor s: that "
+            f"work spread over the {r.cores - r.background_cores:.2f} of {r.cores} cores the "
+            f"scraping leaves ({r.background_cores:.2f} cores: Prometheus "
+            f"{r.background_prometheus_cores:.2f}, the exposition server "
+            f"{r.background_cores - r.background_prometheus_cores:.2f}): no cycle doing the same "
+            "work is shorter on this machine"
+        )
     for a in r.approaches:
         if not (_ours(a) and a.queries):
             continue
@@ -254,10 +278,16 @@ def format_result(r: ScaleResult) -> str:
             f"{recorded_ns} of {r.namespaces} namespaces their pods' throughput"
         )
     best = min((a for a in r.approaches if _ours(a)), key=lambda a: a.cycle_p95_seconds)
+    p95 = "met" if best.cycle_p95_seconds <= 1 else "NOT met"
+    if best.cycle_p95_seconds > 1 and best.cycle_floor_seconds > 1:
+        p95 += (
+            f" (and cannot be on this machine with this work: floor "
+            f"{best.cycle_floor_seconds:.3f} s)"
+        )
     lines.append(
         f"goals ({best.approach}): "
         f"<= 6 queries/cycle: {'met' if best.queries_per_cycle <= 6 else 'NOT met'}; "
-        f"p95 <= 1 s: {'met' if best.cycle_p95_seconds <= 1 else 'NOT met'}; "
+        f"p95 <= 1 s: {p95}; "
         f"RSS < 150 MB: {'met' if r.process_peak_rss_mb < 150 else 'NOT met'}"
     )
     return "\n".join(lines)

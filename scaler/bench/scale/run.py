@@ -19,6 +19,7 @@ import httpx
 
 from scaler.bench.scale.cycles import figures, peak_rss_mb, rss_mb, run_ours, run_per_target
 from scaler.bench.scale.fleet import exposition_server, fleet, snapshots
+from scaler.bench.scale.machine import background_cores, machine_cores
 from scaler.bench.scale.report import ScaleResult, disagreements, throughput_disagreements
 from scaler.bench.scale.server import (
     prometheus_own,
@@ -61,6 +62,7 @@ async def run_scale_bench(
     scrape_interval_seconds: float = 15.0,
     timeout_seconds: float = 30.0,
     rate_window_seconds: float = 60.0,
+    background_seconds: float = 20.0,
     workdir: Path | None = None,
     progress: bool = False,
 ) -> ScaleResult:
@@ -68,7 +70,9 @@ async def run_scale_bench(
 
     ``per_target_cycles`` 0 skips the one-query-per-target comparison; ``ttft`` False disables
     ``ttft_p95`` on every target (three per-pod queries a cycle). Measuring starts once
-    every pod has a whole ``rate_window_seconds`` of samples, so both plans read full windows.
+    every pod has a whole ``rate_window_seconds`` of samples, so both plans read full windows,
+    after ``background_seconds`` with no cycle, over which the CPU the scraping takes is
+    measured (each approach's cycle floor: :mod:`.machine`).
     """
     started = time.monotonic()
     load_start = os.getloadavg()[0]
@@ -82,7 +86,8 @@ async def run_scale_bench(
     with contextlib.ExitStack() as stack:
         if workdir is None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-scale-")))
-        port = stack.enter_context(exposition_server())
+        expositions = stack.enter_context(exposition_server())
+        port = expositions.port
         sd = workdir / "targets.json"
         write_file_sd(
             sd,
@@ -123,6 +128,12 @@ async def run_scale_bench(
             1,
         )
         setup = time.monotonic() - started
+        if prom._proc is None:  # not reached: astart() returned
+            raise RuntimeError("prometheus has no process")
+        prom_pid = prom._proc.pid
+        say(f"measuring what scraping takes, {background_seconds:g} s without cycles")
+        background = await background_cores(prom_pid, [expositions.pid], background_seconds)
+        cores = machine_cores()
         async with httpx.AsyncClient(
             timeout=timeout_seconds, limits=httpx.Limits(max_connections=per_target_concurrency)
         ) as http:
@@ -145,7 +156,15 @@ async def run_scale_bench(
             rss = rss_mb() - rss0
             stats = await query_stats(http, prom.url, ran.promql)
             approaches = [
-                figures("vllm-scaler, raw buckets", ran, rss, cpu=cpu, prometheus_stats=stats)
+                figures(
+                    "vllm-scaler, raw buckets",
+                    ran,
+                    rss,
+                    cpu=cpu,
+                    prometheus_stats=stats,
+                    background=background,
+                    cores=cores,
+                )
             ]
             # only a cycle that reads TTFT pays this floor
             floor = await selection_floor(http, prom.url) if ttft else 0.0
@@ -186,11 +205,13 @@ async def run_scale_bench(
                         rss,
                         cpu=rules.get("cpu", 0.0) - cpu0,
                         prometheus_stats=stats,
+                        background=background,
+                        cores=cores,
                     )
                 )
         load = (round(load_start, 2), round(os.getloadavg()[0], 2))
         series = len(pods) * (5 + len(TTFT_BUCKETS) + 1)
-        prom_rss = peak_rss_mb(prom._proc.pid if prom._proc is not None else None)
+        prom_rss = peak_rss_mb(prom_pid)
     differ = disagreements(ours, theirs)
     differ_rules = disagreements(via_rules, ours) + throughput_disagreements(flow_rules, flow)
     return ScaleResult(
@@ -214,4 +235,7 @@ async def run_scale_bench(
         load_average=load,
         rules_disagreeing_signals=len(differ_rules),
         rules_disagreements=differ_rules,
+        cores=cores,
+        background_cores=round(background.cores, 3),
+        background_prometheus_cores=round(background.prometheus_cores, 3),
     )
