@@ -73,6 +73,10 @@ def expectation(error: Mapping[str, Any]) -> str:
     (without pydantic's ``Value error,`` prefix)."""
     kind = str(error.get("type", ""))
     ctx = error.get("ctx") or {}
+    value = error.get("input")
+    if kind in ("int_type", "int_from_float") and isinstance(value, float) and value.is_integer():
+        # 2.0 is whole, yet not an integer in YAML or JSON (nor to the Kubernetes API)
+        return f"expected a whole number without a decimal point ({int(value)}, not {value!r})"
     if kind in _PLAIN:
         return _PLAIN[kind]
     if kind in _BOUNDS:
