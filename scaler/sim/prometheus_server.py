@@ -120,7 +120,9 @@ def duration(seconds: float) -> str:
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
-def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
+def die_with_parent(
+    sig: int = signal.SIGTERM, *, parent: int | None = None
+) -> Callable[[], None] | None:
     """A ``preexec_fn`` that has the child get ``sig`` when this process dies (Linux).
 
     ``prctl(PR_SET_PDEATHSIG)`` in the child, so that a parent killed hard (SIGKILL, OOM)
@@ -128,6 +130,10 @@ def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
     child only calls ``prctl`` and ``getppid`` (async-signal-safe). Returns None where it
     does not apply: not Linux, no libc, or not on the main thread (the signal follows the
     *thread* that forked, and a worker thread may end long before the process).
+
+    A Python child started by :mod:`multiprocessing` (no ``preexec_fn``) calls the returned
+    function itself, first thing, with ``parent`` its parent's pid as the parent passed it:
+    it then gets ``sig`` when that parent dies, or exits at once if it already has.
     """
     if not sys.platform.startswith("linux") or threading.current_thread() is not (
         threading.main_thread()
@@ -138,7 +144,7 @@ def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
         prctl = libc.prctl
     except (OSError, AttributeError):
         return None
-    parent = os.getpid()
+    parent = os.getpid() if parent is None else parent
 
     def preexec() -> None:
         prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)

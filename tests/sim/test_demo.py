@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -36,6 +35,7 @@ from scaler.sim.fleet import FleetSample
 from scaler.sim.prometheus_server import die_with_parent
 from scaler.sim.report import format_summary, plot_figure, summarize, ttft_line
 from tests.support.policies import case_target_doc
+from tests.support.processes import wait_for_exit
 
 # ------------------------------------------------------------- options, before anything
 
@@ -337,19 +337,6 @@ async def test_a_controller_stopped_by_the_demo_is_no_early_exit() -> None:
     assert "early" not in out.getvalue()
 
 
-def _wait_for_exit(pid: int, timeout: float) -> bool:
-    """True when process ``pid`` ends within ``timeout`` (a pidfd: no polling)."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        readable, _, _ = select.select([fd], [], [], timeout)
-        return bool(readable)
-    finally:
-        os.close(fd)
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux only")
 def test_a_child_started_with_die_with_parent_dies_when_the_parent_is_killed() -> None:
     parent_code = (
@@ -371,9 +358,9 @@ def test_a_child_started_with_die_with_parent_dies_when_the_parent_is_killed() -
     try:
         parent.kill()  # SIGKILL: no cleanup runs in the parent
         parent.wait()
-        assert _wait_for_exit(child, timeout=30)
+        assert wait_for_exit(child, timeout=30)
     finally:
-        if not _wait_for_exit(child, timeout=0):
+        if not wait_for_exit(child, timeout=0):
             os.kill(child, signal.SIGKILL)
 
 

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import math
 import multiprocessing
+import os
 import time
 import zlib
 from collections.abc import Iterator, Sequence
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from scaler.config.policy import Signals, TargetPolicy, TtftSignal, WorkloadRef
 from scaler.core.observation import PodInfo, WorkloadSnapshot
 from scaler.sim.exposition import TTFT_BUCKETS
+from scaler.sim.prometheus_server import die_with_parent
 
 __all__ = ["ExpositionServer", "FleetPod", "exposition_server", "fleet", "page", "snapshots"]
 
@@ -102,7 +104,10 @@ def page(pod: str, now: float) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def serve_expositions(port_queue: multiprocessing.Queue[int]) -> None:  # child process
+def serve_expositions(port_queue: multiprocessing.Queue[int], parent: int) -> None:  # child
+    follow = die_with_parent(parent=parent)
+    if follow is not None:  # gone with the benchmark even if it is killed hard
+        follow()
     from aiohttp import web
 
     async def metrics(request: web.Request) -> web.Response:
@@ -138,7 +143,7 @@ def exposition_server() -> Iterator[ExpositionServer]:
     """Serve every pod's page from a child process (stopped on exit)."""
     ctx = multiprocessing.get_context("spawn")
     queue: multiprocessing.Queue[int] = ctx.Queue()
-    proc = ctx.Process(target=serve_expositions, args=(queue,), daemon=True)
+    proc = ctx.Process(target=serve_expositions, args=(queue, os.getpid()), daemon=True)
     proc.start()
     try:
         port = queue.get(timeout=60)
