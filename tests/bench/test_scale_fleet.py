@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
 
 import pytest
 
-from tests.support.processes import wait_for_exit
+from tests.support.processes import assert_child_ends_with_its_parent
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux only")
@@ -22,16 +19,5 @@ def test_the_exposition_server_ends_when_the_benchmark_is_killed() -> None:
         "        print(server.pid, server.port, flush=True)\n"
         "        sys.stdin.read()\n"
     )
-    bench = subprocess.Popen(
-        [sys.executable, "-c", bench_code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    assert bench.stdout is not None
-    pid, port = (int(x) for x in bench.stdout.readline().split())
-    try:
-        assert port > 0 and not wait_for_exit(pid, timeout=0)  # serving
-        bench.kill()  # SIGKILL: no cleanup runs in the benchmark
-        bench.wait()
-        assert wait_for_exit(pid, timeout=30)
-    finally:
-        if not wait_for_exit(pid, timeout=0):
-            os.kill(pid, signal.SIGKILL)
+    port = assert_child_ends_with_its_parent(bench_code)
+    assert int(port[0]) > 0

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-import signal
 import subprocess
 import sys
 from io import StringIO
@@ -35,7 +34,7 @@ from scaler.sim.fleet import FleetSample
 from scaler.sim.prometheus_server import die_with_parent
 from scaler.sim.report import format_summary, plot_figure, summarize, ttft_line
 from tests.support.policies import case_target_doc
-from tests.support.processes import wait_for_exit
+from tests.support.processes import assert_child_ends_with_its_parent
 
 # ------------------------------------------------------------- options, before anything
 
@@ -347,21 +346,7 @@ def test_a_child_started_with_die_with_parent_dies_when_the_parent_is_killed() -
         "print(child.pid, flush=True)\n"
         "sys.stdin.read()\n"
     )
-    parent = subprocess.Popen(
-        [sys.executable, "-c", parent_code],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert parent.stdout is not None
-    child = int(parent.stdout.readline())
-    try:
-        parent.kill()  # SIGKILL: no cleanup runs in the parent
-        parent.wait()
-        assert wait_for_exit(child, timeout=30)
-    finally:
-        if not wait_for_exit(child, timeout=0):
-            os.kill(child, signal.SIGKILL)
+    assert_child_ends_with_its_parent(parent_code)
 
 
 def test_die_with_parent_applies_only_on_the_main_thread() -> None:

@@ -1,9 +1,13 @@
-"""Waiting for a process to end without polling (a pidfd)."""
+"""Processes in tests: waiting for one to end without polling (a pidfd), and checking that a
+child ends when its parent is killed hard."""
 
 from __future__ import annotations
 
 import os
 import select
+import signal
+import subprocess
+import sys
 
 
 def wait_for_exit(pid: int, timeout: float) -> bool:
@@ -18,3 +22,28 @@ def wait_for_exit(pid: int, timeout: float) -> bool:
         return bool(readable)
     finally:
         os.close(fd)
+
+
+def assert_child_ends_with_its_parent(parent_code: str) -> list[str]:
+    """Run ``parent_code`` in a new Python, read the first line it prints (a child's pid,
+    then anything else), kill that parent hard (SIGKILL: no cleanup runs) and assert the
+    child ends within 30 s. Returns the line's other words. The child is killed if it
+    outlives the check."""
+    parent = subprocess.Popen(
+        [sys.executable, "-c", parent_code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert parent.stdout is not None
+    first, *rest = parent.stdout.readline().split()
+    child = int(first)
+    try:
+        assert not wait_for_exit(child, timeout=0)  # running before
+        parent.kill()
+        parent.wait()
+        assert wait_for_exit(child, timeout=30)
+    finally:
+        if not wait_for_exit(child, timeout=0):
+            os.kill(child, signal.SIGKILL)
+    return rest
