@@ -23,7 +23,7 @@ from kubernetes_asyncio.client import ApiClient
 from scaler.actuators.api_client import KubeConfigError, MissingContextError, build_api_client
 from scaler.actuators.errors import ApiFailure, KubeApiError, classify_error
 from scaler.config.policy import WorkloadRef
-from scaler.config.secrets import mask
+from scaler.config.secrets import shortened
 from scaler.config.wording import counted
 from scaler.core.observation import PodInfo, WorkloadSnapshot
 
@@ -563,7 +563,8 @@ class KubernetesActuator:
         ``involvedObject`` carries the target's apiVersion/kind/name/namespace and its uid
         once a :meth:`read` has seen it. The name is server-generated (``generateName``).
         Every registered secret in ``message`` is masked (:mod:`scaler.config.secrets`), then
-        messages longer than 1024 characters are cut.
+        it is put on one line and cut to 1024 characters
+        (:func:`~scaler.config.secrets.shortened`).
 
         Returns:
             True when the event was created; False in dry run or when the API call failed
@@ -592,7 +593,7 @@ class KubernetesActuator:
             "metadata": {"generateName": f"{ref.name}.", "namespace": ref.namespace},
             "involvedObject": involved,
             "reason": reason,
-            "message": mask(message)[:1024],  # an API answer quoted here may echo a token
+            "message": shortened(message, 1024),  # an API answer quoted may echo a token
             "type": type,
             "source": {"component": self._field_manager},
             "reportingComponent": self._field_manager,

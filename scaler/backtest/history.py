@@ -50,6 +50,7 @@ from requests.adapters import Retry
 
 from scaler.backtest.timeparse import rfc3339
 from scaler.config.policy import TargetPolicy
+from scaler.config.secrets import shortened
 from scaler.config.settings import PrometheusSettings, env_name, redact_url
 from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus import (
@@ -369,9 +370,9 @@ def _user_alone(url: str) -> requests.auth.HTTPBasicAuth | None:
     return None
 
 
-def _short(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+def _short(text: str) -> str:
+    """``text`` masked, on one line, cut to 300 characters (a secret is masked before the cut)."""
+    return shortened(text, 300)
 
 
 def read_matrix(

@@ -6,7 +6,8 @@ token is new), the Kubernetes client. :func:`mask` replaces each registered valu
 with ``***``, in the forms a server or a library may print it: as is, percent-encoded (a URL),
 JSON- or Python-escaped (a JSON body, a ``repr``), and, for user and password, the base64 of
 ``user:password`` that an ``Authorization: Basic`` header carries. The output streams of the
-command line (:mod:`scaler.telemetry.redact`) apply it to every line.
+command line (:mod:`scaler.telemetry.redact`) apply it to every line; a text cut short
+(a server's answer in a detail) is masked before the cut, by :func:`shortened`.
 
 Values shorter than :data:`MIN_SECRET_LENGTH` are not masked: they would mask ordinary text.
 """
@@ -34,6 +35,7 @@ __all__ = [
     "register_private_key_file",
     "register_secret",
     "register_url_credentials",
+    "shortened",
     "token_in",
 ]
 
@@ -227,6 +229,25 @@ def mask(text: str) -> str:
     if pattern is None or not text:
         return text
     return pattern.sub(MASK, text)
+
+
+def shortened(text: str, limit: int) -> str:
+    """``text`` masked, on one line and cut to ``limit`` characters (``...`` ends a cut one).
+
+    Masking comes before the cut: a secret cut short no longer matches its registered forms,
+    and an output stream masking it later would print all but its last characters. A cut
+    that ends in the start of a secret anyway (a form the text did not hold in full) ends in
+    :data:`MASK` instead, when that start is :data:`MIN_SECRET_LENGTH` characters or more
+    (shorter ones would mask ordinary text); the result may then be two characters longer.
+    """
+    text = " ".join(mask(text).split())
+    if len(text) <= limit:
+        return text
+    text = text[: limit - 3]
+    start = held_prefix_start(text)
+    if len(text) - start >= MIN_SECRET_LENGTH:
+        text = text[:start] + MASK
+    return text + "..."
 
 
 def held_prefix_start(text: str) -> int:

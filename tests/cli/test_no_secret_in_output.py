@@ -34,6 +34,7 @@ from typer.testing import CliRunner
 
 from scaler.cli import app
 from scaler.sim.kubeapi import KubeApiServer, KubeStore, write_kubeconfig
+from tests.support.processes import run_scaler
 
 TOKEN = "prom-token-Xk29fQ"
 API_KEY = "api-key-77Hq0z"
@@ -143,15 +144,6 @@ def _env(echo: Echo, tmp_path: Path, *, auth: str, kube_url: str = "") -> dict[s
     return env
 
 
-async def _run(args: list[str], env: dict[str, str]) -> tuple[int, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "scaler", *args,
-        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
-    out, _ = await asyncio.wait_for(proc.communicate(), timeout=120)
-    return proc.returncode or 0, out.decode()
-
-
 AUTH = [
     pytest.param("token", id="token-file"),
     pytest.param("url", id="url-user-info"),
@@ -182,7 +174,7 @@ async def test_a_command_that_fails_on_an_echo_prints_no_secret(
     echo: Echo, tmp_path: Path, auth: str, args: list[str], code: int, echoed: str
 ) -> None:
     env = _env(echo, tmp_path, auth=auth)
-    returned, out = await _run([a.replace("{tmp}", str(tmp_path)) for a in args], env)
+    returned, out = await run_scaler([a.replace("{tmp}", str(tmp_path)) for a in args], env)
     assert returned == code, out
     assert echoed in out
     assert f"X-Scope-OrgID={TENANT}" in out  # the server's echo is printed...
@@ -258,7 +250,7 @@ async def test_a_user_name_alone_in_a_url_is_printed_by_no_error_path(
         .replace("{bare}", f"{USER}:{BARE_PASSWORD}@127.0.0.1:{port}")
         for a in args
     ]
-    returned, out = await _run(shown, env)
+    returned, out = await run_scaler(shown, env)
     assert returned != 0, out
     assert f"***@127.0.0.1:{port}" in out  # the URL is named...
     if unreachable:

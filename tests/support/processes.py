@@ -1,13 +1,25 @@
-"""Processes in tests: waiting for one to end without polling (a pidfd), and checking that a
-child ends when its parent is killed hard."""
+"""Processes in tests: running the command line as its own process, waiting for one to end
+without polling (a pidfd), and checking that a child ends when its parent is killed hard."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import select
 import signal
 import subprocess
 import sys
+
+
+async def run_scaler(args: list[str], env: dict[str, str]) -> tuple[int, str]:
+    """Run ``python -m scaler *args`` with ``env`` to its end (120 s at most): its exit
+    code and its output (stdout and stderr together, in order)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "scaler", *args,
+        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    out, _ = await asyncio.wait_for(proc.communicate(), timeout=120)
+    return proc.returncode or 0, out.decode()
 
 
 def wait_for_exit(pid: int, timeout: float) -> bool:

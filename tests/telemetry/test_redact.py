@@ -20,6 +20,7 @@ from scaler.config.secrets import (
     register_private_key_file,
     register_secret,
     register_url_credentials,
+    shortened,
 )
 from scaler.telemetry.redact import RedactingStream, redacting
 
@@ -112,6 +113,24 @@ def test_files_register_their_content_not_their_path(tmp_path: Path) -> None:
 def test_short_values_are_not_masked() -> None:
     register_secret("ab1")
     assert mask("ab1 stays") == "ab1 stays"
+
+
+def test_a_text_cut_short_masks_a_secret_before_the_cut() -> None:
+    """Cut first, the last characters of a secret would be gone and the rest no longer
+    match: it would be printed all but those characters."""
+    register_secret("cut-secret-Hq71Zk04mB")
+    text = "x" * 280 + " Bearer cut-secret-Hq71Zk04mB " + "y" * 50
+    assert shortened(text, 300) == "x" * 280 + " Bearer *** " + "y" * 5 + "..."
+    assert shortened("a  b\n c", 300) == "a b c"  # one line; short texts are not cut
+
+
+def test_a_text_cut_short_never_ends_in_the_start_of_a_secret() -> None:
+    """A secret the text does not hold in full (the server cut it) is masked where the cut
+    ends in its start; a start shorter than the shortest secret is ordinary text."""
+    register_secret("tail-secret-Vb52Wn")
+    assert shortened("a" * 285 + "tail-secret-Vb5", 300) == "a" * 285 + "tail-secret-Vb5"
+    assert shortened("a" * 290 + "tail-secret-Vb5-cut", 300) == "a" * 290 + "***..."
+    assert shortened("a" * 294 + "tail-secret", 300) == "a" * 294 + "tai..."
 
 
 def test_a_secret_written_in_pieces_is_masked_as_a_whole() -> None:

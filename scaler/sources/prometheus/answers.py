@@ -22,6 +22,7 @@ from typing import Any
 
 import pydantic_core
 
+from scaler.config.secrets import shortened
 from scaler.core.signals import SignalStatus
 from scaler.sources.promql import QueryKind
 
@@ -297,9 +298,9 @@ def _string_labels(metric: object) -> dict[str, str]:
 
 
 def short_detail(text: str) -> str:
-    """``text`` on one line, cut to 300 characters (a detail for logs and outcomes)."""
-    text = " ".join(text.split())
-    return text if len(text) <= _DETAIL_MAX else text[: _DETAIL_MAX - 3] + "..."
+    """``text`` masked, on one line, cut to 300 characters (a detail for logs and outcomes):
+    see :func:`~scaler.config.secrets.shortened` (a secret is masked before the cut)."""
+    return shortened(text, _DETAIL_MAX)
 
 
 def http_status_text(status_code: int) -> str:
