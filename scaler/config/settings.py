@@ -190,6 +190,50 @@ def _ssl_reason(err: ssl.SSLError) -> str:
     return str(err.reason or err.strerror or err).replace("_", " ").lower()
 
 
+class EncryptedKeyError(ValueError):
+    """A client key asks for a passphrase: refused (see :func:`load_client_certificate`)."""
+
+    def __init__(self) -> None:
+        super().__init__("the key is encrypted (a passphrase); expected an unencrypted PEM key")
+
+
+def _no_passphrase() -> bytes:
+    raise EncryptedKeyError
+
+
+def load_client_certificate(ctx: ssl.SSLContext, cert: Path, key: Path | None) -> None:
+    """Load a client certificate and its key (``None``: in the certificate's file) into ``ctx``.
+
+    An encrypted key is refused, never prompted for: without a ``password`` callable OpenSSL
+    asks on the terminal (waiting forever, or failing with EINVAL on a closed stdin).
+
+    Raises:
+        EncryptedKeyError: the key is encrypted.
+        OSError: a file cannot be read, or holds no usable certificate or key (ssl.SSLError).
+    """
+    ctx.load_cert_chain(str(cert), str(key) if key is not None else None, password=_no_passphrase)
+
+
+def _client_key_fault(cert: Path, key: Path | None) -> str | None:
+    """What is wrong with the private key of the client certificate ``cert`` (in ``key``, or
+    in ``cert``'s own file for ``None``), or None when the pair loads."""
+    if key is not None and b"PRIVATE KEY-----" not in _check_readable_file(key, "a PEM key"):
+        return "the file holds no PEM private key"
+    try:
+        load_client_certificate(ssl.create_default_context(), cert, key)
+    except EncryptedKeyError as err:
+        return str(err).partition(";")[0]
+    except ssl.SSLError as err:
+        if err.reason == "KEY_VALUES_MISMATCH":
+            return "the key does not match the certificate"
+        if err.reason is None:  # OpenSSL's "PEM lib": a garbled or truncated PEM block
+            return "the key is not a readable PEM private key"
+        return _ssl_reason(err)
+    except OSError as err:
+        return f"cannot be loaded ({err.strerror or err})"
+    return None
+
+
 class PrometheusSettings(BaseSettings):
     """How to reach Prometheus: the one client configuration of every command that reads it.
 
@@ -289,13 +333,9 @@ class PrometheusSettings(BaseSettings):
             return value
         _check_readable_file(value, "a PEM private key")
         cert = info.data.get("prometheus_client_cert_file")
-        if cert is not None:
-            try:
-                ssl.create_default_context().load_cert_chain(str(cert), str(value))
-            except ssl.SSLError as err:
-                raise ValueError(
-                    f"{_ssl_reason(err)}; expected the PEM private key of {cert}"
-                ) from None
+        fault = _client_key_fault(cert, value) if cert is not None else None
+        if fault is not None:
+            raise ValueError(f"{fault}; expected an unencrypted PEM private key matching {cert}")
         return value
 
     @model_validator(mode="after")
@@ -307,21 +347,19 @@ class PrometheusSettings(BaseSettings):
                 f"{_setting('prometheus_client_cert_file')} too: the key is the private key of a "
                 "client certificate, and is sent only with it"
             )
-        if cert is not None and key is None:
-            try:
-                ssl.create_default_context().load_cert_chain(str(cert))
-            except ssl.SSLError as err:
-                found = (
-                    "the file holds no private key"
-                    if b"PRIVATE KEY-----" not in _check_readable_file(cert, "a PEM certificate")
-                    else f"its private key cannot be loaded ({_ssl_reason(err)})"
-                )
-                raise ValueError(
-                    f"{_setting('prometheus_client_cert_file')}: value {str(cert)!r}: {found} "
-                    f"and {_setting('prometheus_client_key_file')} is not set; expected the "
-                    f"private key in {_setting('prometheus_client_key_file')}, or a PEM "
-                    "certificate file followed by its private key"
-                ) from None
+        fault = _client_key_fault(cert, None) if cert is not None and key is None else None
+        if cert is not None and fault is not None:
+            found = (
+                "the file holds no private key"
+                if b"PRIVATE KEY-----" not in _check_readable_file(cert, "a PEM certificate")
+                else fault.replace("the key", "its private key", 1)
+            )
+            raise ValueError(
+                f"{_setting('prometheus_client_cert_file')}: value {str(cert)!r}: {found} "
+                f"and {_setting('prometheus_client_key_file')} is not set; expected the "
+                f"private key in {_setting('prometheus_client_key_file')}, or a PEM "
+                "certificate file followed by its unencrypted private key"
+            )
         return self
 
     @model_validator(mode="after")

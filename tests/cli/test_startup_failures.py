@@ -5,15 +5,18 @@ plain-http address)."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.support.controller_harness import KEY
 from tests.support.policies import case_target_doc
+from tests.support.processes import run_scaler
 
 
 def _closed_port() -> int:
@@ -65,3 +68,31 @@ def test_kubernetes_and_prometheus_down_are_two_prefixed_errors(tmp_path: Path) 
     assert target.startswith(f"  {KEY}: transport: ClientConnectorError: cannot connect to ")
     assert f"127.0.0.1:{port}: " in target
     assert "ssl:default" not in result.stderr
+
+
+@pytest.mark.parametrize("command", [["recommend", "--once"], ["run"], ["backtest"]])
+async def test_an_encrypted_client_key_is_a_usage_error_without_a_prompt(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """OpenSSL asks for a passphrase on the terminal: ``Enter PEM pass phrase:`` twice, then
+    EINVAL on a closed input (a traceback), or waits forever on a terminal."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl CLI not installed (needed to make a test certificate)")
+    cert, key = tmp_path / "ec.pem", tmp_path / "ek.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-keyout", str(key), "-out",
+         str(cert), "-subj", "/CN=a", "-days", "1", "-passout", "pass:x1234"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VLLM_SCALER_")}
+    returned, out = await run_scaler(
+        [*command, "--prometheus-client-cert-file", str(cert),
+         "--prometheus-client-key-file", str(key)],
+        env,
+    )  # fmt: skip
+    assert returned == 2, out
+    assert out == (
+        "vllm-scaler: VLLM_SCALER_PROMETHEUS_CLIENT_KEY_FILE (--prometheus-client-key-file): "
+        f"value '{key}': the key is encrypted (a passphrase); expected an unencrypted PEM "
+        f"private key matching {cert}\n"
+    )

@@ -15,6 +15,7 @@ from scaler.config.settings import (
     redact_url,
     unknown_env_vars,
 )
+from scaler.sources.prometheus.http import build_http_client
 
 
 def test_environment_and_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -355,17 +356,22 @@ def test_token_file_that_holds_no_single_token_is_a_settings_error(
     assert "SECRET" not in str(err.value)
 
 
-@pytest.fixture
-def cert_and_key(tmp_path: Path) -> tuple[Path, Path]:
+def _openssl_key(tmp_path: Path, name: str, *args: str) -> tuple[Path, Path]:
+    """A self-signed certificate and its key, made with ``args`` (``-nodes``, ``-passout``)."""
     if shutil.which("openssl") is None:
         pytest.skip("openssl CLI not installed (needed to make a test certificate)")
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert, key = tmp_path / f"{name}-cert.pem", tmp_path / f"{name}-key.pem"
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-subj", "/CN=client", "-keyout", str(key), "-out", str(cert)],
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", *args, "-days", "1",
+         "-subj", f"/CN={name}", "-keyout", str(key), "-out", str(cert)],
         check=True, capture_output=True,
     )  # fmt: skip
     return cert, key
+
+
+@pytest.fixture
+def cert_and_key(tmp_path: Path) -> tuple[Path, Path]:
+    return _openssl_key(tmp_path, "client", "-nodes")
 
 
 def test_client_certificate_and_key_are_loaded_at_start(
@@ -378,9 +384,10 @@ def test_client_certificate_and_key_are_loaded_at_start(
     assert (s.prometheus_client_cert_file, s.prometheus_client_key_file) == (cert, key)
     with pytest.raises(SettingsError) as err:
         load_settings(prometheus_client_cert_file=cert, prometheus_client_key_file=cert)
-    line = _one_line(err)
-    assert line.startswith(f"VLLM_SCALER_PROMETHEUS_CLIENT_KEY_FILE: value '{cert}': ")
-    assert line.endswith(f"; expected the PEM private key of {cert}")
+    assert _one_line(err) == (
+        f"VLLM_SCALER_PROMETHEUS_CLIENT_KEY_FILE: value '{cert}': the file holds no PEM "
+        f"private key; expected an unencrypted PEM private key matching {cert}"
+    )
     with pytest.raises(SettingsError) as err:  # the key is neither in the file nor given
         load_settings(prometheus_client_cert_file=cert)
     assert _one_line(err) == (
@@ -388,7 +395,7 @@ def test_client_certificate_and_key_are_loaded_at_start(
         f"'{cert}': the file holds no private key and VLLM_SCALER_PROMETHEUS_CLIENT_KEY_FILE "
         "(--prometheus-client-key-file) is not set; expected the private key in "
         "VLLM_SCALER_PROMETHEUS_CLIENT_KEY_FILE (--prometheus-client-key-file), or a PEM "
-        "certificate file followed by its private key"
+        "certificate file followed by its unencrypted private key"
     )
     with pytest.raises(SettingsError) as err:  # a key without its certificate
         load_settings(prometheus_client_key_file=key)
@@ -399,6 +406,51 @@ def test_client_certificate_and_key_are_loaded_at_start(
     )
     with pytest.raises(SettingsError, match="no such file; expected a PEM private key"):
         load_settings(prometheus_client_cert_file=cert, prometheus_client_key_file=tmp_path / "k")
+
+
+def test_an_encrypted_client_key_is_refused_without_a_prompt(tmp_path: Path) -> None:
+    """OpenSSL would ask for the passphrase on the terminal (or fail with EINVAL)."""
+    cert, key = _openssl_key(tmp_path, "enc", "-passout", "pass:x1234")
+    with pytest.raises(SettingsError) as err:
+        load_settings(prometheus_client_cert_file=cert, prometheus_client_key_file=key)
+    assert _one_line(err) == (
+        f"VLLM_SCALER_PROMETHEUS_CLIENT_KEY_FILE: value '{key}': the key is encrypted (a "
+        f"passphrase); expected an unencrypted PEM private key matching {cert}"
+    )
+    both = tmp_path / "both.pem"
+    both.write_bytes(cert.read_bytes() + key.read_bytes())
+    with pytest.raises(SettingsError) as err:
+        load_settings(prometheus_client_cert_file=both)
+    assert _one_line(err).startswith(
+        f"VLLM_SCALER_PROMETHEUS_CLIENT_CERT_FILE (--prometheus-client-cert-file): value "
+        f"'{both}': its private key is encrypted (a passphrase) and "
+    )
+    with pytest.raises(ValueError) as built:  # the client built without the settings' check
+        build_http_client(
+            bearer_token_file=None, ca_file=None, timeout_seconds=1,
+            client_cert_file=cert, client_key_file=key,
+        )  # fmt: skip
+    assert str(built.value) == (
+        f"client certificate {cert} / {key}: the key is encrypted (a passphrase); expected an "
+        "unencrypted PEM key"
+    )
+
+
+def test_a_garbled_or_foreign_client_key_says_what_was_expected(
+    tmp_path: Path, cert_and_key: tuple[Path, Path]
+) -> None:
+    cert, key = cert_and_key
+    cut = tmp_path / "cut.pem"
+    cut.write_bytes(key.read_bytes()[:500])  # truncated: OpenSSL says "PEM lib"
+    _, other = _openssl_key(tmp_path, "other", "-nodes")
+    faults = {cut: "is not a readable PEM private key", other: "does not match the certificate"}
+    for bad, fault in faults.items():
+        with pytest.raises(SettingsError) as err:
+            load_settings(prometheus_client_cert_file=cert, prometheus_client_key_file=bad)
+        assert _one_line(err) == (
+            f"VLLM_SCALER_PROMETHEUS_CLIENT_KEY_FILE: value '{bad}': the key {fault}; expected "
+            f"an unencrypted PEM private key matching {cert}"
+        )
 
 
 def test_unknown_variables_are_named_with_the_closest_setting() -> None:

@@ -12,11 +12,12 @@ import sys
 
 
 async def run_scaler(args: list[str], env: dict[str, str]) -> tuple[int, str]:
-    """Run ``python -m scaler *args`` with ``env`` to its end (120 s at most): its exit
-    code and its output (stdout and stderr together, in order)."""
+    """Run ``python -m scaler *args`` with ``env`` to its end (120 s at most), its input
+    closed (nothing can wait at a prompt): its exit code and its output (stdout and stderr
+    together, in order)."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "scaler", *args,
-        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        sys.executable, "-m", "scaler", *args, env=env, stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
     out, _ = await asyncio.wait_for(proc.communicate(), timeout=120)
     return proc.returncode or 0, out.decode()

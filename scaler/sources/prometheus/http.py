@@ -21,7 +21,12 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from scaler.config.secrets import register_secret, register_url_credentials, token_in
-from scaler.config.settings import PrometheusSettings, redact_url
+from scaler.config.settings import (
+    EncryptedKeyError,
+    PrometheusSettings,
+    load_client_certificate,
+    redact_url,
+)
 from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus.answers import (
     Answer,
@@ -180,13 +185,12 @@ def _client_options(
         except OSError as err:  # ssl.SSLError is an OSError
             raise ValueError(f"CA file {ca_file}: {_os_reason(err)}") from None
         if client_cert_file is not None:
+            files = f"{client_cert_file}" + (f" / {client_key_file}" if client_key_file else "")
             try:
-                ctx.load_cert_chain(
-                    str(client_cert_file),
-                    str(client_key_file) if client_key_file is not None else None,
-                )
+                load_client_certificate(ctx, client_cert_file, client_key_file)
+            except EncryptedKeyError as err:
+                raise ValueError(f"client certificate {files}: {err}") from None
             except OSError as err:
-                files = f"{client_cert_file}" + (f" / {client_key_file}" if client_key_file else "")
                 raise ValueError(f"client certificate {files}: {_os_reason(err)}") from None
         verify = ctx
     auth = BearerTokenFileAuth(bearer_token_file) if bearer_token_file is not None else None
