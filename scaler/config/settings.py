@@ -13,7 +13,7 @@ import re
 import ssl
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Literal, Self, TypeVar
+from typing import Annotated, Any, Literal, Self, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import (
@@ -662,6 +662,32 @@ def _shown(value: object, field: str) -> str:
     return repr(str(value)) if isinstance(value, Path) else repr(value)
 
 
+def _url_password_hint(error: Mapping[str, Any], field: str) -> str | None:
+    """What a Prometheus URL that does not parse needs when the cause is its password: one
+    holding ``/``, ``?`` or ``#`` ends the host part early (``http://u:Pa/ss@host`` has the
+    host ``u`` and the port ``Pa``), so the parser's reason (``invalid port number``) would
+    mislead. None for any other error."""
+    value = error.get("input")
+    if (
+        field != "prometheus_url"
+        or error.get("type") != "url_parsing"
+        or not isinstance(value, str)
+    ):
+        return None
+    try:
+        early = "://" in value and "@" not in urlsplit(value).netloc
+    except ValueError:  # unbalanced IPv6 brackets
+        return None
+    span = hostless_userinfo(value) if early else None
+    userinfo = value[span[0] : span[1]] if span is not None else ""
+    if ":" not in userinfo or not any(c in userinfo for c in "/?#"):
+        return None
+    return (
+        "expected a URL such as http://user:password@prometheus:9090: a password holding "
+        "'/', '?' or '#' must be percent-encoded (%2F, %3F, %23)"
+    )
+
+
 def load_settings(option_names: Mapping[str, str] | None = None, **overrides: object) -> Settings:
     """Read :class:`Settings` from the environment, with command-line ``overrides`` taking
     precedence (see :func:`load_model_settings`).
@@ -695,7 +721,7 @@ def load_model_settings(
         lines = []
         for e in err.errors():
             field = ".".join(str(p) for p in e["loc"])
-            msg = expectation(e)
+            msg = _url_password_hint(e, field) or expectation(e)
             if not field:  # a check across fields: its message names them and their values
                 lines.append(msg)
                 continue

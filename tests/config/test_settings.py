@@ -233,6 +233,25 @@ def test_an_invalid_url_is_shown_with_its_credential_masked(
     assert "pw-77x" not in str(err.value) and "tok3nSECRET" not in str(err.value)
 
 
+@pytest.mark.parametrize("password", ["Pa/ssW0rdLeak", "Pa?ssW0rdLeak", "Pa#ssW0rdLeak"])
+def test_a_password_that_ends_the_host_part_early_is_told_to_be_percent_encoded(
+    monkeypatch: pytest.MonkeyPatch, password: str
+) -> None:
+    """``/``, ``?`` or ``#`` end the host part: the parser's own reason (an invalid port
+    number, ``Pa``) would send the user looking at the port."""
+    monkeypatch.setenv("VLLM_SCALER_PROMETHEUS_URL", f"http://admin:{password}@127.0.0.1:1")
+    with pytest.raises(SettingsError) as err:
+        load_settings(option_names={"prometheus_url": "--prometheus-url"})
+    assert str(err.value) == (
+        "VLLM_SCALER_PROMETHEUS_URL (--prometheus-url): value 'http://***@127.0.0.1:1': "
+        "expected a URL such as http://user:password@prometheus:9090: a password holding "
+        "'/', '?' or '#' must be percent-encoded (%2F, %3F, %23)"
+    )
+    monkeypatch.setenv("VLLM_SCALER_PROMETHEUS_URL", "http://admin:PassW0rdLeak@127.0.0.1:x")
+    with pytest.raises(SettingsError, match=r"http://prometheus:9090 \(invalid port number\)$"):
+        load_settings()  # a port that is no number is still the port's fault
+
+
 def test_lease_timings_must_nest() -> None:
     s = load_settings()
     assert (s.lease_retry_period_seconds, s.lease_renew_deadline_seconds) == (2.0, 10.0)
