@@ -546,13 +546,15 @@ class Settings(PrometheusSettings):
             < self.lease_renew_deadline_seconds
             < self.lease_duration_seconds
         ):
-            raise ValueError(
-                f"{env_name('lease_retry_period_seconds')} {self.lease_retry_period_seconds:g}, "
-                f"{env_name('lease_renew_deadline_seconds')} "
-                f"{self.lease_renew_deadline_seconds:g}, {env_name('lease_duration_seconds')} "
-                f"{self.lease_duration_seconds:g}: expected retry period < renew deadline < "
-                "lease duration"
+            shown = ", ".join(
+                f"{_setting(field)} {getattr(self, field):g}"
+                for field in (
+                    "lease_retry_period_seconds",
+                    "lease_renew_deadline_seconds",
+                    "lease_duration_seconds",
+                )
             )
+            raise ValueError(f"{shown}: expected retry period < renew deadline < lease duration")
         return self
 
 

@@ -72,9 +72,10 @@ def test_several_invalid_values_are_one_line_each(monkeypatch: pytest.MonkeyPatc
     with pytest.raises(SettingsError) as err:
         load_settings(lease_duration_seconds=1.0)
     assert _one_line(err) == (
-        "VLLM_SCALER_LEASE_RETRY_PERIOD_SECONDS 2, VLLM_SCALER_LEASE_RENEW_DEADLINE_SECONDS "
-        "10, VLLM_SCALER_LEASE_DURATION_SECONDS 1: expected retry period < renew deadline < "
-        "lease duration"
+        "VLLM_SCALER_LEASE_RETRY_PERIOD_SECONDS (--lease-retry-period-seconds) 2, "
+        "VLLM_SCALER_LEASE_RENEW_DEADLINE_SECONDS (--lease-renew-deadline-seconds) 10, "
+        "VLLM_SCALER_LEASE_DURATION_SECONDS (--lease-duration-seconds) 1: expected retry "
+        "period < renew deadline < lease duration"
     )
 
 
@@ -260,8 +261,14 @@ def test_lease_timings_must_nest() -> None:
         "vllm-scaler",
         None,
     )
-    with pytest.raises(SettingsError, match="retry period < renew deadline < lease duration"):
+    with pytest.raises(SettingsError) as err:
         load_settings(lease_renew_deadline_seconds=20.0)
+    assert str(err.value) == (
+        "VLLM_SCALER_LEASE_RETRY_PERIOD_SECONDS (--lease-retry-period-seconds) 2, "
+        "VLLM_SCALER_LEASE_RENEW_DEADLINE_SECONDS (--lease-renew-deadline-seconds) 20, "
+        "VLLM_SCALER_LEASE_DURATION_SECONDS (--lease-duration-seconds) 15: expected retry "
+        "period < renew deadline < lease duration"
+    )
 
 
 def test_leader_election_default_follows_in_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
