@@ -23,6 +23,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
 __all__ = [
+    "CREDENTIAL_HEADER",
     "MASK",
     "MIN_SECRET_LENGTH",
     "NON_SECRET_HEADERS",
@@ -45,6 +46,13 @@ MIN_SECRET_LENGTH = 4
 #: Headers whose values are routing, not credentials: the tenant of Cortex/Mimir/Loki
 #: (``X-Scope-OrgID``) and of Thanos (``THANOS-TENANT``). Every other header value is masked.
 NON_SECRET_HEADERS = frozenset({"x-scope-orgid", "thanos-tenant"})
+
+#: Header names that carry a credential (the Helm chart refuses them in plain ``headers`` by
+#: the same rule): ``Authorization``, ``X-Api-Key``, ``Cookie``, ``X-Auth-Token``... A header
+#: that neither routes nor matches is masked too, but not named as authentication.
+CREDENTIAL_HEADER = re.compile(
+    r"auth|cookie|token|key|secret|password|credential|session", re.IGNORECASE
+)
 
 #: Query parameters of a URL whose values are credentials (``?access_token=...``).
 _SECRET_PARAM = re.compile(r"token|key|secret|password|passwd|auth|signature|sig", re.IGNORECASE)

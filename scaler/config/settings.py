@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from scaler.config.secrets import (
+    CREDENTIAL_HEADER,
     NON_SECRET_HEADERS,
     hostless_userinfo,
     register_file_secret,
@@ -394,9 +395,10 @@ class PrometheusSettings(BaseSettings):
     def prometheus_auth(self) -> str:
         """How requests authenticate, without any value: ``bearer token file``, ``basic
         (user-info in the URL)``, ``Authorization header``, the names of the other credential
-        headers (``header X-Api-Key``: every header masked as a secret, that is all but tenant
-        ids such as ``X-Scope-OrgID``), joined by ``and``; or ``none`` (a client certificate is
-        named apart, in :meth:`prometheus_summary`)."""
+        headers (``header X-Api-Key``: a name of :data:`CREDENTIAL_HEADER`; a header neither
+        credential nor tenant id, such as ``K``, is not named here, though masked), joined by
+        ``and``; or ``none`` (a client certificate is named apart, in
+        :meth:`prometheus_summary`)."""
         return " and ".join(self._auth_kinds()) or "none"
 
     def _auth_kinds(self, *, token_file_path: bool = False) -> list[str]:
@@ -415,7 +417,7 @@ class PrometheusSettings(BaseSettings):
         others = sorted(
             name
             for name in self.prometheus_headers
-            if name.strip().lower() not in NON_SECRET_HEADERS | {"authorization"}
+            if name.strip().lower() != "authorization" and CREDENTIAL_HEADER.search(name)
         )
         if others:
             kinds.append(f"header{'s' if len(others) > 1 else ''} {', '.join(others)}")
@@ -444,7 +446,7 @@ class PrometheusSettings(BaseSettings):
         cert = s["client_cert_file"] or "none"
         if s["client_key_file"]:
             cert = f"{cert} (key {s['client_key_file']})"
-        headers = ", ".join(sorted(self.prometheus_headers)) or "none"
+        headers = ", ".join(map(_header_shown, sorted(self.prometheus_headers))) or "none"
         return (
             f"prometheus {s['url']} (auth: {auth}; headers: {headers}; "
             f"CA: {s['ca_file'] or 'system'}; client certificate: {cert}; "
@@ -556,6 +558,12 @@ class Settings(PrometheusSettings):
             )
             raise ValueError(f"{shown}: expected retry period < renew deadline < lease duration")
         return self
+
+
+def _header_shown(name: str) -> str:
+    """A header's name as the start-up line lists it: ``K (value masked)``, or the name
+    alone for a tenant id (``X-Scope-OrgID``), whose value is printed."""
+    return name if name.strip().lower() in NON_SECRET_HEADERS else f"{name} (value masked)"
 
 
 def _path(value: Path | None) -> str | None:

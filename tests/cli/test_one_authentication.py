@@ -114,10 +114,12 @@ def test_any_two_authentications_are_refused(
         ),
         pytest.param(
             "http://prom:9090",
-            "X-Api-Key=a,X-Auth=b",
+            "X-Api-Key=a,X-Auth=b,K=c",
             True,
             "bearer token file and headers X-Api-Key, X-Auth",
         ),
+        # neither a credential's name nor a tenant's: masked, but no authentication claimed
+        pytest.param("http://prom:9090", "X-Scope-OrgID=team-a,K=V", False, "none"),
     ],
 )
 def test_one_authentication_alone_is_accepted(
