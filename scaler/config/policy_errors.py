@@ -133,11 +133,23 @@ def _left_out(document: object, loc: Sequence[int | str]) -> bool:
     return False
 
 
+#: The bound of a check that a field is not below another of its section
+#: (``expected a number >= min_replicas (12)``).
+_SIBLING_BOUND = re.compile(r"expected a number >= ([a-z_]+) \(([^)]*)\)")
+
+
 def _default_noted(message: str, document: object, loc: Sequence[int | str]) -> str:
     """``value V: expected ...`` as ``value V (the default): expected ...`` when the field at
-    ``loc`` was left out of the document: a check across fields compared a value the user
-    never wrote (``max_replicas`` 10 below a given ``min_replicas``)."""
-    if document is None or not message.startswith("value ") or not _left_out(document, loc):
+    ``loc`` was left out of the document, and ``>= min_x (1)`` as ``>= min_x (1, the
+    default)`` when the field it was compared with was: a check across fields compared a
+    value the user never wrote (``max_replicas`` 10 below a given ``min_replicas``)."""
+    if document is None or not message.startswith("value "):
+        return message
+    bound = _SIBLING_BOUND.search(message)
+    if bound and _left_out(document, (*loc[:-1], bound.group(1))):
+        noted = f"expected a number >= {bound.group(1)} ({bound.group(2)}, the default)"
+        message = message[: bound.start()] + noted + message[bound.end() :]
+    if not _left_out(document, loc):
         return message
     value, sep, rest = message.partition(": ")
     return f"{value} (the default){sep}{rest}"

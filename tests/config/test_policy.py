@@ -205,6 +205,12 @@ def test_statefulset_and_custom_matchers() -> None:
             "the active policy's quantile (0.9): both decide on the same TTFT reading",
             id="a shadow's TTFT quantile",
         ),
+        pytest.param(
+            {"signals": {"capacity": {"max_tokens_per_second": 0.5}}},
+            "targets[0].signals.capacity.max_tokens_per_second: value 0.5: expected a number "
+            ">= min_tokens_per_second (1, the default)",
+            id="below a default bound",
+        ),
     ],
 )
 def test_invalid_fields_are_named(target: dict[str, object], expected: str) -> None:
