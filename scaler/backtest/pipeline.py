@@ -84,8 +84,9 @@ def run_backtest(
         model_load_seconds: seconds until a replica the policy adds is ready, for every
             replay; None (``--model-load-seconds`` not given): each replay uses its own
             policy's ``signals.capacity.model_load_seconds`` (the target's for the target,
-            the shadow's for its shadow; the field's default is 120 s), the time the
-            controller assumes until it has observed a start.
+            the shadow's for its shadow, the target's when the shadow does not set it:
+            :meth:`~scaler.config.policy.TargetPolicy.shadow_target`; the field's default is
+            120 s), the time the controller assumes until it has observed a start.
         max_points: most steps per range request.
         replica_sources: where to look for the actual replicas, in order.
         progress: told of every range request (None: nobody).

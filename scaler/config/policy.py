@@ -552,7 +552,9 @@ class ScaleDownRules(ScalingRules):
     the capacity signal has an estimate and an ``ok`` reading, the window is the time the demand
     forecast's trend takes to lower the demand by one standard deviation of its burstiness,
     at least one rate window and at most ``stabilization_window_seconds``. Recurring bursts
-    keep the whole window (each turns the trend up or lifts the level).
+    keep the whole window (each turns the trend up or lifts the level). It needs the capacity
+    signal: ``true`` written while the signal is off is refused (the default, true, then does
+    nothing).
     """
 
     stabilization_window_seconds: float = Field(default=300, ge=0, le=3600)
@@ -570,6 +572,25 @@ class ScaleDownRules(ScalingRules):
     )
 
 
+def _shortening_without_capacity(scale_down: Any, earlier: dict[str, Any]) -> str | None:
+    """``shorten_window_on_steady_fall: true`` written while the capacity signal is off (both
+    as valid values): the window follows the capacity signal's forecast of the demand, so
+    without it nothing would shorten. Only a value written: the default (true) is harmless."""
+    signals = earlier.get("signals")
+    given = _given(scale_down, "shorten_window_on_steady_fall")
+    if signals is None or signals.capacity_enabled or given is not True:
+        return None
+    off = (
+        "signals.capacity.enabled is false"
+        if signals.capacity.enabled is False
+        else "signals.capacity is off with signals.ttft_p95"
+    )
+    return (
+        f"shorten_window_on_steady_fall: value true: expected false or unset while {off}: "
+        "the window follows the capacity signal's forecast of the demand"
+    )
+
+
 class ScalingPolicy(_Strict):
     """How a target's replicas are decided: everything of a target's policy but which workload
     it is and how its series are found. A target's ``shadow`` is one of these."""
@@ -584,6 +605,7 @@ class ScalingPolicy(_Strict):
     model_load_timeout_seconds: float = Field(default=600, gt=0, le=MAX_DAY_SECONDS)
 
     _max_not_below_min = _not_below("max_replicas", "min_replicas")
+    _shortening_needs_capacity = _beside("scale_down", _shortening_without_capacity)
 
     @field_validator("signals")
     @classmethod
@@ -614,6 +636,15 @@ def _shadow_ttft_differs(shadow: Any, earlier: dict[str, Any]) -> str | None:
     )
 
 
+def _sets_model_load(policy: ScalingPolicy) -> bool:
+    """``policy`` sets ``signals.capacity.model_load_seconds`` itself (not its default)."""
+    return (
+        "signals" in policy.model_fields_set
+        and "capacity" in policy.signals.model_fields_set
+        and "model_load_seconds" in policy.signals.capacity.model_fields_set
+    )
+
+
 def _a_label_value(value: str) -> str:
     """A matcher's value, never empty: in PromQL ``label=""`` selects the series without
     that label, never what a target means. A check of each value, so that it is reported
@@ -633,7 +664,11 @@ class TargetPolicy(ScalingPolicy):
     not set has its default, not the active policy's value), evaluated every cycle on the same
     readings with its own decision state and never written: its recommendation is exported
     beside the active one, so that a change (the capacity signal, other targets) can be
-    compared on live traffic before it is switched on.
+    compared on live traffic before it is switched on. One exception:
+    ``signals.capacity.model_load_seconds``, the workload's model load time (a fact of the
+    workload, not a choice of a policy), is the active policy's unless the shadow sets it
+    (a shadow that turns capacity off would otherwise assume the 120 s default, and a
+    backtest would replay its replicas loading in that time).
     """
 
     workload: WorkloadRef
@@ -659,12 +694,14 @@ class TargetPolicy(ScalingPolicy):
         """The shadow as a target policy of the same workload and series (None without one)."""
         if self.shadow is None:
             return None
+        # the fields as written (validated again, a written field is checked as written)
+        fields = self.shadow.model_dump(exclude_unset=True)
+        if not _sets_model_load(self.shadow):
+            signals = fields.setdefault("signals", {})
+            capacity = signals.setdefault("capacity", {})
+            capacity["model_load_seconds"] = self.signals.capacity.model_load_seconds
         return TargetPolicy.model_validate(
-            {
-                **self.shadow.model_dump(),
-                "workload": self.workload,
-                "prometheus_matchers": self.prometheus_matchers,
-            }
+            {**fields, "workload": self.workload, "prometheus_matchers": self.prometheus_matchers}
         )
 
     def reading_target(self) -> TargetPolicy:
@@ -802,7 +839,7 @@ def parse_policy(data: Any, *, source: str = "<policy>") -> Policy:
     try:
         return Policy.model_validate(data)
     except ValidationError as err:
-        lines = validation_lines(err, Policy, source)
+        lines = validation_lines(err, Policy, source, data)
         raise PolicyError("invalid policy\n  " + "\n  ".join(lines)) from None
 
 

@@ -117,9 +117,52 @@ def _unknown_field(model: type[BaseModel], loc: Sequence[int | str]) -> str:
 _FIELD_MESSAGE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*): value ")
 
 
-def validation_lines(err: ValidationError, model: type[BaseModel], source: str) -> list[str]:
+def _left_out(document: object, loc: Sequence[int | str]) -> bool:
+    """The field at ``loc`` is not in ``document`` (the data as given): its value is the
+    default. False when the path cannot be followed (a part that is no mapping or list)."""
+    current = document
+    for part in loc:
+        if isinstance(part, int) and isinstance(current, list) and 0 <= part < len(current):
+            current = current[part]
+        elif isinstance(part, str) and isinstance(current, dict):
+            if part not in current:
+                return True
+            current = current[part]
+        else:
+            return False
+    return False
+
+
+#: The bound of a check that a field is not below another of its section
+#: (``expected a number >= min_replicas (12)``).
+_SIBLING_BOUND = re.compile(r"expected a number >= ([a-z_]+) \(([^)]*)\)")
+
+
+def _default_noted(message: str, document: object, loc: Sequence[int | str]) -> str:
+    """``value V: expected ...`` as ``value V (the default): expected ...`` when the field at
+    ``loc`` was left out of the document, and ``>= min_x (1)`` as ``>= min_x (1, the
+    default)`` when the field it was compared with was: a check across fields compared a
+    value the user never wrote (``max_replicas`` 10 below a given ``min_replicas``)."""
+    if document is None or not message.startswith("value "):
+        return message
+    bound = _SIBLING_BOUND.search(message)
+    if bound and _left_out(document, (*loc[:-1], bound.group(1))):
+        noted = f"expected a number >= {bound.group(1)} ({bound.group(2)}, the default)"
+        message = message[: bound.start()] + noted + message[bound.end() :]
+    if not _left_out(document, loc):
+        return message
+    value, sep, rest = message.partition(": ")
+    return f"{value} (the default){sep}{rest}"
+
+
+def validation_lines(
+    err: ValidationError, model: type[BaseModel], source: str, document: object = None
+) -> list[str]:
     """One line per error of ``err`` (a validation of ``model``):
     ``source: field.path: value 'x': expected ...``.
+
+    ``document`` (the data validated, optional): a value of a field it leaves out, which a
+    check across fields compared, reads ``value 10 (the default): expected ...``.
 
     Checks across fields (model validators) read ``source: field.path: <what they check>``,
     or, when their message starts with a field of the section (``quantile: value 0.99:
@@ -149,7 +192,9 @@ def validation_lines(err: ValidationError, model: type[BaseModel], source: str) 
             if field:
                 section = loc if mapping else loc[:-1]
                 msg = msg.removeprefix(f"{field.group(1)}: ")
-                where = f"{source}: {field_path((*section, *field.group(1).split('.')))}"
+                path = (*section, *field.group(1).split("."))
+                where = f"{source}: {field_path(path)}"
+                msg = _default_noted(msg, document, path)
             lines.append(f"{where}: {msg}")
             continue
         if kind == "duplicate_target":  # names the entries itself
@@ -175,7 +220,8 @@ def validation_lines(err: ValidationError, model: type[BaseModel], source: str) 
             and name.endswith("s")
         ):
             expected = f"expected at least one {name.removesuffix('s')}"  # targets: a target
-        lines.append(f"{where}: value {_shown(value)}: {expected}{hint}")
+        message = _default_noted(f"value {_shown(value)}: {expected}{hint}", document, loc)
+        lines.append(f"{where}: {message}")
     return lines
 
 

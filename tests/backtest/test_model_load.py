@@ -93,6 +93,17 @@ def test_a_shadow_replays_with_its_own_model_load_seconds() -> None:
     assert bt.shadow.model_load_seconds == 45.0 and _ready_after(bt.shadow.steps) == 45.0
 
 
+def test_a_shadow_without_its_own_model_load_replays_with_the_policys() -> None:
+    """The model load time is the workload's: a shadow that does not set it replays with the
+    active policy's (20 s), not the field's 120 s default, and the header says so."""
+    target = case_target_doc(signals=_signals(20))
+    target["shadow"] = {"signals": {**SIGNALS, "capacity": {"enabled": False}}}
+    bt = _run(parse_policy({"rate_window_seconds": 60, "targets": [target]}))
+    assert bt.shadow.model_load_seconds == 20.0 and _ready_after(bt.shadow.steps) == 20.0
+    header = format_text([bt], step_seconds=STEP).splitlines()[0]
+    assert header.endswith("actual replicas from kube-state-metrics, model load 20 s (shadow 20 s)")
+
+
 def test_the_header_and_the_json_say_the_model_load_of_each_replay() -> None:
     bt = _run(_policy(load=20, shadow_load=45))
     header = format_text([bt], step_seconds=STEP).splitlines()[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -184,6 +185,31 @@ def test_statefulset_and_custom_matchers() -> None:
             "targets[0].prometheus_matchers.model_name: value '': expected a label value (an "
             "empty matcher selects the series that do not have the label)",
             id="empty matcher",
+        ),
+        # a check across fields that compared a default says so
+        pytest.param(
+            {"min_replicas": 12},
+            "targets[0].max_replicas: value 10 (the default): expected a number >= "
+            "min_replicas (12)",
+            id="max_replicas",
+        ),
+        pytest.param(
+            {"shadow": {"min_replicas": 12}},
+            "targets[0].shadow.max_replicas: value 10 (the default): expected a number >= "
+            "min_replicas (12)",
+            id="a shadow's max_replicas",
+        ),
+        pytest.param(
+            {"signals": {"ttft_p95": {"quantile": 0.9}}, "shadow": {}},
+            "targets[0].shadow.signals.ttft_p95.quantile: value 0.95 (the default): expected "
+            "the active policy's quantile (0.9): both decide on the same TTFT reading",
+            id="a shadow's TTFT quantile",
+        ),
+        pytest.param(
+            {"signals": {"capacity": {"max_tokens_per_second": 0.5}}},
+            "targets[0].signals.capacity.max_tokens_per_second: value 0.5: expected a number "
+            ">= min_tokens_per_second (1, the default)",
+            id="below a default bound",
         ),
     ],
 )
@@ -431,6 +457,61 @@ def test_a_shadow_is_a_complete_second_policy_of_the_same_workload() -> None:
     assert plain.shadow_target() is None and plain.reading_target() is plain
 
 
+@pytest.mark.parametrize(
+    ("signals", "off"),
+    [
+        pytest.param(
+            {"capacity": {"enabled": False}}, "signals.capacity.enabled is false", id="off"
+        ),
+        pytest.param(
+            {"ttft_p95": {"enabled": False}},
+            "signals.capacity is off with signals.ttft_p95",
+            id="off with ttft",
+        ),
+    ],
+)
+def test_shortening_the_window_needs_the_capacity_signal(signals: dict[str, Any], off: str) -> None:
+    down = {"shorten_window_on_steady_fall": True}
+    with pytest.raises(PolicyError) as err:
+        parse_policy(
+            {"targets": [{"workload": WORKLOAD, "signals": signals, "scale_down": down}]},
+            source="p.yaml",
+        )
+    assert str(err.value).splitlines()[1:] == [
+        "  p.yaml: targets[0].scale_down.shorten_window_on_steady_fall: value true: expected "
+        f"false or unset while {off}: the window follows the capacity signal's forecast of "
+        "the demand"
+    ]
+    # unset (the default) or false: accepted; with capacity on, true is accepted
+    for accepted in (
+        {"signals": signals},
+        {"signals": signals, "scale_down": {"shorten_window_on_steady_fall": False}},
+        {"scale_down": down},
+    ):
+        assert parse_policy({"targets": [{"workload": WORKLOAD, **accepted}]}).targets
+
+
+def test_a_shadow_takes_the_active_model_load_time_unless_it_sets_its_own() -> None:
+    """The model load time is the workload's: a shadow that does not set it (here one that
+    turns capacity off) assumes the active policy's, not the field's 120 s default."""
+
+    def shadow_load(shadow: dict[str, Any]) -> float:
+        target = {
+            "workload": WORKLOAD,
+            "signals": {"capacity": {"model_load_seconds": 20}},
+            "shadow": shadow,
+        }
+        found = parse_policy({"targets": [target]}).targets[0].shadow_target()
+        assert found is not None
+        return found.signals.capacity.model_load_seconds
+
+    assert shadow_load({"signals": {"capacity": {"enabled": False}}}) == 20.0
+    assert shadow_load({}) == 20.0
+    assert shadow_load({"signals": {"capacity": {"model_load_seconds": 45}}}) == 45.0
+    # set to the default explicitly: the shadow's own, 120 s
+    assert shadow_load({"signals": {"capacity": {"model_load_seconds": 120}}}) == 120.0
+
+
 def test_a_shadow_reads_the_active_ttft_quantile() -> None:
     """One TTFT query per target: a shadow on another quantile is refused with both values."""
     with pytest.raises(
@@ -514,8 +595,8 @@ def test_capacity_checks_across_fields_see_the_defaults() -> None:
     with pytest.raises(PolicyError) as err:
         parse_policy(_target(signals={"capacity": {"min_tokens_per_second": 2e7}}), source="p.yaml")
     assert str(err.value).splitlines()[1:] == [
-        "  p.yaml: targets[0].signals.capacity.max_tokens_per_second: value 10000000.0: "
-        "expected a number >= min_tokens_per_second (2e+07)"
+        "  p.yaml: targets[0].signals.capacity.max_tokens_per_second: value 10000000.0 "
+        "(the default): expected a number >= min_tokens_per_second (2e+07)"
     ]
     both = {"seed_prompt_tokens_per_second": 5000.0, "seed_generation_tokens_per_second": 0.0}
     seeded = parse_policy(_target(signals={"capacity": both})).targets[0].signals.capacity

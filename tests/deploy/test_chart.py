@@ -132,7 +132,9 @@ def test_renders_lints_and_validates(values: dict[str, Any], monkeypatch) -> Non
     [
         pytest.param({}, DEPLOY / "base", id="defaults-and-base"),
         pytest.param(
-            {"recommendOnly": True}, DEPLOY / "overlays" / "recommend-only", id="recommend-only"
+            {"recommendOnly": True, "replicas": 1},
+            DEPLOY / "overlays" / "recommend-only",
+            id="recommend-only",
         ),
         pytest.param(
             {"rbac": {"scope": "namespaces"}}, DEPLOY / "overlays" / "namespaced", id="namespaced"
@@ -355,7 +357,7 @@ def test_two_replicas_spread_over_nodes_and_zones_with_a_disruption_budget() -> 
 def test_recommend_only_never_writes() -> None:
     docs = helm_render({"recommendOnly": True})
     dep = one(docs, "Deployment")
-    assert dep["spec"]["replicas"] == 1
+    assert dep["spec"]["replicas"] == 2  # replicas as given: every one read-only
     assert dep["spec"]["template"]["spec"]["containers"][0]["args"] == ["run", "--dry-run"]
     verbs = {v for rule in one(docs, "ClusterRole")["rules"] for v in rule["verbs"]}
     assert verbs <= {"get", "list", "watch"}
@@ -401,12 +403,6 @@ def test_a_changed_policy_rolls_the_pods() -> None:
 @pytest.mark.parametrize(
     ("values", "message"),
     [
-        pytest.param(
-            {"rbac": {"scope": "everywhere"}}, 'rbac.scope: value "everywhere"', id="rbac-scope"
-        ),
-        pytest.param(
-            {"podAntiAffinity": "maybe"}, 'podAntiAffinity: value "maybe"', id="anti-affinity"
-        ),
         pytest.param(
             {"prometheus": {"tls": {"caSecret": {"name": "a"}, "caConfigMap": {"name": "b"}}}},
             "prometheus.tls: set caSecret or caConfigMap, not both",
@@ -526,6 +522,35 @@ def test_a_changed_policy_rolls_the_pods() -> None:
             )
         ),
         pytest.param(
+            {
+                "extraEnv": [
+                    {"name": "VLLM_SCALER_METRICS_ADDRESS", "value": "0.0.0.0"},
+                    {"name": "VLLM_SCALER_PROMETHEUS_URL", "value": "http://u:HelmPassw0rd@p:9090"},
+                ]
+            },
+            "extraEnv[1].name VLLM_SCALER_PROMETHEUS_URL is set by the chart from prometheus.url "
+            "(or prometheus.urlSecret): set that instead",
+            id="extra-env-prometheus-url",
+        ),
+        pytest.param(
+            {"extraEnv": [{"name": "VLLM_SCALER_CONTROL_INTERVAL_SECONDS", "value": "30"}]},
+            "extraEnv[0].name VLLM_SCALER_CONTROL_INTERVAL_SECONDS is set by the chart from "
+            "controlIntervalSeconds: set that instead",
+            id="extra-env-duplicate",
+        ),
+        pytest.param(
+            {"extraEnv": [{"name": "POD_NAME", "value": "x"}]},
+            "extraEnv[0].name POD_NAME is set by the chart for the pod itself: leave it out",
+            id="extra-env-pod-name",
+        ),
+        pytest.param(
+            {"extraEnv": [{"name": "HTTPS_PROXY", "value": "http://proxy:HelmPassw0rd@px:3128"}]},
+            "extraEnv[0].value (HTTPS_PROXY): holds a URL with user-info (a user name or token, "
+            "with or without a password), which would be stored in plain text in the "
+            "Deployment: use valueFrom.secretKeyRef",
+            id="extra-env-url-with-user-info",
+        ),
+        pytest.param(
             {"prometheus": {"url": "http://HelmPassw0rd@prom:9090"}},
             "prometheus.url: holds user-info (a user name or token, with or without a password), "
             "which would be stored in plain text in the "
@@ -563,6 +588,16 @@ def test_namespaced_overlay_roles_follow_the_base_policy() -> None:
             {"controlIntervalSeconds": "15s"},
             ["at '/controlIntervalSeconds': got string, want number"],
             id="interval-type",
+        ),
+        pytest.param(
+            {"rbac": {"scope": "namespace"}},
+            ["at '/rbac/scope': value must be one of 'cluster', 'namespaces'"],
+            id="rbac-scope",
+        ),
+        pytest.param(
+            {"podAntiAffinity": "maybe"},
+            ["at '/podAntiAffinity': value must be one of 'soft', 'hard', 'none'"],
+            id="anti-affinity",
         ),
         pytest.param(
             {"logLevel": "loud"},
@@ -640,12 +675,44 @@ def test_a_url_with_a_password_comes_from_a_secret_never_the_env_value() -> None
 
 def test_without_leader_election_one_replica_writes() -> None:
     """leaderElection.enabled false: one replica (more is refused, see above); recommend-only
-    is one replica that never writes whatever replicas says."""
+    runs the replicas asked for, never silently fewer, none of which writes."""
     docs = helm_render({"leaderElection": {"enabled": False}, "replicas": 1})
     assert one(docs, "Deployment")["spec"]["replicas"] == 1
     assert _env(docs)["VLLM_SCALER_LEADER_ELECTION"]["value"] == "false"
-    docs = helm_render({"leaderElection": {"enabled": False}, "recommendOnly": True})
-    assert one(docs, "Deployment")["spec"]["replicas"] == 1
+    for values in (
+        {"recommendOnly": True, "replicas": 3},
+        {"leaderElection": {"enabled": False}, "recommendOnly": True, "replicas": 3},
+    ):
+        docs = helm_render(values)
+        dep = one(docs, "Deployment")
+        assert dep["spec"]["replicas"] == 3
+        assert dep["spec"]["template"]["spec"]["containers"][0]["args"] == ["run", "--dry-run"]
+        assert _env(docs)["VLLM_SCALER_LEADER_ELECTION"]["value"] == "false"
+
+
+def test_every_variable_the_chart_sets_is_refused_in_extra_env() -> None:
+    """The chart's list of the variables it sets (which extraEnv may not set) is exactly the
+    names its Deployment can have, with every Prometheus option on."""
+    helm = pytest.importorskip("helm_python")
+    full = {
+        "prometheus": {
+            "urlSecret": {"name": "u"},
+            "bearerTokenSecret": {"name": "t"},
+            "tls": {"caSecret": {"name": "c"}, "clientCertSecret": {"name": "m"}},
+            "headers": {"X-Scope-OrgID": "a"},
+        }
+    }
+    names = list(_env(helm_render(full)))
+    for name in names:
+        with pytest.raises(helm.HelmError) as err:
+            helm_render({**full, "extraEnv": [{"name": name, "value": "x"}]})
+        assert f"extraEnv[0].name {name} is set by the chart " in str(err.value), name
+    # the others pass, once each
+    env = _env(helm_render({"extraEnv": [{"name": "VLLM_SCALER_METRICS_ADDRESS", "value": "a"}]}))
+    assert env["VLLM_SCALER_METRICS_ADDRESS"] == {
+        "name": "VLLM_SCALER_METRICS_ADDRESS",
+        "value": "a",
+    }
 
 
 def _render_release(release: str, values: dict[str, Any] | None = None) -> list[Doc]:

@@ -192,3 +192,31 @@ against the calls recorded on the Kubernetes API stand-in). Recommend-only: read
   verbs: ["create"]
 {{- end }}
 {{- end }}
+
+{{/*
+The environment variables the Deployment's container gets from the chart, each with the
+value it comes from ("" when it is no value's: the pod's own), as YAML: extraEnv may not set
+them.
+*/}}
+{{- define "vllm-scaler.chartEnv" -}}
+VLLM_SCALER_POLICY_FILE: policy
+VLLM_SCALER_PROMETHEUS_URL: prometheus.url (or prometheus.urlSecret)
+VLLM_SCALER_PROMETHEUS_TIMEOUT_SECONDS: prometheus.timeoutSeconds
+VLLM_SCALER_PROMETHEUS_BEARER_TOKEN_FILE: prometheus.bearerTokenSecret
+VLLM_SCALER_PROMETHEUS_CA_FILE: prometheus.tls.caSecret (or prometheus.tls.caConfigMap)
+VLLM_SCALER_PROMETHEUS_CLIENT_CERT_FILE: prometheus.tls.clientCertSecret
+VLLM_SCALER_PROMETHEUS_CLIENT_KEY_FILE: prometheus.tls.clientCertSecret
+VLLM_SCALER_PROMETHEUS_HEADERS: prometheus.headers (or prometheus.headersSecret)
+VLLM_SCALER_CONTROL_INTERVAL_SECONDS: controlIntervalSeconds
+VLLM_SCALER_METRICS_PORT: metricsPort
+VLLM_SCALER_LOG_FORMAT: logFormat
+VLLM_SCALER_LOG_LEVEL: logLevel
+VLLM_SCALER_IN_CLUSTER: ""
+VLLM_SCALER_LEADER_ELECTION: leaderElection.enabled (and recommendOnly)
+VLLM_SCALER_LEASE_NAME: leaderElection.leaseName
+VLLM_SCALER_LEASE_DURATION_SECONDS: leaderElection.leaseDurationSeconds
+VLLM_SCALER_LEASE_RENEW_DEADLINE_SECONDS: leaderElection.renewDeadlineSeconds
+VLLM_SCALER_LEASE_RETRY_PERIOD_SECONDS: leaderElection.retryPeriodSeconds
+POD_NAMESPACE: ""
+POD_NAME: ""
+{{- end }}
