@@ -14,7 +14,11 @@ from scaler.cli import app
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        pytest.param(["--slo-ttft", "0"], "--slo-ttft: value 0: expected a number > 0", id="slo"),
+        pytest.param(
+            ["--slo-ttft-seconds", "0"],
+            "--slo-ttft-seconds: value 0: expected a number > 0",
+            id="slo",
+        ),
         pytest.param(
             ["--rate-scale", "-1"], "--rate-scale: value -1: expected a number > 0", id="rate"
         ),
@@ -131,3 +135,48 @@ def test_a_plot_that_fails_late_keeps_the_figures(
     assert doc["plot"] is None
     assert doc["policies"][0]["name"] == "vllm-scaler"
     assert doc["policies"][0]["requests"] == 100
+
+
+def _tiny_trace(tmp_path: Path) -> list[str]:
+    """The options of ``bench`` on a trace of three requests in 2.5 s (a run of a second)."""
+    trace = tmp_path / "my.csv"
+    trace.write_text("ts,prompt,out\n0,100,20\n1000,200,30\n2500,300,40\n")
+    return [
+        "bench", "--trace", str(trace), "--time-column", "ts", "--prompt-column", "prompt",
+        "--output-column", "out", "--time-unit", "ms", "--rate-scale", "1", "--jobs", "1",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("option", ["--slo-ttft-seconds", "--slo-ttft"])
+def test_bench_takes_the_slo_as_sim_names_it_and_by_its_older_name(
+    tmp_path: Path, option: str
+) -> None:
+    result = CliRunner().invoke(
+        app, [*_tiny_trace(tmp_path), "--no-plot", "-o", "json", option, "3.5"]
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["slo_ttft_seconds"] == 3.5
+    refused = CliRunner().invoke(app, [*_tiny_trace(tmp_path), option, "-1"])
+    assert refused.exit_code == 2
+    assert refused.stderr.splitlines() == [
+        f"vllm-scaler: {option}: value -1: expected a number > 0 and <= 3600"
+    ]
+
+
+def test_the_slo_is_documented_under_the_name_sim_uses() -> None:
+    help_text = CliRunner().invoke(app, ["bench", "--help"]).stdout
+    assert "--slo-ttft-seconds" in help_text
+    assert "--slo-ttft " not in help_text  # the older name is hidden
+    sim_help = CliRunner().invoke(app, ["sim", "--help"]).stdout
+    assert "--slo-ttft-seconds" in sim_help
+
+
+def test_both_names_of_the_slo_are_refused_together(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app, [*_tiny_trace(tmp_path), "--slo-ttft", "1", "--slo-ttft-seconds", "2"]
+    )
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "vllm-scaler: --slo-ttft: value 1: expected either --slo-ttft-seconds or its older name "
+        "--slo-ttft, not both"
+    ]
