@@ -101,7 +101,8 @@ def register(app: typer.Typer) -> None:
         ),
         no_plot: Annotated[bool, typer.Option("--no-plot", help="Do not draw the plot.")] = False,
         max_points: Annotated[
-            int, typer.Option(help="Most steps per range request (Prometheus allows 11000).")
+            int,
+            typer.Option(help="Most steps per range request, at most 11000 (Prometheus' limit)."),
         ] = 11_000,
         max_steps: Annotated[
             int,
@@ -122,7 +123,12 @@ def register(app: typer.Typer) -> None:
         """Replay a policy on real history: read the signals (the controller's own PromQL, as
         range queries) and the actual replicas from Prometheus, and show what the policy would
         have done beside what happened: timeline, scale events, replica-hours, a plot."""
-        from scaler.backtest.history import HistoryError, PrometheusRangeClient, make_grid
+        from scaler.backtest.history import (
+            PROMETHEUS_MAX_POINTS,
+            HistoryError,
+            PrometheusRangeClient,
+            make_grid,
+        )
         from scaler.backtest.pipeline import NoReplicaHistoryError, run_backtest
         from scaler.backtest.report import format_text, plot_backtest, steps_text, to_json
         from scaler.backtest.timeparse import parse_duration, rfc3339
@@ -154,7 +160,7 @@ def register(app: typer.Typer) -> None:
         errors = option_errors(
             {
                 "--model-load-seconds": (0, True, math.inf),
-                "--max-points": (1, True, math.inf),
+                "--max-points": (1, True, PROMETHEUS_MAX_POINTS),
                 "--max-steps": (1, True, MAX_STEPS_LIMIT),
             },
             max_points=max_points,
@@ -232,9 +238,9 @@ def register(app: typer.Typer) -> None:
         # a target without replica history is left out; the others are reported (exit 1)
         for missing in no_history:
             typer.echo(f"vllm-scaler: {missing}", err=True)
-        if not results:
-            raise typer.Exit(1)
-        if no_history:
+        if not results and output is not OutputFormat.JSON:
+            raise typer.Exit(1)  # nothing to report; JSON still says which targets failed
+        if no_history and results:
             typer.echo(
                 f"vllm-scaler: left out {len(no_history)} of {len(targets)} targets "
                 f"({', '.join(m.key for m in no_history)}); reporting the others",
@@ -247,7 +253,7 @@ def register(app: typer.Typer) -> None:
         # a plot that cannot be written leaves the results printed, and exit 1
         png, plot_error = (
             (None, None)
-            if no_plot
+            if no_plot or not results
             else write_output("--plot", lambda: plot_backtest(results, plot))
         )
         if plot_error:

@@ -216,6 +216,29 @@ def test_missing_replica_history_is_an_error_naming_the_queries(
     assert result.stdout == ""  # nothing to report
 
 
+def test_json_is_the_same_document_when_every_target_fails(run: SimRun, tmp_path: Path) -> None:
+    doc = json.loads(json.dumps(POLICY))
+    doc["targets"][0]["workload"]["name"] = "other"
+    path = tmp_path / "policy.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    plot = tmp_path / "bt.png"
+    result = CliRunner().invoke(_app(), _args(run, path, "--plot", str(plot), "--output", "json"))
+    assert result.exit_code == 1
+    assert "llm/Deployment/other: no replica history" in result.stderr
+    assert "left out" not in result.stderr  # there are no others to report
+    out = json.loads(result.stdout)
+    assert out["targets"] == [] and out["plot"] is None
+    [failed] = out["failed_targets"]
+    assert failed["target"] == "llm/Deployment/other"
+    assert failed["error"].startswith("llm/Deployment/other: no replica history from ")
+    # the document of a run with results, with none of them
+    assert sorted(out) == [
+        "end", "failed_targets", "model_load_seconds", "plot", "start", "step_seconds", "targets"
+    ]  # fmt: skip
+    assert (out["step_seconds"], out["model_load_seconds"]) == (1.0, 4.0)
+    assert not plot.exists()  # nothing to draw
+
+
 def test_a_target_without_replica_history_leaves_the_others_reported(
     run: SimRun, tmp_path: Path
 ) -> None:

@@ -130,8 +130,14 @@ def _error(args: list[str], env: dict[str, str] | None = None) -> str:
         ),
         pytest.param(
             ["backtest", "--max-points", "0"],
-            "vllm-scaler: --max-points: value 0: expected a number >= 1",
+            "vllm-scaler: --max-points: value 0: expected a number >= 1 and <= 11000",
             id="max-points",
+        ),
+        pytest.param(
+            # Prometheus refuses a range query of more points per series (HTTP 400)
+            ["backtest", "--max-points", "20000"],
+            "vllm-scaler: --max-points: value 20000: expected a number >= 1 and <= 11000",
+            id="max-points-beyond-prometheus-limit",
         ),
     ],
 )
