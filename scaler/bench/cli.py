@@ -16,7 +16,7 @@ from scaler.config.cli_options import OutputFormat, OutputOpt
 from scaler.config.options import (
     MAX_REPLAY_MINUTES,
     option_errors,
-    output_file_error,
+    plot_option,
     write_output,
 )
 from scaler.config.policy import PolicyError, load_policy
@@ -117,7 +117,12 @@ def register(app: typer.Typer) -> None:
             ),
         ] = 0,
         plot: Annotated[
-            Path | None, typer.Option(help="PNG path (default: out/bench/<trace>-bench.png).")
+            str | None,
+            typer.Option(
+                help="Where the plot goes; its extension is the format (.png, .svg, .pdf...) "
+                "(default: out/bench/<trace>-bench.png).",
+                show_default=False,
+            ),
         ] = None,
         no_plot: Annotated[bool, typer.Option("--no-plot", help="Do not draw the plot.")] = False,
         output: OutputOpt = OutputFormat.TEXT,
@@ -164,8 +169,9 @@ def register(app: typer.Typer) -> None:
             for e in (routing_option_error(routing), time_unit_option_error(time_unit))
             if e is not None
         ]
-        png_path = plot or Path("out/bench") / f"{trace_label(trace)}-bench.png"
-        plot_error = None if no_plot else output_file_error("--plot", png_path)
+        png_path, plot_error = plot_option(
+            plot, default=f"out/bench/{trace_label(trace)}-bench.png", no_plot=no_plot
+        )
         errors += [plot_error] if plot_error else []
         if errors:
             typer.echo("\n".join(f"vllm-scaler: {e}" for e in errors), err=True)
@@ -212,7 +218,7 @@ def register(app: typer.Typer) -> None:
         # a plot that cannot be written leaves the results printed, and exit 1
         png, plot_error = (
             (None, None)
-            if no_plot
+            if png_path is None
             else write_output("--plot", lambda: plot_bench(result, png_path))
         )
         if plot_error:

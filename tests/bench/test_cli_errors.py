@@ -147,6 +147,74 @@ def _tiny_trace(tmp_path: Path) -> list[str]:
     ]  # fmt: skip
 
 
+FORMATS = "a file name ending in one of .png, .svg, .pdf, "
+
+
+@pytest.mark.parametrize("name", ["p.xyz", "noext", "p.", "dirplot/", "p.png/"])
+def test_a_plot_name_matplotlib_cannot_write_is_refused_before_the_run(
+    tmp_path: Path, name: str
+) -> None:
+    plot = f"{tmp_path}/{name}"
+    result = CliRunner().invoke(app, [*_tiny_trace(tmp_path), "--plot", plot])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    # one line: the trace was not even read (its summary would come first on stderr)
+    [line] = result.stderr.splitlines()
+    prefix = f"vllm-scaler: --plot: value '{plot}': expected {FORMATS}"
+    assert line.startswith(prefix), line
+    # a trailing slash names a directory, whatever the name before it
+    assert line.endswith(", but it names a directory") == name.endswith("/")
+    listed = line.removeprefix(f"vllm-scaler: --plot: value '{plot}': expected ")
+    assert ".eps, " in listed and ".xyz" not in listed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["my.csv"]  # nothing written
+
+
+def test_an_existing_directory_as_the_plot_is_refused(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, [*_tiny_trace(tmp_path), "--plot", str(tmp_path)])
+    assert result.exit_code == 2
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"vllm-scaler: --plot: value '{tmp_path}': expected {FORMATS}")
+    assert line.endswith(", but it names a directory")
+
+
+def test_plot_and_no_plot_together_are_refused(tmp_path: Path) -> None:
+    plot = str(tmp_path / "p.png")
+    result = CliRunner().invoke(app, [*_tiny_trace(tmp_path), "--plot", plot, "--no-plot"])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"vllm-scaler: --plot: value '{plot}': expected either --plot or --no-plot, not both"
+    ]
+
+
+def test_the_plot_extension_chooses_the_format(tmp_path: Path) -> None:
+    plot = tmp_path / "p.SVG"
+    result = CliRunner().invoke(app, [*_tiny_trace(tmp_path), "--plot", str(plot), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["plot"] == str(plot)
+    assert plot.read_text().lstrip().startswith("<?xml") and "<svg" in plot.read_text()
+
+
+def test_any_late_plot_failure_keeps_the_figures_on_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import scaler.bench.report as report
+
+    def unsupported(*args: object) -> Path:
+        raise ValueError("Format 'xyz' is not supported (supported formats: eps, png)\nmore")
+
+    monkeypatch.setattr(report, "plot_bench", unsupported)
+    result = CliRunner().invoke(app, [*_tiny_trace(tmp_path), "--plot", str(tmp_path / "b.png")])
+    assert result.exit_code == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        "vllm-scaler: --plot: ValueError: Format 'xyz' is not supported (supported formats: "
+        "eps, png)"
+    )
+    assert result.stdout.startswith("read my.csv: 3 requests over 2.5 s")
+    assert "goals for vllm-scaler:" in result.stdout
+    assert "\nplot " not in result.stdout  # no plot to point to
+
+
 @pytest.mark.parametrize("option", ["--slo-ttft-seconds", "--slo-ttft"])
 def test_bench_takes_the_slo_as_sim_names_it_and_by_its_older_name(
     tmp_path: Path, option: str

@@ -302,12 +302,25 @@ def test_a_previews_folder_that_is_a_file_stops_before_writing(tmp_path: Path) -
     assert not out.exists() or not any(out.iterdir())
 
 
-def test_a_plot_path_that_is_a_directory_stops_at_start(tmp_path: Path) -> None:
-    line = _error(["bench", "--trace", "code", "--plot", str(tmp_path)])
+@pytest.mark.parametrize("command", ["bench", "backtest"])
+def test_a_plot_path_that_is_a_directory_stops_at_start(tmp_path: Path, command: str) -> None:
+    from scaler.config.options import plot_formats
+
+    line = _error([command, "--plot", str(tmp_path)])
+    formats = ", ".join(f".{f}" for f in plot_formats())
     assert line == (
-        f"vllm-scaler: --plot: value '{tmp_path}': expected a writable file path, but it is a "
-        "directory"
+        f"vllm-scaler: --plot: value '{tmp_path}': expected a file name ending in one of "
+        f"{formats}, but it names a directory"
     )
+    assert formats.startswith(".png, .svg, .pdf, ")
+
+
+def test_the_plot_formats_are_those_matplotlib_writes() -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from scaler.config.options import plot_formats
+
+    assert sorted(plot_formats()) == sorted(FigureCanvasAgg.get_supported_filetypes())
 
 
 def test_check_policy_warns_about_unknown_variables_as_every_command(tmp_path: Path) -> None:
