@@ -30,8 +30,9 @@ from scaler.config.cli_options import (
     fail,
     register_environment_secrets,
     settings_options,
+    warn_unknown_env_vars,
 )
-from scaler.config.policy import PolicyError, load_policy
+from scaler.config.policy import Policy, PolicyError, load_policy
 from scaler.config.settings import Settings, env_name
 from scaler.telemetry import redact
 from scaler.telemetry.logging import configure_logging
@@ -87,13 +88,20 @@ RECOMMEND_FIELDS = (
 )
 
 
-def _serve(settings: Settings, *, dry_run: bool, once: bool, output: str, check: bool) -> None:
-    from scaler.controller.app import RunOptions, StartupError, serve
-
+def _policy(settings: Settings) -> Policy:
+    """The policy file of ``settings``, loaded; an invalid or missing one ends the command
+    (exit 2) before anything else is printed."""
     try:
-        policy = load_policy(settings.policy_file)
+        return load_policy(settings.policy_file)
     except PolicyError as err:
         raise fail(str(err)) from None
+
+
+def _serve(
+    settings: Settings, policy: Policy, *, dry_run: bool, once: bool, output: str, check: bool
+) -> None:
+    from scaler.controller.app import RunOptions, StartupError, serve
+
     options = RunOptions(
         dry_run=dry_run,
         once=once,
@@ -121,7 +129,7 @@ def run(
     auto (text on a terminal, JSON lines otherwise).
     """
     configure_logging(settings.log_format, settings.log_level)
-    _serve(settings, dry_run=dry_run, once=False, output="log", check=False)
+    _serve(settings, _policy(settings), dry_run=dry_run, once=False, output="log", check=False)
 
 
 LogFormat = Literal["auto", "json", "text", "console"]
@@ -149,8 +157,9 @@ def recommend(
     prints a JSON array per round, one object per target (one JSON document with --once).
     """
     configure_logging(recommend_log_format(settings.log_format, str(output)), settings.log_level)
+    policy = _policy(settings)  # as run: a policy error comes before anything else
     typer.echo(f"vllm-scaler: {settings.describe_prometheus()}", err=True)
-    _serve(settings, dry_run=True, once=once, output=str(output), check=True)
+    _serve(settings, policy, dry_run=True, once=once, output=str(output), check=True)
 
 
 @app.command("check-policy", cls=Command)
@@ -171,6 +180,7 @@ def check_policy(
     pods the Kubernetes API lists for the workload count) and the selector of a backtest."""
     from scaler.sources.promql import query_selector, target_selector
 
+    warn_unknown_env_vars()  # as every command that reads the settings' variables
     given_as = "the POLICY_FILE argument"
     if path is None:  # as run and recommend: the variable, else policy.yaml
         variable = env_name("policy_file")

@@ -19,7 +19,7 @@ from scaler.config.cli_options import (
     fail,
     settings_options,
 )
-from scaler.config.options import option_errors, output_file_error, write_output
+from scaler.config.options import option_errors, plot_option, write_output
 from scaler.config.settings import PrometheusSettings
 from scaler.config.wording import counted
 
@@ -36,6 +36,8 @@ DEFAULT_MAX_STEPS = 100_000
 # is some 6 GB per target, and 91 range requests of 11,000 points per query; 11.6 days at
 # 1 s, 174 days at 15 s.
 MAX_STEPS_LIMIT = 1_000_000
+#: Where the plot goes without --plot.
+DEFAULT_PLOT = "out/backtest/backtest.png"
 
 
 def _time_option(option: str, text: str, now: float) -> float:
@@ -96,12 +98,17 @@ def register(app: typer.Typer) -> None:
             typer.Option(metavar="NAMESPACE/KIND/NAME", help="Only this target; repeatable."),
         ] = None,
         output: OutputOpt = OutputFormat.TEXT,
-        plot: Annotated[Path, typer.Option(help="Where the PNG plot goes.")] = Path(
-            "out/backtest/backtest.png"
-        ),
+        plot: Annotated[
+            str | None,
+            typer.Option(
+                help="Where the plot goes; its extension is the format (.png, .svg, .pdf...).",
+                show_default=DEFAULT_PLOT,
+            ),
+        ] = None,
         no_plot: Annotated[bool, typer.Option("--no-plot", help="Do not draw the plot.")] = False,
         max_points: Annotated[
-            int, typer.Option(help="Most steps per range request (Prometheus allows 11000).")
+            int,
+            typer.Option(help="Most steps per range request, at most 11000 (Prometheus' limit)."),
         ] = 11_000,
         max_steps: Annotated[
             int,
@@ -122,7 +129,12 @@ def register(app: typer.Typer) -> None:
         """Replay a policy on real history: read the signals (the controller's own PromQL, as
         range queries) and the actual replicas from Prometheus, and show what the policy would
         have done beside what happened: timeline, scale events, replica-hours, a plot."""
-        from scaler.backtest.history import HistoryError, PrometheusRangeClient, make_grid
+        from scaler.backtest.history import (
+            PROMETHEUS_MAX_POINTS,
+            HistoryError,
+            PrometheusRangeClient,
+            make_grid,
+        )
         from scaler.backtest.pipeline import NoReplicaHistoryError, run_backtest
         from scaler.backtest.report import format_text, plot_backtest, steps_text, to_json
         from scaler.backtest.timeparse import parse_duration, rfc3339
@@ -154,7 +166,7 @@ def register(app: typer.Typer) -> None:
         errors = option_errors(
             {
                 "--model-load-seconds": (0, True, math.inf),
-                "--max-points": (1, True, math.inf),
+                "--max-points": (1, True, PROMETHEUS_MAX_POINTS),
                 "--max-steps": (1, True, MAX_STEPS_LIMIT),
             },
             max_points=max_points,
@@ -162,7 +174,7 @@ def register(app: typer.Typer) -> None:
             # not given: each policy's own, validated with the policy
             **({} if model_load_seconds is None else {"model_load_seconds": model_load_seconds}),
         )
-        plot_error = None if no_plot else output_file_error("--plot", plot)
+        plot_path, plot_error = plot_option(plot, default=DEFAULT_PLOT, no_plot=no_plot)
         errors += [plot_error] if plot_error else []
         if errors:
             raise fail("; ".join(errors))
@@ -232,9 +244,9 @@ def register(app: typer.Typer) -> None:
         # a target without replica history is left out; the others are reported (exit 1)
         for missing in no_history:
             typer.echo(f"vllm-scaler: {missing}", err=True)
-        if not results:
-            raise typer.Exit(1)
-        if no_history:
+        if not results and output is not OutputFormat.JSON:
+            raise typer.Exit(1)  # nothing to report; JSON still says which targets failed
+        if no_history and results:
             typer.echo(
                 f"vllm-scaler: left out {len(no_history)} of {len(targets)} targets "
                 f"({', '.join(m.key for m in no_history)}); reporting the others",
@@ -247,8 +259,8 @@ def register(app: typer.Typer) -> None:
         # a plot that cannot be written leaves the results printed, and exit 1
         png, plot_error = (
             (None, None)
-            if no_plot
-            else write_output("--plot", lambda: plot_backtest(results, plot))
+            if plot_path is None or not results
+            else write_output("--plot", lambda: plot_backtest(results, plot_path))
         )
         if plot_error:
             typer.echo(f"vllm-scaler: {plot_error}", err=True)

@@ -16,7 +16,7 @@ from scaler.config.cli_options import OutputFormat, OutputOpt
 from scaler.config.options import (
     MAX_REPLAY_MINUTES,
     option_errors,
-    output_file_error,
+    plot_option,
     write_output,
 )
 from scaler.config.policy import PolicyError, load_policy
@@ -44,7 +44,8 @@ def _quiet_logs() -> None:
 # replay ticks once per virtual second: a week is the longest window taken (a longer one ran
 # for days, or overflowed on its per-second tables).
 _BOUNDS = {
-    "--slo-ttft": (0.0, False, 3600.0),
+    "--slo-ttft-seconds": (0.0, False, 3600.0),
+    "--slo-ttft": (0.0, False, 3600.0),  # the older name of --slo-ttft-seconds
     "--model-load-seconds": (0.0, True, 86400.0),
     "--min-peak-replicas": (1.0, True, 1000.0),
     "--jobs": (0.0, True, 64.0),
@@ -59,6 +60,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def bench(
+        ctx: typer.Context,
         trace: Annotated[str, typer.Option(help=f"{TRACE_CHOICES}.")] = "code",
         rate_scale: Annotated[
             str,
@@ -73,9 +75,11 @@ def register(app: typer.Typer) -> None:
                 "empty, keeping 99% within the SLO)."
             ),
         ] = 8,
-        slo_ttft: Annotated[
+        slo_ttft_seconds: Annotated[
             float, typer.Option(help="TTFT SLO, seconds (goal: 99% of requests within it).")
         ] = 2.0,
+        # the option's older name, as sim's is --slo-ttft-seconds: kept for scripts, not shown
+        slo_ttft: Annotated[float | None, typer.Option("--slo-ttft", hidden=True)] = None,
         model_load_seconds: Annotated[
             float, typer.Option(help="Time from pod creation to Ready, seconds.")
         ] = 120.0,
@@ -113,7 +117,12 @@ def register(app: typer.Typer) -> None:
             ),
         ] = 0,
         plot: Annotated[
-            Path | None, typer.Option(help="PNG path (default: out/bench/<trace>-bench.png).")
+            str | None,
+            typer.Option(
+                help="Where the plot goes; its extension is the format (.png, .svg, .pdf...) "
+                "(default: out/bench/<trace>-bench.png).",
+                show_default=False,
+            ),
         ] = None,
         no_plot: Annotated[bool, typer.Option("--no-plot", help="Do not draw the plot.")] = False,
         output: OutputOpt = OutputFormat.TEXT,
@@ -134,9 +143,20 @@ def register(app: typer.Typer) -> None:
                     err=True,
                 )
                 raise typer.Exit(2) from None
+        source = ctx.get_parameter_source("slo_ttft_seconds")
+        if slo_ttft is not None and source is not None and source.name != "DEFAULT":
+            typer.echo(
+                f"vllm-scaler: --slo-ttft: value {slo_ttft:g}: expected either --slo-ttft-seconds "
+                "or its older name --slo-ttft, not both",
+                err=True,
+            )
+            raise typer.Exit(2)
+        # an error names the option as given: the older name's says --slo-ttft
+        slo_option = "slo_ttft" if slo_ttft is not None else "slo_ttft_seconds"
+        slo_seconds = slo_ttft if slo_ttft is not None else slo_ttft_seconds
         errors = option_errors(
             _BOUNDS,
-            slo_ttft=slo_ttft,
+            **{slo_option: slo_seconds},
             model_load_seconds=model_load_seconds,
             min_peak_replicas=min_peak_replicas,
             jobs=jobs,
@@ -149,8 +169,9 @@ def register(app: typer.Typer) -> None:
             for e in (routing_option_error(routing), time_unit_option_error(time_unit))
             if e is not None
         ]
-        png_path = plot or Path("out/bench") / f"{trace_label(trace)}-bench.png"
-        plot_error = None if no_plot else output_file_error("--plot", png_path)
+        png_path, plot_error = plot_option(
+            plot, default=f"out/bench/{trace_label(trace)}-bench.png", no_plot=no_plot
+        )
         errors += [plot_error] if plot_error else []
         if errors:
             typer.echo("\n".join(f"vllm-scaler: {e}" for e in errors), err=True)
@@ -172,7 +193,7 @@ def register(app: typer.Typer) -> None:
             duration_seconds=minutes * 60 if minutes is not None else None,
             rate_scale=scale,
             min_peak_replicas=min_peak_replicas,
-            slo_ttft_seconds=slo_ttft,
+            slo_ttft_seconds=slo_seconds,
             model_load_seconds=model_load_seconds,
             policy=loaded,
             policy_source=f"policy {policy}"
@@ -197,7 +218,7 @@ def register(app: typer.Typer) -> None:
         # a plot that cannot be written leaves the results printed, and exit 1
         png, plot_error = (
             (None, None)
-            if no_plot
+            if png_path is None
             else write_output("--plot", lambda: plot_bench(result, png_path))
         )
         if plot_error:

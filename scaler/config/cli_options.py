@@ -56,6 +56,7 @@ __all__ = [
     "register_configured_secrets",
     "register_environment_secrets",
     "settings_options",
+    "warn_unknown_env_vars",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -304,18 +305,10 @@ def register_environment_secrets(environ: Mapping[str, str] | None = None) -> No
     )
 
 
-def load_command_settings(
-    model: type[PrometheusSettings],
-    values: Mapping[str, object],
-    names: Mapping[str, tuple[str, ...]] | None = None,
-) -> Any:
-    """Warn about unknown ``VLLM_SCALER_*`` variables, register the credentials in
-    ``values``, and validate them (with the environment) as ``model``.
-
-    Raises:
-        typer.Exit: code 2 after printing the error, which names the variable, the option,
-            the value (never a secret one) and what was expected.
-    """
+def warn_unknown_env_vars() -> None:
+    """Print a warning on stderr for each ``VLLM_SCALER_*`` variable that is no setting
+    (settings ignore it: a misspelt name would silently change nothing), with the closest
+    setting, or the option it names when it is an option only."""
     for name, closest in unknown_env_vars():
         option = OPTION_ONLY.get(name.upper())
         if option:  # no setting is meant: the option is
@@ -328,6 +321,22 @@ def load_command_settings(
             f"vllm-scaler: warning: unknown environment variable {name} is ignored ({hint})",
             err=True,
         )
+
+
+def load_command_settings(
+    model: type[PrometheusSettings],
+    values: Mapping[str, object],
+    names: Mapping[str, tuple[str, ...]] | None = None,
+) -> Any:
+    """Warn about unknown ``VLLM_SCALER_*`` variables (:func:`warn_unknown_env_vars`),
+    register the credentials in
+    ``values``, and validate them (with the environment) as ``model``.
+
+    Raises:
+        typer.Exit: code 2 after printing the error, which names the variable, the option,
+            the value (never a secret one) and what was expected.
+    """
+    warn_unknown_env_vars()
     register_configured_secrets(values)
     shown = {f: option_names(f, names)[0].split("/")[0] for f in model.model_fields}
     try:

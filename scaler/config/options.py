@@ -15,6 +15,9 @@ __all__ = [
     "option_errors",
     "output_dir_error",
     "output_file_error",
+    "plot_file_error",
+    "plot_formats",
+    "plot_option",
     "write_output",
 ]
 
@@ -100,10 +103,58 @@ def output_file_error(option: str, path: Path) -> str | None:
     )
 
 
+#: The formats named first when a plot's file name is refused (the others follow, sorted).
+_USUAL_PLOT_FORMATS = ("png", "svg", "pdf")
+
+
+def plot_formats() -> tuple[str, ...]:
+    """The file name extensions (without the dot) matplotlib writes a figure in, as its Agg
+    canvas, which the plots are drawn on, lists them: png, svg and pdf first."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    known = set(FigureCanvasAgg.get_supported_filetypes())
+    usual = [f for f in _USUAL_PLOT_FORMATS if f in known]
+    return (*usual, *sorted(known - set(usual)))
+
+
+def plot_file_error(option: str, given: str) -> str | None:
+    """None when ``given`` (the option's text as typed) names a plot that can be written: a
+    file name whose extension is a format matplotlib knows (it chooses the format by the
+    extension, and without one writes ``<name>.png`` beside the path printed), not a
+    directory, in a writable directory (:func:`output_file_error`). Else one line naming the
+    option, the value and what was expected."""
+    path = Path(given)
+    formats = plot_formats()
+    expected = "a file name ending in one of " + ", ".join(f".{f}" for f in formats)
+    if given.endswith(("/", os.sep)) or path.is_dir():
+        return f"{option}: value {given!r}: expected {expected}, but it names a directory"
+    if path.suffix.removeprefix(".").lower() not in formats:
+        return f"{option}: value {given!r}: expected {expected}"
+    return output_file_error(option, path)
+
+
+def plot_option(plot: str | None, *, default: str, no_plot: bool) -> tuple[Path | None, str | None]:
+    """The plot file of a command's ``--plot`` (``default`` when not given) and
+    ``--no-plot``: the path to write (None with ``--no-plot``) and the error that refuses
+    the options (:func:`plot_file_error`; both options given), None when they are fine."""
+    if no_plot:
+        conflict = f"--plot: value {plot!r}: expected either --plot or --no-plot, not both"
+        return None, None if plot is None else conflict
+    given = default if plot is None else plot
+    return Path(given), plot_file_error("--plot", given)
+
+
 def write_output(option: str, write: Callable[[], Path]) -> tuple[Path | None, str | None]:
-    """Call ``write`` (which writes a file and returns its path); on ``OSError``, ``None`` and
-    one line naming the option, so that the caller still prints the results it computed."""
+    """Call ``write`` (which writes a file and returns its path); when it fails, ``None`` and
+    one line naming the option, so that the caller still prints the results it computed.
+
+    Any exception is such a failure (a full disk, and as well an error of the library that
+    draws the file), said on one line: its first, without a traceback.
+    """
     try:
         return write(), None
     except OSError as err:
         return None, f"{option}: {err}"
+    except Exception as err:  # whatever failed, the results are still printed
+        first = str(err).strip().splitlines()[:1]
+        return None, f"{option}: {type(err).__name__}: {first[0] if first else 'failed'}"

@@ -216,6 +216,29 @@ def test_missing_replica_history_is_an_error_naming_the_queries(
     assert result.stdout == ""  # nothing to report
 
 
+def test_json_is_the_same_document_when_every_target_fails(run: SimRun, tmp_path: Path) -> None:
+    doc = json.loads(json.dumps(POLICY))
+    doc["targets"][0]["workload"]["name"] = "other"
+    path = tmp_path / "policy.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    plot = tmp_path / "bt.png"
+    result = CliRunner().invoke(_app(), _args(run, path, "--plot", str(plot), "--output", "json"))
+    assert result.exit_code == 1
+    assert "llm/Deployment/other: no replica history" in result.stderr
+    assert "left out" not in result.stderr  # there are no others to report
+    out = json.loads(result.stdout)
+    assert out["targets"] == [] and out["plot"] is None
+    [failed] = out["failed_targets"]
+    assert failed["target"] == "llm/Deployment/other"
+    assert failed["error"].startswith("llm/Deployment/other: no replica history from ")
+    # the document of a run with results, with none of them
+    assert sorted(out) == [
+        "end", "failed_targets", "model_load_seconds", "plot", "start", "step_seconds", "targets"
+    ]  # fmt: skip
+    assert (out["step_seconds"], out["model_load_seconds"]) == (1.0, 4.0)
+    assert not plot.exists()  # nothing to draw
+
+
 def test_a_target_without_replica_history_leaves_the_others_reported(
     run: SimRun, tmp_path: Path
 ) -> None:
@@ -499,6 +522,61 @@ def test_a_range_of_more_steps_than_the_limit_is_refused_naming_the_options(
          "--start", "now-2d", "--step", "1s", "--max-steps", "0"],
     )  # fmt: skip
     assert raised.exit_code == 2 and "--max-steps" in raised.stderr
+
+
+def _refused_at_start(policy_file: Path, *extra: str) -> str:
+    """The one error line of a backtest refused before any request (the address is
+    unroutable: a request would fail otherwise)."""
+    result = CliRunner().invoke(
+        _app(),
+        ["backtest", "--prometheus-url", "http://127.0.0.1:9", "--policy", str(policy_file),
+         *extra],
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    [line] = result.stderr.splitlines()
+    return line
+
+
+@pytest.mark.parametrize("name", ["bt.xyz", "btnoext"])
+def test_a_plot_matplotlib_cannot_write_is_refused_before_any_request(
+    policy_file: Path, tmp_path: Path, name: str
+) -> None:
+    plot = tmp_path / name
+    line = _refused_at_start(policy_file, "--plot", str(plot))
+    assert line.startswith(
+        f"vllm-scaler: --plot: value '{plot}': expected a file name ending in one of .png, "
+        ".svg, .pdf, "
+    ), line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_plot_with_no_plot_is_refused_naming_both(policy_file: Path, tmp_path: Path) -> None:
+    plot = tmp_path / "bt.png"
+    assert _refused_at_start(policy_file, "--plot", str(plot), "--no-plot") == (
+        f"vllm-scaler: --plot: value '{plot}': expected either --plot or --no-plot, not both"
+    )
+
+
+def test_a_plot_that_fails_late_leaves_the_report_printed_on_one_line(
+    run: SimRun, policy_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import scaler.backtest.report as report
+
+    def unsupported(*args: object) -> Path:
+        raise ValueError("Format 'xyz' is not supported (supported formats: eps, png)\nmore")
+
+    monkeypatch.setattr(report, "plot_backtest", unsupported)
+    plot = tmp_path / "bt.png"
+    result = CliRunner().invoke(_app(), _args(run, policy_file, "--plot", str(plot), "-o", "json"))
+    assert result.exit_code == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        "vllm-scaler: --plot: ValueError: Format 'xyz' is not supported (supported formats: "
+        "eps, png)"
+    )
+    doc = json.loads(result.stdout)
+    assert doc["plot"] is None and [t["target"] for t in doc["targets"]] == [KEY]
 
 
 @pytest.mark.parametrize("max_steps", ["1000001", "99999999999999999999"])

@@ -14,7 +14,11 @@ from scaler.cli import app
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        pytest.param(["--slo-ttft", "0"], "--slo-ttft: value 0: expected a number > 0", id="slo"),
+        pytest.param(
+            ["--slo-ttft-seconds", "0"],
+            "--slo-ttft-seconds: value 0: expected a number > 0",
+            id="slo",
+        ),
         pytest.param(
             ["--rate-scale", "-1"], "--rate-scale: value -1: expected a number > 0", id="rate"
         ),
@@ -131,3 +135,116 @@ def test_a_plot_that_fails_late_keeps_the_figures(
     assert doc["plot"] is None
     assert doc["policies"][0]["name"] == "vllm-scaler"
     assert doc["policies"][0]["requests"] == 100
+
+
+def _tiny_trace(tmp_path: Path) -> list[str]:
+    """The options of ``bench`` on a trace of three requests in 2.5 s (a run of a second)."""
+    trace = tmp_path / "my.csv"
+    trace.write_text("ts,prompt,out\n0,100,20\n1000,200,30\n2500,300,40\n")
+    return [
+        "bench", "--trace", str(trace), "--time-column", "ts", "--prompt-column", "prompt",
+        "--output-column", "out", "--time-unit", "ms", "--rate-scale", "1", "--jobs", "1",
+    ]  # fmt: skip
+
+
+FORMATS = "a file name ending in one of .png, .svg, .pdf, "
+
+
+@pytest.mark.parametrize("name", ["p.xyz", "noext", "p.", "dirplot/", "p.png/"])
+def test_a_plot_name_matplotlib_cannot_write_is_refused_before_the_run(
+    tmp_path: Path, name: str
+) -> None:
+    plot = f"{tmp_path}/{name}"
+    result = CliRunner().invoke(app, [*_tiny_trace(tmp_path), "--plot", plot])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    # one line: the trace was not even read (its summary would come first on stderr)
+    [line] = result.stderr.splitlines()
+    prefix = f"vllm-scaler: --plot: value '{plot}': expected {FORMATS}"
+    assert line.startswith(prefix), line
+    # a trailing slash names a directory, whatever the name before it
+    assert line.endswith(", but it names a directory") == name.endswith("/")
+    listed = line.removeprefix(f"vllm-scaler: --plot: value '{plot}': expected ")
+    assert ".eps, " in listed and ".xyz" not in listed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["my.csv"]  # nothing written
+
+
+def test_an_existing_directory_as_the_plot_is_refused(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, [*_tiny_trace(tmp_path), "--plot", str(tmp_path)])
+    assert result.exit_code == 2
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"vllm-scaler: --plot: value '{tmp_path}': expected {FORMATS}")
+    assert line.endswith(", but it names a directory")
+
+
+def test_plot_and_no_plot_together_are_refused(tmp_path: Path) -> None:
+    plot = str(tmp_path / "p.png")
+    result = CliRunner().invoke(app, [*_tiny_trace(tmp_path), "--plot", plot, "--no-plot"])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"vllm-scaler: --plot: value '{plot}': expected either --plot or --no-plot, not both"
+    ]
+
+
+def test_the_plot_extension_chooses_the_format(tmp_path: Path) -> None:
+    plot = tmp_path / "p.SVG"
+    result = CliRunner().invoke(app, [*_tiny_trace(tmp_path), "--plot", str(plot), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["plot"] == str(plot)
+    assert plot.read_text().lstrip().startswith("<?xml") and "<svg" in plot.read_text()
+
+
+def test_any_late_plot_failure_keeps_the_figures_on_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import scaler.bench.report as report
+
+    def unsupported(*args: object) -> Path:
+        raise ValueError("Format 'xyz' is not supported (supported formats: eps, png)\nmore")
+
+    monkeypatch.setattr(report, "plot_bench", unsupported)
+    result = CliRunner().invoke(app, [*_tiny_trace(tmp_path), "--plot", str(tmp_path / "b.png")])
+    assert result.exit_code == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        "vllm-scaler: --plot: ValueError: Format 'xyz' is not supported (supported formats: "
+        "eps, png)"
+    )
+    assert result.stdout.startswith("read my.csv: 3 requests over 2.5 s")
+    assert "goals for vllm-scaler:" in result.stdout
+    assert "\nplot " not in result.stdout  # no plot to point to
+
+
+@pytest.mark.parametrize("option", ["--slo-ttft-seconds", "--slo-ttft"])
+def test_bench_takes_the_slo_as_sim_names_it_and_by_its_older_name(
+    tmp_path: Path, option: str
+) -> None:
+    result = CliRunner().invoke(
+        app, [*_tiny_trace(tmp_path), "--no-plot", "-o", "json", option, "3.5"]
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["slo_ttft_seconds"] == 3.5
+    refused = CliRunner().invoke(app, [*_tiny_trace(tmp_path), option, "-1"])
+    assert refused.exit_code == 2
+    assert refused.stderr.splitlines() == [
+        f"vllm-scaler: {option}: value -1: expected a number > 0 and <= 3600"
+    ]
+
+
+def test_the_slo_is_documented_under_the_name_sim_uses() -> None:
+    help_text = CliRunner().invoke(app, ["bench", "--help"]).stdout
+    assert "--slo-ttft-seconds" in help_text
+    assert "--slo-ttft " not in help_text  # the older name is hidden
+    sim_help = CliRunner().invoke(app, ["sim", "--help"]).stdout
+    assert "--slo-ttft-seconds" in sim_help
+
+
+def test_both_names_of_the_slo_are_refused_together(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app, [*_tiny_trace(tmp_path), "--slo-ttft", "1", "--slo-ttft-seconds", "2"]
+    )
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "vllm-scaler: --slo-ttft: value 1: expected either --slo-ttft-seconds or its older name "
+        "--slo-ttft, not both"
+    ]

@@ -130,8 +130,14 @@ def _error(args: list[str], env: dict[str, str] | None = None) -> str:
         ),
         pytest.param(
             ["backtest", "--max-points", "0"],
-            "vllm-scaler: --max-points: value 0: expected a number >= 1",
+            "vllm-scaler: --max-points: value 0: expected a number >= 1 and <= 11000",
             id="max-points",
+        ),
+        pytest.param(
+            # Prometheus refuses a range query of more points per series (HTTP 400)
+            ["backtest", "--max-points", "20000"],
+            "vllm-scaler: --max-points: value 20000: expected a number >= 1 and <= 11000",
+            id="max-points-beyond-prometheus-limit",
         ),
     ],
 )
@@ -296,12 +302,49 @@ def test_a_previews_folder_that_is_a_file_stops_before_writing(tmp_path: Path) -
     assert not out.exists() or not any(out.iterdir())
 
 
-def test_a_plot_path_that_is_a_directory_stops_at_start(tmp_path: Path) -> None:
-    line = _error(["bench", "--trace", "code", "--plot", str(tmp_path)])
+@pytest.mark.parametrize("command", ["bench", "backtest"])
+def test_a_plot_path_that_is_a_directory_stops_at_start(tmp_path: Path, command: str) -> None:
+    from scaler.config.options import plot_formats
+
+    line = _error([command, "--plot", str(tmp_path)])
+    formats = ", ".join(f".{f}" for f in plot_formats())
     assert line == (
-        f"vllm-scaler: --plot: value '{tmp_path}': expected a writable file path, but it is a "
-        "directory"
+        f"vllm-scaler: --plot: value '{tmp_path}': expected a file name ending in one of "
+        f"{formats}, but it names a directory"
     )
+    assert formats.startswith(".png, .svg, .pdf, ")
+
+
+def test_the_plot_formats_are_those_matplotlib_writes() -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from scaler.config.options import plot_formats
+
+    assert sorted(plot_formats()) == sorted(FigureCanvasAgg.get_supported_filetypes())
+
+
+def test_check_policy_warns_about_unknown_variables_as_every_command(tmp_path: Path) -> None:
+    policy = tmp_path / "p.yaml"
+    policy.write_text(yaml.safe_dump({"targets": [case_target_doc(max_replicas=7)]}))
+    result = CliRunner().invoke(
+        app, ["check-policy", str(policy)], env={"VLLM_SCALER_POLICYFILE": str(policy)}
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == [
+        "vllm-scaler: warning: unknown environment variable VLLM_SCALER_POLICYFILE is ignored "
+        "(closest setting: VLLM_SCALER_POLICY_FILE)"
+    ]
+    assert result.stdout.startswith("llm/Deployment/vllm: replicas 1..7, ")
+
+
+@pytest.mark.parametrize("command", [["run", "--dry-run"], ["recommend", "--once"]])
+def test_a_missing_policy_is_the_only_line_of_run_and_recommend(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """Nothing (not recommend's line on the Prometheus it reads) comes before the error."""
+    missing = tmp_path / "none.yaml"
+    line = _error([*command, "--policy", str(missing), "--prometheus-url", "http://127.0.0.1:9"])
+    assert line.startswith(f"vllm-scaler: {missing}: "), line
 
 
 def test_a_bare_step_is_seconds(tmp_path: Path) -> None:
@@ -346,7 +389,7 @@ def test_a_policy_file_that_is_not_utf8_is_one_line_naming_it(
     policy.write_bytes(content)
     result = CliRunner().invoke(app, [*command, str(policy)])
     assert result.exit_code == 2, result.output
-    # recommend's first line says which Prometheus it reads; the error is the last line
+    # the error is the only line (recommend says which Prometheus it reads after the policy)
     assert result.stderr.splitlines()[-1].endswith(
         f"{policy}: the file is not UTF-8 text; expected a YAML policy file given as {given_as}"
     ), result.stderr
