@@ -89,7 +89,8 @@ def register(app: typer.Typer) -> None:
             float | None,
             typer.Option(
                 help="Seconds until a replica the policy adds is ready, for every target and "
-                "shadow (default: each policy's own signals.capacity.model_load_seconds).",
+                "shadow (default: the policy's signals.capacity.model_load_seconds; a shadow that "
+                "does not set its own takes the policy's).",
                 show_default=False,
             ),
         ] = None,
@@ -171,7 +172,7 @@ def register(app: typer.Typer) -> None:
             },
             max_points=max_points,
             max_steps=max_steps,
-            # not given: each policy's own, validated with the policy
+            # not given: the policy's own (a shadow's, or the policy's when it sets none)
             **({} if model_load_seconds is None else {"model_load_seconds": model_load_seconds}),
         )
         plot_path, plot_error = plot_option(plot, default=DEFAULT_PLOT, no_plot=no_plot)

@@ -139,7 +139,9 @@ def format_text(backtests: Sequence[TargetBacktest], *, step_seconds: float) -> 
         lines.append(
             f"{bt.result.target}: {rfc3339(steps[0].at)} .. {rfc3339(steps[-1].at)}, "
             f"{steps_text(len(steps))} of {step_seconds:g} s, actual replicas from {src}, "
-            f"model load {_load(bt.result)}" + (f" (shadow {_load(sh)})" if sh is not None else "")
+            f"model load {_load(bt.result)}"
+            # the shadow's only when it differs (it takes the target's unless it sets its own)
+            + (f" (shadow {_load(sh)})" if sh is not None and _load(sh) != _load(bt.result) else "")
         )
         shadow_steps = sh.steps if sh is not None else None
         # wide enough for every reason of the table (waiting_for_pending, ...)

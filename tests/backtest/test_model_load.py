@@ -101,7 +101,7 @@ def test_a_shadow_without_its_own_model_load_replays_with_the_policys() -> None:
     bt = _run(parse_policy({"rate_window_seconds": 60, "targets": [target]}))
     assert bt.shadow.model_load_seconds == 20.0 and _ready_after(bt.shadow.steps) == 20.0
     header = format_text([bt], step_seconds=STEP).splitlines()[0]
-    assert header.endswith("actual replicas from kube-state-metrics, model load 20 s (shadow 20 s)")
+    assert header.endswith("actual replicas from kube-state-metrics, model load 20 s")  # same: once
 
 
 def test_the_header_and_the_json_say_the_model_load_of_each_replay() -> None:
