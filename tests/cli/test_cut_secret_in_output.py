@@ -51,8 +51,9 @@ async def _error(request: web.Request) -> web.Response:
     return web.Response(status=500, text=json.dumps(body), content_type="application/json")
 
 
-@pytest.fixture(params=[_html, _error], ids=["html", "json-error"])
+@pytest.fixture
 async def echo_url(request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    """The echoing server, its body given by the test (:data:`ECHOES`)."""
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", request.param)
     runner = web.AppRunner(app)
@@ -95,7 +96,16 @@ def _env(url: str, kube_url: str, tmp_path: Path, auth: str) -> dict[str, str]:
     return env
 
 
-@pytest.mark.parametrize("auth", ["token", "url"])
+#: Each body with one credential form per command: both bodies and both forms are met by
+#: every command (the masking itself is one function, tested on its own in test_redact).
+ECHOES = pytest.mark.parametrize(
+    ("echo_url", "auth"),
+    [pytest.param(_html, "token", id="html-token"), pytest.param(_error, "url", id="json-url")],
+    indirect=["echo_url"],
+)
+
+
+@ECHOES
 @pytest.mark.parametrize(
     "args",
     [
@@ -111,7 +121,7 @@ async def test_an_echoed_credential_cut_short_is_masked(
     _assert_masked(out, auth)
 
 
-@pytest.mark.parametrize("auth", ["token", "url"])
+@ECHOES
 async def test_run_logs_an_echoed_credential_cut_short_masked(
     echo_url: str, kube_url: str, tmp_path: Path, auth: str
 ) -> None:

@@ -50,4 +50,4 @@ def test_soak_short() -> None:
 @pytest.mark.e2e
 @pytest.mark.parametrize("seed", [pytest.param(1, id="seed 1")])
 def test_soak_10000_cycles(seed: int) -> None:
-    check(run_soak(10_000, seed=seed, heap_cycles=1_200), 10_000)
+    check(run_soak(10_000, seed=seed, heap_cycles=700), 10_000)
