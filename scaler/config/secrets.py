@@ -48,10 +48,11 @@ MIN_SECRET_LENGTH = 4
 NON_SECRET_HEADERS = frozenset({"x-scope-orgid", "thanos-tenant"})
 
 #: Header names that carry a credential (the Helm chart refuses them in plain ``headers`` by
-#: the same rule): ``Authorization``, ``X-Api-Key``, ``Cookie``, ``X-Auth-Token``... A header
-#: that neither routes nor matches is masked too, but not named as authentication.
+#: the same rule; a test keeps the two equal): ``Authorization``, ``X-Api-Key``, ``Cookie``,
+#: ``X-Auth-Token``... A header that neither routes nor matches is masked too, but not named
+#: as authentication.
 CREDENTIAL_HEADER = re.compile(
-    r"auth|cookie|token|key|secret|password|credential|session", re.IGNORECASE
+    r"auth|cookie|token|key|secret|password|passwd|credential|session", re.IGNORECASE
 )
 
 #: Query parameters of a URL whose values are credentials (``?access_token=...``).

@@ -5,6 +5,7 @@ the kustomize base and overlays, and the files rendered from it up to date."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 import yaml
 
 from scaler.config.policy import parse_policy
+from scaler.config.secrets import CREDENTIAL_HEADER
 from scaler.config.settings import unknown_env_vars
 from tests.deploy.render import (
     CHART,
@@ -819,3 +821,12 @@ def test_memory_covers_the_measured_resident_set() -> None:
     ]
     assert _mebibytes(resources["requests"]["memory"]) >= 105 * 1.2
     assert _mebibytes(resources["limits"]["memory"]) >= 230 * 1.5
+
+
+def test_the_chart_refuses_the_headers_the_controller_names_as_credentials() -> None:
+    """One rule for a credential header's name: the chart's refusal in plain ``headers`` and
+    the controller's start-up line (``CREDENTIAL_HEADER``)."""
+    template = (CHART / "templates" / "deployment.yaml").read_text()
+    chart = re.search(r'regexMatch "\(([^)]*)\)" \(lower \$name\)', template)
+    assert chart is not None
+    assert set(chart.group(1).split("|")) == set(CREDENTIAL_HEADER.pattern.split("|"))
