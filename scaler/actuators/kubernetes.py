@@ -623,20 +623,52 @@ class KubernetesActuator:
         return True
 
 
+def _condition(status: Any, kind: str) -> Any:
+    """The pod condition of type ``kind`` (None without it)."""
+    conditions = (status.conditions or []) if status is not None else []
+    return next((c for c in conditions if c.type == kind), None)
+
+
+def _seconds_since(when: Any, now: float) -> float | None:
+    return max(0.0, now - when.timestamp()) if when is not None else None
+
+
+def _unschedulable(status: Any) -> str | None:
+    """``reason: message`` of a PodScheduled condition that is False (None otherwise)."""
+    scheduled = _condition(status, "PodScheduled")
+    if scheduled is None or scheduled.status != "False":
+        return None
+    text = ": ".join(str(x) for x in (scheduled.reason, scheduled.message) if x)
+    return text or "not scheduled"
+
+
+def _last_restart(status: Any) -> Any:
+    """When a container of the pod last terminated before being restarted (None: never)."""
+    latest = None
+    for c in (status.container_statuses or []) if status is not None else []:
+        last = c.last_state.terminated if c.last_state is not None else None
+        if not c.restart_count or last is None or last.finished_at is None:
+            continue
+        if latest is None or last.finished_at > latest:
+            latest = last.finished_at
+    return latest
+
+
 def _pod_info(pod: Any, now: float) -> PodInfo:
     """A kubernetes-asyncio V1Pod -> PodInfo. ``ready_seconds`` is the time since the Ready
-    condition's ``lastTransitionTime`` (None without the condition or its time)."""
+    condition's ``lastTransitionTime`` (None without the condition or its time); the
+    PodScheduled condition and the containers' last terminations tell when the pod's
+    current start began (:attr:`~scaler.core.observation.PodInfo.start_seconds`)."""
     meta, status = pod.metadata, pod.status
-    condition = next(
-        (
-            c
-            for c in ((status.conditions or []) if status is not None else [])
-            if c.type == "Ready" and c.status == "True"
-        ),
-        None,
+    ready_condition = _condition(status, "Ready")
+    ready = ready_condition is not None and ready_condition.status == "True"
+    since = getattr(ready_condition, "last_transition_time", None) if ready else None
+    scheduled = _condition(status, "PodScheduled")
+    scheduled_at = (
+        getattr(scheduled, "last_transition_time", None)
+        if scheduled is not None and scheduled.status == "True"
+        else None
     )
-    ready = condition is not None
-    since = getattr(condition, "last_transition_time", None)
     created = meta.creation_timestamp
     age = max(0.0, now - created.timestamp()) if created is not None else 0.0
     return PodInfo(
@@ -646,5 +678,8 @@ def _pod_info(pod: Any, now: float) -> PodInfo:
         age_seconds=age,
         phase=(status.phase if status is not None and status.phase else "Unknown"),
         deletion_cost=(meta.annotations or {}).get(POD_DELETION_COST),
-        ready_seconds=max(0.0, now - since.timestamp()) if since is not None else None,
+        ready_seconds=_seconds_since(since, now),
+        scheduled_seconds=_seconds_since(scheduled_at, now),
+        unschedulable=_unschedulable(status),
+        restarted_seconds=_seconds_since(_last_restart(status), now),
     )

@@ -332,6 +332,8 @@ class DecisionExports:
             ready=d.replicas.ready,
             starting=d.replicas.starting,
             terminating=d.replicas.terminating,
+            **({"unschedulable": d.replicas.unschedulable} if d.replicas.unschedulable else {}),
+            **({"finished": d.replicas.finished} if d.replicas.finished else {}),
             signals=signals,
             signal_targets=targets,
             message=d.message,

@@ -64,6 +64,8 @@ def decision_json(d: Decision) -> dict[str, Any]:
             "starting": d.replicas.starting,
             "stuck": d.replicas.stuck,
             "terminating": d.replicas.terminating,
+            "unschedulable": d.replicas.unschedulable,
+            "finished": d.replicas.finished,
         },
         "signals": [
             {
@@ -148,7 +150,14 @@ def print_reports(reports: list[TargetReport], fmt: OutputFormat, out: TextIO) -
             f"{r.target}: current {d.current_replicas} -> desired {d.desired_replicas} "
             f"[{d.reason}] {d.message}\n"
             f"  replicas: ready {d.replicas.ready}, starting {d.replicas.starting}, "
-            f"stuck {d.replicas.stuck}, terminating {d.replicas.terminating}\n"
+            f"stuck {d.replicas.stuck}, terminating {d.replicas.terminating}"
+            + (
+                f", waiting for a node {d.replicas.unschedulable}"
+                if d.replicas.unschedulable
+                else ""
+            )
+            + (f", finished (not counted) {d.replicas.finished}" if d.replicas.finished else "")
+            + "\n"
         )
         if r.readings is not None and r.readings.stalled:
             out.write(

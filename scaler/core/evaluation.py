@@ -114,10 +114,11 @@ def evaluate_signal(
                 return _asks_nothing(reading, target, value=value, ratio=ratio)
             step = LATENCY_MAX_RATIO  # the true ratio is larger, by how much is unknown
         proposed = ceil_replicas(step * max(counts.ready, 1))
-        if counts.starting > 0 or ttft_settling:
-            # TTFT cannot improve before the starting replicas serve, nor read as improved
-            # until its rate window has passed since they did: it may not ask for capacity
-            # beyond what is already asked for (no cascade on a lagging signal).
+        if counts.starting > 0 or counts.unschedulable > 0 or ttft_settling:
+            # TTFT cannot improve before the starting replicas (or those still waiting for a
+            # node) serve, nor read as improved until its rate window has passed since they
+            # did: it may not ask for capacity beyond what is already asked for (no cascade
+            # on a lagging signal).
             proposed = min(proposed, current)
         elif ttft_not_load:
             # a breach the load does not explain: the smallest step up, not the doubling

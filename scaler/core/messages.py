@@ -136,6 +136,8 @@ def _hold_reason(
     covered = f", no more than the {current} asked for" if demand < current else ""
     if demand < current and counts.stuck:
         covered += f" ({counts.stuck} of them stuck)"
+    if demand < current and counts.unschedulable:
+        covered += f" ({counts.unschedulable} of them waiting for a node)"
     return Reason.DEMAND_COVERED, (
         f"{e.name} {at_least}{e.value:.3g} s vs target {e.target:.3g} s (ratio "
         f"{at_least}{e.ratio:.2f}) is {side} "

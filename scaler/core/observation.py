@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 from scaler.config.vocabulary import SignalName
 from scaler.core.signals import SignalReading, SignalStatus
 
+#: Pod phases after which a pod never runs again (``status.phase``).
+TERMINAL_PHASES = frozenset({"Failed", "Succeeded"})
+
 
 @dataclass(frozen=True, slots=True)
 class ReplicaCounts:
@@ -18,14 +21,26 @@ class ReplicaCounts:
             never a count of Prometheus series, is the current replica count.
         status: ``status.replicas`` of the scale subresource.
         ready: live pods (no deletionTimestamp) whose Ready condition is True.
-        starting: live pods not ready and younger than the model load timeout: capacity
-            already asked for that is still loading its model.
-        stuck: live pods not ready and older than the model load timeout (for example
-            Pending for lack of GPUs); reported, and never a reason to add more replicas.
+        starting: live pods not ready whose current start (scheduling, or the restart of a
+            container) is younger than the model load timeout: capacity already asked for
+            that is still loading its model.
+        stuck: live pods not ready whose current start is older than the model load timeout
+            (an image that does not pull, a model that does not load), or that have waited
+            for a node longer than it (a GPU node pool at its limit); reported, and never a
+            reason to add more replicas.
         terminating: pods with a deletionTimestamp (draining in-flight requests).
         removing: live pods that this controller's own scale-down removes and that have no
             deletionTimestamp yet (the workload controller has not got to them). Other pods
             beyond ``current`` (a rollout's surge or canary) are not removing.
+        unschedulable: live pods the scheduler has not placed (``PodScheduled`` False: no
+            node with a free GPU yet, a node still being provisioned, a scheduling gate) for
+            less than the model load timeout, after which they are stuck. Asked for, so no
+            replicas are added for them; not loading yet, so they never hold a scale-down
+            (the ReplicaSet removes unscheduled pods first) and their wait is not model load
+            time.
+        finished: pods in a terminal phase (``Failed``, ``Succeeded``: evicted for node
+            pressure, a container that exited): no longer replicas; the ReplicaSet has
+            replaced them (HPA and ReplicaSet ignore them too). Reported only.
     """
 
     current: int
@@ -35,11 +50,13 @@ class ReplicaCounts:
     stuck: int = 0
     terminating: int = 0
     removing: int = 0
+    unschedulable: int = 0
+    finished: int = 0
 
     @property
     def live(self) -> int:
-        """Pods that exist and are not terminating."""
-        return self.ready + self.starting + self.stuck
+        """Pods that exist, are not terminating and have not finished."""
+        return self.ready + self.starting + self.stuck + self.unschedulable
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +132,14 @@ class PodInfo:
         ready_seconds: seconds since the Ready condition's ``lastTransitionTime`` while the
             pod is ready; None when it is not ready or the time is unknown. A pod ready for
             less than a ``rate()`` window cannot have a rate yet (its series are that young).
+        scheduled_seconds: seconds since the ``PodScheduled`` condition turned True (the pod
+            got its node); None when unknown.
+        unschedulable: why the scheduler has not placed the pod (``PodScheduled`` False:
+            ``reason: message``, e.g. ``Unschedulable: 0/4 nodes are available: 4 Insufficient
+            nvidia.com/gpu``); None once scheduled or when unknown.
+        restarted_seconds: seconds since a container of the pod last terminated (it was
+            restarted: an OOM kill, a crash, a failed liveness probe); None when no container
+            ever restarted.
     """
 
     name: str
@@ -124,6 +149,23 @@ class PodInfo:
     phase: str = "Running"
     deletion_cost: str | None = None
     ready_seconds: float | None = None
+    scheduled_seconds: float | None = None
+    unschedulable: str | None = None
+    restarted_seconds: float | None = None
+
+    @property
+    def finished(self) -> bool:
+        """The pod is in a terminal phase (``Failed``, ``Succeeded``): no longer a replica."""
+        return self.phase in TERMINAL_PHASES
+
+    @property
+    def start_seconds(self) -> float:
+        """Seconds since the pod's current start began: the latest of its creation, its
+        scheduling and its last container restart. A pod that waited for a node starts
+        loading when it gets one; a pod whose vLLM container restarted loads the model again
+        from that restart, however old the pod is."""
+        known = [s for s in (self.scheduled_seconds, self.restarted_seconds) if s is not None]
+        return min([self.age_seconds, *known])
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,32 +191,43 @@ class WorkloadSnapshot:
     @property
     def ready_pod_names(self) -> frozenset[str]:
         """Names of live (not terminating) ready pods: the only pods whose series count."""
-        return frozenset(p.name for p in self.pods if p.ready and not p.terminating)
+        return frozenset(
+            p.name for p in self.pods if p.ready and not p.terminating and not p.finished
+        )
 
     @property
     def live_pod_names(self) -> frozenset[str]:
-        """Names of pods that are not terminating."""
-        return frozenset(p.name for p in self.pods if not p.terminating)
+        """Names of pods that are not terminating and have not finished."""
+        return frozenset(p.name for p in self.pods if not p.terminating and not p.finished)
 
     def counts(self, model_load_timeout_seconds: float, *, removing: int = 0) -> ReplicaCounts:
-        """Classify the pods into ready / starting / stuck / terminating.
+        """Classify the pods into ready / starting / stuck / unschedulable / terminating /
+        finished.
 
-        A live pod that is not ready counts as *starting* while it is younger than the
-        model load timeout, and as *stuck* after that. ``removing`` is passed through (the
-        pods do not tell it: only the controller knows which pods it removes).
+        A pod in a terminal phase is *finished*, whatever its conditions say. A live pod
+        that is not ready and has no node is *unschedulable* while it was created less than
+        the model load timeout ago; one that has a node counts as *starting* while its
+        current start (:attr:`PodInfo.start_seconds`: scheduling or a container restart, not
+        the pod's creation) is younger than the timeout. Either is *stuck* after that.
+        ``removing`` is passed through (the pods do not tell it: only the controller knows
+        which pods it removes).
         """
-        ready = starting = stuck = terminating = 0
+        ready = starting = stuck = terminating = unschedulable = finished = 0
         for p in self.pods:
             if p.terminating:
                 terminating += 1
+            elif p.finished:
+                finished += 1
             elif p.ready:
                 ready += 1
-            elif p.age_seconds < model_load_timeout_seconds:
+            elif p.unschedulable is not None and p.age_seconds < model_load_timeout_seconds:
+                unschedulable += 1
+            elif p.unschedulable is None and p.start_seconds < model_load_timeout_seconds:
                 starting += 1
             else:
                 stuck += 1
         # Pods the workload controller has not created yet are starting too.
-        starting += max(0, self.spec_replicas - (ready + starting + stuck))
+        starting += max(0, self.spec_replicas - (ready + starting + stuck + unschedulable))
         return ReplicaCounts(
             current=self.spec_replicas,
             status=self.status_replicas,
@@ -183,4 +236,6 @@ class WorkloadSnapshot:
             stuck=stuck,
             terminating=terminating,
             removing=removing,
+            unschedulable=unschedulable,
+            finished=finished,
         )

@@ -76,6 +76,19 @@ class ScalerMetrics:
         self.terminating_replicas = Gauge(
             "vllm_scaler_terminating_replicas", "Pods draining after a scale-down.", t, registry=r
         )
+        self.unschedulable_replicas = Gauge(
+            "vllm_scaler_unschedulable_replicas",
+            "Pods the scheduler has not placed (PodScheduled False: waiting for a node).",
+            t,
+            registry=r,
+        )
+        self.finished_pods = Gauge(
+            "vllm_scaler_finished_pods",
+            "Pods in a terminal phase (Failed, Succeeded: evicted, exited), not counted as "
+            "replicas.",
+            t,
+            registry=r,
+        )
         self.min_replicas = Gauge("vllm_scaler_min_replicas", "Policy min replicas.", t, registry=r)
         self.max_replicas = Gauge("vllm_scaler_max_replicas", "Policy max replicas.", t, registry=r)
         ts = ["target", "signal"]
@@ -357,7 +370,8 @@ class ScalerMetrics:
         )
         self.model_load = Gauge(
             "vllm_scaler_model_load_seconds",
-            "Model load time learned from the target's own pods (creation to Ready, median of "
+            "Model load time learned from the target's own pods (creation, or a container "
+            "restart, to Ready; median of "
             "recent starts).",
             t,
             registry=r,
@@ -412,6 +426,8 @@ class ScalerMetrics:
         self.starting_replicas.labels(target).set(c.starting)
         self.stuck_replicas.labels(target).set(c.stuck)
         self.terminating_replicas.labels(target).set(c.terminating)
+        self.unschedulable_replicas.labels(target).set(c.unschedulable)
+        self.finished_pods.labels(target).set(c.finished)
         self.min_replicas.labels(target).set(min_replicas)
         self.max_replicas.labels(target).set(max_replicas)
         self.tolerance.labels(target, "up").set(tolerance_up)

@@ -1,0 +1,63 @@
+"""Helpers of the hunt's cases (``tests/cases/hNN-*.md`` and their tests).
+
+Each test names the case text it implements with :func:`case_text`, which fails when the
+text is missing: the case, its kind, its source and its tests stay together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from scaler.sim.kubeapi.base import rfc3339
+from tests.support.fakeprom import kv, per_pod, ttft_answers
+
+HERE = Path(__file__).resolve().parent
+
+
+def case_text(name: str) -> Path:
+    """The case text ``name`` beside the tests (asserted to exist)."""
+    path = HERE / name
+    assert path.is_file(), f"case text {path} is missing"
+    return path
+
+
+def idle(pods: Iterable[str], *, kv_cache: str = "0.02") -> dict[str, Any]:
+    """Answers of idle vLLM pods: nothing waiting or running, KV cache ``kv_cache``, TTFT
+    request rate 0."""
+    names = list(pods)
+    return {
+        "waiting": per_pod(dict.fromkeys(names, "0")),
+        "running": per_pod(dict.fromkeys(names, "0")),
+        "kv_cache": kv(dict.fromkeys(names, kv_cache)),
+        **ttft_answers("NaN", "0"),
+    }
+
+
+def busy(waiting: Mapping[str, str], *, kv_cache: str = "0.5") -> dict[str, Any]:
+    """Answers of pods with ``waiting`` requests each, one running, KV cache ``kv_cache``
+    and an idle TTFT (a test about the queue)."""
+    return {
+        "waiting": per_pod(waiting),
+        "running": per_pod(dict.fromkeys(waiting, "1")),
+        "kv_cache": kv(dict.fromkeys(waiting, kv_cache)),
+        **ttft_answers("NaN", "0"),
+    }
+
+
+def condition(
+    kind: str, status: bool, at: float, *, reason: str | None = None, message: str | None = None
+) -> dict[str, Any]:
+    """A pod condition as the kubelet or the scheduler writes it."""
+    out: dict[str, Any] = {
+        "type": kind,
+        "status": "True" if status else "False",
+        "lastProbeTime": None,
+        "lastTransitionTime": rfc3339(at),
+    }
+    if reason is not None:
+        out["reason"] = reason
+    if message is not None:
+        out["message"] = message
+    return out
