@@ -22,6 +22,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from scaler.actuators.api_client import KubeConfigError, MissingContextError, build_api_client
 from scaler.actuators.errors import ApiFailure, KubeApiError, classify_error
+from scaler.actuators.server_clock import ServerClock
 from scaler.config.policy import WorkloadRef
 from scaler.config.secrets import shortened
 from scaler.config.wording import counted
@@ -208,7 +209,9 @@ class KubernetesActuator:
     Args:
         api_client: a kubernetes-asyncio ApiClient (see :func:`build_api_client`); the
             caller owns and closes it.
-        clock: epoch seconds; the only source of "now" (pod ages, event timestamps).
+        clock: epoch seconds; the local "now" (event timestamps). Pod ages are measured on
+            the API server's clock, this one moved by the offset its answers' ``Date``
+            header shows (:class:`~scaler.actuators.server_clock.ServerClock`).
         field_manager: ``fieldManager`` of writes and the events' ``source.component``.
         dry_run: read-only mode: :meth:`scale` returns ``dry_run`` and :meth:`emit_event`
             does nothing, without sending any request.
@@ -233,6 +236,7 @@ class KubernetesActuator:
         self._core = client.CoreV1Api(api_client)
         self._uids: dict[str, str] = {}  # ref key -> workload uid, for involvedObject
         self._instance = socket.gethostname()[:128]
+        self.server_clock = ServerClock()
 
     @property
     def dry_run(self) -> bool:
@@ -266,7 +270,8 @@ class KubernetesActuator:
     async def read(self, ref: WorkloadRef) -> WorkloadSnapshot:
         """GET the scale subresource, then list the pods its ``status.selector`` picks.
 
-        Pod ages are ``clock() - creationTimestamp`` in seconds (never negative). An empty
+        Pod ages are the server's now (the pod list's ``Date`` header) minus
+        ``creationTimestamp``, in seconds (never negative). An empty
         selector (a custom kind without ``labelSelectorPath``) yields no pods rather than
         every pod of the namespace.
 
@@ -278,10 +283,10 @@ class KubernetesActuator:
             scale = await self._get_scale(ref)
             pods: tuple[PodInfo, ...] = ()
             if scale.selector:
-                listing = await self._core.list_namespaced_pod(
+                listing, _, headers = await self._core.list_namespaced_pod_with_http_info(
                     ref.namespace, label_selector=scale.selector, _request_timeout=self._timeout
                 )
-                now = self._clock()
+                now = self.server_clock.now(headers, self._clock())
                 pods = tuple(_pod_info(p, now) for p in listing.items)
             else:
                 log.warning("scale_without_selector", target=ref.key())

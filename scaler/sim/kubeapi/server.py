@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
+from email.utils import formatdate
 from typing import Any
 
 import yaml
@@ -150,6 +151,8 @@ class KubeApiServer:
             response = _json(ApiError.generic(404).status_body(), 404)
         except web.HTTPMethodNotAllowed:
             response = _json(ApiError.generic(405).status_body(), 405)
+        # as the real server: its own clock in every answer's Date header (RFC 7231)
+        response.headers["Date"] = formatdate(self.store.now(), usegmt=True)
         self.requests.append(
             RecordedRequest(
                 request.method,
