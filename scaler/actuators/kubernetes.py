@@ -9,11 +9,13 @@ carrying it.
 
 from __future__ import annotations
 
+import asyncio
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
+from functools import partial
 from typing import Any
 
 import structlog
@@ -23,6 +25,7 @@ from kubernetes_asyncio.client import ApiClient
 from scaler.actuators.api_client import KubeConfigError, MissingContextError, build_api_client
 from scaler.actuators.errors import ApiFailure, KubeApiError, classify_error
 from scaler.actuators.server_clock import ServerClock
+from scaler.actuators.throttle import ApiGate
 from scaler.config.policy import WorkloadRef
 from scaler.config.secrets import shortened
 from scaler.config.wording import counted
@@ -216,6 +219,8 @@ class KubernetesActuator:
         dry_run: read-only mode: :meth:`scale` returns ``dry_run`` and :meth:`emit_event`
             does nothing, without sending any request.
         request_timeout: total timeout of one API request, in seconds.
+        sleep: waits that many seconds, for a ``Retry-After`` of the API server
+            (:class:`~scaler.actuators.throttle.ApiGate`, which every request passes).
     """
 
     def __init__(
@@ -226,6 +231,7 @@ class KubernetesActuator:
         field_manager: str = "vllm-scaler",
         dry_run: bool = False,
         request_timeout: float = 10.0,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ) -> None:
         self._api = api_client
         self._clock = clock
@@ -237,6 +243,7 @@ class KubernetesActuator:
         self._uids: dict[str, str] = {}  # ref key -> workload uid, for involvedObject
         self._instance = socket.gethostname()[:128]
         self.server_clock = ServerClock()
+        self.gate = ApiGate(clock, sleep=sleep)
 
     @property
     def dry_run(self) -> bool:
@@ -253,8 +260,12 @@ class KubernetesActuator:
         return ref.group, ref.version, ref.namespace, ref.resource, ref.name
 
     async def _get_scale(self, ref: WorkloadRef) -> _Scale:
-        obj = await self._custom.get_namespaced_custom_object_scale(
-            *self._path(ref), _request_timeout=self._timeout
+        path = self._path(ref)
+        obj = await self.gate.call(
+            lambda: self._custom.get_namespaced_custom_object_scale(
+                *path, _request_timeout=self._timeout
+            ),
+            retry=True,
         )
         scale = _parse_scale(obj)
         if scale.uid:
@@ -262,6 +273,8 @@ class KubernetesActuator:
         return scale
 
     def _classify(self, exc: BaseException) -> KubeApiError:
+        if isinstance(exc, KubeApiError):  # already classified (a call the gate held back)
+            return exc
         err = classify_error(exc, now=self._clock())
         if err is None:
             raise exc
@@ -283,8 +296,11 @@ class KubernetesActuator:
             scale = await self._get_scale(ref)
             pods: tuple[PodInfo, ...] = ()
             if scale.selector:
-                listing, _, headers = await self._core.list_namespaced_pod_with_http_info(
-                    ref.namespace, label_selector=scale.selector, _request_timeout=self._timeout
+                listing, _, headers = await self.gate.call(
+                    lambda: self._core.list_namespaced_pod_with_http_info(
+                        ref.namespace, label_selector=scale.selector, _request_timeout=self._timeout
+                    ),
+                    retry=True,
                 )
                 now = self.server_clock.now(headers, self._clock())
                 pods = tuple(_pod_info(p, now) for p in listing.items)
@@ -314,8 +330,11 @@ class KubernetesActuator:
         """
         path = self._path(ref)
         try:
-            obj = await self._custom.get_namespaced_custom_object(
-                *path, _request_timeout=self._timeout
+            obj = await self.gate.call(
+                lambda: self._custom.get_namespaced_custom_object(
+                    *path, _request_timeout=self._timeout
+                ),
+                retry=True,
             )
         except Exception as exc:
             raise self._classify(exc) from exc
@@ -338,8 +357,16 @@ class KubernetesActuator:
         )
         for group, version, plural, kind, keda in lists:
             try:
-                listing = await self._custom.list_namespaced_custom_object(
-                    group, version, namespace, plural, _request_timeout=self._timeout
+                listing = await self.gate.call(
+                    partial(
+                        self._custom.list_namespaced_custom_object,
+                        group,
+                        version,
+                        namespace,
+                        plural,
+                        _request_timeout=self._timeout,
+                    ),
+                    retry=True,
                 )
             except Exception as exc:
                 err = self._classify(exc)
@@ -379,13 +406,17 @@ class KubernetesActuator:
                 return CostPatches(tuple(patched), failed, fenced=True)
             body = {"metadata": {"annotations": {POD_DELETION_COST: str(cost)}}}
             try:
-                await core.patch_namespaced_pod(
-                    pod,
-                    namespace,
-                    body,
-                    field_manager=self._field_manager,
-                    _content_type=MERGE_PATCH,
-                    _request_timeout=self._timeout,
+                await self.gate.call(
+                    partial(
+                        core.patch_namespaced_pod,
+                        pod,
+                        namespace,
+                        body,
+                        field_manager=self._field_manager,
+                        _content_type=MERGE_PATCH,
+                        _request_timeout=self._timeout,
+                    ),
+                    retry=False,
                 )
             except Exception as exc:
                 err = self._classify(exc)
@@ -407,12 +438,16 @@ class KubernetesActuator:
         # kubernetes-asyncio would pick application/json-patch+json for a dict body, so force
         # the content type; its stubs omit the (supported) _content_type keyword, hence Any.
         custom: Any = self._custom
-        obj = await custom.patch_namespaced_custom_object_scale(
-            *self._path(ref),
-            body,
-            field_manager=self._field_manager,
-            _content_type=MERGE_PATCH,
-            _request_timeout=self._timeout,
+        path = self._path(ref)
+        obj = await self.gate.call(
+            lambda: custom.patch_namespaced_custom_object_scale(
+                *path,
+                body,
+                field_manager=self._field_manager,
+                _content_type=MERGE_PATCH,
+                _request_timeout=self._timeout,
+            ),
+            retry=False,
         )
         return _parse_scale(obj)
 
@@ -608,11 +643,15 @@ class KubernetesActuator:
             "count": 1,
         }
         try:
-            await self._core.create_namespaced_event(
-                ref.namespace,
-                body,
-                field_manager=self._field_manager,
-                _request_timeout=self._timeout,
+            await self.gate.call(
+                lambda: self._core.create_namespaced_event(
+                    ref.namespace,
+                    body,
+                    field_manager=self._field_manager,
+                    _request_timeout=self._timeout,
+                ),
+                retry=False,
+                held=False,  # the Event may be the report of a throttled write
             )
         except Exception as exc:
             err = self._classify(exc)

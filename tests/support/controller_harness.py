@@ -218,7 +218,11 @@ async def open_harness(
             rate_window_seconds=policy.rate_window_seconds,
             clock=clock,
         )
-        actuator = KubernetesActuator(api, clock=clock)
+
+        async def waited(seconds: float) -> None:  # a Retry-After waited in fake time
+            clock.advance(seconds)
+
+        actuator = KubernetesActuator(api, clock=clock, sleep=waited)
         metrics = ScalerMetrics()
         controller = Controller(
             policy=policy, source=source, actuator=actuator, metrics=metrics, clock=clock
