@@ -38,6 +38,9 @@ Why these expressions:
 - ``vllm:num_requests_running`` is not a scaling signal: it exists on every scraped vLLM pod,
   so it proves a pod is scraped. A signal with no series while running series exist is
   ``absent`` (configuration problem, e.g. a renamed metric) rather than ``empty`` (outage).
+  The same query carries each pod's sample age, ``time() - timestamp(...)``: an instant
+  query answers the newest sample within the lookback (5 minutes) as current, so values a
+  remote-write backlog, a stalled agent or federation delays look fresh without it.
 - KV cache: ``max by (namespace, pod, __name__)`` over ``{__name__=~"new|old"}``: one query
   reads both the new name (``vllm:kv_cache_usage_perc``, vLLM >= 0.9.2) and the old one
   (``vllm:gpu_cache_usage_perc``, removed in 0.12), keeping the name so the source prefers the
@@ -89,6 +92,7 @@ __all__ = [
     "RECORDED_LABEL",
     "REQUESTS_METRIC",
     "RUNNING_METRIC",
+    "SAMPLE_AGE_SUFFIX",
     "SELECTOR_LABEL",
     "SIGNAL_QUERY",
     "TARGET_LABEL",
@@ -116,6 +120,7 @@ __all__ = [
     "recorded_ttft_metric",
     "recording_rule_expr",
     "recording_rules",
+    "sample_age_group",
     "target_selector",
 ]
 
@@ -131,6 +136,8 @@ NATIVE_PART_LABEL = "scaler_native"
 POD_GROUP_LABEL = "scaler_pod_group"
 #: Label that tags each throughput series with the counter it is the rate of.
 METRIC_LABEL = "scaler_metric"
+#: Suffix of a selector group's tag on its pods' sample ages in the ``running`` answer.
+SAMPLE_AGE_SUFFIX = "@age"
 #: Label of the ages of the recorded per-pod throughput rates in the ``running`` answer: the
 #: counter the age is of (one series per namespace and counter, no ``pod`` label).
 RECORDED_LABEL = "scaler_recorded"
@@ -440,6 +447,19 @@ def _throughput_ages(gid: str, sel: str, rate_window_seconds: float) -> str:
     return _tag(ages, SELECTOR_LABEL, gid)
 
 
+def sample_age_group(gid: str) -> str:
+    """The ``scaler_selector`` tag of selector group ``gid``'s per-pod sample ages in the
+    ``running`` answer (a group of its own, so no signal reads them as values)."""
+    return f"{gid}{SAMPLE_AGE_SUFFIX}"
+
+
+def _sample_ages(gid: str, sel: str) -> str:
+    """Per pod, the age of its newest ``vllm:num_requests_running`` sample (``running``
+    query): how old the readings are that an instant query returns as current."""
+    ages = f"time() - max by (namespace, pod) (timestamp({RUNNING_METRIC}{{{sel}}}))"
+    return _tag(ages, SELECTOR_LABEL, sample_age_group(gid))
+
+
 def _ttft_rate_parts(
     gid: str, sel: str, window: str, recorded: str | None, native: bool
 ) -> list[str]:
@@ -482,8 +502,11 @@ def build_query_plan(
         - ``waiting``: ``label_replace(sum by (namespace, pod) (vllm:num_requests_waiting{SEL}),
           "scaler_selector", "s<i>", "", "") or ...`` per selector of a queue-enabled target;
         - ``running``: the same on ``vllm:num_requests_running`` for every target's selector,
-          and for the default group ``time() - <recorded_freshness_metric>{SEL}`` tagged with
-          the group: the age of the recorded throughput rates per namespace and counter;
+          per selector ``time() - max by (namespace, pod) (timestamp(
+          vllm:num_requests_running{SEL}))`` tagged ``s<i>@age`` (each pod's newest sample's
+          age: a remote-write or federation lag shows there, :func:`sample_age_group`), and
+          for the default group ``time() - <recorded_freshness_metric>{SEL}`` tagged with the
+          group: the age of the recorded throughput rates per namespace and counter;
         - ``kv_cache``: ``label_replace(max by (namespace, pod, __name__) ({__name__=~
           "vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc",SEL}), ...) or ...``;
         - ``ttft_rate`` per selector of a TTFT-enabled target: ``sum by (namespace, pod)
@@ -552,8 +575,10 @@ def build_query_plan(
                 metric = WAITING_METRIC if kind is QueryKind.WAITING else RUNNING_METRIC
                 inner = _per_pod_expr(f"{metric}{{{sel}}}", "sum", "namespace, pod")
             parts.append(_tag(inner, SELECTOR_LABEL, gid))
-            if kind is QueryKind.RUNNING and sel == default_selector:
-                parts.append(_throughput_ages(gid, sel, rate_window_seconds))
+            if kind is QueryKind.RUNNING:
+                parts.append(_sample_ages(gid, sel))
+                if sel == default_selector:
+                    parts.append(_throughput_ages(gid, sel, rate_window_seconds))
         queries[kind] = _or(parts)
 
     per_pod(QueryKind.WAITING, groups_for(SignalName.QUEUE_DEPTH))

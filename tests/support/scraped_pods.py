@@ -30,10 +30,15 @@ NAMESPACE = "llm"
 
 @contextlib.asynccontextmanager
 async def scraped_pods(
-    tmp: Path, bodies: Mapping[str, Callable[[], bytes]], *, rate_window_seconds: float
+    tmp: Path,
+    bodies: Mapping[str, Callable[[], bytes]],
+    *,
+    rate_window_seconds: float,
+    current_pods: int | None = None,
 ) -> AsyncIterator[str]:
     """Serve ``bodies`` (pod name -> its ``/metrics`` body at each scrape) and start
-    Prometheus on them; yield its URL once every pod has a whole ``rate()`` window of
+    Prometheus on them; yield its URL once every pod (``current_pods`` of them, when some
+    bodies carry old sample timestamps) has a whole ``rate()`` window of
     ``vllm:generation_tokens_total`` samples (a younger series extrapolates short).
 
     Skips the test where Prometheus is not installed; fails it, with the end of Prometheus'
@@ -68,7 +73,7 @@ async def scraped_pods(
                     f"count_over_time(vllm:generation_tokens_total[{rate_window_seconds:g}s])"
                     f" >= {int(rate_window_seconds)}",
                     timeout=30,
-                    min_series=len(bodies),
+                    min_series=len(bodies) if current_pods is None else current_pods,
                 )
             except TimeoutError:
                 pytest.fail("Prometheus never scraped the pods; log:\n" + prom.log_tail())

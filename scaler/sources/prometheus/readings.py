@@ -46,9 +46,34 @@ from scaler.sources.promql import (
     WAITING_METRIC,
     QueryKind,
     QueryPlan,
+    sample_age_group,
 )
 
-__all__ = ["DropReason", "DroppedSeries", "TargetReadings", "read_targets"]
+__all__ = [
+    "SAMPLE_AGE_FLOOR_SECONDS",
+    "SAMPLE_AGE_INTERVALS",
+    "DropReason",
+    "DroppedSeries",
+    "TargetReadings",
+    "read_targets",
+    "sample_age_limit_seconds",
+]
+
+#: A pod's newest sample older than this many scrape intervals is not current (a scrape
+#: that failed leaves no sample at all: Prometheus marks its series stale at once).
+SAMPLE_AGE_INTERVALS = 3
+#: ... and never younger than this, seconds (a scrape of a busy pod can take seconds).
+SAMPLE_AGE_FLOOR_SECONDS = 45.0
+#: The scrape interval assumed before it is found (kube-prometheus' default), seconds.
+_ASSUMED_SCRAPE_INTERVAL_SECONDS = 30.0
+
+
+def sample_age_limit_seconds(scrape_interval: float | None) -> float:
+    """How old a pod's newest sample may be and still count as current, seconds:
+    :data:`SAMPLE_AGE_INTERVALS` scrape intervals (30 s assumed when unknown), at least
+    :data:`SAMPLE_AGE_FLOOR_SECONDS`."""
+    interval = scrape_interval or _ASSUMED_SCRAPE_INTERVAL_SECONDS
+    return max(SAMPLE_AGE_INTERVALS * interval, SAMPLE_AGE_FLOOR_SECONDS)
 
 
 class DropReason(StrEnum):
@@ -516,12 +541,21 @@ class _TargetReader:
             if bad is not None:
                 return bad, frozenset(ready - per_pod.keys())
 
+        lagging = self.lagging(per_pod)
+        for pod in lagging:
+            del per_pod[pod]  # not current: unknown now, like a pod without series
         missing = frozenset(ready - per_pod.keys())
         stuck = [stalled[p] for p in sorted(per_pod) if p in stalled]
         if stuck:
             return self.stalled_reading(name, per_pod, stuck, missing, source_metric), missing
         total = math.fsum(per_pod.values())
         if missing:
+            absent = missing - lagging.keys()
+            parts = [self.lag_detail(lagging)] if lagging else []
+            if absent:
+                parts.append(
+                    f"{len(absent)} of {len(ready)} ready pods have no series: " + _names(absent)
+                )
             return SignalReading(
                 name,
                 SignalStatus.PARTIAL,
@@ -529,8 +563,7 @@ class _TargetReader:
                 pods_with_data=len(per_pod),
                 pods_missing=len(missing),
                 source_metric=source_metric,
-                detail=f"{len(missing)} of {len(ready)} ready pods have no series: "
-                + _names(missing),
+                detail="; ".join(parts),
             ), missing
         return SignalReading(
             name,
@@ -539,6 +572,41 @@ class _TargetReader:
             pods_with_data=len(per_pod),
             source_metric=source_metric,
         ), missing
+
+    def sample_ages(self) -> dict[str, float]:
+        """Ready pod -> the age of its newest ``vllm:num_requests_running`` sample, seconds
+        (the ``running`` answer's ``s<i>@age`` group); pods without one are left out."""
+        groups = self.split.pod_groups.get(QueryKind.RUNNING) or {}
+        grp = groups.get(sample_age_group(self.gid))
+        if grp is None or self.snapshot is None:
+            return {}
+        ns = self.snapshot.namespace
+        out: dict[str, float] = {}
+        for pod in self.ready:
+            ages = grp.by_pod.get((ns, pod)) or grp.by_pod.get(("", pod))
+            if ages:
+                age = max(ages.values())
+                if math.isfinite(age):
+                    out[pod] = age
+        return out
+
+    def lagging(self, per_pod: Mapping[str, float]) -> dict[str, float]:
+        """The pods among ``per_pod`` whose newest sample is older than the limit
+        (:func:`sample_age_limit_seconds`), with their ages."""
+        ages = self.sample_ages()
+        limit = sample_age_limit_seconds(self.scrape_interval)
+        return {p: ages[p] for p in sorted(per_pod) if ages.get(p, 0.0) > limit}
+
+    def lag_detail(self, lagging: Mapping[str, float]) -> str:
+        """What a person needs to know about pods whose samples are not current."""
+        limit = sample_age_limit_seconds(self.scrape_interval)
+        oldest = max(lagging.values())
+        return (
+            f"the newest samples of {len(lagging)} of {len(self.ready)} ready pods are up to "
+            f"{oldest:.0f} s old (more than {limit:.0f} s, {SAMPLE_AGE_INTERVALS} scrape "
+            "intervals): not current, left out (a remote-write backlog, a stalled agent or "
+            "federation delay?): " + _names(list(lagging))
+        )
 
     def stalled_reading(
         self,
