@@ -169,6 +169,26 @@ def _bad_value_reading(
     )
 
 
+#: A 0-1 ratio may read this much above 1 from float rounding and still be a ratio.
+_RATIO_SLACK = 1e-6
+
+
+def _ratio_out_of_range(
+    name: SignalName, value: float, pod: str, metric: str
+) -> SignalReading | None:
+    """A reading for a 0-1 ratio gauge above 1 (a percent where a ratio belongs), or None."""
+    if value <= 1.0 + _RATIO_SLACK:
+        return None
+    return SignalReading(
+        name,
+        SignalStatus.OUT_OF_RANGE,
+        source_metric=metric,
+        detail=f"pod {pod}: {metric} {value:g} is above 1, where vLLM exports a 0-1 ratio "
+        "(1 means 100 percent): a percent from another engine, a simulator or a recording "
+        "rule? The signal is not used until the value is a ratio",
+    )
+
+
 def read_targets(
     policy_targets: Sequence[TargetPolicy],
     snapshots: Mapping[str, WorkloadSnapshot],
@@ -538,6 +558,8 @@ class _TargetReader:
 
         for pod in sorted(per_pod):
             bad = _bad_value_reading(name, per_pod[pod], f"pod {pod}", source_metric)
+            if bad is None and name is SignalName.KV_CACHE_USAGE:
+                bad = _ratio_out_of_range(name, per_pod[pod], pod, metric_used[pod])
             if bad is not None:
                 return bad, frozenset(ready - per_pod.keys())
 
