@@ -26,6 +26,7 @@ from scaler.actuators.api_client import KubeConfigError, MissingContextError, bu
 from scaler.actuators.errors import ApiFailure, KubeApiError, classify_error
 from scaler.actuators.server_clock import ServerClock
 from scaler.actuators.throttle import ApiGate
+from scaler.actuators.writers import WorkloadMeta, replicas_writer
 from scaler.config.policy import WorkloadRef
 from scaler.config.secrets import shortened
 from scaler.config.wording import counted
@@ -319,8 +320,18 @@ class KubernetesActuator:
             pods=pods,
         )
 
+    @property
+    def field_manager(self) -> str:
+        """The ``fieldManager`` of this actuator's writes."""
+        return self._field_manager
+
     async def read_annotations(self, ref: WorkloadRef) -> dict[str, str]:
-        """GET the workload object itself and return its ``metadata.annotations``.
+        """The workload's ``metadata.annotations`` (:meth:`read_workload`)."""
+        return (await self.read_workload(ref)).annotations
+
+    async def read_workload(self, ref: WorkloadRef) -> WorkloadMeta:
+        """GET the workload object itself: its ``metadata.annotations`` and the field
+        manager that owns its ``spec.replicas`` (from ``managedFields``).
 
         The pause and pin annotations live there (RBAC: ``get`` on the workload).
 
@@ -338,8 +349,9 @@ class KubernetesActuator:
             )
         except Exception as exc:
             raise self._classify(exc) from exc
-        annotations = (obj.get("metadata") or {}).get("annotations") or {}
-        return {str(k): str(v) for k, v in annotations.items()}
+        meta = obj.get("metadata") or {}
+        annotations = meta.get("annotations") or {}
+        return WorkloadMeta({str(k): str(v) for k, v in annotations.items()}, replicas_writer(meta))
 
     async def list_scale_owners(self, namespace: str) -> list[ScaleOwner]:
         """List the autoscaling/v2 HorizontalPodAutoscalers and KEDA ScaledObjects of a

@@ -58,6 +58,7 @@ class DecisionExports:
         self._outside_seen: dict[str, tuple[int | None, int]] = {}
         # targets whose decision of this cycle found a new outside write (logged once)
         self._outside_new: set[str] = set()
+        self._outside_by: dict[str, str] = {}  # target -> the field manager of a new one
 
     def not_due(self, sent: Iterable[QueryKind], now: float) -> None:
         """Mark the queries not sent this cycle as not due (``now``, Unix seconds).
@@ -160,6 +161,9 @@ class DecisionExports:
         m = self.metrics
         self.record(t, decision, disabled=False)
         self._export_control(t, control)
+        writer = control.replicas_writer
+        if writer is not None and decision.outside_write:
+            self._outside_by[t.key] = writer.manager
         for name in (SignalName.QUEUE_DEPTH, SignalName.KV_CACHE_USAGE):
             if name in readings.signals:
                 m.pods_missing_metrics.labels(t.key, name).set(
@@ -309,12 +313,15 @@ class DecisionExports:
         }
         if t.key in self._outside_new:
             self._outside_new.discard(t.key)
+            by = self._outside_by.pop(t.key, None)
             self.log.warning(
                 "outside_write",
                 target=t.key,
                 written=d.state.last_written_replicas,
                 found=d.current_replicas,
-                message="spec.replicas was changed by another writer since our last write",
+                **({"field_manager": by} if by is not None else {}),
+                message="spec.replicas was changed by another writer since our last write"
+                + (f" (field manager {by!r})" if by is not None else ""),
             )
         warming = all(
             e.status is SignalStatus.WARMING_UP for e in d.signals if e.status.blocks_scale_down

@@ -50,6 +50,7 @@ from scaler.actuators.kubernetes import (
     ScaleResult,
     WriteGuard,
 )
+from scaler.actuators.writers import WorkloadMeta
 from scaler.config.policy import Policy, TargetPolicy, WorkloadRef
 from scaler.controller.exports import DecisionExports
 from scaler.controller.fence import Leadership, WriteFence
@@ -120,7 +121,10 @@ class Actuator(Protocol):
         self, ref: WorkloadRef, *, reason: str, message: str, type: str = "Normal"
     ) -> bool: ...
 
-    async def read_annotations(self, ref: WorkloadRef) -> dict[str, str]: ...
+    @property
+    def field_manager(self) -> str: ...
+
+    async def read_workload(self, ref: WorkloadRef) -> WorkloadMeta: ...
 
     async def list_scale_owners(self, namespace: str) -> list[ScaleOwner]: ...
 
@@ -137,7 +141,7 @@ class Actuator(Protocol):
 @dataclass(frozen=True, slots=True)
 class _TargetRead:
     snapshot: WorkloadSnapshot
-    annotations: dict[str, str]
+    meta: WorkloadMeta
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,12 +220,12 @@ class Controller:
 
     async def _read_target(self, t: TargetPolicy) -> _TargetRead | KubeApiError:
         try:
-            snap, annotations = await asyncio.gather(
-                self.actuator.read(t.workload), self.actuator.read_annotations(t.workload)
+            snap, meta = await asyncio.gather(
+                self.actuator.read(t.workload), self.actuator.read_workload(t.workload)
             )
         except KubeApiError as err:
             return err
-        return _TargetRead(snap, annotations)
+        return _TargetRead(snap, meta)
 
     async def _read_owners(self, namespace: str) -> None:
         """Refresh the other autoscalers of a namespace; on failure keep the last answer."""
@@ -350,7 +354,7 @@ class Controller:
             asyncio.gather(*(self._read_owners(ns) for ns in namespaces)),
         )
         snapshots: dict[str, WorkloadSnapshot] = {}
-        annotations: dict[str, dict[str, str]] = {}
+        metas: dict[str, WorkloadMeta] = {}
         reports: list[TargetReport] = []
         for t, r in zip(targets, reads, strict=True):
             if isinstance(r, KubeApiError):
@@ -361,7 +365,7 @@ class Controller:
                 reports.append(TargetReport(t.key, None, None, "read_failed", r.message))
             else:
                 snapshots[t.key] = r.snapshot
-                annotations[t.key] = r.annotations
+                metas[t.key] = r.meta
         readable = [t for t in targets if t.key in snapshots]
         # spec.replicas 0: scaling disabled; its (absent) series are not asked for
         active = [t for t in readable if snapshots[t.key].spec_replicas > 0]
@@ -379,7 +383,14 @@ class Controller:
             self.exports.not_due((), now)
         for t in readable:
             owners = self._owners.get(t.workload.namespace, [])
-            control = read_control(t.workload, owners, annotations[t.key])
+            meta = metas[t.key]
+            control = read_control(
+                t.workload,
+                owners,
+                meta.annotations,
+                writer=meta.replicas_writer,
+                own_manager=self.actuator.field_manager,
+            )
             if snapshots[t.key].spec_replicas <= 0:
                 reports.append(await self._disabled_target(t, snapshots[t.key], now, fence))
                 continue

@@ -343,6 +343,16 @@ class KubeApiServer:
             new = apply_patch(current, media, patch)
             require_rv = False
         result = self.store.write_scale(
-            group, version, plural, ns, name, new, require_rv=require_rv, dry_run=dry_run
+            group,
+            version,
+            plural,
+            ns,
+            name,
+            new,
+            require_rv=require_rv,
+            dry_run=dry_run,
+            # the real server names a client without fieldManager after its user agent
+            manager=request.query.get("fieldManager")
+            or request.headers.get("User-Agent", "unknown").split("/")[0],
         )
         return _json(result)
