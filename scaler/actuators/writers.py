@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["ReplicasWriter", "WorkloadMeta", "replicas_writer"]
+__all__ = ["ReplicasWriter", "WorkloadMeta", "parse_time", "replicas_writer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,11 +58,12 @@ class WorkloadMeta:
     replicas_writer: ReplicasWriter | None = None
 
 
-def _time(raw: Any) -> float | None:
-    if not isinstance(raw, str) or not raw:
+def parse_time(value: object) -> float | None:
+    """Epoch seconds of a MicroTime / RFC3339 string; None when absent or unparsable."""
+    if not isinstance(value, str) or not value:
         return None
     try:
-        return datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
 
@@ -83,7 +84,7 @@ def replicas_writer(meta: Mapping[str, Any]) -> ReplicasWriter | None:
                 manager=str(entry.get("manager") or "unknown"),
                 operation=str(entry.get("operation") or "Update"),
                 subresource=str(entry.get("subresource") or ""),
-                time=_time(entry.get("time")),
+                time=parse_time(entry.get("time")),
             )
         )
     if not found:
