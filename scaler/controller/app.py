@@ -31,6 +31,7 @@ from scaler.config.policy import Policy
 from scaler.config.settings import Settings, redact_url
 from scaler.controller.leader import LeaderElectionConfig, LeaderElector, default_identity
 from scaler.controller.loop import Controller
+from scaler.controller.reload import PolicyWatcher
 from scaler.controller.report import OutputFormat, print_reports
 from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus import (
@@ -230,8 +231,20 @@ async def serve(
             if not options.once:
                 elector_task = asyncio.create_task(elector.run(stop))
         code = 0
+        # the file is re-read when it changes (a ConfigMap edited in place)
+        watcher = (
+            None
+            if options.once
+            else PolicyWatcher(
+                settings.policy_file, policy, on_result=lambda ok: metrics.policy_reload_ok.set(ok)
+            )
+        )
         while not stop.is_set():
             started = time.monotonic()
+            change = watcher.check() if watcher is not None else None
+            if change is not None:
+                controller.use_policy(change.policy, removed=change.removed)
+                source.rate_window_seconds = change.policy.rate_window_seconds
             try:
                 done = await _unless_stopped(controller.run_cycle(), stop)
                 if done is None:  # SIGTERM mid-cycle: its queries and calls are cancelled

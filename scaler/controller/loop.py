@@ -218,6 +218,17 @@ class Controller:
         if leader is None:
             metrics.leader.set(0 if actuator.dry_run else 1)
 
+    def use_policy(self, policy: Policy, *, removed: Sequence[str] = ()) -> None:
+        """Run ``policy`` from the next cycle on (a reloaded file): the targets that stay keep
+        their decision state; the ``removed`` ones lose it and their metrics."""
+        self.policy = policy
+        for key in removed:
+            for memory in (self.states, self.shadow_states, self._removals, self._stuck_event_at):
+                memory.pop(key, None)
+            self._disabled.discard(key)
+            self._events = {k: v for k, v in self._events.items() if k[0] != key}
+            self.metrics.remove_target(key)
+
     async def _read_target(self, t: TargetPolicy) -> _TargetRead | KubeApiError:
         try:
             snap, meta = await asyncio.gather(

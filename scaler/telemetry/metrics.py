@@ -19,6 +19,7 @@ from prometheus_client import (
     PlatformCollector,
     ProcessCollector,
 )
+from prometheus_client.metrics import MetricWrapperBase
 
 from scaler import __version__
 from scaler.core.decide import Decision
@@ -274,6 +275,13 @@ class ScalerMetrics:
             "control intervals.",
             registry=r,
         )
+        self.policy_reload_ok = Gauge(
+            "vllm_scaler_policy_last_reload_successful",
+            "1 while the policy file's content is the policy running; 0 after a changed file "
+            "was refused (policy_reload_failed in the log names the field), until it is fixed.",
+            registry=r,
+        )
+        self.policy_reload_ok.set(1)
         self.last_cycle = Gauge(
             "vllm_scaler_last_cycle_timestamp_seconds",
             "Unix time the last cycle ended.",
@@ -389,6 +397,24 @@ class ScalerMetrics:
             registry=r,
         )
         Info("vllm_scaler_build", "Build information.", registry=r).info({"version": __version__})
+
+    def remove_target(self, target: str) -> None:
+        """Drop every series of ``target`` (a target the policy no longer lists)."""
+        for metric in vars(self).values():
+            names = getattr(metric, "_labelnames", ())
+            if not isinstance(metric, MetricWrapperBase) or "target" not in names:
+                continue
+            at = names.index("target")
+            gone = {
+                values
+                for family in metric.collect()
+                for sample in family.samples
+                if sample.labels.get("target") == target
+                and len(values := tuple(sample.labels.get(n, "") for n in names)) == len(names)
+            }
+            for values in gone:
+                if values[at] == target:
+                    metric.remove(*values)
 
     def remove_signals(self, target: str, signals: Iterable[str]) -> None:
         """Drop a target's per-signal series (its signals are not read while disabled)."""
