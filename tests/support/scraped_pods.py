@@ -35,11 +35,13 @@ async def scraped_pods(
     *,
     rate_window_seconds: float,
     current_pods: int | None = None,
+    content_types: Mapping[str, str] | None = None,
 ) -> AsyncIterator[str]:
     """Serve ``bodies`` (pod name -> its ``/metrics`` body at each scrape) and start
     Prometheus on them; yield its URL once every pod (``current_pods`` of them, when some
     bodies carry old sample timestamps) has a whole ``rate()`` window of
     ``vllm:generation_tokens_total`` samples (a younger series extrapolates short).
+    ``content_types``: pod name -> the Content-Type its body is served with (OpenMetrics).
 
     Skips the test where Prometheus is not installed; fails it, with the end of Prometheus'
     log, when the pods are not scraped within 30 s.
@@ -52,9 +54,12 @@ async def scraped_pods(
     groups: list[tuple[list[str], dict[str, str]]] = []
     try:
         for name, body in bodies.items():
+            kind = (content_types or {}).get(name, CONTENT_TYPE)
 
-            async def metrics(_: web.Request, body: Callable[[], bytes] = body) -> web.Response:
-                return web.Response(body=body(), headers={"Content-Type": CONTENT_TYPE})
+            async def metrics(
+                _: web.Request, body: Callable[[], bytes] = body, kind: str = kind
+            ) -> web.Response:
+                return web.Response(body=body(), headers={"Content-Type": kind})
 
             app = web.Application()
             app.router.add_get("/metrics", metrics)
