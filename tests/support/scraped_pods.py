@@ -36,12 +36,16 @@ async def scraped_pods(
     rate_window_seconds: float,
     current_pods: int | None = None,
     content_types: Mapping[str, str] | None = None,
+    namespaces: Mapping[str, str] | None = None,
+    extra_args: tuple[str, ...] = (),
 ) -> AsyncIterator[str]:
     """Serve ``bodies`` (pod name -> its ``/metrics`` body at each scrape) and start
     Prometheus on them; yield its URL once every pod (``current_pods`` of them, when some
     bodies carry old sample timestamps) has a whole ``rate()`` window of
     ``vllm:generation_tokens_total`` samples (a younger series extrapolates short).
-    ``content_types``: pod name -> the Content-Type its body is served with (OpenMetrics).
+    ``content_types``: pod name -> the Content-Type its body is served with (OpenMetrics);
+    ``namespaces``: pod name -> its ``namespace`` label (:data:`NAMESPACE` otherwise);
+    ``extra_args``: more Prometheus flags (``--query.max-samples=...``).
 
     Skips the test where Prometheus is not installed; fails it, with the end of Prometheus'
     log, when the pods are not scraped within 30 s.
@@ -68,10 +72,13 @@ async def scraped_pods(
             runners.append(runner)
             await web.TCPSite(runner, "127.0.0.1", 0).start()
             address = f"127.0.0.1:{runner.addresses[0][1]}"
-            groups.append(([address], {"namespace": NAMESPACE, "pod": name}))
+            namespace = (namespaces or {}).get(name, NAMESPACE)
+            groups.append(([address], {"namespace": namespace, "pod": name}))
         sd = tmp / "sd" / "targets.json"
         write_file_sd(sd, groups)
-        async with PrometheusServer(tmp / "prom", scrape_interval_seconds=1.0, sd_file=sd) as prom:
+        async with PrometheusServer(
+            tmp / "prom", scrape_interval_seconds=1.0, sd_file=sd, extra_args=extra_args
+        ) as prom:
             try:
                 await wait_for_series(
                     prom.url,
