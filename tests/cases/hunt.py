@@ -6,11 +6,18 @@ text is missing: the case, its kind, its source and its tests stay together.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import httpx
+
+from scaler.config.policy import TargetPolicy
+from scaler.core.observation import WorkloadSnapshot
+from scaler.sim.exposition import VllmMetrics
 from scaler.sim.kubeapi.base import rfc3339
+from scaler.sources.prometheus import PrometheusSource, SourceResult
 from tests.support.fakeprom import kv, per_pod, ttft_answers
 
 HERE = Path(__file__).resolve().parent
@@ -61,3 +68,37 @@ def condition(
     if message is not None:
         out["message"] = message
     return out
+
+
+def busy_exposition(
+    start: float, *, waiting: int = 3, kv_cache: float = 0.4
+) -> Callable[[], bytes]:
+    """A busy vLLM pod's ``/metrics`` body at each scrape (a real Prometheus scrapes it):
+    ``waiting`` requests, 2 running, KV cache ``kv_cache``, 500 prompt and 100 generated
+    tokens and 2 finished requests per second since ``start`` (``time.monotonic()``)."""
+    m = VllmMetrics()
+
+    def render() -> bytes:
+        t = time.monotonic() - start
+        m.num_requests_waiting, m.num_requests_running, m.kv_cache_usage = waiting, 2, kv_cache
+        m.prompt_tokens, m.generation_tokens = int(t * 500), int(t * 100)
+        m.request_success["stop"] = int(t * 2)
+        return m.render()
+
+    return render
+
+
+async def read_source(
+    url: str,
+    targets: Sequence[TargetPolicy],
+    snapshots: Mapping[str, WorkloadSnapshot],
+    *,
+    reads: int = 1,
+    rate_window_seconds: float = 4.0,
+) -> list[SourceResult]:
+    """``reads`` reads of one real :class:`PrometheusSource` on ``url``."""
+    async with httpx.AsyncClient() as client:
+        source = PrometheusSource(
+            client, base_url=url, timeout_seconds=5, rate_window_seconds=rate_window_seconds
+        )
+        return [await source.read(targets, snapshots) for _ in range(reads)]

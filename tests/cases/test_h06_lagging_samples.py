@@ -7,15 +7,12 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable
 
-import httpx
 import pytest
 import pytest_asyncio
 
 from scaler.config.vocabulary import SignalName
 from scaler.core.signals import SignalStatus
-from scaler.sim.exposition import VllmMetrics
-from scaler.sources.prometheus import PrometheusSource
-from tests.cases.hunt import case_text
+from tests.cases.hunt import busy_exposition, case_text, read_source
 from tests.support.fakeprom import snapshot, target
 from tests.support.scraped_pods import scraped_pods
 
@@ -27,18 +24,6 @@ FRESH = ["vllm-5c4d9-cur00", "vllm-5c4d9-cur01"]
 LAGGING = "vllm-5c4d9-lag00"
 LAG_SECONDS = 150.0
 _SAMPLE = re.compile(r"^[a-zA-Z_:][^ ]* [^ ]+$")
-
-
-def _current(waiting: int, start: float) -> Callable[[], bytes]:
-    m = VllmMetrics()
-
-    def render() -> bytes:
-        t = time.monotonic() - start
-        m.num_requests_waiting, m.num_requests_running, m.kv_cache_usage = waiting, 2, 0.4
-        m.prompt_tokens, m.generation_tokens = int(t * 500), int(t * 100)
-        return m.render()
-
-    return render
 
 
 def _delayed(body: Callable[[], bytes], lag: float) -> Callable[[], bytes]:
@@ -57,8 +42,8 @@ def _delayed(body: Callable[[], bytes], lag: float) -> Callable[[], bytes]:
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def prometheus(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
     start = time.monotonic()
-    bodies = {name: _current(4, start) for name in FRESH}
-    bodies[LAGGING] = _delayed(_current(30, start), LAG_SECONDS)
+    bodies = {name: busy_exposition(start, waiting=4) for name in FRESH}
+    bodies[LAGGING] = _delayed(busy_exposition(start, waiting=30), LAG_SECONDS)
     tmp = tmp_path_factory.mktemp("prometheus")
     async with scraped_pods(tmp, bodies, rate_window_seconds=RATE_WINDOW, current_pods=2) as url:
         yield url
@@ -67,12 +52,7 @@ async def prometheus(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
 async def test_h06_a_pod_whose_samples_lag_is_left_out_and_named(prometheus: str) -> None:
     """h06: the lagging pod's 30 waiting are not read as current: queue 8, partial, named."""
     case_text("h06-readings-older-than-they-look.md")
-    snaps = {KEY: snapshot([*FRESH, LAGGING])}
-    async with httpx.AsyncClient() as client:
-        source = PrometheusSource(
-            client, base_url=prometheus, timeout_seconds=5, rate_window_seconds=RATE_WINDOW
-        )
-        result = await source.read([target()], snaps)
+    [result] = await read_source(prometheus, [target()], {KEY: snapshot([*FRESH, LAGGING])})
     assert all(o.ok for o in result.queries.values()), result.queries
     tr = result.targets[KEY]
     queue = tr.signals[SignalName.QUEUE_DEPTH]
@@ -88,11 +68,6 @@ async def test_h06_a_pod_whose_samples_lag_is_left_out_and_named(prometheus: str
 async def test_h06_current_pods_read_as_before(prometheus: str) -> None:
     """h06: a target of current pods only is ok, its ages far below the limit."""
     case_text("h06-readings-older-than-they-look.md")
-    snaps = {KEY: snapshot(FRESH)}
-    async with httpx.AsyncClient() as client:
-        source = PrometheusSource(
-            client, base_url=prometheus, timeout_seconds=5, rate_window_seconds=RATE_WINDOW
-        )
-        result = await source.read([target()], snaps)
+    [result] = await read_source(prometheus, [target()], {KEY: snapshot(FRESH)})
     queue = result.targets[KEY].signals[SignalName.QUEUE_DEPTH]
     assert (queue.status, queue.value) == (SignalStatus.OK, 8.0), queue

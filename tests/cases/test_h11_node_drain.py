@@ -3,6 +3,8 @@ stand-in over HTTP; the ReplicaSet is played by ReplicaSetSim)."""
 
 from __future__ import annotations
 
+import itertools
+
 from scaler.core.reasons import Reason
 from tests.cases.hunt import case_text, idle
 from tests.support.controller_harness import LABELS, NS, T0, HarnessFactory, make_harness
@@ -55,5 +57,5 @@ async def test_h11_a_drain_mid_scale_down_holds_until_the_replacement_serves(
     after = [(t, r) for t, r, _, _ in timeline if t >= 210]
     assert after[-1][1] == 1, timeline  # to the minimum, one per 60 s
     steps = [t for (t, r), (_, prev) in zip(after[1:], after, strict=False) if r < prev]
-    assert all(b - a >= 60 for a, b in zip(steps, steps[1:], strict=False)), steps
+    assert all(b - a >= 60 for a, b in itertools.pairwise(steps)), steps
     assert "pod-1" not in rs.removed  # the drain took it, not the scale-down

@@ -8,7 +8,6 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 
-import httpx
 import pytest
 import pytest_asyncio
 
@@ -16,8 +15,7 @@ from scaler.config.vocabulary import SignalName
 from scaler.core.signals import SignalStatus
 from scaler.sim.exposition import VllmMetrics
 from scaler.sim.prometheus_server import wait_for_series
-from scaler.sources.prometheus import PrometheusSource
-from tests.cases.hunt import case_text
+from tests.cases.hunt import case_text, read_source
 from tests.support.fakeprom import snapshot, target
 from tests.support.scraped_pods import scraped_pods
 
@@ -124,12 +122,7 @@ async def test_h12_a_counter_reset_in_the_window_reads_the_true_rate(
         f'resets(vllm:generation_tokens_total{{pod="{RESTARTED}"}}[{RATE_WINDOW:g}s]) > 0',
         timeout=15,
     )
-    snaps = {KEY: snapshot([STEADY, RESTARTED])}
-    async with httpx.AsyncClient() as client:
-        source = PrometheusSource(
-            client, base_url=url, timeout_seconds=5, rate_window_seconds=RATE_WINDOW
-        )
-        result = await source.read([target()], snaps)
+    [result] = await read_source(url, [target()], {KEY: snapshot([STEADY, RESTARTED])})
     tr = result.targets[KEY]
     tp = tr.throughput
     assert tp.status is SignalStatus.OK, tp
@@ -148,12 +141,7 @@ async def test_h13_created_series_and_exemplars_are_not_read_as_data(
     url, _ = prometheus
     created = await wait_for_series(url, "vllm:generation_tokens_created", timeout=10)
     assert {s["metric"]["pod"] for s in created} >= {OM_A, OM_B}  # they are there
-    snaps = {KEY: snapshot([OM_A, OM_B])}
-    async with httpx.AsyncClient() as client:
-        source = PrometheusSource(
-            client, base_url=url, timeout_seconds=5, rate_window_seconds=RATE_WINDOW
-        )
-        result = await source.read([target()], snaps)
+    [result] = await read_source(url, [target()], {KEY: snapshot([OM_A, OM_B])})
     assert all(o.ok for o in result.queries.values()), result.queries
     tr = result.targets[KEY]
     queue = tr.signals[SignalName.QUEUE_DEPTH]

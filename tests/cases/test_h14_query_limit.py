@@ -4,17 +4,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
-import httpx
 import pytest
 import pytest_asyncio
 
 from scaler.core.signals import SignalStatus
-from scaler.sim.exposition import VllmMetrics
-from scaler.sources.prometheus import PrometheusSource
 from scaler.sources.promql import QueryKind
-from tests.cases.hunt import case_text
+from tests.cases.hunt import busy_exposition, case_text, read_source
 from tests.support.controller_harness import captured_logs
 from tests.support.fakeprom import snapshot, target
 from tests.support.scraped_pods import scraped_pods
@@ -29,23 +26,10 @@ def pod(namespace: str) -> str:
     return f"vllm-5c4d9-{namespace[-1]}0000"
 
 
-def busy(waiting: int, start: float) -> Callable[[], bytes]:
-    m = VllmMetrics()
-
-    def render() -> bytes:
-        t = time.monotonic() - start
-        m.num_requests_waiting, m.num_requests_running, m.kv_cache_usage = waiting, 2, 0.3
-        m.prompt_tokens, m.generation_tokens = int(t * 500), int(t * 100)
-        m.request_success["stop"] = int(t * 2)
-        return m.render()
-
-    return render
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def prometheus(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
     start = time.monotonic()
-    bodies = {pod(ns): busy(i + 1, start) for i, ns in enumerate(NAMESPACES)}
+    bodies = {pod(ns): busy_exposition(start, waiting=i + 1) for i, ns in enumerate(NAMESPACES)}
     async with scraped_pods(
         tmp_path_factory.mktemp("prometheus"),
         bodies,
@@ -63,13 +47,8 @@ async def test_h14_a_refused_fleet_wide_query_is_read_in_parts(prometheus: str) 
     targets = [target(namespace=ns) for ns in NAMESPACES]
     snaps = {t.key: snapshot([pod(t.workload.namespace)], namespace=t.workload.namespace)
              for t in targets}  # fmt: skip
-    async with httpx.AsyncClient() as client:
-        source = PrometheusSource(
-            client, base_url=prometheus, timeout_seconds=5, rate_window_seconds=RATE_WINDOW
-        )
-        with captured_logs() as logs:
-            first = await source.read(targets, snaps)
-            second = await source.read(targets, snaps)
+    with captured_logs() as logs:
+        first, second = await read_source(prometheus, targets, snaps, reads=2)
     for result in (first, second):
         assert result.queries[QueryKind.THROUGHPUT].ok, result.queries[QueryKind.THROUGHPUT]
         for t in targets:
