@@ -4,7 +4,6 @@ exemplars) against a REAL Prometheus scraping vLLM expositions (Debian's binary)
 from __future__ import annotations
 
 import re
-import threading
 import time
 from collections.abc import AsyncIterator, Callable
 
@@ -25,68 +24,93 @@ RATE_WINDOW = 4.0
 KEY = "llm/Deployment/vllm"
 STEADY, RESTARTED = "vllm-5c4d9-std00", "vllm-5c4d9-rst00"
 OM_A, OM_B = "vllm-7f8e2-om000", "vllm-7f8e2-om001"
+DP = "vllm-3b1a0-dp000"
 PROMPT_PER_S, GENERATION_PER_S = 500.0, 100.0
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 
 
 class Pod:
-    """A busy vLLM pod whose counters grow with the wall clock; ``restart`` starts them again
-    from 0 (a container restart in the same pod)."""
+    """A busy vLLM pod whose counters grow with the wall clock and whose first tokens take
+    0.3 s, 4 a second; ``restart`` starts the counters again from 0 (a container restart in
+    the same pod); ``engine`` its data-parallel rank (the ``engine`` label)."""
 
-    def __init__(self, start: float) -> None:
+    def __init__(self, start: float, *, engine: int = 0, waiting: int = 3, kv: float = 0.4):
         self.m = VllmMetrics()
         self.origin = start
-        self.restarted = threading.Event()
+        self.engine = engine
+        self.waiting, self.kv = waiting, kv
 
     def restart(self) -> None:
         self.origin = time.monotonic()
-        self.restarted.set()
+        self.m.ttft = type(self.m.ttft)(self.m.ttft.bounds)
 
     def render(self) -> bytes:
         t = time.monotonic() - self.origin
         m = self.m
-        m.num_requests_waiting, m.num_requests_running, m.kv_cache_usage = 3, 4, 0.4
+        m.num_requests_waiting, m.num_requests_running = self.waiting, 4
+        m.kv_cache_usage = self.kv
         m.prompt_tokens, m.generation_tokens = int(t * PROMPT_PER_S), int(t * GENERATION_PER_S)
         m.request_success["stop"] = int(t * 2)
-        return m.render()
+        m.ttft.observe(0.3, int(t * 4) - m.ttft.count)
+        body = m.render().decode()
+        return body.replace('engine="0"', f'engine="{self.engine}"').encode()
 
 
-_SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?P<labels>\{[^}]*\})? (?P<value>\S+)$")
+def families(body: bytes) -> list[tuple[str, str, list[str]]]:
+    """(name, type, sample lines) per metric family of a text-format exposition."""
+    out: list[tuple[str, str, list[str]]] = []
+    for line in body.decode().splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ", 3)
+            out.append((name, kind, []))
+        elif line and not line.startswith("#"):
+            out[-1][2].append(line)
+    return out
 
 
-def openmetrics(render: Callable[[], bytes], start: float) -> Callable[[], bytes]:
-    """The exposition in OpenMetrics: ``_created`` for every counter and histogram, an
-    exemplar on each TTFT bucket, first tokens at 4 per second of about 0.3 s."""
+def data_parallel(*engines: Pod) -> Callable[[], bytes]:
+    """One pod running several engines: each family's samples of every engine together."""
 
     def body() -> bytes:
-        t = time.monotonic() - start
+        merged: dict[str, tuple[str, list[str]]] = {}
+        for e in engines:
+            for name, kind, samples in families(e.render()):
+                merged.setdefault(name, (kind, []))[1].extend(samples)
+        lines = [
+            line
+            for name, (kind, samples) in merged.items()
+            for line in (f"# TYPE {name} {kind}", *samples)
+        ]
+        return ("\n".join(lines) + "\n").encode()
+
+    return body
+
+
+_LABELS = re.compile(r"^(?P<name>[^{ ]+)(?P<labels>\{[^}]*\})? ")
+
+
+def openmetrics(pod: Pod, start: float) -> Callable[[], bytes]:
+    """The pod's exposition in OpenMetrics: each counter's family named without ``_total``,
+    a ``_created`` sample in every counter and histogram family, an exemplar on each
+    histogram bucket, ``# EOF``."""
+
+    def body() -> bytes:
         out: list[str] = []
-        families: dict[str, str] = {}
-        for line in render().decode().splitlines():
-            if line.startswith("# TYPE "):
-                _, _, name, kind = line.split(" ", 3)
-                families[name] = kind
-                family = name.removesuffix("_total") if kind == "counter" else name
-                out.append(f"# TYPE {family} {kind}")
-                continue
-            if line.startswith("#") or not line:
-                continue
-            out.append(line)
-        for name, kind in families.items():
-            if kind == "counter":
-                family = name.removesuffix("_total")
-                out.append(f'{family}_created{{engine="0"}} {start + 1.7e9:.1f}')
-        n = int(t * 4)
-        out.append("# TYPE vllm:time_to_first_token_seconds histogram")
-        for le, share in (("0.1", 0.0), ("0.5", 1.0), ("+Inf", 1.0)):
-            exemplar = f' # {{trace_id="t{n}"}} 0.3 {time.time():.3f}' if share else ""
-            out.append(
-                f'vllm:time_to_first_token_seconds_bucket{{engine="0",le="{le}"}} '
-                f"{int(n * share)}{exemplar}"
-            )
-        out.append(f'vllm:time_to_first_token_seconds_count{{engine="0"}} {n}')
-        out.append(f'vllm:time_to_first_token_seconds_sum{{engine="0"}} {n * 0.3:.1f}')
-        out.append(f'vllm:time_to_first_token_seconds_created{{engine="0"}} {1.7e9 + start:.1f}')
+        created = f"{1.7e9 + start:.1f}"
+        for name, kind, samples in families(pod.render()):
+            family = name.removesuffix("_total") if kind == "counter" else name
+            out.append(f"# TYPE {family} {kind}")
+            seen: set[str] = set()
+            for line in samples:
+                if kind == "histogram" and "_bucket{" in line:
+                    line += f' # {{trace_id="abc"}} 0.3 {time.time():.3f}'
+                out.append(line)
+                m = _LABELS.match(line)
+                if kind in ("counter", "histogram") and m:
+                    labels = re.sub(r',?le="[^"]*"', "", m["labels"] or "").replace("{,", "{")
+                    if labels not in seen:
+                        seen.add(labels)
+                        out.append(f"{family}_created{labels} {created}")
         out.append("# EOF")
         return ("\n".join(out) + "\n").encode()
 
@@ -94,18 +118,22 @@ def openmetrics(render: Callable[[], bytes], start: float) -> Callable[[], bytes
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def prometheus(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[str, Pod]]:
+async def prometheus(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[tuple[str, Pod]]:
     start = time.monotonic()
-    steady, restarted = Pod(start), Pod(start)
-    bodies: dict[str, Callable[[], bytes]] = {STEADY: steady.render, RESTARTED: restarted.render}
-    for name in (OM_A, OM_B):
-        bodies[name] = openmetrics(Pod(start).render, start)
+    restarted = Pod(start)
+    bodies: dict[str, Callable[[], bytes]] = {
+        STEADY: Pod(start).render,
+        RESTARTED: restarted.render,
+        OM_A: openmetrics(Pod(start), start),
+        OM_B: openmetrics(Pod(start), start),
+        DP: data_parallel(Pod(start, waiting=3, kv=0.2), Pod(start, engine=1, waiting=5, kv=0.7)),
+    }
     tmp = tmp_path_factory.mktemp("prometheus")
+    kinds = {OM_A: OPENMETRICS, OM_B: OPENMETRICS}
     async with scraped_pods(
-        tmp,
-        bodies,
-        rate_window_seconds=RATE_WINDOW,
-        content_types={OM_A: OPENMETRICS, OM_B: OPENMETRICS},
+        tmp, bodies, rate_window_seconds=RATE_WINDOW, content_types=kinds
     ) as url:
         yield url, restarted
 
@@ -139,7 +167,11 @@ async def test_h13_created_series_and_exemplars_are_not_read_as_data(
     """h13: over OpenMetrics, `_created` and exemplars change no reading."""
     case_text("h13-openmetrics-created-and-exemplars.md")
     url, _ = prometheus
-    created = await wait_for_series(url, "vllm:generation_tokens_created", timeout=10)
+    created = await wait_for_series(
+        url,
+        "vllm:generation_tokens_created or vllm:time_to_first_token_seconds_created",
+        timeout=10,
+    )
     assert {s["metric"]["pod"] for s in created} >= {OM_A, OM_B}  # they are there
     [result] = await read_source(url, [target()], {KEY: snapshot([OM_A, OM_B])})
     assert all(o.ok for o in result.queries.values()), result.queries
@@ -154,3 +186,24 @@ async def test_h13_created_series_and_exemplars_are_not_read_as_data(
     ttft = tr.signals[SignalName.TTFT_P95]
     assert ttft.status is SignalStatus.OK and ttft.value is not None, ttft
     assert 0.1 < ttft.value <= 0.5
+
+
+async def test_h15_a_data_parallel_pod_reads_as_one_replica_of_its_engines(
+    prometheus: tuple[str, Pod],
+) -> None:
+    """h15: two engines in one pod: queue 3 + 5, KV the fuller engine's, throughput and TTFT
+    over both (one replica, never a duplicate series)."""
+    case_text("h15-data-parallel-engines-in-one-pod.md")
+    url, _ = prometheus
+    [result] = await read_source(url, [target()], {KEY: snapshot([DP])})
+    assert all(o.ok for o in result.queries.values()), result.queries
+    tr = result.targets[KEY]
+    queue = tr.signals[SignalName.QUEUE_DEPTH]
+    assert (queue.status, queue.value) == (SignalStatus.OK, 8.0), queue
+    kv = tr.signals[SignalName.KV_CACHE_USAGE]
+    assert kv.status is SignalStatus.OK and kv.value == pytest.approx(0.7), kv
+    rates = tr.throughput.pods[DP]
+    assert rates.generation_tokens_per_second == pytest.approx(2 * GENERATION_PER_S, rel=0.4)
+    ttft = tr.signals[SignalName.TTFT_P95]
+    assert ttft.status is SignalStatus.OK and ttft.value is not None, ttft
+    assert 0.25 < ttft.value <= 0.5
