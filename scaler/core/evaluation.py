@@ -113,7 +113,7 @@ def evaluate_signal(
                 # signal asks for nothing (and, not fully valid, blocks a scale-down).
                 return _asks_nothing(reading, target, value=value, ratio=ratio)
             step = LATENCY_MAX_RATIO  # the true ratio is larger, by how much is unknown
-        proposed = ceil_replicas(step * max(counts.ready, 1))
+        proposed = ceil_replicas(step * max(counts.serving, 1))
         if counts.starting > 0 or counts.unschedulable > 0 or ttft_settling:
             # TTFT cannot improve before the starting replicas (or those still waiting for a
             # node) serve, nor read as improved until its rate window has passed since they

@@ -58,6 +58,15 @@ class ReplicaCounts:
         """Pods that exist, are not terminating and have not finished."""
         return self.ready + self.starting + self.stuck + self.unschedulable
 
+    @property
+    def serving(self) -> int:
+        """The ready pods up to ``current``: what a rule proportional to the replicas that
+        serve (TTFT's) scales. Ready pods beyond ``spec.replicas`` (a blue-green preview, an
+        old ReplicaSet kept for a scale-down delay, a surge) are not the workload's size:
+        some get no traffic at all, and doubling them would double a fleet that is not
+        there."""
+        return min(self.ready, self.current)
+
 
 @dataclass(frozen=True, slots=True)
 class PodLoad:
