@@ -341,6 +341,7 @@ class DecisionExports:
             terminating=d.replicas.terminating,
             **({"unschedulable": d.replicas.unschedulable} if d.replicas.unschedulable else {}),
             **({"finished": d.replicas.finished} if d.replicas.finished else {}),
+            **({"sleeping": d.replicas.sleeping} if d.replicas.sleeping else {}),
             signals=signals,
             signal_targets=targets,
             message=d.message,

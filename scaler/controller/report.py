@@ -66,6 +66,7 @@ def decision_json(d: Decision) -> dict[str, Any]:
             "terminating": d.replicas.terminating,
             "unschedulable": d.replicas.unschedulable,
             "finished": d.replicas.finished,
+            "sleeping": d.replicas.sleeping,
         },
         "signals": [
             {
@@ -157,6 +158,7 @@ def print_reports(reports: list[TargetReport], fmt: OutputFormat, out: TextIO) -
                 else ""
             )
             + (f", finished (not counted) {d.replicas.finished}" if d.replicas.finished else "")
+            + (f", asleep (sleep mode) {d.replicas.sleeping}" if d.replicas.sleeping else "")
             + "\n"
         )
         if r.readings is not None and r.readings.stalled:

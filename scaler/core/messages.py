@@ -138,6 +138,8 @@ def _hold_reason(
         covered += f" ({counts.stuck} of them stuck)"
     if demand < current and counts.unschedulable:
         covered += f" ({counts.unschedulable} of them waiting for a node)"
+    if counts.sleeping:
+        covered += f" ({counts.sleeping} ready replica(s) asleep in vLLM's sleep mode, not serving)"
     return Reason.DEMAND_COVERED, (
         f"{e.name} {at_least}{e.value:.3g} s vs target {e.target:.3g} s (ratio "
         f"{at_least}{e.ratio:.2f}) is {side} "

@@ -41,6 +41,9 @@ class ReplicaCounts:
         finished: pods in a terminal phase (``Failed``, ``Succeeded``: evicted for node
             pressure, a container that exited): no longer replicas; the ReplicaSet has
             replaced them (HPA and ReplicaSet ignore them too). Reported only.
+        sleeping: ready pods whose vLLM engine is in sleep mode (its owner, an RL trainer or
+            a model swapper, parked it on purpose): counted in ``ready``, not ``serving``;
+            since spec.replicas counts them, no replicas are added for them.
     """
 
     current: int
@@ -52,6 +55,7 @@ class ReplicaCounts:
     removing: int = 0
     unschedulable: int = 0
     finished: int = 0
+    sleeping: int = 0
 
     @property
     def live(self) -> int:
@@ -64,8 +68,8 @@ class ReplicaCounts:
         serve (TTFT's) scales. Ready pods beyond ``spec.replicas`` (a blue-green preview, an
         old ReplicaSet kept for a scale-down delay, a surge) are not the workload's size:
         some get no traffic at all, and doubling them would double a fleet that is not
-        there."""
-        return min(self.ready, self.current)
+        there). Pods in vLLM's sleep mode serve nothing and are left out first."""
+        return min(max(0, self.ready - self.sleeping), self.current)
 
 
 @dataclass(frozen=True, slots=True)

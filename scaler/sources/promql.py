@@ -81,6 +81,7 @@ from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
 
 __all__ = [
+    "ASLEEP_SUFFIX",
     "GENERATION_TOKENS_METRIC",
     "HISTOGRAM_LABEL",
     "KV_METRICS",
@@ -95,6 +96,7 @@ __all__ = [
     "SAMPLE_AGE_SUFFIX",
     "SELECTOR_LABEL",
     "SIGNAL_QUERY",
+    "SLEEP_STATE_METRIC",
     "TARGET_LABEL",
     "THROUGHPUT_METRICS",
     "TTFT_BUCKET_METRIC",
@@ -106,6 +108,7 @@ __all__ = [
     "QueryKind",
     "QueryPlan",
     "TtftPart",
+    "asleep_group",
     "build_query_plan",
     "build_throughput_query",
     "build_ttft_query",
@@ -138,6 +141,10 @@ POD_GROUP_LABEL = "scaler_pod_group"
 METRIC_LABEL = "scaler_metric"
 #: Suffix of a selector group's tag on its pods' sample ages in the ``running`` answer.
 SAMPLE_AGE_SUFFIX = "@age"
+#: Suffix of a selector group's tag on its sleeping pods in the ``running`` answer.
+ASLEEP_SUFFIX = "@asleep"
+#: vLLM's sleep-mode gauge: ``sleep_state="awake"`` is 1 while the engine serves, 0 asleep.
+SLEEP_STATE_METRIC = "vllm:engine_sleep_state"
 #: Label of the ages of the recorded per-pod throughput rates in the ``running`` answer: the
 #: counter the age is of (one series per namespace and counter, no ``pod`` label).
 RECORDED_LABEL = "scaler_recorded"
@@ -453,6 +460,19 @@ def sample_age_group(gid: str) -> str:
     return f"{gid}{SAMPLE_AGE_SUFFIX}"
 
 
+def asleep_group(gid: str) -> str:
+    """The ``scaler_selector`` tag of selector group ``gid``'s pods whose vLLM engine sleeps
+    (sleep mode) in the ``running`` answer."""
+    return f"{gid}{ASLEEP_SUFFIX}"
+
+
+def _asleep(gid: str, sel: str) -> str:
+    """Per pod with vLLM's sleep-state gauge, 1 when an engine of it is asleep (``running``
+    query): Ready over HTTP, serving nothing until woken."""
+    asleep = f'max by (namespace, pod) (1 - {SLEEP_STATE_METRIC}{{{sel},sleep_state="awake"}})'
+    return _tag(asleep, SELECTOR_LABEL, asleep_group(gid))
+
+
 def _sample_ages(gid: str, sel: str) -> str:
     """Per pod, the age of its newest ``vllm:num_requests_running`` sample (``running``
     query): how old the readings are that an instant query returns as current."""
@@ -504,7 +524,9 @@ def build_query_plan(
         - ``running``: the same on ``vllm:num_requests_running`` for every target's selector,
           per selector ``time() - max by (namespace, pod) (timestamp(
           vllm:num_requests_running{SEL}))`` tagged ``s<i>@age`` (each pod's newest sample's
-          age: a remote-write or federation lag shows there, :func:`sample_age_group`), and
+          age: a remote-write or federation lag shows there, :func:`sample_age_group`), per
+          selector ``max by (namespace, pod) (1 - vllm:engine_sleep_state{SEL,
+          sleep_state="awake"})`` tagged ``s<i>@asleep`` (1: an engine in sleep mode), and
           for the default group ``time() - <recorded_freshness_metric>{SEL}`` tagged with the
           group: the age of the recorded throughput rates per namespace and counter;
         - ``kv_cache``: ``label_replace(max by (namespace, pod, __name__) ({__name__=~
@@ -577,6 +599,7 @@ def build_query_plan(
             parts.append(_tag(inner, SELECTOR_LABEL, gid))
             if kind is QueryKind.RUNNING:
                 parts.append(_sample_ages(gid, sel))
+                parts.append(_asleep(gid, sel))
                 if sel == default_selector:
                     parts.append(_throughput_ages(gid, sel, rate_window_seconds))
         queries[kind] = _or(parts)

@@ -83,6 +83,12 @@ class ScalerMetrics:
             t,
             registry=r,
         )
+        self.sleeping_replicas = Gauge(
+            "vllm_scaler_sleeping_replicas",
+            "Ready pods whose vLLM engine is in sleep mode: serving nothing until woken.",
+            t,
+            registry=r,
+        )
         self.finished_pods = Gauge(
             "vllm_scaler_finished_pods",
             "Pods in a terminal phase (Failed, Succeeded: evicted, exited), not counted as "
@@ -454,6 +460,7 @@ class ScalerMetrics:
         self.terminating_replicas.labels(target).set(c.terminating)
         self.unschedulable_replicas.labels(target).set(c.unschedulable)
         self.finished_pods.labels(target).set(c.finished)
+        self.sleeping_replicas.labels(target).set(c.sleeping)
         self.min_replicas.labels(target).set(min_replicas)
         self.max_replicas.labels(target).set(max_replicas)
         self.tolerance.labels(target, "up").set(tolerance_up)

@@ -11,9 +11,11 @@ import pytest
 import pytest_asyncio
 
 from scaler.config.vocabulary import SignalName
+from scaler.controller.observe import observe
 from scaler.core.signals import SignalStatus
 from scaler.sim.exposition import VllmMetrics
 from scaler.sim.prometheus_server import wait_for_series
+from scaler.sources.prometheus import STALL_POLLS
 from tests.cases.hunt import case_text, read_source
 from tests.support.fakeprom import snapshot, target
 from tests.support.scraped_pods import scraped_pods
@@ -25,6 +27,7 @@ KEY = "llm/Deployment/vllm"
 STEADY, RESTARTED = "vllm-5c4d9-std00", "vllm-5c4d9-rst00"
 OM_A, OM_B = "vllm-7f8e2-om000", "vllm-7f8e2-om001"
 DP = "vllm-3b1a0-dp000"
+SLEEPER, AWAKE = "vllm-9d2c4-slp00", "vllm-9d2c4-awk00"
 PROMPT_PER_S, GENERATION_PER_S = 500.0, 100.0
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 
@@ -86,6 +89,28 @@ def data_parallel(*engines: Pod) -> Callable[[], bytes]:
     return body
 
 
+def _sleep_state(awake: bool) -> str:
+    states = {"awake": awake, "weights_offloaded": not awake, "discard_all": False}
+    lines = ["# TYPE vllm:engine_sleep_state gauge"]
+    lines += [
+        f'vllm:engine_sleep_state{{engine="0",sleep_state="{state}"}} {int(on)}'
+        for state, on in states.items()
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def asleep() -> Callable[[], bytes]:
+    """A pod whose engine sleeps (level 1: weights offloaded): its gauges do not move, it
+    produces nothing, 5 requests wait on it (a router sent them)."""
+    m = VllmMetrics()
+    m.num_requests_waiting, m.prompt_tokens, m.generation_tokens = 5, 1000, 400
+    return lambda: m.render() + _sleep_state(False).encode()
+
+
+def awake(pod: Pod) -> Callable[[], bytes]:
+    return lambda: pod.render() + _sleep_state(True).encode()
+
+
 _LABELS = re.compile(r"^(?P<name>[^{ ]+)(?P<labels>\{[^}]*\})? ")
 
 
@@ -129,6 +154,8 @@ async def prometheus(
         OM_A: openmetrics(Pod(start), start),
         OM_B: openmetrics(Pod(start), start),
         DP: data_parallel(Pod(start, waiting=3, kv=0.2), Pod(start, engine=1, waiting=5, kv=0.7)),
+        SLEEPER: asleep(),
+        AWAKE: awake(Pod(start)),
     }
     tmp = tmp_path_factory.mktemp("prometheus")
     kinds = {OM_A: OPENMETRICS, OM_B: OPENMETRICS}
@@ -207,3 +234,21 @@ async def test_h15_a_data_parallel_pod_reads_as_one_replica_of_its_engines(
     ttft = tr.signals[SignalName.TTFT_P95]
     assert ttft.status is SignalStatus.OK and ttft.value is not None, ttft
     assert 0.25 < ttft.value <= 0.5
+
+
+async def test_h17_an_engine_in_sleep_mode_is_asleep_not_hung(
+    prometheus: tuple[str, Pod],
+) -> None:
+    """h17: the sleeping pod is reported asleep, never hung; its queue still counts; it is
+    not serving capacity for TTFT's rule."""
+    case_text("h17-vllm-sleep-mode.md")
+    url, _ = prometheus
+    snap = snapshot([SLEEPER, AWAKE])
+    results = await read_source(url, [target()], {KEY: snap}, reads=STALL_POLLS + 1)
+    tr = results[-1].targets[KEY]
+    assert tr.stalled == {}, tr.stalled  # not hung, not frozen
+    queue = tr.signals[SignalName.QUEUE_DEPTH]
+    assert (queue.status, queue.value) == (SignalStatus.OK, 8.0), queue  # 5 + 3
+    assert tr.sleeping == frozenset({SLEEPER})
+    counts = observe(target(), snap, tr, None).replicas
+    assert (counts.ready, counts.sleeping, counts.serving) == (2, 1, 1)
