@@ -38,6 +38,7 @@ from scaler.sources.prometheus import (
     ConfiguredQueryProblem,
     PrometheusSource,
     check_configured_queries,
+    check_lookback,
     check_rate_window,
     client_for,
     probe_problem,
@@ -408,7 +409,8 @@ async def _check_rate_window(
 ) -> None:
     """At start: find the pods' scrape interval (exported, and kept by the source so that a
     TTFT without data names the window) and warn, with both numbers and the fix, about a
-    rate window shorter than four scrape intervals."""
+    rate window shorter than four scrape intervals, and about a backend lookback shorter
+    than two (its gauges vanish between scrapes)."""
     log = structlog.get_logger("vllm_scaler")
     metrics = controller.metrics
     metrics.rate_window.set(policy.rate_window_seconds)
@@ -427,6 +429,14 @@ async def _check_rate_window(
         )
     for key, seconds in source.scrape_intervals.items():
         metrics.scrape_interval.labels(key).set(seconds)
+    for short in await check_lookback(source, source.scrape_intervals):
+        log.warning(
+            "query_lookback_too_short",
+            target=short.target,
+            lookback_seconds=short.lookback_seconds,
+            scrape_interval_seconds=short.scrape_interval_seconds,
+            message=str(short),
+        )
 
 
 _UNREACHABLE = frozenset({SignalStatus.TRANSPORT, SignalStatus.TIMEOUT})

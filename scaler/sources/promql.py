@@ -113,6 +113,7 @@ __all__ = [
     "build_throughput_query",
     "build_ttft_query",
     "label_value",
+    "parse_promql_duration",
     "pod_group",
     "pods_selector",
     "promql_duration",
@@ -383,6 +384,20 @@ def promql_duration(seconds: float) -> str:
         raise ValueError(f"duration must be positive, got {seconds!r}")
     ms = max(1, round(seconds * 1000))
     return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
+
+
+_DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w|y)")
+
+
+def parse_promql_duration(text: str) -> float | None:
+    """Seconds of a Prometheus duration (``5m``, ``1m30s``, ``500ms``); None when ``text``
+    is not one."""
+    text = text.strip()
+    parts = _DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    return sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
 
 
 def _tag(expr: str, label: str, value: str) -> str:

@@ -34,8 +34,10 @@ from scaler.sources.prometheus.answers import (
 )
 from scaler.sources.prometheus.check import (
     ConfiguredQueryProblem,
+    LookbackProblem,
     RateWindowProblem,
     check_configured_queries,
+    check_lookback,
     check_rate_window,
     probe_problem,
     problem_line,
@@ -84,6 +86,7 @@ __all__ = [
     "ConfiguredQueryProblem",
     "DropReason",
     "DroppedSeries",
+    "LookbackProblem",
     "PodGauges",
     "PodHistory",
     "PodRates",
@@ -103,6 +106,7 @@ __all__ = [
     "answer_problem",
     "build_http_client",
     "check_configured_queries",
+    "check_lookback",
     "check_rate_window",
     "client_for",
     "error_answer_detail",

@@ -59,6 +59,7 @@ from scaler.sources.promql import (
     build_query_plan,
     build_throughput_query,
     label_value,
+    parse_promql_duration,
     promql_duration,
 )
 
@@ -367,6 +368,18 @@ class PrometheusSource:
             throughput_recorded_namespaces=len(recorded_throughput),
             unused_queries=unused,
         )
+
+    async def lookback_delta_seconds(self) -> float | None:
+        """The backend's instant-query lookback (Prometheus' ``--query.lookback-delta``, from
+        ``/api/v1/status/flags``), seconds; None when the backend does not say (Thanos Query,
+        VictoriaMetrics and proxies may not serve the flags)."""
+        url = self._url.removesuffix("/query") + "/status/flags"
+        try:
+            answer = await self._client.get(url, timeout=self._timeout)
+            flag = answer.json()["data"]["query.lookback-delta"]
+        except Exception:  # any failure: unknown, never a reason to stop
+            return None
+        return parse_promql_duration(str(flag))
 
     async def probe_scrape_intervals(
         self,
