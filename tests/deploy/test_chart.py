@@ -553,6 +553,16 @@ def test_a_changed_policy_rolls_the_pods() -> None:
             id="extra-env-url-with-user-info",
         ),
         pytest.param(
+            {"prometheusRule": {"alertLabels": {"namespace": "x"}}},
+            "prometheusRule.alertLabels.namespace: set by each alert itself",
+            id="alert-label-namespace",
+        ),
+        pytest.param(
+            {"prometheusRule": {"alertLabels": {"severity": "page"}}},
+            "prometheusRule.alertLabels.severity: set by each alert itself",
+            id="alert-label-severity",
+        ),
+        pytest.param(
             {"prometheus": {"url": "http://HelmPassw0rd@prom:9090"}},
             "prometheus.url: holds user-info (a user name or token, with or without a password), "
             "which would be stored in plain text in the "
