@@ -146,11 +146,78 @@ user's mapping with the chart's values never fills in the example's keys. */}}
 {{- end }}
 
 {{/*
+The kinds the policy knows without a plural (scaler/config/policy.py's KNOWN_PLURALS and
+KNOWN_API_VERSIONS; a test keeps them equal): their group and resource. workloadRules grants
+them in every namespace it covers; any other kind of a target is granted from the target.
+*/}}
+{{- define "vllm-scaler.knownKinds" -}}
+Deployment: {group: apps, plural: deployments}
+StatefulSet: {group: apps, plural: statefulsets}
+ReplicaSet: {group: apps, plural: replicasets}
+LeaderWorkerSet: {group: leaderworkerset.x-k8s.io, plural: leaderworkersets}
+Rollout: {group: argoproj.io, plural: rollouts}
+{{- end }}
+
+{{/*
+The kinds of the policy's targets that the rules for the known kinds do not cover (a custom
+resource with a scale subresource: Grove's PodCliqueScalingGroup, KServe's InferenceService,
+...), as a JSON list of {group, plural}, sorted and unique; with (list $ namespace), those
+of the targets in that namespace only, with (list $ ""), of every target. Rendering fails,
+naming the target and the value to set, for a kind whose resource it cannot tell (no plural)
+and for a kind of the core group, which the controller cannot scale (it calls the scale
+subresource of a named API group).
+*/}}
+{{- define "vllm-scaler.targetKinds" -}}
+{{- $root := index . 0 }}
+{{- $only := index . 1 }}
+{{- $known := include "vllm-scaler.knownKinds" $root | fromYaml }}
+{{- $builtin := dict }}
+{{- range $_, $k := $known }}
+{{- $_ := set $builtin (printf "%s/%s" $k.group $k.plural) true }}
+{{- end }}
+{{- $policy := include "vllm-scaler.policyText" $root | fromYaml }}
+{{- $found := dict }}
+{{- range $i, $t := $policy.targets }}
+{{- $w := $t.workload }}
+{{- if or (not $only) (eq (toString $w.namespace) $only) }}
+{{- $apiVersion := toString $w.apiVersion }}
+{{- $group := "" }}
+{{- if contains "/" $apiVersion }}
+{{- $group = first (splitList "/" $apiVersion) }}
+{{- end }}
+{{- if not $group }}
+{{- fail (printf "policy.targets[%d].workload: kind %v of apiVersion %q is in Kubernetes' core group, which vllm-scaler does not scale (it reads and writes the scale subresource of a named API group, such as apps/v1); expected the apiVersion of an API group" $i $w.kind $apiVersion) }}
+{{- end }}
+{{- $plural := toString (default "" $w.plural) }}
+{{- if and (not $plural) (hasKey $known (toString $w.kind)) }}
+{{- $plural = (get $known (toString $w.kind)).plural }}
+{{- end }}
+{{- if not $plural }}
+{{- fail (printf "policy.targets[%d].workload: kind %v of %s names no plural, so the chart cannot grant the controller access to it: set policy.targets[%d].workload.plural to its resource name (kubectl api-resources --api-group=%s), which the rendered RBAC grants (get and patch on <plural>/scale, get on <plural>)" $i $w.kind $apiVersion $i $group) }}
+{{- end }}
+{{- $key := printf "%s/%s" $group $plural }}
+{{- if not (hasKey $builtin $key) }}
+{{- $_ := set $found $key (dict "group" $group "plural" $plural) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $out := list }}
+{{- range $key := keys $found | sortAlpha }}
+{{- $out = append $out (get $found $key) }}
+{{- end }}
+{{- toJson $out }}
+{{- end }}
+
+{{/*
 The calls the controller makes on the targets' namespaces, exactly (tests/deploy checks them
-against the calls recorded on the Kubernetes API stand-in). Recommend-only: read verbs only.
+against the calls recorded on the Kubernetes API stand-in), with (list $ namespace): the
+known kinds everywhere, and the other kinds of the policy's targets (in that namespace only,
+or in all for ""). Recommend-only: read verbs only.
 */}}
 {{- define "vllm-scaler.workloadRules" -}}
-{{- $write := not .Values.recommendOnly -}}
+{{- $root := index . 0 }}
+{{- $write := not $root.Values.recommendOnly -}}
+{{- $scaleVerbs := ternary (list "get" "patch") (list "get") $write | toJson }}
 # Read the scaled workloads' pods (readiness, age, termination); before a scale-down, mark the
 # idlest ones with controller.kubernetes.io/pod-deletion-cost (a merge patch of that
 # annotation only).
@@ -178,13 +245,23 @@ against the calls recorded on the Kubernetes API stand-in). Recommend-only: read
 # Read and write replicas through the scale subresource only, never the workload itself.
 - apiGroups: ["apps"]
   resources: ["deployments/scale", "statefulsets/scale", "replicasets/scale"]
-  verbs: {{ ternary (list "get" "patch") (list "get") $write | toJson }}
+  verbs: {{ $scaleVerbs }}
 - apiGroups: ["leaderworkerset.x-k8s.io"]
   resources: ["leaderworkersets/scale"]
-  verbs: {{ ternary (list "get" "patch") (list "get") $write | toJson }}
+  verbs: {{ $scaleVerbs }}
 - apiGroups: ["argoproj.io"]
   resources: ["rollouts/scale"]
-  verbs: {{ ternary (list "get" "patch") (list "get") $write | toJson }}
+  verbs: {{ $scaleVerbs }}
+{{- range $k := include "vllm-scaler.targetKinds" . | fromJsonArray }}
+# A kind of the policy's targets ({{ $k.plural }}.{{ $k.group }}): its annotations and its
+# scale subresource, as for the kinds above.
+- apiGroups: [{{ $k.group | quote }}]
+  resources: [{{ $k.plural | quote }}]
+  verbs: ["get"]
+- apiGroups: [{{ $k.group | quote }}]
+  resources: [{{ printf "%s/scale" $k.plural | quote }}]
+  verbs: {{ $scaleVerbs }}
+{{- end }}
 {{- if $write }}
 # Events on the targets, as HPA writes them (kubectl describe shows them).
 - apiGroups: [""]
