@@ -98,6 +98,23 @@ VARIANTS = [
         id="minimal",
     ),
     pytest.param({"policy": (DEPLOY / "base" / "policy.yaml").read_text()}, id="policy-as-text"),
+    pytest.param(
+        {
+            "networkPolicy": {"enabled": True, "apiServer": {"cidrs": ["10.0.0.1/32"]}},
+            "extraArgs": ["--once"],
+            "extraVolumes": [{"name": "ca", "configMap": {"name": "ca"}}],
+            "extraVolumeMounts": [{"name": "ca", "mountPath": "/etc/ca"}],
+            "extraObjects": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "x", "namespace": "{{ .Release.Namespace }}"},
+                }
+            ],
+            "serviceMonitor": {"relabelings": [{"targetLabel": "cluster", "replacement": "a"}]},
+        },
+        id="extras-and-network-policy",
+    ),
 ]
 
 

@@ -297,3 +297,34 @@ VLLM_SCALER_LEASE_RETRY_PERIOD_SECONDS: leaderElection.retryPeriodSeconds
 POD_NAMESPACE: ""
 POD_NAME: ""
 {{- end }}
+
+{{/*
+The options of `run` whose settings the chart sets (each with the value it comes from, as
+chartEnv): extraArgs may not give them. tests/deploy keeps it equal to the options of the
+settings of chartEnv.
+*/}}
+{{- define "vllm-scaler.chartOptions" -}}
+--dry-run: recommendOnly
+--policy-file: policy
+--policy: policy
+--prometheus-url: prometheus.url (or prometheus.urlSecret)
+--prometheus-timeout-seconds: prometheus.timeoutSeconds
+--prometheus-bearer-token-file: prometheus.bearerTokenSecret
+--prometheus-ca-file: prometheus.tls.caSecret (or prometheus.tls.caConfigMap)
+--prometheus-client-cert-file: prometheus.tls.clientCertSecret
+--prometheus-client-key-file: prometheus.tls.clientCertSecret
+--prometheus-headers: prometheus.headers (or prometheus.headersSecret)
+--interval: controlIntervalSeconds
+--control-interval-seconds: controlIntervalSeconds
+--metrics-port: metricsPort
+--log-format: logFormat
+--log-level: logLevel
+--in-cluster: the pod itself
+--no-in-cluster: the pod itself
+--leader-election: leaderElection.enabled (and recommendOnly)
+--no-leader-election: leaderElection.enabled (and recommendOnly)
+--lease-name: leaderElection.leaseName
+--lease-duration-seconds: leaderElection.leaseDurationSeconds
+--lease-renew-deadline-seconds: leaderElection.renewDeadlineSeconds
+--lease-retry-period-seconds: leaderElection.retryPeriodSeconds
+{{- end }}
