@@ -115,6 +115,21 @@ VARIANTS = [
         },
         id="extras-and-network-policy",
     ),
+    pytest.param(
+        {
+            "prometheus": {
+                "url": "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-1",
+                "cloudAuth": {
+                    "provider": "aws-sigv4",
+                    "aws": {
+                        "roleArn": "arn:aws:iam::123456789012:role/scaler",
+                        "region": "us-east-1",
+                    },
+                },
+            }
+        },
+        id="aws-sigv4",
+    ),
 ]
 
 

@@ -53,6 +53,27 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: vllm-scaler
 {{- end }}
 
+{{/* The ServiceAccount's annotations: serviceAccount.annotations and the workload identity
+of prometheus.cloudAuth (IRSA's role, GKE's Google service account, Azure's client id). */}}
+{{- define "vllm-scaler.serviceAccountAnnotations" -}}
+{{- $c := .Values.prometheus.cloudAuth }}
+{{- $own := dict }}
+{{- with $c.aws.roleArn }}{{ $_ := set $own "eks.amazonaws.com/role-arn" . }}{{ end }}
+{{- with $c.google.serviceAccount }}{{ $_ := set $own "iam.gke.io/gcp-service-account" . }}{{ end }}
+{{- with $c.azure.clientId }}{{ $_ := set $own "azure.workload.identity/client-id" . }}{{ end }}
+{{- with $c.azure.tenantId }}{{ $_ := set $own "azure.workload.identity/tenant-id" . }}{{ end }}
+{{- if and $own (not .Values.serviceAccount.create) }}
+{{- fail (printf "prometheus.cloudAuth: annotations %s go on the ServiceAccount, which the chart does not create (serviceAccount.create false): annotate %s yourself and leave them empty here" (keys $own | sortAlpha | join ", ") .Values.serviceAccount.name) }}
+{{- end }}
+{{- range $k, $v := $own }}
+{{- if and (hasKey $.Values.serviceAccount.annotations $k) (ne (toString (get $.Values.serviceAccount.annotations $k)) $v) }}
+{{- fail (printf "serviceAccount.annotations.%s: set by prometheus.cloudAuth too, to another value; set it in one place" $k) }}
+{{- end }}
+{{- end }}
+{{- $all := merge $own (deepCopy .Values.serviceAccount.annotations) }}
+{{- if $all }}{{ toYaml $all }}{{ end }}
+{{- end }}
+
 {{- define "vllm-scaler.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
 {{- default (include "vllm-scaler.fullname" .) .Values.serviceAccount.name }}
@@ -62,7 +83,9 @@ app.kubernetes.io/part-of: vllm-scaler
 {{- end }}
 
 {{- define "vllm-scaler.image" -}}
-{{- $tag := default .Chart.AppVersion .Values.image.tag }}
+{{- /* a managed Prometheus' authentication needs the image with the cloud extras */}}
+{{- $suffix := ternary "-cloud" "" (not (empty .Values.prometheus.cloudAuth.provider)) }}
+{{- $tag := default (printf "%s%s" .Chart.AppVersion $suffix) .Values.image.tag }}
 {{- if .Values.image.digest }}
 {{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
 {{- else }}
@@ -284,6 +307,10 @@ VLLM_SCALER_PROMETHEUS_CA_FILE: prometheus.tls.caSecret (or prometheus.tls.caCon
 VLLM_SCALER_PROMETHEUS_CLIENT_CERT_FILE: prometheus.tls.clientCertSecret
 VLLM_SCALER_PROMETHEUS_CLIENT_KEY_FILE: prometheus.tls.clientCertSecret
 VLLM_SCALER_PROMETHEUS_HEADERS: prometheus.headers (or prometheus.headersSecret)
+VLLM_SCALER_PROMETHEUS_CLOUD_AUTH: prometheus.cloudAuth.provider
+VLLM_SCALER_PROMETHEUS_AWS_REGION: prometheus.cloudAuth.aws.region
+VLLM_SCALER_PROMETHEUS_AWS_SERVICE: prometheus.cloudAuth.aws.service
+VLLM_SCALER_PROMETHEUS_CLOUD_AUTH_SCOPE: prometheus.cloudAuth.scope
 VLLM_SCALER_CONTROL_INTERVAL_SECONDS: controlIntervalSeconds
 VLLM_SCALER_METRICS_PORT: metricsPort
 VLLM_SCALER_LOG_FORMAT: logFormat
@@ -314,6 +341,10 @@ settings of chartEnv.
 --prometheus-client-cert-file: prometheus.tls.clientCertSecret
 --prometheus-client-key-file: prometheus.tls.clientCertSecret
 --prometheus-headers: prometheus.headers (or prometheus.headersSecret)
+--prometheus-cloud-auth: prometheus.cloudAuth.provider
+--prometheus-aws-region: prometheus.cloudAuth.aws.region
+--prometheus-aws-service: prometheus.cloudAuth.aws.service
+--prometheus-cloud-auth-scope: prometheus.cloudAuth.scope
 --interval: controlIntervalSeconds
 --control-interval-seconds: controlIntervalSeconds
 --metrics-port: metricsPort
