@@ -63,6 +63,7 @@ from scaler.sources.prometheus import (
     refusal_hint,
     url_hint,
 )
+from scaler.sources.prometheus.cloud_auth import CloudAuthError, requests_auth_for
 from scaler.sources.prometheus.ttft import history_ttft_plan
 from scaler.sources.promql import (
     RUNNING_METRIC,
@@ -221,7 +222,9 @@ class PrometheusRangeClient:
         # An error answer is reported with its status and the server's message, as the
         # controller reports it, instead of the library's "HTTP Status Code ... (b'...')".
         session.hooks["response"].append(self._refused)
-        auth = _BearerTokenFile(token) if token is not None else _user_alone(url)
+        auth = requests_auth_for(settings) or (
+            _BearerTokenFile(token) if token is not None else _user_alone(url)
+        )
         self._prom = PrometheusConnect(
             url=url,
             headers=dict(settings.prometheus_headers),
@@ -243,7 +246,7 @@ class PrometheusRangeClient:
             )
         except PrometheusApiClientException as err:
             raise HistoryError(f"Prometheus refused the query: {_short(str(err))}") from None
-        except TokenFileError as err:
+        except (TokenFileError, CloudAuthError) as err:
             raise HistoryError(f"request not sent: {err}") from None
         except requests.exceptions.JSONDecodeError as err:
             # reached, but the body is not JSON: a web server's page, a proxy's login form

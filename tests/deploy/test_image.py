@@ -114,6 +114,27 @@ def test_lock_pins_exactly_the_runtime_dependencies_of_pyproject() -> None:
     assert extra_only and not extra_only & set(pins), extra_only & set(pins)
 
 
+def test_cloud_lock_pins_the_runtime_dependencies_and_the_cloud_extra() -> None:
+    """requirements-cloud.txt (the image built with --build-arg LOCK=requirements-cloud.txt):
+    pyproject's dependencies and those of its cloud extra (aws, google, azure), each hashed,
+    nothing of another extra."""
+    pins = _lock(ROOT / "requirements-cloud.txt")
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    cloud = [Requirement(r) for name in ("aws", "google", "azure") for r in extras[name]]
+    assert extras["cloud"] == ["vllm-scaler[aws,google,azure]"]
+    wanted = _project_dependencies() + cloud
+    locked_direct = {name for name, pin in pins.items() if PROJECT in pin.via}
+    assert locked_direct == {canonicalize_name(r.name) for r in wanted}, (
+        "requirements-cloud.txt is stale: run scripts/lock.sh"
+    )
+    for req in wanted:
+        pin = pins[canonicalize_name(req.name)]
+        assert req.specifier.contains(pin.version, prereleases=True), (req, pin.version)
+    for name, pin in pins.items():
+        assert pin.hashes, f"{name} has no --hash"
+    assert not {"matplotlib", "prometheus-api-client"} & set(pins)
+
+
 def test_lock_is_hashed_and_closed() -> None:
     pins = _lock()
     assert len(pins) >= len(_project_dependencies())
@@ -208,13 +229,19 @@ def test_image_installs_from_the_lock_and_leaves_no_wheel_in_a_layer() -> None:
             stages[-1].append((ins["instruction"], " ".join(ins["value"].split())))
     build, final = stages
     build_runs = " ".join(v for i, v in build if i == "RUN")
-    assert "--require-hashes" in build_runs and "-r requirements.txt" in build_runs
+    assert "--require-hashes" in build_runs and '-r "${LOCK}"' in build_runs
+    # the lock: requirements.txt unless the build asks for the cloud extras' own
+    args = [v for i, v in build if i == "ARG"]
+    assert args == ["LOCK=requirements.txt"], args
     # The project's wheel is built by the locked setuptools, installed before it is used.
     install_backend = "pip install --no-cache-dir --require-hashes -r requirements-build.txt"
     build_project = "--no-deps --no-build-isolation"
     assert install_backend in build_runs and build_project in build_runs
     assert build_runs.index(install_backend) < build_runs.index(build_project)
-    assert ("COPY", "requirements.txt requirements-build.txt pyproject.toml README.md ./") in build
+    copied = (
+        "requirements.txt requirements-cloud.txt requirements-build.txt pyproject.toml README.md ./"
+    )
+    assert ("COPY", copied) in build
     # The final stage copies nothing from the build stage: the wheels are only mounted.
     assert not [v for i, v in final if i in ("COPY", "ADD")], final
     (install,) = [v for i, v in final if i == "RUN"]
