@@ -172,7 +172,12 @@ async def _assert_conflict(scene: Scene, owner: str) -> None:
     assert "recommending 5 without writing" in decision["message"], decision
     assert proc.metric("vllm_scaler_conflict", target=key, owner=owner) == 1
     (event,) = scene.events("ConflictingAutoscaler")
-    assert event["type"] == "Warning" and owner in event["message"], event
+    kind, name = owner.split("/")
+    assert event["type"] == "Warning", event
+    assert event["message"].startswith(
+        f"{kind} {scene.namespace}/{name} also targets this Deployment; vllm-scaler will not "
+        "write spec.replicas while it exists (recommends 5, current 2)"
+    ), event
     assert event["involvedObject"]["kind"] == "Deployment"
     assert event["involvedObject"]["name"] == "vllm"
     table = scene.kube.kubectl("get", "events", "-n", scene.namespace).stdout

@@ -53,9 +53,9 @@ async def test_namespaced_rbac_refuses_a_target_outside_the_policy_it_was_render
         # nothing cluster-wide, nothing outside the rendered namespaces
         sa = install.kubeconfig()
         for args, allowed in (
-            (("patch", "deployments/scale", "-n", ns), "yes"),
+            (("patch", "deployments", "--subresource=scale", "-n", ns), "yes"),
             (("patch", "pods", "-n", ns), "yes"),
-            (("patch", "deployments/scale", "-n", other), "no"),
+            (("patch", "deployments", "--subresource=scale", "-n", other), "no"),
             (("list", "pods", "-n", "kube-system"), "no"),
             (("patch", "deployments", "-n", ns), "no"),  # the scale only
             (("list", "nodes"), "no"),

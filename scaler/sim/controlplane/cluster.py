@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+import ssl
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -104,13 +105,19 @@ class Cluster:
 
     # ------------------------------------------------------------------ HTTP
 
+    def tls_context(self) -> ssl.SSLContext:
+        """Verifies the API server with :attr:`ca_data` (else the system's roots)."""
+        if self.ca_data is None:
+            return ssl.create_default_context()
+        return ssl.create_default_context(cadata=self.ca_data.decode())
+
     def client(self, token: str | None = None, *, timeout: float = 30.0) -> httpx.Client:
         """An HTTP client for the API with ``token`` (default: the admin's); the caller
         closes it."""
         return httpx.Client(
             base_url=self.server,
             headers={"Authorization": f"Bearer {token or self.admin_token}"},
-            verify=str(self.ca_file) if self.ca_file is not None else True,
+            verify=self.tls_context(),
             timeout=timeout,
         )
 

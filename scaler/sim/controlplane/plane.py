@@ -28,6 +28,7 @@ from __future__ import annotations
 import csv
 import secrets
 import shutil
+import ssl
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -49,7 +50,12 @@ _SERVICE_CIDR = "10.96.0.0/16"  # addresses of Services: data only, no traffic
 
 
 def _wait_http(
-    url: str, component: Component, *, timeout: float, verify: str | bool, token: str | None
+    url: str,
+    component: Component,
+    *,
+    timeout: float,
+    verify: ssl.SSLContext | bool,
+    token: str | None,
 ) -> None:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     deadline = time.monotonic() + timeout
@@ -256,7 +262,7 @@ class ControlPlane(Cluster):
                 f"{self.server}/readyz",
                 self.apiserver,
                 timeout=timeout,
-                verify=str(self.pki.ca),
+                verify=self.tls_context(),
                 token=self.admin_token,
             )
             self.controller_manager.start()

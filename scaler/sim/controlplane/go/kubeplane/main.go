@@ -63,6 +63,9 @@ func main() {
 // runKwok starts kwok as its own command does: the logging and --config flags are parsed
 // first (they decide what the command is built with), then the command itself.
 func runKwok() int {
+	// The Kubernetes packages register their own global flags (--version of another type
+	// among them), which cobra would merge into kwok's: kwok starts from an empty set.
+	pflag.CommandLine = pflag.NewFlagSet(os.Args[0], pflag.ExitOnError)
 	flags := pflag.NewFlagSet("global", pflag.ContinueOnError)
 	flags.ParseErrorsAllowlist.UnknownFlags = true
 	flags.Usage = func() {}
