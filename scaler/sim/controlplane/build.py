@@ -255,8 +255,8 @@ def ensure_binary(
     """The cached binary of ``program``, built first when it is not in the cache.
 
     The build runs in a copy of the module's files (so an installed package stays
-    untouched) with ``-trimpath -ldflags='-s -w'`` (no debug information: a smaller
-    binary and a shorter link), ``CGO_ENABLED=0`` (as Kubernetes' releases are built),
+    untouched) with ``-trimpath`` and ``-ldflags='-s -w'`` (no debug information: a smaller
+    binary and a shorter link) plus the program's :attr:`~GoProgram.link_vars`, ``CGO_ENABLED=0`` (as Kubernetes' releases are built),
     ``-mod=readonly`` (go.sum as committed; nothing but the module proxy is asked),
     ``GOTOOLCHAIN=local`` (never a toolchain download) and at a lower priority. Its output
     goes to ``<binary>.log``.

@@ -252,7 +252,7 @@ class Cluster:
         what: str,
         poll_seconds: float = 0.2,
     ) -> T:
-        """Poll ``check`` until it returns something other than None or False.
+        """Poll ``check`` until it returns a true value (not None, False, 0 or empty); return it.
 
         Raises:
             ClusterError: ``timeout`` seconds passed (the message names ``what``).
@@ -260,7 +260,7 @@ class Cluster:
         deadline = time.monotonic() + timeout
         while True:
             value = check()
-            if value is not None and value is not False:
+            if value:
                 return value
             if time.monotonic() > deadline:
                 raise ClusterError(f"timed out after {timeout:g} s waiting for {what}")
