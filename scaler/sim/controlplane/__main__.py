@@ -1,6 +1,7 @@
 """``python -m scaler.sim.controlplane build|up``: the test control plane for a person.
 
-``build`` builds (or finds in the cache) the binaries and prints their paths; ``up`` starts a
+``build`` builds (or finds in the cache) the binaries and prints their paths; ``path`` prints
+a cached one's path (exit 1 when not built); ``up`` starts a
 control plane in the foreground, prints the admin kubeconfig's path and stays until SIGINT
 or SIGTERM, then stops every server it started (``scripts/kube.sh up|down`` runs it in the
 background).
@@ -16,7 +17,13 @@ from typing import Annotated
 
 import typer
 
-from scaler.sim.controlplane.build import PROGRAMS, BuildError, GoNotFoundError, ensure_binary
+from scaler.sim.controlplane.build import (
+    PROGRAMS,
+    BuildError,
+    GoNotFoundError,
+    binary_path,
+    ensure_binary,
+)
 from scaler.sim.controlplane.plane import ControlPlane
 
 app = typer.Typer(add_completion=False, help=__doc__, no_args_is_help=True)
@@ -43,6 +50,22 @@ def build(
         took = f"{result.seconds:.0f} s" if result.seconds is not None else "unknown time"
         how = "built now" if result.built else "cached"
         typer.echo(f"{program.name} {program.version}: {result.path} ({how}; build took {took})")
+
+
+@app.command()
+def path(
+    name: Annotated[str, typer.Argument(help=f"one of {', '.join(PROGRAMS)}")] = "kubeplane",
+) -> None:
+    """Print the cached binary's path; exit 1 when it is not built (nothing is built)."""
+    program = PROGRAMS.get(name)
+    if program is None:
+        typer.echo(f"unknown program {name!r}: expected one of {', '.join(PROGRAMS)}", err=True)
+        raise typer.Exit(2)
+    found = binary_path(program)
+    if not found.is_file():
+        typer.echo(f"{program.name} {program.version} is not built ({found})", err=True)
+        raise typer.Exit(1)
+    typer.echo(str(found))
 
 
 @app.command()

@@ -42,6 +42,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Final, TextIO
 
+from scaler.sim.prometheus_server import die_with_parent
+
 __all__ = [
     "ETCD_VERSION",
     "KUBEPLANE",
@@ -213,10 +215,14 @@ def _say(out: TextIO | None, text: str) -> None:
 
 
 @contextlib.contextmanager
-def _lock(path: Path) -> Iterator[None]:
+def _lock(path: Path, out: TextIO | None, what: str) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            _say(out, f"waiting for the build of {what} in progress in another process")
+            fcntl.flock(f, fcntl.LOCK_EX)
         try:
             yield
         finally:
@@ -239,10 +245,18 @@ def _recorded(path: Path) -> BuildResult:
     )
 
 
-def _lower_priority() -> None:
-    # A build takes both cores for minutes; anything interactive goes first.
-    with contextlib.suppress(OSError):
-        os.nice(10)
+def _child_setup() -> Callable[[], None]:
+    """The build's ``preexec_fn``: a lower priority (a build takes both cores for minutes;
+    anything interactive goes first), and SIGTERM when this process dies."""
+    with_parent = die_with_parent()
+
+    def setup() -> None:
+        with contextlib.suppress(OSError):
+            os.nice(10)
+        if with_parent is not None:
+            with_parent()
+
+    return setup
 
 
 def ensure_binary(
@@ -256,7 +270,8 @@ def ensure_binary(
 
     The build runs in a copy of the module's files (so an installed package stays
     untouched) with ``-trimpath`` and ``-ldflags='-s -w'`` (no debug information: a smaller
-    binary and a shorter link) plus the program's :attr:`~GoProgram.link_vars`, ``CGO_ENABLED=0`` (as Kubernetes' releases are built),
+    binary and a shorter link) plus the program's :attr:`~GoProgram.link_vars`,
+    ``CGO_ENABLED=0`` (as Kubernetes' releases are built),
     ``-mod=readonly`` (go.sum as committed; nothing but the module proxy is asked),
     ``GOTOOLCHAIN=local`` (never a toolchain download) and at a lower priority. Its output
     goes to ``<binary>.log``.
@@ -274,7 +289,7 @@ def ensure_binary(
     path = binary_path(program)
     if path.is_file() and os.access(path, os.X_OK):
         return _recorded(path)
-    with _lock(cache_dir() / f".{program.name}.lock"):
+    with _lock(cache_dir() / f".{program.name}.lock", out, program.name):
         if path.is_file():  # another process built it while this one waited
             return _recorded(path)
         go = find_go()
@@ -317,7 +332,7 @@ def ensure_binary(
                     stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,
                     check=False,
-                    preexec_fn=_lower_priority,
+                    preexec_fn=_child_setup(),
                 )
             if done.returncode != 0 or not target.is_file():
                 tail = log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-30:]
