@@ -4,12 +4,16 @@ removes; and where the ranking is ignored (the controller manager's ``PodDeletio
 feature gate off), the controller says so, naming the pods that survived, in a warning and a
 metric.
 
-Four pods: the two oldest idle, the two newest busy. Without the ranking, the ReplicaSet
-removes the most recently ready and the newest first: the busy ones.
+Four pods, two on each node: the two idle ones Ready for an hour (a fleet that has been up;
+their Ready condition's time is set so), the two busy ones just started. Without the
+ranking the ReplicaSet removes, among pods as doubled up as each other, the ones Ready for
+the shortest time first (compared on a logarithmic scale since 1.22, so the hour makes the
+order certain): the busy ones.
 """
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterator
 
 import pytest
@@ -22,12 +26,32 @@ from tests.cluster.workloads import deployment, policy, policy_values
 COST = "controller.kubernetes.io/pod-deletion-cost"
 
 
+def _ready_an_hour_ago(scene: Scene, pod: str) -> None:
+    since = datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=1)
+    scene.kube.request(
+        "PATCH",
+        f"/api/v1/namespaces/{scene.namespace}/pods/{pod}/status",
+        body={
+            "status": {
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "lastTransitionTime": since.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    }
+                ]
+            }
+        },
+        content_type="application/strategic-merge-patch+json",
+    )
+
+
 async def _old_idle_new_busy(scene: Scene) -> tuple[list[str], list[str], PodMetrics]:
-    """Two idle pods, then (well after, so that their ages fall in other buckets of the
-    ReplicaSet's logarithmic comparison) two busy ones."""
-    scene.kube.apply([deployment(scene.namespace, replicas=2, ready_delay_seconds=1)])
+    """Two idle pods Ready for an hour, then two busy ones, one of each on each node."""
+    scene.kube.apply([deployment(scene.namespace, replicas=2, ready_delay_seconds=1, spread=True)])
     old, metrics = await scene.serve(2, Load(waiting=0, running=6))
     for pod in old:
+        _ready_an_hour_ago(scene, pod)
         metrics.set_load(pod, Load(waiting=0, running=0))
     scene.set_replicas(4)
     new = sorted(set(scene.wait_ready(4)) - set(old))

@@ -39,8 +39,21 @@ def deployment(
     ready_delay_seconds: float | None = None,
     max_surge: int | str = "25%",
     max_unavailable: int | str = "25%",
+    spread: bool = False,
 ) -> Doc:
+    """A vLLM Deployment on the kwok nodes; ``spread``: at most one pod more on one node
+    than on another (a hard topology spread over hostnames)."""
     labels = {"app": name}
+    template = pod_template(labels, ready_delay_seconds=ready_delay_seconds)
+    if spread:
+        template["spec"]["topologySpreadConstraints"] = [
+            {
+                "maxSkew": 1,
+                "topologyKey": "kubernetes.io/hostname",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": labels},
+            }
+        ]
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -52,7 +65,7 @@ def deployment(
                 "type": "RollingUpdate",
                 "rollingUpdate": {"maxSurge": max_surge, "maxUnavailable": max_unavailable},
             },
-            "template": pod_template(labels, ready_delay_seconds=ready_delay_seconds),
+            "template": template,
         },
     }
 
