@@ -32,6 +32,7 @@ Fixtures for other tests:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
@@ -90,6 +91,16 @@ def kube(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Cluster]:
     workdir = tmp_path_factory.mktemp("kube")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    try:
+        # the build's progress lines (it may take many minutes) reach the terminal
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+            built = ensure_binary(KUBEPLANE)
+    except (GoNotFoundError, BuildError) as err:
+        _unavailable(str(err))
+        raise AssertionError("unreachable") from None
+    if built.built:
+        _say(request.config, f"cluster tier: built {built.path.name} in {built.seconds:.0f} s")
     if os.environ.get("VLLM_SCALER_TEST_CLUSTER") == "kubeconfig":
         external = from_kubeconfig(workdir=workdir, ready_delay_seconds=2.0)
         external.start()
@@ -99,13 +110,6 @@ def kube(
         finally:
             external.stop()
         return
-    try:
-        built = ensure_binary(KUBEPLANE)
-    except (GoNotFoundError, BuildError) as err:
-        _unavailable(str(err))
-        raise AssertionError("unreachable") from None
-    if built.built:
-        _say(request.config, f"cluster tier: built {built.path.name} in {built.seconds:.0f} s")
     plane = ControlPlane(workdir, kubeplane=built.path, ready_delay_seconds=2.0)
     plane.start()
     _say(
