@@ -70,6 +70,10 @@ ETCD_VERSION: Final = "v3.7.0"
 KWOK_VERSION: Final = "v0.8.0"
 #: Prometheus 3.16.0 (module version v0.316.0).
 PROMETHEUS3_VERSION: Final = "v0.316.0"
+# v0.3XX.Y is Prometheus 3.XX.Y
+_PROMETHEUS3_RELEASE: Final = (
+    f"3.{int(PROMETHEUS3_VERSION.split('.')[1]) - 300}.{PROMETHEUS3_VERSION.split('.')[2]}"
+)
 
 _CACHE_ENV: Final = "VLLM_SCALER_BIN_CACHE"
 _GO_HINT: Final = (
@@ -152,8 +156,18 @@ PROMETHEUS3: Final = GoProgram(
     "prometheus",
     PROMETHEUS3_VERSION,
     "github.com/prometheus/prometheus/cmd/prometheus",
-    f"Prometheus 3.{int(PROMETHEUS3_VERSION.split('.')[1]) - 300}."
-    f"{PROMETHEUS3_VERSION.split('.')[2]}",
+    f"Prometheus {_PROMETHEUS3_RELEASE}",
+    # what `prometheus --version` and prometheus_build_info report (its release build sets
+    # the same through promu)
+    tuple(
+        (f"github.com/prometheus/common/version.{var}", value)
+        for var, value in (
+            ("Version", _PROMETHEUS3_RELEASE),
+            ("Revision", f"module-{PROMETHEUS3_VERSION}"),
+            ("Branch", "release"),
+            ("BuildUser", "vllm-scaler"),
+        )
+    ),
 )
 PROGRAMS: Final = {p.name: p for p in (KUBEPLANE, PROMETHEUS3)}
 
