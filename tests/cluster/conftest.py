@@ -46,6 +46,7 @@ from scaler.sim.controlplane import (
     KUBEPLANE,
     BuildError,
     Cluster,
+    ComponentError,
     ControlPlane,
     GoNotFoundError,
     ensure_binary,
@@ -110,8 +111,17 @@ def kube(
         finally:
             external.stop()
         return
-    plane = ControlPlane(workdir, kubeplane=built.path, ready_delay_seconds=2.0)
-    plane.start()
+    for attempt in (1, 2):
+        plane = ControlPlane(
+            workdir / f"plane-{attempt}", kubeplane=built.path, ready_delay_seconds=2.0
+        )
+        try:
+            plane.start()
+            break
+        except ComponentError as err:
+            # a free port taken by another process between the look and the bind: new ports
+            if attempt == 2 or "address already in use" not in str(err):
+                raise
     _say(
         request.config,
         f"cluster tier: control plane {KUBEPLANE.version} up in {plane.start_seconds:.1f} s",
