@@ -14,7 +14,7 @@ import pytest
 from scaler.sim.controlplane import Cluster
 from tests.cluster.podmetrics import Load
 from tests.cluster.scene import Scene
-from tests.cluster.workloads import deployment, policy, policy_values
+from tests.cluster.workloads import crd_installed, deployment, policy, policy_values
 
 # The KEDA ScaledObject kind: group, version, names and the scale target's fields as KEDA
 # v2 defines them (keda.sh/v1alpha1; spec.scaleTargetRef.name required, kind and
@@ -103,18 +103,8 @@ SCALED_OBJECT_CRD: dict[str, Any] = {
 
 @pytest.fixture
 def keda_crd(kube: Cluster) -> Iterator[None]:
-    kube.apply([SCALED_OBJECT_CRD])
-    kube.kubectl(
-        "wait", "--for=condition=Established", "crd/scaledobjects.keda.sh", "--timeout=30s"
-    )
-    try:
+    with crd_installed(kube, SCALED_OBJECT_CRD):
         yield
-    finally:
-        kube.request(
-            "DELETE",
-            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/scaledobjects.keda.sh",
-            ok=(200, 202, 404),
-        )
 
 
 def _hpa(namespace: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ import pytest
 from scaler.sim.controlplane import Cluster
 from tests.cluster.podmetrics import Load
 from tests.cluster.scene import Scene
-from tests.cluster.workloads import pod_template, policy, policy_values, statefulset
+from tests.cluster.workloads import crd_installed, pod_template, policy, policy_values, statefulset
 
 LWS_CRD: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1",
@@ -99,22 +99,8 @@ async def test_a_statefulset_scales_by_its_highest_ordinals(scene: Scene) -> Non
 
 @pytest.fixture
 def lws_crd(kube: Cluster) -> Iterator[None]:
-    kube.apply([LWS_CRD])
-    kube.kubectl(
-        "wait",
-        "--for=condition=Established",
-        "crd/leaderworkersets.leaderworkerset.x-k8s.io",
-        "--timeout=30s",
-    )
-    try:
+    with crd_installed(kube, LWS_CRD):
         yield
-    finally:
-        kube.request(
-            "DELETE",
-            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
-            "leaderworkersets.leaderworkerset.x-k8s.io",
-            ok=(200, 202, 404),
-        )
 
 
 def _play_lws_controller(kube: Cluster, namespace: str, name: str) -> int:

@@ -3,12 +3,14 @@ and the policies that target them."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
 
-from scaler.sim.controlplane import POD_PLACEMENT, READY_DELAY_ANNOTATION
+from scaler.sim.controlplane import POD_PLACEMENT, READY_DELAY_ANNOTATION, Cluster
 
 Doc = dict[str, Any]
 
@@ -145,3 +147,19 @@ def policy_values(doc: Doc, **values: Any) -> dict[str, Any]:
         },
         **values,
     }
+
+
+@contextlib.contextmanager
+def crd_installed(kube: Cluster, crd: Doc) -> Iterator[None]:
+    """``crd`` applied and Established for the block, deleted after it (its objects with it)."""
+    name = crd["metadata"]["name"]
+    kube.apply([crd])
+    kube.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=30s")
+    try:
+        yield
+    finally:
+        kube.request(
+            "DELETE",
+            f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}",
+            ok=(200, 202, 404),
+        )
