@@ -533,6 +533,8 @@ class Controller:
         self._resume.pop(t.key, None)
         self._resume_shadows.pop(t.key, None)
         self._removals.pop(t.key, None)
+        for pod in self._survivors.pop(t.key, ()):
+            self.metrics.removal_survivors.remove(t.key, pod)
         self.exports.record(t, decision, disabled=True)
         self.metrics.remove_signals(t.key, t.signals.enabled())
         events: tuple[Event, ...] = ()
