@@ -63,7 +63,13 @@ from scaler.controller.overrides import (
     refusal_events,
 )
 from scaler.controller.plan import Event, WritePlan, stuck_event, stuck_pods
-from scaler.controller.removal import PendingRemoval, pending_removal, ranked, ranked_in_order
+from scaler.controller.removal import (
+    REMOVAL_EXPIRY_SECONDS,
+    PendingRemoval,
+    pending_removal,
+    ranked,
+    ranked_in_order,
+)
 from scaler.controller.report import TargetReport
 from scaler.core.decide import Decision, Direction, decide
 from scaler.core.drain import RemovalPlan, plan_removal
@@ -209,6 +215,7 @@ class Controller:
         self._stuck_event_at: dict[str, float] = {}
         self._cost_unsupported_logged: set[str] = set()
         self._removals: dict[str, PendingRemoval] = {}
+        self._survivors: dict[str, tuple[str, ...]] = {}
         self._disabled: set[str] = set()
         metrics.dry_run.set(1 if actuator.dry_run else 0)
         if leader is None:
@@ -481,7 +488,36 @@ class Controller:
         left = pending.removing(snap, now)
         if left == 0:
             del self._removals[t.key]
+            if now - pending.at <= REMOVAL_EXPIRY_SECONDS:
+                self._check_removal_order(t, pending, snap)
         return left
+
+    def _check_removal_order(
+        self, t: TargetPolicy, pending: PendingRemoval, snap: WorkloadSnapshot
+    ) -> None:
+        """A scale-down the workload controller has carried out: warn, naming the pods,
+        when it removed others than those ranked to go (their requests were cut instead
+        of the idlest pods'); the survivors' gauge shows the last such scale-down's pods."""
+        for pod in self._survivors.pop(t.key, ()):
+            self.metrics.removal_survivors.remove(t.key, pod)
+        ignored = pending.order_ignored(snap)
+        if ignored is None:
+            return
+        self._survivors[t.key] = ignored.survived
+        for pod in ignored.survived:
+            self.metrics.removal_survivors.labels(t.key, pod).set(1)
+        self.metrics.removal_order_ignored.labels(t.key).inc()
+        self.log.warning(
+            "scale_down_order_ignored",
+            target=t.key,
+            survived=list(ignored.survived),
+            removed=list(ignored.removed),
+            message=f"the workload controller of {t.workload.kind} {t.workload.name} removed "
+            f"{', '.join(ignored.removed)} instead of {', '.join(ignored.survived)}, ranked to "
+            "go by controller.kubernetes.io/pod-deletion-cost: it ignores the annotation (the "
+            "PodDeletionCost feature gate is off, or the controller does not implement it), so "
+            "scale-downs cut the requests of busier pods",
+        )
 
     async def _disabled_target(
         self, t: TargetPolicy, snap: WorkloadSnapshot, now: float, fence: WriteFence
@@ -497,6 +533,8 @@ class Controller:
         self._resume.pop(t.key, None)
         self._resume_shadows.pop(t.key, None)
         self._removals.pop(t.key, None)
+        for pod in self._survivors.pop(t.key, ()):
+            self.metrics.removal_survivors.remove(t.key, pod)
         self.exports.record(t, decision, disabled=True)
         self.metrics.remove_signals(t.key, t.signals.enabled())
         events: tuple[Event, ...] = ()

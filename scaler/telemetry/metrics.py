@@ -315,6 +315,22 @@ class ScalerMetrics:
             t,
             registry=r,
         )
+        self.removal_order_ignored = Counter(
+            "vllm_scaler_scale_down_order_ignored",
+            "Scale-downs whose workload controller removed other pods than the ones "
+            "vllm-scaler ranked to go by pod-deletion-cost (the PodDeletionCost feature gate "
+            "off, a controller that ignores the annotation).",
+            t,
+            registry=r,
+        )
+        self.removal_survivors = Gauge(
+            "vllm_scaler_scale_down_survivor",
+            "1 for each pod ranked to go by the target's last scale-down that its workload "
+            "controller kept (removing others instead); cleared by the next scale-down that "
+            "removes the pods ranked to go.",
+            ["target", "pod"],
+            registry=r,
+        )
         self.state_writes = Counter(
             "vllm_scaler_state_writes",
             "Writes of the persisted decision state to the Lease, by outcome "
