@@ -234,6 +234,13 @@ def check_policy(
         typer.echo(f"  backtest  {{{target_selector(t)}}} (history has no pod lists: {history})")
 
 
+def _demo_bench(**options: Any) -> Any:
+    """The bench's side of the demo (imported only when ``sim`` runs)."""
+    from scaler.bench.demo import DemoBench
+
+    return DemoBench(**options)
+
+
 def _register_subcommands() -> None:
     from scaler.backtest.cli import register as register_backtest
     from scaler.bench.cli import register as register_bench
@@ -241,7 +248,7 @@ def _register_subcommands() -> None:
     from scaler.dashboards.cli import register as register_dashboards
     from scaler.sim.cli import register as register_sim
 
-    register_sim(app)
+    register_sim(app, bench=_demo_bench)
     register_bench(app)
     register_backtest(app)
     register_scale(app)
