@@ -9,11 +9,12 @@ import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TextIO, cast
+from typing import TYPE_CHECKING, Annotated, Any, TextIO, cast
 
 import typer
 
 from scaler.config.cli_options import OutputFormat, OutputOpt
+from scaler.config.durations import duration_option
 from scaler.config.options import MAX_REPLAY_MINUTES, option_errors, output_dir_error
 from scaler.sim.catalog import TRACE_CHOICES
 from scaler.sim.demo_docs import doc_blocks, missing_doc_blocks, write_doc_blocks
@@ -60,13 +61,15 @@ def register(app: typer.Typer, bench: BenchFactory | None = None) -> None:
             float, typer.Option(help="Scale the request rate (0.5 keeps half).")
         ] = 0.6,
         model_load_seconds: Annotated[
-            float, typer.Option(help="Model load time of a new replica.")
+            float, _duration("Model load time of a new replica (a duration: 20, 20s, 1m).")
         ] = 20.0,
         tail_seconds: Annotated[
-            float, typer.Option(help="Seconds to keep running after the trace.")
+            float, _duration("How long to keep running after the trace (a duration).")
         ] = 30.0,
-        interval: Annotated[float, typer.Option(help="Controller interval, seconds.")] = 5.0,
-        slo_ttft_seconds: Annotated[float, typer.Option(help="TTFT target for the summary.")] = 2.0,
+        interval: Annotated[float, _duration("Controller interval (a duration: 5, 5s).")] = 5.0,
+        slo_ttft_seconds: Annotated[
+            float, _duration("TTFT target for the summary (a duration: 2, 2s, 500ms).")
+        ] = 2.0,
         policy: Annotated[
             Path | None, typer.Option(help="Policy file (default: the demo policy).")
         ] = None,
@@ -291,6 +294,11 @@ class _Recorded(io.TextIOBase):
     def text(self) -> str:
         """Everything written so far."""
         return "".join(self._parts)
+
+
+def _duration(help_text: str) -> Any:
+    """A seconds option in the command line's one duration grammar."""
+    return typer.Option(parser=duration_option, metavar="DURATION", help=help_text)
 
 
 #: option -> (lowest, lowest allowed?, highest); each value must be finite as well.
