@@ -1,7 +1,7 @@
 """The scaling policy: a YAML file that lists the targets and how to scale each.
 
 Loaded with :func:`load_policy`; invalid files raise :class:`PolicyError` whose message names
-the file, the field path, the value and what was expected. See README "Policy file reference".
+the file, the field path, the value and what was expected. Reference: ``docs/policy.md``.
 """
 
 from __future__ import annotations
@@ -204,10 +204,16 @@ _API_VERSION = r"^([a-z0-9.-]+/)?v[0-9]+[a-z0-9]*$"
 class WorkloadRef(_Strict):
     """The scaled workload: any object with a ``scale`` subresource."""
 
-    api_version: str = Field(alias="apiVersion", pattern=_API_VERSION)
-    kind: str = Field(pattern=_KIND)
-    namespace: str = Field(pattern=DNS_LABEL, max_length=63)
-    name: str = Field(pattern=DNS_SUBDOMAIN, max_length=253)
+    api_version: str = Field(
+        alias="apiVersion", pattern=_API_VERSION, description="the workload's API version"
+    )
+    kind: str = Field(
+        pattern=_KIND,
+        description="Deployment, StatefulSet, ReplicaSet, LeaderWorkerSet, Rollout, or another "
+        "API's kind with plural",
+    )
+    namespace: str = Field(pattern=DNS_LABEL, max_length=63, description="the workload's namespace")
+    name: str = Field(pattern=DNS_SUBDOMAIN, max_length=253, description="the workload's name")
     plural: str | None = Field(
         default=None,
         pattern=r"^[a-z0-9]+$",
@@ -273,7 +279,7 @@ class QueueDepthSignal(_Strict):
     HPA AverageValue semantics: desired = ceil(total waiting / ``target_per_replica``).
     """
 
-    enabled: bool = True
+    enabled: bool = Field(default=True, description="false switches the signal off")
     target_per_replica: float = Field(
         default=10.0, gt=0, le=MAX_QUEUE_PER_REPLICA, description="waiting requests per replica"
     )
@@ -297,7 +303,7 @@ class KvCacheSignal(_Strict):
     not seen by any signal in time, -0.6 to +3.5 points at -17% to +8% GPU-hours.
     """
 
-    enabled: bool = True
+    enabled: bool = Field(default=True, description="false switches the signal off")
     target_ratio: float = Field(default=0.7, gt=0, le=1, description="0-1 ratio, not a percent")
 
 
@@ -307,8 +313,10 @@ class TtftSignal(_Strict):
     HPA Object/Value semantics: desired = ceil(ready replicas x value / ``target_seconds``).
     """
 
-    enabled: bool = True
-    target_seconds: float = Field(default=2.0, gt=0, le=MAX_TTFT_SECONDS)
+    enabled: bool = Field(default=True, description="false switches the signal off")
+    target_seconds: float = Field(
+        default=2.0, gt=0, le=MAX_TTFT_SECONDS, description="the TTFT quantile's target, seconds"
+    )
     quantile: float = Field(
         default=0.95, gt=0, lt=1, description="0-1 ratio: the quantile of TTFT (0.95 is p95)"
     )
@@ -321,7 +329,7 @@ class CapacitySignal(_Strict):
     capacity are *weighted tokens per second*: prompt tokens plus ``generation_token_weight``
     times generated tokens (``vllm:prompt_tokens_total``, ``vllm:generation_tokens_total``),
     capacity per replica is learned online (:mod:`scaler.core.capacity`) and the forecast
-    covers the model load time (:mod:`scaler.core.forecast`). See README "How it decides".
+    covers the model load time (:mod:`scaler.core.forecast`). See ``docs/capacity.md``.
 
     Seeds (optional): a replica's throughput at the TTFT target on your request mix, for
     example from ``vllm bench serve`` at the rate where TTFT p95 reaches the target: its prompt
@@ -344,10 +352,18 @@ class CapacitySignal(_Strict):
         description="what one generated token costs a replica, in prompt tokens",
     )
     seed_prompt_tokens_per_second: float | None = Field(
-        default=None, gt=0, le=MAX_TOKENS_PER_SECOND
+        default=None,
+        gt=0,
+        le=MAX_TOKENS_PER_SECOND,
+        description="optional, with the generation seed: a replica's prompt tokens/s at the "
+        "TTFT target on your mix (e.g. vllm bench serve)",
     )
     seed_generation_tokens_per_second: float | None = Field(
-        default=None, ge=0, le=MAX_TOKENS_PER_SECOND, validate_default=True
+        default=None,
+        ge=0,
+        le=MAX_TOKENS_PER_SECOND,
+        validate_default=True,
+        description="optional, with the prompt seed: a replica's generated tokens/s there",
     )
     min_tokens_per_second: float = Field(
         default=1.0,
@@ -426,10 +442,16 @@ def _capacity_without_ttft(capacity: Any, earlier: dict[str, Any]) -> str | None
 class Signals(_Strict):
     """Per-signal targets. Each signal can be switched off with ``enabled: false``."""
 
-    queue_depth: QueueDepthSignal = QueueDepthSignal()
-    kv_cache_usage: KvCacheSignal = KvCacheSignal()
-    ttft_p95: TtftSignal = TtftSignal()
-    capacity: CapacitySignal = CapacitySignal()
+    queue_depth: QueueDepthSignal = Field(
+        default=QueueDepthSignal(), description="waiting requests per replica"
+    )
+    kv_cache_usage: KvCacheSignal = Field(
+        default=KvCacheSignal(), description="KV-cache usage per replica"
+    )
+    ttft_p95: TtftSignal = Field(default=TtftSignal(), description="a quantile of TTFT")
+    capacity: CapacitySignal = Field(
+        default=CapacitySignal(), description="the forecast demand over a replica's capacity"
+    )
 
     _capacity_needs_ttft = _beside("capacity", _capacity_without_ttft)
 
@@ -484,6 +506,10 @@ class Tolerance(_Strict):
     scale_down: float = Field(default=0.1, ge=0, lt=1, description="0-1 ratio, not a percent")
 
 
+_STEP_REPLICAS = "replicas a period may add or remove (the larger of the step limits applies)"
+_STEP_PERCENT = "a percent of the replicas (0: off, else >= 1, as HPA's Percent policy)"
+
+
 class ScalingRules(_Strict):
     """One direction's stabilization window and step limit (HPA ``behavior`` semantics).
 
@@ -494,9 +520,15 @@ class ScalingRules(_Strict):
     """
 
     stabilization_window_seconds: float = Field(ge=0, le=3600)
-    max_replicas_per_period: int = Field(ge=1, le=MAX_REPLICAS)
-    max_percent_per_period: float = Field(default=0, ge=0, le=1000)
-    period_seconds: float = Field(default=60, gt=0, le=1800)
+    max_replicas_per_period: int = Field(ge=1, le=MAX_REPLICAS, description=_STEP_REPLICAS)
+    max_percent_per_period: float = Field(default=0, ge=0, le=1000, description=_STEP_PERCENT)
+    period_seconds: float = Field(
+        default=60,
+        gt=0,
+        le=1800,
+        description="the step limits' period, counted from the replicas before our writes "
+        "inside it, up or down (HPA)",
+    )
 
     @field_validator("max_percent_per_period", "max_surplus_percent_per_period", check_fields=False)
     @classmethod
@@ -523,14 +555,30 @@ class ScalingRules(_Strict):
         return data
 
 
+def _window(default: float, toward: str) -> Any:
+    """A direction's ``stabilization_window_seconds`` field (``toward``: ``up to the
+    lowest``...)."""
+    return Field(
+        default=default,
+        ge=0,
+        le=3600,
+        description=f"scale {toward} recommendation of this window (HPA)",
+    )
+
+
+def _step_replicas(default: int) -> Any:
+    """A direction's ``max_replicas_per_period`` field."""
+    return Field(default=default, ge=1, le=MAX_REPLICAS, description=_STEP_REPLICAS)
+
+
 class ScaleUpRules(ScalingRules):
     """Scale-up rules; each field defaults on its own (HPA's scale-up defaults, but +4 pods or
     +100% per 60 s: a vLLM replica takes minutes to load, so a faster period only stacks up
     starting replicas)."""
 
-    stabilization_window_seconds: float = Field(default=0, ge=0, le=3600)
-    max_replicas_per_period: int = Field(default=4, ge=1, le=MAX_REPLICAS)
-    max_percent_per_period: float = Field(default=100, ge=0, le=1000)
+    stabilization_window_seconds: float = _window(0, "up to the lowest")
+    max_replicas_per_period: int = _step_replicas(4)
+    max_percent_per_period: float = Field(default=100, ge=0, le=1000, description=_STEP_PERCENT)
 
 
 class ScaleDownRules(ScalingRules):
@@ -557,9 +605,9 @@ class ScaleDownRules(ScalingRules):
     nothing).
     """
 
-    stabilization_window_seconds: float = Field(default=300, ge=0, le=3600)
-    max_replicas_per_period: int = Field(default=1, ge=1, le=MAX_REPLICAS)
-    max_percent_per_period: float = Field(default=0, ge=0, le=1000)
+    stabilization_window_seconds: float = _window(300, "down to the highest")
+    max_replicas_per_period: int = _step_replicas(1)
+    max_percent_per_period: float = Field(default=0, ge=0, le=1000, description=_STEP_PERCENT)
     max_surplus_percent_per_period: float = Field(
         default=25,
         ge=0,
@@ -596,13 +644,32 @@ class ScalingPolicy(_Strict):
     it is and how its series are found. A target's ``shadow`` is one of these."""
 
     # Scale to zero is not offered: with no pods there are no vLLM series to wake it up.
-    min_replicas: int = Field(default=1, ge=1, le=MAX_REPLICAS)
-    max_replicas: int = Field(default=10, ge=1, le=MAX_REPLICAS, validate_default=True)
-    signals: Signals = Signals()
-    tolerance: Tolerance = Tolerance()
-    scale_up: ScaleUpRules = Field(default_factory=ScaleUpRules)
-    scale_down: ScaleDownRules = Field(default_factory=ScaleDownRules)
-    model_load_timeout_seconds: float = Field(default=600, gt=0, le=MAX_DAY_SECONDS)
+    min_replicas: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_REPLICAS,
+        description="the fewest replicas written (no scale to zero: without pods there are no "
+        "series)",
+    )
+    max_replicas: int = Field(
+        default=10, ge=1, le=MAX_REPLICAS, validate_default=True, description="the most written"
+    )
+    signals: Signals = Field(default=Signals(), description="the signals and their targets")
+    tolerance: Tolerance = Field(
+        default=Tolerance(), description="the band around each target in which nothing changes"
+    )
+    scale_up: ScaleUpRules = Field(
+        default_factory=ScaleUpRules, description="the scale-up window and step limits"
+    )
+    scale_down: ScaleDownRules = Field(
+        default_factory=ScaleDownRules, description="the scale-down window and step limits"
+    )
+    model_load_timeout_seconds: float = Field(
+        default=600,
+        gt=0,
+        le=MAX_DAY_SECONDS,
+        description="a pod not Ready for longer counts as stuck, not starting",
+    )
 
     _max_not_below_min = _not_below("max_replicas", "min_replicas")
     _shortening_needs_capacity = _beside("scale_down", _shortening_without_capacity)
@@ -671,7 +738,7 @@ class TargetPolicy(ScalingPolicy):
     backtest would replay its replicas loading in that time).
     """
 
-    workload: WorkloadRef
+    workload: WorkloadRef = Field(description="the scaled workload")
     prometheus_matchers: (
         dict[
             Annotated[str, Field(pattern=_LABEL_NAME)],
@@ -686,7 +753,9 @@ class TargetPolicy(ScalingPolicy):
             "lists for the workload count, by exact name."
         ),
     )
-    shadow: ScalingPolicy | None = None
+    shadow: ScalingPolicy | None = Field(
+        default=None, description="a second policy, decided every cycle and never written"
+    )
 
     _shadow_reads_the_same_ttft = _beside("shadow", _shadow_ttft_differs)
 
@@ -749,9 +818,12 @@ class Policy(_Strict):
         default=60,
         ge=4,
         le=MAX_DAY_SECONDS,
-        description="Window of rate() in the TTFT queries; at least 4 scrape intervals.",
+        description="Window of rate() in the queries; at least 4 scrape intervals (the shipped "
+        "recording rules are for 60).",
     )
-    targets: list[TargetPolicy] = Field(min_length=1)
+    targets: list[TargetPolicy] = Field(
+        min_length=1, description="the workloads to scale, each once"
+    )
 
     @model_validator(mode="wrap")
     @classmethod

@@ -97,8 +97,9 @@ def decision_json(d: Decision) -> dict[str, Any]:
 
 
 def report_json(report: TargetReport) -> dict[str, Any]:
-    """The ``recommend --output json`` object of one target (see the README for its fields):
-    the active decision's fields, and under ``shadow`` the shadow policy's (null without one)."""
+    """The ``recommend --output json`` object of one target (``docs/recommend.md`` describes
+    its fields): the active decision's fields, and under ``shadow`` the shadow policy's (null
+    without one)."""
     d = report.decision
     out: dict[str, Any] = {"target": report.target, "action": report.action}
     if d is None:

@@ -23,7 +23,7 @@ from packaging.utils import canonicalize_name
 from typer.testing import CliRunner
 from uv import find_uv_bin
 
-from scaler.cli import EXTRAS, app
+from scaler.cli import COMMANDS, EXTRAS, app
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCK = ROOT / "requirements.txt"
@@ -308,11 +308,7 @@ def test_the_wheel_builds_with_the_locked_setuptools_and_holds_only_the_package(
 
 def test_every_extra_command_names_an_extra_that_brings_its_modules() -> None:
     extras = PYPROJECT["project"]["optional-dependencies"]
-    registered = {
-        info.name or info.callback.__name__.replace("_", "-")
-        for info in app.registered_commands
-        if info.callback is not None
-    }
+    registered = {c.name for c in COMMANDS}
     providers = importlib.metadata.packages_distributions()
     for command, (extra, modules) in EXTRAS.items():
         assert command in registered, command
