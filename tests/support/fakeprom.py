@@ -44,12 +44,14 @@ from scaler.sources.quantile import bucket_quantile
 TS = 1718000000
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-CASES = SHARED / "cases"
+#: The real-world cases, each beside the tests that check it (``tests/cases/NN-name.md``).
+CASES = Path(__file__).resolve().parents[1] / "cases"
 
 
 def case_file(name: str) -> Path:
-    """Path of the shared case file a test implements (documentation: never read, never
-    skipped; the case's input is written out in the test itself)."""
+    """Path of the case a test implements, ``tests/cases/<name>`` (documentation: never read,
+    never skipped; the case's input is written out in the test itself, and
+    ``tests/cases/test_index.py`` checks that the case names the test)."""
     return CASES / name
 
 
