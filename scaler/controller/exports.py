@@ -58,6 +58,8 @@ class DecisionExports:
         self._outside_seen: dict[str, tuple[int | None, int]] = {}
         # targets whose decision of this cycle found a new outside write (logged once)
         self._outside_new: set[str] = set()
+        # query -> the backend's partial-answer warnings last logged (logged once per change)
+        self._partial: dict[QueryKind, tuple[str, ...]] = {}
 
     def not_due(self, sent: Iterable[QueryKind], now: float) -> None:
         """Mark the queries not sent this cycle as not due (``now``, Unix seconds).
@@ -89,6 +91,7 @@ class DecisionExports:
                 )
             if outcome.ok:
                 m.last_query_success.labels(str(kind)).set(now)
+                self._partial_answer(kind, outcome.partial)
             else:
                 m.query_failures.labels(str(kind), str(outcome.status)).inc()
                 self.log.warning(
@@ -117,6 +120,32 @@ class DecisionExports:
                 first=lost.first,
                 message="series that name no selector group or target were left out; the "
                 "targets they may belong to read them as missing",
+            )
+
+    def _partial_answer(self, kind: QueryKind, warnings: tuple[str, ...]) -> None:
+        """Count an answer the backend flagged as possibly incomplete; log its warnings once
+        per change, and once when the answers are complete again."""
+        if warnings:
+            self.metrics.partial_answers.labels(str(kind)).inc()
+        before = self._partial.get(kind, ())
+        if warnings == before:
+            return
+        if warnings:
+            self._partial[kind] = warnings
+            self.log.warning(
+                "query_partial_answer",
+                query=str(kind),
+                warnings=list(warnings),
+                message=f"the backend answered the {kind} query with warnings that its data may "
+                "be incomplete (a store, ingester or storage node did not answer): the signals "
+                "read from it count for a scale-up only; no scale-down until answers are complete",
+            )
+        else:
+            del self._partial[kind]
+            self.log.info(
+                "query_answer_complete",
+                query=str(kind),
+                message=f"the {kind} answers are complete again (no partial-answer warnings)",
             )
 
     def record(self, t: TargetPolicy, decision: Decision, *, disabled: bool) -> None:

@@ -173,6 +173,14 @@ class ScalerMetrics:
         self.queries = Counter(
             "vllm_scaler_queries", "PromQL queries sent to Prometheus.", registry=r
         )
+        self.partial_answers = Counter(
+            "vllm_scaler_partial_answers",
+            "Successful answers the backend flagged as possibly incomplete (warnings of a Thanos "
+            "or Mimir partial response, VictoriaMetrics' isPartial), by query: the signals read "
+            "from them are partial (scale-up only, no scale-down).",
+            ["query"],
+            registry=r,
+        )
         self.last_query_success = Gauge(
             "vllm_scaler_last_successful_query_timestamp_seconds",
             "Unix time of the last successful query, or of the last cycle in which it was not "

@@ -40,6 +40,7 @@ __all__ = [
     "not_prometheus_detail",
     "parse_sample_value",
     "parse_vector",
+    "partial_warnings",
     "paused_gc",
     "short_detail",
 ]
@@ -70,7 +71,8 @@ class QueryOutcome:
         series: series in a successful answer.
         duration_seconds: wall time of the HTTP request.
         query: the PromQL sent.
-        warnings: ``warnings`` Prometheus attached to a successful answer.
+        warnings: ``warnings`` Prometheus attached to a successful answer (and, from
+            VictoriaMetrics, a warning of its own for ``isPartial: true``).
         http_status: the HTTP status of the answer (None when none came).
     """
 
@@ -87,6 +89,33 @@ class QueryOutcome:
     def ok(self) -> bool:
         """True when the answer was a well-formed success."""
         return self.status is SignalStatus.OK
+
+    @property
+    def partial(self) -> tuple[str, ...]:
+        """The warnings that say the answer may lack data (:func:`partial_warnings`)."""
+        return partial_warnings(self.warnings)
+
+
+#: How Prometheus' own evaluation notes begin: they say how a result was computed (a counter
+#: without ``_total``, a histogram fixed for monotonicity), not that data is missing.
+_EVALUATION_NOTES = ("PromQL info:", "PromQL warning:")
+#: The warning that stands for VictoriaMetrics' ``isPartial: true``.
+VM_PARTIAL = (
+    "isPartial: true (VictoriaMetrics: some storage nodes did not answer, the result may lack "
+    "series)"
+)
+
+
+def partial_warnings(warnings: tuple[str, ...]) -> tuple[str, ...]:
+    """The warnings of a successful answer that say its data may be incomplete: every warning
+    but Prometheus' evaluation notes (``PromQL info: ...``, ``PromQL warning: ...``).
+
+    A query front end answers ``success`` with warnings when a part of the data could not be
+    read: Thanos' partial responses (``No StoreAPIs matched for this query``, a store or
+    receiver ``Unavailable``), Mimir's and Cortex's query front ends, Prometheus' remote read,
+    VictoriaMetrics cluster's ``isPartial`` (:data:`VM_PARTIAL`). What is missing is not said
+    per series, so the whole answer counts as partial."""
+    return tuple(w for w in warnings if not w.startswith(_EVALUATION_NOTES))
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,7 +289,10 @@ def parse_vector(body: Any) -> tuple[list[Series], list[BadSeries], tuple[str, .
                             continue
         _checked_series(i, item, out, bad)
     warnings = body.get("warnings") or []
-    return out, bad, tuple(str(w) for w in warnings) if isinstance(warnings, list) else ()
+    said = tuple(str(w) for w in warnings) if isinstance(warnings, list) else ()
+    if body.get("isPartial") is True:  # VictoriaMetrics cluster, -search.denyPartialResponse off
+        said += (VM_PARTIAL,)
+    return out, bad, said
 
 
 def _checked_series(i: int, item: object, out: list[Series], bad: list[BadSeries]) -> None:

@@ -21,15 +21,15 @@ request and token rates are on each target's readings (:attr:`TargetReadings.thr
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
 from scaler.core.observation import PodInfo, WorkloadSnapshot
 from scaler.core.signals import SignalReading, SignalStatus
-from scaler.sources.prometheus.answers import QueryOutcome
+from scaler.sources.prometheus.answers import QueryOutcome, short_detail
 from scaler.sources.prometheus.split import PodSeries, SeriesFault, SplitAnswers
 from scaler.sources.prometheus.stalls import (
     PodGauges,
@@ -119,6 +119,39 @@ class TargetReadings:
     stalled: dict[str, PodStall] = field(default_factory=dict)
     pod_history: dict[str, PodHistory] = field(default_factory=dict)
     gauges: dict[str, PodGauges] = field(default_factory=dict)
+
+
+#: The answers a signal is read from, where it is more than its own query's.
+_ANSWERS_OF: dict[SignalName, tuple[QueryKind, ...]] = {
+    SignalName.TTFT_P95: (QueryKind.TTFT_RATE, QueryKind.TTFT_BUCKETS),
+}
+
+
+def _partial_answers(outcomes: Iterable[QueryOutcome | None]) -> str:
+    """What the backend said of the answers that may lack data ('' when none did)."""
+    said = [
+        f"the {o.kind} answer is partial ({len(o.partial)} warning"
+        f"{'s' if len(o.partial) > 1 else ''}: {'; '.join(o.partial)})"
+        for o in outcomes
+        if o is not None and o.ok and o.partial
+    ]
+    return short_detail("; ".join(said)) if said else ""
+
+
+def _partial_reading(
+    reading: SignalReading, outcomes: Sequence[QueryOutcome | None]
+) -> SignalReading:
+    """``reading``, read from answers that the backend flagged as possibly incomplete (Thanos
+    and Mimir partial responses, VictoriaMetrics' ``isPartial``): never full coverage. A
+    reading that would be ``ok`` or ``idle`` is ``partial`` (usable for a scale-up that the
+    data already shows, never for a scale-down); any other keeps its status, and each names
+    the partial answer."""
+    said = _partial_answers(outcomes)
+    if not said:
+        return reading
+    if reading.status in (SignalStatus.OK, SignalStatus.IDLE):
+        return replace(reading, status=SignalStatus.PARTIAL, detail=said)
+    return replace(reading, detail=f"{reading.detail}; {said}" if reading.detail else said)
 
 
 def _names(pods: Sequence[str] | frozenset[str], limit: int = 5) -> str:
@@ -349,6 +382,9 @@ class _TargetReader:
             self.faults.get(QueryKind.THROUGHPUT, {}),
             self.ready,
         )
+        said = _partial_answers([self.outcome(QueryKind.THROUGHPUT)])
+        if said and throughput.status is SignalStatus.OK:
+            throughput = replace(throughput, status=SignalStatus.PARTIAL, detail=said)
         gauges = self.gauges(running)
         history, stalled = track_stalls(self.history, gauges, dict(throughput.pods))
 
@@ -378,6 +414,9 @@ class _TargetReader:
                 pods_missing[name] = missing
             if name is SignalName.KV_CACHE_USAGE:
                 kv_metric = reading.source_metric
+        for name, reading in signals.items():
+            kinds = _ANSWERS_OF.get(name, (SIGNAL_QUERY[name],))
+            signals[name] = _partial_reading(reading, [self.outcome(k) for k in kinds])
         return TargetReadings(
             key=self.target.key,
             signals=signals,
