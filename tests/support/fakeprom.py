@@ -26,6 +26,7 @@ from aiohttp import web
 from scaler.config.policy import TargetPolicy, WorkloadRef
 from scaler.core.observation import PodInfo, WorkloadSnapshot
 from scaler.sources.prometheus import PrometheusSource
+from scaler.sources.prometheus.backend import NATIVE_HISTOGRAM_PROBE
 from scaler.sources.promql import (
     GENERATION_TOKENS_METRIC,
     HISTOGRAM_LABEL,
@@ -267,7 +268,7 @@ class Histograms:
         return self._edited("ttft_buckets", R(*out))
 
 
-NATIVE_PROBE = "histogram_count(vector(0))"
+NATIVE_PROBE = NATIVE_HISTOGRAM_PROBE
 
 _KIND_BY_METRIC: list[tuple[str, QueryKind]] = [
     ("time_to_first_token_seconds_count", QueryKind.TTFT_RATE),

@@ -34,6 +34,7 @@ __all__ = [
     "QueryOutcome",
     "Series",
     "answer_problem",
+    "cause_detail",
     "decode_json",
     "error_answer_detail",
     "http_status_text",
@@ -46,6 +47,8 @@ __all__ = [
 ]
 
 _DETAIL_MAX = 300
+#: How much of a long detail's start is kept; the rest of :data:`_DETAIL_MAX` is its end.
+_DETAIL_HEAD = 100
 # What Prometheus writes for a finite float (strconv.FormatFloat 'f'/'e' forms).
 _NUMBER_RE = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
 # The characters of those forms. A string of only these that float() reads as a finite number
@@ -335,6 +338,22 @@ def short_detail(text: str) -> str:
     return shortened(text, _DETAIL_MAX)
 
 
+def cause_detail(text: str) -> str:
+    """A backend's error message as :func:`short_detail` gives it, except that a longer one
+    keeps its start and its end, with ``...`` between: the end is the cause.
+
+    Backends wrap errors outer to inner (Go's ``outer: inner: cause``), and what makes a
+    message long is the query it echoes, sometimes twice (VictoriaMetrics: ``error when
+    executing query="<query>" ...: cannot execute "<query>": unknown func
+    "histogram_count"``). Cut at 300 from the start, the cause was the part lost. Masking
+    comes before the cut (:func:`~scaler.config.secrets.shortened`)."""
+    flat = shortened(text, len(text) + 1)  # masked, on one line
+    if len(flat) <= _DETAIL_MAX:
+        return flat
+    head = shortened(flat, _DETAIL_HEAD)  # ends in '...' (or '***...' in a secret's start)
+    return f"{head} {flat[-(_DETAIL_MAX - _DETAIL_HEAD - 1) :].lstrip()}"
+
+
 def http_status_text(status_code: int) -> str:
     """``401 Unauthorized``: the code with its standard reason phrase (RFC 9110), when known."""
     try:
@@ -352,7 +371,7 @@ def error_answer_detail(status_code: int, text: str) -> str:
     except ValueError:
         body = None
     if isinstance(body, dict) and body.get("status") == "error":
-        return short_detail(
+        return cause_detail(
             f"{body.get('errorType', '?')}: {body.get('error', '')} (HTTP {status_code})"
         )
     return f"HTTP {http_status_text(status_code)}: {short_detail(text) or '-'}"

@@ -39,6 +39,11 @@ from scaler.core.observation import WorkloadSnapshot
 from scaler.core.signals import SignalReading, SignalStatus
 from scaler.sources.prometheus.answers import Answer, QueryOutcome, paused_gc
 from scaler.sources.prometheus.attribution import PodMemory
+from scaler.sources.prometheus.backend import (
+    NATIVE_HISTOGRAM_PROBE,
+    lacked_function,
+    native_histograms_from,
+)
 from scaler.sources.prometheus.http import instant_query, query_body, register_url_credentials
 from scaler.sources.prometheus.readings import TargetReadings, read_targets
 from scaler.sources.prometheus.split import (
@@ -371,31 +376,27 @@ class PrometheusSource:
         return None if self.native_histograms is not None else outcome
 
     async def _native_histogram_outcome(self) -> QueryOutcome:
-        answer = await self._query(QueryKind.TTFT_RATE, "histogram_count(vector(0))")
-        self.native_histograms = self._native_histograms_from(answer.outcome)
-        return answer.outcome
-
-    async def _probe_native_histograms(self) -> bool | None:
-        """Whether the backend knows ``histogram_count`` (asked once, at the first read):
-        Prometheus 2.40 on answers; VictoriaMetrics and older Prometheus reject the unknown
-        function, which would fail the whole request-rate query. None when the answer says
-        neither (an outage): asked again at the next read, native parts kept meanwhile."""
-        await self._native_histogram_outcome()
-        return self.native_histograms
-
-    @staticmethod
-    def _native_histograms_from(outcome: QueryOutcome) -> bool | None:
-        if outcome.ok:
-            return True
-        if outcome.status is SignalStatus.QUERY_ERROR and "histogram_count" in outcome.detail:
+        answer = await self._query(QueryKind.TTFT_RATE, NATIVE_HISTOGRAM_PROBE)
+        outcome = answer.outcome
+        self.native_histograms = native_histograms_from(outcome.status, outcome.detail)
+        if self.native_histograms is False:
             log.info(
                 "native_histograms_unsupported",
                 detail=outcome.detail,
+                function=lacked_function(outcome.detail),
                 message="the backend has no native-histogram functions: TTFT is read from "
                 "classic histograms only",
             )
-            return False
-        return None
+        return outcome
+
+    async def _probe_native_histograms(self) -> bool | None:
+        """Whether the backend knows the native-histogram functions (asked once, at the first
+        read; :mod:`.backend`): Prometheus 2.40 on answers; VictoriaMetrics and older
+        Prometheus reject an unknown function, which would fail the whole request-rate query.
+        None when the answer says neither (an outage): asked again at the next read, native
+        parts kept meanwhile."""
+        await self._native_histogram_outcome()
+        return self.native_histograms
 
     async def _query(self, kind: QueryKind, promql: str) -> Answer:
         return await instant_query(
