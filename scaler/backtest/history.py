@@ -49,7 +49,7 @@ from prometheus_api_client.prometheus_connect import PrometheusConnect
 from requests.adapters import Retry
 
 from scaler.backtest.timeparse import rfc3339
-from scaler.config.policy import TargetPolicy
+from scaler.config.policy import DEFAULT_REPLICA_LABELS, TargetPolicy
 from scaler.config.secrets import shortened
 from scaler.config.settings import PrometheusSettings, env_name, redact_url
 from scaler.core.signals import SignalStatus
@@ -516,20 +516,28 @@ def read_signal_history(
     max_points: int = PROMETHEUS_MAX_POINTS,
     on_chunk: Callable[[], None] | None = None,
     native_histograms: bool = True,
+    replica_labels: Sequence[str] = DEFAULT_REPLICA_LABELS,
 ) -> SignalHistory:
     """Read every query of the controller's plan for ``targets`` as range queries, built for
     what the backend supports as the controller builds them (``native_histograms``: the
     backend has the native-histogram functions, :meth:`PrometheusRangeClient.
-    native_histograms`).
+    native_histograms`; ``replica_labels``: ``Policy.replica_labels``, the copies of a series
+    behind an HA Prometheus pair read once).
 
     Raises:
         HistoryError: a query failed.
     """
     plan = build_query_plan(
-        targets, rate_window_seconds=rate_window_seconds, native_histograms=native_histograms
+        targets,
+        rate_window_seconds=rate_window_seconds,
+        native_histograms=native_histograms,
+        replica_labels=replica_labels,
     )
     queries = history_queries(
-        targets, rate_window_seconds=rate_window_seconds, native_histograms=native_histograms
+        targets,
+        rate_window_seconds=rate_window_seconds,
+        native_histograms=native_histograms,
+        replica_labels=replica_labels,
     )
     matrices = {
         kind: read_matrix(query_range, q, grid, max_points=max_points, on_chunk=on_chunk)
@@ -539,17 +547,28 @@ def read_signal_history(
 
 
 def history_queries(
-    targets: Sequence[TargetPolicy], *, rate_window_seconds: float, native_histograms: bool = True
+    targets: Sequence[TargetPolicy],
+    *,
+    rate_window_seconds: float,
+    native_histograms: bool = True,
+    replica_labels: Sequence[str] = DEFAULT_REPLICA_LABELS,
 ) -> dict[QueryKind, str]:
     """Every query the backtest reads as a range: the per-pod ones and the TTFT buckets
-    (without native-histogram functions when the backend has none)."""
+    (without native-histogram functions when the backend has none), each series read once
+    behind an HA pair (``replica_labels``), as the controller reads them."""
     window = rate_window_seconds
     plan = build_query_plan(
-        targets, rate_window_seconds=window, native_histograms=native_histograms
+        targets,
+        rate_window_seconds=window,
+        native_histograms=native_histograms,
+        replica_labels=replica_labels,
     )
     queries = dict(plan.queries)
     ttft = history_ttft_plan(
-        targets, rate_window_seconds=window, native_histograms=native_histograms
+        targets,
+        rate_window_seconds=window,
+        native_histograms=native_histograms,
+        replica_labels=replica_labels,
     ).query
     if ttft is not None:
         queries[QueryKind.TTFT_BUCKETS] = ttft

@@ -112,8 +112,14 @@ def run_backtest(
     readers = [t.reading_target() for t in targets]
     chunks = len(chunk_grid(grid, max_points))
     window = policy.rate_window_seconds
+    labels = policy.replica_labels
     plan_kinds = len(
-        history_queries(readers, rate_window_seconds=window, native_histograms=native_histograms)
+        history_queries(
+            readers,
+            rate_window_seconds=window,
+            native_histograms=native_histograms,
+            replica_labels=labels,
+        )
     )
     prog.add_total(chunks * plan_kinds)  # the replica reads are announced as they start
     signals = read_signal_history(
@@ -124,6 +130,7 @@ def run_backtest(
         max_points=max_points,
         on_chunk=prog.advance,
         native_histograms=native_histograms,
+        replica_labels=labels,
     )
     replicas = {}
     for t in readers:

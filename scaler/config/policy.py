@@ -742,6 +742,12 @@ class TargetPolicy(ScalingPolicy):
         return {"namespace": self.workload.namespace}
 
 
+#: The labels that tell the copies of one series apart behind an HA Prometheus pair: the
+#: Prometheus Operator's external label, Thanos' usual replica label, Mimir's and Cortex's HA
+#: tracker label.
+DEFAULT_REPLICA_LABELS: tuple[str, ...] = ("prometheus_replica", "replica", "__replica__")
+
+
 class Policy(_Strict):
     """The whole policy file."""
 
@@ -750,6 +756,14 @@ class Policy(_Strict):
         ge=4,
         le=MAX_DAY_SECONDS,
         description="Window of rate() in the TTFT queries; at least 4 scrape intervals.",
+    )
+    replica_labels: tuple[Annotated[str, Field(pattern=_LABEL_NAME)], ...] = Field(
+        default=DEFAULT_REPLICA_LABELS,
+        description=(
+            "Labels that tell apart the copies of one series each replica of an HA Prometheus "
+            "pair keeps (external labels such as prometheus_replica): series that differ only "
+            "in them are read once. Empty: every series counts."
+        ),
     )
     targets: list[TargetPolicy] = Field(min_length=1)
 

@@ -135,6 +135,7 @@ async def serve(
         base_url=str(settings.prometheus_url),
         timeout_seconds=settings.prometheus_timeout_seconds,
         rate_window_seconds=policy.rate_window_seconds,
+        replica_labels=policy.replica_labels,
     )
     in_cluster = _in_cluster(settings)
     try:
@@ -202,7 +203,9 @@ async def serve(
             # first: Prometheus answers (a 401 is named as such, not as a missing scrape
             # interval)
             if await _probe_prometheus(source, settings, fatal=options.check_queries):
-                # then: a TTFT without data at start names a rate window that is too short
+                # then: every series twice behind an HA pair (read once either way), and a
+                # TTFT without data at start names a rate window that is too short
+                await report_series_copies(controller, source, policy)
                 await _check_rate_window(controller, source, policy)
             if options.check_queries:
                 await _check_queries(controller, source, policy, str(settings.prometheus_url))
@@ -388,6 +391,31 @@ async def _probe_prometheus(source: PrometheusSource, settings: Settings, *, fat
         message=message,
     )
     return False
+
+
+async def report_series_copies(
+    controller: Controller, source: PrometheusSource, policy: Policy
+) -> None:
+    """At start: say once whether the targets' series arrive once per replica of an HA
+    Prometheus pair (the queries read one copy either way; deduplicating in the query front
+    end saves the backend that work), and export how many copies each series has."""
+    copies = await source.probe_series_copies(policy.targets)
+    if copies is None:
+        return
+    count = max((len(v) for v in copies.values()), default=1)
+    controller.metrics.series_copies.set(count)
+    if copies:
+        shown = "; ".join(f"{name}: {', '.join(values)}" for name, values in copies.items())
+        structlog.get_logger("vllm_scaler").warning(
+            "series_copies_collapsed",
+            labels=copies,
+            copies=count,
+            message=f"every vLLM series arrives {count} times, once per Prometheus replica "
+            f"({shown}): each is read once (the largest of its copies); deduplicate in the "
+            "query front end (Thanos Query's --query.replica-label, Mimir's HA tracker) to "
+            "spare the backend the copies, or set replica_labels in the policy if another "
+            "label tells them apart",
+        )
 
 
 async def _check_rate_window(

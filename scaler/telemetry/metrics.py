@@ -173,6 +173,13 @@ class ScalerMetrics:
         self.queries = Counter(
             "vllm_scaler_queries", "PromQL queries sent to Prometheus.", registry=r
         )
+        self.series_copies = Gauge(
+            "vllm_scaler_series_copies",
+            "Copies of each vLLM series the backend answers, found at start: 2 behind an HA "
+            "Prometheus pair without deduplication (the copies differ only in a replica label "
+            "and are read once), 1 otherwise.",
+            registry=r,
+        )
         self.partial_answers = Counter(
             "vllm_scaler_partial_answers",
             "Successful answers the backend flagged as possibly incomplete (warnings of a Thanos "

@@ -368,7 +368,8 @@ DEPLOYMENT = "{apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm
         pytest.param(
             f"rate_window: 30\ntargets:\n  - workload: {DEPLOYMENT}\n",
             "invalid policy\n  p.yaml: rate_window: unknown field; did you mean "
-            "rate_window_seconds? (the top level takes rate_window_seconds, targets)",
+            "rate_window_seconds? (the top level takes rate_window_seconds, replica_labels, "
+            "targets)",
             id="unknown-top-level",
         ),
         pytest.param(
@@ -384,7 +385,8 @@ DEPLOYMENT = "{apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm
             "invalid policy\n  p.yaml: targets[0].extra_key: unknown field (targets[0] takes "
             "min_replicas, max_replicas, signals, tolerance, scale_up, scale_down, "
             "model_load_timeout_seconds, workload, prometheus_matchers, shadow)\n  p.yaml: "
-            "password: unknown field (the top level takes rate_window_seconds, targets)",
+            "password: unknown field (the top level takes rate_window_seconds, replica_labels, "
+            "targets)",
             id="unknown-field-value-never-quoted",
         ),
         pytest.param(

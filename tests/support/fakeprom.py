@@ -158,8 +158,9 @@ def _promql_unescape(text: str) -> str:
     return re.sub(r"\\(.)", lambda m: {"n": "\n"}.get(m.group(1), m.group(1)), text)
 
 
+# each sub-expression may read one copy of each series first (``max without (...) (``)
 _CLASSIC_PART = re.compile(
-    r"rate\(vllm:time_to_first_token_seconds_bucket\{(?P<sel>[^}]*)\}\[[^\]]*\]\)\), "
+    r"rate\(vllm:time_to_first_token_seconds_bucket\{(?P<sel>[^}]*)\}\[[^\]]*\]\)\)+, "
     r'"scaler_target", "(?P<key>(?:[^"\\]|\\.)*)"'
 )
 _NATIVE_PART = re.compile(
@@ -334,6 +335,10 @@ class FakePrometheus:
             return web.json_response(
                 {"status": "error", "errorType": "422", "error": error}, status=422
             )
+        if query.startswith("count by (") and "vllm:num_requests_running{" in query:
+            self.requests.pop()  # the start-up question: every series once per replica?
+            self.headers.pop()
+            return web.json_response(R())
         if query.startswith("vllm:num_requests_running{") and query.endswith("]"):
             self.requests.pop()  # the start-up probe of the scrape interval
             self.headers.pop()
