@@ -348,12 +348,16 @@ async def _check_queries(
     unreadable: list[str] = []
     for t in policy.targets:
         try:
-            snapshots[t.key] = await controller.actuator.read(t.workload)
+            snapshots[t.key] = await controller.actuator.read(t.workload, groups=t.groups)
         except KubeApiError as err:
             unreadable.append(f"{t.key}: {err}")
         except Exception as err:
             unreadable.append(f"{t.key}: {type(err).__name__}: {err}")
-    parked = {key for key, snap in snapshots.items() if snap.spec_replicas <= 0}
+    # at 0 replicas scaling is disabled; without a selector the pods cannot be told (the
+    # round says so): neither has series to find
+    parked = {
+        key for key, snap in snapshots.items() if snap.spec_replicas <= 0 or not snap.selector
+    }
     checked = [t for t in policy.targets if t.key not in parked]
     snapshots = {key: snap for key, snap in snapshots.items() if key not in parked}
     problems = await check_configured_queries(source, checked, snapshots) if checked else []
@@ -430,7 +434,7 @@ async def _check_rate_window(
     snapshots = {}
     for t in policy.targets:
         with contextlib.suppress(Exception):  # an unreadable target is reported by the round
-            snapshots[t.key] = await controller.actuator.read(t.workload)
+            snapshots[t.key] = await controller.actuator.read(t.workload, groups=t.groups)
     for problem in await check_rate_window(source, policy.targets, snapshots):
         log.warning(
             "rate_window_too_short",

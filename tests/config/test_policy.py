@@ -355,7 +355,7 @@ DEPLOYMENT = "{apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm
             "invalid policy\n  p.yaml: targets[0].min_replica: unknown field; did you "
             "mean min_replicas? (targets[0] takes min_replicas, max_replicas, signals, tolerance, "
             "scale_up, scale_down, model_load_timeout_seconds, workload, prometheus_matchers, "
-            "shadow)",
+            "shadow, replica_groups)",
             id="unknown-field",
         ),
         pytest.param(
@@ -384,7 +384,8 @@ DEPLOYMENT = "{apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm
             "    extra_key: exSECRET\n",
             "invalid policy\n  p.yaml: targets[0].extra_key: unknown field (targets[0] takes "
             "min_replicas, max_replicas, signals, tolerance, scale_up, scale_down, "
-            "model_load_timeout_seconds, workload, prometheus_matchers, shadow)\n  p.yaml: "
+            "model_load_timeout_seconds, workload, prometheus_matchers, shadow, "
+            "replica_groups)\n  p.yaml: "
             "password: unknown field (the top level takes rate_window_seconds, replica_labels, "
             "targets)",
             id="unknown-field-value-never-quoted",

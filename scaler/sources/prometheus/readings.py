@@ -559,7 +559,7 @@ class _TargetReader:
         stuck = [stalled[p] for p in sorted(per_pod) if p in stalled]
         if stuck:
             return self.stalled_reading(name, per_pod, stuck, missing, source_metric), missing
-        total = math.fsum(per_pod.values())
+        total = self.per_replica_sum(name, per_pod)
         if missing:
             return SignalReading(
                 name,
@@ -578,6 +578,19 @@ class _TargetReader:
             pods_with_data=len(per_pod),
             source_metric=source_metric,
         ), missing
+
+    def per_replica_sum(self, name: SignalName, per_pod: Mapping[str, float]) -> float:
+        """The signal's sum over replicas: over pods, but the KV cache, a ratio per engine,
+        as the mean of each group's pods when a replica is a group of pods (a group of two
+        pods at 0.9 is one replica at 0.9, not 1.8); a queue adds up over every pod."""
+        snap = self.snapshot
+        if name is not SignalName.KV_CACHE_USAGE or snap is None or not snap.grouped:
+            return math.fsum(per_pod.values())
+        group_of = {p.name: p.group or p.name for p in snap.pods}
+        groups: dict[str, list[float]] = {}
+        for pod, value in per_pod.items():
+            groups.setdefault(group_of.get(pod, pod), []).append(value)
+        return math.fsum(math.fsum(v) / len(v) for v in groups.values())
 
     def stalled_reading(
         self,
@@ -600,7 +613,7 @@ class _TargetReader:
         return SignalReading(
             name,
             SignalStatus.HUNG if hung else SignalStatus.FROZEN,
-            value=math.fsum(kept.values()),
+            value=self.per_replica_sum(name, kept),
             pods_with_data=len(kept),
             pods_missing=len(missing),
             source_metric=source_metric,
