@@ -140,3 +140,23 @@ async def test_case_29_evaluation_notes_are_not_partial_answers(
     assert seen[-1] == (3, Reason.STEP_LIMITED)  # idle: 1 asked, one replica a minute
     assert [e for e in logs if e["event"] == "query_partial_answer"] == []
     assert h.count("vllm_scaler_partial_answers_total", query="waiting") == 0
+
+
+async def test_case_29_a_partial_answer_touches_only_the_signals_read_from_it(
+    make_harness: HarnessFactory,
+) -> None:
+    """Blast radius: the backend says which answer is partial, not which series it lacks, so
+    every signal read from that answer is partial and only those: a partial TTFT answer
+    leaves the queue and KV cache complete (and names itself in TTFT's detail)."""
+    case_file(CASE)
+    answers = _idle()
+    answers["ttft_rate"] = _with(answers["ttft_rate"], warnings=THANOS)
+    h = await make_harness(replicas=4, ready=FOUR, answers=answers)
+    r = await h.cycle()
+    assert r.decision is not None
+    assert h.signal_status("queue_depth") == "ok" and h.signal_status("kv_cache_usage") == "ok"
+    assert h.signal_status("ttft_p95") == "partial"
+    ttft = next(e for e in r.decision.signals if e.name == "ttft_p95")
+    assert ttft.detail.startswith("the ttft_rate answer is partial (2 warnings: ")
+    assert h.count("vllm_scaler_partial_answers_total", query="waiting") == 0
+    assert h.count("vllm_scaler_partial_answers_total", query="ttft_rate") == 1

@@ -95,3 +95,24 @@ async def test_case_31_a_pod_frozen_but_for_its_growing_queue_is_still_hung(
     # the third poll judges pod-0 hung: its queue is not demand from then on
     assert decisions[2]["reason"] == str(Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL)
     assert h.replicas() == 2
+
+
+async def test_case_31_each_pod_is_judged_on_its_own_steps(make_harness: HarnessFactory) -> None:
+    """Blast radius: one pod's steps say nothing of another's: beside the prefilling pod-0,
+    pod-1 with every gauge bit-identical and no token (case 17) is frozen, pod-0 is not."""
+    case_file(CASE)
+    h = await make_harness(replicas=2, ready=[P0, P1])
+    kv_rising = ("0.30", "0.36", "0.42", "0.48", "0.54", "0.60")
+    for i, (w, k) in enumerate(zip(WAITING, kv_rising, strict=True)):
+        h.fake.set(
+            waiting=per_pod({P0: w, P1: "15"}),
+            running=per_pod({P0: "1", P1: "106"}),
+            kv_cache=kv({P0: k, P1: "0.904"}),
+            throughput=rates({P0: "0", P1: "0"}),
+            **ttft_answers("NaN", "0"),
+        )
+        report = await (h.next_cycle() if i else h.cycle())
+    assert report.readings is not None
+    assert {p: str(s.kind) for p, s in report.readings.stalled.items()} == {P1: "frozen"}
+    assert h.target_value("vllm_scaler_frozen_pods") == 1
+    assert h.target_value("vllm_scaler_hung_pods") == 0

@@ -435,8 +435,10 @@ class _TargetReader:
         )
 
     def gauges(self, running: dict[str, dict[str, float]] | None) -> dict[str, PodGauges]:
-        """Each ready pod's waiting, running and KV-cache values, for the stall detector:
-        only pods with a value for every query the target reads (others are unknown)."""
+        """Each ready pod's waiting, running and KV-cache values, for the stall detector and
+        the capacity signal: only pods with a finite, non-negative value for every query the
+        target reads (others are unknown: one pod's NaN queue must not become the capacity
+        signal's demand, nor fail the cycle of every target)."""
         if not running:
             return {}
         enabled = self.target.signals.enabled()
@@ -457,7 +459,9 @@ class _TargetReader:
                 if name is None:
                     continue
                 k = kv[pod][name]
-            out[pod] = PodGauges(waiting=w, running=math.fsum(metrics.values()), kv_cache=k)
+            g = PodGauges(waiting=w, running=math.fsum(metrics.values()), kv_cache=k)
+            if all(v is None or (math.isfinite(v) and v >= 0) for v in (w, g.running, k)):
+                out[pod] = g
         return out
 
     def pod_load(
