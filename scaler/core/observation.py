@@ -17,7 +17,8 @@ class ReplicaCounts:
         current: ``spec.replicas`` of the scale subresource: the replicas asked for. This,
             never a count of Prometheus series, is the current replica count.
         status: ``status.replicas`` of the scale subresource.
-        ready: live pods (no deletionTimestamp) whose Ready condition is True.
+        ready: live pods (no deletionTimestamp) whose Ready condition is True; when a
+            replica is a group of pods (a LeaderWorkerSet's), every count is of groups.
         starting: live pods not ready and younger than the model load timeout: capacity
             already asked for that is still loading its model.
         stuck: live pods not ready and older than the model load timeout (for example

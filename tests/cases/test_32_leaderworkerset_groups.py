@@ -140,6 +140,7 @@ async def test_case_32_leaders_only_for_the_tensor_parallel_layout(
     assert r.decision is not None
     assert _value(r, "queue_depth") == 5.0  # the leaders' 10 over 2 groups
     assert r.decision.desired_replicas == 2 and h.patches() == []
+    assert h.value("vllm_scaler_stale_series_dropped_total", target=KEY) is None  # workers
 
 
 async def test_case_32_a_group_is_ready_when_all_its_pods_are(

@@ -326,6 +326,8 @@ class _TargetReader:
                 out[pod] = metrics
                 continue
             info = pods.get(pod) if ns == snap.namespace else None
+            if info is not None and not info.serves:
+                continue  # a worker of a group whose leader serves: not demand, not stale
             if info is not None:
                 reason = DropReason.TERMINATING if info.terminating else DropReason.NOT_READY
             elif ns == snap.namespace and pod in self.former:
@@ -362,6 +364,8 @@ class _TargetReader:
                     dropped.append(DroppedSeries(kind, ns, name, DropReason.GONE))
                 elif name in ready:
                     out[name] = metrics
+                elif not info.serves:
+                    continue  # a worker of a group whose leader serves: not demand, not stale
                 else:
                     reason = DropReason.TERMINATING if info.terminating else DropReason.NOT_READY
                     dropped.append(DroppedSeries(kind, ns, name, reason))
