@@ -565,10 +565,7 @@ def history_queries(
     )
     queries = dict(plan.queries)
     ttft = history_ttft_plan(
-        targets,
-        rate_window_seconds=window,
-        native_histograms=native_histograms,
-        replica_labels=replica_labels,
+        targets, rate_window_seconds=window, native_histograms=native_histograms
     ).query
     if ttft is not None:
         queries[QueryKind.TTFT_BUCKETS] = ttft

@@ -402,7 +402,7 @@ class QueryPlan:
             read the recording rules.
         default_namespaces: the namespaces of :attr:`default_group`.
         replica_labels: the labels the copies of one series differ in behind an HA pair
-            (read once: :func:`one_copy`); the TTFT query is built with them too.
+            (read once: :func:`one_copy`).
     """
 
     queries: dict[QueryKind, str]
@@ -679,7 +679,6 @@ def build_ttft_query(
     recorded_groups: Mapping[str, Sequence[str]],
     *,
     rate_window_seconds: float,
-    replica_labels: Sequence[str] = DEFAULT_REPLICA_LABELS,
 ) -> str | None:
     """The second round's TTFT query, or None when nothing is to be asked.
 
@@ -687,8 +686,6 @@ def build_ttft_query(
         parts: per target read from the raw histogram: its selector and representation.
         recorded_groups: namespace -> pod groups read from the recording rule.
         rate_window_seconds: the ``rate()`` window W, seconds.
-        replica_labels: labels the copies of one series differ in behind an HA pair: each
-            classic bucket rate is read once (:func:`one_copy`).
 
     Returns:
         The balanced ``or`` of:
@@ -707,8 +704,12 @@ def build_ttft_query(
     exprs: list[str] = []
     for p in parts:
         if p.classic:
-            rate = f"rate({TTFT_BUCKET_METRIC}{{{p.selector}}}[{window}])"
-            inner = f"sum by (le) ({one_copy(rate, replica_labels)})"
+            # The copies of an HA pair are summed as they come, as the native histogram below:
+            # a quantile is the same whatever the number of equal copies, and a sum over the
+            # pods taken straight from the selector adds in one order every time (the copies
+            # read once first came in any order, so the same window read twice differed in
+            # its last bits).
+            inner = f"sum by (le) (rate({TTFT_BUCKET_METRIC}{{{p.selector}}}[{window}]))"
             exprs.append(_tag(inner, TARGET_LABEL, p.key))
         if p.native:
             # Summed over the copies of an HA pair as they come: Prometheus 2.42 aggregates

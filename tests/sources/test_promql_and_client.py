@@ -103,11 +103,10 @@ def test_ttft_query_asks_for_exactly_the_named_pods_raw_native_or_recorded() -> 
         {"llm": ["small-7c9d"]},
         rate_window_seconds=30,
     )
-    labels = "(prometheus_replica, replica, __replica__)"  # one copy of each series (case 35)
+    # the bucket rates are summed with their copies behind an HA pair: a quantile does not change
     classic = (
-        f"label_replace(sum by (le) (max without {labels} (rate("
-        f'vllm:time_to_first_token_seconds_bucket{{{pods}}}[30s]))), "scaler_target", '
-        '"llm/Deployment/vllm", "", "")'
+        "label_replace(sum by (le) (rate(vllm:time_to_first_token_seconds_bucket"
+        f'{{{pods}}}[30s])), "scaler_target", "llm/Deployment/vllm", "", "")'
     )
     h = r'sum(rate(vllm:time_to_first_token_seconds{namespace="llm",pod=~"big\\-0"}[30s]))'
     native = [

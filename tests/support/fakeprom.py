@@ -158,9 +158,8 @@ def _promql_unescape(text: str) -> str:
     return re.sub(r"\\(.)", lambda m: {"n": "\n"}.get(m.group(1), m.group(1)), text)
 
 
-# each sub-expression may read one copy of each series first (``max without (...) (``)
 _CLASSIC_PART = re.compile(
-    r"rate\(vllm:time_to_first_token_seconds_bucket\{(?P<sel>[^}]*)\}\[[^\]]*\]\)\)+, "
+    r"rate\(vllm:time_to_first_token_seconds_bucket\{(?P<sel>[^}]*)\}\[[^\]]*\]\)\), "
     r'"scaler_target", "(?P<key>(?:[^"\\]|\\.)*)"'
 )
 _NATIVE_PART = re.compile(

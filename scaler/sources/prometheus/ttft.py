@@ -34,7 +34,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from scaler.config.policy import DEFAULT_REPLICA_LABELS, TargetPolicy
+from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
 from scaler.core.observation import WorkloadSnapshot
 from scaler.core.signals import SignalReading, SignalStatus
@@ -316,9 +316,7 @@ def plan_ttft(
                 native=kind is HistogramKind.NATIVE or unlabelled,
             )
         )
-    query = build_ttft_query(
-        parts, read_recorded, rate_window_seconds=window, replica_labels=plan.replica_labels
-    )
+    query = build_ttft_query(parts, read_recorded, rate_window_seconds=window)
     recorded_pairs = frozenset((ns, g) for ns, gs in read_recorded.items() for g in gs)
     return TtftPlan(query, routes, frozenset(parts), recorded_pairs)
 
@@ -328,7 +326,6 @@ def history_ttft_plan(
     *,
     rate_window_seconds: float,
     native_histograms: bool = True,
-    replica_labels: Sequence[str] = DEFAULT_REPLICA_LABELS,
 ) -> TtftPlan:
     """The TTFT question for history, which has no pod lists: each target's series by its
     :func:`~scaler.sources.promql.target_selector` (its explicit matchers, or its workload's
@@ -343,10 +340,7 @@ def history_ttft_plan(
     routes = {
         p.key: TtftRoute(p.key, HistogramKind.CLASSIC, asked=True, request_rate=None) for p in parts
     }
-    query = build_ttft_query(
-        parts, {}, rate_window_seconds=rate_window_seconds, replica_labels=replica_labels
-    )
-    return TtftPlan(query, routes)
+    return TtftPlan(build_ttft_query(parts, {}, rate_window_seconds=rate_window_seconds), routes)
 
 
 def _no_histogram(
