@@ -4,14 +4,20 @@ A page that holds a marker line gets the generated text in its place at build ti
 ``<!-- reference:policy -->`` the policy file's reference, ``<!-- reference:settings -->``
 the settings' (both from their pydantic models, :mod:`scaler.config.reference`), so that no
 field is documented by hand.
+
+The real-world cases live beside their tests (``tests/cases/*.md``); the site publishes each
+as ``cases/<file>`` and the pages' links to ``../tests/cases/`` (right when read in the
+repository) are pointed there.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import typer
+from mkdocs.structure.files import File, Files
 
 from scaler.config.reference import policy_reference, settings_reference
 
@@ -40,9 +46,21 @@ MARKERS: dict[str, Callable[[], str]] = {
 }
 
 
+#: The cases' texts, beside their tests.
+CASES = Path(__file__).resolve().parent.parent / "tests" / "cases"
+
+
+def on_files(files: Files, config: Any) -> Files:
+    """Add each case text of :data:`CASES` to the site as ``cases/<file name>``."""
+    for path in sorted(CASES.glob("*.md")):
+        files.append(File.generated(config, f"cases/{path.name}", abs_src_path=str(path)))
+    return files
+
+
 def on_page_markdown(markdown: str, **_: Any) -> str:
-    """Replace each marker line with its generated reference."""
+    """Replace each marker line with its generated reference; point links to the cases'
+    texts at their pages on the site."""
     for marker, generate in MARKERS.items():
         if marker in markdown:
             markdown = markdown.replace(marker, generate())
-    return markdown
+    return markdown.replace("](../tests/cases/", "](cases/")

@@ -143,6 +143,7 @@ def register(app: typer.Typer) -> None:
         from scaler.backtest.timeparse import rfc3339
         from scaler.config.durations import parse_duration
         from scaler.config.policy import PolicyError, load_policy
+        from scaler.sources.prometheus.backend import NATIVE_HISTOGRAM_FUNCTIONS
         from scaler.telemetry.logging import configure_logging
 
         # The live source logs an error per read when a signal is absent; here that would be
@@ -229,6 +230,15 @@ def register(app: typer.Typer) -> None:
 
         no_history: list[NoReplicaHistoryError] = []
         try:
+            # asked once, as the controller asks it: the queries are built from the answer
+            native = client.native_histograms()
+            if not native:
+                typer.echo(
+                    "vllm-scaler: the backend has no native-histogram functions "
+                    f"({', '.join(NATIVE_HISTOGRAM_FUNCTIONS)}): TTFT is read from classic "
+                    "histograms only",
+                    err=True,
+                )
             with bar:
                 results = run_backtest(
                     client,
@@ -239,6 +249,7 @@ def register(app: typer.Typer) -> None:
                     max_points=max_points,
                     progress=_Hook(),
                     on_no_history=no_history.append,
+                    native_histograms=native,
                 )
         except HistoryError as err:
             raise fail(str(err), 1) from None

@@ -10,7 +10,7 @@ import difflib
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Literal, Self
 
 import yaml
 from pydantic import (
@@ -724,6 +724,77 @@ def _a_label_value(value: str) -> str:
     return value
 
 
+class ReplicaGroups(_Strict):
+    """A replica that is a group of pods: a LeaderWorkerSet's leader and its workers, or any
+    kind whose ``/scale`` counts groups. Every field has the kind's default where one is
+    known (LeaderWorkerSet: :data:`LEADER_WORKER_SET_GROUPS`); another kind names at least
+    ``group_label``.
+
+    Attributes:
+        group_label: the pod label whose value names the pod's group (its replica).
+        leader_labels: the labels of a group's leader; the scale subresource's selector may
+            list the leaders only (a LeaderWorkerSet's does): the pods are listed without
+            these requirements, so that the workers are listed too.
+        size_field: the dotted path, in the workload object, of the pods per group (a group
+            with fewer pods is not Ready); None: a group is as big as its listed pods.
+        serving_pods: ``all`` (every pod runs an engine with its own queue: data-parallel or
+            disaggregated serving; demand is read from every pod) or ``leaders`` (multi-node
+            tensor parallel: the leader serves, the workers hold shards).
+    """
+
+    group_label: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=317,
+        description="the pod label whose value names the pod's group (its replica)",
+    )
+    leader_labels: dict[str, str] | None = Field(
+        default=None,
+        description=(
+            "the labels of a group's leader, left out of the selector so that the workers "
+            "are listed too"
+        ),
+    )
+    size_field: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$",
+        description=(
+            "dotted path, in the workload object, of the pods per group (fewer: not Ready); "
+            "none: a group is as big as its listed pods"
+        ),
+    )
+    serving_pods: Literal["all", "leaders"] = Field(
+        default="all",
+        description=(
+            "all: every pod runs an engine with its own queue (data parallel, disaggregated); "
+            "leaders: the leader serves (multi-node tensor parallel)"
+        ),
+    )
+
+
+#: A LeaderWorkerSet's groups, as its controller labels them (leaderworkerset.x-k8s.io/v1).
+LEADER_WORKER_SET_GROUPS = ReplicaGroups(
+    group_label="leaderworkerset.sigs.k8s.io/group-index",
+    leader_labels={"leaderworkerset.sigs.k8s.io/worker-index": "0"},
+    size_field="spec.leaderWorkerTemplate.size",
+)
+#: Kinds whose replica is a group of pods by default.
+GROUP_KINDS: dict[str, ReplicaGroups] = {"LeaderWorkerSet": LEADER_WORKER_SET_GROUPS}
+
+
+def _groups_named(groups: Any, earlier: dict[str, Any]) -> str | None:
+    """``replica_groups`` of a kind without default groups must name its group label."""
+    workload = earlier.get("workload")
+    if groups is None or workload is None or workload.kind in GROUP_KINDS:
+        return None
+    if _given(groups, "group_label") not in (None, {}):
+        return None
+    return (
+        f"group_label: value None: expected the pod label that names each pod's group for "
+        f"kind {workload.kind} (only {', '.join(sorted(GROUP_KINDS))} has a default)"
+    )
+
+
 class TargetPolicy(ScalingPolicy):
     """How one target is scaled.
 
@@ -756,8 +827,28 @@ class TargetPolicy(ScalingPolicy):
     shadow: ScalingPolicy | None = Field(
         default=None, description="a second policy, decided every cycle and never written"
     )
+    replica_groups: ReplicaGroups | None = Field(
+        default=None,
+        description=(
+            "A replica that is a group of pods (a LeaderWorkerSet's by default): how pods "
+            "group, which is the leader, how many make a group, which serve."
+        ),
+    )
 
     _shadow_reads_the_same_ttft = _beside("shadow", _shadow_ttft_differs)
+    _groups_name_their_label = _beside("replica_groups", _groups_named)
+
+    @property
+    def groups(self) -> ReplicaGroups | None:
+        """How the target's pods make its replicas: ``replica_groups`` over the kind's
+        defaults (every field set), or None when a replica is one pod."""
+        default = GROUP_KINDS.get(self.workload.kind)
+        given = self.replica_groups
+        if given is None:
+            return default
+        if default is None:
+            return given
+        return default.model_copy(update=given.model_dump(exclude_unset=True))
 
     def shadow_target(self) -> TargetPolicy | None:
         """The shadow as a target policy of the same workload and series (None without one)."""
@@ -811,6 +902,12 @@ class TargetPolicy(ScalingPolicy):
         return {"namespace": self.workload.namespace}
 
 
+#: The labels that tell the copies of one series apart behind an HA Prometheus pair: the
+#: Prometheus Operator's external label, Thanos' usual replica label, Mimir's and Cortex's HA
+#: tracker label.
+DEFAULT_REPLICA_LABELS: tuple[str, ...] = ("prometheus_replica", "replica", "__replica__")
+
+
 class Policy(_Strict):
     """The whole policy file."""
 
@@ -820,6 +917,16 @@ class Policy(_Strict):
         le=MAX_DAY_SECONDS,
         description="Window of rate() in the queries; at least 4 scrape intervals (the shipped "
         "recording rules are for 60).",
+    )
+    # not strict: a YAML list is the way to write it (strict mode takes only a tuple)
+    replica_labels: tuple[Annotated[str, Field(pattern=_LABEL_NAME, strict=True)], ...] = Field(
+        default=DEFAULT_REPLICA_LABELS,
+        strict=False,
+        description=(
+            "Labels that tell apart the copies of one series each replica of an HA Prometheus "
+            "pair keeps (external labels such as prometheus_replica): series that differ only "
+            "in them are read once. Empty: every series counts."
+        ),
     )
     targets: list[TargetPolicy] = Field(
         min_length=1, description="the workloads to scale, each once"

@@ -34,6 +34,7 @@ from typer.testing import CliRunner
 
 from scaler.cli import app
 from scaler.sim.kubeapi import KubeApiServer, KubeStore, write_kubeconfig
+from scaler.sources.prometheus.backend import NATIVE_HISTOGRAM_PROBE
 from tests.support.processes import run_scaler
 
 TOKEN = "prom-token-Xk29fQ"
@@ -55,7 +56,7 @@ targets:
 
 
 #: The start-up probe's query (PrometheusSource.probe).
-PROBE = "histogram_count(vector(0))"
+PROBE = NATIVE_HISTOGRAM_PROBE
 
 
 @dataclass
