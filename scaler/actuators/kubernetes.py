@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from functools import partial
@@ -24,13 +24,22 @@ from kubernetes_asyncio.client import ApiClient
 
 from scaler.actuators.api_client import KubeConfigError, MissingContextError, build_api_client
 from scaler.actuators.errors import ApiFailure, KubeApiError, classify_error
+from scaler.actuators.ownership import (
+    Owner,
+    OwnerCache,
+    OwnerRef,
+    Verdict,
+    controller_ref,
+    trace_owner,
+)
+from scaler.actuators.pods import POD_DELETION_COST, pod_info, without_requirements
 from scaler.actuators.server_clock import ServerClock
 from scaler.actuators.throttle import ApiGate
 from scaler.actuators.writers import WorkloadMeta, replicas_writer
-from scaler.config.policy import WorkloadRef
+from scaler.config.policy import ReplicaGroups, WorkloadRef
 from scaler.config.secrets import shortened
 from scaler.config.wording import counted
-from scaler.core.observation import PodInfo, WorkloadSnapshot
+from scaler.core.observation import WorkloadSnapshot
 
 # The client and the failures are re-exported: callers build, read and scale through here.
 __all__ = [
@@ -47,13 +56,12 @@ __all__ = [
     "ScaleResult",
     "build_api_client",
     "classify_error",
+    "without_requirements",
 ]
 
 log = structlog.get_logger(__name__)
 
 MERGE_PATCH = "application/merge-patch+json"
-#: Annotation the ReplicaSet controller reads to pick which pods to remove first (lower first).
-POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 #: Kinds whose scale-down honours pod-deletion-cost (they remove pods through ReplicaSets).
 #: StatefulSets (and LeaderWorkerSets, built on them) always remove the highest ordinal.
 DELETION_COST_KINDS = frozenset({"Deployment", "ReplicaSet", "Rollout"})
@@ -242,6 +250,7 @@ class KubernetesActuator:
         self._custom = client.CustomObjectsApi(api_client)
         self._core = client.CoreV1Api(api_client)
         self._uids: dict[str, str] = {}  # ref key -> workload uid, for involvedObject
+        self._owner_cache = OwnerCache(clock)
         self._instance = socket.gethostname()[:128]
         self.server_clock = ServerClock()
         self.gate = ApiGate(clock, sleep=sleep)
@@ -281,13 +290,27 @@ class KubernetesActuator:
             raise exc
         return err
 
-    async def read(self, ref: WorkloadRef) -> WorkloadSnapshot:
-        """GET the scale subresource, then list the pods its ``status.selector`` picks.
+    async def read(
+        self, ref: WorkloadRef, *, groups: ReplicaGroups | None = None
+    ) -> WorkloadSnapshot:
+        """GET the scale subresource, then list the pods its ``status.selector`` picks, and
+        keep those the workload owns (:mod:`.ownership`).
 
         Pod ages are the server's now (the pod list's ``Date`` header) minus
-        ``creationTimestamp``, in seconds (never negative). An empty
-        selector (a custom kind without ``labelSelectorPath``) yields no pods rather than
-        every pod of the namespace.
+        ``creationTimestamp``, in seconds (never negative). An empty selector (a custom kind
+        without ``labelSelectorPath``, an operator that has not written it yet) yields no
+        pods rather than every pod of the namespace: the snapshot's ``selector`` is '' and
+        the controller does not scale the target (as the HPA: ScalingActive=False,
+        SelectorRequired).
+
+        With ``groups`` (a replica is a group of pods: a LeaderWorkerSet's), the pods are
+        listed without the selector's leader requirements, so every pod of the groups is,
+        each with its group; the group size is read from the workload object when the
+        groups name its field.
+
+        A listed pod whose controllers lead to another workload is left out (in the
+        snapshot's ``foreign``); one whose owner cannot be told is kept (its selector's
+        verdict) and named in ``unowned`` for the controller to see shared ones.
 
         Raises:
             KubeApiError: any API or transport failure, classified.
@@ -295,35 +318,101 @@ class KubernetesActuator:
         """
         try:
             scale = await self._get_scale(ref)
-            pods: tuple[PodInfo, ...] = ()
-            if scale.selector:
-                listing, _, headers = await self.gate.call(
-                    lambda: self._core.list_namespaced_pod_with_http_info(
-                        ref.namespace, label_selector=scale.selector, _request_timeout=self._timeout
-                    ),
-                    retry=True,
-                )
-                now = self.server_clock.now(headers, self._clock())
-                pods = tuple(_pod_info(p, now) for p in listing.items)
-            else:
+            snapshot = WorkloadSnapshot(
+                namespace=ref.namespace,
+                spec_replicas=scale.spec_replicas,
+                status_replicas=scale.status_replicas,
+                selector=scale.selector,
+                resource_version=scale.resource_version,
+            )
+            if not scale.selector:
                 log.warning("scale_without_selector", target=ref.key())
+                return snapshot
+            selector = scale.selector
+            if groups is not None and groups.leader_labels:
+                selector = without_requirements(selector, groups.leader_labels) or selector
+            listing, _, headers = await self.gate.call(
+                lambda: self._core.list_namespaced_pod_with_http_info(
+                    ref.namespace, label_selector=selector, _request_timeout=self._timeout
+                ),
+                retry=True,
+            )
+            now = self.server_clock.now(headers, self._clock())
+            owners = await self._owners(ref, scale.uid or "", listing.items)
+            pods, foreign, unowned = [], [], []
+            for p in listing.items:
+                verdict = owners[p.metadata.name]
+                if verdict.owner is Owner.FOREIGN:
+                    foreign.append((p.metadata.name, verdict.detail))
+                    continue
+                if verdict.owner is Owner.UNKNOWN:
+                    unowned.append((p.metadata.name, verdict.detail))
+                pods.append(pod_info(p, now, groups))
+            size = None
+            if groups is not None and groups.size_field:
+                size = await self._group_size(ref, groups.size_field)
         except ValueError:
             raise
         except Exception as exc:
             raise self._classify(exc) from exc
-        return WorkloadSnapshot(
-            namespace=ref.namespace,
-            spec_replicas=scale.spec_replicas,
-            status_replicas=scale.status_replicas,
-            selector=scale.selector,
-            resource_version=scale.resource_version,
-            pods=pods,
+        return replace(
+            snapshot,
+            pods=tuple(pods),
+            group_size=size,
+            foreign=tuple(foreign),
+            unowned=tuple(unowned),
         )
 
     @property
     def field_manager(self) -> str:
         """The ``fieldManager`` of this actuator's writes."""
         return self._field_manager
+
+    async def _owners(self, ref: WorkloadRef, uid: str, pods: list[Any]) -> dict[str, Verdict]:
+        """Each listed pod's owner (:func:`~scaler.actuators.ownership.trace_owner`)."""
+        target = OwnerRef(ref.api_version, ref.kind, ref.name, uid)
+        by_name = {p.metadata.name: p for p in pods}
+
+        async def read(plural: str, name: str) -> Mapping[str, Any]:
+            obj = await self.gate.call(
+                partial(
+                    self._custom.get_namespaced_custom_object,
+                    "apps",
+                    "v1",
+                    ref.namespace,
+                    plural,
+                    name,
+                    _request_timeout=self._timeout,
+                ),
+                retry=True,
+            )
+            meta: Mapping[str, Any] = obj.get("metadata") or {}
+            return meta
+
+        return {
+            p.metadata.name: await trace_owner(
+                controller_ref(p.metadata.owner_references),
+                namespace=ref.namespace,
+                target=target,
+                pods=by_name,
+                read=read,
+                cache=self._owner_cache,
+            )
+            for p in pods
+        }
+
+    async def _group_size(self, ref: WorkloadRef, field_path: str) -> int | None:
+        """The pods per group at ``field_path`` of the workload object (None: not an int)."""
+        path = self._path(ref)
+        obj: Any = await self.gate.call(
+            lambda: self._custom.get_namespaced_custom_object(
+                *path, _request_timeout=self._timeout
+            ),
+            retry=True,
+        )
+        for part in field_path.split("."):
+            obj = obj.get(part) if isinstance(obj, dict) else None
+        return obj if isinstance(obj, int) and not isinstance(obj, bool) and obj > 0 else None
 
     async def read_annotations(self, ref: WorkloadRef) -> dict[str, str]:
         """The workload's ``metadata.annotations`` (:meth:`read_workload`)."""
@@ -677,65 +766,3 @@ class KubernetesActuator:
             )
             return False
         return True
-
-
-def _condition(status: Any, kind: str) -> Any:
-    """The pod condition of type ``kind`` (None without it)."""
-    conditions = (status.conditions or []) if status is not None else []
-    return next((c for c in conditions if c.type == kind), None)
-
-
-def _seconds_since(when: Any, now: float) -> float | None:
-    return max(0.0, now - when.timestamp()) if when is not None else None
-
-
-def _unschedulable(status: Any) -> str | None:
-    """``reason: message`` of a PodScheduled condition that is False (None otherwise)."""
-    scheduled = _condition(status, "PodScheduled")
-    if scheduled is None or scheduled.status != "False":
-        return None
-    text = ": ".join(str(x) for x in (scheduled.reason, scheduled.message) if x)
-    return text or "not scheduled"
-
-
-def _last_restart(status: Any) -> Any:
-    """When a container of the pod last terminated before being restarted (None: never)."""
-    latest = None
-    for c in (status.container_statuses or []) if status is not None else []:
-        last = c.last_state.terminated if c.last_state is not None else None
-        if not c.restart_count or last is None or last.finished_at is None:
-            continue
-        if latest is None or last.finished_at > latest:
-            latest = last.finished_at
-    return latest
-
-
-def _pod_info(pod: Any, now: float) -> PodInfo:
-    """A kubernetes-asyncio V1Pod -> PodInfo. ``ready_seconds`` is the time since the Ready
-    condition's ``lastTransitionTime`` (None without the condition or its time); the
-    PodScheduled condition and the containers' last terminations tell when the pod's
-    current start began (:attr:`~scaler.core.observation.PodInfo.start_seconds`)."""
-    meta, status = pod.metadata, pod.status
-    ready_condition = _condition(status, "Ready")
-    ready = ready_condition is not None and ready_condition.status == "True"
-    since = getattr(ready_condition, "last_transition_time", None) if ready else None
-    scheduled = _condition(status, "PodScheduled")
-    scheduled_at = (
-        getattr(scheduled, "last_transition_time", None)
-        if scheduled is not None and scheduled.status == "True"
-        else None
-    )
-    created = meta.creation_timestamp
-    age = max(0.0, now - created.timestamp()) if created is not None else 0.0
-    return PodInfo(
-        name=meta.name,
-        ready=ready,
-        terminating=meta.deletion_timestamp is not None,
-        age_seconds=age,
-        phase=(status.phase if status is not None and status.phase else "Unknown"),
-        deletion_cost=(meta.annotations or {}).get(POD_DELETION_COST),
-        ready_seconds=_seconds_since(since, now),
-        scheduled_seconds=_seconds_since(scheduled_at, now),
-        unschedulable=_unschedulable(status),
-        restarted_seconds=_seconds_since(_last_restart(status), now),
-    )

@@ -22,6 +22,7 @@ import httpx
 
 from scaler.bench.tsdb import Tsdb
 from scaler.config.policy import TargetPolicy
+from scaler.sources.prometheus.backend import NATIVE_HISTOGRAM_PROBE
 from scaler.sources.promql import (
     HISTOGRAM_LABEL,
     KV_METRICS,
@@ -119,7 +120,7 @@ def prometheus_transport(
         ]
 
     def answer(query: str, t: float) -> list[dict[str, Any]] | None:
-        if query == "histogram_count(vector(0))":  # the source's probe: the function exists
+        if query == NATIVE_HISTOGRAM_PROBE:  # the source's probe: the functions exist
             return []
         kind = kinds.get(query)
         if kind is not None:

@@ -20,7 +20,8 @@ class ReplicaCounts:
         current: ``spec.replicas`` of the scale subresource: the replicas asked for. This,
             never a count of Prometheus series, is the current replica count.
         status: ``status.replicas`` of the scale subresource.
-        ready: live pods (no deletionTimestamp) whose Ready condition is True.
+        ready: live pods (no deletionTimestamp) whose Ready condition is True; when a
+            replica is a group of pods (a LeaderWorkerSet's), every count is of groups.
         starting: live pods not ready whose current start (scheduling, or the restart of a
             container) is younger than the model load timeout: capacity already asked for
             that is still loading its model.
@@ -153,6 +154,10 @@ class PodInfo:
         restarted_seconds: seconds since a container of the pod last terminated (it was
             restarted: an OOM kill, a crash, a failed liveness probe); None when no container
             ever restarted.
+        group: the replica the pod is part of, when a replica is a group of pods (a
+            LeaderWorkerSet's group index); None: the pod is a replica of its own.
+        serves: its series are the replica's demand (False: a worker of a group whose
+            leader alone serves).
     """
 
     name: str
@@ -165,6 +170,8 @@ class PodInfo:
     scheduled_seconds: float | None = None
     unschedulable: str | None = None
     restarted_seconds: float | None = None
+    group: str | None = None
+    serves: bool = True
 
     @property
     def finished(self) -> bool:
@@ -191,7 +198,18 @@ class WorkloadSnapshot:
         status_replicas: ``status.replicas`` of the scale subresource.
         selector: ``status.selector`` of the scale subresource (a label selector string).
         resource_version: ``metadata.resourceVersion`` of the scale subresource.
-        pods: the pods the selector picks.
+        pods: the target's pods: the ones the selector picks that the workload owns, or whose
+            owner cannot be told (:attr:`foreign` are left out).
+        group_size: pods per replica when a replica is a group of pods (a group with fewer
+            is not Ready); None: as many as are listed.
+        foreign: pods the selector picks that another workload owns (its ownerReferences
+            lead elsewhere): ``(pod, owner)``, owner as ``Kind namespace/name``.
+        unowned: pods of :attr:`pods` whose owner cannot be told (no controller reference,
+            one that cannot be followed): ``(pod, why)``; they count for the target unless
+            another target's selector picks them too.
+        shared: such pods that another target's selector picks too: ``(pod, the other
+            targets)``; left out of :attr:`pods` (neither target counts them, as the HPA's
+            AmbiguousSelector).
     """
 
     namespace: str
@@ -200,12 +218,42 @@ class WorkloadSnapshot:
     selector: str
     resource_version: str
     pods: tuple[PodInfo, ...] = ()
+    group_size: int | None = None
+    foreign: tuple[tuple[str, str], ...] = ()
+    unowned: tuple[tuple[str, str], ...] = ()
+    shared: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @property
+    def grouped(self) -> bool:
+        """A replica is a group of pods."""
+        return any(p.group is not None for p in self.pods)
+
+    def groups(self) -> dict[str, list[PodInfo]]:
+        """Group -> its pods (a pod without a group is a group of its own)."""
+        out: dict[str, list[PodInfo]] = {}
+        for p in self.pods:
+            out.setdefault(p.group if p.group is not None else p.name, []).append(p)
+        return out
+
+    def _group_ready(self, pods: list[PodInfo]) -> bool:
+        """Every pod of the group ready, live and not finished, and as many as a group holds."""
+        whole = self.group_size is None or len(pods) >= self.group_size
+        return whole and all(p.ready and not p.terminating and not p.finished for p in pods)
 
     @property
     def ready_pod_names(self) -> frozenset[str]:
-        """Names of live (not terminating) ready pods: the only pods whose series count."""
+        """Names of live (not terminating, not finished) ready pods that serve: the only pods
+        whose series count. When a replica is a group of pods, only those of Ready groups."""
+        if not self.grouped:
+            return frozenset(
+                p.name for p in self.pods if p.ready and not p.terminating and not p.finished
+            )
         return frozenset(
-            p.name for p in self.pods if p.ready and not p.terminating and not p.finished
+            p.name
+            for pods in self.groups().values()
+            if self._group_ready(pods)
+            for p in pods
+            if p.serves
         )
 
     @property
@@ -217,25 +265,35 @@ class WorkloadSnapshot:
         """Classify the pods into ready / starting / stuck / unschedulable / terminating /
         finished.
 
-        A pod in a terminal phase is *finished*, whatever its conditions say. A live pod
-        that is not ready and has no node is *unschedulable* while it was created less than
-        the model load timeout ago; one that has a node counts as *starting* while its
-        current start (:attr:`PodInfo.start_seconds`: scheduling or a container restart, not
-        the pod's creation) is younger than the timeout. Either is *stuck* after that.
+        Each replica is classified: a pod, or when a replica is a group of pods, the group.
+        A replica is *terminating* (draining) when one of its pods is, and *finished* when
+        all its pods are in a terminal phase, whatever their conditions say. It is *ready*
+        when all its pods are ready, none has finished, and a group has :attr:`group_size`
+        of them. A replica not ready with a pod that has no node is *unschedulable* while
+        its newest such pod was created less than the model load timeout ago; any other
+        counts as *starting* while its newest current start (:attr:`PodInfo.start_seconds`:
+        scheduling or a container restart, not the pod's creation; a worker recreated starts
+        its group again) is younger than the timeout. Either is *stuck* after that.
         ``removing`` is passed through (the pods do not tell it: only the controller knows
         which pods it removes).
         """
+        units = self.groups().values() if self.grouped else [[p] for p in self.pods]
         ready = starting = stuck = terminating = unschedulable = finished = 0
-        for p in self.pods:
-            if p.terminating:
+        for pods in units:
+            live = [p for p in pods if not p.finished]
+            waiting = [p for p in live if not p.ready and p.unschedulable is not None]
+            if any(p.terminating for p in pods):
                 terminating += 1
-            elif p.finished:
+            elif not live:
                 finished += 1
-            elif p.ready:
+            elif self._group_ready(pods):
                 ready += 1
-            elif p.unschedulable is not None and p.age_seconds < model_load_timeout_seconds:
-                unschedulable += 1
-            elif p.unschedulable is None and p.start_seconds < model_load_timeout_seconds:
+            elif waiting:
+                if min(p.age_seconds for p in waiting) < model_load_timeout_seconds:
+                    unschedulable += 1
+                else:
+                    stuck += 1
+            elif min(p.start_seconds for p in live) < model_load_timeout_seconds:
                 starting += 1
             else:
                 stuck += 1

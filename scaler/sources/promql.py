@@ -77,7 +77,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from scaler.config.policy import TargetPolicy
+from scaler.config.policy import DEFAULT_REPLICA_LABELS, TargetPolicy
 from scaler.config.vocabulary import SignalName
 
 __all__ = [
@@ -113,7 +113,7 @@ __all__ = [
     "build_throughput_query",
     "build_ttft_query",
     "label_value",
-    "parse_promql_duration",
+    "one_copy",
     "pod_group",
     "pods_selector",
     "promql_duration",
@@ -386,20 +386,6 @@ def promql_duration(seconds: float) -> str:
     return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
 
 
-_DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w|y)")
-
-
-def parse_promql_duration(text: str) -> float | None:
-    """Seconds of a Prometheus duration (``5m``, ``1m30s``, ``500ms``); None when ``text``
-    is not one."""
-    text = text.strip()
-    parts = _DURATION.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        return None
-    return sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
-
-
 def _tag(expr: str, label: str, value: str) -> str:
     return f'label_replace({expr}, "{label}", {_replacement(value)}, "", "")'
 
@@ -429,6 +415,8 @@ class QueryPlan:
             namespaces), None when every target has explicit matchers; only this group can
             read the recording rules.
         default_namespaces: the namespaces of :attr:`default_group`.
+        replica_labels: the labels the copies of one series differ in behind an HA pair
+            (read once: :func:`one_copy`).
     """
 
     queries: dict[QueryKind, str]
@@ -437,22 +425,38 @@ class QueryPlan:
     rate_window_seconds: float = 60.0
     default_group: str | None = None
     default_namespaces: tuple[str, ...] = ()
+    replica_labels: tuple[str, ...] = DEFAULT_REPLICA_LABELS
 
 
 def _per_pod_expr(metric_selector: str, agg: str, by: str) -> str:
     return f"{agg} by ({by}) ({metric_selector})"
 
 
-def _named_rate(metric: str, sel: str, window: str) -> str:
+def one_copy(expr: str, replica_labels: Sequence[str]) -> str:
+    """``expr`` (floats) with the copies of each series that differ only in
+    ``replica_labels`` read once: ``max without (prometheus_replica, ...) (expr)``. Behind an
+    HA Prometheus pair without deduplication every series comes once per replica, and a
+    ``sum by (namespace, pod)`` over engines would count each twice; series that differ in
+    any other label (``engine``, ``instance``) stay apart. Without such labels every series
+    is its own group: the value is unchanged."""
+    if not replica_labels:
+        return expr
+    return f"max without ({', '.join(replica_labels)}) ({expr})"
+
+
+def _named_rate(metric: str, sel: str, window: str, replica_labels: Sequence[str]) -> str:
     """The per-pod rate of counter ``metric``, tagged with its name (rate() drops the name)."""
-    rate = _per_pod_expr(f"rate({metric}{{{sel}}}[{window}])", "sum", "namespace, pod")
+    rate = _per_pod_expr(
+        one_copy(f"rate({metric}{{{sel}}}[{window}])", replica_labels), "sum", "namespace, pod"
+    )
     return _tag(rate, METRIC_LABEL, metric)
 
 
-def _raw_throughput(sel: str, window: str) -> str:
+def _raw_throughput(sel: str, window: str, replica_labels: Sequence[str]) -> str:
     """The per-pod rates of every throughput counter under ``sel``, each tagged with its
     counter (:func:`_named_rate`), or'ed."""
-    return "(" + _or([_named_rate(m, sel, window) for m in THROUGHPUT_METRICS]) + ")"
+    rates = [_named_rate(m, sel, window, replica_labels) for m in THROUGHPUT_METRICS]
+    return "(" + _or(rates) + ")"
 
 
 def _namespaces_selector(namespaces: Sequence[str]) -> str:
@@ -496,14 +500,23 @@ def _sample_ages(gid: str, sel: str) -> str:
 
 
 def _ttft_rate_parts(
-    gid: str, sel: str, window: str, recorded: str | None, native: bool
+    gid: str,
+    sel: str,
+    window: str,
+    recorded: str | None,
+    native: bool,
+    replica_labels: Sequence[str],
 ) -> list[str]:
     """The TTFT request-rate sub-expressions of one selector group."""
     classic = _per_pod_expr(
-        f"rate({TTFT_COUNT_METRIC}{{{sel}}}[{window}])", "sum", "namespace, pod"
+        one_copy(f"rate({TTFT_COUNT_METRIC}{{{sel}}}[{window}])", replica_labels),
+        "sum",
+        "namespace, pod",
     )
     native_count = _per_pod_expr(
-        f"histogram_count(rate({TTFT_HISTOGRAM}{{{sel}}}[{window}]))", "sum", "namespace, pod"
+        one_copy(f"histogram_count(rate({TTFT_HISTOGRAM}{{{sel}}}[{window}]))", replica_labels),
+        "sum",
+        "namespace, pod",
     )
     parts = [_tag(_tag(classic, HISTOGRAM_LABEL, HistogramKind.CLASSIC), SELECTOR_LABEL, gid)]
     if native:
@@ -519,7 +532,11 @@ def _ttft_rate_parts(
 
 
 def build_query_plan(
-    targets: Sequence[TargetPolicy], *, rate_window_seconds: float, native_histograms: bool = True
+    targets: Sequence[TargetPolicy],
+    *,
+    rate_window_seconds: float,
+    native_histograms: bool = True,
+    replica_labels: Sequence[str] = DEFAULT_REPLICA_LABELS,
 ) -> QueryPlan:
     """Build the cycle's per-pod queries for all ``targets`` (the first round).
 
@@ -530,6 +547,9 @@ def build_query_plan(
         native_histograms: the backend has Prometheus' native-histogram functions
             (``histogram_count``: Prometheus 2.40 on; not VictoriaMetrics, whose MetricsQL
             rejects the unknown function and with it the whole query).
+        replica_labels: labels in which the copies of one series kept by each replica of an
+            HA Prometheus pair differ (``Policy.replica_labels``): every per-pod value reads
+            one copy (:func:`one_copy`) before summing over engines.
 
     Returns:
         A :class:`QueryPlan`. Per kind, the query is the ``or`` of tagged sub-expressions:
@@ -601,16 +621,20 @@ def build_query_plan(
                 recorded = None
                 if sel == default_selector:
                     recorded = recorded_ttft_metric(rate_window_seconds)
-                parts += _ttft_rate_parts(gid, sel, window, recorded, native_histograms)
+                parts += _ttft_rate_parts(
+                    gid, sel, window, recorded, native_histograms, replica_labels
+                )
                 continue
             if kind is QueryKind.KV_CACHE:
                 matchers = ",".join(m for m in (f'__name__=~"{kv_names}"', sel) if m)
                 inner = _per_pod_expr(f"{{{matchers}}}", "max", "namespace, pod, __name__")
             elif kind is QueryKind.THROUGHPUT:
-                inner = _raw_throughput(sel, window)
+                inner = _raw_throughput(sel, window, replica_labels)
             else:
                 metric = WAITING_METRIC if kind is QueryKind.WAITING else RUNNING_METRIC
-                inner = _per_pod_expr(f"{metric}{{{sel}}}", "sum", "namespace, pod")
+                inner = _per_pod_expr(
+                    one_copy(f"{metric}{{{sel}}}", replica_labels), "sum", "namespace, pod"
+                )
             parts.append(_tag(inner, SELECTOR_LABEL, gid))
             if kind is QueryKind.RUNNING:
                 parts.append(_sample_ages(gid, sel))
@@ -631,6 +655,7 @@ def build_query_plan(
         rate_window_seconds=rate_window_seconds,
         default_group=group_of_selector.get(default_selector) if default_namespaces else None,
         default_namespaces=tuple(default_namespaces),
+        replica_labels=tuple(replica_labels),
     )
 
 
@@ -671,7 +696,9 @@ def build_throughput_query(plan: QueryPlan, recorded_namespaces: Sequence[str]) 
             if not raw:
                 continue
             group_sel = _namespaces_selector(raw)
-        parts.append(_tag(_raw_throughput(group_sel, window), SELECTOR_LABEL, g))
+        parts.append(
+            _tag(_raw_throughput(group_sel, window, plan.replica_labels), SELECTOR_LABEL, g)
+        )
     return _or(parts)
 
 
@@ -725,9 +752,18 @@ def build_ttft_query(
     exprs: list[str] = []
     for p in parts:
         if p.classic:
+            # The copies of an HA pair are summed as they come, as the native histogram below:
+            # a quantile is the same whatever the number of equal copies, and a sum over the
+            # pods taken straight from the selector adds in one order every time (the copies
+            # read once first came in any order, so the same window read twice differed in
+            # its last bits).
             inner = f"sum by (le) (rate({TTFT_BUCKET_METRIC}{{{p.selector}}}[{window}]))"
             exprs.append(_tag(inner, TARGET_LABEL, p.key))
         if p.native:
+            # Summed over the copies of an HA pair as they come: Prometheus 2.42 aggregates
+            # native histograms with sum only, and the quantile and fraction of a histogram
+            # are the same whatever the number of equal copies (its count is not read as a
+            # rate, only as zero or not).
             h = f"sum(rate({TTFT_HISTOGRAM}{{{p.selector}}}[{window}]))"
             q = repr(float(p.quantile))
             floats = {

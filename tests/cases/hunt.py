@@ -1,14 +1,13 @@
 """Helpers of the hunt's cases (``tests/cases/hNN-*.md`` and their tests).
 
-Each test names the case text it implements with :func:`case_text`, which fails when the
-text is missing: the case, its kind, its source and its tests stay together.
+Each test names the case text it implements with :func:`tests.support.fakeprom.case_file`, and
+``tests/cases/test_index.py`` checks that the case names the test.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,15 +18,6 @@ from scaler.sim.exposition import VllmMetrics
 from scaler.sim.kubeapi.base import rfc3339
 from scaler.sources.prometheus import PrometheusSource, SourceResult
 from tests.support.fakeprom import kv, per_pod, ttft_answers
-
-HERE = Path(__file__).resolve().parent
-
-
-def case_text(name: str) -> Path:
-    """The case text ``name`` beside the tests (asserted to exist)."""
-    path = HERE / name
-    assert path.is_file(), f"case text {path} is missing"
-    return path
 
 
 def idle(pods: Iterable[str], *, kv_cache: str = "0.02") -> dict[str, Any]:

@@ -4,7 +4,7 @@ Kubernetes stand-in over HTTP and the fake Prometheus)."""
 from __future__ import annotations
 
 from scaler.core.reasons import Reason
-from tests.cases.hunt import case_text, condition, idle
+from tests.cases.hunt import condition, idle
 from tests.support.controller_harness import (
     LABELS,
     NS,
@@ -13,6 +13,7 @@ from tests.support.controller_harness import (
     captured_logs,
     make_harness,
 )
+from tests.support.fakeprom import case_file
 from tests.support.replicas import ReplicaSetSim
 
 __all__ = ["make_harness"]
@@ -27,7 +28,7 @@ async def test_h01_finished_pods_neither_hold_a_scale_down_nor_read_as_stuck(
 ) -> None:
     """h01: a recent evicted pod does not hold the scale-down as a starting replica, an old
     finished one is not stuck; both are reported as finished."""
-    case_text("h01-finished-pods-are-not-replicas.md")
+    case_file("h01-finished-pods-are-not-replicas.md")
     h = await make_harness(replicas=4)
     h.add_ready(READY, age=7200)
     for name, age, status in (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from scaler.core.observation import ReplicaCounts
 from scaler.core.reasons import Reason
-from tests.cases.hunt import busy, case_text, condition, idle
+from tests.cases.hunt import busy, condition, idle
 from tests.support.controller_harness import (
     LABELS,
     NS,
@@ -15,7 +15,7 @@ from tests.support.controller_harness import (
     captured_logs,
     make_harness,
 )
-from tests.support.fakeprom import ttft_answers
+from tests.support.fakeprom import case_file, ttft_answers
 from tests.support.policies import case_policy
 from tests.support.replicas import ReplicaSetSim
 
@@ -47,7 +47,7 @@ async def test_h02_a_long_wait_for_a_node_is_not_model_load_time(
 ) -> None:
     """h02 (a): TTFT stays capped while pods wait for a node and then load; pods that got
     their node late are starting, not stuck, so no cascade and no stuck warning."""
-    case_text("h02-waiting-for-a-gpu-node.md")
+    case_file("h02-waiting-for-a-gpu-node.md")
     h = await make_harness(replicas=5, policy=case_policy(model_load_timeout_seconds=600))
     h.add_ready(READY)
     add_unscheduled(h, NEW)
@@ -95,7 +95,7 @@ async def test_h02_a_pod_without_a_node_past_the_timeout_is_stuck_and_named(
 ) -> None:
     """h02: a pod that has waited for a node longer than the model load timeout is stuck, and
     the Event names it with the scheduler's reason."""
-    case_text("h02-waiting-for-a-gpu-node.md")
+    case_file("h02-waiting-for-a-gpu-node.md")
     h = await make_harness(replicas=5, policy=case_policy(model_load_timeout_seconds=600))
     h.add_ready(READY)
     add_unscheduled(h, NEW)
@@ -113,7 +113,7 @@ async def test_h02_pods_without_a_node_do_not_hold_a_scale_down(
     make_harness: HarnessFactory,
 ) -> None:
     """h02 (b): unscheduled pods never hold a scale-down the way loading ones do."""
-    case_text("h02-waiting-for-a-gpu-node.md")
+    case_file("h02-waiting-for-a-gpu-node.md")
     h = await make_harness(replicas=4, policy=case_policy(model_load_timeout_seconds=600))
     h.add_ready(READY[:2])
     add_unscheduled(h, NEW)

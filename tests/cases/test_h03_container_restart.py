@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from scaler.core.reasons import Reason
 from scaler.sim.kubeapi.base import rfc3339
-from tests.cases.hunt import busy, case_text, condition
+from tests.cases.hunt import busy, condition
 from tests.support.controller_harness import NS, T0, HarnessFactory, captured_logs, make_harness
-from tests.support.fakeprom import ttft_answers
+from tests.support.fakeprom import case_file, ttft_answers
 from tests.support.policies import case_policy
 
 __all__ = ["make_harness"]
@@ -21,7 +21,7 @@ async def test_h03_a_restarted_container_is_starting_from_its_restart(
 ) -> None:
     """h03: an old pod whose vLLM container was OOM-killed counts as starting from the
     restart: TTFT stays capped, nothing is stuck, and its reload teaches 210 s."""
-    case_text("h03-container-restart-reloads-the-model.md")
+    case_file("h03-container-restart-reloads-the-model.md")
     h = await make_harness(replicas=3, policy=case_policy(model_load_timeout_seconds=600))
     h.add_ready(PODS, age=6 * 3600)
     h.store.set_pod_status(

@@ -3,7 +3,7 @@ controller's; its objects and its Date header are on its own)."""
 
 from __future__ import annotations
 
-from tests.cases.hunt import busy, case_text
+from tests.cases.hunt import busy
 from tests.support.controller_harness import (
     LABELS,
     NS,
@@ -11,6 +11,7 @@ from tests.support.controller_harness import (
     captured_logs,
     make_harness,
 )
+from tests.support.fakeprom import case_file
 from tests.support.policies import case_policy
 
 __all__ = ["make_harness"]
@@ -23,7 +24,7 @@ async def test_h04_a_server_clock_behind_does_not_make_fresh_pods_stuck(
     make_harness: HarnessFactory,
 ) -> None:
     """h04 (a): the server 900 s behind: pods created 30 s ago are starting, not stuck."""
-    case_text("h04-api-server-clock.md")
+    case_file("h04-api-server-clock.md")
     h = await make_harness(
         replicas=4,
         policy=case_policy(model_load_timeout_seconds=600),
@@ -51,7 +52,7 @@ async def test_h04_a_server_clock_ahead_does_not_hide_a_stuck_pod(
     make_harness: HarnessFactory,
 ) -> None:
     """h04 (b): the server 600 s ahead: a pod Pending for 660 s (server time) is stuck."""
-    case_text("h04-api-server-clock.md")
+    case_file("h04-api-server-clock.md")
     h = await make_harness(
         replicas=3,
         policy=case_policy(model_load_timeout_seconds=600),

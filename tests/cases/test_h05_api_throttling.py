@@ -8,7 +8,7 @@ from typing import Any
 
 from scaler.actuators.throttle import MAX_IN_FLIGHT
 from scaler.config.policy import parse_policy
-from tests.cases.hunt import case_text, idle
+from tests.cases.hunt import idle
 from tests.support.controller_harness import (
     NAME,
     NS,
@@ -17,6 +17,7 @@ from tests.support.controller_harness import (
     captured_logs,
     make_harness,
 )
+from tests.support.fakeprom import case_file
 from tests.support.policies import case_target_doc
 
 __all__ = ["make_harness"]
@@ -51,7 +52,7 @@ async def test_h05_reads_wait_out_a_short_retry_after_and_every_target_is_read(
 ) -> None:
     """h05 (a): a 429 closes the gate for its Retry-After; the throttled reads are sent
     again after it, so every target is read in the cycle."""
-    case_text("h05-api-priority-and-fairness.md")
+    case_file("h05-api-priority-and-fairness.md")
     h = await ten_targets(make_harness)
     h.store.limit_requests_per_second(12, retry_after=1)
     with captured_logs() as logs:
@@ -69,7 +70,7 @@ async def test_h05_a_long_retry_after_is_not_waited_and_nothing_more_is_sent(
 ) -> None:
     """h05 (b): with Retry-After 30 s the cycle does not wait: what is not sent yet is not
     sent, those targets hold as throttled, and the next cycle reads them."""
-    case_text("h05-api-priority-and-fairness.md")
+    case_file("h05-api-priority-and-fairness.md")
     h = await ten_targets(make_harness)
     h.store.limit_requests_per_second(12, retry_after=30)
     with captured_logs() as logs:

@@ -12,8 +12,8 @@ import pytest_asyncio
 
 from scaler.config.vocabulary import SignalName
 from scaler.core.signals import SignalStatus
-from tests.cases.hunt import busy_exposition, case_text, read_source
-from tests.support.fakeprom import snapshot, target
+from tests.cases.hunt import busy_exposition, read_source
+from tests.support.fakeprom import case_file, snapshot, target
 from tests.support.scraped_pods import scraped_pods
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
@@ -51,7 +51,7 @@ async def prometheus(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
 
 async def test_h06_a_pod_whose_samples_lag_is_left_out_and_named(prometheus: str) -> None:
     """h06: the lagging pod's 30 waiting are not read as current: queue 8, partial, named."""
-    case_text("h06-readings-older-than-they-look.md")
+    case_file("h06-readings-older-than-they-look.md")
     [result] = await read_source(prometheus, [target()], {KEY: snapshot([*FRESH, LAGGING])})
     assert all(o.ok for o in result.queries.values()), result.queries
     tr = result.targets[KEY]
@@ -67,7 +67,7 @@ async def test_h06_a_pod_whose_samples_lag_is_left_out_and_named(prometheus: str
 
 async def test_h06_current_pods_read_as_before(prometheus: str) -> None:
     """h06: a target of current pods only is ok, its ages far below the limit."""
-    case_text("h06-readings-older-than-they-look.md")
+    case_file("h06-readings-older-than-they-look.md")
     [result] = await read_source(prometheus, [target()], {KEY: snapshot(FRESH)})
     queue = result.targets[KEY].signals[SignalName.QUEUE_DEPTH]
     assert (queue.status, queue.value) == (SignalStatus.OK, 8.0), queue

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from scaler.config.vocabulary import SignalName
 from scaler.core.reasons import Reason
-from tests.cases.hunt import case_text, idle
+from tests.cases.hunt import idle
 from tests.support.controller_harness import HarnessFactory, make_harness
-from tests.support.fakeprom import kv
+from tests.support.fakeprom import case_file, kv
 
 __all__ = ["make_harness"]
 
@@ -16,7 +16,7 @@ KV = "kv_cache_usage"
 
 async def test_h07_a_percent_is_out_of_range_and_holds(make_harness: HarnessFactory) -> None:
     """h07: 85.3 and 72.0 where a 0-1 ratio belongs: the signal is unusable, nothing scales."""
-    case_text("h07-kv-cache-in-percent.md")
+    case_file("h07-kv-cache-in-percent.md")
     pods = ["pod-0", "pod-1"]
     h = await make_harness(replicas=2, ready=pods)
     h.fake.set(**{**idle(pods), "kv_cache": kv({"pod-0": "85.3", "pod-1": "72.0"})})
@@ -34,7 +34,7 @@ async def test_h07_a_percent_is_out_of_range_and_holds(make_harness: HarnessFact
 
 async def test_h07_a_full_cache_at_exactly_one_is_a_ratio(make_harness: HarnessFactory) -> None:
     """h07: 1.0 is a full cache, not out of range: it asks for ceil(2 / 0.8) = 3."""
-    case_text("h07-kv-cache-in-percent.md")
+    case_file("h07-kv-cache-in-percent.md")
     pods = ["pod-0", "pod-1"]
     h = await make_harness(replicas=2, ready=pods)
     h.fake.set(**{**idle(pods), "kv_cache": kv({"pod-0": "1.0", "pod-1": "1"})})

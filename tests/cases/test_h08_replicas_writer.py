@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cases.hunt import busy, case_text
+from tests.cases.hunt import busy
 from tests.support.controller_harness import (
     NAME,
     NS,
@@ -13,6 +13,7 @@ from tests.support.controller_harness import (
     captured_logs,
     make_harness,
 )
+from tests.support.fakeprom import case_file
 
 __all__ = ["make_harness"]
 
@@ -40,7 +41,7 @@ async def test_h08_an_outside_write_names_its_field_manager(
     make_harness: HarnessFactory, manager: str, says: str
 ) -> None:
     """h08: the decision and the warning name the field manager that owns spec.replicas."""
-    case_text("h08-who-wrote-the-replicas.md")
+    case_file("h08-who-wrote-the-replicas.md")
     h = await make_harness(replicas=3, ready=THREE, answers=busy(dict.fromkeys(THREE, "20")))
     first = await h.cycle()
     assert first.action == "scaled" and h.replicas() == 6
@@ -60,7 +61,7 @@ async def test_h08_an_outside_write_names_its_field_manager(
 
 async def test_h08_our_own_writes_are_not_named(make_harness: HarnessFactory) -> None:
     """h08: without an outside write nothing is added to the message."""
-    case_text("h08-who-wrote-the-replicas.md")
+    case_file("h08-who-wrote-the-replicas.md")
     h = await make_harness(replicas=3, ready=THREE, answers=busy(dict.fromkeys(THREE, "20")))
     await h.cycle()
     h.add_ready(SIX[3:])

@@ -12,8 +12,9 @@ import yaml
 from scaler.config.policy import load_policy
 from scaler.controller.reload import PolicyWatcher
 from scaler.core.reasons import Reason
-from tests.cases.hunt import busy, case_text
+from tests.cases.hunt import busy
 from tests.support.controller_harness import KEY, NS, HarnessFactory, captured_logs, make_harness
+from tests.support.fakeprom import case_file
 from tests.support.policies import case_target_doc
 
 __all__ = ["make_harness"]
@@ -34,7 +35,7 @@ async def test_h09_changes_apply_before_the_next_cycle_and_a_broken_one_is_refus
 ) -> None:
     """h09: (1) a lower max applies, (2) an invalid file is refused and named, (3) a new
     target is read, (4) a removed one is forgotten with its metrics."""
-    case_text("h09-policy-changed-at-runtime.md")
+    case_file("h09-policy-changed-at-runtime.md")
     path = tmp_path / "policy.yaml"
     write_policy(path, [case_target_doc()])
     policy = load_policy(path)

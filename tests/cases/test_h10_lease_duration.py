@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 from scaler.actuators.kubernetes import build_api_client
 from scaler.actuators.lease import LeaseClient
 from scaler.controller.leader import LeaderElectionConfig, LeaderElector
-from tests.cases.hunt import case_text
 from tests.support.controller_harness import T0, Harness, HarnessFactory, make_harness
+from tests.support.fakeprom import case_file
 from tests.support.replicas import LEASE_NAME, LEASE_NS
 
 __all__ = ["make_harness"]
@@ -44,7 +44,7 @@ async def test_h10_a_short_lease_follower_waits_for_the_holders_longer_term(
 ) -> None:
     """h10: b (15 s) never takes a's Lease (60 s) while a renews every 20 s; after a stops,
     b takes over 60 s after the last change it saw."""
-    case_text("h10-lease-duration-of-the-holder.md")
+    case_file("h10-lease-duration-of-the-holder.md")
     h = await make_harness(replicas=1)
     async with (
         elector(h, "a", lease=60, deadline=45, retry=20) as a,

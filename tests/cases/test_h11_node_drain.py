@@ -6,8 +6,9 @@ from __future__ import annotations
 import itertools
 
 from scaler.core.reasons import Reason
-from tests.cases.hunt import case_text, idle
+from tests.cases.hunt import idle
 from tests.support.controller_harness import LABELS, NS, T0, HarnessFactory, make_harness
+from tests.support.fakeprom import case_file
 from tests.support.policies import case_policy
 from tests.support.replicas import ReplicaSetSim
 
@@ -21,7 +22,7 @@ async def test_h11_a_drain_mid_scale_down_holds_until_the_replacement_serves(
 ) -> None:
     """h11: no removal while the evicted pod drains and its replacement loads, no replica
     added for it; then the scale-down resumes one replica per 60 s."""
-    case_text("h11-node-drain-during-scale-down.md")
+    case_file("h11-node-drain-during-scale-down.md")
     policy = case_policy(
         scale_down={
             "stabilization_window_seconds": 0,

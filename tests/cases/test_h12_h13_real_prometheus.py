@@ -16,8 +16,8 @@ from scaler.core.signals import SignalStatus
 from scaler.sim.exposition import VllmMetrics
 from scaler.sim.prometheus_server import wait_for_series
 from scaler.sources.prometheus import STALL_POLLS
-from tests.cases.hunt import case_text, read_source
-from tests.support.fakeprom import snapshot, target
+from tests.cases.hunt import read_source
+from tests.support.fakeprom import case_file, snapshot, target
 from tests.support.scraped_pods import scraped_pods
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
@@ -169,7 +169,7 @@ async def test_h12_a_counter_reset_in_the_window_reads_the_true_rate(
     prometheus: tuple[str, Pod],
 ) -> None:
     """h12: rate() corrects the reset: about the true rates, ok, neither frozen nor hung."""
-    case_text("h12-counter-reset-in-the-window.md")
+    case_file("h12-counter-reset-in-the-window.md")
     url, pod = prometheus
     pod.restart()
     await wait_for_series(
@@ -192,7 +192,7 @@ async def test_h13_created_series_and_exemplars_are_not_read_as_data(
     prometheus: tuple[str, Pod],
 ) -> None:
     """h13: over OpenMetrics, `_created` and exemplars change no reading."""
-    case_text("h13-openmetrics-created-and-exemplars.md")
+    case_file("h13-openmetrics-created-and-exemplars.md")
     url, _ = prometheus
     created = await wait_for_series(
         url,
@@ -220,7 +220,7 @@ async def test_h15_a_data_parallel_pod_reads_as_one_replica_of_its_engines(
 ) -> None:
     """h15: two engines in one pod: queue 3 + 5, KV the fuller engine's, throughput and TTFT
     over both (one replica, never a duplicate series)."""
-    case_text("h15-data-parallel-engines-in-one-pod.md")
+    case_file("h15-data-parallel-engines-in-one-pod.md")
     url, _ = prometheus
     [result] = await read_source(url, [target()], {KEY: snapshot([DP])})
     assert all(o.ok for o in result.queries.values()), result.queries
@@ -241,7 +241,7 @@ async def test_h17_an_engine_in_sleep_mode_is_asleep_not_hung(
 ) -> None:
     """h17: the sleeping pod is reported asleep, never hung; its queue still counts; it is
     not serving capacity for TTFT's rule."""
-    case_text("h17-vllm-sleep-mode.md")
+    case_file("h17-vllm-sleep-mode.md")
     url, _ = prometheus
     snap = snapshot([SLEEPER, AWAKE])
     results = await read_source(url, [target()], {KEY: snap}, reads=STALL_POLLS + 1)

@@ -11,9 +11,9 @@ import pytest_asyncio
 
 from scaler.core.signals import SignalStatus
 from scaler.sources.promql import QueryKind
-from tests.cases.hunt import busy_exposition, case_text, read_source
+from tests.cases.hunt import busy_exposition, read_source
 from tests.support.controller_harness import captured_logs
-from tests.support.fakeprom import snapshot, target
+from tests.support.fakeprom import case_file, snapshot, target
 from tests.support.scraped_pods import scraped_pods
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
@@ -43,7 +43,7 @@ async def prometheus(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
 async def test_h14_a_refused_fleet_wide_query_is_read_in_parts(prometheus: str) -> None:
     """h14: the throughput query over four namespaces is refused; read in two parts every
     target has its throughput; the next cycle reads in the parts without a refusal."""
-    case_text("h14-per-query-limit-of-the-backend.md")
+    case_file("h14-per-query-limit-of-the-backend.md")
     targets = [target(namespace=ns) for ns in NAMESPACES]
     snaps = {t.key: snapshot([pod(t.workload.namespace)], namespace=t.workload.namespace)
              for t in targets}  # fmt: skip

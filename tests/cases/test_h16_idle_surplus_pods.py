@@ -4,9 +4,9 @@ against the Kubernetes stand-in over HTTP and the fake Prometheus)."""
 from __future__ import annotations
 
 from scaler.config.vocabulary import SignalName
-from tests.cases.hunt import busy, case_text
+from tests.cases.hunt import busy
 from tests.support.controller_harness import HarnessFactory, make_harness
-from tests.support.fakeprom import per_pod, ttft_answers
+from tests.support.fakeprom import case_file, per_pod, ttft_answers
 from tests.support.policies import case_policy
 
 __all__ = ["make_harness"]
@@ -19,7 +19,7 @@ async def test_h16_ttft_doubles_the_replicas_asked_for_not_the_preview_pods(
     make_harness: HarnessFactory,
 ) -> None:
     """h16: 4 active busy pods and 4 idle preview pods at TTFT ratio 3: TTFT asks for 8."""
-    case_text("h16-idle-surplus-pods-are-not-the-fleet.md")
+    case_file("h16-idle-surplus-pods-are-not-the-fleet.md")
     h = await make_harness(replicas=4, policy=case_policy(max_replicas=20))
     h.add_ready([*ACTIVE, *PREVIEW])
     answers = busy(dict.fromkeys(ACTIVE, "5"))

@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from scaler.sources.prometheus import PrometheusSource, check_lookback, check_rate_window
-from tests.cases.hunt import busy_exposition, case_text
-from tests.support.fakeprom import snapshot, target
+from tests.cases.hunt import busy_exposition
+from tests.support.fakeprom import case_file, snapshot, target
 from tests.support.scraped_pods import scraped_pods
 
 pytestmark = [pytest.mark.e2e]
@@ -36,7 +36,7 @@ async def problems(tmp: Path, *flags: str) -> list[str]:
 
 async def test_h18_a_lookback_shorter_than_two_scrapes_is_reported(tmp_path: Path) -> None:
     """h18: --query.lookback-delta=1s against pods scraped every second: named, with the fix."""
-    case_text("h18-lookback-shorter-than-the-scrape.md")
+    case_file("h18-lookback-shorter-than-the-scrape.md")
     [message] = await problems(tmp_path, "--query.lookback-delta=1s")
     assert message.startswith(f"{KEY}: the query backend's lookback (1s, --query.lookback-delta)")
     found = re.search(r"scraped every ([\d.]+)s\).* at least ([\d.]+)s", message)
@@ -47,5 +47,5 @@ async def test_h18_a_lookback_shorter_than_two_scrapes_is_reported(tmp_path: Pat
 
 async def test_h18_the_default_lookback_is_not_reported(tmp_path: Path) -> None:
     """h18: Prometheus' default lookback (5m) spans the scrapes: nothing to report."""
-    case_text("h18-lookback-shorter-than-the-scrape.md")
+    case_file("h18-lookback-shorter-than-the-scrape.md")
     assert await problems(tmp_path) == []

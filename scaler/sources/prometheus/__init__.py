@@ -18,6 +18,8 @@ has its own :class:`~scaler.core.signals.SignalStatus`.
 - :mod:`.ttft`: the second round's TTFT question and the TTFT reading.
 - :mod:`.check`: the start-up checks (every configured query returns series; the rate
   window holds four scrapes).
+- :mod:`.backend`: what the backend supports (the native-histogram functions), asked once by
+  every command that reads it.
 
 The names below are the package's public API.
 """

@@ -321,12 +321,19 @@ def plan_ttft(
     return TtftPlan(query, routes, frozenset(parts), recorded_pairs)
 
 
-def history_ttft_plan(targets: Sequence[TargetPolicy], *, rate_window_seconds: float) -> TtftPlan:
+def history_ttft_plan(
+    targets: Sequence[TargetPolicy],
+    *,
+    rate_window_seconds: float,
+    native_histograms: bool = True,
+) -> TtftPlan:
     """The TTFT question for history, which has no pod lists: each target's series by its
     :func:`~scaler.sources.promql.target_selector` (its explicit matchers, or its workload's
-    pod-name pattern), both representations asked. Only the backtest uses it."""
+    pod-name pattern), both representations asked (the classic one alone when the backend
+    has no native-histogram functions: :mod:`.backend`). Only the backtest uses it."""
+    native = native_histograms
     parts = [
-        TtftPart(t.key, target_selector(t), float(t.signals.ttft_p95.quantile), True, True)
+        TtftPart(t.key, target_selector(t), float(t.signals.ttft_p95.quantile), True, native)
         for t in targets
         if _NAME in t.signals.enabled()
     ]
