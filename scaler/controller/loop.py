@@ -148,6 +148,13 @@ class Actuator(Protocol):
     ) -> CostPatches: ...
 
 
+def _failed(exc: BaseException) -> KubeApiError:
+    """A read's classified failure; anything else (a bug, a cancellation) goes on up."""
+    if isinstance(exc, KubeApiError):
+        return exc
+    raise exc
+
+
 @dataclass(frozen=True, slots=True)
 class _TargetRead:
     snapshot: WorkloadSnapshot
@@ -242,13 +249,17 @@ class Controller:
             self.metrics.remove_target(key)
 
     async def _read_target(self, t: TargetPolicy) -> _TargetRead | KubeApiError:
-        try:
-            snap, meta = await asyncio.gather(
-                self.actuator.read(t.workload, groups=t.groups),
-                self.actuator.read_workload(t.workload),
-            )
-        except KubeApiError as err:
-            return err
+        # Both reads end before the cycle goes on, the failure of one included: a request
+        # left running would answer into a later cycle (its 429 closing the request gate then).
+        snap, meta = await asyncio.gather(
+            self.actuator.read(t.workload, groups=t.groups),
+            self.actuator.read_workload(t.workload),
+            return_exceptions=True,
+        )
+        if isinstance(snap, BaseException):
+            return _failed(snap)
+        if isinstance(meta, BaseException):
+            return _failed(meta)
         return _TargetRead(snap, meta)
 
     async def _read_owners(self, namespace: str) -> None:
