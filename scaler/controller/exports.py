@@ -16,7 +16,6 @@ from collections.abc import Iterable
 import structlog
 
 from scaler.config.policy import TargetPolicy
-from scaler.config.vocabulary import SignalName
 from scaler.controller.overrides import Control
 from scaler.controller.report import shown_value
 from scaler.core.decide import Decision, Direction
@@ -160,8 +159,8 @@ class DecisionExports:
         m = self.metrics
         self.record(t, decision, disabled=False)
         self._export_control(t, control)
-        for name in (SignalName.QUEUE_DEPTH, SignalName.KV_CACHE_USAGE):
-            if name in readings.signals:
+        for name in readings.signals:
+            if name.per_pod:
                 m.pods_missing_metrics.labels(t.key, name).set(
                     len(readings.pods_missing.get(name, frozenset()))
                 )

@@ -371,8 +371,8 @@ def decide(
                 policy,
                 observation.signals.get(name) or _missing_reading(name),
                 counts,
-                ttft_settling=settling,
-                ttft_not_load=not_load is not None,
+                settling=settling,
+                not_load=not_load is not None,
             )
             for name in policy.signals.queried()
         ),
@@ -531,7 +531,7 @@ def recommend(
         if held is not None and held[0] is Reason.WAITING_FOR_TTFT_WINDOW:
             # TTFT's window still holds the drained queue: the others' ask is the need (never
             # above current: the driving signal asks for current and wins the max)
-            others = [e.desired_replicas or 0 for e in usable if e.name is not SignalName.TTFT_P95]
+            others = [e.desired_replicas or 0 for e in usable if not e.name.latency]
             recorded = max(others) if others else current
     else:
         held = None
@@ -581,14 +581,14 @@ def _starting_guard(
     lagging = [
         e
         for e in usable
-        if e.name is SignalName.TTFT_P95 and (e.ratio or 0.0) > 1 + policy.tolerance.scale_up + _EPS
+        if e.name.latency and (e.ratio or 0.0) > 1 + policy.tolerance.scale_up + _EPS
     ]
     if not lagging:
         return None
     settle = _TTFT_SETTLE_WINDOWS * window
     # No replica is starting now (that case is above): the hold is the rate window's.
     return Reason.WAITING_FOR_TTFT_WINDOW, (
-        f"ttft_p95 {lagging[0].value:.3g} s is over a {window:.0f} s rate window that may "
+        f"{lagging[0].name} {lagging[0].value:.3g} s is over a {window:.0f} s rate window that may "
         "still hold requests queued before the replicas that were starting became ready; "
         f"TTFT asks for more only {settle:.0f} s after replicas were last starting; "
         f"holding {current}"
@@ -686,7 +686,7 @@ def _raise_floor(state: TargetState, driving: SignalEvaluation, current: int) ->
     """``state`` with the learning floor above ``current`` when TTFT drives this scale-up
     and the demand forecast has a level (see :func:`learning_floor`)."""
     forecast = state.capacity.forecast
-    if driving.name is not SignalName.TTFT_P95 or forecast is None or forecast.level <= 0:
+    if not driving.name.spec.learning_floor or forecast is None or forecast.level <= 0:
         return state
     old = state.learning_floor
     if old is not None and old.replicas > current:

@@ -10,7 +10,7 @@ the reasons are not.
 from __future__ import annotations
 
 from scaler.config.policy import TargetPolicy
-from scaler.config.vocabulary import SignalName
+from scaler.config.signal_specs import Sizing
 from scaler.config.wording import counted
 from scaler.core.capacity import human
 from scaler.core.evaluation import EPS as _EPS
@@ -43,8 +43,8 @@ def final_reason(
     that shaped the change."""
     current = counts.current
     sig = ""
-    if driving is not None and driving.name is SignalName.CAPACITY and driving.valid:
-        sig = f" (capacity: {driving.detail})"
+    if driving is not None and driving.name.spec.sizing is Sizing.DERIVED and driving.valid:
+        sig = f" ({driving.name}: {driving.detail})"
     elif driving is not None and driving.value is not None and driving.ratio is not None:
         # a saturated reading is a lower bound: say so
         at_least = ">= " if driving.status is SignalStatus.SATURATED else ""
@@ -123,10 +123,10 @@ def _hold_reason(
         )
     side = "below" if e.ratio < 1 else "above"
     demand = e.demand_replicas if e.demand_replicas is not None else current
-    if e.name.per_pod or e.name is SignalName.CAPACITY:
+    unit = e.name.spec.symbol
+    if not e.name.latency:
         # per replica: the per-pod sums, and the capacity signal's forecast (tokens/s)
         total = e.value * max(current, 1)
-        unit = " tok/s" if e.name is SignalName.CAPACITY else ""
         return Reason.DEMAND_COVERED, (
             f"{e.name} {e.value:.3g}{unit} per replica vs target {e.target:.3g}{unit} (ratio "
             f"{e.ratio:.2f}) is {side} its tolerance band {band}, but {total:.3g}{unit} in all "
@@ -137,7 +137,7 @@ def _hold_reason(
     if demand < current and counts.stuck:
         covered += f" ({counts.stuck} of them stuck)"
     return Reason.DEMAND_COVERED, (
-        f"{e.name} {at_least}{e.value:.3g} s vs target {e.target:.3g} s (ratio "
+        f"{e.name} {at_least}{e.value:.3g}{unit} vs target {e.target:.3g}{unit} (ratio "
         f"{at_least}{e.ratio:.2f}) is {side} "
         f"its tolerance band {band}, but asks for ceil({min(e.ratio, LATENCY_MAX_RATIO):.2f} "
         f"x {counts.ready} ready) = {demand} replicas{covered}: holding {current}"
@@ -181,7 +181,7 @@ def not_load_note(driving: SignalEvaluation | None, counts: ReplicaCounts, not_l
     e = driving
     if (
         e is None
-        or e.name is not SignalName.TTFT_P95
+        or not e.name.spec.not_load
         or e.demand_replicas is None
         or e.desired_replicas is None
         or not counts.current < e.desired_replicas < e.demand_replicas

@@ -75,7 +75,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from scaler.config.policy import TargetPolicy
-from scaler.config.vocabulary import SignalName
+from scaler.config.signal_specs import SPECS, GaugeQuery, SignalName, SignalSpec
 
 __all__ = [
     "GENERATION_TOKENS_METRIC",
@@ -105,6 +105,7 @@ __all__ = [
     "build_query_plan",
     "build_throughput_query",
     "build_ttft_query",
+    "gauge_metrics",
     "label_value",
     "pod_group",
     "pods_selector",
@@ -135,10 +136,23 @@ METRIC_LABEL = "scaler_metric"
 #: counter the age is of (one series per namespace and counter, no ``pod`` label).
 RECORDED_LABEL = "scaler_recorded"
 
-WAITING_METRIC = "vllm:num_requests_waiting"
+
+def gauge_metrics(name: SignalName) -> tuple[str, ...]:
+    """The vLLM names of a gauge signal's metric, preferred first (its spec's).
+
+    Raises:
+        ValueError: the signal is no per-pod gauge.
+    """
+    gauge = name.spec.gauge
+    if gauge is None:
+        raise ValueError(f"{name} is no gauge signal")
+    return gauge.metrics
+
+
+WAITING_METRIC = gauge_metrics(SignalName.QUEUE_DEPTH)[0]
 RUNNING_METRIC = "vllm:num_requests_running"
 #: KV-cache usage gauges, preferred first (0.9.2 renamed the second to the first).
-KV_METRICS: tuple[str, ...] = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
+KV_METRICS: tuple[str, ...] = gauge_metrics(SignalName.KV_CACHE_USAGE)
 #: The TTFT histogram: a native histogram under this name, a classic one as the three below.
 TTFT_HISTOGRAM = "vllm:time_to_first_token_seconds"
 TTFT_BUCKET_METRIC = f"{TTFT_HISTOGRAM}_bucket"
@@ -191,11 +205,18 @@ class NativePart(StrEnum):
     FRACTION = "fraction"  # histogram_fraction(0, quantile, H): below q when clamped
 
 
-#: Which query carries each signal's value.
+def _carrier(s: SignalSpec) -> QueryKind | None:
+    """The query that carries a signal's value: its gauge's query, its histogram's buckets."""
+    if s.gauge is not None:
+        return QueryKind(s.gauge.query)
+    if s.histogram is not None:
+        return QueryKind(s.histogram.buckets_query)
+    return None
+
+
+#: Which query carries each queried signal's value (from the registry, :data:`SPECS`).
 SIGNAL_QUERY: dict[SignalName, QueryKind] = {
-    SignalName.QUEUE_DEPTH: QueryKind.WAITING,
-    SignalName.KV_CACHE_USAGE: QueryKind.KV_CACHE,
-    SignalName.TTFT_P95: QueryKind.TTFT_BUCKETS,
+    s.name: kind for s in SPECS if (kind := _carrier(s)) is not None
 }
 
 
@@ -414,6 +435,17 @@ def _per_pod_expr(metric_selector: str, agg: str, by: str) -> str:
     return f"{agg} by ({by}) ({metric_selector})"
 
 
+def _gauge_expr(gauge: GaugeQuery, sel: str) -> str:
+    """A gauge per pod over its engines, ``sum by (namespace, pod) (vllm:num_requests_waiting
+    {SEL})``; a gauge with several names keeps each series' name to tell them apart per pod:
+    ``max by (namespace, pod, __name__) ({__name__=~"new|old",SEL})``."""
+    if len(gauge.metrics) == 1:
+        return _per_pod_expr(f"{gauge.metrics[0]}{{{sel}}}", gauge.aggregation, "namespace, pod")
+    names = "|".join(gauge.metrics)
+    matchers = ",".join(m for m in (f'__name__=~"{names}"', sel) if m)
+    return _per_pod_expr(f"{{{matchers}}}", gauge.aggregation, "namespace, pod, __name__")
+
+
 def _named_rate(metric: str, sel: str, window: str) -> str:
     """The per-pod rate of counter ``metric``, tagged with its name (rate() drops the name)."""
     rate = _per_pod_expr(f"rate({metric}{{{sel}}}[{window}])", "sum", "namespace, pod")
@@ -528,10 +560,9 @@ def build_query_plan(
                 out.append(gid)
         return out
 
-    kv_names = "|".join(KV_METRICS)
     queries: dict[QueryKind, str] = {}
 
-    def per_pod(kind: QueryKind, gids: list[str]) -> None:
+    def per_pod(kind: QueryKind, gids: list[str], gauge: GaugeQuery | None = None) -> None:
         if not gids:
             return
         parts = []
@@ -543,22 +574,24 @@ def build_query_plan(
                     recorded = recorded_ttft_metric(rate_window_seconds)
                 parts += _ttft_rate_parts(gid, sel, window, recorded, native_histograms)
                 continue
-            if kind is QueryKind.KV_CACHE:
-                matchers = ",".join(m for m in (f'__name__=~"{kv_names}"', sel) if m)
-                inner = _per_pod_expr(f"{{{matchers}}}", "max", "namespace, pod, __name__")
+            if gauge is not None:
+                inner = _gauge_expr(gauge, sel)
             elif kind is QueryKind.THROUGHPUT:
                 inner = _raw_throughput(sel, window)
             else:
-                metric = WAITING_METRIC if kind is QueryKind.WAITING else RUNNING_METRIC
-                inner = _per_pod_expr(f"{metric}{{{sel}}}", "sum", "namespace, pod")
+                inner = _per_pod_expr(f"{RUNNING_METRIC}{{{sel}}}", "sum", "namespace, pod")
             parts.append(_tag(inner, SELECTOR_LABEL, gid))
             if kind is QueryKind.RUNNING and sel == default_selector:
                 parts.append(_throughput_ages(gid, sel, rate_window_seconds))
         queries[kind] = _or(parts)
 
-    per_pod(QueryKind.WAITING, groups_for(SignalName.QUEUE_DEPTH))
-    per_pod(QueryKind.RUNNING, groups_for(None))
-    per_pod(QueryKind.KV_CACHE, groups_for(SignalName.KV_CACHE_USAGE))
+    # In the registry's order, the running query after the first gauge's (every cycle so far)
+    gauges = [s for s in SPECS if s.gauge is not None]
+    for i, s in enumerate(gauges):
+        if s.gauge is not None:
+            per_pod(QueryKind(s.gauge.query), groups_for(s.name), s.gauge)
+        if i == 0:
+            per_pod(QueryKind.RUNNING, groups_for(None))
     per_pod(QueryKind.TTFT_RATE, groups_for(SignalName.TTFT_P95))
     per_pod(QueryKind.THROUGHPUT, groups_for(None))
     return QueryPlan(

@@ -21,6 +21,7 @@ from prometheus_client import (
 )
 
 from scaler import __version__
+from scaler.config.signal_specs import SPECS
 from scaler.core.decide import Decision
 from scaler.core.reasons import Reason
 from scaler.core.signals import SignalStatus
@@ -81,8 +82,9 @@ class ScalerMetrics:
         ts = ["target", "signal"]
         self.signal_value = Gauge(
             "vllm_scaler_signal_value",
-            "Signal value in its target's unit: queue_depth waiting requests per replica, "
-            "kv_cache_usage 0-1 ratio, ttft_p95 seconds. NaN when invalid.",
+            "Signal value in its target's unit: "
+            + ", ".join(f"{s.name} {s.help}" for s in SPECS)
+            + ". NaN when invalid.",
             ts,
             registry=r,
         )

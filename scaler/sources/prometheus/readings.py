@@ -43,9 +43,9 @@ from scaler.sources.prometheus.ttft import TtftPlan, TtftRoute, read_ttft, ttft_
 from scaler.sources.promql import (
     KV_METRICS,
     SIGNAL_QUERY,
-    WAITING_METRIC,
     QueryKind,
     QueryPlan,
+    gauge_metrics,
 )
 
 __all__ = ["DropReason", "DroppedSeries", "TargetReadings", "read_targets"]
@@ -476,22 +476,23 @@ class _TargetReader:
 
         per_pod: dict[str, float] = {}
         metric_used: dict[str, str] = {}
+        names = gauge_metrics(name)
         for pod, metrics in values.items():
-            if name is SignalName.KV_CACHE_USAGE:
-                # Prefer the new name per pod: vLLM 0.9.2-0.10 exports both.
-                metric = next((m for m in KV_METRICS if m in metrics), None)
+            if len(names) > 1:
+                # Prefer the new name per pod: vLLM 0.9.2-0.10 exports both KV-cache names.
+                metric = next((m for m in names if m in metrics), None)
                 if metric is None:
                     continue
             else:
                 metric = next(iter(metrics))
             per_pod[pod] = metrics[metric]
             metric_used[pod] = metric
-        if name is SignalName.KV_CACHE_USAGE:
+        if len(names) > 1:
             # Mid-upgrade pods may differ: report every name found, preferred first.
-            source_metric = ",".join(m for m in KV_METRICS if m in metric_used.values())
-            wanted = " or ".join(KV_METRICS)
+            source_metric = ",".join(m for m in names if m in metric_used.values())
+            wanted = " or ".join(names)
         else:
-            source_metric = wanted = WAITING_METRIC
+            source_metric = wanted = names[0]
 
         if not per_pod:
             if scraped:
