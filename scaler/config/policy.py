@@ -354,10 +354,9 @@ def _shadow_quantile_differs(shadow: Any, earlier: dict[str, Any]) -> str | None
             continue  # reported on its own
         if not theirs.enabled or theirs.quantile == ours.quantile:
             continue
-        short = s.title.split()[0]
         return (
             f"signals.{s.name}.quantile: value {theirs.quantile:g}: expected the active "
-            f"policy's quantile ({ours.quantile:g}): both decide on the same {short} reading"
+            f"policy's quantile ({ours.quantile:g}): both decide on the same {s.short} reading"
         )
     return None
 

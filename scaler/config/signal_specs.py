@@ -207,6 +207,7 @@ class SignalSpec:
     Attributes:
         name: the signal.
         title: its name in words (``TTFT p95``).
+        short: its short name in a sentence (``TTFT``).
         unit: the unit of its value and target in a decision (``recommend``'s unit column).
         symbol: the unit as a decision's message writes it after a number (`` s``).
         help: the value's unit in the metrics' help text (``seconds``).
@@ -225,6 +226,7 @@ class SignalSpec:
 
     name: SignalName
     title: str
+    short: str
     unit: str
     symbol: str
     help: str
@@ -480,6 +482,7 @@ SPECS: tuple[SignalSpec, ...] = (
     SignalSpec(
         name=SignalName.QUEUE_DEPTH,
         title="Queue depth",
+        short="the queue",
         unit="waiting_requests_per_replica",
         symbol="",
         help="waiting requests per replica",
@@ -495,6 +498,7 @@ SPECS: tuple[SignalSpec, ...] = (
     SignalSpec(
         name=SignalName.KV_CACHE_USAGE,
         title="KV-cache usage",
+        short="the KV cache",
         unit="ratio_per_replica",
         symbol="",
         help="0-1 ratio",
@@ -509,6 +513,7 @@ SPECS: tuple[SignalSpec, ...] = (
     SignalSpec(
         name=SignalName.TTFT_P95,
         title="TTFT p95",
+        short="TTFT",
         unit="seconds",
         symbol=" s",
         help="seconds",
@@ -524,6 +529,7 @@ SPECS: tuple[SignalSpec, ...] = (
     SignalSpec(
         name=SignalName.CAPACITY,
         title="Capacity",
+        short="the capacity signal",
         unit="weighted_tokens_per_second_per_replica",
         symbol=" tok/s",
         help="forecast weighted tokens/s per replica",

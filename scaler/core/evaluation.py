@@ -85,7 +85,7 @@ def evaluate_signal(
     ask for no more than the current replicas, as while replicas are starting.
 
     ``not_load``: the capacity signal sees the fleet neither loaded nor busy
-    (:func:`scaler.core.decide._not_load`), so a breach of a latency signal whose spec says
+    (:func:`scaler.core.guards.not_load`), so a breach of a latency signal whose spec says
     so (:attr:`~scaler.config.signal_specs.SignalSpec.not_load`: TTFT) is not the load's and
     more replicas would not fix it: it asks for at most :data:`TTFT_NOT_LOAD_STEP` replica more
     than the current ones; its ``demand_replicas`` still shows its proportional ask.
