@@ -10,7 +10,7 @@ instant query at that time would (same 5 min lookback), so step ``i`` of the ans
 controller would have read at ``start + i x step``.
 
 Signals: the queries of :func:`scaler.sources.promql.build_query_plan`, unchanged, and the
-TTFT bucket rates per target by :func:`scaler.sources.prometheus.ttft.history_ttft_plan`
+TTFT bucket rates per target by :func:`scaler.sources.prometheus.histograms.history_histogram_plan`
 (history has no pod lists, so each target's series are picked by its explicit matchers or its
 workload's pod-name pattern; the live controller asks for the exact pods it lists).
 
@@ -52,6 +52,7 @@ from scaler.backtest.timeparse import rfc3339
 from scaler.config.policy import TargetPolicy
 from scaler.config.secrets import shortened
 from scaler.config.settings import PrometheusSettings, env_name, redact_url
+from scaler.config.signal_specs import histogram_specs
 from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus import (
     TokenFileError,
@@ -63,7 +64,7 @@ from scaler.sources.prometheus import (
     refusal_hint,
     url_hint,
 )
-from scaler.sources.prometheus.ttft import history_ttft_plan
+from scaler.sources.prometheus.histograms import history_histogram_plan
 from scaler.sources.promql import (
     RUNNING_METRIC,
     QueryKind,
@@ -485,11 +486,13 @@ def read_signal_history(
 def history_queries(
     targets: Sequence[TargetPolicy], *, rate_window_seconds: float
 ) -> dict[QueryKind, str]:
-    """Every query the backtest reads as a range: the per-pod ones and the TTFT buckets."""
+    """Every query the backtest reads as a range: the per-pod ones and each latency
+    histogram's buckets (TTFT's, ITL's)."""
     queries = dict(build_query_plan(targets, rate_window_seconds=rate_window_seconds).queries)
-    ttft = history_ttft_plan(targets, rate_window_seconds=rate_window_seconds).query
-    if ttft is not None:
-        queries[QueryKind.TTFT_BUCKETS] = ttft
+    for spec in histogram_specs():
+        h = history_histogram_plan(spec, targets, rate_window_seconds=rate_window_seconds).query
+        if h is not None and spec.histogram is not None:
+            queries[QueryKind(spec.histogram.buckets_query)] = h
     return queries
 
 

@@ -75,12 +75,20 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from scaler.config.policy import TargetPolicy
-from scaler.config.signal_specs import SPECS, GaugeQuery, SignalName, SignalSpec
+from scaler.config.signal_specs import (
+    SPECS,
+    GaugeQuery,
+    HistogramQuery,
+    SignalName,
+    SignalSpec,
+    histogram_specs,
+)
 
 __all__ = [
     "GENERATION_TOKENS_METRIC",
     "HISTOGRAM_LABEL",
     "KV_METRICS",
+    "MAIN_RULES",
     "METRIC_LABEL",
     "NATIVE_PART_LABEL",
     "POD_GROUP_LABEL",
@@ -98,21 +106,30 @@ __all__ = [
     "TTFT_HISTOGRAM",
     "WAITING_METRIC",
     "HistogramKind",
+    "HistogramPart",
     "NativePart",
     "QueryKind",
     "QueryPlan",
     "TtftPart",
+    "build_histogram_query",
     "build_query_plan",
     "build_throughput_query",
     "build_ttft_query",
     "gauge_metrics",
+    "histogram_query",
+    "histogram_rates",
+    "histogram_recording_rules",
+    "histogram_rule_expr",
+    "histogram_tag",
     "label_value",
+    "parse_histogram_tag",
     "pod_group",
     "pods_selector",
     "promql_duration",
     "promql_string",
     "query_selector",
     "recorded_freshness_metric",
+    "recorded_histogram_metric",
     "recorded_rate_metric",
     "recorded_ttft_metric",
     "recording_rule_expr",
@@ -153,10 +170,26 @@ WAITING_METRIC = gauge_metrics(SignalName.QUEUE_DEPTH)[0]
 RUNNING_METRIC = "vllm:num_requests_running"
 #: KV-cache usage gauges, preferred first (0.9.2 renamed the second to the first).
 KV_METRICS: tuple[str, ...] = gauge_metrics(SignalName.KV_CACHE_USAGE)
+
+
+def histogram_query(name: SignalName) -> HistogramQuery:
+    """How a latency signal's histogram is read (its spec's).
+
+    Raises:
+        ValueError: the signal is not read from a histogram.
+    """
+    histogram = name.spec.histogram
+    if histogram is None:
+        raise ValueError(f"{name} is not read from a histogram")
+    return histogram
+
+
 #: The TTFT histogram: a native histogram under this name, a classic one as the three below.
-TTFT_HISTOGRAM = "vllm:time_to_first_token_seconds"
+TTFT_HISTOGRAM = histogram_query(SignalName.TTFT_P95).metrics[0]
 TTFT_BUCKET_METRIC = f"{TTFT_HISTOGRAM}_bucket"
 TTFT_COUNT_METRIC = f"{TTFT_HISTOGRAM}_count"
+#: The rules file every install loads (``deploy/rules``), and the chart embeds.
+MAIN_RULES = "vllm-scaler.rules.yaml"
 #: RE2 of :func:`pod_group`, for ``label_replace`` (anchored by Prometheus).
 POD_GROUP_REGEX = "(.+)-[^-]*"
 #: vLLM's counters of finished requests, prefill tokens and generated tokens (all versions).
@@ -184,17 +217,51 @@ class QueryKind(StrEnum):
     @property
     def per_pod(self) -> bool:
         """True for queries whose series are per (namespace, pod) and tagged by selector
-        (waiting, running, KV cache, TTFT request rate, throughput); they are sent first,
-        together. ``ttft_buckets`` is built from their answers."""
-        return self is not QueryKind.TTFT_BUCKETS
+        (waiting, running, KV cache, the histograms' observation rates, throughput); they are
+        sent first, together. A histogram's buckets query (``ttft_buckets``) is built from
+        their answers."""
+        return self.value not in _BUCKET_QUERIES
+
+    @property
+    def histogram(self) -> SignalName | None:
+        """The latency signal whose histogram the query reads (either round), if any."""
+        return _HISTOGRAM_OF.get(self.value)
+
+
+#: The second rounds' query kinds (the latency histograms' buckets), by name.
+_BUCKET_QUERIES = frozenset(s.histogram.buckets_query for s in SPECS if s.histogram is not None)
+#: Query kind name -> the latency signal whose histogram it reads.
+_HISTOGRAM_OF = {
+    q: s.name
+    for s in SPECS
+    if s.histogram is not None
+    for q in (s.histogram.rate_query, s.histogram.buckets_query)
+}
 
 
 class HistogramKind(StrEnum):
-    """How Prometheus stores a pod's TTFT histogram (the ``scaler_histogram`` tag)."""
+    """How Prometheus stores a pod's latency histogram (the ``scaler_histogram`` tag)."""
 
     CLASSIC = "classic"  # ..._bucket{le}, ..._count, ..._sum series
     NATIVE = "native"  # one native histogram series under the metric's own name
     RECORDED = "recorded"  # the recording rules' per-group bucket rates (their ages)
+
+
+def histogram_tag(kind: HistogramKind, index: int = 0) -> str:
+    """The ``scaler_histogram`` tag of a pod's observation rate read under the histogram's
+    ``index``-th name (:attr:`~scaler.config.signal_specs.HistogramQuery.metrics`): the kind
+    for the current name (``classic``), ``classic:1`` for the first older one."""
+    return str(kind) if index == 0 else f"{kind}:{index}"
+
+
+def parse_histogram_tag(tag: str) -> tuple[HistogramKind, int] | None:
+    """The kind and name index of a ``scaler_histogram`` tag (:func:`histogram_tag`), or
+    None for a tag that is neither."""
+    kind, _, index = tag.partition(":")
+    try:
+        return HistogramKind(kind), int(index) if index else 0
+    except ValueError:
+        return None
 
 
 class NativePart(StrEnum):
@@ -252,23 +319,73 @@ def rule_duration(seconds: float) -> str:
     return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
 
 
-def recorded_ttft_metric(rate_window_seconds: float) -> str:
-    """Name of the recording rule that holds per-group TTFT bucket rates over the window
-    (``namespace_scaler_pod_group_le:vllm_time_to_first_token_seconds_bucket:rate1m`` for
-    60 s; ``deploy/rules/vllm-scaler.rules.yaml`` ships the 1m one)."""
+def _rule_name(metric: str) -> str:
+    """A vLLM metric's name as a recording rule's middle part (``vllm_..._seconds``)."""
+    return metric.replace(":", "_")
+
+
+def recorded_histogram_metric(histogram: HistogramQuery, rate_window_seconds: float) -> str:
+    """Name of the recording rule that holds a latency histogram's per-group bucket rates over
+    the window: ``namespace_scaler_pod_group_le:vllm_time_to_first_token_seconds_bucket:rate1m``
+    for TTFT and 60 s (named after the histogram's current name, whichever name each series
+    was read under; ``deploy/rules`` ships the 1m ones)."""
     return (
-        f"namespace_{POD_GROUP_LABEL}_le:vllm_time_to_first_token_seconds_bucket:"
+        f"namespace_{POD_GROUP_LABEL}_le:{_rule_name(histogram.metrics[0])}_bucket:"
         f"rate{rule_duration(rate_window_seconds)}"
     )
 
 
-def recording_rule_expr(rate_window_seconds: float) -> str:
-    """The expression of :func:`recorded_ttft_metric`'s rule (a test pins the shipped file)."""
+def recorded_ttft_metric(rate_window_seconds: float) -> str:
+    """:func:`recorded_histogram_metric` of TTFT."""
+    return recorded_histogram_metric(histogram_query(SignalName.TTFT_P95), rate_window_seconds)
+
+
+def _preferred(series: Sequence[str], on: str) -> str:
+    """The series of each label set under the first expression that has it: ``a or on (on)
+    b`` keeps ``b``'s series only where ``a`` has none with the same ``on`` labels (a pod that
+    exports a histogram under both its names during a deprecation is read once)."""
+    return f" or on ({on}) ".join(series)
+
+
+def histogram_rates(
+    histogram: HistogramQuery, suffix: str, sel: str, window: str, *, on: str
+) -> str:
+    """``rate(<name><suffix>{SEL}[W])`` of the histogram, each series under its current name
+    if it has one, else under the first older name it has (:func:`_preferred` on ``on``):
+    ``rate(vllm:time_to_first_token_seconds_bucket{SEL}[W])`` for a histogram of one name."""
+    rates = [f"rate({m}{suffix}{{{sel}}}[{window}])" for m in histogram.metrics]
+    joined = _preferred(rates, on)
+    return joined if len(rates) == 1 else f"({joined})"
+
+
+def histogram_rule_expr(histogram: HistogramQuery, rate_window_seconds: float) -> str:
+    """The expression of :func:`recorded_histogram_metric`'s rule (a test pins the shipped
+    file): the bucket rates summed per namespace, pod group and ``le``."""
+    window = rule_duration(rate_window_seconds)
+    rates = histogram_rates(
+        histogram, "_bucket", 'namespace!="",pod!=""', window, on="namespace, pod, le"
+    )
     return (
-        f"sum by (namespace, {POD_GROUP_LABEL}, le) (label_replace(rate({TTFT_BUCKET_METRIC}"
-        f'{{namespace!="",pod!=""}}[{rule_duration(rate_window_seconds)}]), '
+        f"sum by (namespace, {POD_GROUP_LABEL}, le) (label_replace({rates}, "
         f'"{POD_GROUP_LABEL}", "$1", "pod", "{POD_GROUP_REGEX}"))'
     )
+
+
+def recording_rule_expr(rate_window_seconds: float) -> str:
+    """:func:`histogram_rule_expr` of TTFT."""
+    return histogram_rule_expr(histogram_query(SignalName.TTFT_P95), rate_window_seconds)
+
+
+def histogram_recording_rules(
+    histogram: HistogramQuery, rate_window_seconds: float
+) -> list[dict[str, str]]:
+    """The recording rules of one latency histogram, as the rules file lists them."""
+    return [
+        {
+            "record": recorded_histogram_metric(histogram, rate_window_seconds),
+            "expr": histogram_rule_expr(histogram, rate_window_seconds),
+        }
+    ]
 
 
 def recorded_rate_metric(counter: str, rate_window_seconds: float) -> str:
@@ -316,17 +433,19 @@ def _recorded_freshness_expr(rate_window_seconds: float) -> str:
 
 
 def recording_rules(rate_window_seconds: float) -> list[dict[str, str]]:
-    """The recording rules of ``deploy/rules`` for the window, as the rules file lists them
-    (``record`` and ``expr``; a test pins the shipped file): the TTFT buckets per pod group
-    (:func:`recorded_ttft_metric`), each pod's rates of the throughput counters
+    """The recording rules of ``deploy/rules/vllm-scaler.rules.yaml`` for the window, as the
+    rules file lists them (``record`` and ``expr``; a test pins the shipped file): the
+    buckets per pod group of every latency histogram whose spec names that file
+    (:func:`histogram_recording_rules`: TTFT), each pod's rates of the throughput counters
     (:func:`recorded_rate_metric`, :data:`THROUGHPUT_METRICS`) and, last (rules of a group
     run in order and see what the earlier ones wrote), their timestamp per namespace and
-    counter (:func:`recorded_freshness_metric`)."""
+    counter (:func:`recorded_freshness_metric`). A histogram whose spec names another file
+    has its rules there (:func:`histogram_recording_rules`)."""
     rules = [
-        {
-            "record": recorded_ttft_metric(rate_window_seconds),
-            "expr": recording_rule_expr(rate_window_seconds),
-        }
+        rule
+        for s in histogram_specs()
+        if s.histogram is not None and s.histogram.rules == MAIN_RULES
+        for rule in histogram_recording_rules(s.histogram, rate_window_seconds)
     ]
     for counter in THROUGHPUT_METRICS:
         rules.append(
@@ -472,21 +591,37 @@ def _throughput_ages(gid: str, sel: str, rate_window_seconds: float) -> str:
     return _tag(ages, SELECTOR_LABEL, gid)
 
 
-def _ttft_rate_parts(
-    gid: str, sel: str, window: str, recorded: str | None, native: bool
+def _per_name_rates(histogram: HistogramQuery, kind: HistogramKind, sel: str, window: str) -> str:
+    """Per pod, the observation rate of the histogram in representation ``kind``, each pod
+    read under the first of the histogram's names it has, tagged :func:`histogram_tag` (the
+    kind, and which name): ``label_replace(sum by (namespace, pod) (rate(<name>_count{SEL}
+    [W])), "scaler_histogram", "classic", "", "")``, or with ``histogram_count`` over the
+    native histogram."""
+    parts = []
+    for i, m in enumerate(histogram.metrics):
+        if kind is HistogramKind.CLASSIC:
+            inner = f"rate({m}_count{{{sel}}}[{window}])"
+        else:
+            inner = f"histogram_count(rate({m}{{{sel}}}[{window}]))"
+        rate = _per_pod_expr(inner, "sum", "namespace, pod")
+        parts.append(_tag(rate, HISTOGRAM_LABEL, histogram_tag(kind, i)))
+    joined = _preferred(parts, "namespace, pod")
+    return joined if len(parts) == 1 else f"({joined})"
+
+
+def _histogram_rate_parts(
+    histogram: HistogramQuery,
+    gid: str,
+    sel: str,
+    window: str,
+    recorded: str | None,
+    native: bool,
 ) -> list[str]:
-    """The TTFT request-rate sub-expressions of one selector group."""
-    classic = _per_pod_expr(
-        f"rate({TTFT_COUNT_METRIC}{{{sel}}}[{window}])", "sum", "namespace, pod"
-    )
-    native_count = _per_pod_expr(
-        f"histogram_count(rate({TTFT_HISTOGRAM}{{{sel}}}[{window}]))", "sum", "namespace, pod"
-    )
-    parts = [_tag(_tag(classic, HISTOGRAM_LABEL, HistogramKind.CLASSIC), SELECTOR_LABEL, gid)]
-    if native:
-        parts.append(
-            _tag(_tag(native_count, HISTOGRAM_LABEL, HistogramKind.NATIVE), SELECTOR_LABEL, gid)
-        )
+    """The observation-rate sub-expressions of one selector group (the first round)."""
+    kinds = [HistogramKind.CLASSIC, *([HistogramKind.NATIVE] if native else [])]
+    parts = [
+        _tag(_per_name_rates(histogram, kind, sel, window), SELECTOR_LABEL, gid) for kind in kinds
+    ]
     if recorded is not None:
         stamps = f'time() - timestamp({recorded}{{{sel},le="+Inf"}})'
         parts.append(
@@ -562,17 +697,24 @@ def build_query_plan(
 
     queries: dict[QueryKind, str] = {}
 
-    def per_pod(kind: QueryKind, gids: list[str], gauge: GaugeQuery | None = None) -> None:
+    def per_pod(
+        kind: QueryKind,
+        gids: list[str],
+        gauge: GaugeQuery | None = None,
+        histogram: HistogramQuery | None = None,
+    ) -> None:
         if not gids:
             return
         parts = []
         for gid in gids:
             sel = selectors[gid]
-            if kind is QueryKind.TTFT_RATE:
+            if histogram is not None:
                 recorded = None
                 if sel == default_selector:
-                    recorded = recorded_ttft_metric(rate_window_seconds)
-                parts += _ttft_rate_parts(gid, sel, window, recorded, native_histograms)
+                    recorded = recorded_histogram_metric(histogram, rate_window_seconds)
+                parts += _histogram_rate_parts(
+                    histogram, gid, sel, window, recorded, native_histograms
+                )
                 continue
             if gauge is not None:
                 inner = _gauge_expr(gauge, sel)
@@ -592,7 +734,10 @@ def build_query_plan(
             per_pod(QueryKind(s.gauge.query), groups_for(s.name), s.gauge)
         if i == 0:
             per_pod(QueryKind.RUNNING, groups_for(None))
-    per_pod(QueryKind.TTFT_RATE, groups_for(SignalName.TTFT_P95))
+    for s in histogram_specs():
+        if s.histogram is not None:
+            h = s.histogram
+            per_pod(QueryKind(h.rate_query), groups_for(s.name), histogram=h)
     per_pod(QueryKind.THROUGHPUT, groups_for(None))
     return QueryPlan(
         queries=queries,
@@ -646,12 +791,12 @@ def build_throughput_query(plan: QueryPlan, recorded_namespaces: Sequence[str]) 
 
 
 @dataclass(frozen=True, slots=True)
-class TtftPart:
-    """What the TTFT query asks for one target.
+class HistogramPart:
+    """What a histogram's second-round query asks for one target.
 
     Attributes:
         key: the target key (the ``scaler_target`` tag).
-        selector: the label selector body of the target's TTFT series (its pods, or its
+        selector: the label selector body of the target's series (its pods, or its
             explicit matchers).
         quantile: the target's quantile (0-1), for a native histogram's server-side estimate.
         classic: ask for the classic buckets' per-``le`` rates.
@@ -665,15 +810,22 @@ class TtftPart:
     native: bool = False
 
 
-def build_ttft_query(
-    parts: Sequence[TtftPart],
+#: TTFT's :class:`HistogramPart` (its first name).
+TtftPart = HistogramPart
+
+
+def build_histogram_query(
+    histogram: HistogramQuery,
+    parts: Sequence[HistogramPart],
     recorded_groups: Mapping[str, Sequence[str]],
     *,
     rate_window_seconds: float,
 ) -> str | None:
-    """The second round's TTFT query, or None when nothing is to be asked.
+    """A latency histogram's second-round query, or None when nothing is to be asked.
 
     Args:
+        histogram: which histogram (its spec's :class:`~scaler.config.signal_specs.
+            HistogramQuery`: its names, newest first).
         parts: per target read from the raw histogram: its selector and representation.
         recorded_groups: namespace -> pod groups read from the recording rule.
         rate_window_seconds: the ``rate()`` window W, seconds.
@@ -682,7 +834,9 @@ def build_ttft_query(
         The balanced ``or`` of:
 
         - per classic part ``label_replace(sum by (le) (rate(
-          vllm:time_to_first_token_seconds_bucket{SEL}[W])), "scaler_target", "<key>", "", "")``;
+          vllm:time_to_first_token_seconds_bucket{SEL}[W])), "scaler_target", "<key>", "", "")``
+          (a histogram of several names: ``rate(new_bucket{SEL}[W]) or on (namespace, pod, le)
+          rate(old_bucket{SEL}[W])``, each series under the first name it has);
         - per native part, with ``H = sum(rate(vllm:time_to_first_token_seconds{SEL}[W]))``:
           ``histogram_quantile(q, H)``, ``histogram_count(H)`` and ``histogram_fraction(0,
           scalar(histogram_quantile(q, H)), H)``, each tagged with the target and
@@ -695,10 +849,13 @@ def build_ttft_query(
     exprs: list[str] = []
     for p in parts:
         if p.classic:
-            inner = f"sum by (le) (rate({TTFT_BUCKET_METRIC}{{{p.selector}}}[{window}]))"
-            exprs.append(_tag(inner, TARGET_LABEL, p.key))
+            rates = histogram_rates(
+                histogram, "_bucket", p.selector, window, on="namespace, pod, le"
+            )
+            exprs.append(_tag(f"sum by (le) ({rates})", TARGET_LABEL, p.key))
         if p.native:
-            h = f"sum(rate({TTFT_HISTOGRAM}{{{p.selector}}}[{window}]))"
+            rates = histogram_rates(histogram, "", p.selector, window, on="namespace, pod")
+            h = f"sum({rates})"
             q = repr(float(p.quantile))
             floats = {
                 NativePart.QUANTILE: f"histogram_quantile({q}, {h})",
@@ -715,9 +872,25 @@ def build_ttft_query(
         groups = "|".join(sorted({re.escape(g) for gs in wanted.values() for g in gs}))
         # max by: drops the long metric name from the answer (a third of its bytes) and any
         # duplicate of a group that a second rule evaluator wrote with other external labels
+        recorded = recorded_histogram_metric(histogram, rate_window_seconds)
         exprs.append(
             f"max by (namespace, {POD_GROUP_LABEL}, le) ("
-            f'{recorded_ttft_metric(rate_window_seconds)}{{namespace=~"{label_value(namespaces)}",'
+            f'{recorded}{{namespace=~"{label_value(namespaces)}",'
             f'{POD_GROUP_LABEL}=~"{label_value(groups)}"}})'
         )
     return _or(exprs) if exprs else None
+
+
+def build_ttft_query(
+    parts: Sequence[HistogramPart],
+    recorded_groups: Mapping[str, Sequence[str]],
+    *,
+    rate_window_seconds: float,
+) -> str | None:
+    """:func:`build_histogram_query` of TTFT."""
+    return build_histogram_query(
+        histogram_query(SignalName.TTFT_P95),
+        parts,
+        recorded_groups,
+        rate_window_seconds=rate_window_seconds,
+    )
