@@ -88,6 +88,8 @@ __all__ = [
     "GENERATION_TOKENS_METRIC",
     "HISTOGRAM_LABEL",
     "KV_METRICS",
+    "LAYOUT_LABEL",
+    "LAYOUT_SERIES",
     "MAIN_RULES",
     "METRIC_LABEL",
     "NATIVE_PART_LABEL",
@@ -130,7 +132,9 @@ __all__ = [
     "query_selector",
     "recorded_freshness_metric",
     "recorded_histogram_metric",
+    "recorded_mixed_bounds_metric",
     "recorded_rate_metric",
+    "recorded_series_count_metric",
     "recorded_ttft_metric",
     "recording_rule_expr",
     "recording_rules",
@@ -145,6 +149,10 @@ TARGET_LABEL = "scaler_target"
 HISTOGRAM_LABEL = "scaler_histogram"
 #: Label of a native target's TTFT series: which float it carries (:class:`NativePart`).
 NATIVE_PART_LABEL = "scaler_native"
+#: Label of a histogram's second-round series that count the histogram series with each bound
+#: (value :data:`LAYOUT_SERIES`), beside the summed rates.
+LAYOUT_LABEL = "scaler_layout"
+LAYOUT_SERIES = "series"
 #: Label of the recording rules' per-group bucket rates: the pod name up to its last dash.
 POD_GROUP_LABEL = "scaler_pod_group"
 #: Label that tags each throughput series with the counter it is the rate of.
@@ -376,15 +384,50 @@ def recording_rule_expr(rate_window_seconds: float) -> str:
     return histogram_rule_expr(histogram_query(SignalName.TTFT_P95), rate_window_seconds)
 
 
+def recorded_series_count_metric(histogram: HistogramQuery, rate_window_seconds: float) -> str:
+    """Name of the recording rule that counts, per namespace and ``le``, the histogram series
+    with a rate over the window that have that bound:
+    ``namespace_le:vllm_time_to_first_token_seconds_bucket:count_rate1m`` for TTFT and 60 s.
+    Every histogram has ``+Inf``; a bound counted fewer times is one some pods lack."""
+    window = rule_duration(rate_window_seconds)
+    return f"namespace_le:{_rule_name(histogram.metrics[0])}_bucket:count_rate{window}"
+
+
+def recorded_mixed_bounds_metric(histogram: HistogramQuery, rate_window_seconds: float) -> str:
+    """Name of the recording rule that holds, per namespace, how many bucket bounds not every
+    histogram series has (:func:`recorded_series_count_metric`): 0 while the namespace's pods
+    share one bucket layout, more during a rollout across a bucket change or with two vLLM
+    versions: ``namespace:vllm_time_to_first_token_seconds_bucket:mixed_bounds_rate1m``. The
+    controller reads a namespace's recorded buckets only while it is 0."""
+    window = rule_duration(rate_window_seconds)
+    return f"namespace:{_rule_name(histogram.metrics[0])}_bucket:mixed_bounds_rate{window}"
+
+
 def histogram_recording_rules(
     histogram: HistogramQuery, rate_window_seconds: float
 ) -> list[dict[str, str]]:
-    """The recording rules of one latency histogram, as the rules file lists them."""
+    """The recording rules of one latency histogram, as the rules file lists them (a test
+    pins the shipped files): its bucket rates per pod group
+    (:func:`recorded_histogram_metric`), the histogram series per namespace and bound
+    (:func:`recorded_series_count_metric`) and, from them, the bounds per namespace that not
+    every histogram has (:func:`recorded_mixed_bounds_metric`). The count selects the bucket
+    series again, but aggregates only per namespace (no ``label_replace``)."""
+    window = rule_duration(rate_window_seconds)
+    rates = histogram_rates(
+        histogram, "_bucket", 'namespace!="",pod!=""', window, on="namespace, pod, le"
+    )
+    counted = recorded_series_count_metric(histogram, rate_window_seconds)
+    uneven = (
+        f"count by (namespace) ({counted} != on (namespace) group_left () "
+        f'{counted}{{le="+Inf"}}) or 0 * count by (namespace) ({counted}{{le="+Inf"}})'
+    )
     return [
         {
             "record": recorded_histogram_metric(histogram, rate_window_seconds),
             "expr": histogram_rule_expr(histogram, rate_window_seconds),
-        }
+        },
+        {"record": counted, "expr": f"count by (namespace, le) ({rates})"},
+        {"record": recorded_mixed_bounds_metric(histogram, rate_window_seconds), "expr": uneven},
     ]
 
 
@@ -614,16 +657,25 @@ def _histogram_rate_parts(
     gid: str,
     sel: str,
     window: str,
-    recorded: str | None,
+    recorded: tuple[str, str] | None,
     native: bool,
 ) -> list[str]:
-    """The observation-rate sub-expressions of one selector group (the first round)."""
+    """The observation-rate sub-expressions of one selector group (the first round), and for
+    the default group the ages of the recorded per-group buckets (``recorded``: the sum and
+    the mixed-bounds records, :func:`histogram_recording_rules`), given only for the
+    namespaces whose histograms share one bucket layout."""
     kinds = [HistogramKind.CLASSIC, *([HistogramKind.NATIVE] if native else [])]
     parts = [
         _tag(_per_name_rates(histogram, kind, sel, window), SELECTOR_LABEL, gid) for kind in kinds
     ]
     if recorded is not None:
-        stamps = f'time() - timestamp({recorded}{{{sel},le="+Inf"}})'
+        sums, mixed = recorded
+        # a namespace whose histograms have different bounds (a rollout across a bucket
+        # change) has no age: its targets read their raw buckets, which count them
+        stamps = (
+            f'time() - timestamp({sums}{{{sel},le="+Inf"}}) '
+            f"and on (namespace) ({mixed}{{{sel}}} == 0)"
+        )
         parts.append(
             _tag(_tag(stamps, HISTOGRAM_LABEL, HistogramKind.RECORDED), SELECTOR_LABEL, gid)
         )
@@ -711,7 +763,10 @@ def build_query_plan(
             if histogram is not None:
                 recorded = None
                 if sel == default_selector:
-                    recorded = recorded_histogram_metric(histogram, rate_window_seconds)
+                    recorded = (
+                        recorded_histogram_metric(histogram, rate_window_seconds),
+                        recorded_mixed_bounds_metric(histogram, rate_window_seconds),
+                    )
                 parts += _histogram_rate_parts(
                     histogram, gid, sel, window, recorded, native_histograms
                 )
@@ -836,7 +891,9 @@ def build_histogram_query(
         - per classic part ``label_replace(sum by (le) (rate(
           vllm:time_to_first_token_seconds_bucket{SEL}[W])), "scaler_target", "<key>", "", "")``
           (a histogram of several names: ``rate(new_bucket{SEL}[W]) or on (namespace, pod, le)
-          rate(old_bucket{SEL}[W])``, each series under the first name it has);
+          rate(old_bucket{SEL}[W])``, each series under the first name it has), and the same
+          with ``count by (le)`` tagged ``scaler_layout="series"``: how many histogram series
+          have each bound (fewer than the ``+Inf`` bucket's: the pods' layouts differ);
         - per native part, with ``H = sum(rate(vllm:time_to_first_token_seconds{SEL}[W]))``:
           ``histogram_quantile(q, H)``, ``histogram_count(H)`` and ``histogram_fraction(0,
           scalar(histogram_quantile(q, H)), H)``, each tagged with the target and
@@ -853,6 +910,10 @@ def build_histogram_query(
                 histogram, "_bucket", p.selector, window, on="namespace, pod, le"
             )
             exprs.append(_tag(f"sum by (le) ({rates})", TARGET_LABEL, p.key))
+            # how many histogram series have each bound: pods of one target with different
+            # bucket layouts (a rollout across a bucket change) are not summed per le
+            count = _tag(f"count by (le) ({rates})", TARGET_LABEL, p.key)
+            exprs.append(_tag(count, LAYOUT_LABEL, LAYOUT_SERIES))
         if p.native:
             rates = histogram_rates(histogram, "", p.selector, window, on="namespace, pod")
             h = f"sum({rates})"

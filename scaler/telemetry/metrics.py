@@ -226,6 +226,23 @@ class ScalerMetrics:
             ["target", "representation", "query"],
             registry=r,
         )
+        self.histogram_info = Gauge(
+            "vllm_scaler_histogram_info",
+            "1 for how each latency signal's histogram of the target was read: the metric "
+            "(the current name, or an older one its pods still export), representation "
+            "(classic buckets or native histogram) and query (raw series, the recording "
+            "rules' per-group buckets, or none while the target is idle).",
+            ["target", "signal", "metric", "representation", "query"],
+            registry=r,
+        )
+        self.mixed_layouts = Gauge(
+            "vllm_scaler_histogram_mixed_layouts",
+            "1 while the target's pods have histograms with different bucket bounds (a "
+            "rollout across a bucket change, two vLLM versions): the signal's quantile is "
+            "read on the bounds every pod has, never summed per le across layouts.",
+            ts,
+            registry=r,
+        )
         self.top_bucket_too_low = Gauge(
             "vllm_scaler_histogram_top_bucket_too_low",
             "1 while the signal's quantile lies beyond its histogram's top finite bucket: the "

@@ -129,9 +129,10 @@ def test_promtool_check_rules_as_shipped() -> None:
         [_promtool(), "check", "rules", *files], capture_output=True, text=True, check=False
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    # 12 alerts; 5 recording rules: TTFT buckets per pod group, three throughput rates per pod,
+    # 12 alerts; 7 recording rules: TTFT buckets per pod group, TTFT histograms per namespace
+    # and bound, the bounds not on every one per namespace, three throughput rates per pod,
     # their timestamp per namespace and counter
-    assert "SUCCESS: 18 rules found" in out.stdout, out.stdout
+    assert "SUCCESS: 20 rules found" in out.stdout, out.stdout
 
 
 def test_promtool_test_rules_as_shipped() -> None:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from scaler.config.policy import TargetPolicy
 from scaler.config.signal_specs import HistogramQuery, SignalSpec
@@ -56,7 +56,7 @@ from scaler.sources.promql import (
     promql_duration,
     target_selector,
 )
-from scaler.sources.quantile import bucket_quantile
+from scaler.sources.quantile import BucketLayouts, bucket_quantile, common_buckets
 
 __all__ = [
     "MIN_SCRAPES_PER_WINDOW",
@@ -571,10 +571,40 @@ def read_histogram(
     for le, rate in sorted(buckets.items()):
         if not math.isfinite(rate) or rate < 0:
             return _bad_rate(spec, le, rate, metric)
-    est = bucket_quantile(q, buckets.items())
-    return _value_reading(
+    counts = None if route.groups else series.counts.get(target.key)
+    common, layouts = common_buckets(buckets, counts)
+    est = bucket_quantile(q, common.items())
+    reading = _value_reading(
         spec, est.value, est.total, est.lower_bound, est.above_top, metric, rate_window_seconds
     )
+    if layouts is None or not layouts.mixed:
+        return reading
+    return _on_common_bounds(spec, reading, layouts, len(common))
+
+
+def _on_common_bounds(
+    spec: SignalSpec, reading: SignalReading, layouts: BucketLayouts, common: int
+) -> SignalReading:
+    """A reading read on the bounds every histogram has (the target's pods have different
+    bucket layouts), saying so: never the top bucket of the layout that reaches highest, and
+    a lower bound at the top bound all share is no histogram whose top bucket is too low but
+    pods that cannot tell (a rollout across a bucket change, two vLLM versions)."""
+    mixed = layouts.describe()
+    on = f"read on the {common} bounds every histogram has"
+    if reading.status is SignalStatus.SATURATED and reading.value is not None:
+        detail = (
+            f"at least {reading.value:g} s, true size unknown: the quantile lies beyond the top "
+            f"finite bound every histogram has ({reading.value:g} s); {mixed}, so the pods with "
+            "the lower top bucket cannot tell how much longer (finish the rollout, or give "
+            f"every pod the same {spec.short} buckets)"
+        )
+    elif reading.status is SignalStatus.NAN and common < 2:
+        detail = f"{mixed}: they share no finite bound, so no quantile can be read"
+    elif reading.detail:
+        detail = f"{reading.detail}; {mixed}; {on}"
+    else:
+        detail = f"{mixed}; {on}"
+    return replace(reading, detail=detail, mixed_layouts=mixed)
 
 
 def _bad_rate(spec: SignalSpec, le: float, rate: float, metric: str) -> SignalReading:

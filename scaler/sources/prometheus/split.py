@@ -22,6 +22,7 @@ from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus.answers import Answer, parse_sample_value, short_detail
 from scaler.sources.promql import (
     HISTOGRAM_LABEL,
+    LAYOUT_LABEL,
     METRIC_LABEL,
     NATIVE_PART_LABEL,
     POD_GROUP_LABEL,
@@ -193,6 +194,8 @@ class TtftSeries:
 
     Attributes:
         buckets: target key -> ``le`` -> bucket rate (classic histograms, raw).
+        counts: target key -> ``le`` -> how many histogram series have that bound (the
+            ``scaler_layout`` series beside the rates; fewer than at ``+Inf``: mixed layouts).
         native: target key -> :class:`~scaler.sources.promql.NativePart` -> value.
         groups: (namespace, pod group) -> ``le`` -> bucket rate (the recording rule).
         faults: target key -> why its series cannot be used (a duplicate ``le``, a malformed
@@ -202,6 +205,7 @@ class TtftSeries:
     """
 
     buckets: dict[str, dict[float, float]] = field(default_factory=dict)
+    counts: dict[str, dict[float, float]] = field(default_factory=dict)
     native: dict[str, dict[NativePart, float]] = field(default_factory=dict)
     groups: dict[tuple[str, str], dict[float, float]] = field(default_factory=dict)
     faults: dict[str, SeriesFault] = field(default_factory=dict)
@@ -277,7 +281,8 @@ def split_ttft(answer: Answer) -> tuple[TtftSeries, list[str]]:
             else:
                 native[name] = value
             continue
-        buckets = out.buckets.setdefault(key, {})
+        layout = LAYOUT_LABEL in labels
+        buckets = (out.counts if layout else out.buckets).setdefault(key, {})
         le = _le(labels, bounds)
         if le is None:
             out.faults.setdefault(key, _malformed(f"a bucket has no valid le label: {labels}"))
