@@ -11,7 +11,12 @@ import yaml
 
 from scaler.config.signal_specs import SPECS, SignalName, Signals, Sizing, histogram_specs
 from scaler.dashboards.decisions import SIGNALS
-from scaler.sources.promql import SIGNAL_QUERY, QueryKind
+from scaler.sources.promql import (
+    MAIN_RULES,
+    SIGNAL_QUERY,
+    QueryKind,
+    histogram_recording_rules,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -58,3 +63,17 @@ def test_every_signal_alert_is_in_the_shipped_rules() -> None:
         assert s.alert.name in alerts, s.name
         assert alerts[s.alert.name]["annotations"]["summary"] == s.alert.summary
         assert f'signal="{s.name}"' in alerts[s.alert.name]["expr"], s.alert.name
+
+
+def test_every_histogram_specs_recording_rules_are_in_its_rules_file() -> None:
+    """The main file holds TTFT's (with the throughput rules: test_recording_rules); a signal
+    off by default has its own file, loaded where a target enables it."""
+    for s in histogram_specs():
+        assert s.histogram is not None
+        doc = yaml.safe_load((ROOT / "deploy" / "rules" / s.histogram.rules).read_text("utf-8"))
+        recorded = [r for g in doc["groups"] for r in g["rules"] if "record" in r]
+        expected = histogram_recording_rules(s.histogram, 60)
+        if s.histogram.rules == MAIN_RULES:
+            assert recorded[: len(expected)] == expected, s.name
+        else:
+            assert recorded == expected, s.name

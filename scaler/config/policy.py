@@ -31,6 +31,7 @@ from scaler.config.signal_specs import MAX_LATENCY_SECONDS, SPECS
 from scaler.config.signal_specs import MAX_QUEUE_PER_REPLICA as MAX_QUEUE_PER_REPLICA
 from scaler.config.signal_specs import MAX_TOKENS_PER_SECOND as MAX_TOKENS_PER_SECOND
 from scaler.config.signal_specs import CapacitySignal as CapacitySignal
+from scaler.config.signal_specs import ItlSignal as ItlSignal
 from scaler.config.signal_specs import KvCacheSignal as KvCacheSignal
 from scaler.config.signal_specs import QueueDepthSignal as QueueDepthSignal
 from scaler.config.signal_specs import Signals as Signals

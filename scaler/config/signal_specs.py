@@ -42,6 +42,7 @@ __all__ = [
     "CapacitySignal",
     "GaugeQuery",
     "HistogramQuery",
+    "ItlSignal",
     "KvCacheSignal",
     "LatencyBlock",
     "PanelSpec",
@@ -74,6 +75,9 @@ class SignalName(StrEnum):
     - ``ttft_p95``: time to first token, 95th percentile, seconds
       (``histogram_quantile`` over ``vllm:time_to_first_token_seconds_bucket``).
       Target-level signal.
+    - ``itl_p95``: inter-token latency, 95th percentile, seconds (``histogram_quantile`` over
+      ``vllm:inter_token_latency_seconds_bucket``, ``vllm:time_per_output_token_seconds_bucket``
+      before vLLM 0.11). Target-level signal, off unless a target is set.
     - ``capacity``: the demand the fleet will see (weighted tokens per second, from vLLM's
       ``vllm:prompt_tokens_total`` and ``vllm:generation_tokens_total``) over what one replica
       serves at the TTFT target, learned online. Derived by the decision core from the
@@ -83,6 +87,7 @@ class SignalName(StrEnum):
     QUEUE_DEPTH = "queue_depth"
     KV_CACHE_USAGE = "kv_cache_usage"
     TTFT_P95 = "ttft_p95"
+    ITL_P95 = "itl_p95"
     CAPACITY = "capacity"
 
     @property
@@ -310,6 +315,49 @@ class TtftSignal(Strict):
     )
 
 
+class ItlSignal(Strict):
+    """Inter-token latency quantile over the target's pods, in seconds: the time between two
+    streamed tokens of a request (``vllm:inter_token_latency_seconds``, read under its
+    pre-0.11 name ``vllm:time_per_output_token_seconds`` where a pod exports only that).
+
+    HPA Object/Value semantics, as TTFT: desired = ceil(ready replicas x value /
+    ``target_seconds``), at most doubling in one decision; the decision keeps the replica
+    count that holds both TTFT and ITL within their targets (the larger ask wins).
+
+    Off by default, and its target has no default: unlike TTFT, which is queueing that more
+    replicas remove, ITL has a floor the replicas cannot go below, the model's decode step on
+    its GPU at a small batch (for an 8B model about 17-30 ms a token on an RTX 4090-class GPU,
+    6.5 ms on an H100; about 15 ms for a 70B one over five H100s). A target below that floor
+    breaches on any fleet, and a latency signal above its band doubles the replicas every cycle
+    up to ``max_replicas``: a cost no default should risk. Set it from a measurement of the
+    workload (``vllm bench serve``'s ITL or TPOT at the load per replica you plan for, with
+    room).
+    """
+
+    enabled: bool = False
+    target_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_LATENCY_SECONDS,
+        validate_default=True,
+        description="required when enabled: the model's ITL p95 target on its GPU, seconds",
+    )
+    quantile: float = Field(
+        default=0.95, gt=0, lt=1, description="0-1 ratio: the quantile of ITL (0.95 is p95)"
+    )
+
+    @field_validator("target_seconds")
+    @classmethod
+    def _target_when_enabled(cls, value: float | None, info: ValidationInfo) -> float | None:
+        if value is None and info.data.get("enabled") is True:
+            raise ValueError(
+                "expected a number of seconds while itl_p95 is enabled (it has no default: "
+                "the inter-token latency a model can reach depends on the model and its GPU; "
+                "measure it, for example with vllm bench serve, and set the target above it)"
+            )
+        return value
+
+
 class CapacitySignal(Strict):
     """Capacity: the demand the fleet will see, over what one replica serves at the TTFT target.
 
@@ -426,6 +474,7 @@ class Signals(Strict):
     queue_depth: QueueDepthSignal = QueueDepthSignal()
     kv_cache_usage: KvCacheSignal = KvCacheSignal()
     ttft_p95: TtftSignal = TtftSignal()
+    itl_p95: ItlSignal = ItlSignal()
     capacity: CapacitySignal = CapacitySignal()
 
     _capacity_needs_ttft = beside("capacity", _capacity_without_ttft)
@@ -525,6 +574,37 @@ SPECS: tuple[SignalSpec, ...] = (
         panel=PanelSpec("TTFT p95", "s"),
         learning_floor=True,
         not_load=True,
+    ),
+    SignalSpec(
+        name=SignalName.ITL_P95,
+        title="ITL p95",
+        short="ITL",
+        unit="seconds",
+        symbol=" s",
+        help="seconds",
+        sizing=Sizing.LATENCY,
+        reads=HistogramQuery(
+            "itl_rate",
+            "itl_buckets",
+            # renamed in 0.11, hidden in 0.12, removed in 0.13
+            ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
+            "output tokens",
+            # off by default: its rules are loaded only where a target enables it
+            rules="vllm-scaler-itl.rules.yaml",
+        ),
+        target_field="target_seconds",
+        panel=PanelSpec("ITL p95 (inter-token latency)", "s"),
+        alert=AlertSpec(
+            "VllmScalerItlAboveTarget",
+            "{{ $labels.target }}: inter-token latency p95 above its target for 15 minutes",
+        ),
+        # Decode load shows in ITL before requests wait or the KV cache fills (vLLM admits
+        # requests while blocks are free, and a larger batch streams each token slower): a
+        # breach on a fleet whose pods are not busy is still the load, so it is not bounded.
+        not_load=False,
+        # The learning floor keeps TTFT's evidence until the capacity signal has an estimate;
+        # ITL as a constraint of the capacity sizing is the capacity signal's to take up.
+        learning_floor=False,
     ),
     SignalSpec(
         name=SignalName.CAPACITY,

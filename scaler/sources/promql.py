@@ -1,9 +1,13 @@
 """The PromQL vllm-scaler sends: a fixed set of instant queries covering every target at once.
 
 One control cycle sends at most six instant queries (:class:`QueryKind`), whatever the number
-of targets: the per-pod queries and one TTFT query built from their answers (the source sends
-it, and the throughput query that the running answer shapes, with the others as the previous
-cycle planned them, and again when planned otherwise: :mod:`scaler.sources.prometheus.source`).
+of targets, two more while a target enables inter-token latency: the per-pod queries and, per
+latency histogram of the registry (TTFT, ITL), one query built from their answers (the source
+sends it, and the throughput query that the running answer shapes, with the others as the
+previous cycle planned them, and again when planned otherwise:
+:mod:`scaler.sources.prometheus.source`). The pieces they are built of are
+:mod:`scaler.sources.promql_parts`; the recording rules they read,
+:mod:`scaler.sources.recording_rules`.
 Each query is the ``or`` of sub-expressions tagged with :func:`label_replace` so the
 answer can be split back per selector group or per target, and the ``or`` is a balanced tree
 (Prometheus' ``or`` hashes its whole left side, so a left-deep chain of n parts costs n^2).
@@ -84,6 +88,61 @@ from scaler.config.signal_specs import (
     histogram_specs,
 )
 
+# The pieces and the recording rules the queries are built of, re-exported (``__all__``):
+# every PromQL name of vllm-scaler can be imported from here.
+from scaler.sources.promql_parts import (
+    GENERATION_TOKENS_METRIC,
+    HISTOGRAM_LABEL,
+    LAYOUT_LABEL,
+    LAYOUT_SERIES,
+    METRIC_LABEL,
+    NAME_LABEL,
+    NATIVE_PART_LABEL,
+    POD_GROUP_LABEL,
+    POD_GROUP_REGEX,
+    PROMPT_TOKENS_METRIC,
+    RECORDED_LABEL,
+    REQUESTS_METRIC,
+    RUNNING_METRIC,
+    SELECTOR_LABEL,
+    TARGET_LABEL,
+    THROUGHPUT_METRICS,
+    HistogramKind,
+    NativePart,
+    balanced_or,
+    histogram_name_rates,
+    histogram_query,
+    histogram_rates,
+    histogram_tag,
+    label_value,
+    parse_histogram_tag,
+    per_pod_expr,
+    pod_group,
+    preferred,
+    promql_duration,
+    promql_string,
+    replacement,
+    rule_duration,
+    tag,
+)
+from scaler.sources.promql_parts import balanced_or as _or
+from scaler.sources.promql_parts import per_pod_expr as _per_pod_expr
+from scaler.sources.promql_parts import preferred as _preferred
+from scaler.sources.promql_parts import tag as _tag
+from scaler.sources.recording_rules import (
+    MAIN_RULES,
+    histogram_recording_rules,
+    histogram_rule_expr,
+    recorded_freshness_metric,
+    recorded_histogram_metric,
+    recorded_mixed_bounds_metric,
+    recorded_rate_metric,
+    recorded_series_count_metric,
+    recorded_ttft_metric,
+    recording_rule_expr,
+    recording_rules,
+)
+
 __all__ = [
     "GENERATION_TOKENS_METRIC",
     "HISTOGRAM_LABEL",
@@ -92,6 +151,7 @@ __all__ = [
     "LAYOUT_SERIES",
     "MAIN_RULES",
     "METRIC_LABEL",
+    "NAME_LABEL",
     "NATIVE_PART_LABEL",
     "POD_GROUP_LABEL",
     "POD_GROUP_REGEX",
@@ -113,11 +173,13 @@ __all__ = [
     "QueryKind",
     "QueryPlan",
     "TtftPart",
+    "balanced_or",
     "build_histogram_query",
     "build_query_plan",
     "build_throughput_query",
     "build_ttft_query",
     "gauge_metrics",
+    "histogram_name_rates",
     "histogram_query",
     "histogram_rates",
     "histogram_recording_rules",
@@ -125,8 +187,10 @@ __all__ = [
     "histogram_tag",
     "label_value",
     "parse_histogram_tag",
+    "per_pod_expr",
     "pod_group",
     "pods_selector",
+    "preferred",
     "promql_duration",
     "promql_string",
     "query_selector",
@@ -138,28 +202,11 @@ __all__ = [
     "recorded_ttft_metric",
     "recording_rule_expr",
     "recording_rules",
+    "replacement",
+    "rule_duration",
+    "tag",
     "target_selector",
 ]
-
-#: Label that tags per-pod series with their selector group ("s0", "s1", ...).
-SELECTOR_LABEL = "scaler_selector"
-#: Label that tags target-level (TTFT) series with the target key.
-TARGET_LABEL = "scaler_target"
-#: Label of the TTFT request-rate series: which representation the pod's histogram has.
-HISTOGRAM_LABEL = "scaler_histogram"
-#: Label of a native target's TTFT series: which float it carries (:class:`NativePart`).
-NATIVE_PART_LABEL = "scaler_native"
-#: Label of a histogram's second-round series that count the histogram series with each bound
-#: (value :data:`LAYOUT_SERIES`), beside the summed rates.
-LAYOUT_LABEL = "scaler_layout"
-LAYOUT_SERIES = "series"
-#: Label of the recording rules' per-group bucket rates: the pod name up to its last dash.
-POD_GROUP_LABEL = "scaler_pod_group"
-#: Label that tags each throughput series with the counter it is the rate of.
-METRIC_LABEL = "scaler_metric"
-#: Label of the ages of the recorded per-pod throughput rates in the ``running`` answer: the
-#: counter the age is of (one series per namespace and counter, no ``pod`` label).
-RECORDED_LABEL = "scaler_recorded"
 
 
 def gauge_metrics(name: SignalName) -> tuple[str, ...]:
@@ -175,41 +222,16 @@ def gauge_metrics(name: SignalName) -> tuple[str, ...]:
 
 
 WAITING_METRIC = gauge_metrics(SignalName.QUEUE_DEPTH)[0]
-RUNNING_METRIC = "vllm:num_requests_running"
+
 #: KV-cache usage gauges, preferred first (0.9.2 renamed the second to the first).
 KV_METRICS: tuple[str, ...] = gauge_metrics(SignalName.KV_CACHE_USAGE)
 
-
-def histogram_query(name: SignalName) -> HistogramQuery:
-    """How a latency signal's histogram is read (its spec's).
-
-    Raises:
-        ValueError: the signal is not read from a histogram.
-    """
-    histogram = name.spec.histogram
-    if histogram is None:
-        raise ValueError(f"{name} is not read from a histogram")
-    return histogram
-
-
 #: The TTFT histogram: a native histogram under this name, a classic one as the three below.
 TTFT_HISTOGRAM = histogram_query(SignalName.TTFT_P95).metrics[0]
+
 TTFT_BUCKET_METRIC = f"{TTFT_HISTOGRAM}_bucket"
+
 TTFT_COUNT_METRIC = f"{TTFT_HISTOGRAM}_count"
-#: The rules file every install loads (``deploy/rules``), and the chart embeds.
-MAIN_RULES = "vllm-scaler.rules.yaml"
-#: RE2 of :func:`pod_group`, for ``label_replace`` (anchored by Prometheus).
-POD_GROUP_REGEX = "(.+)-[^-]*"
-#: vLLM's counters of finished requests, prefill tokens and generated tokens (all versions).
-REQUESTS_METRIC = "vllm:request_success_total"
-PROMPT_TOKENS_METRIC = "vllm:prompt_tokens_total"
-GENERATION_TOKENS_METRIC = "vllm:generation_tokens_total"
-#: The counters whose per-pod rates the throughput query reads (each series' ``scaler_metric``).
-THROUGHPUT_METRICS: tuple[str, ...] = (
-    REQUESTS_METRIC,
-    PROMPT_TOKENS_METRIC,
-    GENERATION_TOKENS_METRIC,
-)
 
 
 class QueryKind(StrEnum):
@@ -220,6 +242,8 @@ class QueryKind(StrEnum):
     KV_CACHE = "kv_cache"
     TTFT_RATE = "ttft_rate"
     TTFT_BUCKETS = "ttft_buckets"
+    ITL_RATE = "itl_rate"
+    ITL_BUCKETS = "itl_buckets"
     THROUGHPUT = "throughput"
 
     @property
@@ -238,6 +262,7 @@ class QueryKind(StrEnum):
 
 #: The second rounds' query kinds (the latency histograms' buckets), by name.
 _BUCKET_QUERIES = frozenset(s.histogram.buckets_query for s in SPECS if s.histogram is not None)
+
 #: Query kind name -> the latency signal whose histogram it reads.
 _HISTOGRAM_OF = {
     q: s.name
@@ -245,39 +270,6 @@ _HISTOGRAM_OF = {
     if s.histogram is not None
     for q in (s.histogram.rate_query, s.histogram.buckets_query)
 }
-
-
-class HistogramKind(StrEnum):
-    """How Prometheus stores a pod's latency histogram (the ``scaler_histogram`` tag)."""
-
-    CLASSIC = "classic"  # ..._bucket{le}, ..._count, ..._sum series
-    NATIVE = "native"  # one native histogram series under the metric's own name
-    RECORDED = "recorded"  # the recording rules' per-group bucket rates (their ages)
-
-
-def histogram_tag(kind: HistogramKind, index: int = 0) -> str:
-    """The ``scaler_histogram`` tag of a pod's observation rate read under the histogram's
-    ``index``-th name (:attr:`~scaler.config.signal_specs.HistogramQuery.metrics`): the kind
-    for the current name (``classic``), ``classic:1`` for the first older one."""
-    return str(kind) if index == 0 else f"{kind}:{index}"
-
-
-def parse_histogram_tag(tag: str) -> tuple[HistogramKind, int] | None:
-    """The kind and name index of a ``scaler_histogram`` tag (:func:`histogram_tag`), or
-    None for a tag that is neither."""
-    kind, _, index = tag.partition(":")
-    try:
-        return HistogramKind(kind), int(index) if index else 0
-    except ValueError:
-        return None
-
-
-class NativePart(StrEnum):
-    """The floats a native target's TTFT query returns (the ``scaler_native`` tag)."""
-
-    QUANTILE = "quantile"  # histogram_quantile(q, H)
-    COUNT = "count"  # histogram_count(H): first tokens per second
-    FRACTION = "fraction"  # histogram_fraction(0, quantile, H): below q when clamped
 
 
 def _carrier(s: SignalSpec) -> QueryKind | None:
@@ -293,217 +285,6 @@ def _carrier(s: SignalSpec) -> QueryKind | None:
 SIGNAL_QUERY: dict[SignalName, QueryKind] = {
     s.name: kind for s in SPECS if (kind := _carrier(s)) is not None
 }
-
-
-def label_value(value: str) -> str:
-    """Escape ``value`` for the inside of a PromQL double-quoted string (a label matcher's
-    value): backslash, double quote and newline."""
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def promql_string(value: str) -> str:
-    """Quote ``value`` as a PromQL double-quoted string literal."""
-    return f'"{label_value(value)}"'
-
-
-def pod_group(pod: str) -> str:
-    """The pod's name up to its last dash: the ReplicaSet of a Deployment's pod
-    (``vllm-5d8f7c9b4-x2k9p`` -> ``vllm-5d8f7c9b4``), the StatefulSet of an ordinal pod
-    (``vllm-70b-0`` -> ``vllm-70b``); '' without a dash.
-
-    Only a pre-aggregation key of the recording rules (:data:`POD_GROUP_REGEX` computes the
-    same in PromQL): a group is read for a target only when every pod in it is one of the
-    target's own, so a name that Kubernetes shortened or another workload sharing a prefix
-    never attributes a series to the wrong target.
-    """
-    return pod.rpartition("-")[0]
-
-
-def rule_duration(seconds: float) -> str:
-    """A window as the recording rules' names spell it: ``1m``, ``90s``, ``4500ms``."""
-    ms = max(1, round(seconds * 1000))
-    if ms % 60_000 == 0:
-        return f"{ms // 60_000}m"
-    return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
-
-
-def _rule_name(metric: str) -> str:
-    """A vLLM metric's name as a recording rule's middle part (``vllm_..._seconds``)."""
-    return metric.replace(":", "_")
-
-
-def recorded_histogram_metric(histogram: HistogramQuery, rate_window_seconds: float) -> str:
-    """Name of the recording rule that holds a latency histogram's per-group bucket rates over
-    the window: ``namespace_scaler_pod_group_le:vllm_time_to_first_token_seconds_bucket:rate1m``
-    for TTFT and 60 s (named after the histogram's current name, whichever name each series
-    was read under; ``deploy/rules`` ships the 1m ones)."""
-    return (
-        f"namespace_{POD_GROUP_LABEL}_le:{_rule_name(histogram.metrics[0])}_bucket:"
-        f"rate{rule_duration(rate_window_seconds)}"
-    )
-
-
-def recorded_ttft_metric(rate_window_seconds: float) -> str:
-    """:func:`recorded_histogram_metric` of TTFT."""
-    return recorded_histogram_metric(histogram_query(SignalName.TTFT_P95), rate_window_seconds)
-
-
-def _preferred(series: Sequence[str], on: str) -> str:
-    """The series of each label set under the first expression that has it: ``a or on (on)
-    b`` keeps ``b``'s series only where ``a`` has none with the same ``on`` labels (a pod that
-    exports a histogram under both its names during a deprecation is read once)."""
-    return f" or on ({on}) ".join(series)
-
-
-def histogram_rates(
-    histogram: HistogramQuery, suffix: str, sel: str, window: str, *, on: str
-) -> str:
-    """``rate(<name><suffix>{SEL}[W])`` of the histogram, each series under its current name
-    if it has one, else under the first older name it has (:func:`_preferred` on ``on``):
-    ``rate(vllm:time_to_first_token_seconds_bucket{SEL}[W])`` for a histogram of one name."""
-    rates = [f"rate({m}{suffix}{{{sel}}}[{window}])" for m in histogram.metrics]
-    joined = _preferred(rates, on)
-    return joined if len(rates) == 1 else f"({joined})"
-
-
-def histogram_rule_expr(histogram: HistogramQuery, rate_window_seconds: float) -> str:
-    """The expression of :func:`recorded_histogram_metric`'s rule (a test pins the shipped
-    file): the bucket rates summed per namespace, pod group and ``le``."""
-    window = rule_duration(rate_window_seconds)
-    rates = histogram_rates(
-        histogram, "_bucket", 'namespace!="",pod!=""', window, on="namespace, pod, le"
-    )
-    return (
-        f"sum by (namespace, {POD_GROUP_LABEL}, le) (label_replace({rates}, "
-        f'"{POD_GROUP_LABEL}", "$1", "pod", "{POD_GROUP_REGEX}"))'
-    )
-
-
-def recording_rule_expr(rate_window_seconds: float) -> str:
-    """:func:`histogram_rule_expr` of TTFT."""
-    return histogram_rule_expr(histogram_query(SignalName.TTFT_P95), rate_window_seconds)
-
-
-def recorded_series_count_metric(histogram: HistogramQuery, rate_window_seconds: float) -> str:
-    """Name of the recording rule that counts, per namespace and ``le``, the histogram series
-    with a rate over the window that have that bound:
-    ``namespace_le:vllm_time_to_first_token_seconds_bucket:count_rate1m`` for TTFT and 60 s.
-    Every histogram has ``+Inf``; a bound counted fewer times is one some pods lack."""
-    window = rule_duration(rate_window_seconds)
-    return f"namespace_le:{_rule_name(histogram.metrics[0])}_bucket:count_rate{window}"
-
-
-def recorded_mixed_bounds_metric(histogram: HistogramQuery, rate_window_seconds: float) -> str:
-    """Name of the recording rule that holds, per namespace, how many bucket bounds not every
-    histogram series has (:func:`recorded_series_count_metric`): 0 while the namespace's pods
-    share one bucket layout, more during a rollout across a bucket change or with two vLLM
-    versions: ``namespace:vllm_time_to_first_token_seconds_bucket:mixed_bounds_rate1m``. The
-    controller reads a namespace's recorded buckets only while it is 0."""
-    window = rule_duration(rate_window_seconds)
-    return f"namespace:{_rule_name(histogram.metrics[0])}_bucket:mixed_bounds_rate{window}"
-
-
-def histogram_recording_rules(
-    histogram: HistogramQuery, rate_window_seconds: float
-) -> list[dict[str, str]]:
-    """The recording rules of one latency histogram, as the rules file lists them (a test
-    pins the shipped files): its bucket rates per pod group
-    (:func:`recorded_histogram_metric`), the histogram series per namespace and bound
-    (:func:`recorded_series_count_metric`) and, from them, the bounds per namespace that not
-    every histogram has (:func:`recorded_mixed_bounds_metric`). The count selects the bucket
-    series again, but aggregates only per namespace (no ``label_replace``)."""
-    window = rule_duration(rate_window_seconds)
-    rates = histogram_rates(
-        histogram, "_bucket", 'namespace!="",pod!=""', window, on="namespace, pod, le"
-    )
-    counted = recorded_series_count_metric(histogram, rate_window_seconds)
-    uneven = (
-        f"count by (namespace) ({counted} != on (namespace) group_left () "
-        f'{counted}{{le="+Inf"}}) or 0 * count by (namespace) ({counted}{{le="+Inf"}})'
-    )
-    return [
-        {
-            "record": recorded_histogram_metric(histogram, rate_window_seconds),
-            "expr": histogram_rule_expr(histogram, rate_window_seconds),
-        },
-        {"record": counted, "expr": f"count by (namespace, le) ({rates})"},
-        {"record": recorded_mixed_bounds_metric(histogram, rate_window_seconds), "expr": uneven},
-    ]
-
-
-def recorded_rate_metric(counter: str, rate_window_seconds: float) -> str:
-    """Name of the recording rule that holds each pod's rate of vLLM counter ``counter``
-    over the window, summed over engines: ``namespace_pod:vllm_generation_tokens:rate1m`` for
-    ``vllm:generation_tokens_total`` and 60 s (Prometheus' naming: level:metric:operations,
-    ``_total`` dropped once the rate is taken)."""
-    name = counter.replace(":", "_").removesuffix("_total")
-    return f"namespace_pod:{name}:rate{rule_duration(rate_window_seconds)}"
-
-
-def _recorded_rate_expr(counter: str, rate_window_seconds: float) -> str:
-    return (
-        f'sum by (namespace, pod) (rate({counter}{{namespace!="",pod!=""}}'
-        f"[{rule_duration(rate_window_seconds)}]))"
-    )
-
-
-def recorded_freshness_metric(rate_window_seconds: float) -> str:
-    """Name of the recording rule that keeps, per namespace and throughput counter (label
-    ``scaler_recorded``), the timestamp of the oldest of that namespace's recorded per-pod
-    rates (:func:`recorded_rate_metric`), seconds since the epoch:
-    ``namespace_scaler_recorded:vllm_rate1m_timestamp_seconds:min`` for 60 s.
-
-    The controller reads ``time() - <it>`` as the recording's age: one series per namespace
-    and counter instead of every recorded rate. The value is the recorded rates' own
-    timestamp, so a stalled or failing rule group shows as a growing age; a namespace or
-    counter without recorded rates has no series (the controller then reads raw rates)."""
-    window = rule_duration(rate_window_seconds)
-    return f"namespace_{RECORDED_LABEL}:vllm_rate{window}_timestamp_seconds:min"
-
-
-def _recorded_freshness_expr(rate_window_seconds: float) -> str:
-    # min per namespace first, then tagged: the tags and the ``or`` handle 150 series instead
-    # of 24,000 (half the rule's cost at 8,000 pods)
-    stamps = [
-        _tag(
-            f"min by (namespace) (timestamp({recorded_rate_metric(c, rate_window_seconds)}))",
-            RECORDED_LABEL,
-            c,
-        )
-        for c in THROUGHPUT_METRICS
-    ]
-    return _or(stamps)
-
-
-def recording_rules(rate_window_seconds: float) -> list[dict[str, str]]:
-    """The recording rules of ``deploy/rules/vllm-scaler.rules.yaml`` for the window, as the
-    rules file lists them (``record`` and ``expr``; a test pins the shipped file): the
-    buckets per pod group of every latency histogram whose spec names that file
-    (:func:`histogram_recording_rules`: TTFT), each pod's rates of the throughput counters
-    (:func:`recorded_rate_metric`, :data:`THROUGHPUT_METRICS`) and, last (rules of a group
-    run in order and see what the earlier ones wrote), their timestamp per namespace and
-    counter (:func:`recorded_freshness_metric`). A histogram whose spec names another file
-    has its rules there (:func:`histogram_recording_rules`)."""
-    rules = [
-        rule
-        for s in histogram_specs()
-        if s.histogram is not None and s.histogram.rules == MAIN_RULES
-        for rule in histogram_recording_rules(s.histogram, rate_window_seconds)
-    ]
-    for counter in THROUGHPUT_METRICS:
-        rules.append(
-            {
-                "record": recorded_rate_metric(counter, rate_window_seconds),
-                "expr": _recorded_rate_expr(counter, rate_window_seconds),
-            }
-        )
-    rules.append(
-        {
-            "record": recorded_freshness_metric(rate_window_seconds),
-            "expr": _recorded_freshness_expr(rate_window_seconds),
-        }
-    )
-    return rules
 
 
 def target_selector(target: TargetPolicy) -> str:
@@ -537,37 +318,6 @@ def pods_selector(namespace: str, pods: Sequence[str]) -> str:
     return f'namespace="{label_value(namespace)}",pod=~"{label_value(names)}"'
 
 
-def _replacement(value: str) -> str:
-    # label_replace expands $1-style references in the replacement: escape literal '$'.
-    return promql_string(value.replace("$", "$$"))
-
-
-def promql_duration(seconds: float) -> str:
-    """Format seconds as a PromQL duration (integers only: ``60s``, ``4500ms``).
-
-    Raises:
-        ValueError: ``seconds`` is not positive.
-    """
-    if not seconds > 0:
-        raise ValueError(f"duration must be positive, got {seconds!r}")
-    ms = max(1, round(seconds * 1000))
-    return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
-
-
-def _tag(expr: str, label: str, value: str) -> str:
-    return f'label_replace({expr}, "{label}", {_replacement(value)}, "", "")'
-
-
-def _or(parts: Sequence[str]) -> str:
-    """``a or b or ...`` as a balanced tree: Prometheus' ``or`` hashes its whole left side, so
-    a left-deep chain of n sub-expressions costs n^2 and a balanced one n log n."""
-    if len(parts) <= 2:
-        return " or ".join(parts)
-    mid = len(parts) // 2
-    halves = [parts[:mid], parts[mid:]]
-    return " or ".join(_or(h) if len(h) == 1 else f"({_or(h)})" for h in halves)
-
-
 @dataclass(frozen=True, slots=True)
 class QueryPlan:
     """The per-pod queries of one cycle and how to split their answers back per target.
@@ -591,10 +341,6 @@ class QueryPlan:
     rate_window_seconds: float = 60.0
     default_group: str | None = None
     default_namespaces: tuple[str, ...] = ()
-
-
-def _per_pod_expr(metric_selector: str, agg: str, by: str) -> str:
-    return f"{agg} by ({by}) ({metric_selector})"
 
 
 def _gauge_expr(gauge: GaugeQuery, sel: str) -> str:
@@ -856,6 +602,10 @@ class HistogramPart:
         quantile: the target's quantile (0-1), for a native histogram's server-side estimate.
         classic: ask for the classic buckets' per-``le`` rates.
         native: ask for the native histogram's quantile, count and fraction.
+        names: for the classic buckets, which of the histogram's names the selector's pods
+            are read under (indexes, current first), each asked on its own over exactly
+            those pods; None: every name, each series under the first name it has (history,
+            which does not know the pods).
     """
 
     key: str
@@ -863,6 +613,7 @@ class HistogramPart:
     quantile: float
     classic: bool = True
     native: bool = False
+    names: tuple[int, ...] | None = None
 
 
 #: TTFT's :class:`HistogramPart` (its first name).
@@ -890,10 +641,12 @@ def build_histogram_query(
 
         - per classic part ``label_replace(sum by (le) (rate(
           vllm:time_to_first_token_seconds_bucket{SEL}[W])), "scaler_target", "<key>", "", "")``
-          (a histogram of several names: ``rate(new_bucket{SEL}[W]) or on (namespace, pod, le)
-          rate(old_bucket{SEL}[W])``, each series under the first name it has), and the same
-          with ``count by (le)`` tagged ``scaler_layout="series"``: how many histogram series
-          have each bound (fewer than the ``+Inf`` bucket's: the pods' layouts differ);
+          and the same with ``count by (le)`` tagged ``scaler_layout="series"``: how many
+          histogram series have each bound (fewer than the ``+Inf`` bucket's: the pods' layouts
+          differ); a histogram of several names asks both once per name (an older one tagged
+          ``scaler_name``), over the pods read under it, or for history, which does not know
+          the pods, ``rate(old_bucket{SEL}[W]) unless on (namespace, pod, le) rate(new_bucket
+          {SEL}[W])``;
         - per native part, with ``H = sum(rate(vllm:time_to_first_token_seconds{SEL}[W]))``:
           ``histogram_quantile(q, H)``, ``histogram_count(H)`` and ``histogram_fraction(0,
           scalar(histogram_quantile(q, H)), H)``, each tagged with the target and
@@ -906,14 +659,21 @@ def build_histogram_query(
     exprs: list[str] = []
     for p in parts:
         if p.classic:
-            rates = histogram_rates(
-                histogram, "_bucket", p.selector, window, on="namespace, pod, le"
-            )
-            exprs.append(_tag(f"sum by (le) ({rates})", TARGET_LABEL, p.key))
-            # how many histogram series have each bound: pods of one target with different
-            # bucket layouts (a rollout across a bucket change) are not summed per le
-            count = _tag(f"count by (le) ({rates})", TARGET_LABEL, p.key)
-            exprs.append(_tag(count, LAYOUT_LABEL, LAYOUT_SERIES))
+            # one part per name, each tagged with its index (the current name's untagged):
+            # the source adds them up per le
+            names = range(len(histogram.metrics)) if p.names is None else p.names
+            for i in names:
+                rates = histogram_name_rates(
+                    histogram, i, "_bucket", p.selector, window, exclusive=p.names is not None
+                )
+                tagged = [_tag(f"{agg} by (le) ({rates})", TARGET_LABEL, p.key) for agg in
+                          ("sum", "count")]  # fmt: skip
+                # how many histogram series have each bound: pods of one target with different
+                # bucket layouts (a rollout across a bucket change) are not summed per le
+                tagged[1] = _tag(tagged[1], LAYOUT_LABEL, LAYOUT_SERIES)
+                if i > 0:
+                    tagged = [_tag(t, NAME_LABEL, str(i)) for t in tagged]
+                exprs += tagged
         if p.native:
             rates = histogram_rates(histogram, "", p.selector, window, on="namespace, pod")
             h = f"sum({rates})"

@@ -179,8 +179,9 @@ class ScalerMetrics:
             "vllm_scaler_last_successful_query_timestamp_seconds",
             "Unix time of the last successful query, or of the last cycle in which it was not "
             "due (not sent: nothing needed it), per query; the signal label holds the query "
-            "(waiting, running, kv_cache, ttft_rate, ttft_buckets, throughput). Starts at the "
-            "process' start, so its age is how long a due query has failed.",
+            "(waiting, running, kv_cache, each latency histogram's rate and buckets queries "
+            "such as ttft_rate and ttft_buckets, throughput). Starts at the process' start, so "
+            "its age is how long a due query has failed.",
             ["signal"],
             registry=r,
         )

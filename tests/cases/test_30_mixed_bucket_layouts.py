@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from scaler.config.policy import Policy, parse_policy
+from scaler.config.policy import Policy
 from scaler.config.vocabulary import SignalName
 from scaler.controller.report import TargetReport
 from scaler.core.reasons import Reason
@@ -30,11 +30,11 @@ from tests.support.histogram_pods import (
     HistogramPod,
     Latency,
     instant,
+    namespaced_policy,
     open_loop,
     scraped,
     write_rules,
 )
-from tests.support.policies import case_target_doc
 
 TTFT_P95 = SignalName.TTFT_P95
 WINDOW = 10.0  # the rate window: ten 1 s scrapes
@@ -45,28 +45,12 @@ MIXED = "mixed bucket layouts: 6 of the 23 bounds (20-2560 s) are on only 2 of t
 def _policy(*namespaces: str) -> Policy:
     """The case's policy for Deployment ``vllm`` in each namespace: TTFT target 15 s, queue
     and KV cache targets the pods sit exactly on (10 waiting, 0.7 of the cache each)."""
-    return parse_policy(
-        {
-            "rate_window_seconds": WINDOW,
-            "targets": [
-                case_target_doc(
-                    workload={
-                        "apiVersion": "apps/v1",
-                        "kind": "Deployment",
-                        "namespace": ns,
-                        "name": "vllm",
-                    },
-                    signals={
-                        "queue_depth": {"target_per_replica": 10},
-                        "kv_cache_usage": {"target_ratio": 0.7},
-                        "ttft_p95": {"target_seconds": 15.0},
-                    },
-                )
-                for ns in namespaces
-            ],
-        },
-        source="case-30",
-    )
+    blocks = {
+        "queue_depth": {"target_per_replica": 10},
+        "kv_cache_usage": {"target_ratio": 0.7},
+        "ttft_p95": {"target_seconds": 15.0},
+    }
+    return namespaced_policy(dict.fromkeys(namespaces, blocks), rate_window_seconds=WINDOW)
 
 
 def _pod(name: str, bounds: tuple[float, ...], namespace: str = "llm") -> HistogramPod:

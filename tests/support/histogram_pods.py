@@ -29,13 +29,14 @@ import yaml
 from kubernetes_asyncio.client import ApiClient
 
 from scaler.actuators.kubernetes import KubernetesActuator, build_api_client
-from scaler.config.policy import Policy
+from scaler.config.policy import Policy, parse_policy
 from scaler.controller.loop import Controller
 from scaler.controller.report import TargetReport
 from scaler.sim.kubeapi import KubeApiServer, KubeStore, write_kubeconfig
 from scaler.sources.prometheus import PrometheusSource
 from scaler.telemetry.metrics import ScalerMetrics
 from tests.support.clock import FakeClock
+from tests.support.policies import case_target_doc
 from tests.support.scraped_pods import scraped_pods
 
 #: vLLM V1's TTFT buckets (seconds; reference/vllm-metrics.md), and V0's, which stop at 10 s.
@@ -164,6 +165,31 @@ async def instant(url: str, query: str) -> list[dict[str, Any]]:
         resp.raise_for_status()
         result: list[dict[str, Any]] = resp.json()["data"]["result"]
         return result
+
+
+def namespaced_policy(
+    signals: Mapping[str, Mapping[str, Any]], *, rate_window_seconds: float
+) -> Policy:
+    """The cases' target, Deployment ``vllm``, once in each namespace of ``signals``, with that
+    namespace's signal blocks (a test's policy over the pods of :func:`scraped`)."""
+    return parse_policy(
+        {
+            "rate_window_seconds": rate_window_seconds,
+            "targets": [
+                case_target_doc(
+                    workload={
+                        "apiVersion": "apps/v1",
+                        "kind": "Deployment",
+                        "namespace": ns,
+                        "name": "vllm",
+                    },
+                    signals=dict(blocks),
+                )
+                for ns, blocks in signals.items()
+            ],
+        },
+        source="test-policy",
+    )
 
 
 @dataclass

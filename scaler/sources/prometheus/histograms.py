@@ -221,16 +221,51 @@ def _of_kind(metrics: Mapping[str, float], kind: HistogramKind) -> tuple[float, 
 
 def _rates(
     own: Mapping[str, Mapping[str, float]], kind: HistogramKind
-) -> tuple[dict[str, float], set[int]]:
-    """The own pods' observation rates in representation ``kind``, and the names read."""
+) -> tuple[dict[str, float], dict[str, int]]:
+    """The own pods' observation rates in representation ``kind``, and the index of the name
+    each pod is read under."""
     rates: dict[str, float] = {}
-    names: set[int] = set()
+    names: dict[str, int] = {}
     for pod, metrics in own.items():
         found = _of_kind(metrics, kind)
         if found is not None:
-            rates[pod] = found[0]
-            names.add(found[1])
+            rates[pod], names[pod] = found
     return rates, names
+
+
+def _parts(
+    target: TargetPolicy,
+    pods: Sequence[str],
+    names: Mapping[str, int],
+    quantile: float,
+    *,
+    native: bool,
+    unlabelled: bool,
+) -> list[HistogramPart]:
+    """What the second round asks for one target read raw: its classic buckets once per name
+    its pods are read under, each over exactly those pods (so no binary operator is applied
+    to any rate, and a pod exporting both names is read under the current one); a native
+    histogram, or series without a pod label, with every name at once."""
+    if native or unlabelled:
+        selector = target_selector(target)
+        if target.prometheus_matchers is None:
+            selector = pods_selector(target.workload.namespace, pods)
+        return [HistogramPart(target.key, selector, quantile, not native, True)]
+    used = sorted(set(names.values())) or [0]
+    if target.prometheus_matchers is not None:
+        # the matchers pick the target's series: one name alone is read over them exactly
+        chosen = tuple(used) if len(used) == 1 else None
+        return [HistogramPart(target.key, target_selector(target), quantile, names=chosen)]
+    ns = target.workload.namespace
+    return [
+        HistogramPart(
+            target.key,
+            pods_selector(ns, [p for p in pods if names.get(p, 0) == i]),
+            quantile,
+            names=(i,),
+        )
+        for i in used
+    ]
 
 
 def _group_members(series: PodSeries) -> dict[tuple[str, str], set[str]]:
@@ -324,15 +359,9 @@ def plan_histogram(
             routes[t.key] = HistogramRoute(t.key)
             continue
         kind = HistogramKind.CLASSIC if classic or unlabelled else HistogramKind.NATIVE
-        rates, found = (
-            (classic, classic_names)
-            if kind is HistogramKind.CLASSIC
-            else (
-                native,
-                native_names,
-            )
-        )
-        names = tuple(sorted(found)) or (0,)
+        classic_kind = kind is HistogramKind.CLASSIC
+        rates, read = (classic, classic_names) if classic_kind else (native, native_names)
+        names = tuple(sorted(set(read.values()))) or (0,)
         total = math.fsum(rates.values())
         rate: float | None = None if unlabelled or not math.isfinite(total) else total
         pods = tuple(sorted(rates))
@@ -352,20 +381,8 @@ def plan_histogram(
             for ns, g in chosen:
                 read_recorded.setdefault(ns, []).append(g)
             continue
-        if t.prometheus_matchers is not None:
-            selector = target_selector(t)
-        else:
-            selector = pods_selector(t.workload.namespace, pods)
         q = float(t.signals.latency_block(spec.name).quantile)
-        parts.append(
-            HistogramPart(
-                t.key,
-                selector,
-                q,
-                classic=kind is HistogramKind.CLASSIC,
-                native=kind is HistogramKind.NATIVE or unlabelled,
-            )
-        )
+        parts += _parts(t, pods, read, q, native=not classic_kind, unlabelled=unlabelled)
     query = build_histogram_query(histogram, parts, read_recorded, rate_window_seconds=window)
     recorded_pairs = frozenset((ns, g) for ns, gs in read_recorded.items() for g in gs)
     return HistogramPlan(query, routes, frozenset(parts), recorded_pairs)

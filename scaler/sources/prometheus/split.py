@@ -24,6 +24,7 @@ from scaler.sources.promql import (
     HISTOGRAM_LABEL,
     LAYOUT_LABEL,
     METRIC_LABEL,
+    NAME_LABEL,
     NATIVE_PART_LABEL,
     POD_GROUP_LABEL,
     RECORDED_LABEL,
@@ -246,6 +247,7 @@ def split_ttft(answer: Answer) -> tuple[TtftSeries, list[str]]:
         fault of its target or group only.
     """
     out = TtftSeries()
+    parts: dict[tuple[str, bool, str], dict[float, float]] = {}
     unattributed: list[str] = []
     bounds: dict[str | None, float | None] = {}
     for labels, value in answer.series:
@@ -281,8 +283,9 @@ def split_ttft(answer: Answer) -> tuple[TtftSeries, list[str]]:
             else:
                 native[name] = value
             continue
-        layout = LAYOUT_LABEL in labels
-        buckets = (out.counts if layout else out.buckets).setdefault(key, {})
+        # each name of the histogram is its own part (scaler_name: an older one), added up below
+        named = (key, LAYOUT_LABEL in labels, labels.get(NAME_LABEL, ""))
+        buckets = parts.setdefault(named, {})
         le = _le(labels, bounds)
         if le is None:
             out.faults.setdefault(key, _malformed(f"a bucket has no valid le label: {labels}"))
@@ -290,6 +293,10 @@ def split_ttft(answer: Answer) -> tuple[TtftSeries, list[str]]:
             out.faults.setdefault(key, _duplicate(f"duplicate bucket le={labels['le']}: {labels}"))
         else:
             buckets[le] = value
+    for (key, layout, _name), rates in sorted(parts.items()):
+        total = (out.counts if layout else out.buckets).setdefault(key, {})
+        for le, value in rates.items():
+            total[le] = total.get(le, 0.0) + value
     for bad in answer.bad:
         key = bad.labels.get(TARGET_LABEL)
         if key is not None:
