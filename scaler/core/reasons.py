@@ -1,4 +1,5 @@
-"""The fixed vocabulary of decision reasons, and of the limits that shape a change.
+"""The fixed vocabulary of decision reasons, and of the limits that shape a change; and what a
+phase of a decision returns (:class:`Phase`: its replicas, its limits, its :class:`Hold`).
 
 Every decision carries exactly one :class:`Reason`, and every :class:`Limit` that changed the
 recommended replicas into the desired ones. The values are stable: they appear in
