@@ -22,7 +22,7 @@ from scaler.sources.promql import (
 from scaler.sources.quantile import bucket_quantile, common_buckets
 from tests.support.controller_harness import HarnessFactory, captured_logs
 from tests.support.controller_harness import make_harness as make_harness  # the fixture
-from tests.support.fakeprom import Histograms, histograms, kv, per_pod
+from tests.support.fakeprom import Histograms, case_file, histograms, kv, per_pod
 from tests.support.histogram_pods import (
     TTFT,
     TTFT_V0,
@@ -81,6 +81,7 @@ def _ttft(report: TargetReport) -> Any:
 async def test_case_30_a_rollout_across_a_bucket_change_holds_4_through_a_real_prometheus(
     tmp_path: Path,
 ) -> None:
+    case_file("30-mixed-bucket-layouts.md")
     pods = _rollout()
     async with scraped(tmp_path, pods, rate_window_seconds=WINDOW) as url:
         # the input reproduces the kind: summed per le, the p95 lies beyond the top finite
@@ -122,6 +123,7 @@ async def test_case_30_with_the_recording_rules_a_mixed_namespace_reads_raw_and_
     namespace ``llm`` records 6 bounds not on every histogram and its target reads its raw
     buckets; ``llm-b``, all on the new layout, records 0 and its target reads the recording
     (the same quantile as Prometheus' own over the raw series)."""
+    case_file("30-mixed-bucket-layouts.md")
     pods = [*_rollout(), *(_pod(f"vllm-6c7b8d9f5-b{i}aaa", TTFT_V1, "llm-b") for i in range(2))]
     rules = write_rules(tmp_path / "rules" / "recording.yaml", recording_rules(WINDOW))
     mixed = recorded_mixed_bounds_metric(histogram_query(TTFT_P95), WINDOW)
@@ -168,6 +170,7 @@ async def test_layouts_that_differ_in_the_middle_are_read_on_the_common_bounds(
     """Custom buckets on one pod (no 0.5 s bound, an extra 3 s one): every first token at
     0.8-1 s; on the bounds both share the p95 lies inside (0.75, 1]: an ordinary value, the
     mixed layouts said, no lower bound."""
+    case_file("30-mixed-bucket-layouts.md")
     a = {"0.25": 0.0, "0.5": 0.0, "0.75": 0.0, "1.0": 2.0, "2.5": 2.0, "+Inf": 2.0}
     b = {"0.25": 0.0, "0.75": 0.0, "1.0": 2.0, "2.5": 2.0, "3.0": 2.0, "+Inf": 2.0}
     policy = _policy("llm")
@@ -184,6 +187,7 @@ async def test_layouts_that_differ_in_the_middle_are_read_on_the_common_bounds(
 async def test_layouts_with_no_common_finite_bound_read_nan_naming_them(
     make_harness: HarnessFactory,
 ) -> None:
+    case_file("30-mixed-bucket-layouts.md")
     a = {"1.0": 1.0, "+Inf": 1.0}
     b = {"2.0": 1.0, "+Inf": 1.0}
     h = await make_harness(replicas=2, ready=["pod-0", "pod-1"], policy=_policy("llm"))
@@ -198,6 +202,7 @@ async def test_layouts_with_no_common_finite_bound_read_nan_naming_them(
 
 def test_engines_are_counted_as_series_and_one_layout_is_not_mixed() -> None:
     """Two engines a pod: each bound is on 2 x 3 series, as +Inf is: one layout."""
+    case_file("30-mixed-bucket-layouts.md")
     buckets = {1.0: 3.0, 2.5: 6.0, math.inf: 6.0}
     counts = {1.0: 6.0, 2.5: 6.0, math.inf: 6.0}
     common, layouts = common_buckets(buckets, counts)
@@ -207,6 +212,7 @@ def test_engines_are_counted_as_series_and_one_layout_is_not_mixed() -> None:
 
 def test_an_answer_without_counts_is_read_as_before() -> None:
     """A backend answer without the counts cannot tell the layouts apart: read as it is."""
+    case_file("30-mixed-bucket-layouts.md")
     buckets = {10.0: 0.0, 2560.0: 2.0, math.inf: 4.0}
     common, layouts = common_buckets(buckets, None)
     assert (common, layouts) == (buckets, None)
