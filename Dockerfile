@@ -1,6 +1,10 @@
 # vllm-scaler controller image (BuildKit, the default builder of Docker 23 and later).
 #   docker build -t vllm-scaler .
 #   docker run --rm vllm-scaler --help
+# With the cloud extras (a managed Prometheus' authentication: AWS SigV4, Google and Azure
+# workload identity; botocore, google-auth and azure-identity, about 30 MB more), from their
+# own lock; the release publishes it as the tag with the "-cloud" suffix:
+#   docker build --build-arg LOCK=requirements-cloud.txt -t vllm-scaler:cloud .
 #
 # Reproducible: the base image is pinned by the digest of its multi-platform index, every
 # dependency by the hashes in requirements.txt, and the build backend that builds the project's
@@ -20,11 +24,13 @@ ARG PYTHON_IMAGE=python:3.11-slim-bookworm@sha256:0bee7276f83efd4a1ee05bbbf4281d
 # 3.11.13, 79.0.1 since 3.11.14; none from 3.12), and pyproject's license expression needs 77
 # or later. The build stage is discarded, so this setuptools never reaches the image.
 FROM ${PYTHON_IMAGE} AS build
+# requirements.txt, or requirements-cloud.txt for the image with the cloud extras
+ARG LOCK=requirements.txt
 WORKDIR /src
-COPY requirements.txt requirements-build.txt pyproject.toml README.md ./
+COPY requirements.txt requirements-cloud.txt requirements-build.txt pyproject.toml README.md ./
 COPY scaler ./scaler
 RUN python -m pip install --no-cache-dir --require-hashes -r requirements-build.txt \
-    && python -m pip wheel --no-cache-dir --require-hashes --wheel-dir /wheels -r requirements.txt \
+    && python -m pip wheel --no-cache-dir --require-hashes --wheel-dir /wheels -r "${LOCK}" \
     && python -m pip wheel --no-cache-dir --no-deps --no-build-isolation --wheel-dir /wheels .
 
 # Stage 2: the wheels are mounted for the install only, so none of them is left in a layer;

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -22,7 +22,15 @@ from kubernetes_asyncio.client import ApiClient
 
 from scaler.actuators.api_client import KubeConfigError, MissingContextError, build_api_client
 from scaler.actuators.errors import ApiFailure, KubeApiError, classify_error
-from scaler.config.policy import WorkloadRef
+from scaler.actuators.ownership import (
+    Owner,
+    OwnerCache,
+    OwnerRef,
+    Verdict,
+    controller_ref,
+    trace_owner,
+)
+from scaler.config.policy import ReplicaGroups, WorkloadRef
 from scaler.config.secrets import shortened
 from scaler.config.wording import counted
 from scaler.core.observation import PodInfo, WorkloadSnapshot
@@ -42,6 +50,7 @@ __all__ = [
     "ScaleResult",
     "build_api_client",
     "classify_error",
+    "without_requirements",
 ]
 
 log = structlog.get_logger(__name__)
@@ -232,6 +241,7 @@ class KubernetesActuator:
         self._custom = client.CustomObjectsApi(api_client)
         self._core = client.CoreV1Api(api_client)
         self._uids: dict[str, str] = {}  # ref key -> workload uid, for involvedObject
+        self._owner_cache = OwnerCache(clock)
         self._instance = socket.gethostname()[:128]
 
     @property
@@ -263,12 +273,26 @@ class KubernetesActuator:
             raise exc
         return err
 
-    async def read(self, ref: WorkloadRef) -> WorkloadSnapshot:
-        """GET the scale subresource, then list the pods its ``status.selector`` picks.
+    async def read(
+        self, ref: WorkloadRef, *, groups: ReplicaGroups | None = None
+    ) -> WorkloadSnapshot:
+        """GET the scale subresource, then list the pods its ``status.selector`` picks, and
+        keep those the workload owns (:mod:`.ownership`).
 
         Pod ages are ``clock() - creationTimestamp`` in seconds (never negative). An empty
-        selector (a custom kind without ``labelSelectorPath``) yields no pods rather than
-        every pod of the namespace.
+        selector (a custom kind without ``labelSelectorPath``, an operator that has not
+        written it yet) yields no pods rather than every pod of the namespace: the snapshot's
+        ``selector`` is '' and the controller does not scale the target (as the HPA:
+        ScalingActive=False, SelectorRequired).
+
+        With ``groups`` (a replica is a group of pods: a LeaderWorkerSet's), the pods are
+        listed without the selector's leader requirements, so every pod of the groups is,
+        each with its group; the group size is read from the workload object when the
+        groups name its field.
+
+        A listed pod whose controllers lead to another workload is left out (in the
+        snapshot's ``foreign``); one whose owner cannot be told is kept (its selector's
+        verdict) and named in ``unowned`` for the controller to see shared ones.
 
         Raises:
             KubeApiError: any API or transport failure, classified.
@@ -276,27 +300,79 @@ class KubernetesActuator:
         """
         try:
             scale = await self._get_scale(ref)
-            pods: tuple[PodInfo, ...] = ()
-            if scale.selector:
-                listing = await self._core.list_namespaced_pod(
-                    ref.namespace, label_selector=scale.selector, _request_timeout=self._timeout
-                )
-                now = self._clock()
-                pods = tuple(_pod_info(p, now) for p in listing.items)
-            else:
-                log.warning("scale_without_selector", target=ref.key())
+            snapshot = WorkloadSnapshot(
+                namespace=ref.namespace,
+                spec_replicas=scale.spec_replicas,
+                status_replicas=scale.status_replicas,
+                selector=scale.selector,
+                resource_version=scale.resource_version,
+            )
+            if not scale.selector:
+                return snapshot
+            selector = scale.selector
+            if groups is not None and groups.leader_labels:
+                selector = without_requirements(selector, groups.leader_labels) or selector
+            listing = await self._core.list_namespaced_pod(
+                ref.namespace, label_selector=selector, _request_timeout=self._timeout
+            )
+            now = self._clock()
+            owners = await self._owners(ref, scale.uid or "", listing.items)
+            pods, foreign, unowned = [], [], []
+            for p in listing.items:
+                verdict = owners[p.metadata.name]
+                if verdict.owner is Owner.FOREIGN:
+                    foreign.append((p.metadata.name, verdict.detail))
+                    continue
+                if verdict.owner is Owner.UNKNOWN:
+                    unowned.append((p.metadata.name, verdict.detail))
+                pods.append(_pod_info(p, now, groups))
+            size = None
+            if groups is not None and groups.size_field:
+                size = await self._group_size(ref, groups.size_field)
         except ValueError:
             raise
         except Exception as exc:
             raise self._classify(exc) from exc
-        return WorkloadSnapshot(
-            namespace=ref.namespace,
-            spec_replicas=scale.spec_replicas,
-            status_replicas=scale.status_replicas,
-            selector=scale.selector,
-            resource_version=scale.resource_version,
-            pods=pods,
+        return replace(
+            snapshot,
+            pods=tuple(pods),
+            group_size=size,
+            foreign=tuple(foreign),
+            unowned=tuple(unowned),
         )
+
+    async def _owners(self, ref: WorkloadRef, uid: str, pods: list[Any]) -> dict[str, Verdict]:
+        """Each listed pod's owner (:func:`~scaler.actuators.ownership.trace_owner`)."""
+        target = OwnerRef(ref.api_version, ref.kind, ref.name, uid)
+        by_name = {p.metadata.name: p for p in pods}
+
+        async def read(plural: str, name: str) -> Mapping[str, Any]:
+            obj = await self._custom.get_namespaced_custom_object(
+                "apps", "v1", ref.namespace, plural, name, _request_timeout=self._timeout
+            )
+            meta: Mapping[str, Any] = obj.get("metadata") or {}
+            return meta
+
+        return {
+            p.metadata.name: await trace_owner(
+                controller_ref(p.metadata.owner_references),
+                namespace=ref.namespace,
+                target=target,
+                pods=by_name,
+                read=read,
+                cache=self._owner_cache,
+            )
+            for p in pods
+        }
+
+    async def _group_size(self, ref: WorkloadRef, field_path: str) -> int | None:
+        """The pods per group at ``field_path`` of the workload object (None: not an int)."""
+        obj: Any = await self._custom.get_namespaced_custom_object(
+            *self._path(ref), _request_timeout=self._timeout
+        )
+        for part in field_path.split("."):
+            obj = obj.get(part) if isinstance(obj, dict) else None
+        return obj if isinstance(obj, int) and not isinstance(obj, bool) and obj > 0 else None
 
     async def read_annotations(self, ref: WorkloadRef) -> dict[str, str]:
         """GET the workload object itself and return its ``metadata.annotations``.
@@ -623,9 +699,33 @@ class KubernetesActuator:
         return True
 
 
-def _pod_info(pod: Any, now: float) -> PodInfo:
+def without_requirements(selector: str, labels: Mapping[str, str]) -> str:
+    """``selector`` (a label selector string) without its requirements on ``labels``' keys:
+    a LeaderWorkerSet's ``name=x,worker-index=0`` lists its leaders; without the second, every
+    pod of its groups. '' when nothing is left (then nothing would be selected safely)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(selector):
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0:
+            parts.append(selector[start:i])
+            start = i + 1
+    parts.append(selector[start:])
+    kept = []
+    for part in (p.strip() for p in parts):
+        key = part.lstrip("!").split(" ")[0]
+        for op in ("!=", "==", "="):
+            key = key.split(op)[0]
+        if key.strip() not in labels:
+            kept.append(part)
+    return ",".join(kept)
+
+
+def _pod_info(pod: Any, now: float, groups: ReplicaGroups | None = None) -> PodInfo:
     """A kubernetes-asyncio V1Pod -> PodInfo. ``ready_seconds`` is the time since the Ready
-    condition's ``lastTransitionTime`` (None without the condition or its time)."""
+    condition's ``lastTransitionTime`` (None without the condition or its time); with
+    ``groups``, the pod's group (its group label's value, else its own name) and whether it
+    serves (every pod, or its group's leader only)."""
     meta, status = pod.metadata, pod.status
     condition = next(
         (
@@ -639,6 +739,13 @@ def _pod_info(pod: Any, now: float) -> PodInfo:
     since = getattr(condition, "last_transition_time", None)
     created = meta.creation_timestamp
     age = max(0.0, now - created.timestamp()) if created is not None else 0.0
+    group: str | None = None
+    serves = True
+    if groups is not None:
+        labels = meta.labels or {}
+        group = labels.get(groups.group_label or "") or meta.name
+        leader = all(labels.get(k) == v for k, v in (groups.leader_labels or {}).items())
+        serves = groups.serving_pods == "all" or leader
     return PodInfo(
         name=meta.name,
         ready=ready,
@@ -647,4 +754,6 @@ def _pod_info(pod: Any, now: float) -> PodInfo:
         phase=(status.phase if status is not None and status.phase else "Unknown"),
         deletion_cost=(meta.annotations or {}).get(POD_DELETION_COST),
         ready_seconds=max(0.0, now - since.timestamp()) if since is not None else None,
+        group=group,
+        serves=serves,
     )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import sys
 import time
 from pathlib import Path
@@ -19,6 +18,7 @@ from scaler.config.cli_options import (
     fail,
     settings_options,
 )
+from scaler.config.durations import duration_option
 from scaler.config.options import option_errors, plot_option, write_output
 from scaler.config.settings import PrometheusSettings
 from scaler.config.wording import counted
@@ -26,7 +26,6 @@ from scaler.config.wording import counted
 __all__ = ["DEFAULT_MAX_STEPS", "MAX_STEPS_LIMIT", "register"]
 
 # A step given as a plain number of seconds (15, 15.0).
-_BARE_NUMBER = re.compile(r"^\d+(\.\d*)?$")
 # The most steps a backtest replays unless --max-steps says more: a week at 15 s is 40,320,
 # a day at 1 s 86,400; beyond that a typo (--start now-400d --step 1s) would read and replay
 # for many minutes.
@@ -82,15 +81,18 @@ def register(app: typer.Typer) -> None:
         step: Annotated[
             str,
             typer.Option(
-                help="History step = replay control interval (15, 15s, 1m; whole seconds)."
+                help="History step = replay control interval, a duration of whole seconds "
+                "(15, 15s, 1m, 1.5m)."
             ),
         ] = "15s",
         model_load_seconds: Annotated[
             float | None,
             typer.Option(
-                help="Seconds until a replica the policy adds is ready, for every target and "
-                "shadow (default: the policy's signals.capacity.model_load_seconds; a shadow that "
-                "does not set its own takes the policy's).",
+                parser=duration_option,
+                metavar="DURATION",
+                help="Time until a replica the policy adds is ready (a duration), for every "
+                "target and shadow (default: the policy's signals.capacity.model_load_seconds; "
+                "a shadow that does not set its own takes the policy's).",
                 show_default=False,
             ),
         ] = None,
@@ -138,8 +140,10 @@ def register(app: typer.Typer) -> None:
         )
         from scaler.backtest.pipeline import NoReplicaHistoryError, run_backtest
         from scaler.backtest.report import format_text, plot_backtest, steps_text, to_json
-        from scaler.backtest.timeparse import parse_duration, rfc3339
+        from scaler.backtest.timeparse import rfc3339
+        from scaler.config.durations import parse_duration
         from scaler.config.policy import PolicyError, load_policy
+        from scaler.sources.prometheus.backend import NATIVE_HISTOGRAM_FUNCTIONS
         from scaler.telemetry.logging import configure_logging
 
         # The live source logs an error per read when a signal is absent; here that would be
@@ -160,9 +164,8 @@ def register(app: typer.Typer) -> None:
             )
         try:
             # a bare number is seconds, as Prometheus' own step parameter reads it
-            step_s = float(step) if _BARE_NUMBER.match(step.strip()) else parse_duration(step)
-            grid = make_grid(t_start, t_end, step_s)
-        except ValueError:  # TimeParseError is one
+            grid = make_grid(t_start, t_end, parse_duration(step))
+        except ValueError:  # DurationError is one
             raise fail(bad_step) from None
         errors = option_errors(
             {
@@ -227,6 +230,15 @@ def register(app: typer.Typer) -> None:
 
         no_history: list[NoReplicaHistoryError] = []
         try:
+            # asked once, as the controller asks it: the queries are built from the answer
+            native = client.native_histograms()
+            if not native:
+                typer.echo(
+                    "vllm-scaler: the backend has no native-histogram functions "
+                    f"({', '.join(NATIVE_HISTOGRAM_FUNCTIONS)}): TTFT is read from classic "
+                    "histograms only",
+                    err=True,
+                )
             with bar:
                 results = run_backtest(
                     client,
@@ -237,6 +249,7 @@ def register(app: typer.Typer) -> None:
                     max_points=max_points,
                     progress=_Hook(),
                     on_no_history=no_history.append,
+                    native_histograms=native,
                 )
         except HistoryError as err:
             raise fail(str(err), 1) from None

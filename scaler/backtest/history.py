@@ -49,7 +49,7 @@ from prometheus_api_client.prometheus_connect import PrometheusConnect
 from requests.adapters import Retry
 
 from scaler.backtest.timeparse import rfc3339
-from scaler.config.policy import TargetPolicy
+from scaler.config.policy import DEFAULT_REPLICA_LABELS, TargetPolicy
 from scaler.config.secrets import shortened
 from scaler.config.settings import PrometheusSettings, env_name, redact_url
 from scaler.config.signal_specs import histogram_specs
@@ -64,6 +64,8 @@ from scaler.sources.prometheus import (
     refusal_hint,
     url_hint,
 )
+from scaler.sources.prometheus.backend import NATIVE_HISTOGRAM_PROBE, native_histograms_from
+from scaler.sources.prometheus.cloud_auth import CloudAuthError, requests_auth_for
 from scaler.sources.prometheus.histograms import history_histogram_plan
 from scaler.sources.promql import (
     RUNNING_METRIC,
@@ -93,6 +95,7 @@ __all__ = [
     "read_replica_history",
     "read_signal_history",
     "replica_queries",
+    "shown_query",
 ]
 
 #: Prometheus' limit: a range query may have at most 11,000 steps ((end - start) / step).
@@ -222,7 +225,9 @@ class PrometheusRangeClient:
         # An error answer is reported with its status and the server's message, as the
         # controller reports it, instead of the library's "HTTP Status Code ... (b'...')".
         session.hooks["response"].append(self._refused)
-        auth = _BearerTokenFile(token) if token is not None else _user_alone(url)
+        auth = requests_auth_for(settings) or (
+            _BearerTokenFile(token) if token is not None else _user_alone(url)
+        )
         self._prom = PrometheusConnect(
             url=url,
             headers=dict(settings.prometheus_headers),
@@ -233,8 +238,8 @@ class PrometheusRangeClient:
         )
 
     def __call__(self, query: str, start: float, end: float, step: float) -> list[RawSeries]:
-        try:
-            result = self._prom.custom_query_range(
+        result = self._answer(
+            lambda: self._prom.custom_query_range(
                 query,
                 start_time=datetime.fromtimestamp(start, UTC),
                 end_time=datetime.fromtimestamp(end, UTC),
@@ -242,9 +247,44 @@ class PrometheusRangeClient:
                 step=f"{step:.15g}",
                 params={"timeout": promql_duration(self._timeout)},
             )
+        )
+        if not isinstance(result, list):
+            raise HistoryError(f"not a Prometheus range answer: {_short(repr(result))}")
+        return result
+
+    def native_histograms(self) -> bool:
+        """Whether the backend has the native-histogram functions: one instant query,
+        :data:`~scaler.sources.prometheus.backend.NATIVE_HISTOGRAM_PROBE`, read as the
+        controller reads it (:func:`~scaler.sources.prometheus.backend.
+        native_histograms_from`).
+
+        Raises:
+            HistoryError: the backend refused the question for another reason (the same
+                refusal every query would meet), naming it and the query.
+            PrometheusUnreachableError: Prometheus cannot be reached.
+        """
+        try:
+            self._answer(
+                lambda: self._prom.custom_query(
+                    NATIVE_HISTOGRAM_PROBE, params={"timeout": promql_duration(self._timeout)}
+                )
+            )
+        except PrometheusUnreachableError:
+            raise
+        except HistoryError as err:
+            found = native_histograms_from(SignalStatus.QUERY_ERROR, str(err))
+            if found is None:
+                raise HistoryError(f"{err}; query {shown_query(NATIVE_HISTOGRAM_PROBE)}") from None
+            return found
+        return True
+
+    def _answer(self, ask: Callable[[], Any]) -> Any:
+        """``ask()``'s answer, every failure of it a :class:`HistoryError` said in one line."""
+        try:
+            return ask()
         except PrometheusApiClientException as err:
             raise HistoryError(f"Prometheus refused the query: {_short(str(err))}") from None
-        except TokenFileError as err:
+        except (TokenFileError, CloudAuthError) as err:
             raise HistoryError(f"request not sent: {err}") from None
         except requests.exceptions.JSONDecodeError as err:
             # reached, but the body is not JSON: a web server's page, a proxy's login form
@@ -262,9 +302,6 @@ class PrometheusRangeClient:
                 f"Prometheus at {self._shown_url} cannot be reached: transport: {reason}"
                 + url_hint(self._shown_url, None, reason)
             ) from None
-        if not isinstance(result, list):
-            raise HistoryError(f"not a Prometheus range answer: {_short(repr(result))}")
-        return result
 
     def _not_prometheus(self, text: str) -> HistoryError:
         detail = not_prometheus_detail(text)
@@ -403,11 +440,24 @@ def read_matrix(
             raise
         except HistoryError as err:
             raise HistoryError(
-                f"{err}; query {query!r} from {rfc3339(start)} to {rfc3339(end)}"
+                f"{err}; query {shown_query(query)} from {rfc3339(start)} to {rfc3339(end)}"
             ) from None
         if on_chunk is not None:
             on_chunk()
     return out
+
+
+#: How much of a long query an error shows: its start and its end.
+_QUERY_SHOWN = 160
+
+
+def shown_query(query: str) -> str:
+    """``query`` quoted for an error message, shortened when long (its start and end with
+    ``...`` between): an error says which query, and its cause is the part to keep whole."""
+    if len(query) <= _QUERY_SHOWN:
+        return repr(query)
+    half = _QUERY_SHOWN // 2
+    return f"{query[:half]!r} ... {query[-half:]!r} ({len(query)} characters)"
 
 
 def _timestamp(pair: object) -> float | None:
@@ -469,28 +519,60 @@ def read_signal_history(
     grid: StepGrid,
     max_points: int = PROMETHEUS_MAX_POINTS,
     on_chunk: Callable[[], None] | None = None,
+    native_histograms: bool = True,
+    replica_labels: Sequence[str] = DEFAULT_REPLICA_LABELS,
 ) -> SignalHistory:
-    """Read every query of the controller's plan for ``targets`` as range queries.
+    """Read every query of the controller's plan for ``targets`` as range queries, built for
+    what the backend supports as the controller builds them (``native_histograms``: the
+    backend has the native-histogram functions, :meth:`PrometheusRangeClient.
+    native_histograms`; ``replica_labels``: ``Policy.replica_labels``, the copies of a series
+    behind an HA Prometheus pair read once).
 
     Raises:
         HistoryError: a query failed.
     """
-    plan = build_query_plan(targets, rate_window_seconds=rate_window_seconds)
+    plan = build_query_plan(
+        targets,
+        rate_window_seconds=rate_window_seconds,
+        native_histograms=native_histograms,
+        replica_labels=replica_labels,
+    )
+    queries = history_queries(
+        targets,
+        rate_window_seconds=rate_window_seconds,
+        native_histograms=native_histograms,
+        replica_labels=replica_labels,
+    )
     matrices = {
         kind: read_matrix(query_range, q, grid, max_points=max_points, on_chunk=on_chunk)
-        for kind, q in history_queries(targets, rate_window_seconds=rate_window_seconds).items()
+        for kind, q in queries.items()
     }
     return SignalHistory(plan, grid, matrices)
 
 
 def history_queries(
-    targets: Sequence[TargetPolicy], *, rate_window_seconds: float
+    targets: Sequence[TargetPolicy],
+    *,
+    rate_window_seconds: float,
+    native_histograms: bool = True,
+    replica_labels: Sequence[str] = DEFAULT_REPLICA_LABELS,
 ) -> dict[QueryKind, str]:
     """Every query the backtest reads as a range: the per-pod ones and each latency
-    histogram's buckets (TTFT's, ITL's)."""
-    queries = dict(build_query_plan(targets, rate_window_seconds=rate_window_seconds).queries)
+    histogram's buckets (TTFT's, ITL's; without native-histogram functions when the backend
+    has none), each series read once behind an HA pair (``replica_labels``), as the
+    controller reads them."""
+    window = rate_window_seconds
+    plan = build_query_plan(
+        targets,
+        rate_window_seconds=window,
+        native_histograms=native_histograms,
+        replica_labels=replica_labels,
+    )
+    queries = dict(plan.queries)
     for spec in histogram_specs():
-        h = history_histogram_plan(spec, targets, rate_window_seconds=rate_window_seconds).query
+        h = history_histogram_plan(
+            spec, targets, rate_window_seconds=window, native_histograms=native_histograms
+        ).query
         if h is not None and spec.histogram is not None:
             queries[QueryKind(spec.histogram.buckets_query)] = h
     return queries

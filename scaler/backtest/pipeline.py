@@ -73,6 +73,7 @@ def run_backtest(
     replica_sources: Sequence[ReplicaSource] = ALL_REPLICA_SOURCES,
     progress: Progress | None = None,
     on_no_history: Callable[[NoReplicaHistoryError], None] | None = None,
+    native_histograms: bool = True,
 ) -> list[TargetBacktest]:
     """Read the history of ``targets`` over ``grid`` and replay each through its policy.
 
@@ -93,6 +94,9 @@ def run_backtest(
         on_no_history: given, a target whose actual replicas are in none of the sources is
             handed to it and left out, and the others are replayed (a fault in one target's
             history touches that target only); None: it raises.
+        native_histograms: the backend has the native-histogram functions (the client asks,
+            as the controller does: :meth:`~scaler.backtest.history.PrometheusRangeClient.
+            native_histograms`); False: the queries read classic histograms only.
 
     Returns:
         One :class:`~scaler.backtest.report.TargetBacktest` per target with replica
@@ -107,15 +111,26 @@ def run_backtest(
     # the signals either the policy or its shadow decides on, read once for both
     readers = [t.reading_target() for t in targets]
     chunks = len(chunk_grid(grid, max_points))
-    plan_kinds = len(history_queries(readers, rate_window_seconds=policy.rate_window_seconds))
+    window = policy.rate_window_seconds
+    labels = policy.replica_labels
+    plan_kinds = len(
+        history_queries(
+            readers,
+            rate_window_seconds=window,
+            native_histograms=native_histograms,
+            replica_labels=labels,
+        )
+    )
     prog.add_total(chunks * plan_kinds)  # the replica reads are announced as they start
     signals = read_signal_history(
         query_range,
         readers,
-        rate_window_seconds=policy.rate_window_seconds,
+        rate_window_seconds=window,
         grid=grid,
         max_points=max_points,
         on_chunk=prog.advance,
+        native_histograms=native_histograms,
+        replica_labels=labels,
     )
     replicas = {}
     for t in readers:

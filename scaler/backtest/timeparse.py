@@ -22,18 +22,10 @@ import math
 import re
 from datetime import UTC, datetime
 
+from scaler.config.durations import DurationError, unit_duration
+
 __all__ = ["TimeParseError", "parse_duration", "parse_time", "rfc3339"]
 
-_UNIT_SECONDS: dict[str, float] = {
-    "ms": 0.001,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-    "d": 86400.0,
-    "w": 604800.0,
-    "y": 31536000.0,  # 365 d, as Prometheus reads it
-}
-_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w|y)")
 _DURATION = re.compile(r"^(?:\d+(?:\.\d+)?(?:ms|s|m|h|d|w|y))+$")
 _UNIX = re.compile(r"^\d+(?:\.\d+)?$")
 _RELATIVE = re.compile(r"^now\s*(?:([+-])\s*(\S+))?$")
@@ -60,25 +52,12 @@ def parse_duration(text: str) -> float:
 
 def _duration_seconds(text: str) -> float:
     """:func:`parse_duration` without its finiteness check (``inf`` for a duration too large
-    for a float: a time that far off is refused as out of range)."""
-    s = text.strip()
-    if not _DURATION.match(s):
-        raise TimeParseError(
-            f"value {text!r}: expected a duration, a number with a unit ms, s, m, h, d, w or y "
-            "(15s, 6h, 1h30m)"
-        )
-    total = 0.0
-    last_unit = float("inf")
-    for number, unit in _PART.findall(s):
-        size = _UNIT_SECONDS[unit]
-        if size >= last_unit:
-            raise TimeParseError(
-                f"value {text!r}: expected a duration with its units from largest to smallest, "
-                "once each (1h30m)"
-            )
-        last_unit = size
-        total += float(number) * size
-    return total
+    for a float: a time that far off is refused as out of range): the command line's one
+    grammar of durations with units (:func:`scaler.config.durations.unit_duration`)."""
+    try:
+        return unit_duration(text)
+    except DurationError as err:
+        raise TimeParseError(str(err)) from None
 
 
 def parse_time(text: str, *, now: float) -> float:

@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from scaler.config.cli_options import OutputFormat, OutputOpt
+from scaler.config.durations import duration_option
 from scaler.config.options import (
     MAX_REPLAY_MINUTES,
     option_errors,
@@ -76,12 +77,24 @@ def register(app: typer.Typer) -> None:
             ),
         ] = 8,
         slo_ttft_seconds: Annotated[
-            float, typer.Option(help="TTFT SLO, seconds (goal: 99% of requests within it).")
+            float,
+            typer.Option(
+                parser=duration_option,
+                metavar="DURATION",
+                help="TTFT SLO, a duration (2, 2s, 500ms; goal: 99% of requests within it).",
+            ),
         ] = 2.0,
         # the option's older name, as sim's is --slo-ttft-seconds: kept for scripts, not shown
-        slo_ttft: Annotated[float | None, typer.Option("--slo-ttft", hidden=True)] = None,
+        slo_ttft: Annotated[
+            float | None, typer.Option("--slo-ttft", hidden=True, parser=duration_option)
+        ] = None,
         model_load_seconds: Annotated[
-            float, typer.Option(help="Time from pod creation to Ready, seconds.")
+            float,
+            typer.Option(
+                parser=duration_option,
+                metavar="DURATION",
+                help="Time from pod creation to Ready, a duration (120, 2m).",
+            ),
         ] = 120.0,
         policy: Annotated[
             Path | None,

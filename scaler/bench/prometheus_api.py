@@ -23,6 +23,7 @@ import httpx
 
 from scaler.bench.tsdb import Tsdb
 from scaler.config.policy import TargetPolicy
+from scaler.sources.prometheus.backend import NATIVE_HISTOGRAM_PROBE
 from scaler.sources.promql import (
     HISTOGRAM_LABEL,
     KV_METRICS,
@@ -130,7 +131,7 @@ def prometheus_transport(
         return out
 
     def answer(query: str, t: float) -> list[dict[str, Any]] | None:
-        if query == "histogram_count(vector(0))":  # the source's probe: the function exists
+        if query == NATIVE_HISTOGRAM_PROBE:  # the source's probe: the functions exist
             return []
         kind = kinds.get(query)
         if kind is not None:

@@ -24,11 +24,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import typer
-from pydantic import ValidationError
 from typer.core import TyperCommand, TyperGroup
 
-from scaler.config.cli_options import register_argv_secrets
-from scaler.config.wording import expectation
+# pydantic and the settings (for the command line's secrets) are imported where they are
+# used: `vllm-scaler --help` needs neither.
 
 __all__ = ["Command", "CommandGroup", "describe_bad_parameter"]
 
@@ -64,6 +63,10 @@ def _choices(param: Any) -> list[str] | None:
 def describe_bad_parameter(err: typer.BadParameter) -> str:
     """``<option>: value <v>: expected <what>`` for a value typer could not convert (the
     value and pydantic's error come from the error's cause)."""
+    from pydantic import ValidationError
+
+    from scaler.config.wording import expectation
+
     name = _option_name(err)
     cause = err.__cause__
     detail = err.message
@@ -86,6 +89,11 @@ _USAGE_ERROR: type[Exception] = next(
 )
 
 
+#: Arguments that are no value of any option: a command line of only these (and command names)
+#: has no secret to register.
+_HARMLESS = frozenset({"--help", "--version"})
+
+
 class CommandGroup(TyperGroup):
     """The app's group: a usage error of any command is one line on stderr, exit code 2.
 
@@ -95,8 +103,14 @@ class CommandGroup(TyperGroup):
     """
 
     def main(self, args: Sequence[str] | None = None, *rest: Any, **kwargs: Any) -> Any:
-        """Register the secrets of ``args`` (default: ``sys.argv[1:]``), then run click's main."""
-        register_argv_secrets(sys.argv[1:] if args is None else list(args))
+        """Register the secrets of ``args`` (default: ``sys.argv[1:]``), then run click's main.
+        A command line of nothing but help and version flags (and command names) holds no
+        secret, and is parsed without the settings' import."""
+        given = sys.argv[1:] if args is None else list(args)
+        if not all(a in _HARMLESS or a in self.commands for a in given):
+            from scaler.config.cli_options import register_argv_secrets
+
+            register_argv_secrets(given)
         return super().main(args, *rest, **kwargs)
 
     def invoke(self, ctx: Any) -> Any:

@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 import typer
 from pydantic.fields import FieldInfo
 
+from scaler.config.durations import DURATION_FORMS, duration_option
 from scaler.config.secrets import (
     register_file_secret,
     register_header,
@@ -157,6 +158,12 @@ def _option_type(field: FieldInfo) -> Any:
     return str  # URLs, Literal choices, header lists: validated (and explained) by pydantic
 
 
+def is_duration(name: str, field: FieldInfo) -> bool:
+    """A settings field whose value is seconds (``*_seconds``, a number): its option and
+    variable take the command line's duration grammar (:mod:`scaler.config.durations`)."""
+    return name.endswith("_seconds") and _option_type(field) is float
+
+
 def _help(name: str, field: FieldInfo) -> str:
     text = field.description or ""
     if name in SHOWN_DEFAULTS:
@@ -176,6 +183,26 @@ def _shown_default(name: str, field: FieldInfo, default: object) -> str | bool:
     if value is None or value == {}:
         return False
     return str(value)
+
+
+#: Why a setting's value is masked whole, by the value: filled as the value is registered,
+#: so that an error about it says it was masked on purpose and why (instead of ``'***'``).
+MASKED_WHY: dict[str, str] = {}
+
+#: The reason of a token-file setting masked whole.
+TOKEN_FILE_MASKED = (
+    "it names no file and no path into an existing directory, so it may be the token itself "
+    "given where its path belongs"
+)
+
+
+def explain_masked(message: str) -> str:
+    """``message`` with each ``value '<v>'`` of a value masked whole (:data:`MASKED_WHY`)
+    written as ``value masked (<why>)``: the output masks the value anyway, and ``'***'``
+    alone reads as a bug."""
+    for value, why in MASKED_WHY.items():
+        message = message.replace(f"value {value!r}", f"value masked ({why})")
+    return message
 
 
 def register_configured_secrets(values: Mapping[str, object]) -> None:
@@ -203,6 +230,7 @@ def register_configured_secrets(values: Mapping[str, object]) -> None:
             # no file, and no path into a directory that exists: perhaps the token itself,
             # given where its path belongs (a path with a typo in its file name stays shown)
             register_secret(str(token))
+            MASKED_WHY[str(token)] = TOKEN_FILE_MASKED
     for key in ("prometheus_client_key_file", "prometheus_client_cert_file"):
         pem = values.get(key)
         if isinstance(pem, str | Path) and str(pem):
@@ -342,7 +370,7 @@ def load_command_settings(
     try:
         return load_model_settings(model, values, shown)
     except SettingsError as err:
-        *first, last = str(err).splitlines()
+        *first, last = explain_masked(str(err)).splitlines()
         for line in first:  # one line per invalid value, each as the last
             typer.echo(f"vllm-scaler: {line}", err=True)
         raise fail(last) from None
@@ -355,6 +383,7 @@ def settings_options(
     defaults: Mapping[str, object] | None = None,
     fixed: Mapping[str, object] | None = None,
     names: Mapping[str, tuple[str, ...]] | None = None,
+    deprecated: Mapping[str, tuple[tuple[str, ...], str]] | None = None,
 ) -> Callable[[F], F]:
     """Decorate a typer command so that it takes ``fields`` of ``model`` as options.
 
@@ -370,6 +399,8 @@ def settings_options(
             one).
         fixed: values the command imposes (``recommend`` never serves ``/metrics``).
         names: option names that differ from :data:`OPTION_NAMES` for this command.
+        deprecated: field -> (older option names, warning): hidden options that still set
+            the field (over its variable) and print the warning on stderr when used.
     """
     own_defaults = dict(defaults or {})
     imposed = dict(fixed or {})
@@ -380,12 +411,15 @@ def settings_options(
         added = []
         for name in fields:
             info = model.model_fields[name]
+            duration = is_duration(name, info)
             option = typer.Option(
                 *option_names(name, names),
-                help=_help(name, info),
+                help=_help(name, info) + (f" A duration: {DURATION_FORMS}." if duration else ""),
                 envvar=env_name(name),
                 show_envvar=True,
                 show_default=_shown_default(name, info, own_defaults.get(name)),
+                parser=duration_option if duration else None,
+                metavar="DURATION" if duration else None,
             )
             added.append(
                 inspect.Parameter(
@@ -395,11 +429,29 @@ def settings_options(
                     annotation=Annotated[_option_type(info) | None, option],
                 )
             )
+        for name, (old_names, _) in (deprecated or {}).items():
+            info = model.model_fields[name]
+            added.append(
+                inspect.Parameter(
+                    f"{name}__deprecated",
+                    inspect.Parameter.KEYWORD_ONLY,
+                    default=None,
+                    annotation=Annotated[
+                        _option_type(info) | None, typer.Option(*old_names, hidden=True)
+                    ],
+                )
+            )
         params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in kept] + added
 
         @functools.wraps(func)
         def command(**kwargs: Any) -> Any:
             given = {name: kwargs.pop(name) for name in fields}
+            for name, (_, warning) in (deprecated or {}).items():
+                old = kwargs.pop(f"{name}__deprecated")
+                if old is None:
+                    continue
+                typer.echo(f"vllm-scaler: warning: {warning}", err=True)
+                given[name] = old  # an option, so over the variable
             values = {**own_defaults, **{k: v for k, v in given.items() if v is not None}}
             settings = load_command_settings(model, {**values, **imposed}, names)
             return func(settings=settings, **kwargs)

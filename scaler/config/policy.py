@@ -1,7 +1,7 @@
 """The scaling policy: a YAML file that lists the targets and how to scale each.
 
 Loaded with :func:`load_policy`; invalid files raise :class:`PolicyError` whose message names
-the file, the field path, the value and what was expected. See README "Policy file reference".
+the file, the field path, the value and what was expected. Reference: ``docs/policy.md``.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import re
 from pathlib import Path
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Literal, Self
 
 import yaml
 from pydantic import (
@@ -125,10 +125,16 @@ _API_VERSION = r"^([a-z0-9.-]+/)?v[0-9]+[a-z0-9]*$"
 class WorkloadRef(_Strict):
     """The scaled workload: any object with a ``scale`` subresource."""
 
-    api_version: str = Field(alias="apiVersion", pattern=_API_VERSION)
-    kind: str = Field(pattern=_KIND)
-    namespace: str = Field(pattern=DNS_LABEL, max_length=63)
-    name: str = Field(pattern=DNS_SUBDOMAIN, max_length=253)
+    api_version: str = Field(
+        alias="apiVersion", pattern=_API_VERSION, description="the workload's API version"
+    )
+    kind: str = Field(
+        pattern=_KIND,
+        description="Deployment, StatefulSet, ReplicaSet, LeaderWorkerSet, Rollout, or another "
+        "API's kind with plural",
+    )
+    namespace: str = Field(pattern=DNS_LABEL, max_length=63, description="the workload's namespace")
+    name: str = Field(pattern=DNS_SUBDOMAIN, max_length=253, description="the workload's name")
     plural: str | None = Field(
         default=None,
         pattern=r"^[a-z0-9]+$",
@@ -203,6 +209,10 @@ class Tolerance(_Strict):
     scale_down: float = Field(default=0.1, ge=0, lt=1, description="0-1 ratio, not a percent")
 
 
+_STEP_REPLICAS = "replicas a period may add or remove (the larger of the step limits applies)"
+_STEP_PERCENT = "a percent of the replicas (0: off, else >= 1, as HPA's Percent policy)"
+
+
 class ScalingRules(_Strict):
     """One direction's stabilization window and step limit (HPA ``behavior`` semantics).
 
@@ -213,9 +223,15 @@ class ScalingRules(_Strict):
     """
 
     stabilization_window_seconds: float = Field(ge=0, le=3600)
-    max_replicas_per_period: int = Field(ge=1, le=MAX_REPLICAS)
-    max_percent_per_period: float = Field(default=0, ge=0, le=1000)
-    period_seconds: float = Field(default=60, gt=0, le=1800)
+    max_replicas_per_period: int = Field(ge=1, le=MAX_REPLICAS, description=_STEP_REPLICAS)
+    max_percent_per_period: float = Field(default=0, ge=0, le=1000, description=_STEP_PERCENT)
+    period_seconds: float = Field(
+        default=60,
+        gt=0,
+        le=1800,
+        description="the step limits' period, counted from the replicas before our writes "
+        "inside it, up or down (HPA)",
+    )
 
     @field_validator("max_percent_per_period", "max_surplus_percent_per_period", check_fields=False)
     @classmethod
@@ -242,14 +258,30 @@ class ScalingRules(_Strict):
         return data
 
 
+def _window(default: float, toward: str) -> Any:
+    """A direction's ``stabilization_window_seconds`` field (``toward``: ``up to the
+    lowest``...)."""
+    return Field(
+        default=default,
+        ge=0,
+        le=3600,
+        description=f"scale {toward} recommendation of this window (HPA)",
+    )
+
+
+def _step_replicas(default: int) -> Any:
+    """A direction's ``max_replicas_per_period`` field."""
+    return Field(default=default, ge=1, le=MAX_REPLICAS, description=_STEP_REPLICAS)
+
+
 class ScaleUpRules(ScalingRules):
     """Scale-up rules; each field defaults on its own (HPA's scale-up defaults, but +4 pods or
     +100% per 60 s: a vLLM replica takes minutes to load, so a faster period only stacks up
     starting replicas)."""
 
-    stabilization_window_seconds: float = Field(default=0, ge=0, le=3600)
-    max_replicas_per_period: int = Field(default=4, ge=1, le=MAX_REPLICAS)
-    max_percent_per_period: float = Field(default=100, ge=0, le=1000)
+    stabilization_window_seconds: float = _window(0, "up to the lowest")
+    max_replicas_per_period: int = _step_replicas(4)
+    max_percent_per_period: float = Field(default=100, ge=0, le=1000, description=_STEP_PERCENT)
 
 
 class ScaleDownRules(ScalingRules):
@@ -276,9 +308,9 @@ class ScaleDownRules(ScalingRules):
     nothing).
     """
 
-    stabilization_window_seconds: float = Field(default=300, ge=0, le=3600)
-    max_replicas_per_period: int = Field(default=1, ge=1, le=MAX_REPLICAS)
-    max_percent_per_period: float = Field(default=0, ge=0, le=1000)
+    stabilization_window_seconds: float = _window(300, "down to the highest")
+    max_replicas_per_period: int = _step_replicas(1)
+    max_percent_per_period: float = Field(default=0, ge=0, le=1000, description=_STEP_PERCENT)
     max_surplus_percent_per_period: float = Field(
         default=25,
         ge=0,
@@ -315,13 +347,32 @@ class ScalingPolicy(_Strict):
     it is and how its series are found. A target's ``shadow`` is one of these."""
 
     # Scale to zero is not offered: with no pods there are no vLLM series to wake it up.
-    min_replicas: int = Field(default=1, ge=1, le=MAX_REPLICAS)
-    max_replicas: int = Field(default=10, ge=1, le=MAX_REPLICAS, validate_default=True)
-    signals: Signals = Signals()
-    tolerance: Tolerance = Tolerance()
-    scale_up: ScaleUpRules = Field(default_factory=ScaleUpRules)
-    scale_down: ScaleDownRules = Field(default_factory=ScaleDownRules)
-    model_load_timeout_seconds: float = Field(default=600, gt=0, le=MAX_DAY_SECONDS)
+    min_replicas: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_REPLICAS,
+        description="the fewest replicas written (no scale to zero: without pods there are no "
+        "series)",
+    )
+    max_replicas: int = Field(
+        default=10, ge=1, le=MAX_REPLICAS, validate_default=True, description="the most written"
+    )
+    signals: Signals = Field(default=Signals(), description="the signals and their targets")
+    tolerance: Tolerance = Field(
+        default=Tolerance(), description="the band around each target in which nothing changes"
+    )
+    scale_up: ScaleUpRules = Field(
+        default_factory=ScaleUpRules, description="the scale-up window and step limits"
+    )
+    scale_down: ScaleDownRules = Field(
+        default_factory=ScaleDownRules, description="the scale-down window and step limits"
+    )
+    model_load_timeout_seconds: float = Field(
+        default=600,
+        gt=0,
+        le=MAX_DAY_SECONDS,
+        description="a pod not Ready for longer counts as stuck, not starting",
+    )
 
     _max_not_below_min = _not_below("max_replicas", "min_replicas")
     _shortening_needs_capacity = _beside("scale_down", _shortening_without_capacity)
@@ -383,6 +434,77 @@ def _a_label_value(value: str) -> str:
     return value
 
 
+class ReplicaGroups(_Strict):
+    """A replica that is a group of pods: a LeaderWorkerSet's leader and its workers, or any
+    kind whose ``/scale`` counts groups. Every field has the kind's default where one is
+    known (LeaderWorkerSet: :data:`LEADER_WORKER_SET_GROUPS`); another kind names at least
+    ``group_label``.
+
+    Attributes:
+        group_label: the pod label whose value names the pod's group (its replica).
+        leader_labels: the labels of a group's leader; the scale subresource's selector may
+            list the leaders only (a LeaderWorkerSet's does): the pods are listed without
+            these requirements, so that the workers are listed too.
+        size_field: the dotted path, in the workload object, of the pods per group (a group
+            with fewer pods is not Ready); None: a group is as big as its listed pods.
+        serving_pods: ``all`` (every pod runs an engine with its own queue: data-parallel or
+            disaggregated serving; demand is read from every pod) or ``leaders`` (multi-node
+            tensor parallel: the leader serves, the workers hold shards).
+    """
+
+    group_label: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=317,
+        description="the pod label whose value names the pod's group (its replica)",
+    )
+    leader_labels: dict[str, str] | None = Field(
+        default=None,
+        description=(
+            "the labels of a group's leader, left out of the selector so that the workers "
+            "are listed too"
+        ),
+    )
+    size_field: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$",
+        description=(
+            "dotted path, in the workload object, of the pods per group (fewer: not Ready); "
+            "none: a group is as big as its listed pods"
+        ),
+    )
+    serving_pods: Literal["all", "leaders"] = Field(
+        default="all",
+        description=(
+            "all: every pod runs an engine with its own queue (data parallel, disaggregated); "
+            "leaders: the leader serves (multi-node tensor parallel)"
+        ),
+    )
+
+
+#: A LeaderWorkerSet's groups, as its controller labels them (leaderworkerset.x-k8s.io/v1).
+LEADER_WORKER_SET_GROUPS = ReplicaGroups(
+    group_label="leaderworkerset.sigs.k8s.io/group-index",
+    leader_labels={"leaderworkerset.sigs.k8s.io/worker-index": "0"},
+    size_field="spec.leaderWorkerTemplate.size",
+)
+#: Kinds whose replica is a group of pods by default.
+GROUP_KINDS: dict[str, ReplicaGroups] = {"LeaderWorkerSet": LEADER_WORKER_SET_GROUPS}
+
+
+def _groups_named(groups: Any, earlier: dict[str, Any]) -> str | None:
+    """``replica_groups`` of a kind without default groups must name its group label."""
+    workload = earlier.get("workload")
+    if groups is None or workload is None or workload.kind in GROUP_KINDS:
+        return None
+    if _given(groups, "group_label") not in (None, {}):
+        return None
+    return (
+        f"group_label: value None: expected the pod label that names each pod's group for "
+        f"kind {workload.kind} (only {', '.join(sorted(GROUP_KINDS))} has a default)"
+    )
+
+
 class TargetPolicy(ScalingPolicy):
     """How one target is scaled.
 
@@ -397,7 +519,7 @@ class TargetPolicy(ScalingPolicy):
     backtest would replay its replicas loading in that time).
     """
 
-    workload: WorkloadRef
+    workload: WorkloadRef = Field(description="the scaled workload")
     prometheus_matchers: (
         dict[
             Annotated[str, Field(pattern=_LABEL_NAME)],
@@ -412,9 +534,31 @@ class TargetPolicy(ScalingPolicy):
             "lists for the workload count, by exact name."
         ),
     )
-    shadow: ScalingPolicy | None = None
+    shadow: ScalingPolicy | None = Field(
+        default=None, description="a second policy, decided every cycle and never written"
+    )
+    replica_groups: ReplicaGroups | None = Field(
+        default=None,
+        description=(
+            "A replica that is a group of pods (a LeaderWorkerSet's by default): how pods "
+            "group, which is the leader, how many make a group, which serve."
+        ),
+    )
 
     _shadow_reads_the_same_quantiles = _beside("shadow", _shadow_quantile_differs)
+    _groups_name_their_label = _beside("replica_groups", _groups_named)
+
+    @property
+    def groups(self) -> ReplicaGroups | None:
+        """How the target's pods make its replicas: ``replica_groups`` over the kind's
+        defaults (every field set), or None when a replica is one pod."""
+        default = GROUP_KINDS.get(self.workload.kind)
+        given = self.replica_groups
+        if given is None:
+            return default
+        if default is None:
+            return given
+        return default.model_copy(update=given.model_dump(exclude_unset=True))
 
     def shadow_target(self) -> TargetPolicy | None:
         """The shadow as a target policy of the same workload and series (None without one)."""
@@ -466,6 +610,12 @@ class TargetPolicy(ScalingPolicy):
         return {"namespace": self.workload.namespace}
 
 
+#: The labels that tell the copies of one series apart behind an HA Prometheus pair: the
+#: Prometheus Operator's external label, Thanos' usual replica label, Mimir's and Cortex's HA
+#: tracker label.
+DEFAULT_REPLICA_LABELS: tuple[str, ...] = ("prometheus_replica", "replica", "__replica__")
+
+
 class Policy(_Strict):
     """The whole policy file."""
 
@@ -473,9 +623,22 @@ class Policy(_Strict):
         default=60,
         ge=4,
         le=MAX_DAY_SECONDS,
-        description="Window of rate() in the TTFT queries; at least 4 scrape intervals.",
+        description="Window of rate() in the queries; at least 4 scrape intervals (the shipped "
+        "recording rules are for 60).",
     )
-    targets: list[TargetPolicy] = Field(min_length=1)
+    # not strict: a YAML list is the way to write it (strict mode takes only a tuple)
+    replica_labels: tuple[Annotated[str, Field(pattern=_LABEL_NAME, strict=True)], ...] = Field(
+        default=DEFAULT_REPLICA_LABELS,
+        strict=False,
+        description=(
+            "Labels that tell apart the copies of one series each replica of an HA Prometheus "
+            "pair keeps (external labels such as prometheus_replica): series that differ only "
+            "in them are read once. Empty: every series counts."
+        ),
+    )
+    targets: list[TargetPolicy] = Field(
+        min_length=1, description="the workloads to scale, each once"
+    )
 
     @model_validator(mode="wrap")
     @classmethod

@@ -7,6 +7,7 @@ policy file (:mod:`scaler.config.policy`).
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import json
 import os
 import re
@@ -38,6 +39,9 @@ from scaler.config.secrets import (
 )
 from scaler.config.vocabulary import DNS_LABEL, DNS_SUBDOMAIN
 from scaler.config.wording import expectation
+
+#: The module each managed Prometheus authentication needs (its extra of pyproject.toml).
+CLOUD_AUTH_MODULES = {"aws-sigv4": "botocore", "google": "google.auth", "azure": "azure.identity"}
 
 #: Fields whose values may be secrets: never echoed in errors, hidden from ``repr``.
 SECRET_FIELDS = frozenset({"prometheus_headers"})
@@ -278,6 +282,33 @@ class PrometheusSettings(BaseSettings):
     prometheus_timeout_seconds: float = Field(
         default=10.0, gt=0, le=300, description="Timeout of each Prometheus query, seconds."
     )
+    prometheus_cloud_auth: Literal["none", "aws-sigv4", "google", "azure"] = Field(
+        default="none",
+        description="A managed Prometheus' authentication: aws-sigv4 (Amazon Managed Service "
+        "for Prometheus: SigV4 with botocore's credentials, the pod's web identity on EKS), "
+        "google (Google Cloud Managed Service for Prometheus: google-auth's default "
+        "credentials, workload identity on GKE) or azure (Azure Monitor: azure-identity, "
+        "workload identity on AKS). Needs the extra of that name (pip install "
+        "'vllm-scaler[aws]', ...).",
+    )
+    prometheus_aws_region: str | None = Field(
+        default=None,
+        pattern=r"^[a-z]{2}(-[a-z]+)+-[0-9]+$",
+        description="Region of the SigV4 signature (the workspace's). Default: from the URL "
+        "(aps-workspaces.<region>.amazonaws.com), else AWS_REGION or AWS_DEFAULT_REGION.",
+    )
+    prometheus_aws_service: str = Field(
+        default="aps",
+        pattern=r"^[a-z0-9-]+$",
+        description="Signing name of the SigV4 signature (aps: Amazon Managed Service for "
+        "Prometheus).",
+    )
+    prometheus_cloud_auth_scope: str | None = Field(
+        default=None,
+        description="OAuth scope of the google or azure token. Default: "
+        "https://www.googleapis.com/auth/monitoring.read (google), "
+        "https://prometheus.monitor.azure.com/.default (azure).",
+    )
 
     @field_validator("prometheus_headers", mode="before")
     @classmethod
@@ -363,6 +394,50 @@ class PrometheusSettings(BaseSettings):
             )
         return self
 
+    def prometheus_sigv4_region(self) -> str | None:
+        """The region SigV4 signs for: ``prometheus_aws_region``, else the region in an
+        Amazon Managed Service for Prometheus URL (``aps-workspaces.us-east-1.amazonaws.com``),
+        else ``AWS_REGION`` or ``AWS_DEFAULT_REGION``; None when none says."""
+        if self.prometheus_aws_region:
+            return self.prometheus_aws_region
+        found = re.search(r"\.([a-z]{2}(?:-[a-z]+)+-[0-9]+)\.amazonaws\.com(?:\.cn)?$",
+                          self.prometheus_url.host or "")  # fmt: skip
+        if found:
+            return found.group(1)
+        return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or None
+
+    @model_validator(mode="after")
+    def _cloud_auth(self) -> Self:
+        kind = self.prometheus_cloud_auth
+        given = {
+            "prometheus_aws_region": self.prometheus_aws_region is not None and kind != "aws-sigv4",
+            "prometheus_aws_service": self.prometheus_aws_service != "aps" and kind != "aws-sigv4",
+            "prometheus_cloud_auth_scope": self.prometheus_cloud_auth_scope is not None
+            and kind not in ("google", "azure"),
+        }
+        for field, stray in given.items():
+            if stray:
+                raise ValueError(
+                    f"{_setting(field)} is set with {_setting('prometheus_cloud_auth')} "
+                    f"{kind!r}: expected it only with "
+                    + ("aws-sigv4" if "aws" in field else "google or azure")
+                )
+        if kind == "aws-sigv4" and self.prometheus_sigv4_region() is None:
+            raise ValueError(
+                f"{_setting('prometheus_cloud_auth')} aws-sigv4: no region: expected "
+                f"{_setting('prometheus_aws_region')} (the workspace's region), a URL of "
+                "aps-workspaces.<region>.amazonaws.com, or AWS_REGION"
+            )
+        module = CLOUD_AUTH_MODULES.get(kind)
+        if module is not None and not _installed(module):
+            extra = "aws" if kind == "aws-sigv4" else kind
+            raise ValueError(
+                f"{_setting('prometheus_cloud_auth')} {kind}: {module} is not installed: "
+                f"pip install 'vllm-scaler[{extra}]' (the controller image with the cloud "
+                "extras is the tag with the -cloud suffix)"
+            )
+        return self
+
     @model_validator(mode="after")
     def _one_authentication(self) -> Self:
         # Prometheus' own scrape and remote configs refuse more than one of basic_auth,
@@ -389,6 +464,9 @@ class PrometheusSettings(BaseSettings):
             "(--prometheus-headers)": any(
                 name.lower() == "authorization" for name in self.prometheus_headers
             ),
+            _setting("prometheus_cloud_auth") + f" {self.prometheus_cloud_auth}": (
+                self.prometheus_cloud_auth != "none"
+            ),
         }
 
     @property
@@ -414,6 +492,13 @@ class PrometheusSettings(BaseSettings):
             kinds.append("Authorization header")
         if self.prometheus_url.username or self.prometheus_url.password is not None:
             kinds.append("basic (user-info in the URL)")
+        if self.prometheus_cloud_auth == "aws-sigv4":
+            kinds.append(
+                f"aws-sigv4 (region {self.prometheus_sigv4_region()}, "
+                f"service {self.prometheus_aws_service})"
+            )
+        elif self.prometheus_cloud_auth != "none":
+            kinds.append(f"{self.prometheus_cloud_auth} (workload identity or default credentials)")
         others = sorted(
             name
             for name in self.prometheus_headers
@@ -558,6 +643,14 @@ class Settings(PrometheusSettings):
             )
             raise ValueError(f"{shown}: expected retry period < renew deadline < lease duration")
         return self
+
+
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported (its parent package missing counts as not)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
 
 
 def _header_shown(name: str) -> str:

@@ -13,7 +13,8 @@ reads the registry instead of naming signals:
   per-target form included), :mod:`scaler.sources.prometheus.histograms` reads every
   histogram spec the same way;
 - :mod:`scaler.telemetry.metrics` and :mod:`scaler.dashboards` label, draw and document each
-  spec; ``deploy/rules`` carries each spec's alert (a test holds the two equal).
+  spec; the chart's alert files (``deploy/helm/vllm-scaler/files/alerts/``, rendered into
+  ``deploy/rules``) carry each spec's alert (a test holds the two equal).
 
 A new signal of a known kind (a gauge summed or maxed per pod, a latency histogram) is a new
 member of :class:`SignalName`, its block (a field of :class:`Signals`) and its spec here, plus
@@ -197,8 +198,9 @@ class PanelSpec:
 
 @dataclass(frozen=True, slots=True)
 class AlertSpec:
-    """The signal's own alert in ``deploy/rules/vllm-scaler.rules.yaml`` (a test holds the
-    rules file to it): its name and summary. The generic ones (``VllmScalerSignalInvalid``,
+    """The signal's own alert, ``deploy/helm/vllm-scaler/files/alerts/<name>.yaml`` in the
+    chart, rendered into ``deploy/rules/vllm-scaler.rules.yaml`` (a test holds the rendered
+    rules to it): its name and summary. The generic ones (``VllmScalerSignalInvalid``,
     ``VllmScalerSignalAbsent``) cover every signal besides."""
 
     name: str
@@ -274,7 +276,7 @@ class QueueDepthSignal(Strict):
     HPA AverageValue semantics: desired = ceil(total waiting / ``target_per_replica``).
     """
 
-    enabled: bool = True
+    enabled: bool = Field(default=True, description="false switches the signal off")
     target_per_replica: float = Field(
         default=10.0, gt=0, le=MAX_QUEUE_PER_REPLICA, description="waiting requests per replica"
     )
@@ -298,7 +300,7 @@ class KvCacheSignal(Strict):
     not seen by any signal in time, -0.6 to +3.5 points at -17% to +8% GPU-hours.
     """
 
-    enabled: bool = True
+    enabled: bool = Field(default=True, description="false switches the signal off")
     target_ratio: float = Field(default=0.7, gt=0, le=1, description="0-1 ratio, not a percent")
 
 
@@ -308,8 +310,13 @@ class TtftSignal(Strict):
     HPA Object/Value semantics: desired = ceil(ready replicas x value / ``target_seconds``).
     """
 
-    enabled: bool = True
-    target_seconds: float = Field(default=2.0, gt=0, le=MAX_LATENCY_SECONDS)
+    enabled: bool = Field(default=True, description="false switches the signal off")
+    target_seconds: float = Field(
+        default=2.0,
+        gt=0,
+        le=MAX_LATENCY_SECONDS,
+        description="the TTFT quantile's target, seconds",
+    )
     quantile: float = Field(
         default=0.95, gt=0, lt=1, description="0-1 ratio: the quantile of TTFT (0.95 is p95)"
     )
@@ -334,7 +341,7 @@ class ItlSignal(Strict):
     room).
     """
 
-    enabled: bool = False
+    enabled: bool = Field(default=False, description="true switches the signal on (off by default)")
     target_seconds: float | None = Field(
         default=None,
         gt=0,
@@ -365,7 +372,7 @@ class CapacitySignal(Strict):
     capacity are *weighted tokens per second*: prompt tokens plus ``generation_token_weight``
     times generated tokens (``vllm:prompt_tokens_total``, ``vllm:generation_tokens_total``),
     capacity per replica is learned online (:mod:`scaler.core.capacity`) and the forecast
-    covers the model load time (:mod:`scaler.core.forecast`). See README "How it decides".
+    covers the model load time (:mod:`scaler.core.forecast`). See ``docs/capacity.md``.
 
     Seeds (optional): a replica's throughput at the TTFT target on your request mix, for
     example from ``vllm bench serve`` at the rate where TTFT p95 reaches the target: its prompt
@@ -388,10 +395,18 @@ class CapacitySignal(Strict):
         description="what one generated token costs a replica, in prompt tokens",
     )
     seed_prompt_tokens_per_second: float | None = Field(
-        default=None, gt=0, le=MAX_TOKENS_PER_SECOND
+        default=None,
+        gt=0,
+        le=MAX_TOKENS_PER_SECOND,
+        description="optional, with the generation seed: a replica's prompt tokens/s at the "
+        "TTFT target on your mix (e.g. vllm bench serve)",
     )
     seed_generation_tokens_per_second: float | None = Field(
-        default=None, ge=0, le=MAX_TOKENS_PER_SECOND, validate_default=True
+        default=None,
+        ge=0,
+        le=MAX_TOKENS_PER_SECOND,
+        validate_default=True,
+        description="optional, with the prompt seed: a replica's generated tokens/s there",
     )
     min_tokens_per_second: float = Field(
         default=1.0,
@@ -471,11 +486,20 @@ class Signals(Strict):
     """Per-signal targets, one block per entry of :data:`SPECS` (a test holds the two equal).
     Each signal can be switched off with ``enabled: false``."""
 
-    queue_depth: QueueDepthSignal = QueueDepthSignal()
-    kv_cache_usage: KvCacheSignal = KvCacheSignal()
-    ttft_p95: TtftSignal = TtftSignal()
-    itl_p95: ItlSignal = ItlSignal()
-    capacity: CapacitySignal = CapacitySignal()
+    queue_depth: QueueDepthSignal = Field(
+        default=QueueDepthSignal(), description="waiting requests per replica"
+    )
+    kv_cache_usage: KvCacheSignal = Field(
+        default=KvCacheSignal(), description="KV-cache usage per replica"
+    )
+    ttft_p95: TtftSignal = Field(default=TtftSignal(), description="a quantile of TTFT")
+    itl_p95: ItlSignal = Field(
+        default=ItlSignal(),
+        description="a quantile of inter-token latency (off by default; no default target)",
+    )
+    capacity: CapacitySignal = Field(
+        default=CapacitySignal(), description="the forecast demand over a replica's capacity"
+    )
 
     _capacity_needs_ttft = beside("capacity", _capacity_without_ttft)
 
@@ -596,7 +620,7 @@ SPECS: tuple[SignalSpec, ...] = (
         panel=PanelSpec("ITL p95 (inter-token latency)", "s"),
         alert=AlertSpec(
             "VllmScalerItlAboveTarget",
-            "{{ $labels.target }}: inter-token latency p95 above its target for 15 minutes",
+            "{{ $labels.target }}: inter-token latency p95 stays above its target",
         ),
         # Decode load shows in ITL before requests wait or the KV cache fills (vLLM admits
         # requests while blocks are free, and a larger batch streams each token slower): a

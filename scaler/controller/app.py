@@ -135,6 +135,7 @@ async def serve(
         base_url=str(settings.prometheus_url),
         timeout_seconds=settings.prometheus_timeout_seconds,
         rate_window_seconds=policy.rate_window_seconds,
+        replica_labels=policy.replica_labels,
     )
     in_cluster = _in_cluster(settings)
     try:
@@ -202,7 +203,9 @@ async def serve(
             # first: Prometheus answers (a 401 is named as such, not as a missing scrape
             # interval)
             if await _probe_prometheus(source, settings, fatal=options.check_queries):
-                # then: a TTFT without data at start names a rate window that is too short
+                # then: every series twice behind an HA pair (read once either way), and a
+                # TTFT without data at start names a rate window that is too short
+                await report_series_copies(controller, source, policy)
                 await _check_rate_window(controller, source, policy)
             if options.check_queries:
                 await _check_queries(controller, source, policy, str(settings.prometheus_url))
@@ -345,12 +348,16 @@ async def _check_queries(
     unreadable: list[str] = []
     for t in policy.targets:
         try:
-            snapshots[t.key] = await controller.actuator.read(t.workload)
+            snapshots[t.key] = await controller.actuator.read(t.workload, groups=t.groups)
         except KubeApiError as err:
             unreadable.append(f"{t.key}: {err}")
         except Exception as err:
             unreadable.append(f"{t.key}: {type(err).__name__}: {err}")
-    parked = {key for key, snap in snapshots.items() if snap.spec_replicas <= 0}
+    # at 0 replicas scaling is disabled; without a selector the pods cannot be told (the
+    # round says so): neither has series to find
+    parked = {
+        key for key, snap in snapshots.items() if snap.spec_replicas <= 0 or not snap.selector
+    }
     checked = [t for t in policy.targets if t.key not in parked]
     snapshots = {key: snap for key, snap in snapshots.items() if key not in parked}
     problems = await check_configured_queries(source, checked, snapshots) if checked else []
@@ -390,6 +397,31 @@ async def _probe_prometheus(source: PrometheusSource, settings: Settings, *, fat
     return False
 
 
+async def report_series_copies(
+    controller: Controller, source: PrometheusSource, policy: Policy
+) -> None:
+    """At start: say once whether the targets' series arrive once per replica of an HA
+    Prometheus pair (the queries read one copy either way; deduplicating in the query front
+    end saves the backend that work), and export how many copies each series has."""
+    copies = await source.probe_series_copies(policy.targets)
+    if copies is None:
+        return
+    count = max((len(v) for v in copies.values()), default=1)
+    controller.metrics.series_copies.set(count)
+    if copies:
+        shown = "; ".join(f"{name}: {', '.join(values)}" for name, values in copies.items())
+        structlog.get_logger("vllm_scaler").warning(
+            "series_copies_collapsed",
+            labels=copies,
+            copies=count,
+            message=f"every vLLM series arrives {count} times, once per Prometheus replica "
+            f"({shown}): each is read once (the largest of its copies); deduplicate in the "
+            "query front end (Thanos Query's --query.replica-label, Mimir's HA tracker) to "
+            "spare the backend the copies, or set replica_labels in the policy if another "
+            "label tells them apart",
+        )
+
+
 async def _check_rate_window(
     controller: Controller, source: PrometheusSource, policy: Policy
 ) -> None:
@@ -402,7 +434,7 @@ async def _check_rate_window(
     snapshots = {}
     for t in policy.targets:
         with contextlib.suppress(Exception):  # an unreadable target is reported by the round
-            snapshots[t.key] = await controller.actuator.read(t.workload)
+            snapshots[t.key] = await controller.actuator.read(t.workload, groups=t.groups)
     for problem in await check_rate_window(source, policy.targets, snapshots):
         log.warning(
             "rate_window_too_short",

@@ -17,9 +17,10 @@ import structlog
 
 from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
-from scaler.controller.overrides import Control
+from scaler.controller.overrides import Control, shared_pods_text
 from scaler.controller.report import shown_value
 from scaler.core.decide import Decision, Direction
+from scaler.core.observation import WorkloadSnapshot
 from scaler.core.reasons import Reason
 from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus import SourceResult, StallKind, TargetReadings
@@ -60,6 +61,11 @@ class DecisionExports:
         self._outside_seen: dict[str, tuple[int | None, int]] = {}
         # targets whose decision of this cycle found a new outside write (logged once)
         self._outside_new: set[str] = set()
+        # query -> the backend's partial-answer warnings last logged (logged once per change)
+        self._partial: dict[QueryKind, tuple[str, ...]] = {}
+        # target -> the other workloads' pods, and the shared ones, last said
+        self._foreign: dict[str, tuple[tuple[str, str], ...]] = {}
+        self._shared: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {}
 
     def not_due(self, sent: Iterable[QueryKind], now: float) -> None:
         """Mark the queries not sent this cycle as not due (``now``, Unix seconds).
@@ -91,6 +97,7 @@ class DecisionExports:
                 )
             if outcome.ok:
                 m.last_query_success.labels(str(kind)).set(now)
+                self._partial_answer(kind, outcome.partial)
             else:
                 m.query_failures.labels(str(kind), str(outcome.status)).inc()
                 self.log.warning(
@@ -121,7 +128,37 @@ class DecisionExports:
                 "targets they may belong to read them as missing",
             )
 
-    def record(self, t: TargetPolicy, decision: Decision, *, disabled: bool) -> None:
+    def _partial_answer(self, kind: QueryKind, warnings: tuple[str, ...]) -> None:
+        """Count an answer the backend flagged as possibly incomplete; log its warnings once
+        per change, and once when the answers are complete again."""
+        if warnings:
+            self.metrics.partial_answers.labels(str(kind)).inc()
+        before = self._partial.get(kind, ())
+        if warnings == before:
+            return
+        if warnings:
+            self._partial[kind] = warnings
+            self.log.warning(
+                "query_partial_answer",
+                query=str(kind),
+                warnings=list(warnings),
+                message=f"the backend answered the {kind} query with warnings that its data may "
+                "be incomplete (a store, ingester or storage node did not answer): the signals "
+                "read from it count for a scale-up only; no scale-down until answers are complete",
+            )
+        else:
+            del self._partial[kind]
+            self.log.info(
+                "query_answer_complete",
+                query=str(kind),
+                message=f"the {kind} answers are complete again (no partial-answer warnings)",
+            )
+
+    def record(
+        self, t: TargetPolicy, decision: Decision, *, disabled: bool, pods_known: bool = True
+    ) -> None:
+        """Export a decision; ``pods_known`` False: the target's pods cannot be told (its
+        scale subresource has no selector), so no pod count is exported, not even 0."""
         self.metrics.record_decision(
             t.key,
             decision,
@@ -129,8 +166,10 @@ class DecisionExports:
             max_replicas=t.max_replicas,
             tolerance_up=t.tolerance.scale_up,
             tolerance_down=t.tolerance.scale_down,
+            pods_known=pods_known,
         )
         self.metrics.scaling_disabled.labels(t.key).set(1 if disabled else 0)
+        self.metrics.selector_missing.labels(t.key).set(0 if pods_known else 1)
         if self._new_outside_write(t.key, decision):
             self.metrics.outside_writes.labels(t.key).inc()
             self._outside_new.add(t.key)
@@ -330,6 +369,42 @@ class DecisionExports:
             self._stalled[t.key] = kinds
         else:
             self._stalled.pop(t.key, None)
+
+    def ownership(self, t: TargetPolicy, snap: WorkloadSnapshot) -> None:
+        """The pods the target's selector picks that are not its own: another workload's
+        (left out: counted, said once per change), and those it shares with another target
+        without an owner to tell (counted for neither: a warning once per change)."""
+        m = self.metrics
+        m.foreign_pods.labels(t.key).set(len(snap.foreign))
+        m.shared_pods.labels(t.key).set(len(snap.shared))
+        foreign = tuple(sorted(snap.foreign))
+        if foreign != self._foreign.get(t.key, ()):
+            if foreign:
+                owners = sorted({owner for _, owner in foreign})
+                self.log.info(
+                    "selector_picks_other_workloads_pods",
+                    target=t.key,
+                    pods=[pod for pod, _ in foreign][:20],
+                    owners=owners,
+                    message=f"the target's selector {snap.selector} also picks "
+                    f"{len(foreign)} pod(s) of {', '.join(owners)}; their ownerReferences lead "
+                    "there, so they are left out of this target's signals and counts",
+                )
+            self._foreign[t.key] = foreign
+        shared = tuple(snap.shared)
+        if shared != self._shared.get(t.key, ()):
+            if shared:
+                self.log.warning(
+                    "ambiguous_selector",
+                    target=t.key,
+                    pods=[pod for pod, _ in shared][:20],
+                    other_targets=sorted({o for _, others in shared for o in others}),
+                    why=sorted({why for pod, why in snap.unowned if pod in dict(shared)})[:5],
+                    message=f"{shared_pods_text(shared)}: they count for neither target, "
+                    "and this target does not scale down meanwhile (the HPA's "
+                    "AmbiguousSelector); give each workload's pods a label of its own",
+                )
+            self._shared[t.key] = shared
 
     def _export_control(self, t: TargetPolicy, c: Control) -> None:
         m = self.metrics

@@ -50,10 +50,11 @@ from scaler.actuators.kubernetes import (
     ScaleResult,
     WriteGuard,
 )
-from scaler.config.policy import Policy, TargetPolicy, WorkloadRef
+from scaler.config.policy import Policy, ReplicaGroups, TargetPolicy, WorkloadRef
 from scaler.controller.exports import DecisionExports
 from scaler.controller.fence import Leadership, WriteFence
 from scaler.controller.observe import observe
+from scaler.controller.overlap import shared_pods_left_out
 from scaler.controller.overrides import (
     REFUSALS,
     Control,
@@ -61,9 +62,16 @@ from scaler.controller.overrides import (
     override,
     read_control,
     refusal_events,
+    selector_required_decision,
 )
 from scaler.controller.plan import Event, WritePlan, stuck_event, stuck_pods
-from scaler.controller.removal import PendingRemoval, pending_removal, ranked, ranked_in_order
+from scaler.controller.removal import (
+    REMOVAL_EXPIRY_SECONDS,
+    PendingRemoval,
+    pending_removal,
+    ranked,
+    ranked_in_order,
+)
 from scaler.controller.report import TargetReport
 from scaler.core.decide import Decision, Direction, decide
 from scaler.core.drain import RemovalPlan, plan_removal
@@ -110,7 +118,9 @@ class Actuator(Protocol):
     @property
     def dry_run(self) -> bool: ...
 
-    async def read(self, ref: WorkloadRef) -> WorkloadSnapshot: ...
+    async def read(
+        self, ref: WorkloadRef, *, groups: ReplicaGroups | None = None
+    ) -> WorkloadSnapshot: ...
 
     async def scale(
         self, ref: WorkloadRef, replicas: int, *, current: WorkloadSnapshot, guard: WriteGuard
@@ -209,7 +219,9 @@ class Controller:
         self._stuck_event_at: dict[str, float] = {}
         self._cost_unsupported_logged: set[str] = set()
         self._removals: dict[str, PendingRemoval] = {}
+        self._survivors: dict[str, tuple[str, ...]] = {}
         self._disabled: set[str] = set()
+        self._selectorless: set[str] = set()
         metrics.dry_run.set(1 if actuator.dry_run else 0)
         if leader is None:
             metrics.leader.set(0 if actuator.dry_run else 1)
@@ -217,7 +229,8 @@ class Controller:
     async def _read_target(self, t: TargetPolicy) -> _TargetRead | KubeApiError:
         try:
             snap, annotations = await asyncio.gather(
-                self.actuator.read(t.workload), self.actuator.read_annotations(t.workload)
+                self.actuator.read(t.workload, groups=t.groups),
+                self.actuator.read_annotations(t.workload),
             )
         except KubeApiError as err:
             return err
@@ -363,8 +376,13 @@ class Controller:
                 snapshots[t.key] = r.snapshot
                 annotations[t.key] = r.annotations
         readable = [t for t in targets if t.key in snapshots]
-        # spec.replicas 0: scaling disabled; its (absent) series are not asked for
-        active = [t for t in readable if snapshots[t.key].spec_replicas > 0]
+        # a pod whose owner cannot be told that two targets list counts for neither (case 28)
+        snapshots = shared_pods_left_out(snapshots)
+        # spec.replicas 0: scaling disabled; no selector: the pods cannot be told; neither
+        # target's (absent or unattributable) series are asked for
+        active = [
+            t for t in readable if snapshots[t.key].spec_replicas > 0 and snapshots[t.key].selector
+        ]
         result = (
             await self.source.read(
                 [t.reading_target() for t in active], {t.key: snapshots[t.key] for t in active}
@@ -379,10 +397,17 @@ class Controller:
             self.exports.not_due((), now)
         for t in readable:
             owners = self._owners.get(t.workload.namespace, [])
-            control = read_control(t.workload, owners, annotations[t.key])
-            if snapshots[t.key].spec_replicas <= 0:
-                reports.append(await self._disabled_target(t, snapshots[t.key], now, fence))
+            snap = snapshots[t.key]
+            control = replace(
+                read_control(t.workload, owners, annotations[t.key]), shared=snap.shared
+            )
+            if snap.spec_replicas <= 0:
+                reports.append(await self._disabled_target(t, snap, now, fence))
                 continue
+            if not snap.selector:
+                reports.append(await self._selectorless_target(t, snap, now, fence))
+                continue
+            self._selector_found(t)
             assert result is not None
             reports.append(
                 await self._cycle_target(
@@ -426,6 +451,7 @@ class Controller:
         )  # fmt: skip
         decision = override(core, control)
         self.exports.decision(t, decision, core, control, readings)
+        self.exports.ownership(t, snap)
         shadow = self._shadow(t, snap, readings, now, removing)
         plan = self._plan(t, snap, readings, core, decision, control, now, fence)
         applied = await self.apply(plan, fence)
@@ -481,7 +507,36 @@ class Controller:
         left = pending.removing(snap, now)
         if left == 0:
             del self._removals[t.key]
+            if now - pending.at <= REMOVAL_EXPIRY_SECONDS:
+                self._check_removal_order(t, pending, snap)
         return left
+
+    def _check_removal_order(
+        self, t: TargetPolicy, pending: PendingRemoval, snap: WorkloadSnapshot
+    ) -> None:
+        """A scale-down the workload controller has carried out: warn, naming the pods,
+        when it removed others than those ranked to go (their requests were cut instead
+        of the idlest pods'); the survivors' gauge shows the last such scale-down's pods."""
+        for pod in self._survivors.pop(t.key, ()):
+            self.metrics.removal_survivors.remove(t.key, pod)
+        ignored = pending.order_ignored(snap)
+        if ignored is None:
+            return
+        self._survivors[t.key] = ignored.survived
+        for pod in ignored.survived:
+            self.metrics.removal_survivors.labels(t.key, pod).set(1)
+        self.metrics.removal_order_ignored.labels(t.key).inc()
+        self.log.warning(
+            "scale_down_order_ignored",
+            target=t.key,
+            survived=list(ignored.survived),
+            removed=list(ignored.removed),
+            message=f"the workload controller of {t.workload.kind} {t.workload.name} removed "
+            f"{', '.join(ignored.removed)} instead of {', '.join(ignored.survived)}, ranked to "
+            "go by controller.kubernetes.io/pod-deletion-cost: it ignores the annotation (the "
+            "PodDeletionCost feature gate is off, or the controller does not implement it), so "
+            "scale-downs cut the requests of busier pods",
+        )
 
     async def _disabled_target(
         self, t: TargetPolicy, snap: WorkloadSnapshot, now: float, fence: WriteFence
@@ -497,6 +552,8 @@ class Controller:
         self._resume.pop(t.key, None)
         self._resume_shadows.pop(t.key, None)
         self._removals.pop(t.key, None)
+        for pod in self._survivors.pop(t.key, ()):
+            self.metrics.removal_survivors.remove(t.key, pod)
         self.exports.record(t, decision, disabled=True)
         self.metrics.remove_signals(t.key, t.signals.enabled())
         events: tuple[Event, ...] = ()
@@ -515,6 +572,48 @@ class Controller:
         applied = await self.apply(plan, fence)
         self.exports.log_decision(t, decision, applied.action)
         return TargetReport(t.key, decision, None, applied.action)
+
+    async def _selectorless_target(
+        self, t: TargetPolicy, snap: WorkloadSnapshot, now: float, fence: WriteFence
+    ) -> TargetReport:
+        """The scale subresource answers no ``status.selector`` (case 27): the target's pods
+        cannot be told, so nothing is read or written; said once (a warning and a Warning
+        Event) until a selector appears, and exported without pod counts (never 0 ready)."""
+        decision = selector_required_decision(
+            snap.counts(t.model_load_timeout_seconds), t.workload.kind
+        )
+        self.exports.record(t, decision, disabled=False, pods_known=False)
+        self.metrics.remove_signals(t.key, t.signals.enabled())
+        events: tuple[Event, ...] = ()
+        if t.key not in self._selectorless:
+            self._selectorless.add(t.key)
+            self.log.warning(
+                "scale_selector_missing",
+                target=t.key,
+                scale=f"{t.workload.api_version} {t.workload.resource}/{t.workload.name}/scale",
+                message=decision.message,
+            )
+            events = (Event("SelectorRequired", decision.message, "Warning"),)
+        plan = WritePlan(
+            target=t,
+            snapshot=snap,
+            decision=decision,
+            state=self.states.get(t.key) or decision.state,
+            now=now,
+            events=events if not self.actuator.dry_run else (),
+        )
+        applied = await self.apply(plan, fence)
+        self.exports.log_decision(t, decision, applied.action)
+        return TargetReport(t.key, decision, None, applied.action)
+
+    def _selector_found(self, t: TargetPolicy) -> None:
+        if t.key in self._selectorless:
+            self._selectorless.discard(t.key)
+            self.log.info(
+                "scale_selector_found",
+                target=t.key,
+                message="the scale subresource answers a pod selector again: scaling resumes",
+            )
 
     # ------------------------------------------------------------------ writes
 

@@ -34,6 +34,8 @@ __all__ = [
     "override",
     "read_control",
     "refusal_events",
+    "selector_required_decision",
+    "shared_pods_text",
 ]
 
 #: Workload annotation that pauses vllm-scaler on it (value ``"true"``).
@@ -41,7 +43,7 @@ PAUSED_ANNOTATION = "vllm-scaler.io/paused"
 #: Workload annotation that pins its replicas (a non-negative integer).
 PINNED_ANNOTATION = "vllm-scaler.io/pinned-replicas"
 #: The kinds of refusal Event, each repeated at most every few minutes while unchanged.
-REFUSALS = ("conflict", "invalid_pin", "paused")
+REFUSALS = ("conflict", "invalid_pin", "paused", "ambiguous_selector")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,12 +55,15 @@ class Control:
         paused: the workload carries ``vllm-scaler.io/paused: "true"``.
         pin: the replicas of a valid ``vllm-scaler.io/pinned-replicas`` annotation.
         invalid_pin: the annotation's value when it is not a replica count.
+        shared: pods whose owner cannot be told that other targets' selectors pick too
+            (``(pod, the other targets)``): counted by none of them.
     """
 
     conflicts: tuple[ScaleOwner, ...] = ()
     paused: bool = False
     pin: int | None = None
     invalid_pin: str | None = None
+    shared: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 def read_control(
@@ -116,7 +121,46 @@ def override(d: Decision, c: Control) -> Decision:
             message=f"pinned by {PINNED_ANNOTATION}={c.pin} (otherwise "
             f"{d.desired_replicas}; {core})",
         )
+    if c.shared and d.desired_replicas <= d.current_replicas:
+        # a scale-up on the target's own pods goes ahead; nothing else while pods are shared
+        return replace(
+            d,
+            desired_replicas=d.current_replicas,
+            reason=Reason.AMBIGUOUS_SELECTOR,
+            message=f"{shared_pods_text(c.shared)}: neither target counts them, and no "
+            f"scale-down until their owner can be told ({core})",
+        )
     return d
+
+
+def shared_pods_text(shared: tuple[tuple[str, tuple[str, ...]], ...]) -> str:
+    """``pods a, b are also picked by the selector of llm/Deployment/x, and their owner
+    cannot be told``."""
+    pods = [p for p, _ in shared]
+    others = sorted({o for _, targets in shared for o in targets})
+    shown = ", ".join(pods[:5]) + (f" and {len(pods) - 5} more" if len(pods) > 5 else "")
+    return (
+        f"{'pod' if len(pods) == 1 else 'pods'} {shown} {'is' if len(pods) == 1 else 'are'} "
+        f"also picked by the selector of {', '.join(others)}, and "
+        f"{'its' if len(pods) == 1 else 'their'} owner cannot be told"
+    )
+
+
+def selector_required_decision(counts: ReplicaCounts, kind: str) -> Decision:
+    """The decision for a target whose scale subresource answers no ``status.selector``.
+
+    Its pods cannot be told from the namespace's other pods, so no signal is read and
+    nothing is written (the HPA's rule: ScalingActive=False, SelectorRequired); the replica
+    counts of pods are unknown (the pod counts are 0 here, and never exported as such).
+    """
+    return _not_decided(
+        counts,
+        Reason.SELECTOR_REQUIRED,
+        f"the {kind}'s scale subresource answers no status.selector, so its pods cannot be "
+        "told: nothing is read or written (as the HPA: ScalingActive=False, SelectorRequired); "
+        "a custom resource's CRD needs spec.versions[].subresources.scale.labelSelectorPath "
+        "naming a string field with the pods' selector, which its operator must write",
+    )
 
 
 def disabled_decision(counts: ReplicaCounts) -> Decision:
@@ -127,14 +171,23 @@ def disabled_decision(counts: ReplicaCounts) -> Decision:
     evaluated (a parked workload has no series; that is not a failed read) and the state
     is empty: scaling resumes from the replicas someone sets, with a fresh history.
     """
+    return _not_decided(
+        counts,
+        Reason.SCALING_DISABLED,
+        "spec.replicas is 0 (set by a person or an idler): scaling is disabled and "
+        "nothing is written; it resumes from the replicas set when they go above 0",
+    )
+
+
+def _not_decided(counts: ReplicaCounts, reason: Reason, message: str) -> Decision:
+    """A target held at its replicas without evaluating any signal (``reason`` says why)."""
     return Decision(
         current_replicas=counts.current,
         desired_replicas=counts.current,
         recommended_replicas=counts.current,
-        reason=Reason.SCALING_DISABLED,
+        reason=reason,
         driving_signal=None,
-        message="spec.replicas is 0 (set by a person or an idler): scaling is disabled and "
-        "nothing is written; it resumes from the replicas set when they go above 0",
+        message=message,
         limits=(),
         signals=(),
         replicas=counts,
@@ -181,6 +234,17 @@ def refusal_events(ref: WorkloadRef, c: Control, core: Decision) -> dict[str, tu
                 "InvalidPinnedReplicas",
                 f"annotation {PINNED_ANNOTATION}={c.invalid_pin!r} is not a replica "
                 "count (a non-negative integer); holding the current replicas",
+                "Warning",
+            ),
+        )
+    if c.shared:
+        out["ambiguous_selector"] = (
+            c.shared,
+            Event(
+                "AmbiguousSelector",
+                f"{shared_pods_text(c.shared)} (no ownerReferences that lead to one of the "
+                f"workloads): vllm-scaler counts them for neither and does not scale this "
+                f"{ref.kind} down meanwhile; give each workload's pods a label of its own",
                 "Warning",
             ),
         )

@@ -16,6 +16,11 @@ Two rules of drain-aware scale-down live here (pure functions over what the API 
   rollout's surge or a paused canary runs extra pods for as long as it lasts. Only pods
   with a deletionTimestamp and pods this controller's own scale-down removes
   (:class:`PendingRemoval`) hold a further scale-down.
+- Checking the choice was honoured. Once the workload controller has removed its pods,
+  :meth:`PendingRemoval.order_ignored` tells whether it removed pods other than the ones
+  ranked to go (a ReplicaSet controller with the ``PodDeletionCost`` feature gate off, or
+  one older than 1.22; another controller that ignores the annotation), naming the chosen
+  pods that survived: their requests were not the ones spared.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from scaler.core.observation import PodInfo, WorkloadSnapshot
 
 __all__ = [
     "REMOVAL_EXPIRY_SECONDS",
+    "IgnoredOrder",
     "PendingRemoval",
     "deletion_cost",
     "pending_removal",
@@ -69,6 +75,19 @@ REMOVAL_EXPIRY_SECONDS = 120.0
 
 
 @dataclass(frozen=True, slots=True)
+class IgnoredOrder:
+    """A scale-down whose workload controller removed other pods than those ranked to go.
+
+    Attributes:
+        survived: the pods ranked lowest (chosen to go) that are still live.
+        removed: the pods that went instead (neither chosen nor not ready at the time).
+    """
+
+    survived: tuple[str, ...]
+    removed: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class PendingRemoval:
     """A scale-down this controller wrote, whose pods may still be live.
 
@@ -79,12 +98,17 @@ class PendingRemoval:
         count: the replicas the write removed.
         live_before: live pods (no deletionTimestamp) when it was written.
         at: when it was written (controller clock, seconds).
+        chosen: the pods ranked lowest by pod-deletion-cost for it (empty for kinds that
+            ignore the annotation).
+        live_names: the live pods when it was written.
     """
 
     candidates: frozenset[str]
     count: int
     live_before: int
     at: float
+    chosen: frozenset[str] = frozenset()
+    live_names: frozenset[str] = frozenset()
 
     def removing(self, snap: WorkloadSnapshot, now: float) -> int:
         """Live pods (no deletionTimestamp) of this removal still to go; 0 once the
@@ -98,6 +122,20 @@ class PendingRemoval:
         gone = self.live_before - len(live)
         return max(0, min(left, self.count - gone, len(live) - snap.spec_replicas))
 
+    def order_ignored(self, snap: WorkloadSnapshot) -> IgnoredOrder | None:
+        """Once the removal is done (:meth:`removing` is 0): the chosen pods still live and
+        the other pods removed instead, when the workload controller did not remove the
+        chosen ones; None when it did, or nothing was chosen. A pod not ready at the time
+        going first is the ReplicaSet's own rule, not an ignored ranking."""
+        if not self.chosen:
+            return None
+        live = snap.live_pod_names
+        removed = sorted((self.live_names - live) - self.candidates)
+        survived = sorted(self.chosen & live)
+        if not removed or not survived:
+            return None
+        return IgnoredOrder(tuple(survived), tuple(removed))
+
 
 def pending_removal(
     snap: WorkloadSnapshot, removal: RemovalPlan | None, count: int, now: float
@@ -105,6 +143,7 @@ def pending_removal(
     """What a scale-down of ``count`` replicas written over ``snap`` at ``now`` removes."""
     live = snap.live_pod_names
     if removal is None:
-        return PendingRemoval(live, count, len(live), now)
+        return PendingRemoval(live, count, len(live), now, live_names=live)
     not_ready = {p.name for p in snap.pods if not p.terminating and not p.ready}
-    return PendingRemoval(frozenset(removal.chosen) | not_ready, count, len(live), now)
+    chosen = frozenset(removal.chosen)
+    return PendingRemoval(chosen | not_ready, count, len(live), now, chosen, live)

@@ -9,6 +9,7 @@ from typing import Any, Literal, TextIO
 
 from scaler.core.decide import Decision
 from scaler.core.evaluation import SignalEvaluation
+from scaler.core.reasons import Reason
 from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus import TargetReadings
 
@@ -59,7 +60,10 @@ def decision_json(d: Decision) -> dict[str, Any]:
         "message": d.message,
         "driving_signal": str(d.driving_signal) if d.driving_signal else None,
         "limits": [str(limit) for limit in d.limits],
-        "replicas": {
+        # without a selector the pods are unknown: no count, not 0 ready
+        "replicas": None
+        if d.reason is Reason.SELECTOR_REQUIRED
+        else {
             "ready": d.replicas.ready,
             "starting": d.replicas.starting,
             "stuck": d.replicas.stuck,
@@ -97,8 +101,9 @@ def decision_json(d: Decision) -> dict[str, Any]:
 
 
 def report_json(report: TargetReport) -> dict[str, Any]:
-    """The ``recommend --output json`` object of one target (see the README for its fields):
-    the active decision's fields, and under ``shadow`` the shadow policy's (null without one)."""
+    """The ``recommend --output json`` object of one target (``docs/recommend.md`` describes
+    its fields): the active decision's fields, and under ``shadow`` the shadow policy's (null
+    without one)."""
     d = report.decision
     out: dict[str, Any] = {"target": report.target, "action": report.action}
     if d is None:
@@ -147,11 +152,16 @@ def print_reports(reports: list[TargetReport], fmt: OutputFormat, out: TextIO) -
         if d is None:
             out.write(f"{r.target}: cannot read the target: {r.error}\n")
             continue
+        counts = (
+            "pods unknown (no selector)"
+            if d.reason is Reason.SELECTOR_REQUIRED
+            else f"ready {d.replicas.ready}, starting {d.replicas.starting}, "
+            f"stuck {d.replicas.stuck}, terminating {d.replicas.terminating}"
+        )
         out.write(
             f"{r.target}: current {d.current_replicas} -> desired {d.desired_replicas} "
             f"[{d.reason}] {d.message}\n"
-            f"  replicas: ready {d.replicas.ready}, starting {d.replicas.starting}, "
-            f"stuck {d.replicas.stuck}, terminating {d.replicas.terminating}\n"
+            f"  replicas: {counts}\n"
         )
         if r.readings is not None and r.readings.stalled:
             out.write(

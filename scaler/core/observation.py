@@ -17,7 +17,8 @@ class ReplicaCounts:
         current: ``spec.replicas`` of the scale subresource: the replicas asked for. This,
             never a count of Prometheus series, is the current replica count.
         status: ``status.replicas`` of the scale subresource.
-        ready: live pods (no deletionTimestamp) whose Ready condition is True.
+        ready: live pods (no deletionTimestamp) whose Ready condition is True; when a
+            replica is a group of pods (a LeaderWorkerSet's), every count is of groups.
         starting: live pods not ready and younger than the model load timeout: capacity
             already asked for that is still loading its model.
         stuck: live pods not ready and older than the model load timeout (for example
@@ -115,6 +116,10 @@ class PodInfo:
         ready_seconds: seconds since the Ready condition's ``lastTransitionTime`` while the
             pod is ready; None when it is not ready or the time is unknown. A pod ready for
             less than a ``rate()`` window cannot have a rate yet (its series are that young).
+        group: the replica the pod is part of, when a replica is a group of pods (a
+            LeaderWorkerSet's group index); None: the pod is a replica of its own.
+        serves: its series are the replica's demand (False: a worker of a group whose
+            leader alone serves).
     """
 
     name: str
@@ -124,6 +129,8 @@ class PodInfo:
     phase: str = "Running"
     deletion_cost: str | None = None
     ready_seconds: float | None = None
+    group: str | None = None
+    serves: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +143,18 @@ class WorkloadSnapshot:
         status_replicas: ``status.replicas`` of the scale subresource.
         selector: ``status.selector`` of the scale subresource (a label selector string).
         resource_version: ``metadata.resourceVersion`` of the scale subresource.
-        pods: the pods the selector picks.
+        pods: the target's pods: the ones the selector picks that the workload owns, or whose
+            owner cannot be told (:attr:`foreign` are left out).
+        group_size: pods per replica when a replica is a group of pods (a group with fewer
+            is not Ready); None: as many as are listed.
+        foreign: pods the selector picks that another workload owns (its ownerReferences
+            lead elsewhere): ``(pod, owner)``, owner as ``Kind namespace/name``.
+        unowned: pods of :attr:`pods` whose owner cannot be told (no controller reference,
+            one that cannot be followed): ``(pod, why)``; they count for the target unless
+            another target's selector picks them too.
+        shared: such pods that another target's selector picks too: ``(pod, the other
+            targets)``; left out of :attr:`pods` (neither target counts them, as the HPA's
+            AmbiguousSelector).
     """
 
     namespace: str
@@ -145,11 +163,41 @@ class WorkloadSnapshot:
     selector: str
     resource_version: str
     pods: tuple[PodInfo, ...] = ()
+    group_size: int | None = None
+    foreign: tuple[tuple[str, str], ...] = ()
+    unowned: tuple[tuple[str, str], ...] = ()
+    shared: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @property
+    def grouped(self) -> bool:
+        """A replica is a group of pods."""
+        return any(p.group is not None for p in self.pods)
+
+    def groups(self) -> dict[str, list[PodInfo]]:
+        """Group -> its pods (a pod without a group is a group of its own)."""
+        out: dict[str, list[PodInfo]] = {}
+        for p in self.pods:
+            out.setdefault(p.group if p.group is not None else p.name, []).append(p)
+        return out
+
+    def _group_ready(self, pods: list[PodInfo]) -> bool:
+        """Every pod of the group ready and live, and as many as a group holds."""
+        whole = self.group_size is None or len(pods) >= self.group_size
+        return whole and all(p.ready and not p.terminating for p in pods)
 
     @property
     def ready_pod_names(self) -> frozenset[str]:
-        """Names of live (not terminating) ready pods: the only pods whose series count."""
-        return frozenset(p.name for p in self.pods if p.ready and not p.terminating)
+        """Names of live (not terminating) ready pods that serve: the only pods whose series
+        count. When a replica is a group of pods, only those of Ready groups."""
+        if not self.grouped:
+            return frozenset(p.name for p in self.pods if p.ready and not p.terminating)
+        return frozenset(
+            p.name
+            for pods in self.groups().values()
+            if self._group_ready(pods)
+            for p in pods
+            if p.serves
+        )
 
     @property
     def live_pod_names(self) -> frozenset[str]:
@@ -162,15 +210,20 @@ class WorkloadSnapshot:
         A live pod that is not ready counts as *starting* while it is younger than the
         model load timeout, and as *stuck* after that. ``removing`` is passed through (the
         pods do not tell it: only the controller knows which pods it removes).
+
+        When a replica is a group of pods, the groups are counted: Ready when all its pods
+        are (and it has :attr:`group_size` of them), terminating (draining) when one of its
+        pods is, else starting while its newest pod is younger than the timeout, stuck after.
         """
+        units = self.groups().values() if self.grouped else [[p] for p in self.pods]
         ready = starting = stuck = terminating = 0
-        for p in self.pods:
-            if p.terminating:
+        for pods in units:
+            if any(p.terminating for p in pods):
                 terminating += 1
-            elif p.ready:
+            elif self._group_ready(pods):
                 ready += 1
-            elif p.age_seconds < model_load_timeout_seconds:
-                starting += 1
+            elif min(p.age_seconds for p in pods) < model_load_timeout_seconds:
+                starting += 1  # its newest pod still loads (a worker recreated: the group too)
             else:
                 stuck += 1
         # Pods the workload controller has not created yet are starting too.

@@ -58,6 +58,13 @@ class Reason(StrEnum):
       - ``pinned``: the workload carries ``vllm-scaler.io/pinned-replicas: "N"``; N is written.
       - ``scaling_disabled``: ``spec.replicas`` is 0 (set by a person or an idler): as for the
         HPA, scaling is disabled and nothing is written until replicas go above 0 again.
+      - ``selector_required``: the target's scale subresource answers no ``status.selector``
+        (a custom resource without ``labelSelectorPath``, an operator that has not written
+        it yet): its pods cannot be told, so nothing is read or written (the HPA:
+        ScalingActive=False, SelectorRequired).
+      - ``ambiguous_selector``: pods whose owner cannot be told are picked by another
+        target's selector too: neither counts them, and the target does not scale down
+        while that lasts (the HPA's AmbiguousSelector).
     """
 
     SCALE_UP = "scale_up"
@@ -78,6 +85,8 @@ class Reason(StrEnum):
     SCALING_DISABLED = "scaling_disabled"
     DEMAND_COVERED = "demand_covered"
     WAITING_FOR_TTFT_WINDOW = "waiting_for_ttft_window"
+    SELECTOR_REQUIRED = "selector_required"
+    AMBIGUOUS_SELECTOR = "ambiguous_selector"
 
 
 class Limit(StrEnum):

@@ -227,7 +227,8 @@ def decisions_dashboard() -> dict[str, Any]:
     why = (
         why.description(
             "The reason of each target's latest decision (vllm_scaler_last_decision_reason == 1) "
-            "with its current, desired and recommended replicas. See the README's reason table."
+            "with its current, desired and recommended replicas. See the reason table in "
+            "docs/decisions.md."
         )
         .span(12)
         .height(8)

@@ -28,8 +28,10 @@ from scaler.telemetry.metrics import ScalerMetrics
 __all__ = ["BACKENDS", "CONTROLLER_JOB", "SimCluster"]
 
 #: The ``job`` label of the controller's own ``/metrics`` when the simulated Prometheus
-#: scrapes it (the fleet's series are ``job="vllm"``).
-CONTROLLER_JOB = "vllm-scaler"
+#: scrapes it (the fleet's series are ``job="vllm"``): the name of the chart's metrics Service
+#: for a release named ``vllm-scaler``, as its ServiceMonitor labels the series, so that the
+#: shipped alert rules (``deploy/rules``, rendered from the chart's defaults) apply unchanged.
+CONTROLLER_JOB = "vllm-scaler-metrics"
 
 #: The servers that can scrape the fleet and answer the controller's queries, by name.
 BACKENDS: dict[str, type[ScrapingServer]] = {

@@ -28,19 +28,30 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TextIO, TypeVar
+from typing import Protocol, TextIO, TypeVar
 
-from scaler.config.policy import Policy
+import yaml
+
+from scaler.config.policy import Policy, load_policy
 from scaler.sim.catalog import NAMED_TRACES as NAMED_TRACES  # re-exported for callers
 from scaler.sim.cluster import CONTROLLER_JOB, SimCluster
-from scaler.sim.engine import ReplicaModel
-from scaler.sim.fleet import FleetConfig
+from scaler.sim.engine import ReplicaModel, SimRequest
+from scaler.sim.fleet import FleetConfig, FleetSample
 from scaler.sim.prometheus_server import die_with_parent, free_port, wait_for_series
-from scaler.sim.report import RunSummary, format_summary, plot_run, summarize
+from scaler.sim.report import (
+    Baseline,
+    RunSummary,
+    SliceRow,
+    format_comparison,
+    format_summary,
+    plot_run,
+    slice_row,
+    summarize,
+)
 from scaler.sim.trace import Trace
 from scaler.telemetry.logging import format_fields
 
@@ -88,6 +99,54 @@ def fleet_target_error(policy: Policy) -> str | None:
 #: Signals that stop the demo like Ctrl-C: the replay ends, everything started is cleaned up
 #: and the summary of what ran is printed.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class CapacitySeedLike(Protocol):
+    """A profile's capacity seed (:class:`scaler.bench.demo.CapacitySeed`)."""
+
+    @property
+    def prompt_tokens_per_second(self) -> float: ...
+    @property
+    def generation_tokens_per_second(self) -> float: ...
+    @property
+    def requests_per_second(self) -> float: ...
+
+
+class ReplayRun(Protocol):
+    """What a replayed run recorded (:class:`scaler.bench.simulate.RunRecord`)."""
+
+    @property
+    def requests(self) -> Sequence[SimRequest]: ...
+    @property
+    def samples(self) -> Sequence[FleetSample]: ...
+    @property
+    def scale_events(self) -> Sequence[tuple[float, int, int]]: ...
+
+
+class Replayed(Protocol):
+    """One replayed row (:class:`scaler.bench.demo.Replay`)."""
+
+    @property
+    def label(self) -> str: ...
+    @property
+    def run(self) -> ReplayRun: ...
+
+
+class SliceBench(Protocol):
+    """The bench's side of the demo (:class:`scaler.bench.demo.DemoBench`): the command line
+    joins it in, as this layer is below the bench's."""
+
+    def seed_for(self, trace: Trace) -> CapacitySeedLike:
+        """A profile of one replica on ``trace``'s mix, as capacity seeds."""
+        ...
+
+    def starting_replicas(self, trace: Trace) -> int:
+        """The replicas the first minute of ``trace`` needs."""
+        ...
+
+    def replays(self, trace: Trace, policy: Policy, initial_replicas: int) -> Sequence[Replayed]:
+        """``trace`` replayed in virtual time: vllm-scaler with ``policy``, and KEDA."""
+        ...
 
 
 class WorkdirInUseError(RuntimeError):
@@ -218,6 +277,12 @@ class DemoOptions:
 
     ``metrics_port``: where the controller serves its own ``/metrics`` on 127.0.0.1 (None: a
     free port; 0: not served, as ``run``'s ``metrics_port`` 0).
+
+    ``bench``: the bench's side (a profile seed, the starting fleet, the replays beside the
+    live run when ``compare``); None runs the live demo alone. ``profile_seed``: seed the
+    capacity signal of the policy's target from the bench's profile when the policy has no
+    seed. ``initial_replicas`` None: what the slice's first minute needs (the bench's
+    estimate; 1 without a bench).
     """
 
     trace: Trace
@@ -230,13 +295,16 @@ class DemoOptions:
     scrape_interval_seconds: float = 1.0
     slo_ttft_seconds: float = 2.0
     window_seconds: float = 10.0
-    initial_replicas: int = 1
+    initial_replicas: int | None = None
     with_controller: bool = True
     metrics_port: int | None = None
     plot: bool = True
     routing: str = "random"
     seed: int = 0
     trace_summary: str = ""
+    bench: SliceBench | None = None
+    profile_seed: bool = True
+    compare: bool = True
 
 
 _UNITS = {"queue_depth": "", "kv_cache_usage": "", "ttft_p95": "s"}
@@ -299,6 +367,64 @@ def shadow_point(event: dict[str, object], start: float) -> tuple[float, int] | 
         return None
 
 
+#: The fields of a decision event that make it worth a line again: what was decided, on which
+#: fleet, and what the shadow would write (signal values move every cycle and are shown on
+#: those lines).
+_DECISION_FACTS = (
+    "current",
+    "desired",
+    "reason",
+    "ready",
+    "starting",
+    "terminating",
+    "shadow_desired",
+)
+
+
+#: Fields of the other events that are measurements of the moment, not facts (the requests
+#: in flight of the pods a held scale-down chose move every cycle).
+_MEASURED_FIELDS = ("timestamp", "in_flight")
+
+
+def event_facts(event: Mapping[str, object]) -> tuple[object, ...]:
+    """What an event says beside when: a decision's :data:`_DECISION_FACTS` and its signals'
+    statuses (``learning``, ``idle``...; not their values), any other event's fields but its
+    :data:`_MEASURED_FIELDS`."""
+    if event.get("event") == "decision":
+        signals = event.get("signals")
+        statuses = (
+            tuple(sorted((k, v) for k, v in signals.items() if isinstance(v, str)))
+            if isinstance(signals, dict)
+            else ()
+        )
+        return (*(event.get(k) for k in _DECISION_FACTS), statuses)
+    return tuple(
+        sorted(
+            (k, json.dumps(v, sort_keys=True, default=str))
+            for k, v in event.items()
+            if k not in _MEASURED_FIELDS
+        )
+    )
+
+
+class ChangesOnly:
+    """Which of the controller's events to print: each event (per target) the first time, then
+    only when its facts (:func:`event_facts`) change, so that a fact repeated every cycle (the
+    pods a held scale-down chose, a decision to hold at the same count) is printed once."""
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[str, str], tuple[object, ...]] = {}
+
+    def wants(self, event: Mapping[str, object]) -> bool:
+        """True when ``event`` says something its last printed one did not."""
+        key = (str(event.get("event")), str(event.get("target", "")))
+        facts = event_facts(event)
+        if self._last.get(key) == facts:
+            return False
+        self._last[key] = facts
+        return True
+
+
 async def pump_controller_log(
     stream: asyncio.StreamReader,
     out: TextIO,
@@ -307,8 +433,10 @@ async def pump_controller_log(
     shadow: list[tuple[float, int]] | None = None,
 ) -> None:
     """Print the controller's JSON log lines as :func:`format_event` lines (other lines
-    indented as they are), count each event name in ``seen`` (``cycle_failed``...) and
-    collect the shadow policy's recommendations in ``shadow`` (:func:`shadow_point`)."""
+    indented as they are), each event only when it says something new (:class:`ChangesOnly`),
+    count each event name in ``seen`` (``cycle_failed``...) and collect the shadow policy's
+    recommendations in ``shadow`` (:func:`shadow_point`)."""
+    changes = ChangesOnly()
     while raw := await stream.readline():
         text = raw.decode(errors="replace").rstrip("\n")
         try:
@@ -319,7 +447,7 @@ async def pump_controller_log(
             if isinstance(event, dict):
                 if seen is not None:
                     seen[str(event.get("event"))] += 1
-                if event.get("event") != "scaled":
+                if event.get("event") != "scaled" and changes.wants(event):
                     out.write(format_event(event, start) + "\n")
                 point = shadow_point(event, start)
                 if point is not None and shadow is not None:
@@ -391,16 +519,69 @@ async def run_demo(
         return await _run_locked(opts, workdir, out or sys.stdout, report)
 
 
+def seeded_policy(source: Path, policy: Policy, seed: CapacitySeedLike, dest: Path) -> Path | None:
+    """Write the policy file ``source`` to ``dest`` with its first target's capacity seeds set
+    to ``seed``; None (nothing written) when that target's capacity signal is off or the file
+    seeds it already. ``policy`` is ``source`` loaded.
+
+    Raises:
+        PolicyError: the seeded file is no valid policy (a seed out of its bounds).
+    """
+    target = policy.targets[0]
+    if not target.signals.capacity_enabled or target.signals.capacity.seed_tokens_per_second:
+        return None
+    doc = yaml.safe_load(source.read_text(encoding="utf-8"))
+    first = doc["targets"][0]
+    signals = first["signals"] = first.get("signals") or {}
+    capacity = signals["capacity"] = signals.get("capacity") or {}
+    capacity["seed_prompt_tokens_per_second"] = seed.prompt_tokens_per_second
+    capacity["seed_generation_tokens_per_second"] = seed.generation_tokens_per_second
+    dest.write_text(
+        f"# {source} with the capacity seeds of a profile of one simulated replica on the\n"
+        "# demo's request mix, written by vllm-scaler sim for its controller.\n"
+        + yaml.safe_dump(doc, sort_keys=False),
+        encoding="utf-8",
+    )
+    load_policy(dest, given_as="the seeded policy")
+    return dest
+
+
+def _tokens_per_second(x: float) -> str:
+    return f"{x / 1e3:.3g}k" if x >= 1e3 else f"{x:.3g}"
+
+
+def seed_line(seed: CapacitySeedLike, slo_ttft_seconds: float) -> str:
+    """The header line that says the capacity signal starts from a profile, and which."""
+    return (
+        f"capacity    seeded from a profile of one replica on this slice's mix (as vllm bench "
+        f"serve measures one): {_tokens_per_second(seed.prompt_tokens_per_second)} prompt + "
+        f"{_tokens_per_second(seed.generation_tokens_per_second)} generated tokens/s at TTFT "
+        f"p95 <= {slo_ttft_seconds:g} s ({seed.requests_per_second:.2f} requests/s); it learns "
+        "on from there (--no-profile-seed: from nothing)"
+    )
+
+
 async def _run_locked(
     opts: DemoOptions, workdir: Path, out: TextIO, report: SummaryReport | None = None
 ) -> int:
     clock = time.time
+    policy = load_policy(opts.policy_file)
+    initial = opts.initial_replicas
+    if initial is None:
+        initial = opts.bench.starting_replicas(opts.trace) if opts.bench is not None else 1
+    policy_file, seeding = opts.policy_file, ""
+    if opts.bench is not None and opts.profile_seed:
+        seed = opts.bench.seed_for(opts.trace)
+        written = seeded_policy(opts.policy_file, policy, seed, workdir / "policy-seeded.yaml")
+        if written is not None:
+            policy_file, policy = written, load_policy(written)
+            seeding = seed_line(seed, opts.slo_ttft_seconds) + "\n"
     cluster = SimCluster(
         workdir,
         FleetConfig(
             model=ReplicaModel(model_load_seconds=opts.model_load_seconds),
             termination_grace_seconds=opts.termination_grace_seconds,
-            initial_replicas=opts.initial_replicas,
+            initial_replicas=initial,
             routing=opts.routing,
             seed=opts.seed,
         ),
@@ -437,7 +618,7 @@ async def _run_locked(
             workdir / "env.sh",
             prometheus_url=prom.url,
             kubeconfig=kubeconfig,
-            policy=opts.policy_file,
+            policy=policy_file,
         )
         metrics_port = 0
         if opts.with_controller and opts.metrics_port != 0:
@@ -447,12 +628,15 @@ async def _run_locked(
             out.write(opts.trace_summary + "\n")
         out.write(
             f"trace       {opts.trace.description}\n"
-            f"fleet       Deployment llm/vllm, {opts.initial_replicas} replica(s) at start, "
+            f"fleet       Deployment llm/vllm, {initial} replica(s) at start"
+            + (" (what the slice's first minute needs)" if opts.initial_replicas is None else "")
+            + ", "
             f"model load {opts.model_load_seconds:g} s, drain grace "
             f"{opts.termination_grace_seconds:g} s, routing {opts.routing}\n"
             f"prometheus  {prom.url} (scrape every {opts.scrape_interval_seconds:g} s)\n"
             f"kube API    {kube_url} (kubeconfig {kubeconfig})\n"
-            f"policy      {opts.policy_file}\n"
+            f"policy      {policy_file}\n"
+            + seeding
             + (
                 f"metrics     http://127.0.0.1:{metrics_port}/metrics (the controller's "
                 f"vllm_scaler_* series; Prometheus scrapes them as job {CONTROLLER_JOB})\n"
@@ -472,7 +656,7 @@ async def _run_locked(
                 **controller_environment(os.environ),
                 "VLLM_SCALER_PROMETHEUS_URL": prom.url,
                 "VLLM_SCALER_KUBECONFIG": str(kubeconfig),
-                "VLLM_SCALER_POLICY_FILE": str(opts.policy_file),
+                "VLLM_SCALER_POLICY_FILE": str(policy_file),
                 "VLLM_SCALER_CONTROL_INTERVAL_SECONDS": str(opts.control_interval_seconds),
                 "VLLM_SCALER_METRICS_PORT": str(metrics_port),
                 "VLLM_SCALER_METRICS_ADDRESS": "127.0.0.1",
@@ -485,7 +669,10 @@ async def _run_locked(
                 preexec_fn=die_with_parent(),  # gone with us even if we are killed hard
             )  # fmt: skip
             assert controller.stdout is not None
-            out.write("Decisions of vllm-scaler (every control interval):\n")
+            out.write(
+                "Decisions of vllm-scaler (a line when the decision, the fleet or a signal's "
+                "status changes):\n"
+            )
             pump = asyncio.create_task(
                 pump_controller_log(controller.stdout, out, start, seen, shadow)
             )
@@ -525,9 +712,26 @@ async def _run_locked(
         summary = dataclasses.replace(summary, failed_cycles=count_failed_cycles(seen))
     title = f"vllm-scaler demo: {opts.trace.description}, routing {opts.routing}"
     out.write("\n" + format_summary(summary, title=title) + "\n")
+    baselines: list[Baseline] = []
+    compared = opts.bench is not None and opts.compare and controller is not None
+    if compared and runtime.samples and not received:
+        rows, baselines = await _compare(
+            opts, policy, initial, summary, fleet.requests, runtime.samples, start
+        )
+        summary = dataclasses.replace(summary, comparison=tuple(rows))
+        out.write(
+            "\n" + format_comparison(rows, duration_seconds=opts.trace.duration_seconds) + "\n"
+        )
     png: Path | None = None
     if opts.plot and runtime.samples:
-        png = plot_run(runtime.samples, summary, workdir / "demo.png", title=title, shadow=shadow)
+        png = plot_run(
+            runtime.samples,
+            summary,
+            workdir / "demo.png",
+            title=title,
+            shadow=shadow,
+            baselines=baselines,
+        )
         out.write(f"plot            {png}\n")
     if report is not None:
         report(summary, png)
@@ -542,3 +746,53 @@ async def _run_locked(
     if why:
         out.write(why + "\n")
     return code
+
+
+#: The live run's row in the comparison.
+LIVE_LABEL = "vllm-scaler (this run, live)"
+
+
+async def _compare(
+    opts: DemoOptions,
+    policy: Policy,
+    initial_replicas: int,
+    live: RunSummary,
+    requests: Sequence[SimRequest],
+    samples: Sequence[FleetSample],
+    start: float,
+) -> tuple[list[SliceRow], list[Baseline]]:
+    """The live run beside the bench's replays of the same slice: one :class:`SliceRow`
+    each (over the slice), and the replays other than vllm-scaler's as plot baselines."""
+    assert opts.bench is not None
+    duration, slo = opts.trace.duration_seconds, opts.slo_ttft_seconds
+    rows = [
+        slice_row(
+            LIVE_LABEL,
+            requests,
+            samples,
+            live.scale_events,
+            start=start,
+            duration_seconds=duration,
+            slo_ttft_seconds=slo,
+            window_seconds=opts.window_seconds,
+        )
+    ]
+    baselines = []
+    # in a thread: the bench's controller runs its own event loop
+    replays = await asyncio.to_thread(opts.bench.replays, opts.trace, policy, initial_replicas)
+    for replay in replays:
+        run = replay.run
+        row = slice_row(
+            replay.label,
+            run.requests,
+            run.samples,
+            run.scale_events,
+            start=0.0,
+            duration_seconds=duration,
+            slo_ttft_seconds=slo,
+            window_seconds=opts.window_seconds,
+        )
+        rows.append(row)
+        if not replay.label.startswith("vllm-scaler"):
+            baselines.append(Baseline(replay.label, tuple(run.samples), row.summary))
+    return rows, baselines

@@ -60,6 +60,8 @@ class RunSummary:
         failed_cycles: control cycles of the controller that ended with an exception or
             could not read or scale the target (``cycle_failed``, ``target_read_failed``,
             ``scale_failed`` in its log); None when no controller ran.
+        comparison: the same slice under each approach (:class:`SliceRow`), the live run
+            first; empty when nothing was compared.
     """
 
     requests: int
@@ -79,6 +81,7 @@ class RunSummary:
     scale_events: tuple[tuple[float, int, int], ...]
     windows: tuple[WindowTtft, ...]
     failed_cycles: int | None = None
+    comparison: tuple[SliceRow, ...] = ()
 
 
 def summarize(
@@ -124,6 +127,75 @@ def summarize(
         scale_events=tuple(scale_events),
         windows=windows,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class SliceRow:
+    """One approach on the demo's slice, its figures over the slice alone (replica-minutes,
+    peak and scale events until the trace's end; TTFT of every request of the slice), so
+    that a live run and a replay with different tails compare.
+
+    Attributes:
+        label: the approach (``vllm-scaler (this run, live)``, ``KEDA + HPA ... (replay)``).
+        summary: :func:`summarize` of the approach over the slice.
+    """
+
+    label: str
+    summary: RunSummary
+
+
+def slice_row(
+    label: str,
+    requests: Sequence[SimRequest],
+    samples: Sequence[FleetSample],
+    scale_events: Sequence[tuple[float, int, int]],
+    *,
+    start: float,
+    duration_seconds: float,
+    slo_ttft_seconds: float,
+    window_seconds: float,
+) -> SliceRow:
+    """The :class:`SliceRow` of a run: :func:`summarize` with the samples and scale events
+    of the slice (``t <= duration_seconds``) only."""
+    summary = summarize(
+        requests,
+        [x for x in samples if x.t <= duration_seconds],
+        [e for e in scale_events if e[0] <= duration_seconds],
+        start=start,
+        slo_ttft_seconds=slo_ttft_seconds,
+        window_seconds=window_seconds,
+    )
+    return SliceRow(label, summary)
+
+
+def format_comparison(rows: Sequence[SliceRow], *, duration_seconds: float) -> str:
+    """The comparison table: one line per approach, share of requests within the TTFT target,
+    TTFT p95, replica-minutes, peak replicas and scale events over the slice."""
+    width = max(len(r.label) for r in rows)
+    slo = rows[0].summary.slo_ttft_seconds if rows else 0.0
+    lines = [
+        f"== the same slice under each approach (over its {duration_seconds:.0f} s; the replays "
+        "run the same requests, replica model, routing, seed and starting fleet in virtual time)",
+        f"{'':{width}}  within {slo:g} s  TTFT p95  replica-min  peak  scale events (up, down)",
+    ]
+    for row in rows:
+        s = row.summary
+        ups = sum(1 for _, a, b in s.scale_events if b > a)
+        lines.append(
+            f"{row.label:{width}}  {_num(100 * s.within_slo_ratio, '8.1f', '%')}  "
+            f"{_num(s.ttft_p95_seconds, '6.2f', ' s')}  {s.replica_minutes:11.1f}  "
+            f"{s.peak_replicas:4d}  {len(s.scale_events):3d} ({ups}, {len(s.scale_events) - ups})"
+        )
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """Another approach drawn beside the run: its label, samples and summary."""
+
+    label: str
+    samples: tuple[FleetSample, ...]
+    summary: RunSummary
 
 
 def _num(value: float, spec: str, unit: str = "") -> str:
@@ -175,6 +247,17 @@ def summary_json(s: RunSummary, plot: Path | None) -> dict[str, Any]:
         for name in RunSummary.__dataclass_fields__
         if not isinstance(value := getattr(s, name), tuple)
     }
+    doc["comparison"] = [
+        {
+            "label": row.label,
+            **{
+                k: v
+                for k, v in summary_json(row.summary, None).items()
+                if k not in ("windows", "plot", "comparison")
+            },
+        }
+        for row in s.comparison
+    ]
     doc["scale_events"] = [
         {"seconds": t, "from_replicas": a, "to_replicas": b} for t, a, b in s.scale_events
     ]
@@ -210,11 +293,14 @@ def plot_figure(
     *,
     title: str,
     shadow: Sequence[tuple[float, int]] = (),
+    baselines: Sequence[Baseline] = (),
 ) -> Figure:
     """The figure :func:`plot_run` saves: arrivals, replicas, TTFT p95 per window vs target.
     With ``shadow`` (``(seconds since start, desired replicas)`` of a shadow policy), the
     replicas panel shows what the shadow would have asked for, as a thin dashed line with
-    markers drawn under "desired (spec)", so both stay visible where they are equal.
+    markers drawn under "desired (spec)", so both stay visible where they are equal. Each of
+    ``baselines`` (another approach on the same slice) adds its desired replicas and its TTFT
+    p95 per window, in its own colour.
 
     Legends sit above their panel, outside the plotting area, so they never hide data.
     """
@@ -267,12 +353,25 @@ def plot_figure(
             zorder=2,
             label="shadow policy (desired)",
         )
+    colours = ("tab:orange", "tab:brown", "tab:pink")
+    for baseline, colour in zip(baselines, colours, strict=False):
+        ax2.step(
+            [x.t for x in baseline.samples],
+            [x.spec_replicas for x in baseline.samples],
+            where="post",
+            lw=1.1,
+            color=colour,
+            label=f"{baseline.label}: desired",
+        )
     for when, a, b in summary.scale_events:
         ax2.axvline(when, color="tab:green" if b > a else "tab:purple", alpha=0.3, lw=0.8)
     ax2.set_ylabel("replicas")
     ax2.legend(ncol=3, frameon=False, **above)
     wt, wp = ttft_line(summary)
     ax3.plot(wt, wp, marker="o", ms=3, label=f"TTFT p95 per {summary.window_seconds:g} s window")
+    for baseline, colour in zip(baselines, colours, strict=False):
+        bt, bp = ttft_line(baseline.summary)
+        ax3.plot(bt, bp, marker=".", ms=3, lw=0.9, color=colour, label=baseline.label)
     ax3.axhline(summary.slo_ttft_seconds, color="tab:red", ls="--", label="target")
     ax3.set_yscale("log")
     ax3.set_ylabel("seconds")
@@ -289,12 +388,13 @@ def plot_run(
     *,
     title: str,
     shadow: Sequence[tuple[float, int]] = (),
+    baselines: Sequence[Baseline] = (),
 ) -> Path:
     """Write a PNG with three panels: arrivals, replicas (and a shadow policy's desired
-    replicas, if given), TTFT p95 per window vs target."""
+    replicas, if given), TTFT p95 per window vs target; ``baselines`` as :func:`plot_figure`."""
     import matplotlib.pyplot as plt
 
-    fig = plot_figure(samples, summary, title=title, shadow=shadow)
+    fig = plot_figure(samples, summary, title=title, shadow=shadow, baselines=baselines)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -67,6 +67,12 @@ Why these expressions:
   a frozen gauge from a busy pod (:mod:`scaler.sources.prometheus.stalls`); the same per-pod
   rates are a target's demand.
 
+- Behind an HA Prometheus pair without deduplication each series comes once per replica,
+  differing only in a replica label (``Policy.replica_labels``): every per-pod sum reads one
+  copy first, ``max without (prometheus_replica, ...)`` (:func:`one_copy`); a per-pod max is
+  one copy already, and the buckets' per-``le`` sums give the same quantile (and the same
+  bounds every series has) whatever the number of equal copies.
+
 All expressions were checked against Prometheus 2.42 (``tests/sources/test_prometheus_real.py``).
 Queries get long with many targets: send them as POST form bodies.
 """
@@ -78,7 +84,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from scaler.config.policy import TargetPolicy
+from scaler.config.policy import DEFAULT_REPLICA_LABELS, TargetPolicy
 from scaler.config.signal_specs import (
     SPECS,
     GaugeQuery,
@@ -115,6 +121,7 @@ from scaler.sources.promql_parts import (
     histogram_rates,
     histogram_tag,
     label_value,
+    one_copy,
     parse_histogram_tag,
     per_pod_expr,
     pod_group,
@@ -186,6 +193,7 @@ __all__ = [
     "histogram_rule_expr",
     "histogram_tag",
     "label_value",
+    "one_copy",
     "parse_histogram_tag",
     "per_pod_expr",
     "pod_group",
@@ -333,6 +341,8 @@ class QueryPlan:
             namespaces), None when every target has explicit matchers; only this group can
             read the recording rules.
         default_namespaces: the namespaces of :attr:`default_group`.
+        replica_labels: the labels the copies of one series differ in behind an HA pair
+            (read once: :func:`one_copy`).
     """
 
     queries: dict[QueryKind, str]
@@ -341,29 +351,39 @@ class QueryPlan:
     rate_window_seconds: float = 60.0
     default_group: str | None = None
     default_namespaces: tuple[str, ...] = ()
+    replica_labels: tuple[str, ...] = DEFAULT_REPLICA_LABELS
 
 
-def _gauge_expr(gauge: GaugeQuery, sel: str) -> str:
-    """A gauge per pod over its engines, ``sum by (namespace, pod) (vllm:num_requests_waiting
-    {SEL})``; a gauge with several names keeps each series' name to tell them apart per pod:
-    ``max by (namespace, pod, __name__) ({__name__=~"new|old",SEL})``."""
+def _gauge_expr(gauge: GaugeQuery, sel: str, replica_labels: Sequence[str]) -> str:
+    """A gauge per pod over its engines, ``sum by (namespace, pod) (max without
+    (prometheus_replica, ...) (vllm:num_requests_waiting{SEL}))``: a sum reads one copy of
+    each series behind an HA pair first (:func:`one_copy`), a max is one copy already. A gauge
+    with several names keeps each series' name to tell them apart per pod: ``max by
+    (namespace, pod, __name__) ({__name__=~"new|old",SEL})`` (``max without`` would drop the
+    name)."""
     if len(gauge.metrics) == 1:
-        return _per_pod_expr(f"{gauge.metrics[0]}{{{sel}}}", gauge.aggregation, "namespace, pod")
+        series = f"{gauge.metrics[0]}{{{sel}}}"
+        if gauge.aggregation == "sum":
+            series = one_copy(series, replica_labels)
+        return _per_pod_expr(series, gauge.aggregation, "namespace, pod")
     names = "|".join(gauge.metrics)
     matchers = ",".join(m for m in (f'__name__=~"{names}"', sel) if m)
     return _per_pod_expr(f"{{{matchers}}}", gauge.aggregation, "namespace, pod, __name__")
 
 
-def _named_rate(metric: str, sel: str, window: str) -> str:
+def _named_rate(metric: str, sel: str, window: str, replica_labels: Sequence[str]) -> str:
     """The per-pod rate of counter ``metric``, tagged with its name (rate() drops the name)."""
-    rate = _per_pod_expr(f"rate({metric}{{{sel}}}[{window}])", "sum", "namespace, pod")
+    rate = _per_pod_expr(
+        one_copy(f"rate({metric}{{{sel}}}[{window}])", replica_labels), "sum", "namespace, pod"
+    )
     return _tag(rate, METRIC_LABEL, metric)
 
 
-def _raw_throughput(sel: str, window: str) -> str:
+def _raw_throughput(sel: str, window: str, replica_labels: Sequence[str]) -> str:
     """The per-pod rates of every throughput counter under ``sel``, each tagged with its
     counter (:func:`_named_rate`), or'ed."""
-    return "(" + _or([_named_rate(m, sel, window) for m in THROUGHPUT_METRICS]) + ")"
+    rates = [_named_rate(m, sel, window, replica_labels) for m in THROUGHPUT_METRICS]
+    return "(" + _or(rates) + ")"
 
 
 def _namespaces_selector(namespaces: Sequence[str]) -> str:
@@ -380,19 +400,26 @@ def _throughput_ages(gid: str, sel: str, rate_window_seconds: float) -> str:
     return _tag(ages, SELECTOR_LABEL, gid)
 
 
-def _per_name_rates(histogram: HistogramQuery, kind: HistogramKind, sel: str, window: str) -> str:
+def _per_name_rates(
+    histogram: HistogramQuery,
+    kind: HistogramKind,
+    sel: str,
+    window: str,
+    replica_labels: Sequence[str],
+) -> str:
     """Per pod, the observation rate of the histogram in representation ``kind``, each pod
     read under the first of the histogram's names it has, tagged :func:`histogram_tag` (the
-    kind, and which name): ``label_replace(sum by (namespace, pod) (rate(<name>_count{SEL}
-    [W])), "scaler_histogram", "classic", "", "")``, or with ``histogram_count`` over the
-    native histogram."""
+    kind, and which name): ``label_replace(sum by (namespace, pod) (max without
+    (prometheus_replica, ...) (rate(<name>_count{SEL}[W]))), "scaler_histogram", "classic",
+    "", "")``, or with ``histogram_count`` over the native histogram; each series read once
+    behind an HA pair (:func:`one_copy`)."""
     parts = []
     for i, m in enumerate(histogram.metrics):
         if kind is HistogramKind.CLASSIC:
             inner = f"rate({m}_count{{{sel}}}[{window}])"
         else:
             inner = f"histogram_count(rate({m}{{{sel}}}[{window}]))"
-        rate = _per_pod_expr(inner, "sum", "namespace, pod")
+        rate = _per_pod_expr(one_copy(inner, replica_labels), "sum", "namespace, pod")
         parts.append(_tag(rate, HISTOGRAM_LABEL, histogram_tag(kind, i)))
     joined = _preferred(parts, "namespace, pod")
     return joined if len(parts) == 1 else f"({joined})"
@@ -405,6 +432,7 @@ def _histogram_rate_parts(
     window: str,
     recorded: tuple[str, str] | None,
     native: bool,
+    replica_labels: Sequence[str],
 ) -> list[str]:
     """The observation-rate sub-expressions of one selector group (the first round), and for
     the default group the ages of the recorded per-group buckets (``recorded``: the sum and
@@ -412,7 +440,8 @@ def _histogram_rate_parts(
     namespaces whose histograms share one bucket layout."""
     kinds = [HistogramKind.CLASSIC, *([HistogramKind.NATIVE] if native else [])]
     parts = [
-        _tag(_per_name_rates(histogram, kind, sel, window), SELECTOR_LABEL, gid) for kind in kinds
+        _tag(_per_name_rates(histogram, kind, sel, window, replica_labels), SELECTOR_LABEL, gid)
+        for kind in kinds
     ]
     if recorded is not None:
         sums, mixed = recorded
@@ -429,7 +458,11 @@ def _histogram_rate_parts(
 
 
 def build_query_plan(
-    targets: Sequence[TargetPolicy], *, rate_window_seconds: float, native_histograms: bool = True
+    targets: Sequence[TargetPolicy],
+    *,
+    rate_window_seconds: float,
+    native_histograms: bool = True,
+    replica_labels: Sequence[str] = DEFAULT_REPLICA_LABELS,
 ) -> QueryPlan:
     """Build the cycle's per-pod queries for all ``targets`` (the first round).
 
@@ -440,6 +473,9 @@ def build_query_plan(
         native_histograms: the backend has Prometheus' native-histogram functions
             (``histogram_count``: Prometheus 2.40 on; not VictoriaMetrics, whose MetricsQL
             rejects the unknown function and with it the whole query).
+        replica_labels: labels in which the copies of one series kept by each replica of an
+            HA Prometheus pair differ (``Policy.replica_labels``): every per-pod value reads
+            one copy (:func:`one_copy`) before summing over engines.
 
     Returns:
         A :class:`QueryPlan`. Per kind, the query is the ``or`` of tagged sub-expressions:
@@ -514,15 +550,17 @@ def build_query_plan(
                         recorded_mixed_bounds_metric(histogram, rate_window_seconds),
                     )
                 parts += _histogram_rate_parts(
-                    histogram, gid, sel, window, recorded, native_histograms
+                    histogram, gid, sel, window, recorded, native_histograms, replica_labels
                 )
                 continue
             if gauge is not None:
-                inner = _gauge_expr(gauge, sel)
+                inner = _gauge_expr(gauge, sel, replica_labels)
             elif kind is QueryKind.THROUGHPUT:
-                inner = _raw_throughput(sel, window)
+                inner = _raw_throughput(sel, window, replica_labels)
             else:
-                inner = _per_pod_expr(f"{RUNNING_METRIC}{{{sel}}}", "sum", "namespace, pod")
+                inner = _per_pod_expr(
+                    one_copy(f"{RUNNING_METRIC}{{{sel}}}", replica_labels), "sum", "namespace, pod"
+                )
             parts.append(_tag(inner, SELECTOR_LABEL, gid))
             if kind is QueryKind.RUNNING and sel == default_selector:
                 parts.append(_throughput_ages(gid, sel, rate_window_seconds))
@@ -547,6 +585,7 @@ def build_query_plan(
         rate_window_seconds=rate_window_seconds,
         default_group=group_of_selector.get(default_selector) if default_namespaces else None,
         default_namespaces=tuple(default_namespaces),
+        replica_labels=tuple(replica_labels),
     )
 
 
@@ -587,7 +626,9 @@ def build_throughput_query(plan: QueryPlan, recorded_namespaces: Sequence[str]) 
             if not raw:
                 continue
             group_sel = _namespaces_selector(raw)
-        parts.append(_tag(_raw_throughput(group_sel, window), SELECTOR_LABEL, g))
+        parts.append(
+            _tag(_raw_throughput(group_sel, window, plan.replica_labels), SELECTOR_LABEL, g)
+        )
     return _or(parts)
 
 
@@ -660,7 +701,12 @@ def build_histogram_query(
     for p in parts:
         if p.classic:
             # one part per name, each tagged with its index (the current name's untagged):
-            # the source adds them up per le
+            # the source adds them up per le. The copies of an HA pair are summed as they
+            # come, as the native histogram below: a quantile is the same whatever the number
+            # of equal copies, so are the layouts the counts tell apart (every count doubles),
+            # and a sum over the pods taken straight from the selector adds in one order every
+            # time (the copies read once first came in any order, so the same window read
+            # twice differed in its last bits).
             names = range(len(histogram.metrics)) if p.names is None else p.names
             for i in names:
                 rates = histogram_name_rates(
@@ -675,6 +721,10 @@ def build_histogram_query(
                     tagged = [_tag(t, NAME_LABEL, str(i)) for t in tagged]
                 exprs += tagged
         if p.native:
+            # Summed over the copies of an HA pair as they come: Prometheus 2.42 aggregates
+            # native histograms with sum only, and the quantile and fraction of a histogram
+            # are the same whatever the number of equal copies (its count is not read as a
+            # rate, only as zero or not).
             rates = histogram_rates(histogram, "", p.selector, window, on="namespace, pod")
             h = f"sum({rates})"
             q = repr(float(p.quantile))

@@ -38,6 +38,7 @@ __all__ = [
     "histogram_rates",
     "histogram_tag",
     "label_value",
+    "one_copy",
     "parse_histogram_tag",
     "per_pod_expr",
     "pod_group",
@@ -212,6 +213,18 @@ def balanced_or(parts: Sequence[str]) -> str:
 
 def per_pod_expr(metric_selector: str, agg: str, by: str) -> str:
     return f"{agg} by ({by}) ({metric_selector})"
+
+
+def one_copy(expr: str, replica_labels: Sequence[str]) -> str:
+    """``expr`` (floats) with the copies of each series that differ only in
+    ``replica_labels`` read once: ``max without (prometheus_replica, ...) (expr)``. Behind an
+    HA Prometheus pair without deduplication every series comes once per replica, and a
+    ``sum by (namespace, pod)`` over engines would count each twice; series that differ in
+    any other label (``engine``, ``instance``) stay apart. Without such labels every series
+    is its own group: the value is unchanged."""
+    if not replica_labels:
+        return expr
+    return f"max without ({', '.join(replica_labels)}) ({expr})"
 
 
 def preferred(series: Sequence[str], on: str) -> str:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any, Literal
 
 import structlog
@@ -95,3 +96,16 @@ def configure_logging(
         logger_factory=structlog.PrintLoggerFactory(file=redacting(sys.stderr)),
         cache_logger_on_first_use=False,
     )
+
+
+@contextlib.contextmanager
+def silenced() -> Iterator[None]:
+    """Drop every log event below CRITICAL while inside (structlog's global configuration,
+    restored after): for replays in virtual time, whose source logs every absent or
+    warming-up signal as the controller does."""
+    saved = structlog.get_config()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
+    try:
+        yield
+    finally:
+        structlog.configure(**saved)

@@ -175,6 +175,42 @@ class ScalerMetrics:
         self.queries = Counter(
             "vllm_scaler_queries", "PromQL queries sent to Prometheus.", registry=r
         )
+        self.selector_missing = Gauge(
+            "vllm_scaler_scale_selector_missing",
+            "1 while the target's scale subresource answers no status.selector: its pods "
+            "cannot be told, so nothing is read or written (the HPA: SelectorRequired).",
+            t,
+            registry=r,
+        )
+        self.foreign_pods = Gauge(
+            "vllm_scaler_foreign_pods",
+            "Pods the target's selector picks that another workload owns (their "
+            "ownerReferences lead there): left out of its signals and counts.",
+            t,
+            registry=r,
+        )
+        self.shared_pods = Gauge(
+            "vllm_scaler_shared_pods",
+            "Pods the target's selector picks that another target's does too, with no owner "
+            "to tell: counted for neither, and the target does not scale down meanwhile.",
+            t,
+            registry=r,
+        )
+        self.series_copies = Gauge(
+            "vllm_scaler_series_copies",
+            "Copies of each vLLM series the backend answers, found at start: 2 behind an HA "
+            "Prometheus pair without deduplication (the copies differ only in a replica label "
+            "and are read once), 1 otherwise.",
+            registry=r,
+        )
+        self.partial_answers = Counter(
+            "vllm_scaler_partial_answers",
+            "Successful answers the backend flagged as possibly incomplete (warnings of a Thanos "
+            "or Mimir partial response, VictoriaMetrics' isPartial), by query: the signals read "
+            "from them are partial (scale-up only, no scale-down).",
+            ["query"],
+            registry=r,
+        )
         self.last_query_success = Gauge(
             "vllm_scaler_last_successful_query_timestamp_seconds",
             "Unix time of the last successful query, or of the last cycle in which it was not "
@@ -335,6 +371,22 @@ class ScalerMetrics:
             t,
             registry=r,
         )
+        self.removal_order_ignored = Counter(
+            "vllm_scaler_scale_down_order_ignored",
+            "Scale-downs whose workload controller removed other pods than the ones "
+            "vllm-scaler ranked to go by pod-deletion-cost (the PodDeletionCost feature gate "
+            "off, a controller that ignores the annotation).",
+            t,
+            registry=r,
+        )
+        self.removal_survivors = Gauge(
+            "vllm_scaler_scale_down_survivor",
+            "1 for each pod ranked to go by the target's last scale-down that its workload "
+            "controller kept (removing others instead); cleared by the next scale-down that "
+            "removes the pods ranked to go.",
+            ["target", "pod"],
+            registry=r,
+        )
         self.state_writes = Counter(
             "vllm_scaler_state_writes",
             "Writes of the persisted decision state to the Lease, by outcome "
@@ -422,16 +474,28 @@ class ScalerMetrics:
         max_replicas: int,
         tolerance_up: float,
         tolerance_down: float,
+        pods_known: bool = True,
     ) -> None:
-        """Export one decision's replica counts, signals and reason."""
+        """Export one decision's replica counts, signals and reason. ``pods_known`` False:
+        the target's pods cannot be told (no selector), so the counts of ready, starting,
+        stuck and terminating replicas have no series (not 0, which would read as none
+        ready)."""
         c = decision.replicas
         self.current_replicas.labels(target).set(c.current)
         self.desired_replicas.labels(target).set(decision.desired_replicas)
         self.recommended_replicas.labels(target).set(decision.recommended_replicas)
-        self.ready_replicas.labels(target).set(c.ready)
-        self.starting_replicas.labels(target).set(c.starting)
-        self.stuck_replicas.labels(target).set(c.stuck)
-        self.terminating_replicas.labels(target).set(c.terminating)
+        pod_counts = (
+            (self.ready_replicas, c.ready),
+            (self.starting_replicas, c.starting),
+            (self.stuck_replicas, c.stuck),
+            (self.terminating_replicas, c.terminating),
+        )
+        for gauge, value in pod_counts:
+            if pods_known:
+                gauge.labels(target).set(value)
+            else:
+                with contextlib.suppress(KeyError):
+                    gauge.remove(target)
         self.min_replicas.labels(target).set(min_replicas)
         self.max_replicas.labels(target).set(max_replicas)
         self.tolerance.labels(target, "up").set(tolerance_up)

@@ -165,6 +165,9 @@ class _FakeClient:
     def __call__(self, query: str, start: float, end: float, step: float) -> Any:
         return _history(query, start, end, step)
 
+    def native_histograms(self) -> bool:
+        return True
+
     def close(self) -> None:
         pass
 

@@ -128,7 +128,7 @@ async def test_run_logs_an_echoed_credential_cut_short_masked(
     """``run`` logs the failed queries (JSON lines) and goes on: read until one names the
     echo, then stop it."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "scaler", "run", "--output", "json", "--interval", "0.2",
+        sys.executable, "-m", "scaler", "run", "--log-format", "json", "--interval", "0.2",
         env=_env(echo_url, kube_url, tmp_path, auth),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip

@@ -34,6 +34,7 @@ from typer.testing import CliRunner
 
 from scaler.cli import app
 from scaler.sim.kubeapi import KubeApiServer, KubeStore, write_kubeconfig
+from scaler.sources.prometheus.backend import NATIVE_HISTOGRAM_PROBE
 from tests.support.processes import run_scaler
 
 TOKEN = "prom-token-Xk29fQ"
@@ -55,7 +56,7 @@ targets:
 
 
 #: The start-up probe's query (PrometheusSource.probe).
-PROBE = "histogram_count(vector(0))"
+PROBE = NATIVE_HISTOGRAM_PROBE
 
 
 @dataclass
@@ -274,7 +275,7 @@ async def test_run_masks_every_echo_in_its_json_log_lines(
     await kube.start()
     env = _env(echo, tmp_path, auth=auth, kube_url=kube.url)
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "scaler", "run", "--output", "json", "--interval", "0.2",
+        sys.executable, "-m", "scaler", "run", "--log-format", "json", "--interval", "0.2",
         env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     assert proc.stderr is not None
@@ -375,19 +376,19 @@ JSON_TOKEN = "json-token-Wd27k"
         pytest.param(
             ["run", "--prometheus-url", f"http://u:{ARGV_PASSWORD}@h:9090",
              "--interval", ARGV_PASSWORD],
-            "--interval: value '***': expected a number",
+            "--interval: value '***': expected a duration",
             id="url-password-as-another-value",
         ),
         pytest.param(
             ["recommend", "--once", "--prometheus-headers", f"X-Api-Key={ARGV_TOKEN}",
              "--interval", ARGV_TOKEN],
-            "--interval: value '***': expected a number",
+            "--interval: value '***': expected a duration",
             id="header-value",
         ),
         pytest.param(
             ["recommend", "--once", f"--prometheus-headers={{\"X-Api-Key\": \"{ARGV_TOKEN}\"}}",
              "--interval", ARGV_TOKEN],
-            "--interval: value '***': expected a number",
+            "--interval: value '***': expected a duration",
             id="header-value-json",
         ),
         pytest.param(

@@ -148,9 +148,11 @@ def test_a_token_given_where_its_file_belongs_is_never_echoed(
     result = CliRunner().invoke(app, [*args, "--prometheus-url", "http://127.0.0.1:9/"])
     assert result.exit_code == 2, result.output
     assert result.output == (
-        f"vllm-scaler: {TOKEN_SETTING}: value '***': no such file; expected a file holding a "
-        "token\n"
+        f"vllm-scaler: {TOKEN_SETTING}: value masked (it names no file and no path into an "
+        "existing directory, so it may be the token itself given where its path belongs): no "
+        "such file; expected a file holding a token\n"
     )
+    assert TOKEN not in result.output
     assert not (tmp_path / "d").exists()  # nothing ran
 
 

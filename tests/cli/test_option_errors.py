@@ -37,7 +37,8 @@ def _error(args: list[str], env: dict[str, str] | None = None) -> str:
         ),
         pytest.param(
             ["run", "--interval", "abc"],
-            "vllm-scaler: --interval: value 'abc': expected a number",
+            "vllm-scaler: --interval: value 'abc': expected a duration: seconds (90) or a number wi"
+            "th a unit ms, s, m, h, d, w or y (90s, 5m, 1.5m, 1h30m)",
             id="interval-number",
         ),
         pytest.param(
@@ -149,7 +150,8 @@ def test_a_bad_value_from_the_environment_names_the_variable_and_the_option() ->
     line = _error(["recommend"], env={"VLLM_SCALER_CONTROL_INTERVAL_SECONDS": "abc"})
     assert line == (
         "vllm-scaler: VLLM_SCALER_CONTROL_INTERVAL_SECONDS (--interval): value 'abc': "
-        "expected a number"
+        "expected a duration: seconds (90) or a number with a unit ms, s, m, h, d, w or y "
+        "(90s, 5m, 1.5m, 1h30m)"
     )
 
 

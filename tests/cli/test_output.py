@@ -195,6 +195,14 @@ def test_sim_json(tmp_path: Path) -> None:
     assert doc["plot"] == str(tmp_path.resolve() / "demo.png")
     assert doc["failed_cycles"] == 0  # the controller ran, and none of its cycles failed
     assert "Decisions of vllm-scaler" in result.stderr
+    # the live run first, then the bench's replays of the same slice
+    labels = [row["label"] for row in doc["comparison"]]
+    assert labels == [
+        "vllm-scaler (this run, live)",
+        "vllm-scaler (replay)",
+        "KEDA + HPA on queue depth (replay)",
+    ]
+    assert all(row["requests"] == doc["requests"] for row in doc["comparison"])
 
 
 @pytest.mark.parametrize(

@@ -355,7 +355,7 @@ DEPLOYMENT = "{apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm
             "invalid policy\n  p.yaml: targets[0].min_replica: unknown field; did you "
             "mean min_replicas? (targets[0] takes min_replicas, max_replicas, signals, tolerance, "
             "scale_up, scale_down, model_load_timeout_seconds, workload, prometheus_matchers, "
-            "shadow)",
+            "shadow, replica_groups)",
             id="unknown-field",
         ),
         pytest.param(
@@ -368,7 +368,8 @@ DEPLOYMENT = "{apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm
         pytest.param(
             f"rate_window: 30\ntargets:\n  - workload: {DEPLOYMENT}\n",
             "invalid policy\n  p.yaml: rate_window: unknown field; did you mean "
-            "rate_window_seconds? (the top level takes rate_window_seconds, targets)",
+            "rate_window_seconds? (the top level takes rate_window_seconds, replica_labels, "
+            "targets)",
             id="unknown-top-level",
         ),
         pytest.param(
@@ -383,8 +384,10 @@ DEPLOYMENT = "{apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm
             "    extra_key: exSECRET\n",
             "invalid policy\n  p.yaml: targets[0].extra_key: unknown field (targets[0] takes "
             "min_replicas, max_replicas, signals, tolerance, scale_up, scale_down, "
-            "model_load_timeout_seconds, workload, prometheus_matchers, shadow)\n  p.yaml: "
-            "password: unknown field (the top level takes rate_window_seconds, targets)",
+            "model_load_timeout_seconds, workload, prometheus_matchers, shadow, "
+            "replica_groups)\n  p.yaml: "
+            "password: unknown field (the top level takes rate_window_seconds, replica_labels, "
+            "targets)",
             id="unknown-field-value-never-quoted",
         ),
         pytest.param(
@@ -845,3 +848,16 @@ def test_a_workload_name_is_a_dns_subdomain_label_by_label(tmp_path: Path, name:
         f"  p.yaml: targets[0].workload.name: value '{name}': expected a Kubernetes name: "
         "lowercase letters, digits, '-' and '.', starting and ending with a letter or digit",
     ]
+
+
+def test_replica_labels_are_written_as_a_yaml_list(tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text(
+        "replica_labels: [prometheus_replica, cluster_replica]\n"
+        "targets:\n- workload: {apiVersion: apps/v1, kind: Deployment, namespace: llm,"
+        " name: vllm}\n",
+        encoding="utf-8",
+    )
+    assert load_policy(path).replica_labels == ("prometheus_replica", "cluster_replica")
+    with pytest.raises(PolicyError, match=r"replica_labels\[0\]: value 7: expected text"):
+        parse_policy({"replica_labels": [7], "targets": [{"workload": WORKLOAD}]})

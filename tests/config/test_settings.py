@@ -532,7 +532,7 @@ def test_the_start_up_line_puts_the_token_file_after_its_kind(tmp_path: Path) ->
 
 
 def test_a_header_that_is_no_known_credential_is_not_named_as_authentication() -> None:
-    """The README's own example, ``X-Scope-OrgID=team-a,K=V``: ``K`` is masked (it might be
+    """The documentation's own example, ``X-Scope-OrgID=team-a,K=V``: ``K`` is masked (it might be
     a credential) but not claimed as authentication; the tenant id's value is printed."""
     s = PrometheusSettings(
         prometheus_url="http://prom:9090", prometheus_headers="X-Scope-OrgID=team-a,K=V"

@@ -16,6 +16,7 @@ import pytest
 
 from scaler.config.policy import parse_policy
 from scaler.core.reasons import Reason
+from scaler.core.signals import SignalStatus
 from tests.support.controller_harness import NS, T0, Harness, HarnessFactory, captured_logs
 from tests.support.fakeprom import (
     TS,
@@ -90,6 +91,21 @@ def _broken_bucket_value(result: list[dict[str, Any]]) -> None:
 
 
 BROKEN_POD = PODS[BROKEN][0]
+
+
+def _waiting_of_broken_pod(value: str | None) -> Callable[[dict[str, Any]], None]:
+    """beta's first pod's queue series with ``value``, or without one (None)."""
+
+    def apply(answers: dict[str, Any]) -> None:
+        result = answers["waiting"]["data"]["result"]
+        keep = [s for s in result if s["metric"].get("pod") != BROKEN_POD]
+        if value is not None:
+            keep.append(sample(BROKEN_POD, value))
+        answers["waiting"]["data"]["result"] = keep
+
+    return apply
+
+
 # fault -> (how one series of beta is broken, beta's signal, its status, beta's replicas, reason)
 # Without its queue, beta scales on the capacity signal (on by default with TTFT): its busy
 # pods at TTFT 1 s (half the target) are a first estimate of a replica's capacity, and the
@@ -122,6 +138,17 @@ FAULTS: dict[str, tuple[Callable[[dict[str, Any]], None], str, str, int, Reason]
     "TTFT bucket value that is not [time, value]": (
         _ttft("ttft_buckets", _broken_bucket_value),
         "ttft_p95", "bad_response", 6, Reason.SCALE_UP,
+    ),
+    # one pod's NaN queue once failed every target's cycle (the capacity signal's demand)
+    "NaN queue of a pod": (
+        _waiting_of_broken_pod("NaN"), "queue_depth", "nan", 3, Reason.SCALE_UP,
+    ),
+    "negative queue of a pod": (
+        _waiting_of_broken_pod("-1"), "queue_depth", "negative", 3, Reason.SCALE_UP,
+    ),
+    # the other pod's 30 waiting still ask for 3 (a missing pod counts as no load up)
+    "a pod without a queue series": (
+        _waiting_of_broken_pod(None), "queue_depth", "partial", 3, Reason.SCALE_UP,
     ),
 }  # fmt: skip
 
@@ -163,7 +190,8 @@ async def test_one_broken_series_touches_only_its_own_target(
         if n == BROKEN:
             assert got == (replicas, reason), (n, d.message)
             assert status_of(h, n, signal) == status
-            assert h.value("vllm_scaler_signal_valid", target=KEYS[n], signal=signal) == 0
+            valid = 1 if SignalStatus(status).usable_for_scale_up else 0  # partial: scale-up
+            assert h.value("vllm_scaler_signal_valid", target=KEYS[n], signal=signal) == valid
             others = {"queue_depth", "kv_cache_usage", "ttft_p95"} - {signal}
             assert {status_of(h, n, s) for s in others} == {"ok"}
             evaluation = next(e for e in d.signals if e.name == signal)
@@ -204,3 +232,72 @@ async def test_a_series_that_names_no_target_is_counted_and_logged(
     assert h.count("vllm_scaler_unattributed_series_total", query="waiting") == 1
     warned = [e for e in logs if e["event"] == "series_unattributed"]
     assert len(warned) == 1 and warned[0]["count"] == 1 and "elsewhere" in warned[0]["first"]
+
+
+def _no_selector(h: Harness) -> None:
+    """beta's scale subresource answers no selector (case 27)."""
+    h.store.set_scale_selector(NS, BROKEN, "")
+
+
+def _another_workloads_pods(h: Harness) -> None:
+    """beta's selector also picks the pods of another workload, ``beta-canary`` (case 28):
+    every pod is owned through its ReplicaSet; the canary's pods wait 90 each."""
+    from scaler.sim.kubeapi import owner_reference
+
+    for n in NAMES:
+        rs = h.store.add_workload(
+            "apps", "replicasets", NS, f"{n}-7d9f8", replicas=2, labels={"app": n},
+            owner=owner_reference(h.store.get_workload(NS, n)),
+        )  # fmt: skip
+        for p in PODS[n]:
+            h.store.delete_pod(NS, p)
+            h.store.add_pod(NS, p, {"app": n}, ready=True, created_at=T0 - 3600,
+                            owner=owner_reference(rs))  # fmt: skip
+    canary = h.store.add_deployment(NS, "beta-canary", 1, {"app": BROKEN, "track": "canary"})
+    rs = h.store.add_workload(
+        "apps", "replicasets", NS, "beta-canary-5c6d7", replicas=1,
+        labels={"app": BROKEN, "track": "canary"}, owner=owner_reference(canary),
+    )  # fmt: skip
+    h.store.add_pod(NS, "beta-canary-5c6d7-q1", {"app": BROKEN, "track": "canary"},
+                    ready=True, created_at=T0 - 3600, owner=owner_reference(rs))  # fmt: skip
+
+
+#: fault -> (how beta's Kubernetes side is broken, its reason, its queue per replica or None)
+KUBE_FAULTS: dict[str, tuple[Callable[[Harness], None], Reason, float | None]] = {
+    "beta's scale subresource has no selector": (_no_selector, Reason.SELECTOR_REQUIRED, None),
+    "beta's selector picks another workload's pods": (
+        _another_workloads_pods,
+        Reason.SCALE_UP,
+        30.0,
+    ),
+}
+
+
+@pytest.mark.parametrize("fault", [pytest.param(f, id=f) for f in KUBE_FAULTS])
+async def test_one_targets_kubernetes_fault_touches_only_it(
+    make_harness: HarnessFactory, fault: str
+) -> None:
+    """A fault on one target's Kubernetes side (its scale subresource, the pods its selector
+    lists) is that target's: the two others read the same answers and scale as usual."""
+    breaks, reason, queue = KUBE_FAULTS[fault]
+    h = await make_harness(policy=_policy(), replicas=2)
+    for n in NAMES:
+        if n != "vllm":
+            h.store.add_deployment(NS, n, 2, {"app": n})
+        for p in PODS[n]:
+            h.store.add_pod(NS, p, {"app": n}, ready=True, created_at=T0 - 3600)
+    breaks(h)
+    answers = healthy()
+    answers["waiting"]["data"]["result"].append(sample("beta-canary-5c6d7-q1", "90", namespace=NS))
+    h.fake.set(**answers)
+    reports = {r.target: r for r in await h.controller.run_cycle()}
+    for n in NAMES:
+        d = reports[KEYS[n]].decision
+        assert d is not None
+        if n == BROKEN:
+            assert d.reason is reason, d.message
+            if queue is not None:
+                assert next(e.value for e in d.signals if e.name == "queue_depth") == queue
+        else:
+            assert (h.store.get_spec_replicas(NS, n), d.reason) == (6, Reason.SCALE_UP)
+            assert next(e.value for e in d.signals if e.name == "queue_depth") == 30.0

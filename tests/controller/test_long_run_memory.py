@@ -70,7 +70,7 @@ from scaler.core.observation import PodInfo, WorkloadSnapshot
 from scaler.core.state import TargetState
 from scaler.sim.kubeapi import KubeStore, ScaleChange
 from scaler.telemetry.logging import configure_logging
-from tests.controller.test_cases_end_to_end import each, serving
+from tests.cases.test_cases_end_to_end import each, serving
 from tests.support.controller_harness import NAME, NS, Harness, open_harness
 
 PHASE = 30  # cycles of one load level (15 min at 30 s)

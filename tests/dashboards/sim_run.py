@@ -8,7 +8,7 @@ and go, ours is written once, and its ``job`` target label overrides the job nam
 sets ``job`` from the job name only where a target has none). Optionally a VictoriaMetrics
 scrapes the same targets beside it, so one run serves the queries of both backends.
 
-Run ``python -m tests.dashboards.sim_run docs/dashboards`` to redraw the README pictures.
+Run ``python -m tests.dashboards.sim_run docs/dashboards`` to redraw the dashboards page's pictures.
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ def test_every_alert_links_to_its_written_runbook() -> None:
 def test_the_required_alerts_exist() -> None:
     joined = "\n".join(r["expr"] for r in _rules())
     for needle in (
-        "absent(up == 1 and on (job, instance) group by (job, instance) (vllm_scaler_build_info))",
+        'absent(vllm_scaler_build_info{job="vllm-scaler-metrics", namespace="vllm-scaler"})',
         "vllm_scaler_target_read_errors_total",
         "vllm_scaler_leader",
         "vllm_scaler_last_successful_query_timestamp_seconds",
@@ -87,6 +87,7 @@ def test_the_required_alerts_exist() -> None:
         "vllm_scaler_hung_pods",
         "vllm_scaler_frozen_pods",
         "vllm_scaler_cycle_failures_total",
+        "vllm_scaler_scale_selector_missing",
     ):
         assert needle in joined, needle
 
@@ -100,6 +101,40 @@ def test_every_alert_has_a_firing_and_a_quiet_unit_test() -> None:
     names = {r["alert"] for r in _rules()}
     assert names <= firing, names - firing
     assert names <= quiet, names - quiet
+
+
+def test_every_alert_carries_the_job_and_namespace_of_its_controller() -> None:
+    """Alertmanager routes per install on ``job`` and ``namespace``: every alert's expression
+    keeps both (VllmScalerDown from its selector's matchers), and every alert a unit test
+    expects has them."""
+    for r in _rules():
+        expr = " ".join(r["expr"].split())
+        kept = re.findall(r"(?:by|on) \(([^)]*)\)", expr)
+        outer = kept[0] if kept else ""
+        assert {"job", "namespace"} <= {x.strip() for x in outer.split(",")} or (
+            expr.startswith("absent(") and 'job="' in expr and 'namespace="' in expr
+        ), r["alert"]
+    for t in _tests():
+        for a in t.get("alert_rule_test", []):
+            for e in a["exp_alerts"]:
+                assert {"job", "namespace"} <= set(e["exp_labels"]), (t["name"], e)
+
+
+def test_one_prometheus_outage_fires_one_alert() -> None:
+    """The outage test expects every alert of the rules file by name: only
+    VllmScalerPrometheusQueriesFailing fires, once, whatever the queries, signals, targets
+    and replicas (a new alert must say what it does in an outage)."""
+    (outage,) = [t for t in _tests() if t["name"].startswith("One Prometheus outage")]
+    expected = {a["alertname"]: a["exp_alerts"] for a in outage["alert_rule_test"]}
+    assert set(expected) == {r["alert"] for r in _rules()}
+    fired = {name: alerts for name, alerts in expected.items() if alerts}
+    assert list(fired) == ["VllmScalerPrometheusQueriesFailing"]
+    (alert,) = fired["VllmScalerPrometheusQueriesFailing"]
+    description = alert["exp_annotations"]["description"]
+    for query in ("kv_cache", "running", "throughput", "ttft_buckets", "ttft_rate", "waiting"):
+        assert query in description, query
+    inputs = " ".join(s["series"] for s in outage["input_series"])
+    assert inputs.count("vllm_scaler_signal_valid{") >= 6  # signals of two targets invalid
 
 
 def test_per_target_alerts_fire_once_for_two_controller_replicas() -> None:
@@ -130,10 +165,10 @@ def test_promtool_check_rules_as_shipped() -> None:
         [_promtool(), "check", "rules", *files], capture_output=True, text=True, check=False
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    # 13 alerts; 7 recording rules: TTFT buckets per pod group, TTFT histograms per namespace
+    # 15 alerts; 7 recording rules: TTFT buckets per pod group, TTFT histograms per namespace
     # and bound, the bounds not on every one per namespace, three throughput rates per pod,
     # their timestamp per namespace and counter
-    assert "SUCCESS: 21 rules found" in out.stdout, out.stdout
+    assert "SUCCESS: 22 rules found" in out.stdout, out.stdout
     # the same three histogram rules for ITL
     assert "SUCCESS: 3 rules found" in out.stdout, out.stdout
 

@@ -107,3 +107,13 @@ def normal_form(docs: list[Doc]) -> dict[tuple[str, str, str], Doc]:
                     cm["name"] = _HASH_SUFFIX.sub("", cm["name"])
         result[(doc["kind"], meta.get("namespace", ""), meta["name"])] = doc
     return result
+
+
+def helm_refusal(values: dict[str, Any], *, by_schema: bool = False) -> str:
+    """The message with which Helm refuses ``values``: the values schema's (before anything
+    renders) with ``by_schema``, else a template's ``fail``."""
+    helm = pytest.importorskip("helm_python", reason="helm-python-sdk (dev extra) is missing")
+    error = helm.HelmValuesError if by_schema else helm.HelmError
+    with pytest.raises(error) as err:
+        helm_render(values)
+    return str(err.value)

@@ -98,6 +98,38 @@ VARIANTS = [
         id="minimal",
     ),
     pytest.param({"policy": (DEPLOY / "base" / "policy.yaml").read_text()}, id="policy-as-text"),
+    pytest.param(
+        {
+            "networkPolicy": {"enabled": True, "apiServer": {"cidrs": ["10.0.0.1/32"]}},
+            "extraArgs": ["--once"],
+            "extraVolumes": [{"name": "ca", "configMap": {"name": "ca"}}],
+            "extraVolumeMounts": [{"name": "ca", "mountPath": "/etc/ca"}],
+            "extraObjects": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "x", "namespace": "{{ .Release.Namespace }}"},
+                }
+            ],
+            "serviceMonitor": {"relabelings": [{"targetLabel": "cluster", "replacement": "a"}]},
+        },
+        id="extras-and-network-policy",
+    ),
+    pytest.param(
+        {
+            "prometheus": {
+                "url": "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-1",
+                "cloudAuth": {
+                    "provider": "aws-sigv4",
+                    "aws": {
+                        "roleArn": "arn:aws:iam::123456789012:role/scaler",
+                        "region": "us-east-1",
+                    },
+                },
+            }
+        },
+        id="aws-sigv4",
+    ),
 ]
 
 
@@ -551,6 +583,16 @@ def test_a_changed_policy_rolls_the_pods() -> None:
             "with or without a password), which would be stored in plain text in the "
             "Deployment: use valueFrom.secretKeyRef",
             id="extra-env-url-with-user-info",
+        ),
+        pytest.param(
+            {"prometheusRule": {"alertLabels": {"namespace": "x"}}},
+            "prometheusRule.alertLabels.namespace: set by each alert itself",
+            id="alert-label-namespace",
+        ),
+        pytest.param(
+            {"prometheusRule": {"alertLabels": {"severity": "page"}}},
+            "prometheusRule.alertLabels.severity: set by each alert itself",
+            id="alert-label-severity",
         ),
         pytest.param(
             {"prometheus": {"url": "http://HelmPassw0rd@prom:9090"}},

@@ -23,7 +23,7 @@ from packaging.utils import canonicalize_name
 from typer.testing import CliRunner
 from uv import find_uv_bin
 
-from scaler.cli import EXTRAS, app
+from scaler.cli import COMMANDS, EXTRAS, app
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCK = ROOT / "requirements.txt"
@@ -112,6 +112,27 @@ def test_lock_pins_exactly_the_runtime_dependencies_of_pyproject() -> None:
         for r in reqs
     } - locked_direct
     assert extra_only and not extra_only & set(pins), extra_only & set(pins)
+
+
+def test_cloud_lock_pins_the_runtime_dependencies_and_the_cloud_extra() -> None:
+    """requirements-cloud.txt (the image built with --build-arg LOCK=requirements-cloud.txt):
+    pyproject's dependencies and those of its cloud extra (aws, google, azure), each hashed,
+    nothing of another extra."""
+    pins = _lock(ROOT / "requirements-cloud.txt")
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    cloud = [Requirement(r) for name in ("aws", "google", "azure") for r in extras[name]]
+    assert extras["cloud"] == ["vllm-scaler[aws,google,azure]"]
+    wanted = _project_dependencies() + cloud
+    locked_direct = {name for name, pin in pins.items() if PROJECT in pin.via}
+    assert locked_direct == {canonicalize_name(r.name) for r in wanted}, (
+        "requirements-cloud.txt is stale: run scripts/lock.sh"
+    )
+    for req in wanted:
+        pin = pins[canonicalize_name(req.name)]
+        assert req.specifier.contains(pin.version, prereleases=True), (req, pin.version)
+    for name, pin in pins.items():
+        assert pin.hashes, f"{name} has no --hash"
+    assert not {"matplotlib", "prometheus-api-client"} & set(pins)
 
 
 def test_lock_is_hashed_and_closed() -> None:
@@ -208,13 +229,19 @@ def test_image_installs_from_the_lock_and_leaves_no_wheel_in_a_layer() -> None:
             stages[-1].append((ins["instruction"], " ".join(ins["value"].split())))
     build, final = stages
     build_runs = " ".join(v for i, v in build if i == "RUN")
-    assert "--require-hashes" in build_runs and "-r requirements.txt" in build_runs
+    assert "--require-hashes" in build_runs and '-r "${LOCK}"' in build_runs
+    # the lock: requirements.txt unless the build asks for the cloud extras' own
+    args = [v for i, v in build if i == "ARG"]
+    assert args == ["LOCK=requirements.txt"], args
     # The project's wheel is built by the locked setuptools, installed before it is used.
     install_backend = "pip install --no-cache-dir --require-hashes -r requirements-build.txt"
     build_project = "--no-deps --no-build-isolation"
     assert install_backend in build_runs and build_project in build_runs
     assert build_runs.index(install_backend) < build_runs.index(build_project)
-    assert ("COPY", "requirements.txt requirements-build.txt pyproject.toml README.md ./") in build
+    copied = (
+        "requirements.txt requirements-cloud.txt requirements-build.txt pyproject.toml README.md ./"
+    )
+    assert ("COPY", copied) in build
     # The final stage copies nothing from the build stage: the wheels are only mounted.
     assert not [v for i, v in final if i in ("COPY", "ADD")], final
     (install,) = [v for i, v in final if i == "RUN"]
@@ -281,11 +308,7 @@ def test_the_wheel_builds_with_the_locked_setuptools_and_holds_only_the_package(
 
 def test_every_extra_command_names_an_extra_that_brings_its_modules() -> None:
     extras = PYPROJECT["project"]["optional-dependencies"]
-    registered = {
-        info.name or info.callback.__name__.replace("_", "-")
-        for info in app.registered_commands
-        if info.callback is not None
-    }
+    registered = {c.name for c in COMMANDS}
     providers = importlib.metadata.packages_distributions()
     for command, (extra, modules) in EXTRAS.items():
         assert command in registered, command

@@ -5,7 +5,6 @@ policy's namespaces only."""
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from typing import Any
 
@@ -16,6 +15,10 @@ from scaler.actuators.kubernetes import build_api_client
 from scaler.actuators.lease import LeaseClient
 from scaler.config.policy import WorkloadRef
 from scaler.controller.leader import LeaderElectionConfig, LeaderElector
+from tests.deploy.rbac_calls import PATH as _PATH
+from tests.deploy.rbac_calls import allowed as _allowed
+from tests.deploy.rbac_calls import call as _call
+from tests.deploy.rbac_calls import namespace as _namespace
 from tests.deploy.render import DEPLOY, files, helm_render, kustomize, one, validate
 from tests.support.controller_harness import case_policy, open_harness
 from tests.support.fakeprom import kv, per_pod, ttft_answers
@@ -121,36 +124,6 @@ def test_recommend_only_runs_dry_and_grants_no_write(recommend_only) -> None:
 
 
 # --- RBAC against the calls the controller really makes ------------------------------------
-
-_PATH = re.compile(
-    r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
-    r"/namespaces/(?P<ns>[^/]+)/(?P<resource>[^/]+)(?:/(?P<name>[^/]+)(?:/(?P<sub>[^/]+))?)?$"
-)
-_VERB = {"GET": "get", "PATCH": "patch", "PUT": "update", "POST": "create", "DELETE": "delete"}
-
-
-def _call(method: str, path: str) -> tuple[str, str, str]:
-    m = _PATH.match(path)
-    assert m, path
-    group = "" if m["core"] else m["group"]
-    resource = m["resource"] + (f"/{m['sub']}" if m["sub"] else "")
-    verb = _VERB[method]
-    if method == "GET" and not m["name"]:
-        verb = "list"
-    return group, resource, verb
-
-
-def _namespace(path: str) -> str:
-    m = _PATH.match(path)
-    assert m, path
-    return m["ns"]
-
-
-def _allowed(rules: list[dict[str, Any]], call: tuple[str, str, str]) -> bool:
-    group, resource, verb = call
-    return any(
-        group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"] for r in rules
-    )
 
 
 def _allowed_by_name(rules: list[dict[str, Any]], method: str, path: str) -> bool:

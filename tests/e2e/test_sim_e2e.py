@@ -171,7 +171,7 @@ def test_the_controllers_own_metrics_are_served_and_scraped_as_run_serves_them(
         [cycles] = asyncio.run(
             wait_for_series(prometheus, "vllm_scaler_cycles_total >= 1", timeout=60)
         )
-        assert cycles["metric"]["job"] == "vllm-scaler"
+        assert cycles["metric"]["job"] == "vllm-scaler-metrics"
         assert cycles["metric"]["instance"] == metrics.removeprefix("http://").split("/")[0]
         body = httpx.get(metrics, timeout=10).text
         assert 'vllm_scaler_current_replicas{target="llm/Deployment/vllm"}' in body

@@ -4,7 +4,7 @@ Each test runs the real loop (``tests/support/controller_harness.py``) with a po
 scale-down window is 0, so that with good data the target would scale down at once: a hold
 during the fault is the fault's doing, and the first good cycle afterwards decides the
 scale-down (written in the next cycle, once the pods' ranking is read back).
-Source-level details of each status are pinned in ``tests/sources/test_prometheus_cases.py``.
+Source-level details of each status are pinned in ``tests/cases/test_prometheus_cases.py``.
 """
 
 from __future__ import annotations

@@ -128,6 +128,10 @@ async def test_read_snapshot_classifies_pods(
                 ready_seconds=3030.0,
             ),
         ),
+        # bare pods: no controller to follow, the selector's verdict stands
+        unowned=tuple(
+            (p, "no controller ownerReference") for p in ("vllm-a", "vllm-b", "vllm-c", "vllm-d")
+        ),
     )
     counts = snap.counts(model_load_timeout_seconds=600)
     assert (counts.current, counts.ready, counts.starting, counts.stuck, counts.terminating) == (

@@ -201,7 +201,7 @@ def test_a_slice_without_requests_is_refused_up_front(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert result.output == (
         f"vllm-scaler: --start-minute/--minutes: no requests in minutes 5-7 of {trace} "
-        "at rate x0.5\n"
+        "at rate x0.6\n"
     )
 
 
@@ -224,7 +224,9 @@ def test_a_workdir_in_use_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_sim_help_text_reads_as_sentences() -> None:
     result = CliRunner().invoke(app, ["sim", "--help"], terminal_width=80)
     flat = " ".join(result.output.split())
-    assert "Replay a real trace against a simulated vLLM fleet. A real Prometheus scrapes" in flat
+    assert "Replay a real trace against a simulated vLLM fleet, beside KEDA. A real Prometheus" in (
+        flat
+    )
     assert "the / controller" not in flat
 
 

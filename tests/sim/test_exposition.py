@@ -255,7 +255,7 @@ def test_registries_are_per_replica() -> None:
 
 def test_the_replicas_are_labelled_with_the_model_they_are_calibrated_to() -> None:
     """The fleet's pods carry the served-model name of the sweep the replica model is
-    calibrated to (``scaler.sim.calibration``), and the README says the same."""
+    calibrated to (``scaler.sim.calibration``), and the demo's page says the same."""
     from pathlib import Path
 
     from scaler.sim import calibration
@@ -269,6 +269,6 @@ def test_the_replicas_are_labelled_with_the_model_they_are_calibrated_to() -> No
         'vllm:num_requests_waiting{engine="0",model_name="mistralai/Mistral-7B-Instruct-v0.3"}'
         in text
     )
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    assert f'labelled `model_name="{SERVED_MODEL_NAME}"`' in readme
+    page = (Path(__file__).resolve().parents[2] / "docs" / "demo.md").read_text(encoding="utf-8")
+    assert f'labelled `model_name="{SERVED_MODEL_NAME}"`' in page
     assert "Llama" not in text

@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 
 import pytest
-import structlog
 
+from scaler.telemetry.logging import silenced
 from tests.soak.soak import PROM_FAULTS, SoakFigures, run_soak
 
 
 @pytest.fixture(autouse=True)
 def quiet_logs() -> Iterator[None]:
     """The source logs every absent signal; thousands of lines would only slow the soak."""
-    saved = structlog.get_config()
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
-    try:
+    with silenced():
         yield
-    finally:
-        structlog.configure(**saved)
 
 
 def check(fig: SoakFigures, cycles: int) -> None:

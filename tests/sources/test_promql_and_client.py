@@ -54,23 +54,25 @@ def test_query_plan_for_the_default_target_is_pinned() -> None:
     ns = 'namespace="llm"'  # per-pod queries: the source picks the target's pods by name
     recorded = "namespace_scaler_pod_group_le:vllm_time_to_first_token_seconds_bucket:rate1m"
     mixed = "namespace:vllm_time_to_first_token_seconds_bucket:mixed_bounds_rate1m"
+    # one copy of each series behind an HA Prometheus pair (case 35)
+    one = "max without (prometheus_replica, replica, __replica__) "
     assert plan.queries == {
-        QueryKind.WAITING: "label_replace(sum by (namespace, pod) "
-        f'(vllm:num_requests_waiting{{{ns}}}), "scaler_selector", "s0", "", "")',
+        QueryKind.WAITING: f"label_replace(sum by (namespace, pod) ({one}"
+        f'(vllm:num_requests_waiting{{{ns}}})), "scaler_selector", "s0", "", "")',
         # with the ages of the recorded per-pod throughput rates, per namespace and counter,
         # from the rules' own record of their timestamps (not the recorded rates themselves)
-        QueryKind.RUNNING: "label_replace(sum by (namespace, pod) "
-        f'(vllm:num_requests_running{{{ns}}}), "scaler_selector", "s0", "", "") or '
+        QueryKind.RUNNING: f"label_replace(sum by (namespace, pod) ({one}"
+        f'(vllm:num_requests_running{{{ns}}})), "scaler_selector", "s0", "", "") or '
         "label_replace(time() - namespace_scaler_recorded:vllm_rate1m_timestamp_seconds:min"
         f'{{{ns}}}, "scaler_selector", "s0", "", "")',
         QueryKind.KV_CACHE: "label_replace(max by (namespace, pod, __name__) "
         '({__name__=~"vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc",'
         f'{ns}}}), "scaler_selector", "s0", "", "")',
-        QueryKind.TTFT_RATE: "label_replace(label_replace(sum by (namespace, pod) "
-        f"(rate(vllm:time_to_first_token_seconds_count{{{ns}}}[60s])), "
+        QueryKind.TTFT_RATE: f"label_replace(label_replace(sum by (namespace, pod) ({one}"
+        f"(rate(vllm:time_to_first_token_seconds_count{{{ns}}}[60s]))), "
         '"scaler_histogram", "classic", "", ""), "scaler_selector", "s0", "", "") or '
-        "(label_replace(label_replace(sum by (namespace, pod) (histogram_count(rate("
-        f"vllm:time_to_first_token_seconds{{{ns}}}[60s]))), "
+        f"(label_replace(label_replace(sum by (namespace, pod) ({one}(histogram_count(rate("
+        f"vllm:time_to_first_token_seconds{{{ns}}}[60s])))), "
         '"scaler_histogram", "native", "", ""), "scaler_selector", "s0", "", "") or '
         # the recorded buckets' ages, for the namespaces whose pods share one bucket layout
         f'label_replace(label_replace(time() - timestamp({recorded}{{{ns},le="+Inf"}}) '
@@ -80,7 +82,7 @@ def test_query_plan_for_the_default_target_is_pinned() -> None:
         QueryKind.THROUGHPUT: "label_replace(({} or ({} or {})), "
         '"scaler_selector", "s0", "", "")'.format(
             *(
-                f"label_replace(sum by (namespace, pod) (rate({m}{{{ns}}}[60s])), "
+                f"label_replace(sum by (namespace, pod) ({one}(rate({m}{{{ns}}}[60s]))), "
                 f'"scaler_metric", "{m}", "", "")'
                 for m in (
                     "vllm:request_success_total",
@@ -104,6 +106,7 @@ def test_ttft_query_asks_for_exactly_the_named_pods_raw_native_or_recorded() -> 
         {"llm": ["small-7c9d"]},
         rate_window_seconds=30,
     )
+    # the bucket rates are summed with their copies behind an HA pair: a quantile does not change
     classic = (
         "label_replace(sum by (le) (rate(vllm:time_to_first_token_seconds_bucket"
         f'{{{pods}}}[30s])), "scaler_target", "llm/Deployment/vllm", "", "")'

@@ -59,8 +59,11 @@ def kinds(verdicts: list[PodStall | None]) -> list[str | None]:
                      id="KV cache stuck near full: frozen"),
         pytest.param([(g(5 * i, 2), NO_TOKENS) for i in range(1, 5)],
                      [None, None, "hung", "hung"], id="queue growing, no token: hung"),
-        pytest.param([(g(7, r), NO_TOKENS) for r in (3, 2, 3)], [None, None, "hung"],
-                     id="queue flat while running moves, no token: hung"),
+        # the running batch moves only when the engine steps (a long prefill counts no token)
+        pytest.param([(g(7, r), NO_TOKENS) for r in (3, 2, 3)], [None, None, None],
+                     id="queue flat while running moves, no token: steps, neither"),
+        pytest.param([(g(7 + i, 3), NO_TOKENS) for i in range(3)], [None, None, "hung"],
+                     id="queue growing while running and KV are still, no token: hung"),
         pytest.param([(g(15 - 5 * i, 1), NO_TOKENS) for i in range(3)], [None, None, None],
                      id="queue draining without tokens (cancelled): neither"),
         pytest.param([(g(5, 20, 0.9), SERVING)] * 5, [None] * 5,

@@ -26,6 +26,7 @@ from aiohttp import web
 from scaler.config.policy import TargetPolicy, WorkloadRef
 from scaler.core.observation import PodInfo, WorkloadSnapshot
 from scaler.sources.prometheus import PrometheusSource
+from scaler.sources.prometheus.backend import NATIVE_HISTOGRAM_PROBE
 from scaler.sources.promql import (
     GENERATION_TOKENS_METRIC,
     HISTOGRAM_LABEL,
@@ -44,12 +45,14 @@ from scaler.sources.quantile import bucket_quantile
 TS = 1718000000
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-CASES = SHARED / "cases"
+#: The real-world cases, each beside the tests that check it (``tests/cases/NN-name.md``).
+CASES = Path(__file__).resolve().parents[1] / "cases"
 
 
 def case_file(name: str) -> Path:
-    """Path of the shared case file a test implements (documentation: never read, never
-    skipped; the case's input is written out in the test itself)."""
+    """Path of the case a test implements, ``tests/cases/<name>`` (documentation: never read,
+    never skipped; the case's input is written out in the test itself, and
+    ``tests/cases/test_index.py`` checks that the case names the test)."""
     return CASES / name
 
 
@@ -275,7 +278,7 @@ class Histograms:
         return self._edited("ttft_buckets", R(*out))
 
 
-NATIVE_PROBE = "histogram_count(vector(0))"
+NATIVE_PROBE = NATIVE_HISTOGRAM_PROBE
 
 _KIND_BY_METRIC: list[tuple[str, QueryKind]] = [
     ("time_to_first_token_seconds_count", QueryKind.TTFT_RATE),
@@ -341,6 +344,10 @@ class FakePrometheus:
             return web.json_response(
                 {"status": "error", "errorType": "422", "error": error}, status=422
             )
+        if query.startswith("count by (") and "vllm:num_requests_running{" in query:
+            self.requests.pop()  # the start-up question: every series once per replica?
+            self.headers.pop()
+            return web.json_response(R())
         if query.startswith("vllm:num_requests_running{") and query.endswith("]"):
             self.requests.pop()  # the start-up probe of the scrape interval
             self.headers.pop()

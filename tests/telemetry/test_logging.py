@@ -7,7 +7,7 @@ import json
 import pytest
 import structlog
 
-from scaler.cli import LogFormat, recommend_log_format
+from scaler.cli.controller import LogFormat, recommend_log_format
 from scaler.telemetry.logging import configure_logging, flatten_fields, format_fields
 
 STARTED = {

@@ -17,6 +17,7 @@ import typer
 from scaler.bench.scale.report import format_result
 from scaler.bench.scale.run import run_scale_bench
 from scaler.config.cli_options import OutputFormat, OutputOpt
+from scaler.config.durations import duration_option
 from scaler.config.options import option_errors
 
 __all__ = ["main", "register_scale"]
@@ -93,7 +94,12 @@ def register_scale(app: typer.Typer) -> None:
         per_target_cycles: int = typer.Option(
             3, help="Cycles with one query per target and signal (0: skip)."
         ),
-        scrape_interval: float = typer.Option(15.0, help="Prometheus scrape interval, s."),
+        scrape_interval: float = typer.Option(
+            15.0,
+            parser=duration_option,
+            metavar="DURATION",
+            help="Prometheus scrape interval, a duration (15, 15s).",
+        ),
         no_ttft: bool = typer.Option(
             False, "--no-ttft", help="Disable ttft_p95 on every target (queue and KV only)."
         ),

@@ -95,7 +95,7 @@ Where each part lives (one responsibility per module)::
     kubeconfig.py   write_kubeconfig
 """
 
-from scaler.sim.kubeapi.base import rfc3339
+from scaler.sim.kubeapi.base import owner_reference, rfc3339
 from scaler.sim.kubeapi.errors import CONFLICT_MESSAGE, JSON, ApiError
 from scaler.sim.kubeapi.kubeconfig import write_kubeconfig
 from scaler.sim.kubeapi.patches import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH
@@ -126,6 +126,7 @@ __all__ = [
     "ScaleChange",
     "SelectorError",
     "format_selector",
+    "owner_reference",
     "parse_label_selector",
     "rfc3339",
     "write_kubeconfig",

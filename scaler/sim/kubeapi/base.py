@@ -26,6 +26,22 @@ class Kind:
     kind: str
     plural: str
     builtin: bool  # strategic merge + unconditional update allowed
+    #: the scale subresource answers a selector (a CRD's ``scale.labelSelectorPath`` is set)
+    label_selector_path: bool = True
+
+
+def owner_reference(obj: JSON) -> JSON:
+    """The controller ``ownerReference`` that points at ``obj`` (a stored object), as the
+    workload controllers stamp it on what they create."""
+    meta = obj["metadata"]
+    return {
+        "apiVersion": obj.get("apiVersion", "v1"),
+        "kind": obj.get("kind", "Pod"),
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
 
 
 class StoreBase:

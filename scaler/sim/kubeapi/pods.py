@@ -61,10 +61,13 @@ class Pods(StoreBase):
         ready: bool = False,
         phase: str | None = None,
         created_at: float | None = None,
+        owner: JSON | None = None,
     ) -> JSON:
         """Create a pod. ``phase`` defaults to Running when ready, Pending otherwise.
 
-        ``created_at`` (epoch seconds) backdates creationTimestamp. Returns a copy.
+        ``created_at`` (epoch seconds) backdates creationTimestamp; ``owner`` (an
+        :func:`~scaler.sim.kubeapi.base.owner_reference`) is its controller, as a ReplicaSet
+        or StatefulSet owns the pods it creates. Returns a copy.
 
         Raises:
             ValueError: a pod with that name exists.
@@ -74,6 +77,8 @@ class Pods(StoreBase):
         meta = self._meta(namespace, name, labels)
         if created_at is not None:
             meta["creationTimestamp"] = rfc3339(created_at)
+        if owner is not None:
+            meta["ownerReferences"] = [dict(owner)]
         pod: JSON = {
             "metadata": meta,
             "spec": {

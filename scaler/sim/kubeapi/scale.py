@@ -38,11 +38,22 @@ class ScaleSubresource(Workloads):
                 "creationTimestamp": meta["creationTimestamp"],
             },
             "spec": spec,
-            "status": {
-                "replicas": w.obj["status"].get("replicas", 0),
-                "selector": format_selector(w.obj["spec"]["selector"]["matchLabels"]),
-            },
+            "status": self._scale_status(w),
         }
+
+    @staticmethod
+    def _scale_status(w: Workload) -> JSON:
+        """``status`` of the Scale: ``selector`` is left out (empty) for a CRD without
+        ``labelSelectorPath`` and while the field it names is unset."""
+        status: JSON = {"replicas": w.obj["status"].get("replicas", 0)}
+        selector = (
+            w.scale_selector
+            if w.scale_selector is not None
+            else format_selector(w.obj["spec"]["selector"]["matchLabels"])
+        )
+        if w.kind.label_selector_path and selector:
+            status["selector"] = selector
+        return status
 
     def get_scale(self, group: str, version: str, plural: str, namespace: str, name: str) -> JSON:
         """The ``autoscaling/v1 Scale`` of a workload.

@@ -40,6 +40,10 @@ class Workload:
     kind: Kind
     obj: JSON
     selector: LabelSelector = field(default_factory=LabelSelector)
+    #: what the scale subresource answers as ``status.selector`` when it is not the workload's
+    #: own selector (a CRD's ``labelSelectorPath`` pointing at a status field its operator
+    #: writes: a LeaderWorkerSet's leaders only, or '' before the operator wrote it)
+    scale_selector: str | None = None
 
 
 ScaleCallback = Callable[[ScaleChange], None]
@@ -55,15 +59,26 @@ class Workloads(Pods):
         self._callbacks: list[ScaleCallback] = []
 
     def register_kind(
-        self, group: str, version: str, kind: str, plural: str, *, builtin: bool = False
+        self,
+        group: str,
+        version: str,
+        kind: str,
+        plural: str,
+        *,
+        builtin: bool = False,
+        label_selector_path: bool = True,
     ) -> None:
         """Register a kind with a ``scale`` subresource, e.g.
         ``("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", "leaderworkersets")``.
 
         ``builtin`` kinds accept strategic merge patches and unconditional PUTs (as the
-        apps kinds do); custom kinds behave like CRDs.
+        apps kinds do); custom kinds behave like CRDs. ``label_selector_path`` False: a CRD
+        whose scale subresource declares no ``labelSelectorPath``, so ``/scale`` answers no
+        ``status.selector``.
         """
-        self._kinds[(group, plural)] = Kind(group, version, kind, plural, builtin)
+        self._kinds[(group, plural)] = Kind(
+            group, version, kind, plural, builtin, label_selector_path
+        )
 
     def _kind(self, group: str, version: str, plural: str) -> Kind | None:
         k = self._kinds.get((group, plural))
@@ -78,11 +93,13 @@ class Workloads(Pods):
         *,
         replicas: int,
         labels: Mapping[str, str],
+        owner: JSON | None = None,
     ) -> JSON:
         """Create a workload of a registered kind selecting pods with ``labels``.
 
-        ``labels`` become ``spec.selector.matchLabels`` and the pod template labels.
-        Returns a copy of the stored object.
+        ``labels`` become ``spec.selector.matchLabels`` and the pod template labels;
+        ``owner`` (an :func:`~scaler.sim.kubeapi.base.owner_reference`) its controller, as a
+        Deployment owns its ReplicaSets. Returns a copy of the stored object.
 
         Raises:
             KeyError: the kind is not registered. ValueError: it exists or replicas < 0.
@@ -96,7 +113,11 @@ class Workloads(Pods):
         obj: JSON = {
             "apiVersion": f"{group}/{kind.version}" if group else kind.version,
             "kind": kind.kind,
-            "metadata": {**self._meta(namespace, name, labels), "generation": 1},
+            "metadata": {
+                **self._meta(namespace, name, labels),
+                "generation": 1,
+                **({"ownerReferences": [dict(owner)]} if owner is not None else {}),
+            },
             "spec": {
                 "replicas": replicas,
                 "selector": {"matchLabels": dict(labels)},
@@ -209,13 +230,48 @@ class Workloads(Pods):
         for cb in list(self._callbacks):
             cb(change)
 
+    def set_workload_spec(
+        self,
+        namespace: str,
+        name: str,
+        fields: Mapping[str, object],
+        *,
+        group: str = "apps",
+        plural: str = "deployments",
+    ) -> None:
+        """Set fields of a workload's ``spec`` beside replicas and selector (a
+        LeaderWorkerSet's ``leaderWorkerTemplate``), as its manifest would."""
+        w = self._workload(group, plural, namespace, name)
+        w.obj["spec"].update(copy.deepcopy(dict(fields)))
+        w.obj["metadata"]["resourceVersion"] = self._bump()
+
+    def set_scale_selector(
+        self,
+        namespace: str,
+        name: str,
+        selector: str | None,
+        *,
+        group: str = "apps",
+        plural: str = "deployments",
+    ) -> None:
+        """What the workload's scale subresource answers as ``status.selector`` (its operator
+        writing the status field the CRD's ``labelSelectorPath`` names; '' before it does);
+        None: the workload's own selector again. ``status.replicas`` counts the pods it
+        selects (a LeaderWorkerSet's leaders: its groups)."""
+        w = self._workload(group, plural, namespace, name)
+        w.scale_selector = selector
+        self._refresh_status(w)
+
     def _refresh_status(self, w: Workload, *, bump: bool = True) -> None:
         ns = w.obj["metadata"]["namespace"]
+        counted = w.selector
+        if w.scale_selector:
+            counted = parse_label_selector(w.scale_selector)
         active = [
             p
             for (pns, _), p in self._pods.items()
             if pns == ns
-            and w.selector.matches(p["metadata"].get("labels", {}))
+            and counted.matches(p["metadata"].get("labels", {}))
             and "deletionTimestamp" not in p["metadata"]
             and p["status"]["phase"] not in ("Succeeded", "Failed")
         ]

@@ -19,6 +19,8 @@ has its own :class:`~scaler.core.signals.SignalStatus`.
   the registry) and their readings; :mod:`.ttft` is TTFT's instance of it.
 - :mod:`.check`: the start-up checks (every configured query returns series; the rate
   window holds four scrapes).
+- :mod:`.backend`: what the backend supports (the native-histogram functions), asked once by
+  every command that reads it.
 
 The names below are the package's public API.
 """

@@ -34,17 +34,21 @@ __all__ = [
     "QueryOutcome",
     "Series",
     "answer_problem",
+    "cause_detail",
     "decode_json",
     "error_answer_detail",
     "http_status_text",
     "not_prometheus_detail",
     "parse_sample_value",
     "parse_vector",
+    "partial_warnings",
     "paused_gc",
     "short_detail",
 ]
 
 _DETAIL_MAX = 300
+#: How much of a long detail's start is kept; the rest of :data:`_DETAIL_MAX` is its end.
+_DETAIL_HEAD = 100
 # What Prometheus writes for a finite float (strconv.FormatFloat 'f'/'e' forms).
 _NUMBER_RE = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
 # The characters of those forms. A string of only these that float() reads as a finite number
@@ -70,7 +74,8 @@ class QueryOutcome:
         series: series in a successful answer.
         duration_seconds: wall time of the HTTP request.
         query: the PromQL sent.
-        warnings: ``warnings`` Prometheus attached to a successful answer.
+        warnings: ``warnings`` Prometheus attached to a successful answer (and, from
+            VictoriaMetrics, a warning of its own for ``isPartial: true``).
         http_status: the HTTP status of the answer (None when none came).
     """
 
@@ -87,6 +92,33 @@ class QueryOutcome:
     def ok(self) -> bool:
         """True when the answer was a well-formed success."""
         return self.status is SignalStatus.OK
+
+    @property
+    def partial(self) -> tuple[str, ...]:
+        """The warnings that say the answer may lack data (:func:`partial_warnings`)."""
+        return partial_warnings(self.warnings)
+
+
+#: How Prometheus' own evaluation notes begin: they say how a result was computed (a counter
+#: without ``_total``, a histogram fixed for monotonicity), not that data is missing.
+_EVALUATION_NOTES = ("PromQL info:", "PromQL warning:")
+#: The warning that stands for VictoriaMetrics' ``isPartial: true``.
+VM_PARTIAL = (
+    "isPartial: true (VictoriaMetrics: some storage nodes did not answer, the result may lack "
+    "series)"
+)
+
+
+def partial_warnings(warnings: tuple[str, ...]) -> tuple[str, ...]:
+    """The warnings of a successful answer that say its data may be incomplete: every warning
+    but Prometheus' evaluation notes (``PromQL info: ...``, ``PromQL warning: ...``).
+
+    A query front end answers ``success`` with warnings when a part of the data could not be
+    read: Thanos' partial responses (``No StoreAPIs matched for this query``, a store or
+    receiver ``Unavailable``), Mimir's and Cortex's query front ends, Prometheus' remote read,
+    VictoriaMetrics cluster's ``isPartial`` (:data:`VM_PARTIAL`). What is missing is not said
+    per series, so the whole answer counts as partial."""
+    return tuple(w for w in warnings if not w.startswith(_EVALUATION_NOTES))
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,7 +292,10 @@ def parse_vector(body: Any) -> tuple[list[Series], list[BadSeries], tuple[str, .
                             continue
         _checked_series(i, item, out, bad)
     warnings = body.get("warnings") or []
-    return out, bad, tuple(str(w) for w in warnings) if isinstance(warnings, list) else ()
+    said = tuple(str(w) for w in warnings) if isinstance(warnings, list) else ()
+    if body.get("isPartial") is True:  # VictoriaMetrics cluster, -search.denyPartialResponse off
+        said += (VM_PARTIAL,)
+    return out, bad, said
 
 
 def _checked_series(i: int, item: object, out: list[Series], bad: list[BadSeries]) -> None:
@@ -303,6 +338,22 @@ def short_detail(text: str) -> str:
     return shortened(text, _DETAIL_MAX)
 
 
+def cause_detail(text: str) -> str:
+    """A backend's error message as :func:`short_detail` gives it, except that a longer one
+    keeps its start and its end, with ``...`` between: the end is the cause.
+
+    Backends wrap errors outer to inner (Go's ``outer: inner: cause``), and what makes a
+    message long is the query it echoes, sometimes twice (VictoriaMetrics: ``error when
+    executing query="<query>" ...: cannot execute "<query>": unknown func
+    "histogram_count"``). Cut at 300 from the start, the cause was the part lost. Masking
+    comes before the cut (:func:`~scaler.config.secrets.shortened`)."""
+    flat = shortened(text, len(text) + 1)  # masked, on one line
+    if len(flat) <= _DETAIL_MAX:
+        return flat
+    head = shortened(flat, _DETAIL_HEAD)  # ends in '...' (or '***...' in a secret's start)
+    return f"{head} {flat[-(_DETAIL_MAX - _DETAIL_HEAD - 1) :].lstrip()}"
+
+
 def http_status_text(status_code: int) -> str:
     """``401 Unauthorized``: the code with its standard reason phrase (RFC 9110), when known."""
     try:
@@ -320,7 +371,7 @@ def error_answer_detail(status_code: int, text: str) -> str:
     except ValueError:
         body = None
     if isinstance(body, dict) and body.get("status") == "error":
-        return short_detail(
+        return cause_detail(
             f"{body.get('errorType', '?')}: {body.get('error', '')} (HTTP {status_code})"
         )
     return f"HTTP {http_status_text(status_code)}: {short_detail(text) or '-'}"

@@ -86,7 +86,12 @@ async def check_configured_queries(
         unlisted = t.prometheus_matchers is None and t.key not in snapshots
         tr = result.targets[t.key]
         running_found = tr.series_found.get(QueryKind.RUNNING, 0) > 0
-        own = build_query_plan([t], rate_window_seconds=source.rate_window_seconds).queries
+        own = build_query_plan(
+            [t],
+            rate_window_seconds=source.rate_window_seconds,
+            native_histograms=source.native_histograms is not False,
+            replica_labels=source.replica_labels,
+        ).queries
         for name in t.signals.queried():
             kind = SIGNAL_QUERY[name]
             outcome = result.queries.get(kind)

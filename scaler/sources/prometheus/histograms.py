@@ -389,19 +389,24 @@ def plan_histogram(
 
 
 def history_histogram_plan(
-    spec: SignalSpec, targets: Sequence[TargetPolicy], *, rate_window_seconds: float
+    spec: SignalSpec,
+    targets: Sequence[TargetPolicy],
+    *,
+    rate_window_seconds: float,
+    native_histograms: bool = True,
 ) -> HistogramPlan:
     """A histogram signal's question for history, which has no pod lists: each target's
     series by its :func:`~scaler.sources.promql.target_selector` (its explicit matchers, or
-    its workload's pod-name pattern), both representations asked. Only the backtest uses
-    it."""
+    its workload's pod-name pattern), both representations asked (the classic one alone when
+    the backend has no native-histogram functions, ``native_histograms`` False:
+    :mod:`.backend`). Only the backtest uses it."""
     parts = [
         HistogramPart(
             t.key,
             target_selector(t),
             float(t.signals.latency_block(spec.name).quantile),
             True,
-            True,
+            native_histograms,
         )
         for t in targets
         if spec.name in t.signals.enabled()

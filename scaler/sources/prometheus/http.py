@@ -1,4 +1,5 @@
-"""HTTP to Prometheus: the client (TLS, bearer token, headers) and one instant query.
+"""HTTP to Prometheus: the client (TLS, bearer token, headers, a managed Prometheus'
+authentication: :mod:`~scaler.sources.prometheus.cloud_auth`) and one instant query.
 
 :func:`client_for` (async) and :func:`sync_client_for` build the httpx clients of every command
 from one :class:`~scaler.config.settings.PrometheusSettings` (the backtest's requests session
@@ -158,7 +159,9 @@ def sync_client_for(settings: PrometheusSettings) -> httpx.Client:
 
 
 def _settings_options(settings: PrometheusSettings) -> dict[str, Any]:
-    return _client_options(
+    from scaler.sources.prometheus.cloud_auth import cloud_auth_for  # its extra: when asked
+
+    options = _client_options(
         bearer_token_file=settings.prometheus_bearer_token_file,
         ca_file=settings.prometheus_ca_file,
         timeout_seconds=settings.prometheus_timeout_seconds,
@@ -166,6 +169,10 @@ def _settings_options(settings: PrometheusSettings) -> dict[str, Any]:
         client_cert_file=settings.prometheus_client_cert_file,
         client_key_file=settings.prometheus_client_key_file,
     )
+    cloud = cloud_auth_for(settings)
+    if cloud is not None:  # the settings allow no other authentication beside it
+        options["auth"] = cloud
+    return options
 
 
 def _client_options(

@@ -21,15 +21,16 @@ request and token rates are on each target's readings (:attr:`TargetReadings.thr
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from scaler.config.policy import TargetPolicy
+from scaler.config.signal_specs import SPECS
 from scaler.config.vocabulary import SignalName
 from scaler.core.observation import PodInfo, WorkloadSnapshot
 from scaler.core.signals import SignalReading, SignalStatus
-from scaler.sources.prometheus.answers import QueryOutcome
+from scaler.sources.prometheus.answers import QueryOutcome, short_detail
 from scaler.sources.prometheus.histograms import (
     HistogramPlan,
     HistogramRoute,
@@ -136,6 +137,42 @@ class TargetReadings:
     def ttft_query(self) -> str:
         """``recorded`` or ``raw`` for TTFT; '' when no TTFT bucket was asked."""
         return self.histogram_queries.get(SignalName.TTFT_P95, "")
+
+
+#: The answers a signal is read from, where it is more than its own query's: both rounds of a
+#: latency histogram of the registry.
+_ANSWERS_OF: dict[SignalName, tuple[QueryKind, ...]] = {
+    s.name: (QueryKind(s.histogram.rate_query), QueryKind(s.histogram.buckets_query))
+    for s in SPECS
+    if s.histogram is not None
+}
+
+
+def _partial_answers(outcomes: Iterable[QueryOutcome | None]) -> str:
+    """What the backend said of the answers that may lack data ('' when none did)."""
+    said = [
+        f"the {o.kind} answer is partial ({len(o.partial)} warning"
+        f"{'s' if len(o.partial) > 1 else ''}: {'; '.join(o.partial)})"
+        for o in outcomes
+        if o is not None and o.ok and o.partial
+    ]
+    return short_detail("; ".join(said)) if said else ""
+
+
+def _partial_reading(
+    reading: SignalReading, outcomes: Sequence[QueryOutcome | None]
+) -> SignalReading:
+    """``reading``, read from answers that the backend flagged as possibly incomplete (Thanos
+    and Mimir partial responses, VictoriaMetrics' ``isPartial``): never full coverage. A
+    reading that would be ``ok`` or ``idle`` is ``partial`` (usable for a scale-up that the
+    data already shows, never for a scale-down); any other keeps its status, and each names
+    the partial answer."""
+    said = _partial_answers(outcomes)
+    if not said:
+        return reading
+    if reading.status in (SignalStatus.OK, SignalStatus.IDLE):
+        return replace(reading, status=SignalStatus.PARTIAL, detail=said)
+    return replace(reading, detail=f"{reading.detail}; {said}" if reading.detail else said)
 
 
 def _names(pods: Sequence[str] | frozenset[str], limit: int = 5) -> str:
@@ -316,6 +353,8 @@ class _TargetReader:
                 out[pod] = metrics
                 continue
             info = pods.get(pod) if ns == snap.namespace else None
+            if info is not None and not info.serves:
+                continue  # a worker of a group whose leader serves: not demand, not stale
             if info is not None:
                 reason = DropReason.TERMINATING if info.terminating else DropReason.NOT_READY
             elif ns == snap.namespace and pod in self.former:
@@ -352,6 +391,8 @@ class _TargetReader:
                     dropped.append(DroppedSeries(kind, ns, name, DropReason.GONE))
                 elif name in ready:
                     out[name] = metrics
+                elif not info.serves:
+                    continue  # a worker of a group whose leader serves: not demand, not stale
                 else:
                     reason = DropReason.TERMINATING if info.terminating else DropReason.NOT_READY
                     dropped.append(DroppedSeries(kind, ns, name, reason))
@@ -372,6 +413,9 @@ class _TargetReader:
             self.faults.get(QueryKind.THROUGHPUT, {}),
             self.ready,
         )
+        said = _partial_answers([self.outcome(QueryKind.THROUGHPUT)])
+        if said and throughput.status is SignalStatus.OK:
+            throughput = replace(throughput, status=SignalStatus.PARTIAL, detail=said)
         gauges = self.gauges(running)
         history, stalled = track_stalls(self.history, gauges, dict(throughput.pods))
 
@@ -409,6 +453,9 @@ class _TargetReader:
                 pods_missing[name] = missing
             if name is SignalName.KV_CACHE_USAGE:
                 kv_metric = reading.source_metric
+        for name, reading in signals.items():
+            kinds = _ANSWERS_OF.get(name, (SIGNAL_QUERY[name],))
+            signals[name] = _partial_reading(reading, [self.outcome(k) for k in kinds])
         return TargetReadings(
             key=self.target.key,
             signals=signals,
@@ -427,8 +474,10 @@ class _TargetReader:
         )
 
     def gauges(self, running: dict[str, dict[str, float]] | None) -> dict[str, PodGauges]:
-        """Each ready pod's waiting, running and KV-cache values, for the stall detector:
-        only pods with a value for every query the target reads (others are unknown)."""
+        """Each ready pod's waiting, running and KV-cache values, for the stall detector and
+        the capacity signal: only pods with a finite, non-negative value for every query the
+        target reads (others are unknown: one pod's NaN queue must not become the capacity
+        signal's demand, nor fail the cycle of every target)."""
         if not running:
             return {}
         enabled = self.target.signals.enabled()
@@ -449,7 +498,9 @@ class _TargetReader:
                 if name is None:
                     continue
                 k = kv[pod][name]
-            out[pod] = PodGauges(waiting=w, running=math.fsum(metrics.values()), kv_cache=k)
+            g = PodGauges(waiting=w, running=math.fsum(metrics.values()), kv_cache=k)
+            if all(v is None or (math.isfinite(v) and v >= 0) for v in (w, g.running, k)):
+                out[pod] = g
         return out
 
     def pod_load(
@@ -552,7 +603,7 @@ class _TargetReader:
         stuck = [stalled[p] for p in sorted(per_pod) if p in stalled]
         if stuck:
             return self.stalled_reading(name, per_pod, stuck, missing, source_metric), missing
-        total = math.fsum(per_pod.values())
+        total = self.per_replica_sum(name, per_pod)
         if missing:
             return SignalReading(
                 name,
@@ -571,6 +622,19 @@ class _TargetReader:
             pods_with_data=len(per_pod),
             source_metric=source_metric,
         ), missing
+
+    def per_replica_sum(self, name: SignalName, per_pod: Mapping[str, float]) -> float:
+        """The signal's sum over replicas: over pods, but the KV cache, a ratio per engine,
+        as the mean of each group's pods when a replica is a group of pods (a group of two
+        pods at 0.9 is one replica at 0.9, not 1.8); a queue adds up over every pod."""
+        snap = self.snapshot
+        if name is not SignalName.KV_CACHE_USAGE or snap is None or not snap.grouped:
+            return math.fsum(per_pod.values())
+        group_of = {p.name: p.group or p.name for p in snap.pods}
+        groups: dict[str, list[float]] = {}
+        for pod, value in per_pod.items():
+            groups.setdefault(group_of.get(pod, pod), []).append(value)
+        return math.fsum(math.fsum(v) / len(v) for v in groups.values())
 
     def stalled_reading(
         self,
@@ -593,7 +657,7 @@ class _TargetReader:
         return SignalReading(
             name,
             SignalStatus.HUNG if hung else SignalStatus.FROZEN,
-            value=math.fsum(kept.values()),
+            value=self.per_replica_sum(name, kept),
             pods_with_data=len(kept),
             pods_missing=len(missing),
             source_metric=source_metric,

@@ -33,7 +33,7 @@ from typing import Any
 import httpx
 import structlog
 
-from scaler.config.policy import TargetPolicy
+from scaler.config.policy import DEFAULT_REPLICA_LABELS, TargetPolicy
 from scaler.config.settings import redact_url
 from scaler.config.signal_specs import histogram_specs
 from scaler.config.vocabulary import SignalName
@@ -41,6 +41,11 @@ from scaler.core.observation import WorkloadSnapshot
 from scaler.core.signals import SignalReading, SignalStatus
 from scaler.sources.prometheus.answers import Answer, QueryOutcome, paused_gc
 from scaler.sources.prometheus.attribution import PodMemory
+from scaler.sources.prometheus.backend import (
+    NATIVE_HISTOGRAM_PROBE,
+    lacked_function,
+    native_histograms_from,
+)
 from scaler.sources.prometheus.histograms import HistogramPlan, plan_histogram
 from scaler.sources.prometheus.http import instant_query, query_body, register_url_credentials
 from scaler.sources.prometheus.readings import TargetReadings, read_targets
@@ -119,6 +124,8 @@ class PrometheusSource:
             (``Policy.rate_window_seconds``).
         clock: seconds, for how long a pod a target no longer lists is still known as its
             own (:class:`~scaler.sources.prometheus.attribution.PodMemory`).
+        replica_labels: the labels the copies of one series differ in behind an HA
+            Prometheus pair (``Policy.replica_labels``): every query reads one copy.
 
     Attributes:
         scrape_intervals: target key -> its pods' scrape interval, seconds, once found at
@@ -137,6 +144,7 @@ class PrometheusSource:
         timeout_seconds: float,
         rate_window_seconds: float,
         clock: Callable[[], float] = time.monotonic,
+        replica_labels: Sequence[str] = DEFAULT_REPLICA_LABELS,
     ) -> None:
         if not timeout_seconds > 0:
             raise ValueError(f"timeout_seconds must be positive, got {timeout_seconds!r}")
@@ -147,6 +155,7 @@ class PrometheusSource:
         register_url_credentials(base_url)
         self._timeout = timeout_seconds
         self.rate_window_seconds = rate_window_seconds
+        self.replica_labels = tuple(replica_labels)
         self.scrape_intervals: dict[str, float] = {}
         self.native_histograms: bool | None = None  # unknown until the first probe answers
         self._memory = PodMemory(clock)
@@ -197,6 +206,7 @@ class PrometheusSource:
             policy_targets,
             rate_window_seconds=window,
             native_histograms=self.native_histograms is not False,
+            replica_labels=self.replica_labels,
         )
         former = self._memory.update(snapshots, rate_window_seconds=window)
         # The throughput query depends on the running answer, which says where the recording
@@ -365,12 +375,45 @@ class PrometheusSource:
             return {}
         found: dict[str, float] = {}
         for (ns, pod), keys in probe.items():
-            gaps = [b - a for a, b in itertools.pairwise(times.get((ns, pod), []))]
+            gaps = [
+                b - a for series in times.get((ns, pod), []) for a, b in itertools.pairwise(series)
+            ]
             if gaps:
                 for key in keys:
                     found[key] = round(statistics.median(gaps), 3)
         self.scrape_intervals = found
         return found
+
+    async def probe_series_copies(
+        self, policy_targets: Sequence[TargetPolicy]
+    ) -> dict[str, list[str]] | None:
+        """Whether the targets' vLLM series arrive more than once, differing only in a
+        replica label (an HA Prometheus pair behind one endpoint without deduplication), once
+        at start: ``count by (<replica labels>) (vllm:num_requests_running{namespace=~...})``.
+
+        Returns:
+            replica label -> its values, for the labels with more than one value (empty:
+            every series comes once); None when unknown (no replica labels, or the query
+            failed). The queries read one copy either way (:func:`~scaler.sources.promql.
+            one_copy`); this only tells whether they had to.
+        """
+        namespaces = sorted({t.workload.namespace for t in policy_targets})
+        if not self.replica_labels or not namespaces:
+            return None
+        union = "|".join(re.escape(ns) for ns in namespaces)
+        promql = (
+            f"count by ({', '.join(self.replica_labels)}) "
+            f'({RUNNING_METRIC}{{namespace=~"{label_value(union)}"}})'
+        )
+        answer = await self._query(QueryKind.RUNNING, promql)
+        if not answer.outcome.ok:
+            return None
+        values: dict[str, set[str]] = {}
+        for labels, _ in answer.series:
+            for name in self.replica_labels:
+                if name in labels:
+                    values.setdefault(name, set()).add(labels[name])
+        return {name: sorted(v) for name, v in values.items() if len(v) > 1}
 
     async def probe(self) -> QueryOutcome | None:
         """The start-up probe: one query, :meth:`_probe_native_histograms`' (it is not asked
@@ -382,31 +425,27 @@ class PrometheusSource:
         return None if self.native_histograms is not None else outcome
 
     async def _native_histogram_outcome(self) -> QueryOutcome:
-        answer = await self._query(QueryKind.TTFT_RATE, "histogram_count(vector(0))")
-        self.native_histograms = self._native_histograms_from(answer.outcome)
-        return answer.outcome
-
-    async def _probe_native_histograms(self) -> bool | None:
-        """Whether the backend knows ``histogram_count`` (asked once, at the first read):
-        Prometheus 2.40 on answers; VictoriaMetrics and older Prometheus reject the unknown
-        function, which would fail the whole request-rate query. None when the answer says
-        neither (an outage): asked again at the next read, native parts kept meanwhile."""
-        await self._native_histogram_outcome()
-        return self.native_histograms
-
-    @staticmethod
-    def _native_histograms_from(outcome: QueryOutcome) -> bool | None:
-        if outcome.ok:
-            return True
-        if outcome.status is SignalStatus.QUERY_ERROR and "histogram_count" in outcome.detail:
+        answer = await self._query(QueryKind.TTFT_RATE, NATIVE_HISTOGRAM_PROBE)
+        outcome = answer.outcome
+        self.native_histograms = native_histograms_from(outcome.status, outcome.detail)
+        if self.native_histograms is False:
             log.info(
                 "native_histograms_unsupported",
                 detail=outcome.detail,
-                message="the backend has no native-histogram functions: TTFT is read from "
-                "classic histograms only",
+                function=lacked_function(outcome.detail),
+                message="the backend has no native-histogram functions: the latency histograms "
+                "(TTFT, ITL) are read from classic histograms only",
             )
-            return False
-        return None
+        return outcome
+
+    async def _probe_native_histograms(self) -> bool | None:
+        """Whether the backend knows the native-histogram functions (asked once, at the first
+        read; :mod:`.backend`): Prometheus 2.40 on answers; VictoriaMetrics and older
+        Prometheus reject an unknown function, which would fail the whole request-rate query.
+        None when the answer says neither (an outage): asked again at the next read, native
+        parts kept meanwhile."""
+        await self._native_histogram_outcome()
+        return self.native_histograms
 
     async def _query(self, kind: QueryKind, promql: str) -> Answer:
         return await instant_query(
@@ -430,9 +469,13 @@ class _Guess:
     histograms: Mapping[SignalName, HistogramPlan]
 
 
-def sample_times(body: object) -> dict[tuple[str, str], list[float]]:
-    """(namespace, pod) -> the sorted, distinct timestamps (seconds) of an instant query's
-    range-vector answer (a pod's engines are scraped together: their timestamps coincide).
+def sample_times(body: object) -> dict[tuple[str, str], list[list[float]]]:
+    """(namespace, pod) -> per series of the pod, the sorted timestamps (seconds) of an
+    instant query's range-vector answer.
+
+    Per series, not merged per pod: behind an HA Prometheus pair each series comes once per
+    replica, each scraped at its own phase, and their timestamps merged would halve the
+    interval (a pod's engines, scraped together, give the same gaps either way).
 
     Raises:
         ValueError: the body is not a successful matrix answer.
@@ -440,13 +483,13 @@ def sample_times(body: object) -> dict[tuple[str, str], list[float]]:
     data = body.get("data") if isinstance(body, dict) else None
     if not isinstance(data, dict) or data.get("resultType") != "matrix":
         raise ValueError("not a matrix answer")
-    out: dict[tuple[str, str], set[float]] = {}
+    out: dict[tuple[str, str], list[list[float]]] = {}
     for item in data.get("result") or []:
         labels = item.get("metric") or {}
         values = item.get("values") or []
         key = (str(labels.get("namespace", "")), str(labels.get("pod", "")))
-        out.setdefault(key, set()).update(float(v[0]) for v in values)
-    return {key: sorted(times) for key, times in out.items()}
+        out.setdefault(key, []).append(sorted({float(v[0]) for v in values}))
+    return out
 
 
 def _log_absent(

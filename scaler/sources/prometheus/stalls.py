@@ -7,10 +7,15 @@ a wedged scheduler) keeps exporting its last values: Prometheus scrapes them on 
 look fresh, and a queue of 15 that no longer exists would keep asking for replicas. Such a
 pod's values are recognised by two facts together, never by one alone:
 
-- **no token in the rate window**: the rates of ``vllm:prompt_tokens_total`` and
-  ``vllm:generation_tokens_total`` over ``W`` (the throughput query) are both exactly 0. A
+- **no sign of engine steps**: the rates of ``vllm:prompt_tokens_total`` and
+  ``vllm:generation_tokens_total`` over ``W`` (the throughput query) are both exactly 0, and
+  the pod's KV-cache usage and running requests are the same as on the previous poll. A
   busy engine produces tokens on every step, so a busy pod never qualifies, whatever its
-  gauges do (a KV cache steady at 0.9 while tokens flow is load, not a frozen gauge);
+  gauges do (a KV cache steady at 0.9 while tokens flow is load, not a frozen gauge). The
+  token counters alone are not enough: vLLM counts a request's prompt tokens once its first
+  token is out, so a chunked prefill of a very long prompt (200,000 tokens) shows no token
+  for longer than the rate window while every step allocates KV blocks; a KV cache that
+  grows or shrinks, or a running batch that changes, is an engine that steps;
 - **load claimed**: waiting, running or KV cache above 0. An idle pod reports 0 waiting,
   0 running and an empty KV cache for hours with zero tokens: that is consistent, not
   frozen.
@@ -19,9 +24,9 @@ On :data:`STALL_POLLS` consecutive polls that both hold for a pod:
 
 - **frozen** (:attr:`StallKind.FROZEN`): its waiting, running and KV-cache values are equal
   as floats on every one of them (bit-identical: the exact values Prometheus wrote);
-- **hung** (:attr:`StallKind.HUNG`): otherwise, when requests wait on every one of them and
-  the queue on the last is at least the queue on the first: requests arrive or stay, and
-  the engine serves none of them.
+- **hung** (:attr:`StallKind.HUNG`): otherwise (only the queue moved), when requests wait on
+  every one of them and the queue on the last is at least the queue on the first: requests
+  arrive or stay, and the engine serves none of them.
 
 Any other poll (tokens flow, a rate or value unknown or invalid, no load claimed) clears the
 pod's history, so one good poll ends a stall, and missing data never makes one. Frozen and
@@ -161,8 +166,16 @@ def _advance(
     if rates.tokens_per_second != 0.0 or not gauges.claims_load:
         return None
     previous = history or PodHistory()
+    if previous.recent and _steps_between(previous.recent[-1], gauges):
+        return None  # the engine steps: a long prefill, not a stall
     recent = (*previous.recent, gauges)[-STALL_POLLS:]
     return PodHistory(recent, previous.polls + 1)
+
+
+def _steps_between(before: PodGauges, now: PodGauges) -> bool:
+    """Whether the engine stepped between two polls with no token counted: its KV-cache usage
+    or its running requests moved (vLLM sets both from the scheduler at each step)."""
+    return before.kv_cache != now.kv_cache or before.running != now.running
 
 
 def _judge(pod: str, history: PodHistory) -> PodStall | None:

@@ -53,6 +53,27 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: vllm-scaler
 {{- end }}
 
+{{/* The ServiceAccount's annotations: serviceAccount.annotations and the workload identity
+of prometheus.cloudAuth (IRSA's role, GKE's Google service account, Azure's client id). */}}
+{{- define "vllm-scaler.serviceAccountAnnotations" -}}
+{{- $c := .Values.prometheus.cloudAuth }}
+{{- $own := dict }}
+{{- with $c.aws.roleArn }}{{ $_ := set $own "eks.amazonaws.com/role-arn" . }}{{ end }}
+{{- with $c.google.serviceAccount }}{{ $_ := set $own "iam.gke.io/gcp-service-account" . }}{{ end }}
+{{- with $c.azure.clientId }}{{ $_ := set $own "azure.workload.identity/client-id" . }}{{ end }}
+{{- with $c.azure.tenantId }}{{ $_ := set $own "azure.workload.identity/tenant-id" . }}{{ end }}
+{{- if and $own (not .Values.serviceAccount.create) }}
+{{- fail (printf "prometheus.cloudAuth: annotations %s go on the ServiceAccount, which the chart does not create (serviceAccount.create false): annotate %s yourself and leave them empty here" (keys $own | sortAlpha | join ", ") .Values.serviceAccount.name) }}
+{{- end }}
+{{- range $k, $v := $own }}
+{{- if and (hasKey $.Values.serviceAccount.annotations $k) (ne (toString (get $.Values.serviceAccount.annotations $k)) $v) }}
+{{- fail (printf "serviceAccount.annotations.%s: set by prometheus.cloudAuth too, to another value; set it in one place" $k) }}
+{{- end }}
+{{- end }}
+{{- $all := merge $own (deepCopy .Values.serviceAccount.annotations) }}
+{{- if $all }}{{ toYaml $all }}{{ end }}
+{{- end }}
+
 {{- define "vllm-scaler.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
 {{- default (include "vllm-scaler.fullname" .) .Values.serviceAccount.name }}
@@ -62,7 +83,9 @@ app.kubernetes.io/part-of: vllm-scaler
 {{- end }}
 
 {{- define "vllm-scaler.image" -}}
-{{- $tag := default .Chart.AppVersion .Values.image.tag }}
+{{- /* a managed Prometheus' authentication needs the image with the cloud extras */}}
+{{- $suffix := ternary "-cloud" "" (not (empty .Values.prometheus.cloudAuth.provider)) }}
+{{- $tag := default (printf "%s%s" .Chart.AppVersion $suffix) .Values.image.tag }}
 {{- if .Values.image.digest }}
 {{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
 {{- else }}
@@ -146,11 +169,78 @@ user's mapping with the chart's values never fills in the example's keys. */}}
 {{- end }}
 
 {{/*
+The kinds the policy knows without a plural (scaler/config/policy.py's KNOWN_PLURALS and
+KNOWN_API_VERSIONS; a test keeps them equal): their group and resource. workloadRules grants
+them in every namespace it covers; any other kind of a target is granted from the target.
+*/}}
+{{- define "vllm-scaler.knownKinds" -}}
+Deployment: {group: apps, plural: deployments}
+StatefulSet: {group: apps, plural: statefulsets}
+ReplicaSet: {group: apps, plural: replicasets}
+LeaderWorkerSet: {group: leaderworkerset.x-k8s.io, plural: leaderworkersets}
+Rollout: {group: argoproj.io, plural: rollouts}
+{{- end }}
+
+{{/*
+The kinds of the policy's targets that the rules for the known kinds do not cover (a custom
+resource with a scale subresource: Grove's PodCliqueScalingGroup, KServe's InferenceService,
+...), as a JSON list of {group, plural}, sorted and unique; with (list $ namespace), those
+of the targets in that namespace only, with (list $ ""), of every target. Rendering fails,
+naming the target and the value to set, for a kind whose resource it cannot tell (no plural)
+and for a kind of the core group, which the controller cannot scale (it calls the scale
+subresource of a named API group).
+*/}}
+{{- define "vllm-scaler.targetKinds" -}}
+{{- $root := index . 0 }}
+{{- $only := index . 1 }}
+{{- $known := include "vllm-scaler.knownKinds" $root | fromYaml }}
+{{- $builtin := dict }}
+{{- range $_, $k := $known }}
+{{- $_ := set $builtin (printf "%s/%s" $k.group $k.plural) true }}
+{{- end }}
+{{- $policy := include "vllm-scaler.policyText" $root | fromYaml }}
+{{- $found := dict }}
+{{- range $i, $t := $policy.targets }}
+{{- $w := $t.workload }}
+{{- if or (not $only) (eq (toString $w.namespace) $only) }}
+{{- $apiVersion := toString $w.apiVersion }}
+{{- $group := "" }}
+{{- if contains "/" $apiVersion }}
+{{- $group = first (splitList "/" $apiVersion) }}
+{{- end }}
+{{- if not $group }}
+{{- fail (printf "policy.targets[%d].workload: kind %v of apiVersion %q is in Kubernetes' core group, which vllm-scaler does not scale (it reads and writes the scale subresource of a named API group, such as apps/v1); expected the apiVersion of an API group" $i $w.kind $apiVersion) }}
+{{- end }}
+{{- $plural := toString (default "" $w.plural) }}
+{{- if and (not $plural) (hasKey $known (toString $w.kind)) }}
+{{- $plural = (get $known (toString $w.kind)).plural }}
+{{- end }}
+{{- if not $plural }}
+{{- fail (printf "policy.targets[%d].workload: kind %v of %s names no plural, so the chart cannot grant the controller access to it: set policy.targets[%d].workload.plural to its resource name (kubectl api-resources --api-group=%s), which the rendered RBAC grants (get and patch on <plural>/scale, get on <plural>)" $i $w.kind $apiVersion $i $group) }}
+{{- end }}
+{{- $key := printf "%s/%s" $group $plural }}
+{{- if not (hasKey $builtin $key) }}
+{{- $_ := set $found $key (dict "group" $group "plural" $plural) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $out := list }}
+{{- range $key := keys $found | sortAlpha }}
+{{- $out = append $out (get $found $key) }}
+{{- end }}
+{{- toJson $out }}
+{{- end }}
+
+{{/*
 The calls the controller makes on the targets' namespaces, exactly (tests/deploy checks them
-against the calls recorded on the Kubernetes API stand-in). Recommend-only: read verbs only.
+against the calls recorded on the Kubernetes API stand-in), with (list $ namespace): the
+known kinds everywhere, and the other kinds of the policy's targets (in that namespace only,
+or in all for ""). Recommend-only: read verbs only.
 */}}
 {{- define "vllm-scaler.workloadRules" -}}
-{{- $write := not .Values.recommendOnly -}}
+{{- $root := index . 0 }}
+{{- $write := not $root.Values.recommendOnly -}}
+{{- $scaleVerbs := ternary (list "get" "patch") (list "get") $write | toJson }}
 # Read the scaled workloads' pods (readiness, age, termination); before a scale-down, mark the
 # idlest ones with controller.kubernetes.io/pod-deletion-cost (a merge patch of that
 # annotation only).
@@ -178,13 +268,23 @@ against the calls recorded on the Kubernetes API stand-in). Recommend-only: read
 # Read and write replicas through the scale subresource only, never the workload itself.
 - apiGroups: ["apps"]
   resources: ["deployments/scale", "statefulsets/scale", "replicasets/scale"]
-  verbs: {{ ternary (list "get" "patch") (list "get") $write | toJson }}
+  verbs: {{ $scaleVerbs }}
 - apiGroups: ["leaderworkerset.x-k8s.io"]
   resources: ["leaderworkersets/scale"]
-  verbs: {{ ternary (list "get" "patch") (list "get") $write | toJson }}
+  verbs: {{ $scaleVerbs }}
 - apiGroups: ["argoproj.io"]
   resources: ["rollouts/scale"]
-  verbs: {{ ternary (list "get" "patch") (list "get") $write | toJson }}
+  verbs: {{ $scaleVerbs }}
+{{- range $k := include "vllm-scaler.targetKinds" . | fromJsonArray }}
+# A kind of the policy's targets ({{ $k.plural }}.{{ $k.group }}): its annotations and its
+# scale subresource, as for the kinds above.
+- apiGroups: [{{ $k.group | quote }}]
+  resources: [{{ $k.plural | quote }}]
+  verbs: ["get"]
+- apiGroups: [{{ $k.group | quote }}]
+  resources: [{{ printf "%s/scale" $k.plural | quote }}]
+  verbs: {{ $scaleVerbs }}
+{{- end }}
 {{- if $write }}
 # Events on the targets, as HPA writes them (kubectl describe shows them).
 - apiGroups: [""]
@@ -207,6 +307,10 @@ VLLM_SCALER_PROMETHEUS_CA_FILE: prometheus.tls.caSecret (or prometheus.tls.caCon
 VLLM_SCALER_PROMETHEUS_CLIENT_CERT_FILE: prometheus.tls.clientCertSecret
 VLLM_SCALER_PROMETHEUS_CLIENT_KEY_FILE: prometheus.tls.clientCertSecret
 VLLM_SCALER_PROMETHEUS_HEADERS: prometheus.headers (or prometheus.headersSecret)
+VLLM_SCALER_PROMETHEUS_CLOUD_AUTH: prometheus.cloudAuth.provider
+VLLM_SCALER_PROMETHEUS_AWS_REGION: prometheus.cloudAuth.aws.region
+VLLM_SCALER_PROMETHEUS_AWS_SERVICE: prometheus.cloudAuth.aws.service
+VLLM_SCALER_PROMETHEUS_CLOUD_AUTH_SCOPE: prometheus.cloudAuth.scope
 VLLM_SCALER_CONTROL_INTERVAL_SECONDS: controlIntervalSeconds
 VLLM_SCALER_METRICS_PORT: metricsPort
 VLLM_SCALER_LOG_FORMAT: logFormat
@@ -219,4 +323,39 @@ VLLM_SCALER_LEASE_RENEW_DEADLINE_SECONDS: leaderElection.renewDeadlineSeconds
 VLLM_SCALER_LEASE_RETRY_PERIOD_SECONDS: leaderElection.retryPeriodSeconds
 POD_NAMESPACE: ""
 POD_NAME: ""
+{{- end }}
+
+{{/*
+The options of `run` whose settings the chart sets (each with the value it comes from, as
+chartEnv): extraArgs may not give them. tests/deploy keeps it equal to the options of the
+settings of chartEnv.
+*/}}
+{{- define "vllm-scaler.chartOptions" -}}
+--dry-run: recommendOnly
+--policy-file: policy
+--policy: policy
+--prometheus-url: prometheus.url (or prometheus.urlSecret)
+--prometheus-timeout-seconds: prometheus.timeoutSeconds
+--prometheus-bearer-token-file: prometheus.bearerTokenSecret
+--prometheus-ca-file: prometheus.tls.caSecret (or prometheus.tls.caConfigMap)
+--prometheus-client-cert-file: prometheus.tls.clientCertSecret
+--prometheus-client-key-file: prometheus.tls.clientCertSecret
+--prometheus-headers: prometheus.headers (or prometheus.headersSecret)
+--prometheus-cloud-auth: prometheus.cloudAuth.provider
+--prometheus-aws-region: prometheus.cloudAuth.aws.region
+--prometheus-aws-service: prometheus.cloudAuth.aws.service
+--prometheus-cloud-auth-scope: prometheus.cloudAuth.scope
+--interval: controlIntervalSeconds
+--control-interval-seconds: controlIntervalSeconds
+--metrics-port: metricsPort
+--log-format: logFormat
+--log-level: logLevel
+--in-cluster: the pod itself
+--no-in-cluster: the pod itself
+--leader-election: leaderElection.enabled (and recommendOnly)
+--no-leader-election: leaderElection.enabled (and recommendOnly)
+--lease-name: leaderElection.leaseName
+--lease-duration-seconds: leaderElection.leaseDurationSeconds
+--lease-renew-deadline-seconds: leaderElection.renewDeadlineSeconds
+--lease-retry-period-seconds: leaderElection.retryPeriodSeconds
 {{- end }}

@@ -1,4 +1,4 @@
-"""README's "Own metrics" names every vllm_scaler_ series ScalerMetrics exports (those the
+"""The "Own metrics" page names every vllm_scaler_ series ScalerMetrics exports (those the
 dashboards and alerts read among them), and what the query-success series' label holds."""
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ from pathlib import Path
 from scaler.sources.promql import QueryKind
 from scaler.telemetry.metrics import ScalerMetrics
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 # the sample name prometheus-client adds to a family's name, by type
 _SUFFIX = {"counter": "_total", "info": "_info"}
 
 
 def _own_metrics_section() -> str:
-    text = README.read_text(encoding="utf-8")
-    found = re.search(r"^## Own metrics\n(.*?)(?=^## )", text, flags=re.M | re.S)
-    assert found, "README has no Own metrics section"
+    text = PAGE.read_text(encoding="utf-8")
+    found = re.search(r"^# Own metrics\n(.*)", text, flags=re.M | re.S)
+    assert found, "docs/metrics.md has no Own metrics heading"
     return found[1]
 
 
