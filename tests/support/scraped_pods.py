@@ -9,7 +9,7 @@ temporary folder) finds them through file-based service discovery with the label
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -38,6 +38,9 @@ async def scraped_pods(
     content_types: Mapping[str, str] | None = None,
     namespaces: Mapping[str, str] | None = None,
     extra_args: tuple[str, ...] = (),
+    rule_files: Sequence[Path] = (),
+    ready_when: str | None = None,
+    timeout_seconds: float = 30.0,
 ) -> AsyncIterator[str]:
     """Serve ``bodies`` (pod name -> its ``/metrics`` body at each scrape) and start
     Prometheus on them; yield its URL once every pod (``current_pods`` of them, when some
@@ -45,10 +48,12 @@ async def scraped_pods(
     ``vllm:generation_tokens_total`` samples (a younger series extrapolates short).
     ``content_types``: pod name -> the Content-Type its body is served with (OpenMetrics);
     ``namespaces``: pod name -> its ``namespace`` label (:data:`NAMESPACE` otherwise);
-    ``extra_args``: more Prometheus flags (``--query.max-samples=...``).
+    ``extra_args``: more Prometheus flags (``--query.max-samples=...``);
+    ``rule_files``: rule files Prometheus loads; ``ready_when``: a query that must also
+    return a series first (a recording rule's output).
 
     Skips the test where Prometheus is not installed; fails it, with the end of Prometheus'
-    log, when the pods are not scraped within 30 s.
+    log, when the pods are not scraped within ``timeout_seconds``.
     """
     try:
         find_prometheus_binary()
@@ -76,17 +81,24 @@ async def scraped_pods(
             groups.append(([address], {"namespace": namespace, "pod": name}))
         sd = tmp / "sd" / "targets.json"
         write_file_sd(sd, groups)
-        async with PrometheusServer(
-            tmp / "prom", scrape_interval_seconds=1.0, sd_file=sd, extra_args=extra_args
-        ) as prom:
+        server = PrometheusServer(
+            tmp / "prom",
+            scrape_interval_seconds=1.0,
+            sd_file=sd,
+            rule_files=rule_files,
+            extra_args=extra_args,
+        )
+        async with server as prom:
             try:
                 await wait_for_series(
                     prom.url,
                     f"count_over_time(vllm:generation_tokens_total[{rate_window_seconds:g}s])"
                     f" >= {int(rate_window_seconds)}",
-                    timeout=30,
+                    timeout=timeout_seconds,
                     min_series=len(bodies) if current_pods is None else current_pods,
                 )
+                if ready_when is not None:
+                    await wait_for_series(prom.url, ready_when, timeout=timeout_seconds)
             except TimeoutError:
                 pytest.fail("Prometheus never scraped the pods; log:\n" + prom.log_tail())
             yield prom.url
