@@ -26,7 +26,7 @@ from scaler.sim.engine import ReplicaModel, SimRequest
 from scaler.sim.fleet import Fleet, FleetConfig, FleetSample, SimPod
 from scaler.sim.kubeapi import ScaleChange
 from scaler.sim.routing import Routing
-from scaler.sim.trace import Trace
+from scaler.sim.trace import Trace, to_sim_request
 
 __all__ = [
     "BenchStore",
@@ -220,6 +220,7 @@ class Simulation:
         self.samples: list[FleetSample] = []
         self.events: list[tuple[float, int, int]] = []
         self.next_arrival = 0  # index in trace.requests
+        self.next_sleep = 0  # index in trace.sleep_events
         self.tick = 0  # the next tick to run
 
     @property
@@ -236,6 +237,7 @@ class Simulation:
     def run_until(self, tick: int) -> None:
         """Run the ticks before ``tick`` (and the arrivals before each of them)."""
         arrivals = self.trace.requests
+        sleeps = self.trace.sleep_events
         fleet = self.fleet
         store = self.store
         controller = self.controller
@@ -245,17 +247,22 @@ class Simulation:
             since = 0
             i = self.next_arrival
             while i < len(arrivals) and arrivals[i].arrival_seconds < k:
-                r = arrivals[i]
-                a = r.arrival_seconds
+                a = arrivals[i].arrival_seconds
                 fleet.step(a)
-                req = SimRequest(i, a, r.prompt_tokens, r.output_tokens)
-                fleet.submit(req, a)
+                fleet.submit(to_sim_request(self.trace, i, a), a)
                 i += 1
                 since += 1
             self.next_arrival = i
             now = float(k)
             self.ctx.now = now
             fleet.step(now)
+            while self.next_sleep < len(sleeps) and sleeps[self.next_sleep].seconds <= now:
+                event = sleeps[self.next_sleep]
+                if event.level:
+                    fleet.sleep(event.replicas, event.level, now)
+                else:
+                    fleet.wake(event.replicas, now)
+                self.next_sleep += 1
             if self.scrapes:
                 self.tsdb.scrape(fleet.pods.values(), now)
             controller.observe(self.ctx)

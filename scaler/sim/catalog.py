@@ -48,9 +48,11 @@ def open_trace(
     compress: float = 1.0,
     rate_scale: float = 1.0,
     seed: int = 0,
+    hash_column: str | None = None,
+    hash_block_tokens: int = 512,
 ) -> Trace:
     """Load the trace ``spec`` names (see the module docstring); arguments as
-    :func:`~scaler.sim.trace.load_trace` (columns and unit apply to files only).
+    :func:`~scaler.sim.trace.load_trace` (columns, unit and hashes apply to files only).
 
     Raises:
         FileNotFoundError: ``spec`` names no bundled trace, no shape and no file.
@@ -79,5 +81,7 @@ def open_trace(
         prompt_column=prompt_column,
         output_column=output_column,
         time_unit=time_unit,
+        hash_column=hash_column,
+        hash_block_tokens=hash_block_tokens,
         **window,  # type: ignore[arg-type]
     )

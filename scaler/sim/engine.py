@@ -17,7 +17,16 @@ The scheduler follows vLLM V1's in spirit (``vllm/v1/core/sched/scheduler.py``):
   none is free, the most recently admitted running request is preempted (recompute mode: its
   blocks are freed and it goes back to the front of the waiting queue, to prefill its prompt
   and the tokens it already generated again); no request is admitted in a step that preempted;
-- the step in which a request's prefill completes samples its first token.
+- the step in which a request's prefill completes samples its first token;
+- automatic prefix caching (on by default, as in V1): at admission the longest cached prefix
+  of the prompt is not computed again (:mod:`scaler.sim.prefix_cache` when the request carries
+  block hashes, else the hit its trace states); the last prompt token is always computed, as
+  vLLM needs its logits;
+- sleep mode (``--enable-sleep-mode``, ``POST /sleep?level=1|2``, ``POST /wake_up``): a
+  sleeping engine schedules nothing and its KV cache (and prefix cache) is discarded; the
+  requests it held go back to its queue and are prefilled again after the wake-up, which takes
+  ``wake_level1_seconds`` (weights back from CPU memory) or ``wake_level2_seconds`` (weights
+  discarded: read again).
 
 Speed: decoding requests are not visited every step. A decoding request advances one token per
 step until it finishes or needs a new KV block, both of which are known in advance, so those
@@ -34,8 +43,46 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scaler.sim.exposition import VllmMetrics
+from scaler.sim.prefix_cache import PrefixCache
 
-__all__ = ["ReplicaEngine", "ReplicaModel", "SimRequest"]
+__all__ = [
+    "MODELED_GPU",
+    "SLEEP_LEVELS",
+    "ReplicaEngine",
+    "ReplicaModel",
+    "SimRequest",
+    "vllm_default_max_num_batched_tokens",
+]
+
+#: vLLM's sleep levels: 1 offloads the weights to CPU memory and discards the KV cache, 2
+#: discards both (``docs/features/sleep_mode.md``).
+SLEEP_LEVELS = (1, 2)
+
+
+def vllm_default_max_num_batched_tokens(
+    gpu_memory_gib: float, gpu_name: str, *, api_server: bool = True
+) -> int:
+    """vLLM V1's default step budget (``max_num_batched_tokens``) for a GPU, tokens.
+
+    The rule of ``EngineArgs.get_batch_defaults`` (``vllm/engine/arg_utils.py``): on a GPU
+    with at least 70 GiB that is not an A100 (H100, H200, MI300X) 8,192 for the OpenAI API
+    server and 16,384 for the offline ``LLM`` class; on every other GPU 2,048 and 8,192 (a
+    large budget on an A100 lowered its throughput, vLLM PR #17885).
+
+    Args:
+        gpu_memory_gib: the GPU's memory, GiB.
+        gpu_name: its device name (case does not matter).
+        api_server: ``vllm serve`` (True) or the offline ``LLM`` class.
+    """
+    large = gpu_memory_gib >= 70 and "a100" not in gpu_name.lower()
+    if large:
+        return 8192 if api_server else 16384
+    return 2048 if api_server else 8192
+
+
+#: The GPU the replica model stands for, name and memory in GiB (see :class:`ReplicaModel`).
+MODELED_GPU = ("NVIDIA GeForce RTX 4090", 24.0)
+
 
 # Heap event kinds; a block is needed at the start of a step, a finish happens at its end.
 _NEED_BLOCK = 0
@@ -51,10 +98,9 @@ class ReplicaModel:
 
     - Speed: the concurrency sweep of ``vllm bench serve`` with Mistral-7B-Instruct-v0.3 on an
       RTX 4090, 256 prompt / 128 output tokens, infinite request rate capped at 4, 8, 16, 32
-      and 48 requests in flight: 210, 377, 644, 975 and 1190 output tokens/s at a mean TTFT of
-      63, 79, 155, 362 and 667 ms. :mod:`scaler.sim.calibration` replays that sweep on this
-      model; it gives 213, 385, 649, 987 and 1194 tokens/s (within 2%) at 48, 95, 191, 383
-      and 574 ms (within 24%), and a test pins it.
+      and 48 requests in flight. :mod:`scaler.sim.calibration` replays it on this model and a
+      test holds output throughput, mean TTFT and mean TPOT within 25% of it at every
+      concurrency (the table and the two step budgets are in that module's docstring).
     - KV cache: about 6 GB free after 16 GB of weights and 2 GB of overhead, at 144 KB/token
       (Qwen3 8B, GQA, BF16) about 43K tokens: 2688 blocks of 16 tokens = 43,008 tokens
       (PagedAttention block size 16, Kwon et al., SOSP 2023).
@@ -63,7 +109,8 @@ class ReplicaModel:
     wins: the model gives an idle TPOT of 17.4 ms (not "about 30 ms", which the sweep's own
     210 tokens/s at concurrency 4 rules out), 41 tokens/s per session at concurrency 16 (not
     "about 50"), and an idle TTFT of 383 ms for an 8K prompt (not "about 250 ms": the sweep's
-    prefill rate, 21,400 tokens/s, gives that).
+    prefill rate, 21,400 tokens/s, gives that; under the 2,048-token step budget the prompt
+    is prefilled in four chunks).
 
     Step duration, seconds (a roofline: a step is bound by memory bandwidth or by compute,
     whichever is slower, plus a per-sequence cost that does not overlap)::
@@ -73,17 +120,17 @@ class ReplicaModel:
             (prefill_tokens + decodes) / prefill_tokens_per_second)   # compute
         + decode_seconds_per_seq * decodes               # per-sequence sampling and scheduling
 
-    where ``kv_tokens`` is the KV blocks in use times the block size. The KV read cost is
-    144 KB/token at about 1 TB/s of memory bandwidth: 1.4e-7 s per token, 6 ms for a full
-    cache.
+    where ``kv_tokens`` is the KV blocks in use times the block size and ``prefill_tokens``
+    the prompt tokens computed in the step (prefix-cache hits are not computed). The KV read
+    cost is 144 KB/token at about 1 TB/s of memory bandwidth: 1.4e-7 s per token, 6 ms for a
+    full cache.
 
-    ``max_num_batched_tokens`` is 16,384. vLLM's API server defaults to 2,048 on GPUs under
-    70 GB, but the sweep's TTFT at concurrency 32-48 (362-667 ms for waves of 8-12K prompt
-    tokens that arrive together) is only reproduced when such a wave is prefilled in one step:
-    with 2,048 the waves split into small groups and the model's TTFT at concurrency 48 stays
-    near 130 ms. The residual error is the sweep's TTFT growing faster than linearly with the
-    concurrency (79 ms at 8, 667 ms at 48), which a step-time formula linear in the prompt
-    tokens of a wave cannot follow: -24% at concurrency 4, +21-23% at 8-16.
+    ``max_num_batched_tokens`` is vLLM V1's default for this GPU: 2,048 tokens per step for
+    ``vllm serve`` on a GPU under 70 GiB (:func:`vllm_default_max_num_batched_tokens`, the
+    rule of ``EngineArgs.get_batch_defaults`` in ``vllm/engine/arg_utils.py``). A long prompt
+    is therefore prefilled in chunks of about 2,048 tokens, each step about 0.1 s, and the
+    running decodes get a token every step (an earlier budget of 16,384 stalled them for
+    0.77 s behind one 16K prompt).
 
     Attributes:
         kv_cache_blocks: KV-cache blocks on the GPU (vLLM's ``num_gpu_blocks``).
@@ -98,18 +145,29 @@ class ReplicaModel:
         prefill_tokens_per_second: compute throughput (prefill and decode tokens), tokens/s.
         model_load_seconds: time from pod start to ready (weights load), seconds; used by the
             fleet simulator (30 s to 5 minutes in the write-ups; 120 s is the middle).
+        enable_prefix_caching: automatic prefix caching (vLLM V1's default: on).
+        wake_level1_seconds: a level-1 wake-up, seconds: 14.5 GB of weights back from CPU
+            memory over PCIe (about 12 GB/s) and the KV cache allocated again ("seconds" in
+            vLLM's sleep-mode write-ups, against 30-100+ s for a cold load).
+        wake_level2_seconds: a level-2 wake-up, seconds: the weights were discarded and are
+            read again from storage (the bulk of a model load, without the process start).
     """
 
     kv_cache_blocks: int = 2688
     block_size: int = 16
     max_num_seqs: int = 256
-    max_num_batched_tokens: int = 16384
+    max_num_batched_tokens: int = vllm_default_max_num_batched_tokens(
+        MODELED_GPU[1], MODELED_GPU[0]
+    )
     max_model_len: int = 32768
     step_overhead_seconds: float = 0.017
     decode_seconds_per_seq: float = 0.00035
     kv_read_seconds_per_token: float = 1.4e-7
     prefill_tokens_per_second: float = 21_400.0
     model_load_seconds: float = 120.0
+    enable_prefix_caching: bool = True
+    wake_level1_seconds: float = 2.0
+    wake_level2_seconds: float = 60.0
 
     def __post_init__(self) -> None:
         if self.kv_cache_blocks <= 0 or self.block_size <= 0 or self.max_num_seqs <= 0:
@@ -125,11 +183,17 @@ class ReplicaModel:
             )
         if self.prefill_tokens_per_second <= 0 or self.step_overhead_seconds <= 0:
             raise ValueError("prefill_tokens_per_second and step_overhead_seconds must be > 0")
+        if not (self.wake_level1_seconds >= 0 and self.wake_level2_seconds >= 0):
+            raise ValueError("wake_level1_seconds and wake_level2_seconds must be >= 0")
 
     @property
     def kv_capacity_tokens(self) -> int:
         """KV-cache capacity in tokens."""
         return self.kv_cache_blocks * self.block_size
+
+    def wake_seconds(self, level: int) -> float:
+        """Seconds a wake-up from sleep ``level`` (1 or 2) takes."""
+        return self.wake_level1_seconds if level == 1 else self.wake_level2_seconds
 
     def step_seconds(self, decodes: int, kv_tokens: int, prefill_tokens: int) -> float:
         """Duration of one engine step, seconds (the roofline in the class docstring)."""
@@ -154,6 +218,12 @@ class SimRequest:
         preemptions: times it was preempted.
         cut: aborted by :meth:`ReplicaEngine.abort_all` (scale-down) before finishing.
         rejected: refused at submission (longer than ``max_model_len``).
+        cached_tokens: the prompt's stated prefix-cache hit, tokens (a trace with a stated hit
+            rate); used when the request carries no ``block_hashes``.
+        block_hashes: hashes of the prompt's blocks, each ``hash_block_tokens`` tokens, chained
+            (a trace's ``hash_ids``): the prefix cache looks them up.
+        hash_block_tokens: tokens per hash of ``block_hashes``.
+        prefix_hit_tokens: prompt tokens found in the prefix cache at its first admission.
     """
 
     id: int
@@ -167,6 +237,10 @@ class SimRequest:
     preemptions: int = 0
     cut: bool = False
     rejected: bool = False
+    cached_tokens: int = 0
+    block_hashes: tuple[int, ...] = ()
+    hash_block_tokens: int = 0
+    prefix_hit_tokens: int = 0
     # Engine bookkeeping (not results).
     _computed: int = field(default=0, repr=False)  # tokens whose KV is computed this admission
     _context: int = field(default=0, repr=False)  # tokens to prefill at this admission
@@ -175,6 +249,7 @@ class SimRequest:
     _gen_at_origin: int = field(default=0, repr=False)  # tokens_generated after that step
     _epoch: int = field(default=0, repr=False)  # bumped on preemption: invalidates events
     _last_token_at: float = field(default=0.0, repr=False)
+    _recomputed: int = field(default=0, repr=False)  # cached tokens computed anyway (the last)
 
     @property
     def ttft(self) -> float | None:
@@ -185,6 +260,16 @@ class SimRequest:
     def e2e(self) -> float | None:
         """End-to-end latency, seconds (None while in flight)."""
         return None if self.finished_at is None else self.finished_at - self.arrival
+
+    @property
+    def mean_itl(self) -> float | None:
+        """The request's mean inter-token latency, seconds: from its first to its last token
+        over the gaps between them (its TPOT). None unless it finished normally with at least
+        two tokens."""
+        if not self.done or self.tokens_generated < 2 or self.first_token_at is None:
+            return None
+        assert self.finished_at is not None
+        return (self.finished_at - self.first_token_at) / (self.tokens_generated - 1)
 
     @property
     def queue_time(self) -> float | None:
@@ -229,6 +314,11 @@ class ReplicaEngine:
         self._seq = 0  # heap tie-breaker keeps event order deterministic
         self._key = 0  # internal key per admission (caller ids may repeat)
         self._keys: dict[int, int] = {}  # id(request) -> key in _running
+        self.prefix_cache = PrefixCache(self.model.kv_capacity_tokens)
+        self.sleep_level = 0  # 0 awake, else the sleep level
+        self.wake_at: float | None = None  # when a wake-up in progress completes
+        if metrics is not None:
+            metrics.enable_prefix_caching = self.model.enable_prefix_caching
 
     def __deepcopy__(self, memo: dict[int, Any]) -> ReplicaEngine:
         """A copy of the engine with copies of its requests (a fork of a simulation); the
@@ -255,6 +345,12 @@ class ReplicaEngine:
     def in_flight(self) -> int:
         """Waiting plus running requests."""
         return len(self._waiting) + len(self._running)
+
+    @property
+    def asleep(self) -> bool:
+        """Put to sleep and not yet awake again (a wake-up in progress included): schedules
+        nothing."""
+        return self.sleep_level != 0
 
     @property
     def kv_usage_ratio(self) -> float:
@@ -286,6 +382,53 @@ class ReplicaEngine:
     def drain(self) -> None:
         """Stop accepting requests; those in flight keep running to completion."""
         self.accepting = False
+
+    def sleep(self, level: int, now: float) -> None:
+        """Put the engine to sleep at ``now`` (vLLM's ``POST /sleep?level=``).
+
+        The engine is advanced to ``now`` first. Its KV cache is discarded at either level:
+        the running requests go back to the front of the queue (in admission order) to be
+        prefilled again after the wake-up, and the prefix cache is emptied. Nothing is
+        scheduled until :meth:`wake_up` completes. Putting a sleeping engine to sleep again
+        changes only its level.
+
+        Raises:
+            ValueError: a level other than 1 or 2.
+        """
+        if level not in SLEEP_LEVELS:
+            raise ValueError(f"sleep level: expected 1 or 2, got {level!r}")
+        self.advance_to(now)
+        requeued: list[SimRequest] = []
+        while self._running:
+            requeued.append(self._release_last())
+        self._waiting.extendleft(requeued)  # the last released first: admission order kept
+        self.prefix_cache.clear()
+        self.sleep_level = level
+        self.wake_at = None
+        self.clock = max(self.clock, now)
+        self._update_gauges()
+
+    def hand_back(self, now: float) -> list[SimRequest]:
+        """Take every request in flight out of the engine at ``now``, uncut (their clients
+        retry them elsewhere), in arrival order; the engine is advanced to ``now`` first and
+        their KV blocks are freed (a request that had tokens is prefilled again with them)."""
+        self.advance_to(now)
+        out: list[SimRequest] = []
+        while self._running:
+            out.append(self._release_last())
+        out += self._waiting
+        self._waiting.clear()
+        self._update_gauges()
+        return sorted(out, key=lambda r: r.arrival)
+
+    def wake_up(self, now: float) -> None:
+        """Start waking the engine up at ``now`` (vLLM's ``POST /wake_up``); it schedules
+        again :meth:`ReplicaModel.wake_seconds` later. Nothing to do when awake or already
+        waking."""
+        if self.sleep_level and self.wake_at is None:
+            self.advance_to(now)
+            self.wake_at = max(now, self.clock) + self.model.wake_seconds(self.sleep_level)
+            self._update_gauges()
 
     def abort_all(self, now: float) -> list[SimRequest]:
         """Cut every in-flight request at ``now`` (scale-down); returns them, marked ``cut``.
@@ -322,6 +465,15 @@ class ReplicaEngine:
         may end after ``t``.
         """
         while self.clock < t:
+            if self.sleep_level:
+                if self.wake_at is None or self.wake_at > t:
+                    self.clock = t  # asleep: nothing is scheduled
+                    return
+                self.clock = max(self.clock, self.wake_at)
+                self.sleep_level = 0
+                self.wake_at = None
+                self._update_gauges()
+                continue
             if not self._running and not self._waiting:
                 self.clock = t
                 return
@@ -350,24 +502,46 @@ class ReplicaEngine:
         req._blocks = 0
         del self._running[self._keys.pop(id(req))]
 
-    def _preempt_last(self) -> SimRequest:
-        """Preempt the most recently admitted running request (recompute mode)."""
+    def _release_last(self) -> SimRequest:
+        """Take the most recently admitted running request out of the batch, its KV blocks
+        freed: it will be prefilled again (prompt and generated tokens)."""
         key, victim = self._running.popitem()
         del self._keys[id(victim)]
         if self._prefilling.pop(key, None) is None:
             self._num_decoding -= 1
             self._sync_generated(victim)
             victim._last_token_at = self.clock
-        # Its blocks are freed; it is resumed by prefilling prompt + generated tokens again.
         self._free_blocks += victim._blocks
         victim._blocks = 0
         victim._computed = 0
         victim._epoch += 1
+        return victim
+
+    def _preempt_last(self) -> SimRequest:
+        """Preempt the most recently admitted running request (recompute mode)."""
+        victim = self._release_last()
         victim.preemptions += 1
         self._waiting.appendleft(victim)
         if self.metrics is not None:
             self.metrics.num_preemptions += 1
         return victim
+
+    def _prefix_hit(self, req: SimRequest, context: int) -> int:
+        """Prompt tokens of ``req`` found in the prefix cache at an admission of ``context``
+        tokens: whole blocks within ``context - 1`` tokens (the last token is computed for its
+        logits; vLLM's ``max_cache_hit_length``), so a prompt found whole computes its last
+        block again. Sets ``req._recomputed``."""
+        if not self.model.enable_prefix_caching:
+            return 0
+        if req.block_hashes and req.hash_block_tokens > 0:
+            raw = self.prefix_cache.lookup(req.block_hashes, req.hash_block_tokens)
+        else:
+            raw = req.cached_tokens
+        bs = self.model.block_size
+        raw = min(raw, req.prompt_tokens) // bs * bs
+        hit = max(0, min(raw, (context - 1) // bs * bs))
+        req._recomputed = raw - hit
+        return hit
 
     def _sync_generated(self, req: SimRequest) -> None:
         """Bring a decoding request's lazy token count up to the last completed step."""
@@ -431,19 +605,23 @@ class ReplicaEngine:
                 self._free_blocks -= need
                 req._blocks = need
                 req._context = context
-                chunk = min(context, budget)
-                req._computed = chunk
+                hit = self._prefix_hit(req, context)
+                chunk = min(context - hit, budget)
+                req._computed = hit + chunk
                 budget -= chunk
                 prefill_tokens += chunk
                 if req.first_scheduled_at is None:
                     req.first_scheduled_at = start
+                if req.first_token_at is None:
+                    req.prefix_hit_tokens = hit  # the admission that gives the first token
                 if self.metrics is not None:
-                    # No prefix cache in the model: every looked-up token misses.
+                    # vLLM counts every admitted context as queried, its cached part as hits.
                     self.metrics.prefix_cache_queries += context
+                    self.metrics.prefix_cache_hits += hit
                 self._key += 1
                 running[self._key] = req
                 self._keys[id(req)] = self._key
-                if chunk == context:
+                if req._computed == context:
                     completed.append(req)
                 else:
                     self._prefilling[self._key] = req
@@ -463,12 +641,17 @@ class ReplicaEngine:
         for req in completed:
             key = self._keys[id(req)]
             self._prefilling.pop(key, None)
+            if req.block_hashes and self.model.enable_prefix_caching:
+                self.prefix_cache.insert(req.block_hashes, req.hash_block_tokens)
             if req.first_token_at is None:
                 req.first_token_at = end
                 step_prompt_tokens += req.prompt_tokens
                 if m is not None:
                     m.ttft.observe(end - req.arrival)
                     m.prompt_tokens += req.prompt_tokens
+                    m.record_prompt_sources(
+                        req.prompt_tokens, req.prefix_hit_tokens, req._recomputed
+                    )
             elif m is not None:
                 m.inter_token_latency.observe(end - req._last_token_at)
             req.tokens_generated += 1
@@ -529,3 +712,5 @@ class ReplicaEngine:
         m.num_requests_running = len(self._running)
         m.num_requests_waiting = len(self._waiting)
         m.kv_cache_usage = self.kv_usage_ratio
+        m.sleep_level = self.sleep_level
+        m.waking = self.wake_at is not None
