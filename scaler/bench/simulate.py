@@ -183,6 +183,10 @@ class Simulation:
         routing: how requests reach the replicas (:class:`~scaler.sim.routing.Routing`).
         record: keep a :class:`FleetSample` per second and every request (off in the search,
             which only counts).
+        fast: the fast path for long replays: the engines run decode runs, and an arrival
+            advances only the replica it is routed to (the pods' lifecycle plays at each
+            second). False advances every replica and plays the lifecycle at every arrival,
+            and runs every engine step (a test holds the two to the same figures).
     """
 
     def __init__(
@@ -197,8 +201,10 @@ class Simulation:
         seed: int = 0,
         routing: Routing | str = Routing.RANDOM,
         record: bool = True,
+        fast: bool = True,
     ) -> None:
         self.trace = trace
+        self.fast = fast
         self.controller = controller
         self.record = record
         self.scrapes = bool(getattr(controller, "reads_prometheus", True))
@@ -210,6 +216,7 @@ class Simulation:
             seed=seed,
             routing=routing,
             export_metrics=self.scrapes,
+            decode_runs=fast,
         )
         self.fleet = Fleet(self.store, self.config, now=0.0)
         self.tsdb = Tsdb(
@@ -248,7 +255,10 @@ class Simulation:
             i = self.next_arrival
             while i < len(arrivals) and arrivals[i].arrival_seconds < k:
                 a = arrivals[i].arrival_seconds
-                fleet.step(a)
+                if self.fast:
+                    fleet.prepare_routing(a)
+                else:
+                    fleet.step(a)
                 fleet.submit(to_sim_request(self.trace, i, a), a)
                 i += 1
                 since += 1
@@ -314,6 +324,7 @@ def simulate(
     termination_grace_seconds: float = 120.0,
     seed: int = 0,
     routing: Routing | str = Routing.RANDOM,
+    fast: bool = True,
 ) -> RunRecord:
     """Replay ``trace`` against a fleet driven by ``controller``, in virtual time.
 
@@ -332,4 +343,5 @@ def simulate(
         termination_grace_seconds=termination_grace_seconds,
         seed=seed,
         routing=routing,
+        fast=fast,
     ).finish()

@@ -28,22 +28,38 @@ The scheduler follows vLLM V1's in spirit (``vllm/v1/core/sched/scheduler.py``):
   ``wake_level1_seconds`` (weights back from CPU memory) or ``wake_level2_seconds`` (weights
   discarded: read again).
 
-Speed: decoding requests are not visited every step. A decoding request advances one token per
-step until it finishes or needs a new KV block, both of which are known in advance, so those
-two events sit in a heap keyed by step index. A step costs O(prefilling requests + events),
-about O(batch / block_size) amortised.
+Speed. Decoding requests are not visited every step: a decoding request advances one token per
+step until it finishes, which is known in advance (a heap keyed by step index), and the KV
+blocks the decoding requests hold are counted in aggregate: a request with ``c`` tokens of
+context when its decoding began at step ``o`` holds ``ceil((c + s - o) / block_size)`` blocks
+at step ``s``, so grouping the requests by ``(c - o) mod block_size`` gives the total at any
+step in ``block_size`` operations. Between two steps that change the batch (an admission, a
+prefill chunk, a finish, a preemption) every step is a decode step of the same requests, and
+the engine runs them as one *decode run*: their durations are summed in closed form (the KV
+read grows by one block per request every ``block_size`` steps), the tokens and histograms are
+counted at once (each step's inter-token latency is recorded at the run's mean step time,
+which differs from every step's by under a tenth of a millisecond). ``decode_runs=False``
+runs every step on its own, with the same results but for that rounding; a test holds the two
+to the same figures on an hour of a trace.
 """
 
 from __future__ import annotations
 
+import bisect
 import copy
 import heapq
 from collections import deque
-from dataclasses import dataclass, field
 from typing import Any
 
 from scaler.sim.exposition import VllmMetrics
 from scaler.sim.prefix_cache import PrefixCache
+from scaler.sim.replica import (
+    MODELED_GPU,
+    SLEEP_LEVELS,
+    ReplicaModel,
+    SimRequest,
+    vllm_default_max_num_batched_tokens,
+)
 
 __all__ = [
     "MODELED_GPU",
@@ -54,233 +70,6 @@ __all__ = [
     "vllm_default_max_num_batched_tokens",
 ]
 
-#: vLLM's sleep levels: 1 offloads the weights to CPU memory and discards the KV cache, 2
-#: discards both (``docs/features/sleep_mode.md``).
-SLEEP_LEVELS = (1, 2)
-
-
-def vllm_default_max_num_batched_tokens(
-    gpu_memory_gib: float, gpu_name: str, *, api_server: bool = True
-) -> int:
-    """vLLM V1's default step budget (``max_num_batched_tokens``) for a GPU, tokens.
-
-    The rule of ``EngineArgs.get_batch_defaults`` (``vllm/engine/arg_utils.py``): on a GPU
-    with at least 70 GiB that is not an A100 (H100, H200, MI300X) 8,192 for the OpenAI API
-    server and 16,384 for the offline ``LLM`` class; on every other GPU 2,048 and 8,192 (a
-    large budget on an A100 lowered its throughput, vLLM PR #17885).
-
-    Args:
-        gpu_memory_gib: the GPU's memory, GiB.
-        gpu_name: its device name (case does not matter).
-        api_server: ``vllm serve`` (True) or the offline ``LLM`` class.
-    """
-    large = gpu_memory_gib >= 70 and "a100" not in gpu_name.lower()
-    if large:
-        return 8192 if api_server else 16384
-    return 2048 if api_server else 8192
-
-
-#: The GPU the replica model stands for, name and memory in GiB (see :class:`ReplicaModel`).
-MODELED_GPU = ("NVIDIA GeForce RTX 4090", 24.0)
-
-
-# Heap event kinds; a block is needed at the start of a step, a finish happens at its end.
-_NEED_BLOCK = 0
-_FINISH = 1
-
-
-@dataclass(frozen=True, slots=True)
-class ReplicaModel:
-    """Performance model of one replica; defaults: a 7-8B model in BF16 on one 24 GB GPU.
-
-    Calibrated on the figures collected in the project's serving-figures reference (public
-    2025-2026 write-ups on serving vLLM), RTX 4090-class GPU:
-
-    - Speed: the concurrency sweep of ``vllm bench serve`` with Mistral-7B-Instruct-v0.3 on an
-      RTX 4090, 256 prompt / 128 output tokens, infinite request rate capped at 4, 8, 16, 32
-      and 48 requests in flight. :mod:`scaler.sim.calibration` replays it on this model and a
-      test holds output throughput, mean TTFT and mean TPOT within 25% of it at every
-      concurrency (the table and the two step budgets are in that module's docstring).
-    - KV cache: about 6 GB free after 16 GB of weights and 2 GB of overhead, at 144 KB/token
-      (Qwen3 8B, GQA, BF16) about 43K tokens: 2688 blocks of 16 tokens = 43,008 tokens
-      (PagedAttention block size 16, Kwon et al., SOSP 2023).
-
-    Where the rougher single figures of the same write-ups disagree with the sweep, the sweep
-    wins: the model gives an idle TPOT of 17.4 ms (not "about 30 ms", which the sweep's own
-    210 tokens/s at concurrency 4 rules out), 41 tokens/s per session at concurrency 16 (not
-    "about 50"), and an idle TTFT of 383 ms for an 8K prompt (not "about 250 ms": the sweep's
-    prefill rate, 21,400 tokens/s, gives that; under the 2,048-token step budget the prompt
-    is prefilled in four chunks).
-
-    Step duration, seconds (a roofline: a step is bound by memory bandwidth or by compute,
-    whichever is slower, plus a per-sequence cost that does not overlap)::
-
-        max(step_overhead_seconds                        # reading the weights once per step
-            + kv_read_seconds_per_token * kv_tokens,     # decode attention reads the batch's KV
-            (prefill_tokens + decodes) / prefill_tokens_per_second)   # compute
-        + decode_seconds_per_seq * decodes               # per-sequence sampling and scheduling
-
-    where ``kv_tokens`` is the KV blocks in use times the block size and ``prefill_tokens``
-    the prompt tokens computed in the step (prefix-cache hits are not computed). The KV read
-    cost is 144 KB/token at about 1 TB/s of memory bandwidth: 1.4e-7 s per token, 6 ms for a
-    full cache.
-
-    ``max_num_batched_tokens`` is vLLM V1's default for this GPU: 2,048 tokens per step for
-    ``vllm serve`` on a GPU under 70 GiB (:func:`vllm_default_max_num_batched_tokens`, the
-    rule of ``EngineArgs.get_batch_defaults`` in ``vllm/engine/arg_utils.py``). A long prompt
-    is therefore prefilled in chunks of about 2,048 tokens, each step about 0.1 s, and the
-    running decodes get a token every step (an earlier budget of 16,384 stalled them for
-    0.77 s behind one 16K prompt).
-
-    Attributes:
-        kv_cache_blocks: KV-cache blocks on the GPU (vLLM's ``num_gpu_blocks``).
-        block_size: tokens per KV block.
-        max_num_seqs: largest running batch (vLLM default 256).
-        max_num_batched_tokens: token budget per step (chunked prefill), tokens.
-        max_model_len: longest prompt + output accepted, tokens; longer requests are rejected
-            at submission as vLLM's API server does.
-        step_overhead_seconds: memory-bound floor of one step (weights read once), seconds.
-        decode_seconds_per_seq: extra cost per decoding sequence, seconds.
-        kv_read_seconds_per_token: cost per KV token held, seconds.
-        prefill_tokens_per_second: compute throughput (prefill and decode tokens), tokens/s.
-        model_load_seconds: time from pod start to ready (weights load), seconds; used by the
-            fleet simulator (30 s to 5 minutes in the write-ups; 120 s is the middle).
-        enable_prefix_caching: automatic prefix caching (vLLM V1's default: on).
-        wake_level1_seconds: a level-1 wake-up, seconds: 14.5 GB of weights back from CPU
-            memory over PCIe (about 12 GB/s) and the KV cache allocated again ("seconds" in
-            vLLM's sleep-mode write-ups, against 30-100+ s for a cold load).
-        wake_level2_seconds: a level-2 wake-up, seconds: the weights were discarded and are
-            read again from storage (the bulk of a model load, without the process start).
-    """
-
-    kv_cache_blocks: int = 2688
-    block_size: int = 16
-    max_num_seqs: int = 256
-    max_num_batched_tokens: int = vllm_default_max_num_batched_tokens(
-        MODELED_GPU[1], MODELED_GPU[0]
-    )
-    max_model_len: int = 32768
-    step_overhead_seconds: float = 0.017
-    decode_seconds_per_seq: float = 0.00035
-    kv_read_seconds_per_token: float = 1.4e-7
-    prefill_tokens_per_second: float = 21_400.0
-    model_load_seconds: float = 120.0
-    enable_prefix_caching: bool = True
-    wake_level1_seconds: float = 2.0
-    wake_level2_seconds: float = 60.0
-
-    def __post_init__(self) -> None:
-        if self.kv_cache_blocks <= 0 or self.block_size <= 0 or self.max_num_seqs <= 0:
-            raise ValueError("kv_cache_blocks, block_size and max_num_seqs must be > 0")
-        if self.max_num_batched_tokens < self.max_num_seqs:
-            # Otherwise decodes alone could exceed the budget; vLLM enforces the same.
-            raise ValueError("max_num_batched_tokens must be >= max_num_seqs")
-        if self.max_model_len + 1 > self.kv_capacity_tokens:
-            # vLLM refuses to start when one maximal request cannot fit in the KV cache.
-            raise ValueError(
-                f"max_model_len {self.max_model_len} does not fit in the KV cache "
-                f"({self.kv_capacity_tokens} tokens)"
-            )
-        if self.prefill_tokens_per_second <= 0 or self.step_overhead_seconds <= 0:
-            raise ValueError("prefill_tokens_per_second and step_overhead_seconds must be > 0")
-        if not (self.wake_level1_seconds >= 0 and self.wake_level2_seconds >= 0):
-            raise ValueError("wake_level1_seconds and wake_level2_seconds must be >= 0")
-
-    @property
-    def kv_capacity_tokens(self) -> int:
-        """KV-cache capacity in tokens."""
-        return self.kv_cache_blocks * self.block_size
-
-    def wake_seconds(self, level: int) -> float:
-        """Seconds a wake-up from sleep ``level`` (1 or 2) takes."""
-        return self.wake_level1_seconds if level == 1 else self.wake_level2_seconds
-
-    def step_seconds(self, decodes: int, kv_tokens: int, prefill_tokens: int) -> float:
-        """Duration of one engine step, seconds (the roofline in the class docstring)."""
-        memory = self.step_overhead_seconds + self.kv_read_seconds_per_token * kv_tokens
-        compute = (prefill_tokens + decodes) / self.prefill_tokens_per_second
-        return max(memory, compute) + self.decode_seconds_per_seq * decodes
-
-
-@dataclass(slots=True, eq=False)
-class SimRequest:
-    """One request in a simulated replica, with its results (times in seconds).
-
-    Attributes:
-        id: caller's identifier.
-        arrival: arrival time, seconds.
-        prompt_tokens: prompt length, tokens.
-        output_tokens: tokens to generate (at least 1 is generated).
-        first_scheduled_at: start of the step that first scheduled it (queue time ends).
-        first_token_at: end of the step that completed its prefill.
-        finished_at: end of the step that produced its last token, or the abort time.
-        tokens_generated: output tokens produced so far.
-        preemptions: times it was preempted.
-        cut: aborted by :meth:`ReplicaEngine.abort_all` (scale-down) before finishing.
-        rejected: refused at submission (longer than ``max_model_len``).
-        cached_tokens: the prompt's stated prefix-cache hit, tokens (a trace with a stated hit
-            rate); used when the request carries no ``block_hashes``.
-        block_hashes: hashes of the prompt's blocks, each ``hash_block_tokens`` tokens, chained
-            (a trace's ``hash_ids``): the prefix cache looks them up.
-        hash_block_tokens: tokens per hash of ``block_hashes``.
-        prefix_hit_tokens: prompt tokens found in the prefix cache at its first admission.
-    """
-
-    id: int
-    arrival: float
-    prompt_tokens: int
-    output_tokens: int
-    first_scheduled_at: float | None = None
-    first_token_at: float | None = None
-    finished_at: float | None = None
-    tokens_generated: int = 0
-    preemptions: int = 0
-    cut: bool = False
-    rejected: bool = False
-    cached_tokens: int = 0
-    block_hashes: tuple[int, ...] = ()
-    hash_block_tokens: int = 0
-    prefix_hit_tokens: int = 0
-    # Engine bookkeeping (not results).
-    _computed: int = field(default=0, repr=False)  # tokens whose KV is computed this admission
-    _context: int = field(default=0, repr=False)  # tokens to prefill at this admission
-    _blocks: int = field(default=0, repr=False)  # KV blocks held
-    _origin_step: int = field(default=0, repr=False)  # step index its decoding started
-    _gen_at_origin: int = field(default=0, repr=False)  # tokens_generated after that step
-    _epoch: int = field(default=0, repr=False)  # bumped on preemption: invalidates events
-    _last_token_at: float = field(default=0.0, repr=False)
-    _recomputed: int = field(default=0, repr=False)  # cached tokens computed anyway (the last)
-
-    @property
-    def ttft(self) -> float | None:
-        """Time to first token, seconds (None before the first token)."""
-        return None if self.first_token_at is None else self.first_token_at - self.arrival
-
-    @property
-    def e2e(self) -> float | None:
-        """End-to-end latency, seconds (None while in flight)."""
-        return None if self.finished_at is None else self.finished_at - self.arrival
-
-    @property
-    def mean_itl(self) -> float | None:
-        """The request's mean inter-token latency, seconds: from its first to its last token
-        over the gaps between them (its TPOT). None unless it finished normally with at least
-        two tokens."""
-        if not self.done or self.tokens_generated < 2 or self.first_token_at is None:
-            return None
-        assert self.finished_at is not None
-        return (self.finished_at - self.first_token_at) / (self.tokens_generated - 1)
-
-    @property
-    def queue_time(self) -> float | None:
-        """Time from arrival to first scheduling, seconds."""
-        return None if self.first_scheduled_at is None else self.first_scheduled_at - self.arrival
-
-    @property
-    def done(self) -> bool:
-        """Finished normally (not cut, not rejected)."""
-        return self.finished_at is not None and not self.cut and not self.rejected
-
 
 class ReplicaEngine:
     """One simulated vLLM replica in virtual time (see the module docstring for the model).
@@ -289,6 +78,8 @@ class ReplicaEngine:
         model: the performance model.
         name: the replica's name (pod name in the fleet).
         metrics: where to record vLLM's metrics; None records nothing.
+        decode_runs: run the steps between two batch changes as one decode run (the fast
+            path, default); False runs every step on its own.
     """
 
     def __init__(
@@ -297,10 +88,12 @@ class ReplicaEngine:
         *,
         name: str = "replica-0",
         metrics: VllmMetrics | None = None,
+        decode_runs: bool = True,
     ) -> None:
         self.model = model if model is not None else ReplicaModel()
         self.name = name
         self.metrics = metrics
+        self.decode_runs = decode_runs
         self.clock = 0.0
         self.accepting = True
         self.steps = 0
@@ -309,8 +102,12 @@ class ReplicaEngine:
         self._running: dict[int, SimRequest] = {}
         self._prefilling: dict[int, SimRequest] = {}
         self._num_decoding = 0
-        self._free_blocks = self.model.kv_cache_blocks
-        self._events: list[tuple[int, int, int, SimRequest, int]] = []
+        self._p_blocks = 0  # KV blocks held by requests being prefilled
+        # Decoding requests by (context - origin) mod block size, and the sum of the quotients.
+        self._phase = [0] * self.model.block_size
+        self._q = 0
+        self._dstep, self._dblocks = 0, 0  # the decoding requests' blocks at step _dstep
+        self._events: list[tuple[int, int, SimRequest, int]] = []  # finish step, seq, req, epoch
         self._seq = 0  # heap tie-breaker keeps event order deterministic
         self._key = 0  # internal key per admission (caller ids may repeat)
         self._keys: dict[int, int] = {}  # id(request) -> key in _running
@@ -355,8 +152,30 @@ class ReplicaEngine:
     @property
     def kv_usage_ratio(self) -> float:
         """KV-cache blocks in use, a 0-1 ratio."""
-        total = self.model.kv_cache_blocks
-        return (total - self._free_blocks) / total
+        return self._used_blocks(self.steps) / self.model.kv_cache_blocks
+
+    def _decode_blocks(self, step: int) -> int:
+        """KV blocks the decoding requests hold at ``step`` (see the module docstring): moved
+        on from the last step asked for when it is at most a block's worth of steps back,
+        else counted over the phases."""
+        bs = self.model.block_size
+        ahead = step - self._dstep
+        if 0 <= ahead <= bs:
+            blocks = self._dblocks
+            phase = self._phase
+            for s in range(self._dstep + 1, step + 1):
+                blocks += phase[(1 - s) % bs]
+        else:
+            blocks = self._q
+            base = step + bs - 1
+            for j, n in enumerate(self._phase):
+                if n:
+                    blocks += n * ((base + j) // bs)
+        self._dstep, self._dblocks = step, blocks
+        return blocks
+
+    def _used_blocks(self, step: int) -> int:
+        return self._p_blocks + self._decode_blocks(step)
 
     # ------------------------------------------------------------- control
     def submit(self, req: SimRequest, now: float) -> None:
@@ -451,7 +270,10 @@ class ReplicaEngine:
         self._events.clear()
         self._keys.clear()
         self._num_decoding = 0
-        self._free_blocks = self.model.kv_cache_blocks
+        self._p_blocks = 0
+        self._phase = [0] * self.model.block_size
+        self._q = 0
+        self._dblocks = 0
         m = self.metrics
         if m is not None:
             m.request_success["abort"] += len(cut)
@@ -477,30 +299,35 @@ class ReplicaEngine:
             if not self._running and not self._waiting:
                 self.clock = t
                 return
-            self._step()
+            if not (self.decode_runs and self._decode_run(t)):
+                self._step()
 
     # --------------------------------------------------------------- engine
-    def _push(self, step: int, kind: int, req: SimRequest) -> None:
-        self._seq += 1
-        heapq.heappush(self._events, (step, kind, self._seq, req, req._epoch))
-
-    def _schedule_decode_events(self, req: SimRequest, origin: int) -> None:
-        """After the prefill step ``origin``: queue its finish and its next block need."""
-        bs = self.model.block_size
+    def _join_decoding(self, req: SimRequest, origin: int) -> None:
+        """After the prefill step ``origin``: count its KV blocks with the decoding requests
+        and queue its finish."""
         req._origin_step = origin
         req._gen_at_origin = req.tokens_generated
-        # Decode step k (at step origin+k) computes KV for context+k tokens and produces
-        # token gen_at_origin+k.
-        finish_k = req.output_tokens - req.tokens_generated
-        block_k = req._blocks * bs - req._context + 1
-        if block_k <= finish_k:
-            self._push(origin + block_k, _NEED_BLOCK, req)
-        self._push(origin + finish_k, _FINISH, req)
+        # Decode step origin + k computes the KV of context + k tokens and produces token
+        # gen_at_origin + k.
+        req._d = req._context - origin
+        bs = self.model.block_size
+        q, j = divmod(req._d, bs)
+        self._phase[j] += 1
+        self._q += q
+        self._dblocks += (self._dstep + req._d + bs - 1) // bs
+        self._num_decoding += 1
+        self._seq += 1
+        finish = origin + req.output_tokens - req.tokens_generated
+        heapq.heappush(self._events, (finish, self._seq, req, req._epoch))
 
-    def _free(self, req: SimRequest) -> None:
-        self._free_blocks += req._blocks
-        req._blocks = 0
-        del self._running[self._keys.pop(id(req))]
+    def _leave_decoding(self, req: SimRequest) -> None:
+        bs = self.model.block_size
+        q, j = divmod(req._d, bs)
+        self._phase[j] -= 1
+        self._q -= q
+        self._dblocks -= (self._dstep + req._d + bs - 1) // bs
+        self._num_decoding -= 1
 
     def _release_last(self) -> SimRequest:
         """Take the most recently admitted running request out of the batch, its KV blocks
@@ -508,10 +335,11 @@ class ReplicaEngine:
         key, victim = self._running.popitem()
         del self._keys[id(victim)]
         if self._prefilling.pop(key, None) is None:
-            self._num_decoding -= 1
             self._sync_generated(victim)
+            self._leave_decoding(victim)
             victim._last_token_at = self.clock
-        self._free_blocks += victim._blocks
+        else:
+            self._p_blocks -= victim._blocks
         victim._blocks = 0
         victim._computed = 0
         victim._epoch += 1
@@ -547,33 +375,80 @@ class ReplicaEngine:
         """Bring a decoding request's lazy token count up to the last completed step."""
         req.tokens_generated = req._gen_at_origin + self.steps - req._origin_step
 
+    def _decode_run(self, t: float) -> bool:
+        """Run, as one, the decode steps from the next one on that change nothing but the
+        decoding requests' tokens, while the clock is before ``t``; False when the next step
+        must run on its own (a prefill chunk, a possible admission, a finish, a KV block
+        the cache cannot give, or a batch whose decode compute could outlast the weights
+        read)."""
+        model = self.model
+        n = self._num_decoding
+        if self._prefilling or not n:
+            return False
+        if n / model.prefill_tokens_per_second > model.step_overhead_seconds:
+            return False
+        s = self.steps + 1
+        total = model.kv_cache_blocks
+        bs = model.block_size
+        used = self._used_blocks(s)
+        if self._waiting and len(self._running) < model.max_num_seqs:
+            head = self._waiting[0]
+            if -(-(head.prompt_tokens + head.tokens_generated) // bs) <= total - used:
+                return False
+        events = self._events
+        while events and events[0][3] != events[0][2]._epoch:
+            heapq.heappop(events)  # a preempted request's finish
+        stop = events[0][0] if events else 1 << 62  # the next finish runs on its own
+        # Memory-bound steps: the weights, the per-sequence cost, the KV of the blocks held.
+        kv = model.kv_read_seconds_per_token * bs
+        base = model.step_overhead_seconds + model.decode_seconds_per_seq * n
+        phase = self._phase
+        left = t - self.clock
+        elapsed = 0.0
+        k = 0
+        first = last = 0.0
+        while s < stop and elapsed < left and used <= total:
+            last = base + kv * used
+            if not k:
+                first = last
+            elapsed += last
+            k += 1
+            s += 1
+            used += phase[(1 - s) % bs]  # the requests crossing a block boundary at step s
+        if not k:
+            return False
+        self.clock += elapsed
+        self.steps += k
+        self._dstep, self._dblocks = s, used - self._p_blocks
+        m = self.metrics
+        if m is not None:
+            m.generation_tokens += n * k
+            itl = m.inter_token_latency
+            if bisect.bisect_left(itl.bounds, first) == bisect.bisect_left(itl.bounds, last):
+                itl.observe(first, n * k, total=elapsed * n)
+            else:  # the run's steps straddle a bucket bound: each step on its own
+                for j in range(k):
+                    itl.observe(first + (last - first) * j / max(1, k - 1), n)
+            m.iteration_tokens.observe(n, k)
+            self._update_gauges()
+        return True
+
     def _step(self) -> None:
         model = self.model
         bs = model.block_size
         step = self.steps + 1
         start = self.clock
         events = self._events
-        preempted = False
+        total = model.kv_cache_blocks
 
-        # 1. Decoding requests that cross a block boundary need a block before the step runs.
-        while events and events[0][0] == step and events[0][1] == _NEED_BLOCK:
-            _, _, _, req, epoch = heapq.heappop(events)
-            if epoch != req._epoch:
-                continue
-            while self._free_blocks == 0:
-                preempted = True
-                if self._preempt_last() is req:
-                    break
-            if epoch != req._epoch:  # it preempted itself
-                continue
-            self._free_blocks -= 1
-            req._blocks += 1
-            if req._blocks * bs - req._context - (step - req._origin_step) < 0:
-                raise AssertionError("block bookkeeping")  # pragma: no cover
-            # Next boundary: block_size decode steps later.
-            next_k = req._blocks * bs - req._context + 1
-            if next_k <= req.output_tokens - req._gen_at_origin:
-                self._push(req._origin_step + next_k, _NEED_BLOCK, req)
+        # 1. Decoding requests that cross a block boundary need a block before the step runs;
+        # when the cache cannot hold them all, the most recently admitted are preempted.
+        used = self._used_blocks(step)
+        preempted = False
+        while used > total and self._running:
+            preempted = True
+            self._preempt_last()
+            used = self._used_blocks(step)
 
         decodes = self._num_decoding
         budget = model.max_num_batched_tokens - decodes
@@ -592,6 +467,7 @@ class ReplicaEngine:
                 completed.append(req)
 
         # 3. Admit waiting requests (FCFS, head-of-line blocked), not in a preempting step.
+        free = total - used
         if not preempted:
             waiting = self._waiting
             running = self._running
@@ -599,10 +475,11 @@ class ReplicaEngine:
                 req = waiting[0]
                 context = req.prompt_tokens + req.tokens_generated
                 need = -(-context // bs)
-                if need > self._free_blocks:
+                if need > free:
                     break
                 waiting.popleft()
-                self._free_blocks -= need
+                free -= need
+                self._p_blocks += need
                 req._blocks = need
                 req._context = context
                 hit = self._prefix_hit(req, context)
@@ -626,7 +503,7 @@ class ReplicaEngine:
                 else:
                     self._prefilling[self._key] = req
 
-        kv_tokens = (model.kv_cache_blocks - self._free_blocks) * bs
+        kv_tokens = (total - free) * bs
         duration = model.step_seconds(decodes, kv_tokens, prefill_tokens)
         end = start + duration
         self.clock = end
@@ -641,6 +518,8 @@ class ReplicaEngine:
         for req in completed:
             key = self._keys[id(req)]
             self._prefilling.pop(key, None)
+            self._p_blocks -= req._blocks
+            req._blocks = 0
             if req.block_hashes and self.model.enable_prefix_caching:
                 self.prefix_cache.insert(req.block_hashes, req.hash_block_tokens)
             if req.first_token_at is None:
@@ -658,16 +537,15 @@ class ReplicaEngine:
             if req.tokens_generated >= req.output_tokens:
                 self._finish(req, end)
             else:
-                self._num_decoding += 1
-                self._schedule_decode_events(req, step)
+                self._join_decoding(req, step)
 
         # 5. Decoding requests that produced their last token this step.
-        while events and events[0][0] == step:
-            _, kind, _, req, epoch = heapq.heappop(events)
-            if epoch != req._epoch or kind != _FINISH:
+        while events and events[0][0] <= step:
+            _, _, req, epoch = heapq.heappop(events)
+            if epoch != req._epoch:
                 continue
             req.tokens_generated = req.output_tokens
-            self._num_decoding -= 1
+            self._leave_decoding(req)
             self._finish(req, end)
 
         if m is not None:
@@ -678,7 +556,7 @@ class ReplicaEngine:
             self._update_gauges()
 
     def _finish(self, req: SimRequest, end: float) -> None:
-        self._free(req)
+        del self._running[self._keys.pop(id(req))]
         req.tokens_generated = max(req.tokens_generated, req.output_tokens)
         req.finished_at = end
         # The engine forgets a finished request (its results are on the request the caller

@@ -137,12 +137,13 @@ class Histogram:
         self.sum = 0.0
         self.count = 0
 
-    def observe(self, value: float, count: int = 1) -> None:
-        """Record ``count`` observations of ``value`` (seconds or tokens)."""
+    def observe(self, value: float, count: int = 1, *, total: float | None = None) -> None:
+        """Record ``count`` observations of ``value`` (seconds or tokens); ``total``: their
+        exact sum when they are several values whose mean is ``value``."""
         if count <= 0:
             return
         self.counts[bisect.bisect_left(self.bounds, value)] += count
-        self.sum += value * count
+        self.sum += value * count if total is None else total
         self.count += count
 
     def cumulative(self) -> list[tuple[str, float]]:

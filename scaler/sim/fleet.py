@@ -81,6 +81,8 @@ class FleetConfig:
             replicas' queues, seconds.
         export_metrics: give every replica its vLLM metrics (:class:`VllmMetrics`); off where
             nothing scrapes them (faster, and the fleet can be deep-copied).
+        decode_runs: the engines run the steps between two batch changes as one
+            (:class:`~scaler.sim.engine.ReplicaEngine`'s fast path); False runs every step.
 
     Raises:
         ValueError: an unknown ``routing``.
@@ -98,6 +100,7 @@ class FleetConfig:
     routing: Routing | str = Routing.RANDOM
     gateway_scrape_seconds: float = GATEWAY_SCRAPE_SECONDS
     export_metrics: bool = True
+    decode_runs: bool = True
 
     def __post_init__(self) -> None:
         make_router(self.routing, scrape_interval_seconds=self.gateway_scrape_seconds)
@@ -288,6 +291,12 @@ class Fleet:
             pod.engine.wake_up(now)
         return asleep
 
+    def prepare_routing(self, now: float) -> None:
+        """Let the router take the readings it takes at fixed times up to ``now`` (a gateway's
+        scrapes), without advancing the replicas or playing the lifecycle (which
+        :meth:`step` does): what a request arriving at ``now`` needs before :meth:`submit`."""
+        self.router.observe([p.engine for p in self._candidates()], now)
+
     def _pick(self, now: float) -> SimPod | None:
         ready = self._candidates()
         if not ready:
@@ -366,7 +375,9 @@ class Fleet:
             if self.config.export_metrics
             else None
         )
-        engine = ReplicaEngine(self.config.model, name=name, metrics=metrics)
+        engine = ReplicaEngine(
+            self.config.model, name=name, metrics=metrics, decode_runs=self.config.decode_runs
+        )
         engine.advance_to(now)
         pod = SimPod(name, engine, metrics, created_at=now)
         self.pods[name] = pod

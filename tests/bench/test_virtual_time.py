@@ -118,8 +118,13 @@ def test_reaction_to_the_flash_step() -> None:
     assert 0 < us.first_write_seconds <= 30
     assert us.first_ready_seconds == pytest.approx(us.first_write_seconds + 120.0, abs=1.0)
     load = flash.by_name(HINDSIGHT).reaction
-    assert load is not None and load.first_write_seconds == -120.0
-    assert load.first_ready_seconds == pytest.approx(0.0, abs=1.0)
+    assert load is not None
+    if len(set(flash.hindsight_replicas[HINDSIGHT])) > 1:
+        # A schedule that pays model load writes a model load before the step ...
+        assert load.first_write_seconds == -120.0
+        assert load.first_ready_seconds == pytest.approx(0.0, abs=1.0)
+    else:  # ... unless a constant fleet is cheaper for the window (no write at all)
+        assert load.first_write_seconds is None
     fixed = flash.by_name("fixed").reaction
     assert fixed is not None and fixed.first_write_seconds is None
     assert "reaction to the load step at 240 s" in format_table(flash)

@@ -307,3 +307,31 @@ def test_engine_keeps_no_finished_request() -> None:
     e.advance_to(1e4)
     assert sum(1 for r in reqs if r.done) == len(reqs) > 1000
     assert _requests_held(e) == 0
+
+
+@pytest.mark.parametrize("kv_blocks", [2688, 1100])
+def test_decode_runs_give_the_results_of_every_step(kv_blocks: int) -> None:
+    # The fast path (steps between two batch changes run as one) against every step on its
+    # own: the same times to the rounding of a sum, the same preemptions under KV pressure.
+    def run(decode_runs: bool) -> tuple[list[tuple[float, float, int]], ReplicaEngine]:
+        model = ReplicaModel(kv_cache_blocks=kv_blocks, max_model_len=16000)
+        e = ReplicaEngine(model, metrics=VllmMetrics(), decode_runs=decode_runs)
+        reqs = _poisson(2.5, 600.0, seed=4, prompt=1155, output=211)
+        _replay(e, reqs, 1e5)
+        return [(r.ttft or 0.0, r.finished_at or 0.0, r.preemptions) for r in reqs], e
+
+    fast, e_fast = run(True)
+    exact, e_exact = run(False)
+    assert e_fast.steps == e_exact.steps
+    for (ttft_a, end_a, pre_a), (ttft_b, end_b, pre_b) in zip(fast, exact, strict=True):
+        assert ttft_a == pytest.approx(ttft_b, abs=1e-8)
+        assert end_a == pytest.approx(end_b, abs=1e-8)
+        assert pre_a == pre_b
+    m_fast, m_exact = e_fast.metrics, e_exact.metrics
+    assert m_fast is not None and m_exact is not None
+    assert m_fast.generation_tokens == m_exact.generation_tokens
+    assert m_fast.num_preemptions == m_exact.num_preemptions
+    assert (m_fast.num_preemptions > 0) == (kv_blocks < 2000)
+    assert m_fast.inter_token_latency.count == m_exact.inter_token_latency.count
+    assert m_fast.inter_token_latency.sum == pytest.approx(m_exact.inter_token_latency.sum)
+    assert m_fast.iteration_tokens.counts == m_exact.iteration_tokens.counts
