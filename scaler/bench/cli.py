@@ -52,6 +52,9 @@ _BOUNDS = {
     "--start-minute": (0.0, True, math.inf),
     "--minutes": (0.0, False, MAX_REPLAY_MINUTES),
     "--rate-scale": (0.0, False, 1000.0),
+    "--slo-itl-seconds": (0.0, False, 60.0),
+    "--routing-seeds": (1.0, True, 20.0),
+    "--max-replicas": (1.0, True, 10000.0),
 }
 
 
@@ -80,6 +83,27 @@ def register(app: typer.Typer) -> None:
         ] = 2.0,
         # the option's older name, as sim's is --slo-ttft-seconds: kept for scripts, not shown
         slo_ttft: Annotated[float | None, typer.Option("--slo-ttft", hidden=True)] = None,
+        slo_itl_seconds: Annotated[
+            float,
+            typer.Option(
+                help="ITL SLO on each request's mean inter-token latency, seconds (goal: 99% "
+                "of requests within both SLOs)."
+            ),
+        ] = 0.1,
+        routing_seeds: Annotated[
+            int,
+            typer.Option(
+                help="Routing seeds every row runs on (--seed, --seed + 1, ...): shares are "
+                "reported as their mean and spread."
+            ),
+        ] = 3,
+        max_replicas: Annotated[
+            int | None,
+            typer.Option(
+                help="Every row's maximum (default: twice what the busiest minutes need).",
+                show_default=False,
+            ),
+        ] = None,
         model_load_seconds: Annotated[
             float, typer.Option(help="Time from pod creation to Ready, seconds.")
         ] = 120.0,
@@ -161,6 +185,9 @@ def register(app: typer.Typer) -> None:
             min_peak_replicas=min_peak_replicas,
             jobs=jobs,
             start_minute=start_minute,
+            slo_itl_seconds=slo_itl_seconds,
+            routing_seeds=routing_seeds,
+            **({"max_replicas": max_replicas} if max_replicas is not None else {}),
             **({"rate_scale": scale} if scale is not None else {}),
             **({"minutes": minutes} if minutes is not None else {}),
         )
@@ -196,10 +223,11 @@ def register(app: typer.Typer) -> None:
             slo_ttft_seconds=slo_seconds,
             model_load_seconds=model_load_seconds,
             policy=loaded,
-            policy_source=f"policy {policy}"
-            if policy is not None
-            else ("shipped default policy (max 32)"),
+            policy_source=f"policy {policy}" if policy is not None else "shipped default policy",
             seed=seed,
+            slo_itl_seconds=slo_itl_seconds,
+            routing_seeds=routing_seeds,
+            max_replicas=max_replicas,
             jobs=jobs if jobs > 0 else max(1, min(2, os.cpu_count() or 1)),
             routing=routing,
             keda_cached_metrics=keda_cached_metrics,

@@ -53,6 +53,7 @@ __all__ = [
     "SAWTOOTH_SECONDS",
     "PolicyFigures",
     "Reaction",
+    "RowFigures",
     "WindowFigures",
     "figures_of_run",
     "littles_law",
@@ -135,6 +136,10 @@ class PolicyFigures:
         itl_p95: the 95th percentile of the finished requests' mean inter-token latency,
             seconds.
         slo_itl_seconds: the ITL SLO the shares count against, seconds.
+        learned_capacity: ``(seconds, learned)`` at each control cycle of a policy that
+            learns one replica's capacity (vllm-scaler; None before it has an estimate), in
+            its own unit (:func:`~scaler.bench.controllers.learned_capacity`).
+        sleeping_replicas: the most replicas asleep at once.
     """
 
     name: str
@@ -165,6 +170,8 @@ class PolicyFigures:
     both_request_share: float = float("nan")
     itl_p95: float = float("nan")
     slo_itl_seconds: float = DEFAULT_ITL_SLO_SECONDS
+    learned_capacity: tuple[tuple[float, float | None], ...] = ()
+    sleeping_replicas: int = 0
 
 
 def reversals(directions: Sequence[int]) -> int:
@@ -357,6 +364,7 @@ def figures_of_run(
         both_request_share=both_share,
         itl_p95=nearest_rank(itls, 0.95),
         slo_itl_seconds=slo_itl_seconds,
+        sleeping_replicas=max((s.sleeping for s in run.samples), default=0),
     )
 
 
@@ -371,3 +379,44 @@ def littles_law(run: RunRecord) -> tuple[float, float]:
     done = [r.e2e for r in run.requests if r.e2e is not None]
     mean_w = sum(done) / len(done) if done else 0.0
     return in_system, len(run.requests) / span * mean_w
+
+
+@dataclass(frozen=True, slots=True)
+class RowFigures:
+    """One row's figures on each routing seed, with their means and spreads.
+
+    Attributes:
+        name: the row.
+        runs: its figures on each seed, in seed order (the first is the one plotted).
+    """
+
+    name: str
+    runs: tuple[PolicyFigures, ...]
+
+    @property
+    def first(self) -> PolicyFigures:
+        """The figures on the first seed."""
+        return self.runs[0]
+
+    def _values(self, key: str) -> list[float]:
+        return [float(getattr(r, key)) for r in self.runs]
+
+    def mean(self, key: str) -> float:
+        """The mean over the seeds of a :class:`PolicyFigures` field (NaN where any is)."""
+        values = self._values(key)
+        return math.fsum(values) / len(values)
+
+    def spread(self, key: str) -> float:
+        """Half the range over the seeds of a field (0 with one seed)."""
+        values = self._values(key)
+        return (max(values) - min(values)) / 2
+
+    def half_mean(self, index: int, key: str) -> float:
+        """The mean over the seeds of a :class:`WindowFigures` field of half ``index``."""
+        values = [float(getattr(r.halves[index], key)) for r in self.runs]
+        return math.fsum(values) / len(values)
+
+    def half_spread(self, index: int, key: str) -> float:
+        """Half the range over the seeds of a field of half ``index``."""
+        values = [float(getattr(r.halves[index], key)) for r in self.runs]
+        return (max(values) - min(values)) / 2

@@ -86,10 +86,12 @@ def test_the_report_states_routing_rejections_and_the_reference(result: BenchRes
 
 
 def test_the_vllm_scaler_row_names_its_control_interval(result: BenchResult) -> None:
-    described = "vllm-scaler, shipped default policy (max 32), 15 s interval"
+    top = result.max_replicas
+    described = f"vllm-scaler, shipped default policy, max {top} (every row's), 15 s interval"
     assert described in format_table(result)
     slower = run_bench(replace(OPTIONS, duration_seconds=120.0, control_interval_seconds=30))
-    described = "vllm-scaler, shipped default policy (max 32), 30 s interval"
+    top = slower.max_replicas
+    described = f"vllm-scaler, shipped default policy, max {top} (every row's), 30 s interval"
     assert described in format_table(slower)
     assert as_json(slower)["policies"][0]["description"] == described
 
