@@ -49,12 +49,16 @@ from scaler.sim.routing import Routing
 from scaler.sim.trace import Trace
 
 __all__ = [
+    "DAYS_BUDGET",
+    "HOURS_BUDGET",
     "NEAR_MINIMAL_SAVING",
+    "Budget",
     "Candidate",
     "Evaluation",
     "Evaluator",
     "NearMinimality",
     "OptimalResult",
+    "budget_for",
     "optimal_schedule",
     "removals",
 ]
@@ -62,13 +66,34 @@ __all__ = [
 #: A reference is near-minimal when no schedule around it keeps the share at this much less.
 NEAR_MINIMAL_SAVING = 0.03
 _MINUTE = 60
-# Repair rounds before the procedure gives up raising the needs.
-_REPAIRS = 8
-# Descent: removals screened per round, and rounds.
-_SCREENS = 12
-_ROUNDS = 8
-# Check: the largest removals replayed on every seed.
-_CHECK_REMOVALS = 6
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """How many replays the procedure may spend.
+
+    Attributes:
+        repairs: repair rounds before it gives up raising the needs.
+        screens: removals screened per descent round.
+        rounds: descent rounds (and check-then-descend rounds).
+        check_removals: the largest removals the check replays on every seed.
+    """
+
+    repairs: int = 8
+    screens: int = 12
+    rounds: int = 8
+    check_removals: int = 6
+
+
+#: Traces up to three hours.
+HOURS_BUDGET = Budget()
+#: Longer traces (a day is 24 of the hour-long replays a candidate costs).
+DAYS_BUDGET = Budget(repairs=4, screens=3, rounds=2, check_removals=3)
+
+
+def budget_for(duration_seconds: float) -> Budget:
+    """:data:`HOURS_BUDGET` up to three hours, :data:`DAYS_BUDGET` beyond."""
+    return HOURS_BUDGET if duration_seconds <= 3 * 3600 else DAYS_BUDGET
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,6 +292,7 @@ def optimal_schedule(
     *,
     share: float,
     fixed: Callable[[], Evaluation | None],
+    budget: Budget = HOURS_BUDGET,
 ) -> OptimalResult:
     """The reference (the module docstring's procedure) for the instant-start ``needs``.
 
@@ -276,6 +302,7 @@ def optimal_schedule(
         share: the share within both SLOs to keep, 0-1.
         fixed: the cheapest constant fleet that keeps ``share`` (evaluated), or None when no
             fleet up to the maximum does; called once.
+        budget: the replays it may spend.
     """
     gap = ev.lead_seconds // _MINUTE
     lead_minutes = math.ceil(ev.lead_seconds / _MINUTE)
@@ -288,7 +315,7 @@ def optimal_schedule(
     best = ev.evaluate(fill_gaps(current_needs, gap))
     label = "optimum for the instant-start needs"
     history.append((label, best.cost, best.share))
-    for _ in range(_REPAIRS):
+    for _ in range(budget.repairs):
         if keeps(best):
             break
         current_needs = _repair(current_needs, best.misses, lead_minutes)
@@ -311,9 +338,9 @@ def optimal_schedule(
 
     rejected: set[tuple[int, ...]] = set()
     check = None
-    for _ in range(_ROUNDS):
-        best, label = _descend(ev, best, label, share, rejected, history)
-        check = _check(ev, best, needs, gap, share, constant)
+    for _ in range(budget.rounds):
+        best, label = _descend(ev, best, label, share, rejected, history, budget)
+        check = _check(ev, best, needs, gap, share, constant, budget)
         if check.near_minimal:
             break
         # The check found a cheaper schedule: it becomes the reference, and is descended from.
@@ -330,17 +357,18 @@ def _descend(
     share: float,
     rejected: set[tuple[int, ...]],
     history: list[tuple[str, float, float]],
+    budget: Budget,
 ) -> tuple[Evaluation, str]:
     """Step 4: remove replica-minutes while the share holds (screened on the first seed,
     accepted on all)."""
-    for _ in range(_ROUNDS):
+    for _ in range(budget.rounds):
         if best.share < share - 1e-12:
             break
         screened = 0
         for cand in removals(best.replicas):
             if cand.replicas in rejected:
                 continue
-            if screened >= _SCREENS:
+            if screened >= budget.screens:
                 return best, label
             screened += 1
             first = ev.evaluate(cand.replicas, seeds=1)
@@ -365,11 +393,12 @@ def _check(
     gap: int,
     share: float,
     constant: Evaluation | None,
+    budget: Budget,
 ) -> NearMinimality:
     """Step 5: a fresh neighbourhood of ``best``, every candidate on every seed."""
     candidates: list[Candidate] = []
     for i, cand in enumerate(removals(best.replicas)):
-        if i >= _CHECK_REMOVALS:
+        if i >= budget.check_removals:
             break
         candidates.append(cand)
     level = constant.replicas[0] if constant is not None else max(best.replicas)

@@ -16,7 +16,13 @@ from dataclasses import dataclass, replace
 
 from scaler.bench.figures import PolicyFigures, figures_of_run
 from scaler.bench.hindsight import replay_schedule, search_schedule
-from scaler.bench.optimal import Evaluation, Evaluator, OptimalResult, optimal_schedule
+from scaler.bench.optimal import (
+    Evaluation,
+    Evaluator,
+    OptimalResult,
+    budget_for,
+    optimal_schedule,
+)
 from scaler.bench.simulate import RunRecord
 from scaler.sim.engine import ReplicaModel
 from scaler.sim.routing import Routing
@@ -160,7 +166,10 @@ def run_references(setup: ReferenceSetup) -> References:
             constant.append(cheapest_constant(ev, setup.fixed_start, setup.max_replicas))
         return constant[0]
 
-    optimal = optimal_schedule(ev, needs, share=REFERENCE_SHARE, fixed=fixed)
+    optimal = optimal_schedule(
+        ev, needs, share=REFERENCE_SHARE, fixed=fixed,
+        budget=budget_for(setup.trace.duration_seconds),
+    )  # fmt: skip
     fixed_eval = fixed()
     minutes = ev.minutes
     fixed_schedule = (

@@ -611,8 +611,8 @@ def _truth(prep: Prepared) -> list[tuple[float, float, str, TrueCapacity]]:
 
 
 def _windows(duration_seconds: float) -> int:
-    """Windows of a trace without shifts: halves up to two hours, then one an hour."""
-    return max(2, math.ceil(duration_seconds / 3600 - 1e-9) if duration_seconds > 7200 else 2)
+    """Windows of a trace without shifts: halves up to six hours, then one per three hours."""
+    return max(2, math.ceil(duration_seconds / 10800 - 1e-9))
 
 
 def _learned_at(series: Sequence[tuple[float, float | None]], t: float) -> float | None:
