@@ -377,10 +377,10 @@ class ReplicaEngine:
 
     def _decode_run(self, t: float) -> bool:
         """Run, as one, the decode steps from the next one on that change nothing but the
-        decoding requests' tokens, while the clock is before ``t``; False when the next step
-        must run on its own (a prefill chunk, a possible admission, a finish, a KV block
-        the cache cannot give, or a batch whose decode compute could outlast the weights
-        read)."""
+        decoding requests' tokens, while the clock is before ``t``, up to and including the
+        step of the next finish; False when the next step must run on its own (a prefill
+        chunk, a possible admission, a KV block the cache cannot give, or a batch whose decode
+        compute could outlast the weights read)."""
         model = self.model
         n = self._num_decoding
         if self._prefilling or not n:
@@ -398,7 +398,7 @@ class ReplicaEngine:
         events = self._events
         while events and events[0][3] != events[0][2]._epoch:
             heapq.heappop(events)  # a preempted request's finish
-        stop = events[0][0] if events else 1 << 62  # the next finish runs on its own
+        finish = events[0][0] if events else 1 << 62  # the run ends with the next finish
         # Memory-bound steps: the weights, the per-sequence cost, the KV of the blocks held.
         kv = model.kv_read_seconds_per_token * bs
         base = model.step_overhead_seconds + model.decode_seconds_per_seq * n
@@ -407,7 +407,7 @@ class ReplicaEngine:
         elapsed = 0.0
         k = 0
         first = last = 0.0
-        while s < stop and elapsed < left and used <= total:
+        while s <= finish and elapsed < left and used <= total:
             last = base + kv * used
             if not k:
                 first = last
@@ -430,7 +430,15 @@ class ReplicaEngine:
                 for j in range(k):
                     itl.observe(first + (last - first) * j / max(1, k - 1), n)
             m.iteration_tokens.observe(n, k)
-            self._update_gauges()
+        # The decoding requests that produced their last token in the run's last step.
+        while events and events[0][0] <= self.steps:
+            _, _, req, epoch = heapq.heappop(events)
+            if epoch != req._epoch:
+                continue
+            req.tokens_generated = req.output_tokens
+            self._leave_decoding(req)
+            self._finish(req, self.clock)
+        self._update_gauges()
         return True
 
     def _step(self) -> None:
