@@ -55,6 +55,7 @@ _BOUNDS = {
     "--slo-itl-seconds": (0.0, False, 60.0),
     "--routing-seeds": (1.0, True, 20.0),
     "--max-replicas": (1.0, True, 10000.0),
+    "--hash-block-tokens": (1.0, True, 1e6),
 }
 
 
@@ -117,6 +118,17 @@ def register(app: typer.Typer) -> None:
         time_unit: TimeUnitOpt = "auto",
         prompt_column: PromptColumnOpt = "ContextTokens",
         output_column: OutputColumnOpt = "GeneratedTokens",
+        hash_column: Annotated[
+            str | None,
+            typer.Option(
+                help="Column of each prompt's block hashes (a trace file's, e.g. Mooncake's "
+                "hash_ids): the replicas' prefix caches look them up.",
+                show_default=False,
+            ),
+        ] = None,
+        hash_block_tokens: Annotated[
+            int, typer.Option(help="With --hash-column: prompt tokens per hash.")
+        ] = 512,
         start_minute: Annotated[float, typer.Option(help="Trace minute to start at.")] = 0.0,
         minutes: Annotated[
             float | None,
@@ -200,6 +212,7 @@ def register(app: typer.Typer) -> None:
             start_minute=start_minute,
             slo_itl_seconds=slo_itl_seconds,
             routing_seeds=routing_seeds,
+            hash_block_tokens=hash_block_tokens,
             **({"max_replicas": max_replicas} if max_replicas is not None else {}),
             **({"rate_scale": scale} if scale is not None else {}),
             **({"minutes": minutes} if minutes is not None else {}),
@@ -241,6 +254,8 @@ def register(app: typer.Typer) -> None:
             time_unit=time_unit,
             prompt_column=prompt_column,
             output_column=output_column,
+            hash_column=hash_column,
+            hash_block_tokens=hash_block_tokens,
             start_seconds=start_minute * 60,
             duration_seconds=minutes * 60 if minutes is not None else None,
             rate_scale=scale,

@@ -140,6 +140,9 @@ class BenchOptions:
             (``useCachedMetrics: true``) instead of querying afresh (KEDA's default).
         references: compute the hindsight rows (off: the policies only, for a sweep).
         fast: the fast replay path (:class:`~scaler.bench.simulate.Simulation`).
+        hash_column, hash_block_tokens: a file's column of prompt block hashes (Mooncake's
+            ``hash_ids``) and the tokens each hash covers: the replicas' prefix caches look
+            them up.
     """
 
     trace: str
@@ -166,6 +169,8 @@ class BenchOptions:
     keda_cached_metrics: bool = False
     references: bool = True
     fast: bool = True
+    hash_column: str | None = None
+    hash_block_tokens: int = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -437,6 +442,8 @@ def load_bench_trace(options: BenchOptions, scale: float) -> Trace:
         duration_seconds=options.duration_seconds,
         rate_scale=scale,
         seed=options.seed,
+        hash_column=options.hash_column,
+        hash_block_tokens=options.hash_block_tokens,
     )
 
 
