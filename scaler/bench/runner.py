@@ -56,7 +56,7 @@ from scaler.config.policy import Policy, TargetPolicy
 from scaler.sim.catalog import open_trace
 from scaler.sim.engine import ReplicaModel
 from scaler.sim.routing import Routing
-from scaler.sim.trace import Trace, rejected_count, summary_line
+from scaler.sim.trace import Trace, TraceRequest, rejected_count, summary_line
 
 __all__ = [
     "BASELINE",
@@ -264,18 +264,25 @@ class RateScaleStart:
         peak_minute_requests: accepted arrivals in the trace's busiest minute.
         estimate: ``min_peak x capacity / peak-minute rate``, rounded up to a multiple of 0.25.
         below_lowest: the unrounded estimate was below 0.25, the lowest scale auto takes.
+        heaviest: the estimate came from the minute with the most prompt tokens to compute.
     """
 
     capacity_rps: float
     peak_minute_requests: int
     estimate: float
     below_lowest: bool = False
+    heaviest: bool = False
 
     def text(self, min_peak: int) -> str:
         """One line on the estimate, for the progress output."""
+        which = (
+            "of the mix of its heaviest minute as recorded (x1, a first estimate) and that "
+            "minute has"
+            if self.heaviest
+            else "of this mix as recorded (x1, a first estimate) and the busiest minute has"
+        )
         return (
-            f"one replica serves about {self.capacity_rps:.3g} requests/s of this mix as "
-            "recorded (x1, a first estimate) and the busiest minute has "
+            f"one replica serves about {self.capacity_rps:.3g} requests/s {which} "
             f"{self.peak_minute_requests} requests: {min_peak} "
             f"replica{'s need' if min_peak > 1 else ' needs'} about "
             f"x{self.estimate:g}"
@@ -290,22 +297,37 @@ class RateScaleError(ValueError):
 
 def rate_scale_start(base: Trace, model: ReplicaModel, slo: float, min_peak: int) -> RateScaleStart:
     """The auto search's starting estimate on ``base`` (the trace at x1), for a TTFT SLO of
-    ``slo`` seconds and ``min_peak`` replicas at the busiest minute.
+    ``slo`` seconds and ``min_peak`` replicas at the busiest minute: from one replica's
+    capacity on the whole mix and the busiest minute's rate, or, when it needs less, from its
+    capacity on the mix of the minute with the most prompt tokens to compute and that minute's
+    rate (a trace whose mix shifts has its heaviest minute elsewhere than its busiest).
 
     Raises:
         RateScaleError: the estimate is above :data:`MAX_AUTO_RATE_SCALE`.
     """
-    cap = probe_capacity(base, model, slo)
-    per_minute = [0] * max(1, math.ceil(base.duration_seconds / 60))
+    minutes = max(1, math.ceil(base.duration_seconds / 60))
+    per_minute: list[list[TraceRequest]] = [[] for _ in range(minutes)]
     for r in base.requests:
         if r.prompt_tokens + max(1, r.output_tokens) <= model.max_model_len:
-            per_minute[min(len(per_minute) - 1, int(r.arrival_seconds // 60))] += 1
+            per_minute[min(minutes - 1, int(r.arrival_seconds // 60))].append(r)
     # a trace shorter than a minute has its busiest "minute" in that much time
     window = min(60.0, base.duration_seconds) if base.duration_seconds > 0 else 60.0
-    peak_rate = max(per_minute) / window or 1.0
-    raw = min_peak * cap.rate / peak_rate
+    busiest = max(len(m) for m in per_minute)
+    cap = probe_capacity(base, model, slo)
+    raw = min_peak * cap.rate / (busiest / window or 1.0)
+    rate, count, heaviest = cap.rate, busiest, False
+    work = [sum(r.prompt_tokens - r.cached_tokens for r in m) for m in per_minute]
+    top = max(range(minutes), key=lambda i: work[i])
+    if per_minute[top]:
+        minute = Trace(
+            tuple(per_minute[top]), base.source, "heaviest minute", base.duration_seconds
+        )
+        heavy = probe_capacity(minute, model, slo)
+        raw_heavy = min_peak * heavy.rate / (len(per_minute[top]) / window)
+        if raw_heavy < raw:
+            raw, rate, count, heaviest = raw_heavy, heavy.rate, len(per_minute[top]), True
     x = max(_RATE_STEP, math.ceil(raw / _RATE_STEP) * _RATE_STEP)
-    start = RateScaleStart(cap.rate, max(per_minute), x, below_lowest=raw < _RATE_STEP)
+    start = RateScaleStart(rate, count, x, below_lowest=raw < _RATE_STEP, heaviest=heaviest)
     if x > MAX_AUTO_RATE_SCALE:
         raise _too_light(start, min_peak, "the trace is too light")
     return start
