@@ -14,6 +14,7 @@ a plain in-memory one when nothing else reads them (the benchmark).
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -23,10 +24,11 @@ from typing import Any, Protocol
 from scaler.sim.engine import ReplicaEngine, ReplicaModel, SimRequest
 from scaler.sim.exposition import KV_METRIC_NEW, SERVED_MODEL_NAME, VllmMetrics
 from scaler.sim.kubeapi import ScaleChange
+from scaler.sim.ranking import DELETION_COST, PodFacts, deletion_cost, removal_order
 from scaler.sim.routing import GATEWAY_SCRAPE_SECONDS, Routing, make_router
 
 #: Annotation the ReplicaSet controller reads to pick which pods to remove first.
-POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+POD_DELETION_COST = DELETION_COST
 
 
 class PodStore(Protocol):
@@ -76,6 +78,11 @@ class FleetConfig:
             replicas' queues, seconds.
         export_metrics: give every replica its vLLM metrics (:class:`VllmMetrics`); off where
             nothing scrapes them (faster, and the fleet can be deep-copied).
+        pods_per_node: how many replicas fit on one node (its GPUs over a replica's): 1
+            puts each pod on a node of its own; more places a new pod on the node with the
+            most free room, as the scheduler's least-allocated scoring does, on a new node
+            when every node is full. Pods that share a node are removed first (the
+            ReplicaSet's "doubled up" rule, :mod:`scaler.sim.ranking`).
 
     Raises:
         ValueError: an unknown ``routing``.
@@ -93,9 +100,12 @@ class FleetConfig:
     routing: Routing | str = Routing.RANDOM
     gateway_scrape_seconds: float = GATEWAY_SCRAPE_SECONDS
     export_metrics: bool = True
+    pods_per_node: int = 1
 
     def __post_init__(self) -> None:
         make_router(self.routing, scrape_interval_seconds=self.gateway_scrape_seconds)
+        if self.pods_per_node < 1:
+            raise ValueError(f"pods_per_node must be at least 1, got {self.pods_per_node}")
 
 
 @dataclass(slots=True, eq=False)
@@ -107,6 +117,7 @@ class SimPod:
     engine: ReplicaEngine
     metrics: VllmMetrics | None
     created_at: float
+    node: str = ""
     ready_at: float | None = None
     terminating_since: float | None = None
     deleted_at: float | None = None
@@ -179,6 +190,8 @@ class Fleet:
         )
         self._hash = "".join(self._rng.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(9))
         self._now = now
+        self._nodes: dict[str, int] = {}  # node -> pods bound to it (terminating included)
+        self._node_names = itertools.count()
         store.add_deployment(
             config.namespace, config.name, config.initial_replicas, dict(config.labels)
         )
@@ -295,15 +308,36 @@ class Fleet:
                 self._terminate(pod, now)
 
     def _deletion_order(self, live: list[SimPod]) -> list[SimPod]:
-        # The ReplicaSet controller's ranking (kubernetes pkg/controller/controller_utils.go,
-        # ActivePodsWithRanks): not-ready before ready, lower pod-deletion-cost first, then the
-        # most recently ready and the newest first.
-        def rank(p: SimPod) -> tuple[int, int, float, float]:
-            pod = self.store.get_pod(self.config.namespace, p.name)
-            cost = int(pod["metadata"].get("annotations", {}).get(POD_DELETION_COST, "0"))
-            return (1 if p.ready else 0, cost, -(p.ready_at or 0.0), -p.created_at)
+        """``live`` in the order the ReplicaSet controller removes them
+        (:func:`~scaler.sim.ranking.removal_order`, from what the API holds of each pod:
+        times in whole seconds, its uid and its ``pod-deletion-cost``)."""
+        facts = {p.name: self._facts(p) for p in live}
+        order = removal_order(list(facts.values()), now=self._now)
+        return [self.pods[f.name] for f in order]
 
-        return sorted(live, key=rank)
+    def _facts(self, p: SimPod) -> PodFacts:
+        meta = self.store.get_pod(self.config.namespace, p.name)["metadata"]
+        return PodFacts(
+            name=p.name,
+            uid=str(meta.get("uid") or p.name),
+            node=p.node,
+            phase="Running" if p.ready_at is not None else "Pending",
+            ready=p.ready,
+            ready_since=float(int(p.ready_at)) if p.ready_at is not None else None,
+            deletion_cost=deletion_cost(meta.get("annotations")),
+            restarts=0,
+            created_at=float(int(p.created_at)),
+        )
+
+    def _place(self) -> str:
+        """The node of a new pod (:attr:`FleetConfig.pods_per_node`)."""
+        open_nodes = [(n, c) for n, c in self._nodes.items() if c < self.config.pods_per_node]
+        if open_nodes:  # the least allocated; the oldest node among equals
+            node = min(open_nodes, key=lambda nc: nc[1])[0]
+        else:
+            node = f"node-{next(self._node_names)}"
+        self._nodes[node] = self._nodes.get(node, 0) + 1
+        return node
 
     def _create_pod(self, now: float) -> SimPod:
         while True:
@@ -324,7 +358,7 @@ class Fleet:
         )
         engine = ReplicaEngine(self.config.model, name=name, metrics=metrics)
         engine.advance_to(now)
-        pod = SimPod(name, engine, metrics, created_at=now)
+        pod = SimPod(name, engine, metrics, created_at=now, node=self._place())
         self.pods[name] = pod
         self.store.add_pod(self.config.namespace, name, dict(self.config.labels), created_at=now)
         return pod
@@ -348,5 +382,8 @@ class Fleet:
     def _delete(self, pod: SimPod, now: float) -> None:
         pod.deleted_at = now
         del self.pods[pod.name]
+        self._nodes[pod.node] -= 1
+        if self._nodes[pod.node] == 0 and self.config.pods_per_node == 1:
+            del self._nodes[pod.node]  # a node of its own: gone with it
         self.gone.append(pod)
         self.store.delete_pod(self.config.namespace, pod.name)
