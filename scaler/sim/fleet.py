@@ -156,6 +156,18 @@ class FleetSample:
         return self.ready + self.starting + self.terminating
 
 
+@dataclass(frozen=True, slots=True)
+class ObservedPod:
+    """A pod of the workload as a real API server shows it, for a fleet that follows the
+    cluster's own controllers (:meth:`Fleet.observe`): its name, node, and whether its Ready
+    condition is True and it has a deletionTimestamp."""
+
+    name: str
+    ready: bool
+    terminating: bool
+    node: str = ""
+
+
 @dataclass(slots=True)
 class StepChanges:
     """Pods whose endpoint appeared or went away during one :meth:`Fleet.step`."""
@@ -172,10 +184,19 @@ class Fleet:
             created here.
         config: the workload.
         now: the start time, seconds on the store's clock.
+        follow: the pods are a real cluster's (its ReplicaSet creates and removes them, kwok
+            or a kubelet makes them Ready after the model load): the fleet creates none and
+            times no model load, but follows what :meth:`observe` reports, a replica per pod,
+            Ready when its pod is; a removed pod drains and is deleted through ``store`` when
+            its requests are done (or its grace period is over), as the kubelet does.
     """
 
-    def __init__(self, store: PodStore, config: FleetConfig, *, now: float) -> None:
+    def __init__(
+        self, store: PodStore, config: FleetConfig, *, now: float, follow: bool = False
+    ) -> None:
         self.store = store
+        self.follow = follow
+        self._observed: list[ObservedPod] | None = None
         self.config = config
         self.pods: dict[str, SimPod] = {}
         self.gone: list[SimPod] = []
@@ -196,7 +217,7 @@ class Fleet:
             config.namespace, config.name, config.initial_replicas, dict(config.labels)
         )
         store.on_scale_change(self._on_scale_change)
-        for _ in range(config.initial_replicas):
+        for _ in range(0 if follow else config.initial_replicas):
             pod = self._create_pod(now - config.model.model_load_seconds)
             self._set_ready(pod, now)
 
@@ -272,10 +293,12 @@ class Fleet:
         self._now = now
         self.router.observe([p.engine for p in self._candidates()], now)
         changes = StepChanges()
+        if self.follow:
+            self._follow(now, changes)
         for pod in list(self.pods.values()):
             pod.engine.advance_to(now)
             if pod.ready_at is None and pod.terminating_since is None:
-                if now >= pod.created_at + self.config.model.model_load_seconds:
+                if not self.follow and now >= pod.created_at + self.config.model.model_load_seconds:
                     self._set_ready(pod, now)
                     changes.ready.append(pod)
             elif pod.terminating_since is not None:
@@ -285,13 +308,44 @@ class Fleet:
                         pod.engine.abort_all(now)  # SIGKILL at the end of the grace period
                     self._delete(pod, now)
                     changes.gone.append(pod)
-        self._reconcile(now)
+        if not self.follow:
+            self._reconcile(now)
         while self.backlog:
             target = self._pick(now)
             if target is None:
                 break
             target.engine.submit(self.backlog.popleft(), now)
         return changes
+
+    def observe(self, pods: list[ObservedPod]) -> None:
+        """The workload's pods as the API shows them now (a following fleet, see the class);
+        the next :meth:`step` acts on them."""
+        self._observed = list(pods)
+
+    def _follow(self, now: float, changes: StepChanges) -> None:
+        """A replica for each new pod, Ready with its pod, draining once its pod is being
+        deleted; one whose pod is gone from the API is killed (its grace ended there)."""
+        observed, self._observed = self._observed, None
+        if observed is None:
+            return
+        seen = {o.name for o in observed}
+        gone = {p.name for p in self.gone}
+        for o in observed:
+            pod = self.pods.get(o.name)
+            if pod is None:
+                if o.name in gone or o.terminating:
+                    continue
+                pod = self._new_pod(o.name, now, node=o.node)
+            if o.terminating and pod.terminating_since is None:
+                self._terminate(pod, now)
+            elif o.ready and pod.ready_at is None and pod.terminating_since is None:
+                self._set_ready(pod, now)
+                changes.ready.append(pod)
+        for pod in [p for name, p in self.pods.items() if name not in seen]:
+            if pod.engine.in_flight:
+                pod.engine.abort_all(now)
+            self._delete(pod, now, in_store=False)
+            changes.gone.append(pod)
 
     def _on_scale_change(self, change: ScaleChange) -> None:
         if change.namespace == self.config.namespace and change.name == self.config.name:
@@ -345,6 +399,12 @@ class Fleet:
             name = f"{self.config.name}-{self._hash}-{suffix}"
             if name not in self.pods:
                 break
+        pod = self._new_pod(name, now, node=self._place())
+        self.store.add_pod(self.config.namespace, name, dict(self.config.labels), created_at=now)
+        return pod
+
+    def _new_pod(self, name: str, now: float, *, node: str) -> SimPod:
+        """A replica (its engine and metrics) for the pod ``name``."""
         metrics = (
             VllmMetrics(
                 model_name=self.config.model_name,
@@ -358,9 +418,8 @@ class Fleet:
         )
         engine = ReplicaEngine(self.config.model, name=name, metrics=metrics)
         engine.advance_to(now)
-        pod = SimPod(name, engine, metrics, created_at=now, node=self._place())
+        pod = SimPod(name, engine, metrics, created_at=now, node=node)
         self.pods[name] = pod
-        self.store.add_pod(self.config.namespace, name, dict(self.config.labels), created_at=now)
         return pod
 
     def _set_ready(self, pod: SimPod, now: float) -> None:
@@ -379,11 +438,13 @@ class Fleet:
             grace_period_seconds=int(self.config.termination_grace_seconds),
         )
 
-    def _delete(self, pod: SimPod, now: float) -> None:
+    def _delete(self, pod: SimPod, now: float, *, in_store: bool = True) -> None:
         pod.deleted_at = now
         del self.pods[pod.name]
-        self._nodes[pod.node] -= 1
-        if self._nodes[pod.node] == 0 and self.config.pods_per_node == 1:
-            del self._nodes[pod.node]  # a node of its own: gone with it
+        if pod.node in self._nodes:
+            self._nodes[pod.node] -= 1
+            if self._nodes[pod.node] == 0 and self.config.pods_per_node == 1:
+                del self._nodes[pod.node]  # a node of its own: gone with it
         self.gone.append(pod)
-        self.store.delete_pod(self.config.namespace, pod.name)
+        if in_store:
+            self.store.delete_pod(self.config.namespace, pod.name)
