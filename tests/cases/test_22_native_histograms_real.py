@@ -112,8 +112,8 @@ async def test_case_22_ttft_is_read_from_the_native_histogram_of_the_targets_pod
     assert all(o.ok for o in result.queries.values()), result.queries
     r = result.readings(busy.key)[TTFT]
     assert r.status is SignalStatus.OK, r
-    # inside the (4, 8] bucket (2.42 interpolates linearly, 3 exponentially in an exponential
-    # bucket); the neighbour's first tokens, in (16, 32], are not the target's
+    # inside the (4, 8] bucket (where inside is the server's interpolation: 2.42's is linear);
+    # the neighbour's first tokens, in (16, 32], are not the target's
     assert r.value is not None and 4.0 < r.value <= 8.0
     assert result.targets[busy.key].ttft_metric == NATIVE
     assert result.targets[busy.key].ttft_query == "raw"
