@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
+from email.utils import formatdate
 from typing import Any
 
 import yaml
@@ -217,6 +218,8 @@ class KubeApiServer:
                                     content_type="text/plain")  # fmt: skip
         except web.HTTPMethodNotAllowed:
             response = _json(ApiError.generic(405).status_body(), 405)
+        # as the real server: its own clock in every answer's Date header (RFC 7231)
+        response.headers["Date"] = formatdate(self.store.now(), usegmt=True)
         self.requests.append(
             RecordedRequest(
                 request.method,
@@ -404,11 +407,16 @@ class KubeApiServer:
         if request.method == "GET":
             return _json(current)
         media = _media_type(request)
+        # the real server names a client without fieldManager after its user agent
+        manager = (
+            request.query.get("fieldManager")
+            or request.headers.get("User-Agent", "unknown").split("/")[0]
+        )
         if request.method == "PATCH":
             new = await self._patched(request, current, builtin=kind.builtin)
             try:
                 result = self.store.write_scale(group, version, plural, ns, name, new,
-                                                dry_run=dry_run)  # fmt: skip
+                                                dry_run=dry_run, manager=manager)  # fmt: skip
             except DecodeError as err:
                 raise patch_invalid(new, err.why) from None
             return _json(result)
@@ -425,4 +433,4 @@ class KubeApiServer:
                 f"{body.get('kind')!r} apiVersion {body.get('apiVersion')!r}"
             )
         return _json(self.store.write_scale(group, version, plural, ns, name, body,
-                                            dry_run=dry_run))  # fmt: skip
+                                            dry_run=dry_run, manager=manager))  # fmt: skip
