@@ -130,6 +130,11 @@ def _error(args: list[str], env: dict[str, str] | None = None) -> str:
             id="not-finite-setting",
         ),
         pytest.param(
+            ["sim", "--kube", "kind"],
+            "vllm-scaler: --kube: value 'kind': expected stand-in or real",
+            id="sim-kube",
+        ),
+        pytest.param(
             ["backtest", "--max-points", "0"],
             "vllm-scaler: --max-points: value 0: expected a number >= 1 and <= 11000",
             id="max-points",
