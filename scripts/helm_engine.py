@@ -11,32 +11,19 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from scriptkit import in_the_venv
+
 ROOT = Path(__file__).resolve().parents[1]
-VENV = ROOT / ".venv"
 CHART = ROOT / "deploy" / "helm" / "vllm-scaler"
 # Labels that say "installed by Helm": wrong on objects that kubectl applies.
 HELM_LABELS = ("helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/version")
-
-
-def _in_the_venv() -> None:
-    """Run the script again with the project's virtual environment, where the dev extra is
-    installed: the shebang's python3 is the system's, which lacks it (``./scripts/setup.sh
-    --dev`` makes ``.venv``). Without ``.venv``, or already in it, say what to do."""
-    python = VENV / "bin" / "python"
-    script = Path(sys.argv[0]).resolve()
-    if python.exists() and Path(sys.prefix).resolve() != VENV.resolve():
-        os.execv(python, [str(python), str(script), *sys.argv[1:]])
-    sys.exit(
-        f"{script.name}: needs helm-python-sdk and PyYAML (the dev extra): run "
-        "./scripts/setup.sh --dev, which installs them in .venv"
-    )
 
 
 try:
     import helm_python as helm
     import yaml
 except ModuleNotFoundError:
-    _in_the_venv()
+    in_the_venv("helm-python-sdk and PyYAML (the dev extra)")
 
 __all__ = ["CHART", "HELM_LABELS", "ROOT", "engine_log_dropped", "helm", "yaml"]
 

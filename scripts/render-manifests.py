@@ -27,13 +27,13 @@ Needs the dev extra (helm-python-sdk). The same output with the helm command lin
 from __future__ import annotations
 
 import argparse
-import difflib
 import sys
 from pathlib import Path
 from typing import Any
 
 # the shared engine module beside this script (sys.path[0] is scripts/ when it runs)
 from helm_engine import CHART, HELM_LABELS, ROOT, engine_log_dropped, helm, yaml
+from scriptkit import write_or_check
 
 RELEASE = NAMESPACE = "vllm-scaler"
 
@@ -171,30 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="compare only; exit 1 when stale")
     args = parser.parse_args(argv)
     helm.disable_logging()
-    stale = 0
-    for path, text in outputs().items():
-        old = path.read_text(encoding="utf-8") if path.exists() else ""
-        if old == text:
-            continue
-        rel = path.relative_to(ROOT)
-        if args.check:
-            stale += 1
-            sys.stdout.writelines(
-                difflib.unified_diff(
-                    old.splitlines(keepends=True),
-                    text.splitlines(keepends=True),
-                    f"{rel} (committed)",
-                    f"{rel} (rendered)",
-                )
-            )
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            print(f"wrote {rel}")
-    if stale:
-        print(f"{stale} file(s) differ from the chart: run scripts/render-manifests.py")
-        return 1
-    return 0
+    return write_or_check(outputs(), check=args.check, source="the chart")
 
 
 if __name__ == "__main__":
