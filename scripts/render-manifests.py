@@ -27,63 +27,15 @@ Needs the dev extra (helm-python-sdk). The same output with the helm command lin
 from __future__ import annotations
 
 import argparse
-import contextlib
-import difflib
-import os
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-VENV = ROOT / ".venv"
+# the shared engine module beside this script (sys.path[0] is scripts/ when it runs)
+from helm_engine import CHART, HELM_LABELS, ROOT, engine_log_dropped, helm, yaml
+from scriptkit import write_or_check
 
-
-def _in_the_venv() -> None:
-    """Run again with the project's virtual environment, where the dev extra is installed: the
-    shebang's python3 is the system's, which lacks it (``./scripts/setup.sh --dev`` makes
-    ``.venv``). Without ``.venv``, or already in it, say what to do."""
-    python = VENV / "bin" / "python"
-    if python.exists() and Path(sys.prefix).resolve() != VENV.resolve():
-        os.execv(python, [str(python), str(Path(__file__).resolve()), *sys.argv[1:]])
-    sys.exit(
-        "render-manifests.py: needs helm-python-sdk and PyYAML (the dev extra): run "
-        "./scripts/setup.sh --dev, which installs them in .venv"
-    )
-
-
-try:
-    import helm_python as helm
-    import yaml
-except ModuleNotFoundError:
-    _in_the_venv()
-CHART = ROOT / "deploy" / "helm" / "vllm-scaler"
 RELEASE = NAMESPACE = "vllm-scaler"
-# Labels that say "installed by Helm": wrong on objects that kubectl applies.
-HELM_LABELS = ("helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/version")
-
-
-@contextlib.contextmanager
-def _engine_log_dropped() -> Iterator[None]:
-    """Helm's Go engine logs on the process's stderr itself (``INFO found symbolic link in
-    path`` for the chart's dashboards/ link), past ``helm.disable_logging()``, which only
-    quiets the Python side: file descriptor 2 goes to a scratch file during the call. Its
-    lines are shown when the call fails, for whatever they tell."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as scratch:
-        os.dup2(scratch.fileno(), 2)
-        try:
-            yield
-        except BaseException:
-            os.dup2(saved, 2)
-            scratch.seek(0)
-            sys.stderr.write(scratch.read().decode(errors="replace"))
-            raise
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
 
 
 RULES_HEADER = """\
@@ -124,7 +76,7 @@ ITL_GROUP = "vllm-scaler-recording-itl"
 
 
 def _render(template: str, values: dict[str, Any]) -> list[dict[str, Any]]:
-    with _engine_log_dropped(), helm.Chart.load(CHART) as chart:
+    with engine_log_dropped(), helm.Chart.load(CHART) as chart:
         out = chart.render(values, name=RELEASE, namespace=NAMESPACE)
     text = out[f"{CHART.name}/templates/{template}"]
     docs = [d for d in yaml.safe_load_all(text) if d]
@@ -219,30 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="compare only; exit 1 when stale")
     args = parser.parse_args(argv)
     helm.disable_logging()
-    stale = 0
-    for path, text in outputs().items():
-        old = path.read_text(encoding="utf-8") if path.exists() else ""
-        if old == text:
-            continue
-        rel = path.relative_to(ROOT)
-        if args.check:
-            stale += 1
-            sys.stdout.writelines(
-                difflib.unified_diff(
-                    old.splitlines(keepends=True),
-                    text.splitlines(keepends=True),
-                    f"{rel} (committed)",
-                    f"{rel} (rendered)",
-                )
-            )
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            print(f"wrote {rel}")
-    if stale:
-        print(f"{stale} file(s) differ from the chart: run scripts/render-manifests.py")
-        return 1
-    return 0
+    return write_or_check(outputs(), check=args.check, source="the chart")
 
 
 if __name__ == "__main__":

@@ -288,7 +288,7 @@ def register(app: typer.Typer, bench: BenchFactory | None = None) -> None:
             typer.echo(f"vllm-scaler: --kube real: {err}", err=True)
             raise typer.Exit(1) from None
         if write_summary and code == 0:
-            blocks = doc_blocks(printed.text())
+            blocks = doc_blocks(printed.text(), workdir=workdir)
             for doc in write_summary:
                 doc.write_text(
                     write_doc_blocks(doc.read_text(encoding="utf-8"), blocks), encoding="utf-8"
