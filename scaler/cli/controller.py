@@ -52,6 +52,8 @@ RECOMMEND_FIELDS = (
     "kubeconfig",
     "kube_context",
     "in_cluster",
+    "watch_resources",
+    "resource_namespaces",
     "log_format",
     "log_level",
 )
@@ -59,11 +61,17 @@ RECOMMEND_FIELDS = (
 
 def _policy(settings: Settings) -> Policy:
     """The policy file of ``settings``, loaded; an invalid or missing one ends the command
-    (exit 2) before anything else is printed."""
-    from scaler.config.policy import PolicyError, load_policy
+    (exit 2) before anything else is printed. With ``watch_resources`` the file is optional
+    (the resources' targets, or none yet): a file not given and not at its default path is
+    no file, and a file may list no target."""
+    from scaler.config.policy import Policy, PolicyError, load_policy
 
+    resources = settings.watch_resources
+    given = "policy_file" in settings.model_fields_set
+    if resources and not given and not settings.policy_file.exists():
+        return Policy.without_targets()
     try:
-        return load_policy(settings.policy_file)
+        return load_policy(settings.policy_file, resources=resources)
     except PolicyError as err:
         raise fail(str(err)) from None
 

@@ -1,13 +1,14 @@
 """The one place the control loop writes to the cluster: a target's
 :class:`~scaler.controller.plan.WritePlan`, applied in order (Events, pod annotations, the
-scale), each write fenced on leadership at the moment it is sent.
+scale), then the status of the ``VLLMAutoscaler`` that defines it; each write fenced on
+leadership at the moment it is sent.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import structlog
 
@@ -19,6 +20,7 @@ from scaler.actuators.kubernetes import (
     WriteGuard,
 )
 from scaler.config.policy import TargetPolicy, WorkloadRef
+from scaler.config.resource import ResourceRef
 from scaler.controller.fence import WriteFence
 from scaler.controller.plan import Event, WritePlan
 from scaler.controller.removal import PendingRemoval, pending_removal, ranked, ranked_in_order
@@ -28,7 +30,7 @@ from scaler.core.observation import WorkloadSnapshot
 from scaler.core.state import TargetState, record_write
 from scaler.telemetry.metrics import ScalerMetrics
 
-__all__ = ["Applied", "Applier", "Writer"]
+__all__ = ["Applied", "Applier", "StatusWriter", "Writer"]
 
 #: Pod annotation failures that a retry will not fix: scale down without the ranking.
 _PERMANENT = frozenset(
@@ -44,7 +46,12 @@ class Writer(Protocol):
     ) -> ScaleResult: ...
 
     async def emit_event(
-        self, ref: WorkloadRef, *, reason: str, message: str, type: str = "Normal"
+        self,
+        ref: WorkloadRef | ResourceRef,
+        *,
+        reason: str,
+        message: str,
+        type: str = "Normal",
     ) -> bool: ...
 
     async def set_deletion_costs(
@@ -55,6 +62,19 @@ class Writer(Protocol):
         current: Mapping[str, str | None],
         guard: WriteGuard,
     ) -> CostPatches: ...
+
+
+class StatusWriter(Protocol):
+    """Writes a resource's status (:class:`scaler.actuators.resources.ResourceStatusWriter`)."""
+
+    async def write_status(
+        self,
+        ref: ResourceRef,
+        status: Mapping[str, Any],
+        *,
+        removed: Sequence[str] = (),
+        guard: WriteGuard,
+    ) -> bool | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,10 +107,47 @@ class Applier:
         metrics: scale actions and failures, pods annotated, writes refused.
     """
 
-    def __init__(self, actuator: Writer, metrics: ScalerMetrics) -> None:
+    def __init__(
+        self, actuator: Writer, metrics: ScalerMetrics, status: StatusWriter | None = None
+    ) -> None:
         self.actuator = actuator
         self.metrics = metrics
+        self.status = status
         self.log = structlog.get_logger("vllm_scaler")
+
+    async def write_status(
+        self,
+        ref: ResourceRef,
+        status: Mapping[str, Any],
+        previous: Mapping[str, Any] | None,
+        fence: WriteFence,
+    ) -> bool:
+        """Write a resource's status (the fields ``previous`` had and ``status`` has not are
+        cleared); True when written. Fenced like every write: nothing is sent once this
+        replica no longer leads."""
+        if self.status is None:
+            return False
+        removed = sorted(set(previous or {}) - set(status))
+        written = await self.status.write_status(ref, status, removed=removed, guard=fence.allows)
+        if written is None:
+            self.log.warning(
+                "write_fenced",
+                resource=ref.key(),
+                write="status",
+                message="this replica no longer leads; the status is not written",
+            )
+        self.metrics.status_writes.labels("written" if written else "failed").inc()
+        return bool(written)
+
+    async def emit(
+        self, subject: WorkloadRef | ResourceRef, event: Event, fence: WriteFence
+    ) -> bool:
+        """Send one Event about ``subject`` unless this replica no longer leads."""
+        if not fence.allows():
+            return False
+        return await self.actuator.emit_event(
+            subject, reason=event.reason, message=event.message, type=event.type
+        )
 
     async def apply(self, plan: WritePlan, fence: WriteFence) -> Applied:
         """Write what ``plan`` says, in order: Events, pod annotations, the scale.
@@ -105,10 +162,11 @@ class Applier:
         """
         t, d = plan.target, plan.decision
         ref = t.workload
+        subject = plan.subject or ref
         for e in plan.events:
             if not fence.allows():
                 return self._fenced(plan, "event")
-            await self.actuator.emit_event(ref, reason=e.reason, message=e.message, type=e.type)
+            await self.actuator.emit_event(subject, reason=e.reason, message=e.message, type=e.type)
         if plan.not_leader:
             self.metrics.refused_writes.labels(t.key, "not_leader").inc()
             return Applied("not_leader", "", plan.state)
@@ -182,9 +240,9 @@ class Applier:
         if not fence.allows():
             self._log_fenced(plan.target, "event")
             return
-        ref = plan.target.workload
+        subject = plan.subject or plan.target.workload
         await self.actuator.emit_event(
-            ref, reason=event.reason, message=event.message, type=event.type
+            subject, reason=event.reason, message=event.message, type=event.type
         )
 
     async def _write_ranking(

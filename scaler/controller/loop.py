@@ -42,9 +42,10 @@ from typing import Protocol
 
 import structlog
 
-from scaler.actuators.kubernetes import KubeApiError, ScaleOwner
+from scaler.actuators.kubernetes import ApiFailure, KubeApiError, ScaleOwner
+from scaler.actuators.resources import ResourceSnapshot
 from scaler.config.policy import Policy, ReplicaGroups, TargetPolicy, WorkloadRef
-from scaler.controller.apply import Applied, Applier, Writer
+from scaler.controller.apply import Applied, Applier, StatusWriter, Writer
 from scaler.controller.events_due import refusals_due, stuck_due
 from scaler.controller.exports import DecisionExports
 from scaler.controller.fence import Leadership, WriteFence
@@ -62,13 +63,15 @@ from scaler.controller.plan import Event, WritePlan, plan_writes
 from scaler.controller.records import TargetRecord, TargetRecords
 from scaler.controller.removal import REMOVAL_EXPIRY_SECONDS, PendingRemoval
 from scaler.controller.report import TargetReport
+from scaler.controller.statuses import ResourceStatuses
+from scaler.controller.targets import Target, TargetSet, resolve_targets
 from scaler.core.decide import Decision, decide
 from scaler.core.observation import WorkloadSnapshot
 from scaler.core.state import TargetState
 from scaler.sources.prometheus import SourceResult, TargetReadings
 from scaler.telemetry.metrics import ScalerMetrics
 
-__all__ = ["Actuator", "Applied", "Controller", "SignalSource"]
+__all__ = ["Actuator", "Applied", "Controller", "ResourceSource", "SignalSource"]
 
 
 class SignalSource(Protocol):
@@ -97,6 +100,13 @@ class Actuator(Writer, Protocol):
     async def list_scale_owners(self, namespace: str) -> list[ScaleOwner]: ...
 
 
+class ResourceSource(Protocol):
+    """The ``VLLMAutoscaler`` resources as last seen (see
+    :class:`scaler.actuators.resources.ResourceWatch`)."""
+
+    def snapshot(self) -> ResourceSnapshot: ...
+
+
 @dataclass(frozen=True, slots=True)
 class _TargetRead:
     snapshot: WorkloadSnapshot
@@ -104,10 +114,11 @@ class _TargetRead:
 
 
 class Controller:
-    """Runs control cycles over every target of a policy.
+    """Runs control cycles over every target of a policy file and of the resources.
 
     Args:
-        policy: the targets.
+        policy: the policy file (its targets, the rate window and replica labels every
+            target's queries use).
         source: the signal source.
         actuator: the Kubernetes actuator (``dry_run`` for recommendations).
         metrics: where to export our own metrics.
@@ -117,6 +128,9 @@ class Controller:
             with the current replicas added at "now" (see :func:`scaler.core.state.resume`).
         event_repeat_seconds: a refusal Event (conflict, pause) that does not change is
             repeated at most this often.
+        resources: the ``VLLMAutoscaler`` resources (None: not watched; the policy file's
+            targets only; :mod:`scaler.controller.targets` says how both go together).
+        status: writes the resources' status (None: no status is written).
     """
 
     def __init__(
@@ -130,6 +144,8 @@ class Controller:
         leader: Leadership | None = None,
         resume_max_gap_seconds: float = 60.0,
         event_repeat_seconds: float = 300.0,
+        resources: ResourceSource | None = None,
+        status: StatusWriter | None = None,
     ) -> None:
         self.policy = policy
         self.source = source
@@ -143,7 +159,11 @@ class Controller:
         self.records = TargetRecords()
         self.log = structlog.get_logger("vllm_scaler")
         self.exports = DecisionExports(metrics, started=clock())
-        self.applier = Applier(actuator, metrics)
+        self.applier = Applier(actuator, metrics, status)
+        self.resources = resources
+        self.statuses = ResourceStatuses(self.applier, writes=not actuator.dry_run)
+        #: the targets of the last cycle
+        self.targets = TargetSet(())
         #: the decision state on the Lease (None without leader election)
         self.lease_state = LeaseState(leader, metrics) if leader is not None else None
         #: the other autoscalers of each namespace, as last listed
@@ -189,10 +209,32 @@ class Controller:
         return record.shadow_state if record is not None else None
 
     async def persist(self, fence: WriteFence) -> None:
-        """As the leader, write the targets' decision state to the Lease when it changed."""
+        """As the leader, write the targets' decision state to the Lease when it changed
+        (every record's while the resources are not all known yet: a target not listed yet
+        keeps the state a previous leader left it)."""
         if self.lease_state is not None:
-            keys = [t.key for t in self.policy.targets]
+            targets = self.targets
+            keys = [t.key for t in targets.targets] if targets.complete else list(self.records)
             await self.lease_state.save(self.records, keys, self.clock(), fence)
+
+    def _resolve(self) -> TargetSet:
+        """This cycle's targets: the policy file's and the resources' (the ones gone are
+        forgotten once the resources are all known)."""
+        if self.resources is None:
+            found = resolve_targets(self.policy.targets)
+        else:
+            snap = self.resources.snapshot()
+            found = resolve_targets(self.policy.targets, snap.items, complete=snap.synced)
+        if found.complete:
+            for key in self.records.keep_only(t.key for t in found.targets):
+                self.exports.forget(key)
+                self.log.info(
+                    "target_gone",
+                    target=key,
+                    message="its VLLMAutoscaler is deleted: scaling stops, the replicas stay",
+                )
+        self.exports.targets(found)
+        return found
 
     def _state_for(
         self, record: TargetRecord, current: int, now: float, *, shadow: bool = False
@@ -212,7 +254,8 @@ class Controller:
         if self.lease_state is not None:
             self.lease_state.load_if_new_term(self.records, self.clock())
         fence = WriteFence(self.leader)
-        targets = self.policy.targets
+        self.targets = found = self._resolve()
+        targets = [t.policy for t in found.targets]
         namespaces = sorted({t.workload.namespace for t in targets})
         reads, _ = await asyncio.gather(
             asyncio.gather(*(self._read_target(t) for t in targets)),
@@ -221,13 +264,22 @@ class Controller:
         snapshots: dict[str, WorkloadSnapshot] = {}
         annotations: dict[str, dict[str, str]] = {}
         reports: list[TargetReport] = []
+        now = self.clock()
         for t, r in zip(targets, reads, strict=True):
             if isinstance(r, KubeApiError):
                 self.metrics.target_errors.labels(t.key, r.outcome).inc()
                 self.log.error(
                     "target_read_failed", target=t.key, outcome=str(r.outcome), error=r.message
                 )
-                reports.append(TargetReport(t.key, None, None, "read_failed", r.message))
+                target = found.by_key[t.key]
+                reports.append(
+                    TargetReport(t.key, None, None, "read_failed", r.message, resource=_key(target))
+                )
+                missing = r.outcome is ApiFailure.NOT_FOUND
+                message = f"cannot read {t.key}: {r.outcome}: {r.message}"
+                await self.statuses.unread(
+                    target, self.records[t.key], missing, message, now, fence
+                )
             else:
                 snapshots[t.key] = r.snapshot
                 annotations[t.key] = r.annotations
@@ -254,21 +306,33 @@ class Controller:
         for t in readable:
             owners = self._owners.get(t.workload.namespace, [])
             snap = snapshots[t.key]
+            target = found.by_key[t.key]
             record = self.records[t.key]
             control = replace(
                 read_control(t.workload, owners, annotations[t.key]), shared=snap.shared
             )
             if snap.spec_replicas <= 0:
-                reports.append(await self._disabled_target(t, record, snap, now, fence))
-                continue
-            if not snap.selector:
-                reports.append(await self._selectorless_target(t, record, snap, now, fence))
-                continue
-            self._selector_found(t, record)
-            assert result is not None
+                report = await self._disabled_target(target, record, snap, now, fence)
+            elif not snap.selector:
+                report = await self._selectorless_target(target, record, snap, now, fence)
+            else:
+                self._selector_found(t, record)
+                assert result is not None
+                readings = result.targets[t.key]
+                report = await self._cycle_target(
+                    target, record, snap, readings, now, control, fence
+                )
+            reports.append(report)
+        for refused in found.refused:
+            await self.statuses.refused(refused, now, fence)
             reports.append(
-                await self._cycle_target(
-                    t, record, snapshots[t.key], result.targets[t.key], now, control, fence
+                TargetReport(
+                    f"{refused.resource.kind} {refused.resource.key()}",
+                    None,
+                    None,
+                    "refused",
+                    refused.message,
+                    resource=refused.resource.key(),
                 )
             )
         await self.persist(fence)
@@ -277,12 +341,12 @@ class Controller:
         self.metrics.cycle_duration.observe(time.monotonic() - started)
         self.metrics.cycles.inc()
         self.metrics.last_cycle.set(self.clock())
-        order = {t.key: i for i, t in enumerate(targets)}
-        return sorted(reports, key=lambda r: order[r.target])
+        order = {t.key: i for i, t in enumerate(targets)}  # refused resources last, as listed
+        return sorted(reports, key=lambda r: order.get(r.target, len(order)))
 
     async def _cycle_target(
         self,
-        t: TargetPolicy,
+        target: Target,
         record: TargetRecord,
         snap: WorkloadSnapshot,
         readings: TargetReadings,
@@ -291,6 +355,7 @@ class Controller:
         fence: WriteFence,
     ) -> TargetReport:
         """Decide one target, export the decision, plan its writes and apply them."""
+        t = target.policy
         if record.disabled:
             record.disabled = False
             self.log.info(
@@ -329,13 +394,23 @@ class Controller:
             writes=writes,
             dry_run=self.actuator.dry_run,
             events=events,
+            subject=target.resource,
         )
         applied = await self.apply(plan, fence)
         record.state = applied.state
         if applied.removal is not None:
             record.removal = applied.removal
         self.exports.log_decision(t, decision, applied.action, shadow)
-        return TargetReport(t.key, decision, readings, applied.action, applied.error, shadow)
+        await self.statuses.decided(target, record, decision, applied, shadow, now, fence)
+        return TargetReport(
+            t.key,
+            decision,
+            readings,
+            applied.action,
+            applied.error,
+            shadow,
+            resource=_key(target),
+        )
 
     async def apply(self, plan: WritePlan, fence: WriteFence) -> Applied:
         """Write what ``plan`` says (:meth:`scaler.controller.apply.Applier.apply`)."""
@@ -386,7 +461,7 @@ class Controller:
 
     async def _disabled_target(
         self,
-        t: TargetPolicy,
+        target: Target,
         record: TargetRecord,
         snap: WorkloadSnapshot,
         now: float,
@@ -397,6 +472,7 @@ class Controller:
         The target's decision state is dropped, so that scaling resumes from the replicas
         someone sets, with a fresh stabilization history (as the HPA does).
         """
+        t = target.policy
         decision = disabled_decision(snap.counts(t.model_load_timeout_seconds))
         for pod in record.forget_decisions():
             self.metrics.removal_survivors.remove(t.key, pod)
@@ -414,14 +490,16 @@ class Controller:
             state=decision.state,
             now=now,
             events=events if not self.actuator.dry_run else (),
+            subject=target.resource,
         )
         applied = await self.apply(plan, fence)
         self.exports.log_decision(t, decision, applied.action)
-        return TargetReport(t.key, decision, None, applied.action)
+        await self.statuses.decided(target, record, decision, applied, None, now, fence)
+        return TargetReport(t.key, decision, None, applied.action, resource=_key(target))
 
     async def _selectorless_target(
         self,
-        t: TargetPolicy,
+        target: Target,
         record: TargetRecord,
         snap: WorkloadSnapshot,
         now: float,
@@ -430,6 +508,7 @@ class Controller:
         """The scale subresource answers no ``status.selector`` (case 27): the target's pods
         cannot be told, so nothing is read or written; said once (a warning and a Warning
         Event) until a selector appears, and exported without pod counts (never 0 ready)."""
+        t = target.policy
         decision = selector_required_decision(
             snap.counts(t.model_load_timeout_seconds), t.workload.kind
         )
@@ -452,10 +531,12 @@ class Controller:
             state=record.state or decision.state,
             now=now,
             events=events if not self.actuator.dry_run else (),
+            subject=target.resource,
         )
         applied = await self.apply(plan, fence)
         self.exports.log_decision(t, decision, applied.action)
-        return TargetReport(t.key, decision, None, applied.action)
+        await self.statuses.decided(target, record, decision, applied, None, now, fence)
+        return TargetReport(t.key, decision, None, applied.action, resource=_key(target))
 
     def _selector_found(self, t: TargetPolicy, record: TargetRecord) -> None:
         if record.selectorless:
@@ -513,3 +594,8 @@ class Controller:
             "PodDeletionCost feature gate is off, or the controller does not implement it), so "
             "scale-downs cut the requests of busier pods",
         )
+
+
+def _key(target: Target) -> str:
+    """The ``namespace/name`` of the resource that defines ``target`` ('' for the file's)."""
+    return target.resource.key() if target.resource is not None else ""

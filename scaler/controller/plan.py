@@ -16,6 +16,7 @@ import structlog
 
 from scaler.actuators.kubernetes import DELETION_COST_KINDS
 from scaler.config.policy import TargetPolicy
+from scaler.config.resource import ResourceRef
 from scaler.controller.records import TargetRecord
 from scaler.core.decide import Decision, Direction
 from scaler.core.drain import RemovalPlan, plan_removal
@@ -63,6 +64,8 @@ class WritePlan:
             written.
         state: the state to keep; a successful scale adds its write to it.
         now: the cycle's time (controller clock, seconds), the time of the write.
+        subject: what the Events are about: the ``VLLMAutoscaler`` that defines the target
+            (as the HPA's are on the HPA); None: the workload (a policy file's target).
     """
 
     target: TargetPolicy
@@ -75,6 +78,7 @@ class WritePlan:
     ahead: RemovalPlan | None = None
     scale: bool = False
     not_leader: bool = False
+    subject: ResourceRef | None = None
 
 
 def stuck_event(t: TargetPolicy, snap: WorkloadSnapshot, d: Decision) -> Event | None:
@@ -113,6 +117,7 @@ def plan_writes(
     writes: bool,
     dry_run: bool,
     events: Sequence[Event] = (),
+    subject: ResourceRef | None = None,
 ) -> WritePlan:
     """What to write for one target: ``events`` (those due), pod annotations, the scale, the
     state. ``writes``: this process may write now (not a dry run, and it leads)."""
@@ -137,6 +142,7 @@ def plan_writes(
         ahead=ahead,
         scale=changes and not not_leader,
         not_leader=not_leader,
+        subject=subject,
     )
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from scaler.controller.removal import PendingRemoval
 from scaler.core.state import TargetState, resume
@@ -43,6 +44,11 @@ class TargetRecord:
         disabled: ``spec.replicas`` was 0 at the last cycle (scaling disabled, said once).
         selectorless: the scale subresource answered no selector at the last cycle (said
             once).
+        last_scale_at: when the controller last changed the replicas (epoch seconds; a
+            resource's ``status.lastScaleTime``).
+        status_written: the resource's status as this process last wrote it (None: not
+            since it started or took the lead).
+        status_written_at: when it was written (controller clock, seconds).
     """
 
     state: TargetState | None = None
@@ -56,6 +62,9 @@ class TargetRecord:
     survivors: tuple[str, ...] = ()
     disabled: bool = False
     selectorless: bool = False
+    last_scale_at: float | None = None
+    status_written: dict[str, Any] | None = None
+    status_written_at: float | None = None
 
     def state_for(
         self, current: int, now: float, *, saved_at: float, max_gap: float, shadow: bool = False

@@ -19,6 +19,7 @@ from prometheus_client import (
     PlatformCollector,
     ProcessCollector,
 )
+from prometheus_client.metrics import MetricWrapperBase
 
 from scaler import __version__
 from scaler.core.decide import Decision
@@ -426,7 +427,35 @@ class ScalerMetrics:
             ["target", "reason"],
             registry=r,
         )
+        self.target_info = Gauge(
+            "vllm_scaler_target_info",
+            "1 per target: where its policy comes from (source: policy_file or resource) and "
+            "the VLLMAutoscaler that defines it (resource: namespace/name, empty for the "
+            "policy file's).",
+            ["target", "source", "resource"],
+            registry=r,
+        )
+        self.status_writes = Counter(
+            "vllm_scaler_status_writes_total",
+            "Writes of a VLLMAutoscaler's status, by outcome (written, failed): at most one per "
+            "change of what it shows.",
+            ["outcome"],
+            registry=r,
+        )
+        self.resource_refused = Gauge(
+            "vllm_scaler_resource_refused",
+            "1 per VLLMAutoscaler the controller does not scale, with why (reason: "
+            "invalid_spec, ambiguous_target).",
+            ["resource", "reason"],
+            registry=r,
+        )
         Info("vllm_scaler_build", "Build information.", registry=r).info({"version": __version__})
+
+    def forget_target(self, target: str) -> None:
+        """Drop every series of a target that is gone (its resource was deleted)."""
+        for metric in vars(self).values():
+            if isinstance(metric, MetricWrapperBase) and "target" in metric._labelnames:
+                metric.remove_by_labels({"target": target})
 
     def remove_signals(self, target: str, signals: Iterable[str]) -> None:
         """Drop a target's per-signal series (its signals are not read while disabled)."""
