@@ -56,6 +56,10 @@ def _pydantic_paths(schema: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def _under(paths: dict[str, str], root: str) -> dict[str, str]:
+    return {k.removeprefix(root): v for k, v in paths.items() if k.startswith(root)}
+
+
 def test_the_copies_the_chart_and_kustomize_ship_are_the_generated_crd() -> None:
     for path in COPIES:
         assert list(yaml.safe_load_all(path.read_text(encoding="utf-8"))) == [crd()], path
@@ -65,8 +69,8 @@ def test_the_spec_and_a_target_of_the_policy_file_are_one_schema() -> None:
     spec = _paths(spec_schema())
     target = _pydantic_paths(TargetPolicy.model_json_schema(by_alias=True))
     # the one difference: the workload is scaleTargetRef in the resource's namespace
-    ref = {k.removeprefix("scaleTargetRef"): v for k, v in spec.items() if k.startswith("scaleTargetRef")}
-    workload = {k.removeprefix("workload"): v for k, v in target.items() if k.startswith("workload")}
+    ref = _under(spec, "scaleTargetRef")
+    workload = _under(target, "workload")
     assert ref == {k: v for k, v in workload.items() if k != ".namespace"}
     rest = {k: v for k, v in spec.items() if not k.startswith("scaleTargetRef")}
     assert rest == {k: v for k, v in target.items() if not k.startswith("workload")}
