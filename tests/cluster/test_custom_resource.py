@@ -1,0 +1,211 @@
+"""The VLLMAutoscaler resource on a real API server: the chart's CRD (crds/, generated from
+the policy's models) installed, bad specs refused by ``kubectl apply`` naming the field and
+what was expected (one case per CEL rule, and the schema's own bounds), and the controller,
+run as the chart's ServiceAccount, taking a resource's create, change and delete without a
+restart, with its status, conditions, printer columns and Events as ``kubectl`` shows them."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from scaler.sim.controlplane import Cluster
+from tests.cluster.podmetrics import Load
+from tests.cluster.scene import Scene
+from tests.cluster.workloads import crd_installed, deployment, policy_values
+
+ROOT = Path(__file__).resolve().parents[2]
+CRD_FILE = ROOT / "deploy" / "helm" / "vllm-scaler" / "crds" / "vllmautoscalers.yaml"
+#: Where kubectl's output of a resource during a scale-up is saved (for the docs and review).
+SHOWN = Path("/tmp") / "vllm-scaler-vllmautoscaler-kubectl.txt"
+
+Doc = dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def vllm_crd(kube: Cluster) -> Iterator[Doc]:
+    """The chart's CRD, installed and Established for the module."""
+    (crd,) = [d for d in yaml.safe_load_all(CRD_FILE.read_text(encoding="utf-8")) if d]
+    with crd_installed(kube, crd):
+        yield crd
+
+
+def spec(**fields: Any) -> Doc:
+    """A spec on queue depth alone, fast windows (as tests.cluster.workloads.policy)."""
+    base: Doc = {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "vllm"},
+        "minReplicas": 1,
+        "maxReplicas": 6,
+        "signals": {
+            "queueDepth": {"targetPerReplica": 4},
+            "kvCacheUsage": {"enabled": False},
+            "ttftP95": {"enabled": False},
+        },
+        "scaleUp": {
+            "stabilizationWindowSeconds": 0,
+            "maxReplicasPerPeriod": 4,
+            "maxPercentPerPeriod": 100,
+            "periodSeconds": 10,
+        },
+        "scaleDown": {
+            "stabilizationWindowSeconds": 0,
+            "maxReplicasPerPeriod": 4,
+            "maxPercentPerPeriod": 100,
+            "periodSeconds": 10,
+        },
+        "modelLoadTimeoutSeconds": 60,
+    }
+    return _merged(base, fields)
+
+
+def _merged(base: Doc, over: Doc) -> Doc:
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merged(out[key], value)
+        elif value is None:
+            out.pop(key, None)
+        else:
+            out[key] = value
+    return out
+
+
+def resource(namespace: str, name: str, body: Doc) -> Doc:
+    return {
+        "apiVersion": "autoscaling.vllm-scaler.io/v1alpha1",
+        "kind": "VLLMAutoscaler",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": body,
+    }
+
+
+def kubectl_apply(kube: Cluster, doc: Doc) -> tuple[int, str]:
+    done = kube.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc), check=False)
+    return done.returncode, done.stderr
+
+
+# One case per CEL rule of the CRD (scaler/config/crd.py), and a few of the schema's own.
+REFUSED = [
+    pytest.param(
+        {"minReplicas": 4, "maxReplicas": 2},
+        "spec.maxReplicas: Invalid value",
+        "expected a number >= minReplicas",
+        id="maxReplicas below minReplicas",
+    ),
+    pytest.param(
+        {"signals": {"queueDepth": {"enabled": False}}},
+        "spec.signals: Invalid value",
+        "expected at least one signal enabled",
+        id="every signal off",
+    ),
+    pytest.param(
+        {"signals": {"capacity": {"enabled": True}}},
+        "spec.signals.capacity.enabled: Invalid value",
+        "while ttftP95 is disabled",
+        id="capacity without TTFT",
+    ),
+    pytest.param(
+        {"scaleDown": {"shortenWindowOnSteadyFall": True}},
+        "spec.scaleDown.shortenWindowOnSteadyFall: Invalid value",
+        "while the capacity signal is off",
+        id="shortened window without capacity",
+    ),
+    pytest.param(
+        {
+            "signals": {
+                "ttftP95": {"enabled": True},
+                "capacity": {"minTokensPerSecond": 500, "maxTokensPerSecond": 100},
+            }
+        },
+        "spec.signals.capacity.maxTokensPerSecond: Invalid value",
+        "expected a number >= minTokensPerSecond",
+        id="capacity bounds",
+    ),
+    pytest.param(
+        {"signals": {"ttftP95": {"enabled": True}, "capacity": {"seedPromptTokensPerSecond": 9}}},
+        "spec.signals.capacity.seedGenerationTokensPerSecond: Invalid value",
+        "together",
+        id="seed half given",
+    ),
+    pytest.param(
+        {
+            "signals": {"ttftP95": {"enabled": True, "quantile": 0.95}},
+            "shadow": {"signals": {"ttftP95": {"quantile": 0.9}}},
+        },
+        "spec.shadow.signals.ttftP95.quantile: Invalid value",
+        "expected the active policy's quantile",
+        id="shadow quantile",
+    ),
+    pytest.param(
+        {"shadow": {"minReplicas": 3, "maxReplicas": 2}},
+        "spec.shadow.maxReplicas: Invalid value",
+        "expected a number >= minReplicas",
+        id="shadow bounds",
+    ),
+    pytest.param(
+        {"replicaGroups": {"servingPods": "leaders"}},
+        "spec.replicaGroups.groupLabel: Required value",
+        "expected the pod label that names each pod's group for kind Deployment",
+        id="groups without a label",
+    ),
+    pytest.param(
+        {"scaleTargetRef": {"apiVersion": "v1", "kind": "ReplicationController"}},
+        "spec.scaleTargetRef.apiVersion: Invalid value",
+        "expected group/version of a named API group",
+        id="core group",
+    ),
+    pytest.param(
+        {"scaleTargetRef": {"kind": "InferencePool"}},
+        "spec.scaleTargetRef.kind: Invalid value",
+        "or plural set to the resource name",
+        id="unknown kind without plural",
+    ),
+    pytest.param(
+        {"scaleTargetRef": {"apiVersion": "apps/v2"}},
+        "spec.scaleTargetRef.apiVersion: Invalid value",
+        "expected apps/v1 for kind Deployment",
+        id="kind of another version",
+    ),
+    pytest.param(
+        {"scaleUp": {"maxPercentPerPeriod": 0.5}},
+        "spec.scaleUp.maxPercentPerPeriod: Invalid value",
+        "a percent, not a 0-1 ratio",
+        id="percent as a ratio",
+    ),
+    pytest.param(
+        {"signals": {"kvCacheUsage": {"enabled": True, "targetRatio": 70}}},
+        "spec.signals.kvCacheUsage.targetRatio: Invalid value",
+        "a 0-1 ratio, not a percent",
+        id="ratio as a percent",
+    ),
+    pytest.param(
+        {"minReplicas": 0},
+        "spec.minReplicas: Invalid value: 0",
+        "should be greater than or equal to 1",
+        id="schema minimum",
+    ),
+    pytest.param(
+        {"maxReplica": 3},
+        'unknown field "spec.maxReplica"',
+        "",
+        id="unknown field",
+    ),
+]
+
+
+@pytest.mark.parametrize(("over", "field", "expected"), REFUSED)
+def test_kubectl_apply_refuses_a_bad_spec_naming_the_field(
+    kube: Cluster, vllm_crd: Doc, namespace: str, over: Doc, field: str, expected: str
+) -> None:
+    code, err = kubectl_apply(kube, resource(namespace, "bad", spec(**over)))
+    assert code != 0, "applied"
+    assert field in err and expected in err, err
+    # the valid spec beside it is accepted: the case's field is what is refused
+    code, err = kubectl_apply(kube, resource(namespace, "good", spec()))
+    assert code == 0, err
