@@ -7,7 +7,6 @@ restart, with its status, conditions, printer columns and Events as ``kubectl`` 
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -209,3 +208,149 @@ def test_kubectl_apply_refuses_a_bad_spec_naming_the_field(
     # the valid spec beside it is accepted: the case's field is what is refused
     code, err = kubectl_apply(kube, resource(namespace, "good", spec()))
     assert code == 0, err
+
+
+def resource_path(namespace: str, name: str) -> str:
+    return (
+        f"/apis/autoscaling.vllm-scaler.io/v1alpha1/namespaces/{namespace}/vllmautoscalers/{name}"
+    )
+
+
+def conditions(obj: Doc) -> dict[str, tuple[str, str]]:
+    """type -> (status, reason) of a resource's status conditions."""
+    return {
+        c["type"]: (c["status"], c["reason"])
+        for c in (obj.get("status") or {}).get("conditions") or []
+    }
+
+
+def wait_status(kube: Cluster, namespace: str, name: str, check: Any, what: str) -> Doc:
+    """The resource once ``check(obj)`` holds (polled)."""
+
+    def read() -> Doc | None:
+        obj: Doc = kube.get(resource_path(namespace, name))
+        return obj if check(obj) else None
+
+    return kube.wait_for(read, timeout=60, what=f"{namespace}/{name}: {what}")
+
+
+def cycles(proc: Any) -> float:
+    return proc.metric("vllm_scaler_cycles_total") or 0.0
+
+
+async def test_a_resource_created_changed_and_deleted_takes_effect_without_a_restart(
+    scene: Scene, vllm_crd: Doc
+) -> None:
+    kube, ns = scene.kube, scene.namespace
+    kube.apply([deployment(ns, replicas=1, ready_delay_seconds=4)])
+    (first,), metrics = await scene.serve(1, Load(waiting=14, running=20))  # 14: 4 replicas
+    metrics.set_load(None, Load(waiting=0, running=1))  # the new pods: idle
+    metrics.set_load(first, Load(waiting=14, running=20))
+    # the policy file names no target: the resources are the controller's only targets
+    install = scene.install_scaler(policy_values({"rate_window_seconds": 8, "targets": []}))
+    proc = install.start(scene.prometheus.url)
+    started = proc.wait_event("started", timeout=30)
+    assert started["resources"]["served"] is True, started
+    kube.wait_for(lambda: cycles(proc) >= 2, timeout=30, what="two cycles")
+    assert scene.spec_replicas() == 1  # no resource yet: nothing is scaled
+
+    # created: scaled up by the next cycles
+    kube.apply([resource(ns, "vllm", spec())])
+    scene.wait_replicas(4)
+    up = wait_status(
+        kube,
+        ns,
+        "vllm",
+        lambda o: (
+            (o.get("status") or {}).get("lastScaleTime")
+            and conditions(o).get("AbleToScale", ("", ""))[1] == "SucceededRescale"
+        ),
+        "the scale-up in its status",
+    )
+    status = up["status"]
+    assert status["observedGeneration"] == up["metadata"]["generation"] == 1
+    assert (status["currentReplicas"], status["desiredReplicas"]) == (1, 4), status
+    assert status["reason"] == "scale_up", status
+    assert status["drivingSignal"]["name"] == "queue_depth", status
+    assert status["drivingSignal"]["target"] == 4.0, status
+    got = conditions(up)
+    assert got["ScalingActive"] == ("True", "ScaleUp"), got
+    assert got["ScalingLimited"] == ("False", "DesiredWithinRange"), got
+    table = kube.kubectl("get", "vllmautoscalers", "-n", ns).stdout
+    described = kube.kubectl("describe", "vllmautoscaler", "vllm", "-n", ns).stdout
+    SHOWN.write_text(
+        f"$ kubectl get vllmautoscalers -n {ns}\n{table}\n"
+        f"$ kubectl describe vllmautoscaler vllm -n {ns}\n{described}",
+        encoding="utf-8",
+    )
+    header, row = table.splitlines()[:2]
+    assert header.split() == ["NAME", "TARGET", "MIN", "MAX", "CURRENT", "DESIRED", "REASON", "AGE"]
+    assert row.split()[:7] == ["vllm", "vllm", "1", "6", "1", "4", "scale_up"], table
+    assert "SucceededRescale" in described and "Scaling Active" not in described
+    # Events on the resource, as the HPA's are on the HPA
+    rescaled = kube.wait_for(
+        lambda: [
+            e
+            for e in scene.events("SuccessfulRescale")
+            if e["involvedObject"]["kind"] == "VLLMAutoscaler"
+        ],
+        timeout=30,
+        what="a SuccessfulRescale Event on the resource",
+    )
+    assert rescaled[0]["involvedObject"]["name"] == "vllm"
+    assert rescaled[0]["involvedObject"]["uid"] == up["metadata"]["uid"]
+
+    # changed: maxReplicas 2 is the bound the next cycles keep
+    kube.request(
+        "PATCH",
+        resource_path(ns, "vllm"),
+        body={"spec": {"maxReplicas": 2}},
+        content_type="application/merge-patch+json",
+    )
+    scene.wait_replicas(2)
+    limited = wait_status(
+        kube,
+        ns,
+        "vllm",
+        lambda o: (
+            (o.get("status") or {}).get("observedGeneration") == 2
+            and conditions(o).get("ScalingLimited") == ("True", "MaxReplicas")
+        ),
+        "limited by the new maxReplicas",
+    )
+    assert limited["status"]["desiredReplicas"] == 2, limited["status"]
+
+    # a second resource on the same workload: refused with a condition, as the HPA does
+    kube.apply([resource(ns, "second", spec(minReplicas=3, maxReplicas=3))])
+    second = wait_status(
+        kube,
+        ns,
+        "second",
+        lambda o: conditions(o).get("ScalingActive") == ("False", "AmbiguousTarget"),
+        "refused as a second autoscaler of the workload",
+    )
+    assert f"VLLMAutoscaler {ns}/vllm (created first)" in second["status"]["message"]
+    assert conditions(second)["AbleToScale"] == ("False", "AmbiguousTarget")
+    assert [e["involvedObject"]["name"] for e in scene.events("AmbiguousTarget")] == ["second"]
+
+    # a resource whose workload does not exist says so and touches nothing else
+    missing = spec(scaleTargetRef={"name": "absent"})
+    kube.apply([resource(ns, "absent", missing)])
+    absent = wait_status(
+        kube,
+        ns,
+        "absent",
+        lambda o: (o.get("status") or {}).get("reason") == "target_not_found",
+        "its target not found",
+    )
+    assert conditions(absent)["AbleToScale"] == ("False", "FailedGetScale")
+
+    # deleted: scaling stops, the replicas stay (the queue is gone, nothing scales down)
+    kube.request("DELETE", resource_path(ns, "second"))
+    kube.request("DELETE", resource_path(ns, "vllm"))
+    proc.wait_event("target_gone", timeout=30, where=lambda d: d["target"].endswith("/vllm"))
+    metrics.set_load(first, Load())
+    now = cycles(proc)
+    kube.wait_for(lambda: cycles(proc) >= now + 5, timeout=30, what="five more cycles")
+    assert scene.spec_replicas() == 2
+    assert proc.proc.poll() is None  # never restarted

@@ -125,8 +125,8 @@ user's mapping with the chart's values never fills in the example's keys. */}}
 {{- if not (kindIs "slice" $targets) }}
 {{- fail (printf "policy.targets: value %s: expected a list of targets" (toJson $targets)) }}
 {{- end }}
-{{- if not $targets }}
-{{- fail "policy.targets: empty; expected at least one target" }}
+{{- if and (not $targets) (not .Values.watchResources) }}
+{{- fail "policy.targets: empty; expected at least one target (or watchResources, to scale the VLLMAutoscaler resources only)" }}
 {{- end }}
 {{- range $i, $t := $targets }}
 {{- if not (kindIs "map" $t) }}
