@@ -8,7 +8,7 @@ spelled as the policy file spells them. Its namespace is the workload's.
 
 :func:`target_of` validates a resource as the policy file's target it is (the same model,
 :class:`~scaler.config.policy.TargetPolicy`, the same checks); :func:`resource_of` writes a
-target of the file as a resource (``vllm-scaler policy-to-resources``). The CRD's schema is
+target of the file as a resource (``vllm-scaler as-resources``). The CRD's schema is
 generated from the same model (:mod:`scaler.config.crd`).
 """
 

@@ -7,6 +7,7 @@ restart, with its status, conditions, printer columns and Events as ``kubectl`` 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -354,3 +355,40 @@ async def test_a_resource_created_changed_and_deleted_takes_effect_without_a_res
     kube.wait_for(lambda: cycles(proc) >= now + 5, timeout=30, what="five more cycles")
     assert scene.spec_replicas() == 2
     assert proc.proc.poll() is None  # never restarted
+
+
+async def test_recommend_reads_the_resources_and_writes_nothing(
+    scene: Scene, vllm_crd: Doc
+) -> None:
+    """``recommend --once`` lists the resources (read verbs only) and recommends for them
+    as for the policy file's targets; the chart's RBAC grants the resources' reads and
+    status writes, nothing more."""
+    kube, ns = scene.kube, scene.namespace
+    kube.apply([deployment(ns, replicas=2)])
+    await scene.serve(2, Load(waiting=10, running=20))
+    kube.apply([resource(ns, "vllm", spec(maxReplicas=8))])
+    install = scene.install_scaler(policy_values({"rate_window_seconds": 8, "targets": []}))
+    proc = install.start(
+        scene.prometheus.url,
+        command=("recommend", "--once", "--watch-resources", "--output", "json"),
+        name="recommend",
+        env={"VLLM_SCALER_LOG_LEVEL": "warning"},
+    )
+    assert proc.proc.wait(timeout=60) == 0, proc.tail()
+    lines = proc.log_path.read_text().splitlines()  # the JSON array among the log lines
+    start = lines.index("[")
+    (target,) = json.loads("\n".join(lines[start : lines.index("]", start) + 1]))
+    assert target["target"] == f"{ns}/Deployment/vllm"
+    assert target["resource"] == f"{ns}/vllm"
+    assert (target["current_replicas"], target["desired_replicas"]) == (2, 5), target
+    assert scene.spec_replicas() == 2  # a recommendation writes nothing, not even a status
+    assert "status" not in kube.get(resource_path(ns, "vllm"))
+    sa = f"system:serviceaccount:{install.namespace}:{install.service_account}"
+    kind = "vllmautoscalers.autoscaling.vllm-scaler.io"
+
+    def can(verb: str, *sub: str) -> str:
+        done = kube.kubectl("auth", "can-i", verb, kind, *sub, "-n", ns, "--as", sa, check=False)
+        return done.stdout.strip()
+
+    assert [can("list"), can("watch"), can("patch", "--subresource=status")] == ["yes"] * 3
+    assert [can("patch"), can("update"), can("delete"), can("create")] == ["no"] * 4
