@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,9 @@ from tests.cluster.workloads import crd_installed, deployment, policy_values
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = ROOT / "deploy" / "helm" / "vllm-scaler" / "crds" / "vllmautoscalers.yaml"
-#: Where kubectl's output of a resource during a scale-up is saved (for the docs and review).
-SHOWN = Path("/tmp") / "vllm-scaler-vllmautoscaler-kubectl.txt"
+#: A file to save kubectl's output of a resource during a scale-up in (for the docs and a
+#: review), when set.
+SHOWN = os.environ.get("VLLM_SCALER_TEST_KUBECTL_OUTPUT", "")
 
 Doc = dict[str, Any]
 
@@ -204,6 +206,9 @@ def test_kubectl_apply_refuses_a_bad_spec_naming_the_field(
     kube: Cluster, vllm_crd: Doc, namespace: str, over: Doc, field: str, expected: str
 ) -> None:
     code, err = kubectl_apply(kube, resource(namespace, "bad", spec(**over)))
+    if SHOWN:
+        with open(f"{SHOWN}.refused", "a", encoding="utf-8") as shown:
+            shown.write(err)
     assert code != 0, "applied"
     assert field in err and expected in err, err
     # the valid spec beside it is accepted: the case's field is what is refused
@@ -279,11 +284,12 @@ async def test_a_resource_created_changed_and_deleted_takes_effect_without_a_res
     assert got["ScalingLimited"] == ("False", "DesiredWithinRange"), got
     table = kube.kubectl("get", "vllmautoscalers", "-n", ns).stdout
     described = kube.kubectl("describe", "vllmautoscaler", "vllm", "-n", ns).stdout
-    SHOWN.write_text(
-        f"$ kubectl get vllmautoscalers -n {ns}\n{table}\n"
-        f"$ kubectl describe vllmautoscaler vllm -n {ns}\n{described}",
-        encoding="utf-8",
-    )
+    if SHOWN:
+        Path(SHOWN).write_text(
+            f"$ kubectl get vllmautoscalers -n {ns}\n{table}\n"
+            f"$ kubectl describe vllmautoscaler vllm -n {ns}\n{described}",
+            encoding="utf-8",
+        )
     header, row = table.splitlines()[:2]
     assert header.split() == ["NAME", "TARGET", "MIN", "MAX", "CURRENT", "DESIRED", "REASON", "AGE"]
     assert row.split()[:7] == ["vllm", "vllm", "1", "6", "1", "4", "scale_up"], table
