@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from scaler.config.policy import TargetPolicy
+from scaler.config.signal_specs import histogram_specs
 from scaler.config.vocabulary import SignalName
 from scaler.core.observation import PodInfo, ThroughputReading, WorkloadSnapshot
 from scaler.core.signals import SignalReading, SignalStatus
@@ -51,7 +52,7 @@ from scaler.sources.prometheus import (
     split_answers,
 )
 from scaler.sources.prometheus.demand import throughput_of
-from scaler.sources.prometheus.ttft import plan_ttft
+from scaler.sources.prometheus.histograms import plan_histogram
 from scaler.sources.promql import THROUGHPUT_METRICS, QueryKind, QueryPlan
 
 __all__ = ["StepReadings", "readings_at_step"]
@@ -156,8 +157,9 @@ def readings_at_step(
     """
     answers: dict[QueryKind, Answer] = {}
     queries = dict(plan.queries)
-    if QueryKind.TTFT_BUCKETS in vectors:
-        queries[QueryKind.TTFT_BUCKETS] = "(the TTFT buckets of history)"
+    for kind in vectors:
+        if not kind.per_pod:
+            queries[kind] = f"(the {kind} of history)"
     for kind, query in queries.items():
         series = list(vectors.get(kind, ()))
         answers[kind] = Answer(
@@ -175,16 +177,19 @@ def readings_at_step(
         start = -math.inf if first or now is None else now
         since[t.key] = {n: before.get(n, start) for n in names}
         snapshots[t.key] = _snapshot(t, names, since[t.key], now)
-    # Which targets had TTFT requests at this step, from the per-pod request rates as the live
-    # source decides it; the bucket rates are history's, read per target.
-    ttft_plan = plan_ttft(targets, snapshots, {}, plan, split, recorded=False)
+    # Which targets had TTFT (ITL) requests at this step, from the per-pod request rates as the
+    # live source decides it; the bucket rates are history's, read per target.
+    plans = {
+        s.name: plan_histogram(s, targets, snapshots, {}, plan, split, recorded=False)
+        for s in histogram_specs()
+    }
     readings = read_targets(
         targets,
         snapshots,
         plan,
         split,
         rate_window_seconds=rate_window_seconds,
-        ttft_plan=ttft_plan,
+        histogram_plans=plans,
         history=history,
     )
     rates = split.pod_groups.get(QueryKind.THROUGHPUT, {})

@@ -10,7 +10,7 @@ instant query at that time would (same 5 min lookback), so step ``i`` of the ans
 controller would have read at ``start + i x step``.
 
 Signals: the queries of :func:`scaler.sources.promql.build_query_plan`, unchanged, and the
-TTFT bucket rates per target by :func:`scaler.sources.prometheus.ttft.history_ttft_plan`
+TTFT bucket rates per target by :func:`scaler.sources.prometheus.histograms.history_histogram_plan`
 (history has no pod lists, so each target's series are picked by its explicit matchers or its
 workload's pod-name pattern; the live controller asks for the exact pods it lists).
 
@@ -52,6 +52,7 @@ from scaler.backtest.timeparse import rfc3339
 from scaler.config.policy import DEFAULT_REPLICA_LABELS, TargetPolicy
 from scaler.config.secrets import shortened
 from scaler.config.settings import PrometheusSettings, env_name, redact_url
+from scaler.config.signal_specs import histogram_specs
 from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus import (
     TokenFileError,
@@ -65,7 +66,7 @@ from scaler.sources.prometheus import (
 )
 from scaler.sources.prometheus.backend import NATIVE_HISTOGRAM_PROBE, native_histograms_from
 from scaler.sources.prometheus.cloud_auth import CloudAuthError, requests_auth_for
-from scaler.sources.prometheus.ttft import history_ttft_plan
+from scaler.sources.prometheus.histograms import history_histogram_plan
 from scaler.sources.promql import (
     RUNNING_METRIC,
     QueryKind,
@@ -556,9 +557,10 @@ def history_queries(
     native_histograms: bool = True,
     replica_labels: Sequence[str] = DEFAULT_REPLICA_LABELS,
 ) -> dict[QueryKind, str]:
-    """Every query the backtest reads as a range: the per-pod ones and the TTFT buckets
-    (without native-histogram functions when the backend has none), each series read once
-    behind an HA pair (``replica_labels``), as the controller reads them."""
+    """Every query the backtest reads as a range: the per-pod ones and each latency
+    histogram's buckets (TTFT's, ITL's; without native-histogram functions when the backend
+    has none), each series read once behind an HA pair (``replica_labels``), as the
+    controller reads them."""
     window = rate_window_seconds
     plan = build_query_plan(
         targets,
@@ -567,11 +569,12 @@ def history_queries(
         replica_labels=replica_labels,
     )
     queries = dict(plan.queries)
-    ttft = history_ttft_plan(
-        targets, rate_window_seconds=window, native_histograms=native_histograms
-    ).query
-    if ttft is not None:
-        queries[QueryKind.TTFT_BUCKETS] = ttft
+    for spec in histogram_specs():
+        h = history_histogram_plan(
+            spec, targets, rate_window_seconds=window, native_histograms=native_histograms
+        ).query
+        if h is not None and spec.histogram is not None:
+            queries[QueryKind(spec.histogram.buckets_query)] = h
     return queries
 
 

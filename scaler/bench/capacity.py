@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from scaler.bench.hindsight import search_schedule
 from scaler.sim.engine import ReplicaEngine, ReplicaModel, SimRequest
@@ -49,7 +49,7 @@ def interval_requests(trace: Trace, interval_seconds: float) -> list[list[TraceR
     for r in trace.requests:
         i = min(n - 1, int(r.arrival_seconds // interval_seconds))
         start = i * interval_seconds
-        out[i].append(TraceRequest(r.arrival_seconds - start, r.prompt_tokens, r.output_tokens))
+        out[i].append(replace(r, arrival_seconds=r.arrival_seconds - start))
     return out
 
 
@@ -61,13 +61,17 @@ def minute_need(
     share: float = 0.99,
     routing: Routing | str = Routing.RANDOM,
     seed: int = 0,
+    hash_block_tokens: int = 0,
 ) -> int:
     """The fewest replicas that, ready and empty from the start of a minute with these
     ``arrivals`` (seconds from its start), keep ``share`` of them within the SLO (the
-    hindsight search on that minute alone)."""
+    hindsight search on that minute alone); ``hash_block_tokens``: the tokens per block hash
+    of their prompts, if they carry any."""
     if not arrivals:
         return 1
-    minute = Trace(tuple(arrivals), "minute", "one minute", 60.0)
+    minute = Trace(
+        tuple(arrivals), "minute", "one minute", 60.0, hash_block_tokens=hash_block_tokens
+    )
     return search_schedule(
         minute, model=model, slo_seconds=slo_seconds, share=share, routing=routing, seed=seed
     ).replicas[0]
@@ -93,7 +97,14 @@ def peak_need(
     for key in keys:
         chosen.update(sorted(range(len(parts)), key=lambda i: key(parts[i]), reverse=True)[:3])
     return max(
-        minute_need(parts[i], model, slo_seconds, routing=routing, seed=seed)
+        minute_need(
+            parts[i],
+            model,
+            slo_seconds,
+            routing=routing,
+            seed=seed,
+            hash_block_tokens=trace.hash_block_tokens,
+        )
         for i in sorted(chosen)
     )
 
@@ -114,11 +125,14 @@ class Capacity:
 
 
 def _replay_one(arrivals: Sequence[TraceRequest], model: ReplicaModel) -> list[SimRequest]:
-    """``arrivals`` on one fresh replica, run until every request finished."""
+    """``arrivals`` on one fresh replica, run until every request finished (their stated
+    prefix-cache hits included)."""
     engine = ReplicaEngine(model, name="probe")
     out = []
     for j, r in enumerate(arrivals):
-        req = SimRequest(j, r.arrival_seconds, r.prompt_tokens, r.output_tokens)
+        req = SimRequest(
+            j, r.arrival_seconds, r.prompt_tokens, r.output_tokens, cached_tokens=r.cached_tokens
+        )
         engine.submit(req, r.arrival_seconds)
         out.append(req)
     engine.advance_to(math.inf)
@@ -140,8 +154,10 @@ def probe_capacity(
     ``quantile`` (0-1) of the TTFTs is within ``slo_seconds``. Without any accepted request,
     the mix is 1,000-token prompts and 100-token answers.
     """
-    mix = [(r.prompt_tokens, r.output_tokens) for r in accepted(trace.requests, model)]
-    mix = mix or [(1000, 100)]
+    mix = [
+        (r.prompt_tokens, r.output_tokens, r.cached_tokens) for r in accepted(trace.requests, model)
+    ]
+    mix = mix or [(1000, 100, 0)]
 
     def arrivals(rate: float) -> list[TraceRequest]:
         n = max(2, int(rate * probe_seconds))
@@ -153,7 +169,7 @@ def probe_capacity(
         return nearest_rank(ttfts, quantile) <= slo_seconds
 
     # Prefill alone caps the rate at prefill throughput / mean prompt: start below twice that.
-    mean_prompt = max(1.0, sum(p for p, _ in mix) / len(mix))
+    mean_prompt = max(1.0, sum(p - c for p, _, c in mix) / len(mix))
     hi = 2 * model.prefill_tokens_per_second / mean_prompt
     lo = hi / 1000
     for _ in range(24):

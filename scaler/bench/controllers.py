@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import httpx
 
@@ -34,6 +35,7 @@ from scaler.bench.hpa import (
 from scaler.bench.kpa import Kpa, KpaConfig
 from scaler.bench.prometheus_api import prometheus_transport
 from scaler.bench.simulate import TickContext
+from scaler.bench.truth import TrueCapacity
 from scaler.config.policy import TargetPolicy, WorkloadRef
 from scaler.controller.observe import observe
 from scaler.core.decide import Direction, decide
@@ -49,8 +51,28 @@ __all__ = [
     "KvHpaController",
     "VllmScalerController",
     "bench_workload",
+    "learned_capacity",
     "snapshot",
+    "truth_in_learned_units",
 ]
+
+
+def learned_capacity(state: TargetState | None) -> float | None:
+    """One replica's capacity as vllm-scaler has learned it, in its own unit (today weighted
+    tokens per second: prompt tokens plus ``generation_token_weight`` times generated tokens);
+    None before it has an estimate. The bench reads it here only, beside
+    :func:`truth_in_learned_units`."""
+    if state is None or state.capacity.estimate is None:
+        return None
+    return state.capacity.estimate.tokens_per_second
+
+
+def truth_in_learned_units(policy: TargetPolicy) -> Callable[[TrueCapacity], float]:
+    """The replica model's true capacity in the unit of :func:`learned_capacity` for
+    ``policy``: all prompt tokens plus the policy's ``generation_token_weight`` times the
+    generated ones, per second."""
+    weight = policy.signals.capacity.generation_token_weight
+    return lambda truth: truth.weighted(weight)
 
 
 def bench_workload(namespace: str = "llm", name: str = "vllm") -> WorkloadRef:
@@ -118,6 +140,7 @@ class VllmScalerController:
         self._client: httpx.AsyncClient | None = None
         self._source: PrometheusSource | None = None
         self._now = 0.0
+        self.learned: list[tuple[float, float | None]] = []
 
     def _bind(self, ctx: TickContext) -> PrometheusSource:
         transport = prometheus_transport(
@@ -159,6 +182,7 @@ class VllmScalerController:
                 state, from_replicas=d.current_replicas, to_replicas=d.desired_replicas, now=ctx.now
             )
         self.state = state
+        self.learned.append((ctx.now, learned_capacity(state)))
         return d.desired_replicas
 
     def close(self) -> None:

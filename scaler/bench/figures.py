@@ -7,6 +7,10 @@ produced the first token):
   ``max_model_len``), answered at once as vLLM does; they count nowhere else;
 - share of requests within the SLO: accepted requests whose TTFT <= SLO over all accepted
   requests; a request with no first token (cut, or still queued at the end) is a miss;
+- share within the ITL SLO: accepted requests that finished with a mean inter-token latency
+  (first to last token over the gaps: the request's TPOT) at most the ITL SLO; a request of
+  one token has no gap and is within it once finished; a cut or unfinished request is a miss.
+  *Both*: within the TTFT and the ITL SLO;
 - share of minutes within the SLO: over the trace's minutes that have accepted arrivals, those
   whose TTFT p95 (nearest rank over the accepted requests that *arrived* in that minute) is
   within the SLO;
@@ -43,11 +47,13 @@ from scaler.bench.simulate import PodRecord, RunRecord
 from scaler.sim.engine import SimRequest
 
 __all__ = [
+    "DEFAULT_ITL_SLO_SECONDS",
     "SAWTOOTH_RISE",
     "SAWTOOTH_RISE_SECONDS",
     "SAWTOOTH_SECONDS",
     "PolicyFigures",
     "Reaction",
+    "RowFigures",
     "WindowFigures",
     "figures_of_run",
     "littles_law",
@@ -56,6 +62,13 @@ __all__ = [
     "sawtooth",
     "window_figures",
 ]
+
+#: The default ITL SLO, seconds, on each request's mean inter-token latency: 100 ms a token
+#: (10 tokens/s, ahead of a reader), the TPOT target of llm-d's published autoscaling figure
+#: (TTFT 3 s / TPOT 100 ms). The replica decodes at 17-40 ms a token at 1-48 requests in
+#: flight and a step that prefills a 2,048-token chunk takes about 0.1 s, so a request misses it
+#: when most of the steps it decodes in are prefilling: a replica run near its compute limit.
+DEFAULT_ITL_SLO_SECONDS = 0.1
 
 #: A scale-up this soon after a scale-down (seconds) is a sawtooth tooth if the load is steady.
 SAWTOOTH_SECONDS = 300.0
@@ -85,6 +98,7 @@ class WindowFigures:
         slo_request_share: of those, the share whose TTFT was within the SLO (0-1; NaN
             without requests).
         gpu_hours: replica-hours of the pods' time inside it.
+        itl_request_share, both_request_share: the shares within the ITL SLO and within both.
     """
 
     start_seconds: float
@@ -92,6 +106,8 @@ class WindowFigures:
     requests: int
     slo_request_share: float
     gpu_hours: float
+    itl_request_share: float = float("nan")
+    both_request_share: float = float("nan")
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +131,15 @@ class PolicyFigures:
         reaction: on a trace with a load step, the reaction times.
         sawtooth: scale-ups soon after a scale-down at a steady load (:func:`sawtooth`).
         halves: the figures of the first and the second half of the trace window.
+        itl_request_share: accepted requests within the ITL SLO, 0-1.
+        both_request_share: within both SLOs, 0-1.
+        itl_p95: the 95th percentile of the finished requests' mean inter-token latency,
+            seconds.
+        slo_itl_seconds: the ITL SLO the shares count against, seconds.
+        learned_capacity: ``(seconds, learned)`` at each control cycle of a policy that
+            learns one replica's capacity (vllm-scaler; None before it has an estimate), in
+            its own unit (:func:`~scaler.bench.controllers.learned_capacity`).
+        sleeping_replicas: the most replicas asleep at once.
     """
 
     name: str
@@ -141,6 +166,12 @@ class PolicyFigures:
     reaction: Reaction | None = None
     sawtooth: int = 0
     halves: tuple[WindowFigures, ...] = ()
+    itl_request_share: float = float("nan")
+    both_request_share: float = float("nan")
+    itl_p95: float = float("nan")
+    slo_itl_seconds: float = DEFAULT_ITL_SLO_SECONDS
+    learned_capacity: tuple[tuple[float, float | None], ...] = ()
+    sleeping_replicas: int = 0
 
 
 def reversals(directions: Sequence[int]) -> int:
@@ -209,6 +240,32 @@ def sawtooth(run: RunRecord) -> int:
     return teeth
 
 
+def itl_within(r: SimRequest, slo_itl_seconds: float) -> bool:
+    """The request finished with a mean inter-token latency within the ITL SLO (a single
+    token has no gap: within it once finished)."""
+    if not r.done:
+        return False
+    itl = r.mean_itl
+    return itl is None or itl <= slo_itl_seconds
+
+
+def _shares(
+    counted: Sequence[SimRequest], slo: float, slo_itl: float
+) -> tuple[float, float, float]:
+    """Shares of ``counted`` within the TTFT SLO, the ITL SLO and both (NaN for none)."""
+    if not counted:
+        return math.nan, math.nan, math.nan
+    ttft = itl = both = 0
+    for r in counted:
+        a = r.ttft is not None and r.ttft <= slo
+        b = itl_within(r, slo_itl)
+        ttft += a
+        itl += b
+        both += a and b
+    n = len(counted)
+    return ttft / n, itl / n, both / n
+
+
 def window_figures(
     run: RunRecord,
     slo_seconds: float,
@@ -216,6 +273,7 @@ def window_figures(
     end_seconds: float,
     *,
     last: bool = False,
+    slo_itl_seconds: float = DEFAULT_ITL_SLO_SECONDS,
 ) -> WindowFigures:
     """The figures of the accepted requests arriving in ``[start, end)`` (``[start, end]``
     with ``last``: the trace's last arrival may define its end) and of the pods' time in it."""
@@ -226,13 +284,15 @@ def window_figures(
         and start_seconds <= r.arrival
         and (r.arrival <= end_seconds if last else r.arrival < end_seconds)
     ]
-    within = sum(1 for r in counted if r.ttft is not None and r.ttft <= slo_seconds)
+    ttft, itl, both = _shares(counted, slo_seconds, slo_itl_seconds)
     return WindowFigures(
         start_seconds,
         end_seconds,
         len(counted),
-        within / len(counted) if counted else math.nan,
+        ttft,
         _pod_seconds(run.pods, start_seconds, end_seconds) / 3600,
+        itl,
+        both,
     )
 
 
@@ -253,12 +313,17 @@ def figures_of_run(
     *,
     step_seconds: float | None = None,
     lead_seconds: float = 0.0,
+    slo_itl_seconds: float = DEFAULT_ITL_SLO_SECONDS,
 ) -> PolicyFigures:
     """Figures of a simulated run (policy or replayed schedule); with ``step_seconds``, the
-    reaction to that load step (``lead_seconds``: as :func:`reaction`)."""
+    reaction to that load step (``lead_seconds``: as :func:`reaction`); ITL shares against
+    ``slo_itl_seconds``."""
     share, minute_share, bad, (p50, p95, p99), p95s = _service(
         run.requests, run.duration_seconds, slo_seconds
     )
+    counted = [r for r in run.requests if not r.rejected]
+    _, itl_share, both_share = _shares(counted, slo_seconds, slo_itl_seconds)
+    itls = [i for i in (r.mean_itl for r in counted) if i is not None]
     end = run.duration_seconds
     deltas = [b - a for _, a, b in run.scale_events]
     steps: list[tuple[float, int]] = []
@@ -290,9 +355,16 @@ def figures_of_run(
         reaction=None if step_seconds is None else reaction(run, step_seconds, lead_seconds),
         sawtooth=sawtooth(run),
         halves=(
-            window_figures(run, slo_seconds, 0.0, end / 2),
-            window_figures(run, slo_seconds, end / 2, end, last=True),
+            window_figures(run, slo_seconds, 0.0, end / 2, slo_itl_seconds=slo_itl_seconds),
+            window_figures(
+                run, slo_seconds, end / 2, end, last=True, slo_itl_seconds=slo_itl_seconds
+            ),
         ),
+        itl_request_share=itl_share,
+        both_request_share=both_share,
+        itl_p95=nearest_rank(itls, 0.95),
+        slo_itl_seconds=slo_itl_seconds,
+        sleeping_replicas=max((s.sleeping for s in run.samples), default=0),
     )
 
 
@@ -307,3 +379,44 @@ def littles_law(run: RunRecord) -> tuple[float, float]:
     done = [r.e2e for r in run.requests if r.e2e is not None]
     mean_w = sum(done) / len(done) if done else 0.0
     return in_system, len(run.requests) / span * mean_w
+
+
+@dataclass(frozen=True, slots=True)
+class RowFigures:
+    """One row's figures on each routing seed, with their means and spreads.
+
+    Attributes:
+        name: the row.
+        runs: its figures on each seed, in seed order (the first is the one plotted).
+    """
+
+    name: str
+    runs: tuple[PolicyFigures, ...]
+
+    @property
+    def first(self) -> PolicyFigures:
+        """The figures on the first seed."""
+        return self.runs[0]
+
+    def _values(self, key: str) -> list[float]:
+        return [float(getattr(r, key)) for r in self.runs]
+
+    def mean(self, key: str) -> float:
+        """The mean over the seeds of a :class:`PolicyFigures` field (NaN where any is)."""
+        values = self._values(key)
+        return math.fsum(values) / len(values)
+
+    def spread(self, key: str) -> float:
+        """Half the range over the seeds of a field (0 with one seed)."""
+        values = self._values(key)
+        return (max(values) - min(values)) / 2
+
+    def half_mean(self, index: int, key: str) -> float:
+        """The mean over the seeds of a :class:`WindowFigures` field of half ``index``."""
+        values = [float(getattr(r.halves[index], key)) for r in self.runs]
+        return math.fsum(values) / len(values)
+
+    def half_spread(self, index: int, key: str) -> float:
+        """Half the range over the seeds of a field of half ``index``."""
+        values = [float(getattr(r.halves[index], key)) for r in self.runs]
+        return (max(values) - min(values)) / 2

@@ -5,8 +5,9 @@ source (query plan, answer parsing, per-pod filtering by readiness, ok/idle/nan/
 statuses, the TTFT quantile computed from bucket rates) against an ``httpx.MockTransport``
 that answers each of the plan's instant queries from a :class:`~scaler.bench.tsdb.Tsdb`, in
 the JSON shape of ``/api/v1/query``: the per-pod queries by their exact text, and the second
-round's TTFT query (built from their answers) by the pods it names. The emulated Prometheus
-has classic histograms and no recording rules.
+round's TTFT query (built from their answers) by the pods it names, with how many histograms
+have each bound (all: the replicas share one layout). The emulated Prometheus has classic
+histograms and no recording rules.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from scaler.sources.prometheus.backend import NATIVE_HISTOGRAM_PROBE
 from scaler.sources.promql import (
     HISTOGRAM_LABEL,
     KV_METRICS,
+    LAYOUT_LABEL,
+    LAYOUT_SERIES,
     METRIC_LABEL,
     SELECTOR_LABEL,
     TARGET_LABEL,
@@ -111,13 +114,21 @@ def prometheus_transport(
         rates = tsdb.ttft_rates(t, rate_window_seconds, pods)
         if rates is None:
             return []
-        return [
+        out: list[dict[str, Any]] = [
             {
                 "metric": {TARGET_LABEL: target.key, "le": _value(le)},
                 "value": [t, _value(v)],
             }
             for le, v in rates
         ]
+        if f"count by (le) (rate({TTFT_BUCKET_METRIC}" in query:
+            # how many histograms have each bound: every replica has the one layout
+            n = float(tsdb.ttft_histograms(t, rate_window_seconds, pods))
+            labels: dict[str, str] = {TARGET_LABEL: target.key, LAYOUT_LABEL: LAYOUT_SERIES}
+            out += [
+                {"metric": {**labels, "le": _value(le)}, "value": [t, _value(n)]} for le, _ in rates
+            ]
+        return out
 
     def answer(query: str, t: float) -> list[dict[str, Any]] | None:
         if query == NATIVE_HISTOGRAM_PROBE:  # the source's probe: the functions exist

@@ -3,15 +3,17 @@ in virtual time.
 
 :func:`run_bench` resolves the rate scale (``auto``: the smallest multiple of 0.25 at which the
 trace's busiest minutes need at least ``min_peak_replicas`` replicas, each started empty and
-instantly, to keep 99% of their requests within the SLO), measures one replica's capacity on
-the trace's mix (the KPA's target), finds the hindsight schedules
-(:mod:`scaler.bench.hindsight`) and the cheapest fixed fleet, simulates the four autoscalers
-(in parallel processes when ``jobs > 1``; the results do not depend on it), computes the lower
-bound (:mod:`scaler.bench.bound`) and derives every figure and ratio. Every row, policy or
-reference, is a replay through :mod:`scaler.bench.simulate` with the same routing. Requests
-longer than the model's context are rejected at once, as vLLM does: counted per row, left out
-of every share, the searches, the rate scale and the starting fleet. Same inputs and seed,
-same numbers.
+instantly, to keep 99% of their requests within the SLO), derives the one maximum every row
+shares (twice what the busiest minutes need, and no less than the starting fleet), measures
+one replica's capacity on the trace's mix (the KPA's target), computes the hindsight rows
+(:mod:`scaler.bench.references`, the yardstick by :mod:`scaler.bench.optimal`), simulates the
+four autoscalers on every routing seed (in parallel processes when ``jobs > 1``; the results
+do not depend on it), computes the replica model's true capacity on each segment of the trace
+(:mod:`scaler.bench.truth`) and the lower bound (:mod:`scaler.bench.bound`), and derives every
+figure and ratio. Every row, policy or reference, is a replay through
+:mod:`scaler.bench.simulate` with the same routing, on each routing seed. Requests longer than
+the model's context are rejected at once, as vLLM does: counted per row, left out of every
+share, the searches, the rate scale and the starting fleet. Same inputs and seed, same numbers.
 """
 
 from __future__ import annotations
@@ -21,72 +23,71 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any
 
 from scaler.bench.bound import gpu_seconds_lower_bound
 from scaler.bench.capacity import Capacity, peak_need, probe_capacity
 from scaler.bench.controllers import (
-    FixedController,
     KedaHpaController,
     KpaController,
     KvHpaController,
     VllmScalerController,
     bench_workload,
+    truth_in_learned_units,
 )
-from scaler.bench.figures import PolicyFigures, figures_of_run
-from scaler.bench.hindsight import pay_model_load, replay_schedule, search_schedule
+from scaler.bench.figures import DEFAULT_ITL_SLO_SECONDS, PolicyFigures, RowFigures, figures_of_run
+from scaler.bench.goals import CapacityCheck, Goal, goals_for
+from scaler.bench.hindsight import search_schedule
 from scaler.bench.kpa import KpaConfig
-from scaler.bench.simulate import Controller, RunRecord, simulate
+from scaler.bench.optimal import OptimalResult
+from scaler.bench.references import (
+    FIXED,
+    HINDSIGHT,
+    INSTANT,
+    REACTIVE,
+    REFERENCE_SHARE,
+    References,
+    ReferenceSetup,
+    reactive_schedule,
+    run_references,
+)
+from scaler.bench.simulate import Controller, simulate
+from scaler.bench.truth import TrueCapacity, segments, true_capacity
 from scaler.config.policy import Policy, TargetPolicy
 from scaler.sim.catalog import open_trace
 from scaler.sim.engine import ReplicaModel
 from scaler.sim.routing import Routing
-from scaler.sim.trace import Trace, rejected_count, summary_line
+from scaler.sim.trace import Trace, TraceRequest, rejected_count, summary_line
 
 __all__ = [
     "BASELINE",
     "HINDSIGHT",
     "MAX_AUTO_RATE_SCALE",
     "REACTIVE",
+    "ROWS",
     "BenchOptions",
     "BenchResult",
     "Goal",
+    "Prepared",
     "RateScaleError",
     "RateScaleStart",
     "auto_rate_scale",
-    "cheapest_fixed",
     "default_policy",
+    "derive_max_replicas",
+    "prepare",
     "rate_scale_start",
     "reactive_schedule",
     "run_bench",
+    "run_policy",
 ]
 
 #: The policy the others are compared with (policy 2: KEDA on queue depth).
 BASELINE = "keda-queue"
-#: The reference the goals are stated against: the hindsight schedule paying model load.
-HINDSIGHT = "hindsight-load"
-#: The best a reactive policy can do (see :func:`reactive_schedule`).
-REACTIVE = "hindsight-reactive"
+#: The policies of the table, on every routing seed.
+POLICIES = ("vllm-scaler", BASELINE, "hpa-kv", "kpa")
 #: Row order of the table.
-ROWS = (
-    "vllm-scaler",
-    BASELINE,
-    "hpa-kv",
-    "kpa",
-    "fixed",
-    "hindsight-instant",
-    HINDSIGHT,
-    REACTIVE,
-)
-#: The rows a policy is compared with for "no other row both cheaper and better".
-OTHERS = (BASELINE, "hpa-kv", "kpa", "fixed")
-#: The share of accepted requests within the SLO the issue asks for, per trace: 97% where
-#: bursts start from idle and end before a model load could answer them, 99% elsewhere.
-SHARE_GOALS = {"code": 0.97, "synthetic:flash": 0.97}
-#: The most GPU-hours a policy may spend, over the hindsight schedule paying model load.
-COST_GOAL = 1.3
-#: The scale-down window the reactive reference keeps replicas through (HPA's default), minutes.
-_REACTIVE_HOLD_MINUTES = 5
+ROWS = (*POLICIES, FIXED, INSTANT, HINDSIGHT, REACTIVE)
+#: The share of accepted requests within both SLOs the references keep.
+FIXED_SLO_SHARE = REFERENCE_SHARE
 # Knative's default container-concurrency-target-percentage: aim at 70% of capacity.
 _KPA_UTILIZATION = 0.7
 _RATE_STEP = 0.25
@@ -94,10 +95,8 @@ _RATE_STEP = 0.25
 #: x0.5-x3; above x10 nine in ten replayed requests would be copies of the same request, and
 #: the figures would describe the copying more than the trace.
 MAX_AUTO_RATE_SCALE = 10.0
-#: The share of accepted requests within the SLO the references keep (the issue's goal).
-FIXED_SLO_SHARE = 0.99
-# Searches of the load-paying schedule when its replay falls short of the share.
-_LOAD_ATTEMPTS = 3
+# The true capacity is read this long after each shift (the goal's 10 minutes), seconds.
+_AFTER_SHIFT_SECONDS = 600.0
 
 
 def default_policy(max_replicas: int = 32) -> Policy:
@@ -105,30 +104,45 @@ def default_policy(max_replicas: int = 32) -> Policy:
     return Policy(targets=[TargetPolicy(workload=bench_workload(), max_replicas=max_replicas)])
 
 
+def derive_max_replicas(peak: int, initial: int) -> int:
+    """The one maximum of every row: twice what the busiest minutes need from empty (room for
+    a policy to overshoot, and to show it), and no less than the starting fleet."""
+    return max(2 * peak, initial, 1)
+
+
 @dataclass(frozen=True, slots=True)
 class BenchOptions:
     """What to benchmark.
 
     Attributes:
-        trace: ``code``, ``conv``, ``synthetic:<shape>`` or a CSV/JSONL path
-            (:func:`~scaler.sim.catalog.open_trace`).
+        trace: ``code``, ``conv``, ``synthetic:<shape>``, ``servegen:<model>:<days>`` or a
+            CSV/JSONL path (:func:`~scaler.sim.catalog.open_trace`).
         time_column, prompt_column, output_column, time_unit: how to read a file (see
             :func:`~scaler.sim.trace.load_trace`).
         start_seconds, duration_seconds: the window replayed (real seconds; None: to the end).
         rate_scale: request-rate multiplier, or None for auto.
         min_peak_replicas: with auto, the busiest minutes' need to reach.
         slo_ttft_seconds: the TTFT SLO, seconds.
+        slo_itl_seconds: the ITL SLO on each request's mean inter-token latency, seconds.
         model_load_seconds: time from pod creation to Ready, seconds.
-        policy: vllm-scaler's policy (its first target is used), default :func:`default_policy`.
+        policy: vllm-scaler's policy (its first target is used), default :func:`default_policy`;
+            its ``max_replicas`` is replaced by the bench's one maximum.
         control_interval_seconds: vllm-scaler's control interval, seconds.
         scrape_interval_seconds: Prometheus' scrape interval, seconds.
-        max_replicas: every baseline's maximum.
-        seed: seed of the rate scaling, the synthetic shapes and the routing.
+        max_replicas: every row's maximum, or None to derive it from the trace
+            (:func:`derive_max_replicas`).
+        seed: seed of the rate scaling, the synthetic shapes and the first routing seed.
+        routing_seeds: routing seeds every row runs on (``seed``, ``seed + 1``, ...).
         policy_source: how reports name vllm-scaler's policy.
         jobs: processes to simulate in (1: in this process).
         routing: how requests reach the replicas (:class:`~scaler.sim.routing.Routing`).
         keda_cached_metrics: the KEDA baseline reuses its last 30 s poll on every HPA sync
             (``useCachedMetrics: true``) instead of querying afresh (KEDA's default).
+        references: compute the hindsight rows (off: the policies only, for a sweep).
+        fast: the fast replay path (:class:`~scaler.bench.simulate.Simulation`).
+        hash_column, hash_block_tokens: a file's column of prompt block hashes (Mooncake's
+            ``hash_ids``) and the tokens each hash covers: the replicas' prefix caches look
+            them up.
     """
 
     trace: str
@@ -141,25 +155,22 @@ class BenchOptions:
     rate_scale: float | None = None
     min_peak_replicas: int = 8
     slo_ttft_seconds: float = 2.0
+    slo_itl_seconds: float = DEFAULT_ITL_SLO_SECONDS
     model_load_seconds: float = 120.0
     policy: Policy | None = None
     control_interval_seconds: int = 15
     scrape_interval_seconds: int = 15
-    max_replicas: int = 32
+    max_replicas: int | None = None
     seed: int = 0
+    routing_seeds: int = 3
     jobs: int = 1
-    policy_source: str = "shipped default policy (max 32)"
+    policy_source: str = "shipped default policy"
     routing: str = Routing.RANDOM.value
     keda_cached_metrics: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Goal:
-    """One of the issue's goals, with the measured number and whether it is met."""
-
-    text: str
-    measured: str
-    met: bool
+    references: bool = True
+    fast: bool = True
+    hash_column: str | None = None
+    hash_block_tokens: int = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,12 +182,14 @@ class BenchResult:
         summary: the one line on what was read (requests, duration, unit, rejected, scale).
         duration_seconds: the trace window replayed, seconds (GPU time is counted over it).
         rate_scale: the rate scale used; ``rate_scale_auto`` says whether it was searched.
-        slo_ttft_seconds: the TTFT SLO, seconds.
+        slo_ttft_seconds, slo_itl_seconds: the SLOs, seconds.
         model_load_seconds: time from pod creation to Ready, seconds.
-        capacity: one replica's measured capacity on the trace's mix.
+        capacity: one replica's measured capacity on the trace's mix (the KPA's target).
         kpa_target: the KPA's target concurrency per replica.
-        initial_replicas: replicas every policy starts with (the hindsight schedule's first
-            minute).
+        initial_replicas: replicas every row starts with (the instant schedule's first minute).
+        max_replicas: every row's maximum; ``max_replicas_derived`` says whether it came from
+            the trace.
+        seeds: the routing seeds every row ran on.
         policy_source: where vllm-scaler's policy came from (a file, or the defaults).
         control_interval_seconds: vllm-scaler's control interval, seconds.
         routing: how requests reached the replicas.
@@ -185,10 +198,13 @@ class BenchResult:
         step_seconds: the trace's load step (synthetic:flash), for the reaction times.
         arrivals_per_second: the offered load for the plot: accepted and rejected arrivals
             per second, averaged over consecutive 10 s bins from the trace start.
-        policies: figures per row, in :data:`ROWS` order.
-        hindsight_replicas: the instant and load-paying schedules, per minute.
+        rows: every row on every seed, in :data:`ROWS` order.
+        hindsight_replicas: the reference schedules, per minute.
+        optimal: how the yardstick was found, and its near-minimality check.
+        truth: the true capacity of each segment of the trace (its start, end, what changed).
+        capacity_checks: the learned capacity against the truth (goal (e)).
         lower_bound_gpu_hours: the provable floor (:mod:`scaler.bench.bound`).
-        goals: the issue's goals for vllm-scaler.
+        goals: the goals for vllm-scaler.
         elapsed_seconds: wall time of the benchmark.
     """
 
@@ -198,10 +214,14 @@ class BenchResult:
     rate_scale: float
     rate_scale_auto: bool
     slo_ttft_seconds: float
+    slo_itl_seconds: float
     model_load_seconds: float
     capacity: Capacity
     kpa_target: float
     initial_replicas: int
+    max_replicas: int
+    max_replicas_derived: bool
+    seeds: tuple[int, ...]
     policy_source: str
     control_interval_seconds: int
     routing: str
@@ -209,17 +229,29 @@ class BenchResult:
     rejected: int
     step_seconds: float | None
     arrivals_per_second: tuple[float, ...]
-    policies: tuple[PolicyFigures, ...]
+    rows: tuple[RowFigures, ...]
     hindsight_replicas: dict[str, tuple[int, ...]]
+    optimal: OptimalResult | None
+    truth: tuple[tuple[float, float, str, TrueCapacity], ...]
+    capacity_checks: tuple[CapacityCheck, ...]
     lower_bound_gpu_hours: float
     goals: tuple[Goal, ...]
     elapsed_seconds: float
 
+    @property
+    def policies(self) -> tuple[PolicyFigures, ...]:
+        """Every row's figures on the first seed (what the plot draws)."""
+        return tuple(r.first for r in self.rows)
+
     def by_name(self, name: str) -> PolicyFigures:
-        """The figures of one row (KeyError when absent)."""
-        for p in self.policies:
-            if p.name == name:
-                return p
+        """The figures of one row on the first seed (KeyError when absent)."""
+        return self.row(name).first
+
+    def row(self, name: str) -> RowFigures:
+        """One row on every seed (KeyError when absent)."""
+        for r in self.rows:
+            if r.name == name:
+                return r
         raise KeyError(name)
 
 
@@ -232,18 +264,25 @@ class RateScaleStart:
         peak_minute_requests: accepted arrivals in the trace's busiest minute.
         estimate: ``min_peak x capacity / peak-minute rate``, rounded up to a multiple of 0.25.
         below_lowest: the unrounded estimate was below 0.25, the lowest scale auto takes.
+        heaviest: the estimate came from the minute with the most prompt tokens to compute.
     """
 
     capacity_rps: float
     peak_minute_requests: int
     estimate: float
     below_lowest: bool = False
+    heaviest: bool = False
 
     def text(self, min_peak: int) -> str:
         """One line on the estimate, for the progress output."""
+        which = (
+            "of the mix of its heaviest minute as recorded (x1, a first estimate) and that "
+            "minute has"
+            if self.heaviest
+            else "of this mix as recorded (x1, a first estimate) and the busiest minute has"
+        )
         return (
-            f"one replica serves about {self.capacity_rps:.3g} requests/s of this mix as "
-            "recorded (x1, a first estimate) and the busiest minute has "
+            f"one replica serves about {self.capacity_rps:.3g} requests/s {which} "
             f"{self.peak_minute_requests} requests: {min_peak} "
             f"replica{'s need' if min_peak > 1 else ' needs'} about "
             f"x{self.estimate:g}"
@@ -258,22 +297,37 @@ class RateScaleError(ValueError):
 
 def rate_scale_start(base: Trace, model: ReplicaModel, slo: float, min_peak: int) -> RateScaleStart:
     """The auto search's starting estimate on ``base`` (the trace at x1), for a TTFT SLO of
-    ``slo`` seconds and ``min_peak`` replicas at the busiest minute.
+    ``slo`` seconds and ``min_peak`` replicas at the busiest minute: from one replica's
+    capacity on the whole mix and the busiest minute's rate, or, when it needs less, from its
+    capacity on the mix of the minute with the most prompt tokens to compute and that minute's
+    rate (a trace whose mix shifts has its heaviest minute elsewhere than its busiest).
 
     Raises:
         RateScaleError: the estimate is above :data:`MAX_AUTO_RATE_SCALE`.
     """
-    cap = probe_capacity(base, model, slo)
-    per_minute = [0] * max(1, math.ceil(base.duration_seconds / 60))
+    minutes = max(1, math.ceil(base.duration_seconds / 60))
+    per_minute: list[list[TraceRequest]] = [[] for _ in range(minutes)]
     for r in base.requests:
         if r.prompt_tokens + max(1, r.output_tokens) <= model.max_model_len:
-            per_minute[min(len(per_minute) - 1, int(r.arrival_seconds // 60))] += 1
+            per_minute[min(minutes - 1, int(r.arrival_seconds // 60))].append(r)
     # a trace shorter than a minute has its busiest "minute" in that much time
     window = min(60.0, base.duration_seconds) if base.duration_seconds > 0 else 60.0
-    peak_rate = max(per_minute) / window or 1.0
-    raw = min_peak * cap.rate / peak_rate
+    busiest = max(len(m) for m in per_minute)
+    cap = probe_capacity(base, model, slo)
+    raw = min_peak * cap.rate / (busiest / window or 1.0)
+    rate, count, heaviest = cap.rate, busiest, False
+    work = [sum(r.prompt_tokens - r.cached_tokens for r in m) for m in per_minute]
+    top = max(range(minutes), key=lambda i: work[i])
+    if per_minute[top]:
+        minute = Trace(
+            tuple(per_minute[top]), base.source, "heaviest minute", base.duration_seconds
+        )
+        heavy = probe_capacity(minute, model, slo)
+        raw_heavy = min_peak * heavy.rate / (len(per_minute[top]) / window)
+        if raw_heavy < raw:
+            raw, rate, count, heaviest = raw_heavy, heavy.rate, len(per_minute[top]), True
     x = max(_RATE_STEP, math.ceil(raw / _RATE_STEP) * _RATE_STEP)
-    start = RateScaleStart(cap.rate, max(per_minute), x, below_lowest=raw < _RATE_STEP)
+    start = RateScaleStart(rate, count, x, below_lowest=raw < _RATE_STEP, heaviest=heaviest)
     if x > MAX_AUTO_RATE_SCALE:
         raise _too_light(start, min_peak, "the trace is too light")
     return start
@@ -333,7 +387,7 @@ def auto_rate_scale(
 
 @dataclass(frozen=True, slots=True)
 class _Job:
-    """One row's simulation: the controller ``kind`` (a row name) and what it runs with."""
+    """One policy's simulation on one seed: the controller ``kind`` and what it runs with."""
 
     kind: str
     trace: Trace
@@ -341,19 +395,19 @@ class _Job:
     initial_replicas: int
     scrape_interval_seconds: int
     routing: str
-    seed: int = 0
-    policy: Policy | None = None
-    interval_seconds: int = 15
-    max_replicas: int = 32
-    kpa_target: float = 1.0
-    slo_seconds: float = 2.0
-    fixed_replicas: int = 1
-    keda_cached_metrics: bool = False
+    seed: int
+    policy: Policy
+    interval_seconds: int
+    max_replicas: int
+    kpa_target: float
+    slo_seconds: float
+    slo_itl_seconds: float
+    keda_cached_metrics: bool
+    fast: bool
 
 
 def _controller(job: _Job) -> Controller:
     if job.kind == "vllm-scaler":
-        assert job.policy is not None
         return VllmScalerController(
             job.policy.targets[0],
             rate_window_seconds=job.policy.rate_window_seconds,
@@ -365,183 +419,33 @@ def _controller(job: _Job) -> Controller:
         )
     if job.kind == "hpa-kv":
         return KvHpaController(max_replicas=job.max_replicas)
-    if job.kind == "fixed":
-        return FixedController(job.fixed_replicas)
     return KpaController(KpaConfig(job.kpa_target, max_replicas=job.max_replicas))
 
 
-def _figures(job: _Job, run: RunRecord) -> PolicyFigures:
-    return figures_of_run(
-        run,
-        job.slo_seconds,
-        step_seconds=job.trace.step_seconds,
-        lead_seconds=job.model.model_load_seconds,
-    )
-
-
-def _run_job(job: _Job) -> PolicyFigures:
+def run_policy(job: _Job) -> PolicyFigures:
+    """One policy on one routing seed: its figures (with what it learned, if it learns)."""
+    controller = _controller(job)
     run = simulate(
         job.trace,
-        _controller(job),
+        controller,
         model=job.model,
         initial_replicas=job.initial_replicas,
         scrape_interval_seconds=job.scrape_interval_seconds,
         seed=job.seed,
         routing=job.routing,
+        fast=job.fast,
     )
-    return _figures(job, run)
-
-
-def cheapest_fixed(
-    run: Callable[[int], PolicyFigures],
-    start: int,
-    max_replicas: int,
-    share: float = FIXED_SLO_SHARE,
-) -> PolicyFigures:
-    """The run of the smallest constant fleet in ``[1, max_replicas]`` that keeps at least
-    ``share`` (0-1) of the requests within the SLO; the ``max_replicas`` run if none does.
-
-    Walks from ``start`` (an estimate of the peak need: a few runs) down while the fleet one
-    smaller still meets ``share``, or up until one meets it; assumes attainment does not fall
-    as replicas are added (true on average; with random routing one fleet size may do a
-    little worse than the next smaller one, and then the walk stops at the first it meets).
-    """
-    runs: dict[int, PolicyFigures] = {}
-
-    def meets(n: int) -> bool:
-        if n not in runs:
-            runs[n] = run(n)
-        return runs[n].slo_request_share >= share
-
-    n = min(max(1, start), max_replicas)
-    if meets(n):
-        while n > 1 and meets(n - 1):
-            n -= 1
-        return runs[n]
-    while n < max_replicas:
-        n += 1
-        if meets(n):
-            return runs[n]
-    return runs[n]
-
-
-def _run_fixed(base: _Job, start: int) -> PolicyFigures:
-    """:func:`cheapest_fixed` on simulated runs, each fleet ready from the start."""
-
-    def run(n: int) -> PolicyFigures:
-        return _run_job(replace(base, kind="fixed", fixed_replicas=n, initial_replicas=n))
-
-    return cheapest_fixed(run, start, base.max_replicas)
-
-
-def reactive_schedule(
-    instant: Sequence[int], hold_minutes: int = _REACTIVE_HOLD_MINUTES
-) -> tuple[int, ...]:
-    """The reactive reference: each minute the largest instant-start need of that minute and
-    the ``hold_minutes - 1`` before it.
-
-    Replayed with no lead, it is a policy that knows the exact need of each minute at its start
-    (before any of its requests arrive), asks for it at once, gets the added replicas a model
-    load later, and keeps them through a scale-down window. No policy that reacts to load it
-    has seen does better; what it misses, only a forecast of load not seen yet could serve.
-    """
-    return tuple(max(instant[max(0, m - hold_minutes + 1) : m + 1]) for m in range(len(instant)))
-
-
-def _run_hindsight(
-    base: _Job,
-) -> tuple[PolicyFigures, PolicyFigures, PolicyFigures, dict[str, tuple[int, ...]]]:
-    """The instant-start, load-paying and reactive hindsight schedules and their replays."""
-    model, trace, load = base.model, base.trace, base.model.model_load_seconds
-    common: dict[str, Any] = {"routing": base.routing, "seed": base.seed}
-    found = first = search_schedule(trace, model=model, slo_seconds=base.slo_seconds, **common)
-    instant_model = replace(model, model_load_seconds=0.0)
-    instant = _figures(
-        base,
-        replay_schedule(
-            trace, found.replicas, model=instant_model, name="hindsight-instant", **common
-        ),
+    figures = figures_of_run(
+        run,
+        job.slo_seconds,
+        step_seconds=job.trace.step_seconds,
+        lead_seconds=job.model.model_load_seconds,
+        slo_itl_seconds=job.slo_itl_seconds,
     )
-    target = FIXED_SLO_SHARE
-    for attempt in range(_LOAD_ATTEMPTS):
-        schedule, lead = pay_model_load(found.replicas, load)
-        paying = _figures(
-            base,
-            replay_schedule(
-                trace, schedule, model=model, lead_seconds=lead, name=HINDSIGHT, **common
-            ),
-        )
-        short = FIXED_SLO_SHARE - paying.slo_request_share
-        if short <= 0 or attempt == _LOAD_ATTEMPTS - 1:
-            break
-        target = min(1.0, target + short + 0.0005)
-        found = search_schedule(
-            trace, model=model, slo_seconds=base.slo_seconds, share=target, **common
-        )
-    reactive = reactive_schedule(first.replicas)
-    reacting = _figures(
-        base, replay_schedule(trace, reactive, model=model, name=REACTIVE, **common)
-    )
-    return (
-        instant,
-        paying,
-        reacting,
-        {"hindsight-instant": first.replicas, HINDSIGHT: schedule, REACTIVE: reactive},
-    )
-
-
-def _cheapest_reference(
-    figures: dict[str, PolicyFigures],
-    schedules: dict[str, tuple[int, ...]],
-    duration_seconds: float,
-) -> None:
-    """A constant fleet is a schedule too: where the cheapest fixed fleet keeps the share at
-    fewer GPU-hours than a searched schedule (noisy needs per minute, random routing), it is
-    the reference, under the reference's name and with its schedule (in place)."""
-    fixed = figures["fixed"]
-    if fixed.slo_request_share < FIXED_SLO_SHARE:
-        return
-    minutes = max(1, math.ceil(duration_seconds / 60 - 1e-9))
-    for name in ("hindsight-instant", HINDSIGHT):
-        ref = figures[name]
-        if ref.slo_request_share < FIXED_SLO_SHARE or fixed.gpu_hours < ref.gpu_hours:
-            figures[name] = replace(fixed, name=name)
-            schedules[name] = (fixed.peak_replicas,) * minutes
-
-
-def _goals(result: dict[str, PolicyFigures], share_goal: float) -> tuple[Goal, ...]:
-    """Issue 13's goals for vllm-scaler on this trace."""
-    us, ref = result["vllm-scaler"], result[HINDSIGHT]
-    cost_ref = us.gpu_hours / ref.gpu_hours if ref.gpu_hours else math.inf
-    dominating = [
-        name
-        for name in OTHERS
-        if result[name].gpu_hours < us.gpu_hours
-        and result[name].slo_request_share > us.slo_request_share
-    ]
-    return (
-        Goal(
-            f">= {100 * share_goal:g}% of accepted requests within the TTFT SLO",
-            f"{100 * us.slo_request_share:.2f}%",
-            us.slo_request_share >= share_goal,
-        ),
-        Goal(
-            f"GPU-hours <= {COST_GOAL:g}x the hindsight schedule paying model load ({HINDSIGHT})",
-            f"{cost_ref:.2f}x",
-            cost_ref <= COST_GOAL,
-        ),
-        Goal(
-            f"no other row ({', '.join(OTHERS)}) both cheaper and better",
-            ", ".join(dominating) if dominating else "none",
-            not dominating,
-        ),
-        Goal("no request cut by a scale-down", f"{us.cut} cut", us.cut == 0),
-        Goal(
-            "no sawtooth (scale-up within 5 minutes after a scale-down at a steady load)",
-            f"{us.sawtooth}",
-            us.sawtooth == 0,
-        ),
-    )
+    learned = getattr(controller, "learned", None)
+    if learned:
+        figures = replace(figures, learned_capacity=tuple(learned))
+    return figures
 
 
 def load_bench_trace(options: BenchOptions, scale: float) -> Trace:
@@ -560,17 +464,63 @@ def load_bench_trace(options: BenchOptions, scale: float) -> Trace:
         duration_seconds=options.duration_seconds,
         rate_scale=scale,
         seed=options.seed,
+        hash_column=options.hash_column,
+        hash_block_tokens=options.hash_block_tokens,
     )
 
 
-def run_bench(options: BenchOptions, progress: Callable[[str], None] | None = None) -> BenchResult:
-    """Run the whole benchmark (see the module docstring).
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """The trace at its rate scale and what every row runs with (:func:`prepare`)."""
+
+    options: BenchOptions
+    model: ReplicaModel
+    trace: Trace
+    summary: str
+    scale: float
+    capacity: Capacity
+    kpa_target: float
+    initial_replicas: int
+    fixed_start: int
+    max_replicas: int
+    policy: Policy
+    seeds: tuple[int, ...]
+
+    def job(self, kind: str, seed: int, policy: Policy | None = None) -> _Job:
+        """The simulation of policy ``kind`` on routing seed ``seed``."""
+        o = self.options
+        return _Job(
+            kind=kind, trace=self.trace, model=self.model, initial_replicas=self.initial_replicas,
+            scrape_interval_seconds=o.scrape_interval_seconds, routing=o.routing, seed=seed,
+            policy=policy or self.policy, interval_seconds=o.control_interval_seconds,
+            max_replicas=self.max_replicas, kpa_target=self.kpa_target,
+            slo_seconds=o.slo_ttft_seconds, slo_itl_seconds=o.slo_itl_seconds,
+            keda_cached_metrics=o.keda_cached_metrics, fast=o.fast,
+        )  # fmt: skip
+
+    def reference_setup(self) -> ReferenceSetup:
+        """What the hindsight rows are computed with."""
+        o = self.options
+        return ReferenceSetup(
+            trace=self.trace, model=self.model, slo_seconds=o.slo_ttft_seconds,
+            slo_itl_seconds=o.slo_itl_seconds, routing=o.routing, seeds=self.seeds,
+            max_replicas=self.max_replicas, fixed_start=self.fixed_start,
+            step_seconds=self.trace.step_seconds,
+        )  # fmt: skip
+
+
+def _with_max(policy: Policy, max_replicas: int) -> Policy:
+    targets = [t.model_copy(update={"max_replicas": max_replicas}) for t in policy.targets]
+    return policy.model_copy(update={"targets": targets})
+
+
+def prepare(options: BenchOptions, progress: Callable[[str], None] | None = None) -> Prepared:
+    """Read the trace, resolve the rate scale, size the starting fleet and the maximum.
 
     Args:
         options: what to run.
         progress: called with one line on what was read (with auto: at x1 and the search's
-            estimate, before the search) and one with the rate scale used, before the
-            simulations.
+            estimate, before the search) and one with the rate scale used.
 
     Raises:
         FileNotFoundError, ValueError: a trace that cannot be read, an empty window, one
@@ -578,7 +528,6 @@ def run_bench(options: BenchOptions, progress: Callable[[str], None] | None = No
         RateScaleError: auto would multiply the trace above :data:`MAX_AUTO_RATE_SCALE`, or
             the rate scale leaves fewer than two requests (or all at one instant).
     """
-    started = time.monotonic()
     model = ReplicaModel(model_load_seconds=options.model_load_seconds)
     slo = options.slo_ttft_seconds
 
@@ -646,71 +595,137 @@ def run_bench(options: BenchOptions, progress: Callable[[str], None] | None = No
             f"replicas, more than {options.min_peak_replicas} (pass --rate-scale N below "
             f"x{_RATE_STEP:g} for fewer)"
         )
+    seeds = tuple(options.seed + i for i in range(max(1, options.routing_seeds)))
     if progress is not None:
         # the report opens with the read line: said once, not here too
         progress(
             f"rate scale {scale_text}: {len(trace)} requests{auto_text}; simulating the "
-            f"{len(ROWS)} rows in {options.jobs} process{'es' if options.jobs > 1 else ''}"
+            f"{len(ROWS)} rows on {len(seeds)} routing seed{'s' if len(seeds) > 1 else ''} in "
+            f"{options.jobs} process{'es' if options.jobs > 1 else ''}"
         )
     capacity = probe_capacity(trace, model, slo)
     kpa_target = max(1.0, round(_KPA_UTILIZATION * capacity.concurrency))
-    # Every policy starts sized for the first minute, as the hindsight schedule is.
+    # Every row starts sized for the first minute, as the instant schedule is.
     initial = search_schedule(
         trace, model=model, slo_seconds=slo, routing=options.routing, seed=options.seed,
-        first_minute_only=True,
+        first_minute_only=True, max_replicas=max(128, 2 * fixed_start),
     ).replicas[0]  # fmt: skip
-    policy = options.policy or default_policy(options.max_replicas)
-    base = _Job(
-        kind=BASELINE,
-        trace=trace,
-        model=model,
-        initial_replicas=initial,
-        scrape_interval_seconds=options.scrape_interval_seconds,
-        routing=options.routing,
-        seed=options.seed,
-        max_replicas=options.max_replicas,
-        slo_seconds=slo,
-        keda_cached_metrics=options.keda_cached_metrics,
-    )
-    jobs = [
-        replace(
-            base,
-            kind="vllm-scaler",
-            policy=policy,
-            interval_seconds=options.control_interval_seconds,
-        ),
-        base,
-        replace(base, kind="hpa-kv"),
-        replace(base, kind="kpa", kpa_target=kpa_target),
-    ]
+    top = options.max_replicas or derive_max_replicas(fixed_start, initial)
+    initial = min(initial, top)
+    policy = _with_max(options.policy or default_policy(top), top)
+    return Prepared(
+        options, model, trace, summary, scale, capacity, kpa_target, initial, fixed_start, top,
+        policy, seeds,
+    )  # fmt: skip
+
+
+def _truth(prep: Prepared) -> list[tuple[float, float, str, TrueCapacity]]:
+    """The true capacity on each segment of the trace (:mod:`scaler.bench.truth`)."""
+    trace, o = prep.trace, prep.options
+    out = []
+    for seg in segments(trace, window_count=_windows(trace.duration_seconds)):
+        mix = [
+            r for r in trace.requests if seg.start_seconds <= r.arrival_seconds < seg.end_seconds
+        ]
+        if not any(
+            r.prompt_tokens + max(1, r.output_tokens) <= prep.model.max_model_len for r in mix
+        ):
+            continue
+        cap = true_capacity(
+            mix, prep.model, o.slo_ttft_seconds, o.slo_itl_seconds,
+            hash_block_tokens=trace.hash_block_tokens, seed=o.seed,
+        )  # fmt: skip
+        out.append((seg.start_seconds, seg.end_seconds, seg.after, cap))
+    return out
+
+
+def _windows(duration_seconds: float) -> int:
+    """Windows of a trace without shifts: halves up to six hours, then one per three hours."""
+    return max(2, math.ceil(duration_seconds / 10800 - 1e-9))
+
+
+def _learned_at(series: Sequence[tuple[float, float | None]], t: float) -> float | None:
+    """The last learned value at or before ``t``."""
+    value = None
+    for at, v in series:
+        if at > t:
+            break
+        value = v
+    return value
+
+
+def _capacity_checks(
+    prep: Prepared,
+    truth: Sequence[tuple[float, float, str, TrueCapacity]],
+    us: RowFigures,
+) -> list[CapacityCheck]:
+    """Goal (e): the learned capacity 10 minutes into each segment after a shift, or at the end
+    of each window of a trace without shifts, against the segment's truth (first seed)."""
+    units = truth_in_learned_units(prep.policy.targets[0])
+    shifted = bool(prep.trace.shifts)
+    out = []
+    for start, end, after, cap in truth:
+        # after a shift: 10 minutes into the segment; else (and for the first): its end
+        at = min(end, start + _AFTER_SHIFT_SECONDS) if shifted and after != "start" else end
+        out.append(CapacityCheck(at, after, units(cap), _learned_at(us.first.learned_capacity, at)))
+    return out
+
+
+def run_bench(options: BenchOptions, progress: Callable[[str], None] | None = None) -> BenchResult:
+    """Run the whole benchmark (see the module docstring).
+
+    Args:
+        options: what to run.
+        progress: as :func:`prepare`.
+
+    Raises:
+        FileNotFoundError, ValueError, RateScaleError: as :func:`prepare`.
+    """
+    started = time.monotonic()
+    prep = prepare(options, progress)
+    trace, model = prep.trace, prep.model
+    jobs = [prep.job(kind, seed) for kind in POLICIES for seed in prep.seeds]
+    refs: References | None = None
     if options.jobs > 1:
         with ProcessPoolExecutor(max_workers=options.jobs) as pool:
-            # The hindsight search is the longest job: start it first.
-            refs: Future[Any] = pool.submit(_run_hindsight, base)
-            fixed_future = pool.submit(_run_fixed, base, fixed_start)
-            futures = [pool.submit(_run_job, j) for j in jobs]
-            runs = [f.result() for f in futures] + [fixed_future.result()]
-            instant, paying, reacting, schedules = refs.result()
+            # The references are the longest job: start them first.
+            future: Future[References] | None = (
+                pool.submit(run_references, prep.reference_setup()) if options.references else None
+            )
+            futures = [pool.submit(run_policy, j) for j in jobs]
+            truth = _truth(prep)
+            runs = [f.result() for f in futures]
+            refs = future.result() if future is not None else None
     else:
-        instant, paying, reacting, schedules = _run_hindsight(base)
-        runs = [_run_job(j) for j in jobs] + [_run_fixed(base, fixed_start)]
-    figures = {f.name: f for f in [*runs, instant, paying, reacting]}
-    _cheapest_reference(figures, schedules, trace.duration_seconds)
-    bound = gpu_seconds_lower_bound(trace, model, slo, FIXED_SLO_SHARE) / 3600
+        refs = run_references(prep.reference_setup()) if options.references else None
+        runs = [run_policy(j) for j in jobs]
+        truth = _truth(prep)
+    per_row: dict[str, list[PolicyFigures]] = {}
+    for job, fig in zip(jobs, runs, strict=True):
+        per_row.setdefault(job.kind, []).append(fig)
+    rows = {name: RowFigures(name, tuple(figs)) for name, figs in per_row.items()}
+    if refs is not None:
+        rows.update({name: RowFigures(name, figs) for name, figs in refs.rows.items()})
+    checks = _capacity_checks(prep, truth, rows["vllm-scaler"])
+    bound = gpu_seconds_lower_bound(trace, model, options.slo_ttft_seconds, FIXED_SLO_SHARE) / 3600
     per_second = [0.0] * max(1, math.ceil(trace.duration_seconds / 10))
     for r in trace.requests:
         per_second[min(len(per_second) - 1, int(r.arrival_seconds // 10))] += 0.1
     return BenchResult(
         trace=trace.description,
-        summary=summary,
+        summary=prep.summary,
         duration_seconds=trace.duration_seconds,
-        rate_scale=scale,
+        rate_scale=prep.scale,
         rate_scale_auto=options.rate_scale is None,
-        slo_ttft_seconds=slo,
+        slo_ttft_seconds=options.slo_ttft_seconds,
+        slo_itl_seconds=options.slo_itl_seconds,
         model_load_seconds=options.model_load_seconds,
-        capacity=capacity,
-        kpa_target=kpa_target,
-        initial_replicas=initial,
+        capacity=prep.capacity,
+        kpa_target=prep.kpa_target,
+        initial_replicas=prep.initial_replicas,
+        max_replicas=prep.max_replicas,
+        max_replicas_derived=options.max_replicas is None,
+        seeds=prep.seeds,
         policy_source=options.policy_source,
         control_interval_seconds=options.control_interval_seconds,
         routing=options.routing,
@@ -718,9 +733,12 @@ def run_bench(options: BenchOptions, progress: Callable[[str], None] | None = No
         rejected=rejected_count(trace, model.max_model_len),
         step_seconds=trace.step_seconds,
         arrivals_per_second=tuple(per_second),
-        policies=tuple(figures[n] for n in ROWS),
-        hindsight_replicas=schedules,
+        rows=tuple(rows[n] for n in ROWS if n in rows),
+        hindsight_replicas=refs.schedules if refs is not None else {},
+        optimal=refs.optimal if refs is not None else None,
+        truth=tuple(truth),
+        capacity_checks=tuple(checks),
         lower_bound_gpu_hours=bound,
-        goals=_goals(figures, SHARE_GOALS.get(options.trace, FIXED_SLO_SHARE)),
+        goals=goals_for(options.trace, rows, checks) if refs is not None else (),
         elapsed_seconds=time.monotonic() - started,
     )

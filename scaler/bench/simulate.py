@@ -26,7 +26,7 @@ from scaler.sim.engine import ReplicaModel, SimRequest
 from scaler.sim.fleet import Fleet, FleetConfig, FleetSample, SimPod
 from scaler.sim.kubeapi import ScaleChange
 from scaler.sim.routing import Routing
-from scaler.sim.trace import Trace
+from scaler.sim.trace import Trace, to_sim_request
 
 __all__ = [
     "BenchStore",
@@ -183,6 +183,10 @@ class Simulation:
         routing: how requests reach the replicas (:class:`~scaler.sim.routing.Routing`).
         record: keep a :class:`FleetSample` per second and every request (off in the search,
             which only counts).
+        fast: the fast path for long replays: the engines run decode runs, and an arrival
+            advances only the replica it is routed to (the pods' lifecycle plays at each
+            second). False advances every replica and plays the lifecycle at every arrival,
+            and runs every engine step (a test holds the two to the same figures).
     """
 
     def __init__(
@@ -197,8 +201,10 @@ class Simulation:
         seed: int = 0,
         routing: Routing | str = Routing.RANDOM,
         record: bool = True,
+        fast: bool = True,
     ) -> None:
         self.trace = trace
+        self.fast = fast
         self.controller = controller
         self.record = record
         self.scrapes = bool(getattr(controller, "reads_prometheus", True))
@@ -210,6 +216,7 @@ class Simulation:
             seed=seed,
             routing=routing,
             export_metrics=self.scrapes,
+            decode_runs=fast,
         )
         self.fleet = Fleet(self.store, self.config, now=0.0)
         self.tsdb = Tsdb(
@@ -220,6 +227,7 @@ class Simulation:
         self.samples: list[FleetSample] = []
         self.events: list[tuple[float, int, int]] = []
         self.next_arrival = 0  # index in trace.requests
+        self.next_sleep = 0  # index in trace.sleep_events
         self.tick = 0  # the next tick to run
 
     @property
@@ -236,6 +244,7 @@ class Simulation:
     def run_until(self, tick: int) -> None:
         """Run the ticks before ``tick`` (and the arrivals before each of them)."""
         arrivals = self.trace.requests
+        sleeps = self.trace.sleep_events
         fleet = self.fleet
         store = self.store
         controller = self.controller
@@ -245,17 +254,25 @@ class Simulation:
             since = 0
             i = self.next_arrival
             while i < len(arrivals) and arrivals[i].arrival_seconds < k:
-                r = arrivals[i]
-                a = r.arrival_seconds
-                fleet.step(a)
-                req = SimRequest(i, a, r.prompt_tokens, r.output_tokens)
-                fleet.submit(req, a)
+                a = arrivals[i].arrival_seconds
+                if self.fast:
+                    fleet.prepare_routing(a)
+                else:
+                    fleet.step(a)
+                fleet.submit(to_sim_request(self.trace, i, a), a)
                 i += 1
                 since += 1
             self.next_arrival = i
             now = float(k)
             self.ctx.now = now
             fleet.step(now)
+            while self.next_sleep < len(sleeps) and sleeps[self.next_sleep].seconds <= now:
+                event = sleeps[self.next_sleep]
+                if event.level:
+                    fleet.sleep(event.replicas, event.level, now)
+                else:
+                    fleet.wake(event.replicas, now)
+                self.next_sleep += 1
             if self.scrapes:
                 self.tsdb.scrape(fleet.pods.values(), now)
             controller.observe(self.ctx)
@@ -307,6 +324,7 @@ def simulate(
     termination_grace_seconds: float = 120.0,
     seed: int = 0,
     routing: Routing | str = Routing.RANDOM,
+    fast: bool = True,
 ) -> RunRecord:
     """Replay ``trace`` against a fleet driven by ``controller``, in virtual time.
 
@@ -325,4 +343,5 @@ def simulate(
         termination_grace_seconds=termination_grace_seconds,
         seed=seed,
         routing=routing,
+        fast=fast,
     ).finish()

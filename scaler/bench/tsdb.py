@@ -209,6 +209,15 @@ class Tsdb:
             return None
         return list(zip(_BOUNDS, sums, strict=True))
 
+    def ttft_histograms(self, t: float, window: float, pods: Container[str]) -> int:
+        """``count(rate(vllm:time_to_first_token_seconds_bucket{le="+Inf"}[W]))`` at ``t``
+        over ``pods``: the pods with two samples in the window (every simulated replica has
+        the same bucket layout, so each bound is on all of them)."""
+        start = t - window
+        return sum(
+            1 for name, s in self.series.items() if name in pods and len(s.in_range(start, t)) >= 2
+        )
+
     def ttft_count_rates(self, t: float, window: float) -> dict[str, float]:
         """Pod -> ``rate(vllm:time_to_first_token_seconds_count[W])`` at ``t`` (pods with two
         samples in the window only, as Prometheus answers)."""

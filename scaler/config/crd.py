@@ -40,6 +40,7 @@ from scaler.config.policy import (
     TtftSignal,
 )
 from scaler.config.resource import GROUP, KIND, LIST_KIND, PLURAL, SHORT_NAMES, SINGULAR, VERSION
+from scaler.config.signal_specs import ItlSignal
 
 __all__ = ["crd", "crd_name", "spec_schema", "status_schema"]
 
@@ -212,6 +213,7 @@ def _policy_rules() -> list[Schema]:
             _get("signals.queueDepth.enabled", signals.queue_depth.enabled),
             _get("signals.kvCacheUsage.enabled", signals.kv_cache_usage.enabled),
             _get("signals.ttftP95.enabled", signals.ttft_p95.enabled),
+            _get("signals.itlP95.enabled", signals.itl_p95.enabled),
             _capacity_on(),
         ]
     )
@@ -221,8 +223,16 @@ def _policy_rules() -> list[Schema]:
         _rule(
             some,
             "every signal off: expected at least one signal enabled (queueDepth, "
-            "kvCacheUsage, ttftP95, or capacity with ttftP95)",
+            "kvCacheUsage, ttftP95, itlP95, or capacity with ttftP95)",
             ".signals",
+        ),
+        _rule(
+            f"!{_get('signals.itlP95.enabled', signals.itl_p95.enabled)} || "
+            "has(self.signals.itlP95.targetSeconds)",
+            "expected the model's ITL p95 target on its GPU, in seconds, while itlP95 is "
+            "enabled (it has no default)",
+            ".signals.itlP95.targetSeconds",
+            reason="FieldValueRequired",
         ),
         _rule(
             f"!({_has('signals.capacity.enabled')} && self.signals.capacity.enabled) || "
@@ -260,18 +270,13 @@ def _capacity_rules() -> list[Schema]:
 
 def _target_rules() -> list[Schema]:
     """The checks of :class:`~scaler.config.policy.TargetPolicy` beyond its policy's."""
-    active = _get("signals.ttftP95.quantile", TtftSignal().quantile)
-    shadow_on = _get("shadow.signals.ttftP95.enabled", TtftSignal().enabled)
-    theirs = _get("shadow.signals.ttftP95.quantile", TtftSignal().quantile)
     groups = sorted(k for k in KNOWN_PLURALS if k == "LeaderWorkerSet")
+    latency = [
+        _shadow_quantile_rule("ttftP95", TtftSignal().enabled, TtftSignal().quantile, "TTFT"),
+        _shadow_quantile_rule("itlP95", ItlSignal().enabled, ItlSignal().quantile, "ITL"),
+    ]
     return [
-        _rule(
-            f"!has(self.shadow) || !{_get('signals.ttftP95.enabled', True)} || !{shadow_on} "
-            f"|| {theirs} == {active}",
-            "expected the active policy's quantile (signals.ttftP95.quantile, default 0.95): "
-            "both decide on the same TTFT reading",
-            ".shadow.signals.ttftP95.quantile",
-        ),
+        *latency,
         _rule(
             "!has(self.replicaGroups) || has(self.replicaGroups.groupLabel) || "
             f"self.scaleTargetRef.kind in {json.dumps(groups)}",
@@ -282,6 +287,23 @@ def _target_rules() -> list[Schema]:
             reason="FieldValueRequired",
         ),
     ]
+
+
+def _shadow_quantile_rule(name: str, enabled: bool, quantile: float, short: str) -> Schema:
+    """The shadow decides on the active policy's quantile of a latency signal: one query
+    reads one quantile per target and signal."""
+    active = _get(f"signals.{name}.quantile", quantile)
+    theirs = _get(f"shadow.signals.{name}.quantile", quantile)
+    on, shadow_on = (
+        _get(f"signals.{name}.enabled", enabled),
+        _get(f"shadow.signals.{name}.enabled", enabled),
+    )
+    return _rule(
+        f"!has(self.shadow) || !{on} || !{shadow_on} || {theirs} == {active}",
+        f"expected the active policy's quantile (signals.{name}.quantile, default "
+        f"{quantile:g}): both decide on the same {short} reading",
+        f".shadow.signals.{name}.quantile",
+    )
 
 
 def _reference_rules() -> list[Schema]:

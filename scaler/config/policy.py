@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
 import yaml
 from pydantic import (
     AfterValidator,
-    BaseModel,
     ConfigDict,
     Field,
     ValidationError,
@@ -35,7 +33,23 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from scaler.config.policy_errors import describe_document, describe_yaml_error, validation_lines
-from scaler.config.vocabulary import DNS_LABEL, DNS_SUBDOMAIN, SignalName
+from scaler.config.signal_specs import MAX_LATENCY_SECONDS, SPECS
+
+# The signals' blocks live with their specs; re-exported where the policy's users look for them.
+from scaler.config.signal_specs import MAX_QUEUE_PER_REPLICA as MAX_QUEUE_PER_REPLICA
+from scaler.config.signal_specs import MAX_TOKENS_PER_SECOND as MAX_TOKENS_PER_SECOND
+from scaler.config.signal_specs import CapacitySignal as CapacitySignal
+from scaler.config.signal_specs import ItlSignal as ItlSignal
+from scaler.config.signal_specs import KvCacheSignal as KvCacheSignal
+from scaler.config.signal_specs import QueueDepthSignal as QueueDepthSignal
+from scaler.config.signal_specs import Signals as Signals
+from scaler.config.signal_specs import TtftSignal as TtftSignal
+from scaler.config.strict import Strict as _Strict
+from scaler.config.strict import beside as _beside
+from scaler.config.strict import given as _given
+from scaler.config.strict import not_below as _not_below
+from scaler.config.strict import validated_beside as _validated_beside
+from scaler.config.vocabulary import DNS_LABEL, DNS_SUBDOMAIN
 from scaler.config.wording import BAND_ABOVE_ONE
 
 _LABEL_NAME = r"^[a-zA-Z_][a-zA-Z0-9_]*$"
@@ -66,91 +80,9 @@ KNOWN_API_VERSIONS: dict[str, str] = {
 POD_NAME_SUFFIX: dict[str, str] = {"Deployment": "-[a-z0-9]+-[a-z0-9]+", "StatefulSet": "-[0-9]+"}
 
 
-def _given(value: Any, *path: str) -> Any:
-    """The part at ``path`` of a section as given (mappings or models): an absent key reads
-    as an empty mapping (every default); a part that is no mapping is returned as it is, for
-    its own validation to refuse."""
-    for key in path:
-        if isinstance(value, BaseModel):
-            value = getattr(value, key)
-        elif isinstance(value, dict):
-            value = value.get(key, value.get(to_camel(key), {}))
-        else:
-            return value
-    return value
-
-
 def _written(data: dict[str, Any], name: str) -> bool:
     """Whether the mapping ``data`` (as given) sets field ``name`` in either spelling."""
     return name in data or to_camel(name) in data
-
-
-def _beside(field: str, problem: Callable[[Any, dict[str, Any]], str | None]) -> Any:
-    """A validator of section ``field`` that reports ``problem(section as given, the valid
-    earlier fields)``, a check across fields (None: none found), beside the section's own
-    field errors: one pass finds both. The message reads like a model validator's
-    (``field.path: value V: expected ...``, the path relative to the section)."""
-
-    def check(
-        cls: type[BaseModel],
-        value: Any,
-        handler: ValidatorFunctionWrapHandler,
-        info: ValidationInfo,
-    ) -> Any:
-        found = problem(value, info.data)
-        if found is None:
-            return handler(value)
-        try:
-            handler(value)
-        except ValidationError as err:
-            extra: InitErrorDetails = {
-                "type": "value_error",
-                "loc": (),
-                "input": value,
-                "ctx": {"error": ValueError(found)},
-            }
-            raise ValidationError.from_exception_data(err.title, [*_details(err), extra]) from None
-        raise ValueError(found)
-
-    return field_validator(field, mode="wrap")(classmethod(check))
-
-
-def _details(err: ValidationError) -> list[InitErrorDetails]:
-    """The errors of ``err`` as they can be raised again (with others)."""
-    return [
-        {"type": e["type"], "loc": e["loc"], "input": e["input"], "ctx": e.get("ctx", {})}
-        for e in err.errors()
-    ]
-
-
-def _validated_beside(
-    model: type[BaseModel], data: Any, handler: Any, extra: list[InitErrorDetails]
-) -> Any:
-    """``handler(data)`` (a wrap model validator's), raising ``extra`` errors, found on the
-    data as given, together with the model's own field errors: one pass reports both."""
-    try:
-        validated = handler(data)
-    except ValidationError as err:
-        if not extra:
-            raise
-        raise ValidationError.from_exception_data(err.title, _details(err) + extra) from None
-    if extra:
-        raise ValidationError.from_exception_data(model.__name__, extra)
-    return validated
-
-
-def _not_below(field: str, low: str) -> Any:
-    """A validator of ``field``: a number >= ``low``, an earlier field of the model. A field
-    check, not a model one: it runs beside the other fields' errors, in one pass, whenever
-    both are valid."""
-
-    def check(cls: type[BaseModel], value: float, info: ValidationInfo) -> float:
-        bound = info.data.get(low)
-        if bound is not None and value < bound:
-            raise ValueError(f"expected a number >= {low} ({bound:g})")
-        return value
-
-    return field_validator(field)(classmethod(check))
 
 
 #: The most replicas a count may hold: Kubernetes' ``replicas`` is an int32.
@@ -158,27 +90,8 @@ MAX_REPLICAS = 2**31 - 1
 #: The longest rate window and model-load timeout: a day. Far beyond any real setting, and
 #: within what Prometheus takes as a range (1e12 s is refused by the server).
 MAX_DAY_SECONDS = 86400
-#: The longest TTFT target: an hour.
-MAX_TTFT_SECONDS = 3600
-#: The most waiting requests per replica a queue-depth target may ask for.
-MAX_QUEUE_PER_REPLICA = 10_000
-#: The most weighted tokens per second a replica's capacity (seeds and bounds) may be: far
-#: above any GPU server's prefill and decode rates.
-MAX_TOKENS_PER_SECOND = 1e9
-
-
-class _Strict(BaseModel):
-    # strict: a YAML ``true``, ``"yes"`` or ``"0.8"`` is not silently read as a number or a flag;
-    # no ``.inf`` or ``.nan``: every number of a policy (seconds, targets, bounds) is finite
-    # each field by its camelCase alias (the resource's spelling) or its name (snake_case)
-    model_config = ConfigDict(
-        extra="forbid",
-        frozen=True,
-        strict=True,
-        allow_inf_nan=False,
-        alias_generator=to_camel,
-        populate_by_name=True,
-    )
+#: The longest TTFT target: an hour (every latency target's).
+MAX_TTFT_SECONDS = MAX_LATENCY_SECONDS
 
 
 def _closest_kind(kind: str) -> str | None:
@@ -312,224 +225,6 @@ class WorkloadRef(_Strict):
     def key(self) -> str:
         """Stable identifier used in logs, metrics and JSON: ``namespace/kind/name``."""
         return f"{self.namespace}/{self.kind}/{self.name}"
-
-
-class QueueDepthSignal(_Strict):
-    """Queue depth: ``vllm:num_requests_waiting`` summed over engines and pods.
-
-    HPA AverageValue semantics: desired = ceil(total waiting / ``target_per_replica``).
-    """
-
-    enabled: bool = Field(default=True, description="false switches the signal off")
-    target_per_replica: float = Field(
-        default=10.0, gt=0, le=MAX_QUEUE_PER_REPLICA, description="waiting requests per replica"
-    )
-
-
-class KvCacheSignal(_Strict):
-    """KV-cache usage as a 0-1 ratio (not a percent), averaged over ready pods.
-
-    HPA Utilization semantics: desired = ceil(sum of pod ratios / ``target_ratio``).
-
-    Default 0.7: KV-cache usage is the leading signal (it rises before requests wait, while
-    the queue is still empty and TTFT still low), but only while there is room above the
-    trigger. vLLM stops admitting new requests once the free KV blocks run out, so usage
-    saturates at about 0.9-1 and requests queue from there. The scale-up fires at
-    ``target_ratio x (1 + tolerance.scale_up)``: with 0.8 that is 0.88, where requests already
-    wait, and the new replicas serve only a model load later. With 0.7 it fires at 0.77,
-    leaving about 0.2 of the cache for the growth during the model load. Measured with
-    ``vllm-scaler bench`` (TTFT SLO 2 s, model load 120 s), against 0.8: on ``conv`` (rate
-    scales 2-4, rate-scaling seeds 0-3) 99.6-99.9% of requests within the SLO instead of
-    97.0-99.1%, for 0-16% more GPU-hours; on ``code``, whose bursts start from idle and are
-    not seen by any signal in time, -0.6 to +3.5 points at -17% to +8% GPU-hours.
-    """
-
-    enabled: bool = Field(default=True, description="false switches the signal off")
-    target_ratio: float = Field(default=0.7, gt=0, le=1, description="0-1 ratio, not a percent")
-
-
-class TtftSignal(_Strict):
-    """TTFT quantile over the target's pods, in seconds.
-
-    HPA Object/Value semantics: desired = ceil(ready replicas x value / ``target_seconds``).
-    """
-
-    enabled: bool = Field(default=True, description="false switches the signal off")
-    target_seconds: float = Field(
-        default=2.0, gt=0, le=MAX_TTFT_SECONDS, description="the TTFT quantile's target, seconds"
-    )
-    quantile: float = Field(
-        default=0.95, gt=0, lt=1, description="0-1 ratio: the quantile of TTFT (0.95 is p95)"
-    )
-
-
-class CapacitySignal(_Strict):
-    """Capacity: the demand the fleet will see, over what one replica serves at the TTFT target.
-
-    ``desired = ceil(forecast demand / (capacity x target_utilization))``, where demand and
-    capacity are *weighted tokens per second*: prompt tokens plus ``generation_token_weight``
-    times generated tokens (``vllm:prompt_tokens_total``, ``vllm:generation_tokens_total``),
-    capacity per replica is learned online (:mod:`scaler.core.capacity`) and the forecast
-    covers the model load time (:mod:`scaler.core.forecast`). See ``docs/capacity.md``.
-
-    Seeds (optional): a replica's throughput at the TTFT target on your request mix, for
-    example from ``vllm bench serve`` at the rate where TTFT p95 reaches the target: its prompt
-    and generated tokens per second. Without a seed the signal asks for nothing until it has
-    learned from a busy fleet.
-
-    ``enabled`` defaults to on whenever ``ttft_p95`` is on: the capacity is learned at the
-    TTFT target, so without TTFT there is nothing to learn it from (``true`` with TTFT off is
-    refused).
-    """
-
-    enabled: bool | None = Field(default=None, description="default: on whenever ttft_p95 is on")
-    target_utilization: float = Field(
-        default=0.85, gt=0, le=1, description="0-1 ratio of the learned capacity to fill"
-    )
-    generation_token_weight: float = Field(
-        default=16.0,
-        ge=0,
-        le=1000,
-        description="what one generated token costs a replica, in prompt tokens",
-    )
-    seed_prompt_tokens_per_second: float | None = Field(
-        default=None,
-        gt=0,
-        le=MAX_TOKENS_PER_SECOND,
-        description="optional, with the generation seed: a replica's prompt tokens/s at the "
-        "TTFT target on your mix (e.g. vllm bench serve)",
-    )
-    seed_generation_tokens_per_second: float | None = Field(
-        default=None,
-        ge=0,
-        le=MAX_TOKENS_PER_SECOND,
-        validate_default=True,
-        description="optional, with the prompt seed: a replica's generated tokens/s there",
-    )
-    min_tokens_per_second: float = Field(
-        default=1.0,
-        gt=0,
-        le=MAX_TOKENS_PER_SECOND,
-        description="lower bound of the learned capacity, weighted tokens/s",
-    )
-    max_tokens_per_second: float = Field(
-        default=10_000_000.0,
-        gt=0,
-        le=MAX_TOKENS_PER_SECOND,
-        validate_default=True,
-        description="upper bound of the learned capacity, weighted tokens/s",
-    )
-    headroom: float = Field(
-        default=1.0,
-        ge=0,
-        le=10,
-        description="standard deviations of the demand's recent burstiness added to the forecast",
-    )
-    model_load_seconds: float = Field(
-        default=120.0,
-        gt=0,
-        le=3600,
-        description="time from pod creation to Ready assumed until one start was observed",
-    )
-
-    # Checks across fields are field checks of the later field, not model ones: they run
-    # beside the other fields' errors, in one pass, whenever the fields they compare are valid.
-    _max_not_below_min = _not_below("max_tokens_per_second", "min_tokens_per_second")
-
-    @field_validator("seed_generation_tokens_per_second")
-    @classmethod
-    def _seeds_together(cls, value: float | None, info: ValidationInfo) -> float | None:
-        # One seed alone would leave the other at 0: a prompt seed alone would price decode
-        # at nothing and size the fleet for prefill only.
-        names = ("seed_prompt_tokens_per_second", "seed_generation_tokens_per_second")
-        if names[0] not in info.data:  # the prompt seed is invalid: reported on its own
-            return value
-        prompt = info.data[names[0]]
-        if (prompt is None) == (value is None):
-            return value
-        name, given = (names[1], value) if prompt is None else (names[0], prompt)
-        other = next(n for n in names if n != name)
-        raise ValueError(
-            f"{name}: value {given:g}: expected {other} too: the seed is a replica's "
-            "prompt and generated tokens per second at the TTFT target, both measured on "
-            "your request mix (0 generated tokens per second only if it generates none)"
-        )
-
-    def weighted(self, prompt_tokens: float, generation_tokens: float) -> float:
-        """Weighted tokens: ``prompt + generation_token_weight x generated`` (any time unit)."""
-        return prompt_tokens + self.generation_token_weight * generation_tokens
-
-    @property
-    def seed_tokens_per_second(self) -> float | None:
-        """The seed as weighted tokens/s per replica (None without a seed)."""
-        if self.seed_prompt_tokens_per_second is None:
-            return None
-        return self.weighted(
-            self.seed_prompt_tokens_per_second, self.seed_generation_tokens_per_second or 0.0
-        )
-
-
-def _capacity_without_ttft(capacity: Any, earlier: dict[str, Any]) -> str | None:
-    """The capacity block asks for the signal while TTFT is off (both as valid values)."""
-    ttft = earlier.get("ttft_p95")
-    if ttft is None or ttft.enabled or _given(capacity, "enabled") is not True:
-        return None
-    return (
-        "enabled: value true: expected false or unset while ttft_p95 is disabled: "
-        "a replica's capacity is learned only while TTFT is within its target"
-    )
-
-
-class Signals(_Strict):
-    """Per-signal targets. Each signal can be switched off with ``enabled: false``."""
-
-    queue_depth: QueueDepthSignal = Field(
-        default=QueueDepthSignal(), description="waiting requests per replica"
-    )
-    kv_cache_usage: KvCacheSignal = Field(
-        default=KvCacheSignal(), description="KV-cache usage per replica"
-    )
-    ttft_p95: TtftSignal = Field(default=TtftSignal(), description="a quantile of TTFT")
-    capacity: CapacitySignal = Field(
-        default=CapacitySignal(), description="the forecast demand over a replica's capacity"
-    )
-
-    _capacity_needs_ttft = _beside("capacity", _capacity_without_ttft)
-
-    def enabled(self) -> tuple[SignalName, ...]:
-        """Names of the enabled signals, in a fixed order."""
-        out: list[SignalName] = []
-        if self.queue_depth.enabled:
-            out.append(SignalName.QUEUE_DEPTH)
-        if self.kv_cache_usage.enabled:
-            out.append(SignalName.KV_CACHE_USAGE)
-        if self.ttft_p95.enabled:
-            out.append(SignalName.TTFT_P95)
-        if self.capacity_enabled:
-            out.append(SignalName.CAPACITY)
-        return tuple(out)
-
-    @property
-    def capacity_enabled(self) -> bool:
-        """The capacity signal is on: asked for, or by default whenever TTFT is on."""
-        enabled = self.capacity.enabled
-        return self.ttft_p95.enabled if enabled is None else enabled
-
-    def queried(self) -> tuple[SignalName, ...]:
-        """The enabled signals read by a query of their own (all but capacity, which the
-        decision core derives from the target's throughput)."""
-        return tuple(n for n in self.enabled() if n.queried)
-
-    def target_of(self, name: SignalName) -> float:
-        """The configured target of a signal, in its own unit (capacity: the target
-        utilization, a 0-1 ratio)."""
-        if name is SignalName.QUEUE_DEPTH:
-            return self.queue_depth.target_per_replica
-        if name is SignalName.KV_CACHE_USAGE:
-            return self.kv_cache_usage.target_ratio
-        if name is SignalName.CAPACITY:
-            return self.capacity.target_utilization
-        return self.ttft_p95.target_seconds
 
 
 class Tolerance(_Strict):
@@ -721,29 +416,36 @@ class ScalingPolicy(_Strict):
     @classmethod
     def _some_signal_on(cls, value: Signals) -> Signals:
         if not value.enabled():
+            alone = [str(s.name) for s in SPECS if s.default_with is None]
+            joined = [f"{s.name} with {s.default_with}" for s in SPECS if s.default_with]
             raise ValueError(
                 "value every signal off: expected at least one signal enabled "
-                "(queue_depth, kv_cache_usage, ttft_p95, or capacity with ttft_p95)"
+                f"({', '.join(alone)}, or {', '.join(joined)})"
             )
         return value
 
 
-def _shadow_ttft_differs(shadow: Any, earlier: dict[str, Any]) -> str | None:
-    """The shadow decides on another TTFT quantile than the active policy (both TTFT blocks
-    valid): one query reads one quantile per target."""
+def _shadow_quantile_differs(shadow: Any, earlier: dict[str, Any]) -> str | None:
+    """The shadow decides on another quantile of a latency signal (TTFT, ITL) than the active
+    policy (both blocks valid): one query reads one quantile per target and signal."""
     mine = earlier.get("signals")
-    if mine is None or not mine.ttft_p95.enabled or shadow is None:
+    if mine is None or shadow is None:
         return None
-    try:
-        theirs = TtftSignal.model_validate(_given(shadow, "signals", "ttft_p95"))
-    except ValidationError:
-        return None  # reported on its own
-    if not theirs.enabled or theirs.quantile == mine.ttft_p95.quantile:
-        return None
-    return (
-        f"signals.ttft_p95.quantile: value {theirs.quantile:g}: expected the active policy's "
-        f"quantile ({mine.ttft_p95.quantile:g}): both decide on the same TTFT reading"
-    )
+    for s in SPECS:
+        if not s.name.latency or not mine.is_enabled(s.name):
+            continue
+        ours = mine.latency_block(s.name)
+        try:
+            theirs = type(ours).model_validate(_given(shadow, "signals", s.name.value))
+        except ValidationError:
+            continue  # reported on its own
+        if not theirs.enabled or theirs.quantile == ours.quantile:
+            continue
+        return (
+            f"signals.{s.name}.quantile: value {theirs.quantile:g}: expected the active "
+            f"policy's quantile ({ours.quantile:g}): both decide on the same {s.short} reading"
+        )
+    return None
 
 
 def _sets_model_load(policy: ScalingPolicy) -> bool:
@@ -878,7 +580,7 @@ class TargetPolicy(ScalingPolicy):
         ),
     )
 
-    _shadow_reads_the_same_ttft = _beside("shadow", _shadow_ttft_differs)
+    _shadow_reads_the_same_quantiles = _beside("shadow", _shadow_quantile_differs)
     _groups_name_their_label = _beside("replica_groups", _groups_named)
 
     @model_validator(mode="before")
@@ -951,12 +653,10 @@ class TargetPolicy(ScalingPolicy):
         if self.shadow is None:
             return self
         mine, theirs = self.signals, self.shadow.signals
-        blocks = {
-            name: (getattr(theirs, name) if not getattr(mine, name).enabled else None)
-            for name in ("queue_depth", "kv_cache_usage", "ttft_p95")  # the queried ones
-        }
         update = {
-            name: block for name, block in blocks.items() if block is not None and block.enabled
+            s.name.value: theirs.block(s.name)
+            for s in SPECS
+            if s.name.queried and not mine.is_enabled(s.name) and theirs.is_enabled(s.name)
         }
         if not update:
             return self

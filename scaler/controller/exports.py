@@ -56,6 +56,8 @@ class DecisionExports:
         self._conflict_labels: dict[str, set[str]] = {}
         self._stalled: dict[str, dict[str, StallKind]] = {}
         self._ttft_labels: dict[str, tuple[str, str]] = {}
+        self._histogram_labels: dict[tuple[str, SignalName], tuple[str, str, str]] = {}
+        self._mixed: dict[tuple[str, SignalName], str] = {}
         # target key -> the outside write last counted: (replicas we wrote, replicas found)
         self._outside_seen: dict[str, tuple[int | None, int]] = {}
         # targets whose decision of this cycle found a new outside write (logged once)
@@ -247,8 +249,8 @@ class DecisionExports:
         m = self.metrics
         self.record(t, decision, disabled=False)
         self._export_control(t, control)
-        for name in (SignalName.QUEUE_DEPTH, SignalName.KV_CACHE_USAGE):
-            if name in readings.signals:
+        for name in readings.signals:
+            if name.per_pod:
                 m.pods_missing_metrics.labels(t.key, name).set(
                     len(readings.pods_missing.get(name, frozenset()))
                 )
@@ -304,22 +306,71 @@ class DecisionExports:
         if labels is not None:
             m.ttft_histogram.labels(t.key, *labels).set(1)
             self._ttft_labels[t.key] = labels
+        self._export_layouts(t, readings)
         for e in decision.signals:
-            if e.name.per_pod:
+            if not e.name.latency:
                 continue
             saturated = e.status is SignalStatus.SATURATED
             m.top_bucket_too_low.labels(t.key, str(e.name)).set(1 if saturated else 0)
-            if saturated:
-                self.log.warning(
-                    "histogram_top_bucket_too_low",
-                    target=t.key,
-                    signal=str(e.name),
-                    top_bucket_seconds=e.value,
-                    detail=e.detail,
-                    message=f"{e.name} is at least {e.value:g} s, beyond the top finite bucket "
-                    "of its histogram, true size unknown: raise the histogram's top bucket "
-                    "(current vLLM TTFT buckets reach 2560 s; early releases stopped at 10 s)",
+            if not saturated:
+                continue
+            reading = readings.signals.get(e.name)
+            if reading is not None and reading.mixed_layouts:
+                advice = (
+                    f"{reading.mixed_layouts}: the pods with the lower top bucket cannot tell; "
+                    "finish the rollout or give every pod the same buckets"
                 )
+            else:
+                advice = (
+                    "raise the histogram's top bucket (current vLLM TTFT buckets reach 2560 s, "
+                    "ITL buckets 80 s; early releases stopped at 10 s and 2.5 s)"
+                )
+            self.log.warning(
+                "histogram_top_bucket_too_low",
+                target=t.key,
+                signal=str(e.name),
+                top_bucket_seconds=e.value,
+                detail=e.detail,
+                message=f"{e.name} is at least {e.value:g} s, beyond the top finite bucket "
+                f"of its histogram, true size unknown: {advice}",
+            )
+
+    def _export_layouts(self, t: TargetPolicy, readings: TargetReadings) -> None:
+        """Each latency signal's histogram as read (``vllm_scaler_histogram_info``) and its
+        mixed bucket layouts: 1 and a warning when a target's pods start to differ."""
+        m = self.metrics
+        for name, reading in readings.signals.items():
+            if not name.latency:
+                continue
+            key = (t.key, name)
+            metric = readings.histogram_metrics.get(name)
+            labels = None
+            if metric is not None:
+                representation = "native" if "native" in metric else "classic"
+                labels = (metric, representation, readings.histogram_queries.get(name, "none"))
+            old = self._histogram_labels.get(key)
+            if old is not None and old != labels:
+                m.histogram_info.remove(t.key, str(name), *old)
+                del self._histogram_labels[key]
+            if labels is not None:
+                m.histogram_info.labels(t.key, str(name), *labels).set(1)
+                self._histogram_labels[key] = labels
+            mixed = reading.mixed_layouts
+            m.mixed_layouts.labels(t.key, str(name)).set(1 if mixed else 0)
+            if mixed and self._mixed.get(key) != mixed:
+                self.log.warning(
+                    "histogram_mixed_layouts",
+                    target=t.key,
+                    signal=str(name),
+                    detail=reading.detail,
+                    message=f"{name}: the target's pods have histograms with different bucket "
+                    f"bounds ({mixed}); the quantile is read on the bounds every pod has "
+                    "(coarser, never summed per le across layouts) until they agree again",
+                )
+            if mixed:
+                self._mixed[key] = mixed
+            else:
+                self._mixed.pop(key, None)
 
     def _export_stalls(self, t: TargetPolicy, readings: TargetReadings) -> None:
         """Frozen and hung pods: counted every cycle, a warning when a pod becomes one."""

@@ -129,6 +129,9 @@ def report_json(report: TargetReport) -> dict[str, Any]:
         r = report.readings
         out["kv_cache_metric"] = r.kv_metric
         out["ttft_metric"] = r.ttft_metric
+        # every other latency histogram read (itl_metric), under the name its pods export
+        for name, metric in r.histogram_metrics.items():
+            out.setdefault(f"{name.removesuffix('_p95')}_metric", metric)
         out["stalled_pods"] = {pod: str(s.kind) for pod, s in sorted(r.stalled.items())}
         total = r.throughput.total
         out["throughput"] = {

@@ -138,8 +138,14 @@ def _active(d: Decision) -> dict[str, Any]:
     return _condition("ScalingActive", True, camel_reason(d.reason), d.message)
 
 
-def _limited(d: Decision) -> dict[str, Any]:
-    bound = next((limit for limit in _BOUNDS if limit in d.limits), None)
+def _limited(t: TargetPolicy, d: Decision) -> dict[str, Any]:
+    # as the HPA's: a bound that holds the replicas carried out (a min bound under a
+    # stabilization window that keeps more replicas limits nothing)
+    held = {
+        Limit.MIN_REPLICAS: d.desired_replicas <= t.min_replicas,
+        Limit.MAX_REPLICAS: d.desired_replicas >= t.max_replicas,
+    }
+    bound = next((limit for limit in _BOUNDS if limit in d.limits and held.get(limit, True)), None)
     if bound is None:
         return _condition(
             "ScalingLimited",
@@ -207,7 +213,7 @@ def decided_status(
         now: the cycle's time (epoch seconds).
     """
     driving = next((e for e in d.signals if e.name == d.driving_signal), None)
-    conditions = [_able(d, action, error), _active(d), _limited(d)]
+    conditions = [_able(d, action, error), _active(d), _limited(t, d)]
     capacity, learned = _capacity(t, d)
     if learned is not None:
         conditions.append(learned)

@@ -3,8 +3,11 @@
 No I/O, no asyncio, no clock reads; it imports only :mod:`scaler.config`. The live loop, the
 backtest and the benchmarks all decide through it.
 
-- :mod:`.decide`: one target's decision as named phases (recommend with guards, stabilize,
-  step limit, clamp, outside writer), after the Kubernetes HPA.
+- :mod:`.decide`: one target's decision as named phases, after the Kubernetes HPA:
+  :mod:`.guards` (the recommendation and the guards that hold, a hold as a
+  :class:`~scaler.core.reasons.Hold`), then :mod:`.phases` (stabilize, the learning floor,
+  step limit, clamp, outside writer), each returning a :class:`~scaler.core.reasons.Phase`.
+- :mod:`.latency`: every latency SLO of a target (TTFT, ITL) against its reading.
 - :mod:`.evaluation`: one signal's proportional rule with the tolerance band.
 - :mod:`.capacity`: the capacity signal (demand, capacity learned online, the replicas the
   forecast needs); :mod:`.forecast`: the demand forecast over the model-load horizon;

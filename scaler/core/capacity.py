@@ -83,7 +83,7 @@ capacity signal adds replicas before the queue builds and keeps them while the f
 them (a scale-down goes only as low as the remaining replicas serve the forecast at the target
 utilization); the queue, KV-cache and TTFT signals stay as safety nets (TTFT adds one replica
 at most when this signal measures the demand below its target utilization and fewer than half
-the pods are busy: :func:`scaler.core.decide._ttft_not_load`). The replicas above
+the pods are busy: :func:`scaler.core.guards.not_load`). The replicas above
 what it asks for are a known surplus: a scale-down may remove a share of them per period
 (``scale_down.max_surplus_percent_per_period``, :func:`scaler.core.decide.limit_step`), so a
 fleet the queue took far past the need after a surge comes back in minutes, not at one

@@ -1,7 +1,8 @@
 """One signal's part in a decision: HPA's proportional rule with the target's tolerance band.
 
-Pure. :func:`evaluate_signal` turns a queue-depth, KV-cache or TTFT reading into a
-:class:`SignalEvaluation`; the capacity signal builds its own
+Pure. :func:`evaluate_signal` turns a reading of a per-pod signal (queue depth, KV cache) or
+a latency quantile (TTFT) into a :class:`SignalEvaluation`, by its spec's
+:class:`~scaler.config.signal_specs.Sizing`; the capacity signal (derived) builds its own
 (:func:`scaler.core.capacity.evaluate_capacity`) with the same band (:func:`banded`).
 """
 
@@ -29,7 +30,7 @@ __all__ = [
 EPS = 1e-9
 #: The most a latency signal may multiply the ready replicas by in one decision.
 LATENCY_MAX_RATIO = 2.0
-#: The most TTFT may add in one decision when its breach is not the fleet's load.
+#: The most a latency signal may add in one decision when its breach is not the fleet's load.
 TTFT_NOT_LOAD_STEP = 1
 
 
@@ -73,18 +74,20 @@ def evaluate_signal(
     reading: SignalReading,
     counts: ReplicaCounts,
     *,
-    ttft_settling: bool = False,
-    ttft_not_load: bool = False,
+    settling: bool = False,
+    not_load: bool = False,
 ) -> SignalEvaluation:
-    """Apply HPA's proportional rule with the target's tolerance band to one reading.
+    """Apply HPA's proportional rule with the target's tolerance band to one reading, as
+    the signal's :class:`~scaler.config.signal_specs.Sizing` says (per pod or latency).
 
-    ``ttft_settling``: replicas were starting less than two TTFT rate windows ago, so the
-    TTFT quantile may still reflect the queue from before they served; TTFT may then ask for
-    no more than the current replicas, as while replicas are starting.
+    ``settling``: replicas were starting less than two rate windows ago, so a latency
+    quantile may still reflect the queue from before they served; a latency signal may then
+    ask for no more than the current replicas, as while replicas are starting.
 
-    ``ttft_not_load``: the capacity signal sees the fleet neither loaded nor busy
-    (:func:`scaler.core.decide._ttft_not_load`), so a TTFT breach is not the load's and more
-    replicas would not fix it: TTFT asks for at most :data:`TTFT_NOT_LOAD_STEP` replica more
+    ``not_load``: the capacity signal sees the fleet neither loaded nor busy
+    (:func:`scaler.core.guards.not_load`), so a breach of a latency signal whose spec says
+    so (:attr:`~scaler.config.signal_specs.SignalSpec.not_load`: TTFT) is not the load's and
+    more replicas would not fix it: it asks for at most :data:`TTFT_NOT_LOAD_STEP` replica more
     than the current ones; its ``demand_replicas`` still shows its proportional ask.
 
     Returns an evaluation whose ``desired_replicas`` is ``None`` when the reading is unusable.
@@ -114,12 +117,12 @@ def evaluate_signal(
                 return _asks_nothing(reading, target, value=value, ratio=ratio)
             step = LATENCY_MAX_RATIO  # the true ratio is larger, by how much is unknown
         proposed = ceil_replicas(step * max(counts.ready, 1))
-        if counts.starting > 0 or ttft_settling:
-            # TTFT cannot improve before the starting replicas serve, nor read as improved
+        if counts.starting > 0 or settling:
+            # Latency cannot improve before the starting replicas serve, nor read as improved
             # until its rate window has passed since they did: it may not ask for capacity
             # beyond what is already asked for (no cascade on a lagging signal).
             proposed = min(proposed, current)
-        elif ttft_not_load:
+        elif not_load and reading.name.spec.not_load:
             # a breach the load does not explain: the smallest step up, not the doubling
             desired = banded(policy, ratio, min(proposed, current + TTFT_NOT_LOAD_STEP), current)
             return _evaluation(reading, target, value, ratio, (proposed, desired))

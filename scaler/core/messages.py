@@ -10,13 +10,13 @@ the reasons are not.
 from __future__ import annotations
 
 from scaler.config.policy import TargetPolicy
-from scaler.config.vocabulary import SignalName
+from scaler.config.signal_specs import Sizing
 from scaler.config.wording import counted
 from scaler.core.capacity import human
 from scaler.core.evaluation import EPS as _EPS
 from scaler.core.evaluation import LATENCY_MAX_RATIO, TTFT_NOT_LOAD_STEP, SignalEvaluation
 from scaler.core.observation import ReplicaCounts
-from scaler.core.reasons import Limit, Reason
+from scaler.core.reasons import Because, Hold, Limit, Reason
 from scaler.core.signals import SignalStatus
 from scaler.core.state import LearningFloor, TargetState
 
@@ -37,14 +37,17 @@ def final_reason(
     desired: int,
     limits: tuple[Limit, ...],
     driving: SignalEvaluation | None,
-    held: tuple[Reason, str] | None,
-) -> tuple[Reason, str]:
-    """The decision's reason and message: a hold's own when nothing changes, else the limit
-    that shaped the change."""
+    held: Hold | None,
+) -> Because:
+    """The decision's reason and message: a hold's own when nothing changes (a guard's or
+    the outside writer's :class:`~scaler.core.reasons.Hold`, else the phase that held: the
+    clamp at a bound, the learning floor, the stabilization window, the step limit, or the
+    signals' own band), else the phase that shaped the change (the clamp, the step limit,
+    the learning floor, the window) or none."""
     current = counts.current
     sig = ""
-    if driving is not None and driving.name is SignalName.CAPACITY and driving.valid:
-        sig = f" (capacity: {driving.detail})"
+    if driving is not None and driving.name.spec.sizing is Sizing.DERIVED and driving.valid:
+        sig = f" ({driving.name}: {driving.detail})"
     elif driving is not None and driving.value is not None and driving.ratio is not None:
         # a saturated reading is a lower bound: say so
         at_least = ">= " if driving.status is SignalStatus.SATURATED else ""
@@ -56,91 +59,106 @@ def final_reason(
         if held is not None:
             return held
         if recommended > current and current >= policy.max_replicas:
-            return Reason.AT_MAX, f"signals ask for {recommended}, already at max {current}{sig}"
+            return Because(
+                Reason.AT_MAX, f"signals ask for {recommended}, already at max {current}{sig}"
+            )
         if recommended < current and current <= policy.min_replicas:
-            return Reason.AT_MIN, f"signals ask for {recommended}, already at min {current}{sig}"
+            return Because(
+                Reason.AT_MIN, f"signals ask for {recommended}, already at min {current}{sig}"
+            )
         if Limit.LEARNING_FLOOR in limits:
-            return Reason.STABILIZED, (
-                f"signals ask for {recommended}; the learning floor holds {current}{sig}"
+            return Because(
+                Reason.STABILIZED,
+                f"signals ask for {recommended}; the learning floor holds {current}{sig}",
             )
         if Limit.STABILIZATION in limits:
-            return Reason.STABILIZED, (
-                f"signals ask for {recommended}; the stabilization window holds {current}{sig}"
+            return Because(
+                Reason.STABILIZED,
+                f"signals ask for {recommended}; the stabilization window holds {current}{sig}",
             )
         if Limit.STEP_LIMIT in limits:
-            return Reason.STEP_LIMITED, (
-                f"signals ask for {recommended}; the per-period step is used up{sig}"
+            return Because(
+                Reason.STEP_LIMITED,
+                f"signals ask for {recommended}; the per-period step is used up{sig}",
             )
         return _hold_reason(policy, counts, driving)
     verb = "up" if desired > current else "down"
     if Limit.MAX_REPLICAS in limits and desired == policy.max_replicas:
-        return Reason.AT_MAX, (
+        return Because(
+            Reason.AT_MAX,
             f"scale {verb} {current} -> {desired}: signals ask for {recommended}, clamped to "
-            f"max_replicas {policy.max_replicas}{sig}"
+            f"max_replicas {policy.max_replicas}{sig}",
         )
     if Limit.MIN_REPLICAS in limits and desired == policy.min_replicas:
-        return Reason.AT_MIN, (
+        return Because(
+            Reason.AT_MIN,
             f"scale {verb} {current} -> {desired}: signals ask for {recommended}, clamped to "
-            f"min_replicas {policy.min_replicas}{sig}"
+            f"min_replicas {policy.min_replicas}{sig}",
         )
     if Limit.STEP_LIMIT in limits:
-        return Reason.STEP_LIMITED, (
+        return Because(
+            Reason.STEP_LIMITED,
             f"scale {verb} {current} -> {desired}: signals ask for {recommended}, "
-            f"limited by the per-period step{sig}"
+            f"limited by the per-period step{sig}",
         )
     if Limit.LEARNING_FLOOR in limits:
-        return Reason.STABILIZED, (
+        return Because(
+            Reason.STABILIZED,
             f"scale {verb} {current} -> {desired}: signals ask for {recommended}, "
-            f"the learning floor allows {desired}{sig}"
+            f"the learning floor allows {desired}{sig}",
         )
     if Limit.STABILIZATION in limits:
-        return Reason.STABILIZED, (
+        return Because(
+            Reason.STABILIZED,
             f"scale {verb} {current} -> {desired}: signals ask for {recommended}, "
-            f"the stabilization window allows {desired}{sig}"
+            f"the stabilization window allows {desired}{sig}",
         )
     if desired > current:
-        return Reason.SCALE_UP, f"scale up {current} -> {desired}{sig}"
-    return Reason.SCALE_DOWN, f"scale down {current} -> {desired}{sig}"
+        return Because(Reason.SCALE_UP, f"scale up {current} -> {desired}{sig}")
+    return Because(Reason.SCALE_DOWN, f"scale down {current} -> {desired}{sig}")
 
 
 def _hold_reason(
     policy: TargetPolicy, counts: ReplicaCounts, driving: SignalEvaluation | None
-) -> tuple[Reason, str]:
+) -> Because:
     """Why the signals ask for exactly the current replicas: the deciding signal is inside
     its tolerance band, or outside it while its proportional rule gives the current count."""
     current = counts.current
     e = driving
     if e is None or e.value is None or e.ratio is None:
-        return Reason.WITHIN_TOLERANCE, f"no signal asks for a change: holding {current}"
+        return Because(Reason.WITHIN_TOLERANCE, f"no signal asks for a change: holding {current}")
     tol = policy.tolerance
     band = f"{1 - tol.scale_down:.2f}-{1 + tol.scale_up:.2f}"
     # a saturated reading is a lower bound (only one above its band asks for replicas)
     at_least = ">= " if e.status is SignalStatus.SATURATED else ""
     if _in_band(policy, e):
-        return Reason.WITHIN_TOLERANCE, (
+        return Because(
+            Reason.WITHIN_TOLERANCE,
             f"{e.name} {e.value:.3g} vs target {e.target:.3g} (ratio {e.ratio:.2f}) is within "
-            f"its tolerance band {band}: holding {current}"
+            f"its tolerance band {band}: holding {current}",
         )
     side = "below" if e.ratio < 1 else "above"
     demand = e.demand_replicas if e.demand_replicas is not None else current
-    if e.name.per_pod or e.name is SignalName.CAPACITY:
+    unit = e.name.spec.symbol
+    if not e.name.latency:
         # per replica: the per-pod sums, and the capacity signal's forecast (tokens/s)
         total = e.value * max(current, 1)
-        unit = " tok/s" if e.name is SignalName.CAPACITY else ""
-        return Reason.DEMAND_COVERED, (
+        return Because(
+            Reason.DEMAND_COVERED,
             f"{e.name} {e.value:.3g}{unit} per replica vs target {e.target:.3g}{unit} (ratio "
             f"{e.ratio:.2f}) is {side} its tolerance band {band}, but {total:.3g}{unit} in all "
             f"need ceil({total:.3g} / {e.target:.3g}) = {counted(demand, 'replica')}: "
-            f"holding {current}"
+            f"holding {current}",
         )
     covered = f", no more than the {current} asked for" if demand < current else ""
     if demand < current and counts.stuck:
         covered += f" ({counts.stuck} of them stuck)"
-    return Reason.DEMAND_COVERED, (
-        f"{e.name} {at_least}{e.value:.3g} s vs target {e.target:.3g} s (ratio "
+    return Because(
+        Reason.DEMAND_COVERED,
+        f"{e.name} {at_least}{e.value:.3g}{unit} vs target {e.target:.3g}{unit} (ratio "
         f"{at_least}{e.ratio:.2f}) is {side} "
         f"its tolerance band {band}, but asks for ceil({min(e.ratio, LATENCY_MAX_RATIO):.2f} "
-        f"x {counts.ready} ready) = {demand} replicas{covered}: holding {current}"
+        f"x {counts.ready} ready) = {demand} replicas{covered}: holding {current}",
     )
 
 
@@ -181,7 +199,7 @@ def not_load_note(driving: SignalEvaluation | None, counts: ReplicaCounts, not_l
     e = driving
     if (
         e is None
-        or e.name is not SignalName.TTFT_P95
+        or not e.name.spec.not_load
         or e.demand_replicas is None
         or e.desired_replicas is None
         or not counts.current < e.desired_replicas < e.demand_replicas
@@ -197,7 +215,7 @@ def not_load_note(driving: SignalEvaluation | None, counts: ReplicaCounts, not_l
 
 def floor_note(floor: LearningFloor, replicas: int) -> str:
     """``; learning floor 5: TTFT broke on 4 replicas at a demand of 14.4k tok/s, ...``: the
-    note of a scale-down the learning floor (:func:`scaler.core.decide.learning_floor`)
+    note of a scale-down the learning floor (:func:`scaler.core.phases.learning_floor`)
     held back, ``replicas`` its value this cycle."""
     return (
         f"; learning floor {replicas}: TTFT broke on {counted(floor.replicas - 1, 'replica')} "

@@ -1,4 +1,5 @@
-"""The fixed vocabulary of decision reasons, and of the limits that shape a change.
+"""The fixed vocabulary of decision reasons, and of the limits that shape a change; and what a
+phase of a decision returns (:class:`Phase`: its replicas, its limits, its :class:`Hold`).
 
 Every decision carries exactly one :class:`Reason`, and every :class:`Limit` that changed the
 recommended replicas into the desired ones. The values are stable: they appear in
@@ -13,6 +14,7 @@ word: the value ``waiting_for_pending`` of :attr:`Reason.WAITING_FOR_STARTING` a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 
@@ -98,3 +100,70 @@ class Limit(StrEnum):
     MAX_REPLICAS = "max_replicas"
     MIN_REPLICAS = "min_replicas"
     LEARNING_FLOOR = "learning_floor"
+
+
+@dataclass(frozen=True, slots=True)
+class Because:
+    """A decision's reason and its sentence with the numbers (what the decision says)."""
+
+    reason: Reason
+    message: str
+
+    def noted(self, note: str) -> Because:
+        """The same reason with ``note`` added to its message ('' adds nothing)."""
+        return Because(self.reason, self.message + note) if note else self
+
+
+@dataclass(frozen=True, slots=True)
+class Hold(Because):
+    """The current replicas held, and why: a guard of :func:`scaler.core.guards.recommend`
+    (``no_valid_signals``, ``scale_down_blocked_missing_signal``, ``waiting_for_pending``,
+    ``waiting_for_drain``, ``waiting_for_ttft_window``) or the outside-writer rule
+    (``outside_writer``).
+
+    Attributes:
+        reason: one of the holds' reasons above.
+        message: its sentence with the numbers.
+        recorded: what the stabilization history keeps for the cycle (None: the current
+            replicas): a hold that only waits, for draining pods or for a latency signal's
+            rate window to pass a queue the new replicas drained, records what the signals
+            ask for; it is no evidence that the current replicas are needed.
+    """
+
+    recorded: int | None = None
+
+    @property
+    def blocked(self) -> bool:
+        """Held for want of valid signals: its history entry is the current replicas, and a
+        scale-down window shortened by a steady fall never reaches back past it."""
+        return self.reason in (Reason.NO_VALID_SIGNALS, Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL)
+
+
+class PhaseName(StrEnum):
+    """The phases of one decision, in order (HPA's ``normalizeDesiredReplicasWithBehaviors``:
+    the recommendation, its stabilization, the rate limits, the bounds)."""
+
+    RECOMMEND = "recommend"  # each signal's proportional rule, the largest wins; the guards
+    STABILIZE = "stabilize"  # the stabilization windows
+    LEARNING_FLOOR = "learning_floor"  # while the capacity signal learns: no scale-down below it
+    STEP_LIMIT = "step_limit"  # the per-period step limits
+    CLAMP = "clamp"  # min and max replicas
+    OUTSIDE_WRITER = "outside_writer"  # re-apply over another writer at most once per cooldown
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """One phase's outcome: the replicas it leaves, the limits that shaped them, and the hold
+    it makes, if any.
+
+    Attributes:
+        name: which phase.
+        replicas: the replicas after it.
+        limits: what it limited (:class:`Limit`); empty when it left the replicas as they came.
+        hold: the current replicas held and why (:class:`Hold`), for the phases that hold.
+    """
+
+    name: PhaseName
+    replicas: int
+    limits: tuple[Limit, ...] = ()
+    hold: Hold | None = None

@@ -131,7 +131,11 @@ class SignalReading:
         pods_with_data: ready pods whose series were found (per-pod signals; 0 otherwise).
         pods_missing: ready pods with no series (per-pod signals; 0 otherwise).
         source_metric: the vLLM metric name the value came from (for the KV-cache rename).
-        detail: a short human explanation of a non-``ok`` status.
+        detail: a short human explanation of a non-``ok`` status (or of what an ``ok``
+            value rests on, such as mixed bucket layouts).
+        mixed_layouts: for a latency quantile, the histograms' bucket layouts when they differ
+            (``mixed bucket layouts: 6 of the 23 bounds ...``): the value was read on the
+            bounds they all have; '' for one layout.
     """
 
     name: SignalName
@@ -141,3 +145,4 @@ class SignalReading:
     pods_missing: int = 0
     source_metric: str = ""
     detail: str = ""
+    mixed_layouts: str = ""

@@ -38,7 +38,7 @@ class LearningFloor:
 
     Set when TTFT scaled up a fleet of ``replicas - 1`` while the capacity signal had no
     estimate: those replicas broke the SLO at the demand of that time, ``level`` (the demand
-    forecast's level, weighted tokens/s). See :func:`scaler.core.decide.learning_floor`.
+    forecast's level, weighted tokens/s). See :func:`scaler.core.phases.learning_floor`.
     """
 
     replicas: int

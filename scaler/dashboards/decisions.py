@@ -12,6 +12,7 @@ from grafana_foundation_sdk.builders import table as gtable
 from grafana_foundation_sdk.builders import timeseries as gts
 from grafana_foundation_sdk.models import dashboard as gm
 
+from scaler.config.signal_specs import SPECS
 from scaler.dashboards.panels import (
     DS,
     RATE_INTERVAL,
@@ -34,16 +35,8 @@ _T: Final = 'target=~"$target"'
 # vLLM series of the selected model, all its pods.
 _VM: Final = 'namespace=~"$namespace", model_name=~"$model"'
 
-SIGNALS: Final = (
-    ("queue_depth", "Queue depth: waiting requests per replica", "short"),
-    ("kv_cache_usage", "KV-cache usage (0-1)", "percentunit"),
-    ("ttft_p95", "TTFT p95", "s"),
-    (
-        "capacity",
-        "Capacity: forecast demand per replica (weighted tokens/s) vs capacity x utilization",
-        "short",
-    ),
-)
+#: One panel per signal of the registry: its name, the panel's title and Grafana unit.
+SIGNALS: Final = tuple((str(s.name), s.panel.title, s.panel.unit) for s in SPECS)
 
 
 def _decisions_variables(b: gd.Dashboard) -> gd.Dashboard:

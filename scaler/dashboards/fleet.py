@@ -2,8 +2,8 @@
 names as fallbacks.
 
 Per model, what vLLM's own example dashboard shows: P50/P90/P95/P99 and mean of TTFT,
-inter-token and end-to-end latency (the TTFT target of vllm-scaler's policy drawn as a
-threshold), queue time, prefill and decode time, scheduler state, token throughput, KV-cache
+inter-token and end-to-end latency (the TTFT and ITL targets of vllm-scaler's policy drawn as
+thresholds), queue time, prefill and decode time, scheduler state, token throughput, KV-cache
 usage, finished requests by reason, request errors, and heatmaps of prompt and generation
 length; beside them what it lacks: the prefix-cache hit rate, and per pod queue depth, running
 requests, KV-cache usage, the p95 latencies, generated tokens and preemptions.
@@ -17,6 +17,7 @@ from grafana_foundation_sdk.builders import dashboard as gd
 from grafana_foundation_sdk.builders import timeseries as gts
 from grafana_foundation_sdk.models import dashboard as gm
 
+from scaler.config.signal_specs import histogram_specs
 from scaler.dashboards.panels import (
     RATE_INTERVAL,
     base_dashboard,
@@ -41,10 +42,17 @@ FLEET_UID: Final = "vllm-scaler-vllm-fleet"
 _SAFE: Final = "[bcdfghjklmnpqrstvwxz2456789]"
 POD_OF_TARGET: Final = f"$target-{_SAFE}+-{_SAFE}{{5}}|$target-[0-9]+(-[0-9]+)?"
 _V: Final = f'namespace=~"$namespace", model_name=~"$model", pod=~"{POD_OF_TARGET}"'
-# The TTFT target vllm-scaler's policy sets for the selected workloads (its signal target).
-_TTFT_TARGET: Final = (
-    'max(vllm_scaler_signal_target{signal="ttft_p95", target=~"$namespace/.+/$target"})'
-)
+
+
+def _target_of(signal: str) -> str:
+    """The target vllm-scaler's policy sets for the selected workloads (its signal target)."""
+    return f'max(vllm_scaler_signal_target{{signal="{signal}", target=~"$namespace/.+/$target"}})'
+
+
+# Each latency signal's histogram (its current name), whose panel draws the signal's target.
+_LATENCY_SPECS: Final = {
+    s.histogram.metrics[0]: s for s in histogram_specs() if s.histogram is not None
+}
 QUANTILES: Final = (0.5, 0.9, 0.95, 0.99)
 
 
@@ -93,13 +101,20 @@ _LAT: Final = (
 _KV: Final = f"(vllm:kv_cache_usage_perc{{{_V}}} or vllm:gpu_cache_usage_perc{{{_V}}})"
 
 
-def _with_ttft_target(p: gts.Panel, name: str) -> gts.Panel:
-    """A TTFT panel gets the policy's TTFT target as its threshold; others stay as they are."""
-    return with_threshold_from(p, _TTFT_TARGET, "TTFT target") if name == _TTFT else p
+def _with_signal_target(p: gts.Panel, name: str) -> gts.Panel:
+    """A latency panel of a signal vllm-scaler scales on (TTFT, ITL) gets the policy's target
+    as its threshold; others stay as they are."""
+    spec = _LATENCY_SPECS.get(name)
+    if spec is None:
+        return p
+    return with_threshold_from(p, _target_of(str(spec.name)), f"{spec.short} target")
 
 
 def _target_note(name: str) -> str:
-    return " Dashed red: vllm-scaler's TTFT target for these workloads." if name == _TTFT else ""
+    spec = _LATENCY_SPECS.get(name)
+    if spec is None:
+        return ""
+    return f" Dashed red: vllm-scaler's {spec.short} target for these workloads."
 
 
 def _latency_by_model(title: str, name: str, old: str | None) -> gts.Panel:
@@ -119,7 +134,7 @@ def _latency_by_model(title: str, name: str, old: str | None) -> gts.Panel:
         unit="s",
         width=8,
     )
-    return _with_ttft_target(p, name)
+    return _with_signal_target(p, name)
 
 
 def _per_model(b: gd.Dashboard) -> gd.Dashboard:
@@ -296,7 +311,7 @@ def _per_pod(b: gd.Dashboard) -> gd.Dashboard:
             unit="s",
             width=8,
         )
-        b = b.with_panel(_with_ttft_target(p, name))
+        b = b.with_panel(_with_signal_target(p, name))
     b = b.with_panel(
         timeseries(
             "Generated tokens per second per pod",

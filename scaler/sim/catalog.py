@@ -1,13 +1,16 @@
-"""Where a trace comes from: a bundled trace, a synthetic shape, or a file.
+"""Where a trace comes from: a bundled trace, a synthetic shape, a day-scale replay, or a file.
 
 ``--trace`` of ``sim`` and ``bench`` accepts ``code`` and ``conv`` (the bundled Azure traces),
-``synthetic:<shape>`` (:mod:`scaler.sim.synthetic`) or the path of a CSV/JSONL file.
+``synthetic:<shape>`` (:mod:`scaler.sim.synthetic`), ``servegen:<model>:day<N>[-<M>]``
+(day-scale replays drawn from ServeGen's production rates, :mod:`scaler.sim.servegen`) or the
+path of a CSV/JSONL file.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from scaler.sim.servegen import SERVEGEN_PREFIX, servegen_trace
 from scaler.sim.synthetic import SHAPES, synthetic_trace
 from scaler.sim.trace import Trace, load_trace
 
@@ -23,6 +26,7 @@ SYNTHETIC_PREFIX = "synthetic:"
 TRACE_CHOICES = (
     "'code' or 'conv' (the bundled Azure traces), "
     + ", ".join(f"'{SYNTHETIC_PREFIX}{n}'" for n in SHAPES)
+    + f", '{SERVEGEN_PREFIX}m-small|m-mid:day<N>[-<M>]' (day-scale replays)"
     + " or a CSV/JSONL file"
 )
 
@@ -33,6 +37,8 @@ def trace_label(spec: str) -> str:
         return spec
     if spec.startswith(SYNTHETIC_PREFIX):
         return "synthetic-" + spec[len(SYNTHETIC_PREFIX) :]
+    if spec.startswith(SERVEGEN_PREFIX):
+        return "servegen-" + "-".join(Path(part).name for part in spec.split(":")[1:])
     return Path(spec).stem
 
 
@@ -48,9 +54,11 @@ def open_trace(
     compress: float = 1.0,
     rate_scale: float = 1.0,
     seed: int = 0,
+    hash_column: str | None = None,
+    hash_block_tokens: int = 512,
 ) -> Trace:
     """Load the trace ``spec`` names (see the module docstring); arguments as
-    :func:`~scaler.sim.trace.load_trace` (columns and unit apply to files only).
+    :func:`~scaler.sim.trace.load_trace` (columns, unit and hashes apply to files only).
 
     Raises:
         FileNotFoundError: ``spec`` names no bundled trace, no shape and no file.
@@ -66,6 +74,8 @@ def open_trace(
     }
     if spec.startswith(SYNTHETIC_PREFIX):
         return synthetic_trace(spec[len(SYNTHETIC_PREFIX) :], **window)  # type: ignore[arg-type]
+    if spec.startswith(SERVEGEN_PREFIX):
+        return servegen_trace(spec, **window)  # type: ignore[arg-type]
     path = NAMED_TRACES.get(spec, Path(spec))
     if path.is_dir():
         raise IsADirectoryError(
@@ -79,5 +89,7 @@ def open_trace(
         prompt_column=prompt_column,
         output_column=output_column,
         time_unit=time_unit,
+        hash_column=hash_column,
+        hash_block_tokens=hash_block_tokens,
         **window,  # type: ignore[arg-type]
     )

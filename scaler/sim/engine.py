@@ -17,184 +17,58 @@ The scheduler follows vLLM V1's in spirit (``vllm/v1/core/sched/scheduler.py``):
   none is free, the most recently admitted running request is preempted (recompute mode: its
   blocks are freed and it goes back to the front of the waiting queue, to prefill its prompt
   and the tokens it already generated again); no request is admitted in a step that preempted;
-- the step in which a request's prefill completes samples its first token.
+- the step in which a request's prefill completes samples its first token;
+- automatic prefix caching (on by default, as in V1): at admission the longest cached prefix
+  of the prompt is not computed again (:mod:`scaler.sim.prefix_cache` when the request carries
+  block hashes, else the hit its trace states); the last prompt token is always computed, as
+  vLLM needs its logits;
+- sleep mode (``--enable-sleep-mode``, ``POST /sleep?level=1|2``, ``POST /wake_up``): a
+  sleeping engine schedules nothing and its KV cache (and prefix cache) is discarded; the
+  requests it held go back to its queue and are prefilled again after the wake-up, which takes
+  ``wake_level1_seconds`` (weights back from CPU memory) or ``wake_level2_seconds`` (weights
+  discarded: read again).
 
-Speed: decoding requests are not visited every step. A decoding request advances one token per
-step until it finishes or needs a new KV block, both of which are known in advance, so those
-two events sit in a heap keyed by step index. A step costs O(prefilling requests + events),
-about O(batch / block_size) amortised.
+Speed. Decoding requests are not visited every step: a decoding request advances one token per
+step until it finishes, which is known in advance (a heap keyed by step index), and the KV
+blocks the decoding requests hold are counted in aggregate: a request with ``c`` tokens of
+context when its decoding began at step ``o`` holds ``ceil((c + s - o) / block_size)`` blocks
+at step ``s``, so grouping the requests by ``(c - o) mod block_size`` gives the total at any
+step in ``block_size`` operations. Between two steps that change the batch (an admission, a
+prefill chunk, a finish, a preemption) every step is a decode step of the same requests, and
+the engine runs them as one *decode run*: their durations are summed in closed form (the KV
+read grows by one block per request every ``block_size`` steps), the tokens and histograms are
+counted at once (each step's inter-token latency is recorded at the run's mean step time,
+which differs from every step's by under a tenth of a millisecond). ``decode_runs=False``
+runs every step on its own, with the same results but for that rounding; a test holds the two
+to the same figures on an hour of a trace.
 """
 
 from __future__ import annotations
 
+import bisect
 import copy
 import heapq
 from collections import deque
-from dataclasses import dataclass, field
 from typing import Any
 
 from scaler.sim.exposition import VllmMetrics
+from scaler.sim.prefix_cache import PrefixCache
+from scaler.sim.replica import (
+    MODELED_GPU,
+    SLEEP_LEVELS,
+    ReplicaModel,
+    SimRequest,
+    vllm_default_max_num_batched_tokens,
+)
 
-__all__ = ["ReplicaEngine", "ReplicaModel", "SimRequest"]
-
-# Heap event kinds; a block is needed at the start of a step, a finish happens at its end.
-_NEED_BLOCK = 0
-_FINISH = 1
-
-
-@dataclass(frozen=True, slots=True)
-class ReplicaModel:
-    """Performance model of one replica; defaults: a 7-8B model in BF16 on one 24 GB GPU.
-
-    Calibrated on the figures collected in the project's serving-figures reference (public
-    2025-2026 write-ups on serving vLLM), RTX 4090-class GPU:
-
-    - Speed: the concurrency sweep of ``vllm bench serve`` with Mistral-7B-Instruct-v0.3 on an
-      RTX 4090, 256 prompt / 128 output tokens, infinite request rate capped at 4, 8, 16, 32
-      and 48 requests in flight: 210, 377, 644, 975 and 1190 output tokens/s at a mean TTFT of
-      63, 79, 155, 362 and 667 ms. :mod:`scaler.sim.calibration` replays that sweep on this
-      model; it gives 213, 385, 649, 987 and 1194 tokens/s (within 2%) at 48, 95, 191, 383
-      and 574 ms (within 24%), and a test pins it.
-    - KV cache: about 6 GB free after 16 GB of weights and 2 GB of overhead, at 144 KB/token
-      (Qwen3 8B, GQA, BF16) about 43K tokens: 2688 blocks of 16 tokens = 43,008 tokens
-      (PagedAttention block size 16, Kwon et al., SOSP 2023).
-
-    Where the rougher single figures of the same write-ups disagree with the sweep, the sweep
-    wins: the model gives an idle TPOT of 17.4 ms (not "about 30 ms", which the sweep's own
-    210 tokens/s at concurrency 4 rules out), 41 tokens/s per session at concurrency 16 (not
-    "about 50"), and an idle TTFT of 383 ms for an 8K prompt (not "about 250 ms": the sweep's
-    prefill rate, 21,400 tokens/s, gives that).
-
-    Step duration, seconds (a roofline: a step is bound by memory bandwidth or by compute,
-    whichever is slower, plus a per-sequence cost that does not overlap)::
-
-        max(step_overhead_seconds                        # reading the weights once per step
-            + kv_read_seconds_per_token * kv_tokens,     # decode attention reads the batch's KV
-            (prefill_tokens + decodes) / prefill_tokens_per_second)   # compute
-        + decode_seconds_per_seq * decodes               # per-sequence sampling and scheduling
-
-    where ``kv_tokens`` is the KV blocks in use times the block size. The KV read cost is
-    144 KB/token at about 1 TB/s of memory bandwidth: 1.4e-7 s per token, 6 ms for a full
-    cache.
-
-    ``max_num_batched_tokens`` is 16,384. vLLM's API server defaults to 2,048 on GPUs under
-    70 GB, but the sweep's TTFT at concurrency 32-48 (362-667 ms for waves of 8-12K prompt
-    tokens that arrive together) is only reproduced when such a wave is prefilled in one step:
-    with 2,048 the waves split into small groups and the model's TTFT at concurrency 48 stays
-    near 130 ms. The residual error is the sweep's TTFT growing faster than linearly with the
-    concurrency (79 ms at 8, 667 ms at 48), which a step-time formula linear in the prompt
-    tokens of a wave cannot follow: -24% at concurrency 4, +21-23% at 8-16.
-
-    Attributes:
-        kv_cache_blocks: KV-cache blocks on the GPU (vLLM's ``num_gpu_blocks``).
-        block_size: tokens per KV block.
-        max_num_seqs: largest running batch (vLLM default 256).
-        max_num_batched_tokens: token budget per step (chunked prefill), tokens.
-        max_model_len: longest prompt + output accepted, tokens; longer requests are rejected
-            at submission as vLLM's API server does.
-        step_overhead_seconds: memory-bound floor of one step (weights read once), seconds.
-        decode_seconds_per_seq: extra cost per decoding sequence, seconds.
-        kv_read_seconds_per_token: cost per KV token held, seconds.
-        prefill_tokens_per_second: compute throughput (prefill and decode tokens), tokens/s.
-        model_load_seconds: time from pod start to ready (weights load), seconds; used by the
-            fleet simulator (30 s to 5 minutes in the write-ups; 120 s is the middle).
-    """
-
-    kv_cache_blocks: int = 2688
-    block_size: int = 16
-    max_num_seqs: int = 256
-    max_num_batched_tokens: int = 16384
-    max_model_len: int = 32768
-    step_overhead_seconds: float = 0.017
-    decode_seconds_per_seq: float = 0.00035
-    kv_read_seconds_per_token: float = 1.4e-7
-    prefill_tokens_per_second: float = 21_400.0
-    model_load_seconds: float = 120.0
-
-    def __post_init__(self) -> None:
-        if self.kv_cache_blocks <= 0 or self.block_size <= 0 or self.max_num_seqs <= 0:
-            raise ValueError("kv_cache_blocks, block_size and max_num_seqs must be > 0")
-        if self.max_num_batched_tokens < self.max_num_seqs:
-            # Otherwise decodes alone could exceed the budget; vLLM enforces the same.
-            raise ValueError("max_num_batched_tokens must be >= max_num_seqs")
-        if self.max_model_len + 1 > self.kv_capacity_tokens:
-            # vLLM refuses to start when one maximal request cannot fit in the KV cache.
-            raise ValueError(
-                f"max_model_len {self.max_model_len} does not fit in the KV cache "
-                f"({self.kv_capacity_tokens} tokens)"
-            )
-        if self.prefill_tokens_per_second <= 0 or self.step_overhead_seconds <= 0:
-            raise ValueError("prefill_tokens_per_second and step_overhead_seconds must be > 0")
-
-    @property
-    def kv_capacity_tokens(self) -> int:
-        """KV-cache capacity in tokens."""
-        return self.kv_cache_blocks * self.block_size
-
-    def step_seconds(self, decodes: int, kv_tokens: int, prefill_tokens: int) -> float:
-        """Duration of one engine step, seconds (the roofline in the class docstring)."""
-        memory = self.step_overhead_seconds + self.kv_read_seconds_per_token * kv_tokens
-        compute = (prefill_tokens + decodes) / self.prefill_tokens_per_second
-        return max(memory, compute) + self.decode_seconds_per_seq * decodes
-
-
-@dataclass(slots=True, eq=False)
-class SimRequest:
-    """One request in a simulated replica, with its results (times in seconds).
-
-    Attributes:
-        id: caller's identifier.
-        arrival: arrival time, seconds.
-        prompt_tokens: prompt length, tokens.
-        output_tokens: tokens to generate (at least 1 is generated).
-        first_scheduled_at: start of the step that first scheduled it (queue time ends).
-        first_token_at: end of the step that completed its prefill.
-        finished_at: end of the step that produced its last token, or the abort time.
-        tokens_generated: output tokens produced so far.
-        preemptions: times it was preempted.
-        cut: aborted by :meth:`ReplicaEngine.abort_all` (scale-down) before finishing.
-        rejected: refused at submission (longer than ``max_model_len``).
-    """
-
-    id: int
-    arrival: float
-    prompt_tokens: int
-    output_tokens: int
-    first_scheduled_at: float | None = None
-    first_token_at: float | None = None
-    finished_at: float | None = None
-    tokens_generated: int = 0
-    preemptions: int = 0
-    cut: bool = False
-    rejected: bool = False
-    # Engine bookkeeping (not results).
-    _computed: int = field(default=0, repr=False)  # tokens whose KV is computed this admission
-    _context: int = field(default=0, repr=False)  # tokens to prefill at this admission
-    _blocks: int = field(default=0, repr=False)  # KV blocks held
-    _origin_step: int = field(default=0, repr=False)  # step index its decoding started
-    _gen_at_origin: int = field(default=0, repr=False)  # tokens_generated after that step
-    _epoch: int = field(default=0, repr=False)  # bumped on preemption: invalidates events
-    _last_token_at: float = field(default=0.0, repr=False)
-
-    @property
-    def ttft(self) -> float | None:
-        """Time to first token, seconds (None before the first token)."""
-        return None if self.first_token_at is None else self.first_token_at - self.arrival
-
-    @property
-    def e2e(self) -> float | None:
-        """End-to-end latency, seconds (None while in flight)."""
-        return None if self.finished_at is None else self.finished_at - self.arrival
-
-    @property
-    def queue_time(self) -> float | None:
-        """Time from arrival to first scheduling, seconds."""
-        return None if self.first_scheduled_at is None else self.first_scheduled_at - self.arrival
-
-    @property
-    def done(self) -> bool:
-        """Finished normally (not cut, not rejected)."""
-        return self.finished_at is not None and not self.cut and not self.rejected
+__all__ = [
+    "MODELED_GPU",
+    "SLEEP_LEVELS",
+    "ReplicaEngine",
+    "ReplicaModel",
+    "SimRequest",
+    "vllm_default_max_num_batched_tokens",
+]
 
 
 class ReplicaEngine:
@@ -204,6 +78,8 @@ class ReplicaEngine:
         model: the performance model.
         name: the replica's name (pod name in the fleet).
         metrics: where to record vLLM's metrics; None records nothing.
+        decode_runs: run the steps between two batch changes as one decode run (the fast
+            path, default); False runs every step on its own.
     """
 
     def __init__(
@@ -212,10 +88,12 @@ class ReplicaEngine:
         *,
         name: str = "replica-0",
         metrics: VllmMetrics | None = None,
+        decode_runs: bool = True,
     ) -> None:
         self.model = model if model is not None else ReplicaModel()
         self.name = name
         self.metrics = metrics
+        self.decode_runs = decode_runs
         self.clock = 0.0
         self.accepting = True
         self.steps = 0
@@ -224,11 +102,20 @@ class ReplicaEngine:
         self._running: dict[int, SimRequest] = {}
         self._prefilling: dict[int, SimRequest] = {}
         self._num_decoding = 0
-        self._free_blocks = self.model.kv_cache_blocks
-        self._events: list[tuple[int, int, int, SimRequest, int]] = []
+        self._p_blocks = 0  # KV blocks held by requests being prefilled
+        # Decoding requests by (context - origin) mod block size, and the sum of the quotients.
+        self._phase = [0] * self.model.block_size
+        self._q = 0
+        self._dstep, self._dblocks = 0, 0  # the decoding requests' blocks at step _dstep
+        self._events: list[tuple[int, int, SimRequest, int]] = []  # finish step, seq, req, epoch
         self._seq = 0  # heap tie-breaker keeps event order deterministic
         self._key = 0  # internal key per admission (caller ids may repeat)
         self._keys: dict[int, int] = {}  # id(request) -> key in _running
+        self.prefix_cache = PrefixCache(self.model.kv_capacity_tokens)
+        self.sleep_level = 0  # 0 awake, else the sleep level
+        self.wake_at: float | None = None  # when a wake-up in progress completes
+        if metrics is not None:
+            metrics.enable_prefix_caching = self.model.enable_prefix_caching
 
     def __deepcopy__(self, memo: dict[int, Any]) -> ReplicaEngine:
         """A copy of the engine with copies of its requests (a fork of a simulation); the
@@ -257,10 +144,38 @@ class ReplicaEngine:
         return len(self._waiting) + len(self._running)
 
     @property
+    def asleep(self) -> bool:
+        """Put to sleep and not yet awake again (a wake-up in progress included): schedules
+        nothing."""
+        return self.sleep_level != 0
+
+    @property
     def kv_usage_ratio(self) -> float:
         """KV-cache blocks in use, a 0-1 ratio."""
-        total = self.model.kv_cache_blocks
-        return (total - self._free_blocks) / total
+        return self._used_blocks(self.steps) / self.model.kv_cache_blocks
+
+    def _decode_blocks(self, step: int) -> int:
+        """KV blocks the decoding requests hold at ``step`` (see the module docstring): moved
+        on from the last step asked for when it is at most a block's worth of steps back,
+        else counted over the phases."""
+        bs = self.model.block_size
+        ahead = step - self._dstep
+        if 0 <= ahead <= bs:
+            blocks = self._dblocks
+            phase = self._phase
+            for s in range(self._dstep + 1, step + 1):
+                blocks += phase[(1 - s) % bs]
+        else:
+            blocks = self._q
+            base = step + bs - 1
+            for j, n in enumerate(self._phase):
+                if n:
+                    blocks += n * ((base + j) // bs)
+        self._dstep, self._dblocks = step, blocks
+        return blocks
+
+    def _used_blocks(self, step: int) -> int:
+        return self._p_blocks + self._decode_blocks(step)
 
     # ------------------------------------------------------------- control
     def submit(self, req: SimRequest, now: float) -> None:
@@ -287,6 +202,53 @@ class ReplicaEngine:
         """Stop accepting requests; those in flight keep running to completion."""
         self.accepting = False
 
+    def sleep(self, level: int, now: float) -> None:
+        """Put the engine to sleep at ``now`` (vLLM's ``POST /sleep?level=``).
+
+        The engine is advanced to ``now`` first. Its KV cache is discarded at either level:
+        the running requests go back to the front of the queue (in admission order) to be
+        prefilled again after the wake-up, and the prefix cache is emptied. Nothing is
+        scheduled until :meth:`wake_up` completes. Putting a sleeping engine to sleep again
+        changes only its level.
+
+        Raises:
+            ValueError: a level other than 1 or 2.
+        """
+        if level not in SLEEP_LEVELS:
+            raise ValueError(f"sleep level: expected 1 or 2, got {level!r}")
+        self.advance_to(now)
+        requeued: list[SimRequest] = []
+        while self._running:
+            requeued.append(self._release_last())
+        self._waiting.extendleft(requeued)  # the last released first: admission order kept
+        self.prefix_cache.clear()
+        self.sleep_level = level
+        self.wake_at = None
+        self.clock = max(self.clock, now)
+        self._update_gauges()
+
+    def hand_back(self, now: float) -> list[SimRequest]:
+        """Take every request in flight out of the engine at ``now``, uncut (their clients
+        retry them elsewhere), in arrival order; the engine is advanced to ``now`` first and
+        their KV blocks are freed (a request that had tokens is prefilled again with them)."""
+        self.advance_to(now)
+        out: list[SimRequest] = []
+        while self._running:
+            out.append(self._release_last())
+        out += self._waiting
+        self._waiting.clear()
+        self._update_gauges()
+        return sorted(out, key=lambda r: r.arrival)
+
+    def wake_up(self, now: float) -> None:
+        """Start waking the engine up at ``now`` (vLLM's ``POST /wake_up``); it schedules
+        again :meth:`ReplicaModel.wake_seconds` later. Nothing to do when awake or already
+        waking."""
+        if self.sleep_level and self.wake_at is None:
+            self.advance_to(now)
+            self.wake_at = max(now, self.clock) + self.model.wake_seconds(self.sleep_level)
+            self._update_gauges()
+
     def abort_all(self, now: float) -> list[SimRequest]:
         """Cut every in-flight request at ``now`` (scale-down); returns them, marked ``cut``.
 
@@ -308,7 +270,10 @@ class ReplicaEngine:
         self._events.clear()
         self._keys.clear()
         self._num_decoding = 0
-        self._free_blocks = self.model.kv_cache_blocks
+        self._p_blocks = 0
+        self._phase = [0] * self.model.block_size
+        self._q = 0
+        self._dblocks = 0
         m = self.metrics
         if m is not None:
             m.request_success["abort"] += len(cut)
@@ -322,56 +287,159 @@ class ReplicaEngine:
         may end after ``t``.
         """
         while self.clock < t:
+            if self.sleep_level:
+                if self.wake_at is None or self.wake_at > t:
+                    self.clock = t  # asleep: nothing is scheduled
+                    return
+                self.clock = max(self.clock, self.wake_at)
+                self.sleep_level = 0
+                self.wake_at = None
+                self._update_gauges()
+                continue
             if not self._running and not self._waiting:
                 self.clock = t
                 return
-            self._step()
+            if not (self.decode_runs and self._decode_run(t)):
+                self._step()
 
     # --------------------------------------------------------------- engine
-    def _push(self, step: int, kind: int, req: SimRequest) -> None:
-        self._seq += 1
-        heapq.heappush(self._events, (step, kind, self._seq, req, req._epoch))
-
-    def _schedule_decode_events(self, req: SimRequest, origin: int) -> None:
-        """After the prefill step ``origin``: queue its finish and its next block need."""
-        bs = self.model.block_size
+    def _join_decoding(self, req: SimRequest, origin: int) -> None:
+        """After the prefill step ``origin``: count its KV blocks with the decoding requests
+        and queue its finish."""
         req._origin_step = origin
         req._gen_at_origin = req.tokens_generated
-        # Decode step k (at step origin+k) computes KV for context+k tokens and produces
-        # token gen_at_origin+k.
-        finish_k = req.output_tokens - req.tokens_generated
-        block_k = req._blocks * bs - req._context + 1
-        if block_k <= finish_k:
-            self._push(origin + block_k, _NEED_BLOCK, req)
-        self._push(origin + finish_k, _FINISH, req)
+        # Decode step origin + k computes the KV of context + k tokens and produces token
+        # gen_at_origin + k.
+        req._d = req._context - origin
+        bs = self.model.block_size
+        q, j = divmod(req._d, bs)
+        self._phase[j] += 1
+        self._q += q
+        self._dblocks += (self._dstep + req._d + bs - 1) // bs
+        self._num_decoding += 1
+        self._seq += 1
+        finish = origin + req.output_tokens - req.tokens_generated
+        heapq.heappush(self._events, (finish, self._seq, req, req._epoch))
 
-    def _free(self, req: SimRequest) -> None:
-        self._free_blocks += req._blocks
-        req._blocks = 0
-        del self._running[self._keys.pop(id(req))]
+    def _leave_decoding(self, req: SimRequest) -> None:
+        bs = self.model.block_size
+        q, j = divmod(req._d, bs)
+        self._phase[j] -= 1
+        self._q -= q
+        self._dblocks -= (self._dstep + req._d + bs - 1) // bs
+        self._num_decoding -= 1
 
-    def _preempt_last(self) -> SimRequest:
-        """Preempt the most recently admitted running request (recompute mode)."""
+    def _release_last(self) -> SimRequest:
+        """Take the most recently admitted running request out of the batch, its KV blocks
+        freed: it will be prefilled again (prompt and generated tokens)."""
         key, victim = self._running.popitem()
         del self._keys[id(victim)]
         if self._prefilling.pop(key, None) is None:
-            self._num_decoding -= 1
             self._sync_generated(victim)
+            self._leave_decoding(victim)
             victim._last_token_at = self.clock
-        # Its blocks are freed; it is resumed by prefilling prompt + generated tokens again.
-        self._free_blocks += victim._blocks
+        else:
+            self._p_blocks -= victim._blocks
         victim._blocks = 0
         victim._computed = 0
         victim._epoch += 1
+        return victim
+
+    def _preempt_last(self) -> SimRequest:
+        """Preempt the most recently admitted running request (recompute mode)."""
+        victim = self._release_last()
         victim.preemptions += 1
         self._waiting.appendleft(victim)
         if self.metrics is not None:
             self.metrics.num_preemptions += 1
         return victim
 
+    def _prefix_hit(self, req: SimRequest, context: int) -> int:
+        """Prompt tokens of ``req`` found in the prefix cache at an admission of ``context``
+        tokens: whole blocks within ``context - 1`` tokens (the last token is computed for its
+        logits; vLLM's ``max_cache_hit_length``), so a prompt found whole computes its last
+        block again. Sets ``req._recomputed``."""
+        if not self.model.enable_prefix_caching:
+            return 0
+        if req.block_hashes and req.hash_block_tokens > 0:
+            raw = self.prefix_cache.lookup(req.block_hashes, req.hash_block_tokens)
+        else:
+            raw = req.cached_tokens
+        bs = self.model.block_size
+        raw = min(raw, req.prompt_tokens) // bs * bs
+        hit = max(0, min(raw, (context - 1) // bs * bs))
+        req._recomputed = raw - hit
+        return hit
+
     def _sync_generated(self, req: SimRequest) -> None:
         """Bring a decoding request's lazy token count up to the last completed step."""
         req.tokens_generated = req._gen_at_origin + self.steps - req._origin_step
+
+    def _decode_run(self, t: float) -> bool:
+        """Run, as one, the decode steps from the next one on that change nothing but the
+        decoding requests' tokens, while the clock is before ``t``, up to and including the
+        step of the next finish; False when the next step must run on its own (a prefill
+        chunk, a possible admission, a KV block the cache cannot give, or a batch whose decode
+        compute could outlast the weights read)."""
+        model = self.model
+        n = self._num_decoding
+        if self._prefilling or not n:
+            return False
+        if n / model.prefill_tokens_per_second > model.step_overhead_seconds:
+            return False
+        s = self.steps + 1
+        total = model.kv_cache_blocks
+        bs = model.block_size
+        used = self._used_blocks(s)
+        if self._waiting and len(self._running) < model.max_num_seqs:
+            head = self._waiting[0]
+            if -(-(head.prompt_tokens + head.tokens_generated) // bs) <= total - used:
+                return False
+        events = self._events
+        while events and events[0][3] != events[0][2]._epoch:
+            heapq.heappop(events)  # a preempted request's finish
+        finish = events[0][0] if events else 1 << 62  # the run ends with the next finish
+        # Memory-bound steps: the weights, the per-sequence cost, the KV of the blocks held.
+        kv = model.kv_read_seconds_per_token * bs
+        base = model.step_overhead_seconds + model.decode_seconds_per_seq * n
+        phase = self._phase
+        left = t - self.clock
+        elapsed = 0.0
+        k = 0
+        first = last = 0.0
+        while s <= finish and elapsed < left and used <= total:
+            last = base + kv * used
+            if not k:
+                first = last
+            elapsed += last
+            k += 1
+            s += 1
+            used += phase[(1 - s) % bs]  # the requests crossing a block boundary at step s
+        if not k:
+            return False
+        self.clock += elapsed
+        self.steps += k
+        self._dstep, self._dblocks = s, used - self._p_blocks
+        m = self.metrics
+        if m is not None:
+            m.generation_tokens += n * k
+            itl = m.inter_token_latency
+            if bisect.bisect_left(itl.bounds, first) == bisect.bisect_left(itl.bounds, last):
+                itl.observe(first, n * k, total=elapsed * n)
+            else:  # the run's steps straddle a bucket bound: each step on its own
+                for j in range(k):
+                    itl.observe(first + (last - first) * j / max(1, k - 1), n)
+            m.iteration_tokens.observe(n, k)
+        # The decoding requests that produced their last token in the run's last step.
+        while events and events[0][0] <= self.steps:
+            _, _, req, epoch = heapq.heappop(events)
+            if epoch != req._epoch:
+                continue
+            req.tokens_generated = req.output_tokens
+            self._leave_decoding(req)
+            self._finish(req, self.clock)
+        self._update_gauges()
+        return True
 
     def _step(self) -> None:
         model = self.model
@@ -379,27 +447,16 @@ class ReplicaEngine:
         step = self.steps + 1
         start = self.clock
         events = self._events
-        preempted = False
+        total = model.kv_cache_blocks
 
-        # 1. Decoding requests that cross a block boundary need a block before the step runs.
-        while events and events[0][0] == step and events[0][1] == _NEED_BLOCK:
-            _, _, _, req, epoch = heapq.heappop(events)
-            if epoch != req._epoch:
-                continue
-            while self._free_blocks == 0:
-                preempted = True
-                if self._preempt_last() is req:
-                    break
-            if epoch != req._epoch:  # it preempted itself
-                continue
-            self._free_blocks -= 1
-            req._blocks += 1
-            if req._blocks * bs - req._context - (step - req._origin_step) < 0:
-                raise AssertionError("block bookkeeping")  # pragma: no cover
-            # Next boundary: block_size decode steps later.
-            next_k = req._blocks * bs - req._context + 1
-            if next_k <= req.output_tokens - req._gen_at_origin:
-                self._push(req._origin_step + next_k, _NEED_BLOCK, req)
+        # 1. Decoding requests that cross a block boundary need a block before the step runs;
+        # when the cache cannot hold them all, the most recently admitted are preempted.
+        used = self._used_blocks(step)
+        preempted = False
+        while used > total and self._running:
+            preempted = True
+            self._preempt_last()
+            used = self._used_blocks(step)
 
         decodes = self._num_decoding
         budget = model.max_num_batched_tokens - decodes
@@ -418,6 +475,7 @@ class ReplicaEngine:
                 completed.append(req)
 
         # 3. Admit waiting requests (FCFS, head-of-line blocked), not in a preempting step.
+        free = total - used
         if not preempted:
             waiting = self._waiting
             running = self._running
@@ -425,30 +483,35 @@ class ReplicaEngine:
                 req = waiting[0]
                 context = req.prompt_tokens + req.tokens_generated
                 need = -(-context // bs)
-                if need > self._free_blocks:
+                if need > free:
                     break
                 waiting.popleft()
-                self._free_blocks -= need
+                free -= need
+                self._p_blocks += need
                 req._blocks = need
                 req._context = context
-                chunk = min(context, budget)
-                req._computed = chunk
+                hit = self._prefix_hit(req, context)
+                chunk = min(context - hit, budget)
+                req._computed = hit + chunk
                 budget -= chunk
                 prefill_tokens += chunk
                 if req.first_scheduled_at is None:
                     req.first_scheduled_at = start
+                if req.first_token_at is None:
+                    req.prefix_hit_tokens = hit  # the admission that gives the first token
                 if self.metrics is not None:
-                    # No prefix cache in the model: every looked-up token misses.
+                    # vLLM counts every admitted context as queried, its cached part as hits.
                     self.metrics.prefix_cache_queries += context
+                    self.metrics.prefix_cache_hits += hit
                 self._key += 1
                 running[self._key] = req
                 self._keys[id(req)] = self._key
-                if chunk == context:
+                if req._computed == context:
                     completed.append(req)
                 else:
                     self._prefilling[self._key] = req
 
-        kv_tokens = (model.kv_cache_blocks - self._free_blocks) * bs
+        kv_tokens = (total - free) * bs
         duration = model.step_seconds(decodes, kv_tokens, prefill_tokens)
         end = start + duration
         self.clock = end
@@ -463,28 +526,34 @@ class ReplicaEngine:
         for req in completed:
             key = self._keys[id(req)]
             self._prefilling.pop(key, None)
+            self._p_blocks -= req._blocks
+            req._blocks = 0
+            if req.block_hashes and self.model.enable_prefix_caching:
+                self.prefix_cache.insert(req.block_hashes, req.hash_block_tokens)
             if req.first_token_at is None:
                 req.first_token_at = end
                 step_prompt_tokens += req.prompt_tokens
                 if m is not None:
                     m.ttft.observe(end - req.arrival)
                     m.prompt_tokens += req.prompt_tokens
+                    m.record_prompt_sources(
+                        req.prompt_tokens, req.prefix_hit_tokens, req._recomputed
+                    )
             elif m is not None:
                 m.inter_token_latency.observe(end - req._last_token_at)
             req.tokens_generated += 1
             if req.tokens_generated >= req.output_tokens:
                 self._finish(req, end)
             else:
-                self._num_decoding += 1
-                self._schedule_decode_events(req, step)
+                self._join_decoding(req, step)
 
         # 5. Decoding requests that produced their last token this step.
-        while events and events[0][0] == step:
-            _, kind, _, req, epoch = heapq.heappop(events)
-            if epoch != req._epoch or kind != _FINISH:
+        while events and events[0][0] <= step:
+            _, _, req, epoch = heapq.heappop(events)
+            if epoch != req._epoch:
                 continue
             req.tokens_generated = req.output_tokens
-            self._num_decoding -= 1
+            self._leave_decoding(req)
             self._finish(req, end)
 
         if m is not None:
@@ -495,7 +564,7 @@ class ReplicaEngine:
             self._update_gauges()
 
     def _finish(self, req: SimRequest, end: float) -> None:
-        self._free(req)
+        del self._running[self._keys.pop(id(req))]
         req.tokens_generated = max(req.tokens_generated, req.output_tokens)
         req.finished_at = end
         # The engine forgets a finished request (its results are on the request the caller
@@ -529,3 +598,5 @@ class ReplicaEngine:
         m.num_requests_running = len(self._running)
         m.num_requests_waiting = len(self._waiting)
         m.kv_cache_usage = self.kv_usage_ratio
+        m.sleep_level = self.sleep_level
+        m.waking = self.wake_at is not None

@@ -6,7 +6,12 @@ that vLLM's own metrics test lists (``tests/entrypoints/openai/test_metrics.py``
 scheduler gauges, KV-cache usage, prefix-cache counters, token counters, finished requests by
 reason, the per-request latency and phase histograms (TTFT, inter-token, end-to-end, queue,
 inference, prefill, decode), the per-request length and parameter histograms and the tokens per
-engine step. Each replica has its own ``CollectorRegistry`` rendered with
+engine step. The newest families are exported too: prompt tokens by source
+(``vllm:prompt_tokens_by_source_total``, ``_cached_total``, ``_recomputed_total``), the prompt
+tokens each request computed (``vllm:request_prefill_kv_computed_tokens``) and the sleep state
+(``vllm:engine_sleep_state``, ``vllm:engine_sleep_resource_state``,
+``vllm:engine_fully_awake``); an emulated older vLLM (the ``vllm:gpu_cache_usage_perc`` name)
+has none of them. Each replica has its own ``CollectorRegistry`` rendered with
 ``prometheus_client.generate_latest``.
 
 The values live in plain Python fields and a custom collector turns them into metric families
@@ -44,7 +49,10 @@ __all__ = [
     "KV_METRIC_NEW",
     "KV_METRIC_OLD",
     "PARAMS_N_BUCKETS",
+    "PROMPT_TOKEN_SOURCES",
     "SERVED_MODEL_NAME",
+    "SLEEP_RESOURCE_STATES",
+    "SLEEP_STATES",
     "TTFT_BUCKETS",
     "Histogram",
     "VllmMetrics",
@@ -98,6 +106,17 @@ def one_two_five_buckets(max_value: int) -> tuple[float, ...]:
 # newest first-class members included), so they exist at 0.
 FINISHED_REASONS: Final = ("stop", "length", "abort", "error", "repetition")
 
+#: Sources of ``vllm:prompt_tokens_by_source_total`` (vLLM's PromptTokenStats.ALL_SOURCES).
+PROMPT_TOKEN_SOURCES: Final = ("local_compute", "local_cache_hit", "external_kv_transfer")
+#: ``vllm:engine_sleep_state``'s ``sleep_state`` values: awake, sleep level 1, sleep level 2.
+SLEEP_STATES: Final = ("awake", "weights_offloaded", "discard_all")
+#: ``vllm:engine_sleep_resource_state``'s resources and their states.
+SLEEP_RESOURCE_STATES: Final = (
+    ("scheduler", ("running", "paused")),
+    ("weights", ("resident", "offloaded", "discarded", "unknown")),
+    ("kv_cache", ("resident", "released", "unknown")),
+)
+
 # Deprecated names vLLM still exports when started with --show-hidden-metrics-for-version.
 _OLD_PREFIX_CACHE: Final = "vllm:gpu_prefix_cache"
 _NEW_PREFIX_CACHE: Final = "vllm:prefix_cache"
@@ -118,12 +137,13 @@ class Histogram:
         self.sum = 0.0
         self.count = 0
 
-    def observe(self, value: float, count: int = 1) -> None:
-        """Record ``count`` observations of ``value`` (seconds or tokens)."""
+    def observe(self, value: float, count: int = 1, *, total: float | None = None) -> None:
+        """Record ``count`` observations of ``value`` (seconds or tokens); ``total``: their
+        exact sum when they are several values whose mean is ``value``."""
         if count <= 0:
             return
         self.counts[bisect.bisect_left(self.bounds, value)] += count
-        self.sum += value * count
+        self.sum += value * count if total is None else total
         self.count += count
 
     def cumulative(self) -> list[tuple[str, float]]:
@@ -163,6 +183,14 @@ class VllmMetrics:
             ``max_tokens`` sampling parameters.
         iteration_tokens: per engine step, prompt plus generated tokens
             (``vllm:iteration_tokens_total``, a histogram despite its name).
+        prompt_tokens_by_source: prompt tokens of requests whose prefill completed, by where
+            their KV came from (``local_compute``, ``local_cache_hit``,
+            ``external_kv_transfer``); ``prompt_tokens_cached`` their cached part,
+            ``prompt_tokens_recomputed`` cached tokens computed anyway (the last prompt token
+            of a prompt found whole in the cache).
+        request_prefill_kv_computed_tokens: per request, prompt tokens computed (not cached).
+        sleep_level: 0 awake, 1 or 2 asleep at that level; ``waking``: a wake-up in progress.
+        enable_prefix_caching: the ``enable_prefix_caching`` label of ``cache_config_info``.
     """
 
     def __init__(
@@ -210,14 +238,13 @@ class VllmMetrics:
         def names(new: str, old: str) -> tuple[str, ...]:
             return (old,) if old_only else (new, old) if show_hidden_metrics else (new,)
 
+        self.newest = not old_only
         self.kv_metric_names = names(KV_METRIC_NEW, KV_METRIC_OLD)
         self.prefix_cache_names = names(_NEW_PREFIX_CACHE, _OLD_PREFIX_CACHE)
         self.itl_names = names(_NEW_ITL, _OLD_ITL)
         self.cache_info: dict[str, str] = {
             "block_size": str(block_size),
             "cache_dtype": "auto",
-            # The replica model keeps no prefix cache: every admission prefills its context.
-            "enable_prefix_caching": "False",
             "gpu_memory_utilization": str(gpu_memory_utilization),
             "num_cpu_blocks": "0",
             "num_gpu_blocks": str(num_gpu_blocks),
@@ -246,8 +273,26 @@ class VllmMetrics:
         self.request_params_n = Histogram(PARAMS_N_BUCKETS)
         self.request_params_max_tokens = Histogram(lengths)
         self.iteration_tokens = Histogram(ITERATION_TOKEN_BUCKETS)
+        self.prompt_tokens_by_source: dict[str, int] = dict.fromkeys(PROMPT_TOKEN_SOURCES, 0)
+        self.prompt_tokens_cached = 0
+        self.prompt_tokens_recomputed = 0
+        self.request_prefill_kv_computed_tokens = Histogram(lengths)
+        self.sleep_level = 0
+        self.waking = False
+        # vLLM V1's default; the engine sets it from its model
+        self.enable_prefix_caching = True
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_VllmCollector(self))
+
+    def record_prompt_sources(self, prompt_tokens: int, cached: int, recomputed: int) -> None:
+        """Count a request whose prefill completed: ``prompt_tokens`` of which ``cached`` came
+        from the prefix cache and ``recomputed`` cached ones were computed anyway (vLLM's
+        PromptTokenStats; nothing comes from an external KV transfer here)."""
+        self.prompt_tokens_by_source["local_cache_hit"] += cached
+        self.prompt_tokens_by_source["local_compute"] += prompt_tokens - cached
+        self.prompt_tokens_cached += cached
+        self.prompt_tokens_recomputed += recomputed
+        self.request_prefill_kv_computed_tokens.observe(prompt_tokens - cached)
 
     def render(self) -> bytes:
         """The ``/metrics`` body (Prometheus text format 0.0.4, see :data:`CONTENT_TYPE`)."""
@@ -314,7 +359,28 @@ class _VllmCollector(Collector):
             "Cumulative number of preemption from the engine.",
             m.num_preemptions,
         )
+        if m.newest:
+            yield from _sleep_families(m, names, values)
         yield counter("vllm:prompt_tokens", "Number of prefill tokens processed.", m.prompt_tokens)
+        if m.newest:
+            by_source = CounterMetricFamily(
+                "vllm:prompt_tokens_by_source",
+                "Number of prompt tokens by source.",
+                labels=[*names, "source"],
+            )
+            for source, n in m.prompt_tokens_by_source.items():
+                by_source.add_metric([*values, source], n)
+            yield by_source
+            yield counter(
+                "vllm:prompt_tokens_cached",
+                "Number of cached prompt tokens (local + external).",
+                m.prompt_tokens_cached,
+            )
+            yield counter(
+                "vllm:prompt_tokens_recomputed",
+                "Number of cached tokens recomputed for forward pass.",
+                m.prompt_tokens_recomputed,
+            )
         yield counter(
             "vllm:generation_tokens",
             "Number of generation tokens processed.",
@@ -372,10 +438,56 @@ class _VllmCollector(Collector):
             ("vllm:request_decode_time_seconds", phase.format("DECODE"), m.decode_time),
         ):
             yield histogram(name, doc, h)
+        if m.newest:
+            yield histogram(
+                "vllm:request_prefill_kv_computed_tokens",
+                "Histogram of new KV tokens computed during prefill (excluding cached tokens).",
+                m.request_prefill_kv_computed_tokens,
+            )
+        cache_info = {**m.cache_info, "enable_prefix_caching": str(m.enable_prefix_caching)}
         info = GaugeMetricFamily(
             "vllm:cache_config_info",
             "Information of the LLMEngine CacheConfig",
-            labels=list(m.cache_info),
+            labels=list(cache_info),
         )
-        info.add_metric(list(m.cache_info.values()), 1.0)
+        info.add_metric(list(cache_info.values()), 1.0)
         yield info
+
+
+def _sleep_families(m: VllmMetrics, names: list[str], values: list[str]) -> Iterator[Metric]:
+    """``vllm:engine_sleep_state`` (one of awake / weights_offloaded / discard_all is 1),
+    ``vllm:engine_sleep_resource_state`` and ``vllm:engine_fully_awake``, as the newest vLLM
+    exports them. A wake-up in progress still reads as asleep: vLLM reports a state once it
+    is confirmed."""
+    level = m.sleep_level
+    state = SLEEP_STATES[level]
+    legacy = GaugeMetricFamily(
+        "vllm:engine_sleep_state",
+        "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is "
+        "awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.",
+        labels=[*names, "sleep_state"],
+    )
+    for s in SLEEP_STATES:
+        legacy.add_metric([*values, s], 1.0 if s == state else 0.0)
+    yield legacy
+    current = {
+        "scheduler": "paused" if level else "running",
+        "weights": ("resident", "offloaded", "discarded")[level],
+        "kv_cache": "released" if level else "resident",
+    }
+    resource = GaugeMetricFamily(
+        "vllm:engine_sleep_resource_state",
+        "Engine sleep resource state: 1 for the current state of each resource.",
+        labels=[*names, "resource", "state"],
+    )
+    for name, states in SLEEP_RESOURCE_STATES:
+        for s in states:
+            resource.add_metric([*values, name, s], 1.0 if current[name] == s else 0.0)
+    yield resource
+    awake = GaugeMetricFamily(
+        "vllm:engine_fully_awake",
+        "1 when scheduling runs and the weights and the KV cache are resident.",
+        labels=names,
+    )
+    awake.add_metric(values, 0.0 if level else 1.0)
+    yield awake

@@ -5,6 +5,11 @@ controller (a ReplicaSet that creates and removes pods to match ``spec.replicas`
 kubelet (model load before Ready, draining on deletion) and whatever routes requests to the
 pods (:mod:`scaler.sim.routing`: a Service by default, which picks a Ready pod at random).
 
+Sleep mode: a pod put to sleep (:meth:`Fleet.sleep`) stays Ready for Kubernetes but serves
+nothing: vLLM answers its generation endpoints with 503 while it sleeps, so the client's retry
+(or a sleep-aware gateway) takes the request to an awake pod; the requests it held are handed
+back and routed again, as their clients retry. It costs GPU time like any pod.
+
 It is synchronous and takes time as an argument (seconds on the store's clock), so the same
 code runs under the wall clock (``vllm-scaler sim``, see :mod:`scaler.sim.serving`) and in
 virtual time. The objects live in a :class:`PodStore`: the Kubernetes API stand-in
@@ -76,6 +81,8 @@ class FleetConfig:
             replicas' queues, seconds.
         export_metrics: give every replica its vLLM metrics (:class:`VllmMetrics`); off where
             nothing scrapes them (faster, and the fleet can be deep-copied).
+        decode_runs: the engines run the steps between two batch changes as one
+            (:class:`~scaler.sim.engine.ReplicaEngine`'s fast path); False runs every step.
 
     Raises:
         ValueError: an unknown ``routing``.
@@ -93,6 +100,7 @@ class FleetConfig:
     routing: Routing | str = Routing.RANDOM
     gateway_scrape_seconds: float = GATEWAY_SCRAPE_SECONDS
     export_metrics: bool = True
+    decode_runs: bool = True
 
     def __post_init__(self) -> None:
         make_router(self.routing, scrape_interval_seconds=self.gateway_scrape_seconds)
@@ -113,8 +121,13 @@ class SimPod:
 
     @property
     def ready(self) -> bool:
-        """Serving and not terminating."""
+        """Ready (its model loaded) and not terminating; a sleeping pod is Ready too."""
         return self.ready_at is not None and self.terminating_since is None
+
+    @property
+    def sleeping(self) -> bool:
+        """Ready but put to sleep (a wake-up in progress included): serves nothing."""
+        return self.ready and self.engine.asleep
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +141,7 @@ class FleetSample:
         ready, starting, terminating: pods by state (all of them cost GPU time).
         waiting: requests queued in replicas plus those held while no replica was ready.
         running: requests in the replicas' running batches.
+        sleeping: of the ready pods, those asleep (they serve nothing).
     """
 
     t: float
@@ -138,6 +152,7 @@ class FleetSample:
     terminating: int
     waiting: int
     running: int
+    sleeping: int = 0
 
     @property
     def pods(self) -> int:
@@ -218,6 +233,7 @@ class Fleet:
             terminating=terminating,
             waiting=sum(p.engine.num_waiting for p in pods) + len(self.backlog),
             running=sum(p.engine.num_running for p in pods),
+            sleeping=sum(1 for p in pods if p.sleeping),
         )
 
     # ------------------------------------------------------------------ traffic
@@ -235,6 +251,9 @@ class Fleet:
             req.rejected = True
             req.finished_at = now
             return
+        self._route(req, now)
+
+    def _route(self, req: SimRequest, now: float) -> None:
         pod = self._pick(now)
         if pod is None:
             self.backlog.append(req)
@@ -242,7 +261,41 @@ class Fleet:
             pod.engine.submit(req, now)
 
     def _candidates(self) -> list[SimPod]:
-        return [p for p in self.pods.values() if p.ready and p.engine.accepting]
+        return [
+            p for p in self.pods.values() if p.ready and p.engine.accepting and not p.engine.asleep
+        ]
+
+    def sleep(self, replicas: int, level: int, now: float) -> list[SimPod]:
+        """Put up to ``replicas`` Ready, awake pods to sleep at ``level`` (the first by name);
+        the requests they held are routed again. Returns the pods put to sleep.
+
+        Raises:
+            ValueError: a level other than 1 or 2.
+        """
+        chosen = sorted(self._candidates(), key=lambda p: p.name)[: max(0, replicas)]
+        handed_back: list[SimRequest] = []
+        for pod in chosen:
+            handed_back += pod.engine.hand_back(now)
+            pod.engine.sleep(level, now)
+        for req in sorted(handed_back, key=lambda r: r.arrival):
+            self._route(req, now)
+        return chosen
+
+    def wake(self, replicas: int, now: float) -> list[SimPod]:
+        """Start waking up to ``replicas`` sleeping pods (the first by name). Returns them."""
+        asleep = sorted(
+            (p for p in self.pods.values() if p.engine.asleep and p.engine.wake_at is None),
+            key=lambda p: p.name,
+        )[: max(0, replicas)]
+        for pod in asleep:
+            pod.engine.wake_up(now)
+        return asleep
+
+    def prepare_routing(self, now: float) -> None:
+        """Let the router take the readings it takes at fixed times up to ``now`` (a gateway's
+        scrapes), without advancing the replicas or playing the lifecycle (which
+        :meth:`step` does): what a request arriving at ``now`` needs before :meth:`submit`."""
+        self.router.observe([p.engine for p in self._candidates()], now)
 
     def _pick(self, now: float) -> SimPod | None:
         ready = self._candidates()
@@ -322,7 +375,9 @@ class Fleet:
             if self.config.export_metrics
             else None
         )
-        engine = ReplicaEngine(self.config.model, name=name, metrics=metrics)
+        engine = ReplicaEngine(
+            self.config.model, name=name, metrics=metrics, decode_runs=self.config.decode_runs
+        )
         engine.advance_to(now)
         pod = SimPod(name, engine, metrics, created_at=now)
         self.pods[name] = pod

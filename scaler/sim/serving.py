@@ -15,11 +15,10 @@ from pathlib import Path
 
 from aiohttp import web
 
-from scaler.sim.engine import SimRequest
 from scaler.sim.exposition import CONTENT_TYPE
 from scaler.sim.fleet import Fleet, FleetSample, SimPod
 from scaler.sim.prometheus_server import write_file_sd
-from scaler.sim.trace import Trace
+from scaler.sim.trace import Trace, to_sim_request
 
 
 class FleetRuntime:
@@ -95,9 +94,11 @@ class FleetRuntime:
             self._write_sd()
 
     async def replay(self, trace: Trace, *, tail_seconds: float, stop: asyncio.Event) -> None:
-        """Replay ``trace`` from now, then run ``tail_seconds`` more, or until ``stop``."""
+        """Replay ``trace`` from now, then run ``tail_seconds`` more, or until ``stop``; its
+        sleep events put pods to sleep and wake them at their times."""
         start = self.clock()
         arrivals = list(trace.requests)
+        sleeps = list(trace.sleep_events)
         i = 0
         end = start + trace.duration_seconds + tail_seconds
         next_sample = start
@@ -107,14 +108,18 @@ class FleetRuntime:
             if now >= end:
                 break
             while i < len(arrivals) and start + arrivals[i].arrival_seconds <= now:
-                r = arrivals[i]
-                req = SimRequest(
-                    self._next_id, start + r.arrival_seconds, r.prompt_tokens, r.output_tokens
-                )
+                req = to_sim_request(trace, i, start + arrivals[i].arrival_seconds)
+                req.id = self._next_id
                 self._next_id += 1
                 self.fleet.submit(req, max(now, req.arrival))
                 i += 1
                 since_sample += 1
+            while sleeps and start + sleeps[0].seconds <= now:
+                event = sleeps.pop(0)
+                if event.level:
+                    self.fleet.sleep(event.replicas, event.level, now)
+                else:
+                    self.fleet.wake(event.replicas, now)
             changes = self.fleet.step(now)
             await self._apply(changes.ready, changes.gone)
             if now >= next_sample:

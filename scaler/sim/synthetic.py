@@ -19,6 +19,25 @@ Shapes (rates before the rate scale; lengths in tokens):
   512-16,000), output median 250 (sigma 0.7, 1-2048); besides, 8% of the requests carry a
   prompt beyond a 32,768-token context (median 45,000, sigma 0.2, 33,000-100,000), which vLLM
   rejects (public traces with long conversations have 7-16% of such requests).
+
+Shapes that shift what a replica can serve, for measuring a learned capacity against the
+replica model's truth (each change is in :attr:`~scaler.sim.trace.Trace.shifts`):
+
+- ``mix-shift`` (60 min): a steady 2 requests/s whose prompts turn long at minute 20 and short
+  again at minute 40: short prompts median 400 (sigma 0.7, 16-4,000), outputs median 200
+  (sigma 0.8, 1-1,024); long prompts median 5,000 (sigma 0.4, 1,000-16,000), outputs median 150
+  (sigma 0.7, 1-1,024). The work a request brings grows about tenfold, and with it the
+  replicas needed.
+- ``cache-shift`` (60 min): a steady 8 requests/s of prompts median 2,000 (sigma 0.4,
+  256-12,000) with short answers (median 24, sigma 0.6, 1-512), a retrieval or agent workload
+  whose prompts share a long prefix: a stated prefix-cache hit rate of 80% of each prompt until
+  minute 25, then 10% (the shared prefix changed, or the caches went cold). Prefill is most of
+  such a request's work: one replica serves about 2.2 times as many at 80% as at 10% (where
+  long contexts and long answers hold the KV cache, the hit rate matters less: 1.2 times for
+  3,000-token prompts with 150-token answers).
+- ``sleep`` (45 min): a steady 3 requests/s of conversational lengths; at minute 15 two Ready
+  replicas are put to sleep (level 1) and at minute 30 woken, as a model actuator or an
+  operator does.
 """
 
 from __future__ import annotations
@@ -27,9 +46,9 @@ import itertools
 import math
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from scaler.sim.trace import Trace, build_trace
+from scaler.sim.trace import SleepEvent, Trace, build_trace, with_prefix_hits
 
 __all__ = ["SHAPES", "LengthMix", "Shape", "synthetic_rows", "synthetic_trace"]
 
@@ -81,6 +100,11 @@ class Shape:
         step_seconds: start of a load step (for reaction times), or None.
         oversize_share: share of requests whose prompt is drawn from ``oversize`` instead.
         oversize: prompts beyond the context (rejected requests), or None.
+        mix_points: ``(seconds, prompt, output)``: from each point on, the lengths are drawn
+            from these mixes instead (a mix shift).
+        cache_hit_points: ``(seconds, share)``: the stated prefix-cache hit rate from each
+            point on (none: no stated hits).
+        sleep_events: replicas put to sleep and woken (seconds on the shape's clock).
     """
 
     name: str
@@ -91,10 +115,30 @@ class Shape:
     step_seconds: float | None = None
     oversize_share: float = 0.0
     oversize: LengthMix | None = None
+    mix_points: tuple[tuple[float, LengthMix, LengthMix], ...] = ()
+    cache_hit_points: tuple[tuple[float, float], ...] = ()
+    sleep_events: tuple[SleepEvent, ...] = ()
+
+    def mix_at(self, t: float) -> tuple[LengthMix, LengthMix]:
+        """The prompt and output mixes at ``t`` seconds."""
+        prompt, output = self.prompt, self.output
+        for at, p, o in self.mix_points:
+            if at <= t:
+                prompt, output = p, o
+        return prompt, output
+
+    def shifts(self) -> tuple[tuple[float, str], ...]:
+        """When what a replica serves changes, seconds on the shape's clock, and what."""
+        out = [(at, "mix") for at, _, _ in self.mix_points]
+        out += [(at, "cache-hit rate") for at, _ in self.cache_hit_points if at > 0]
+        out += [(e.seconds, "wake" if e.level == 0 else "sleep") for e in self.sleep_events]
+        return tuple(sorted(out))
 
 
 _CHAT_PROMPT = LengthMix(1000, 0.9, 16, 24_000)
 _CHAT_OUTPUT = LengthMix(180, 0.9, 1, 2048)
+_SHORT_PROMPT = LengthMix(400, 0.7, 16, 4000)
+_SHORT_OUTPUT = LengthMix(200, 0.8, 1, 1024)
 
 #: The shapes by name (parameters in the module docstring).
 SHAPES: dict[str, Shape] = {
@@ -122,6 +166,33 @@ SHAPES: dict[str, Shape] = {
         oversize_share=0.08,
         oversize=LengthMix(45_000, 0.2, 33_000, 100_000),
     ),
+    "mix-shift": Shape(
+        "mix-shift",
+        3600.0,
+        ((0.0, 2.0),),
+        _SHORT_PROMPT,
+        _SHORT_OUTPUT,
+        mix_points=(
+            (1200.0, LengthMix(5000, 0.4, 1000, 16_000), LengthMix(150, 0.7, 1, 1024)),
+            (2400.0, _SHORT_PROMPT, _SHORT_OUTPUT),
+        ),
+    ),
+    "cache-shift": Shape(
+        "cache-shift",
+        3600.0,
+        ((0.0, 8.0),),
+        LengthMix(2000, 0.4, 256, 12_000),
+        LengthMix(24, 0.6, 1, 512),
+        cache_hit_points=((0.0, 0.8), (1500.0, 0.1)),
+    ),
+    "sleep": Shape(
+        "sleep",
+        2700.0,
+        ((0.0, 3.0),),
+        _CHAT_PROMPT,
+        _CHAT_OUTPUT,
+        sleep_events=(SleepEvent(900.0, 2, 1), SleepEvent(1800.0, 2, 0)),
+    ),
 }
 
 
@@ -137,9 +208,10 @@ def synthetic_rows(shape: Shape, seed: int = 0) -> list[tuple[float, int, int]]:
         if t >= shape.duration_seconds:
             return rows
         if rng.random() * peak <= rate(t):
+            prompts, outputs = shape.mix_at(t)
             long = shape.oversize is not None and rng.random() < shape.oversize_share
-            prompt = (shape.oversize if long and shape.oversize else shape.prompt).draw(rng)
-            rows.append((t, prompt, shape.output.draw(rng)))
+            prompt = (shape.oversize if long and shape.oversize else prompts).draw(rng)
+            rows.append((t, prompt, outputs.draw(rng)))
 
 
 def synthetic_trace(
@@ -160,7 +232,7 @@ def synthetic_trace(
     if shape is None:
         known = ", ".join(f"synthetic:{n}" for n in SHAPES)
         raise ValueError(f"unknown synthetic shape {name!r} (expected one of {known})")
-    return build_trace(
+    trace = build_trace(
         synthetic_rows(shape, seed),
         name=f"synthetic:{name} (seed {seed})",
         start_seconds=start_seconds,
@@ -173,3 +245,22 @@ def synthetic_trace(
         span_seconds=shape.duration_seconds,
         step_seconds=shape.step_seconds,
     )
+    if shape.cache_hit_points:
+        trace = with_prefix_hits(
+            trace, shape.cache_hit_points, start_seconds=start_seconds, compress=compress
+        )
+
+    def replayed(t: float) -> float:
+        return (t - start_seconds) / compress
+
+    inside = [
+        (replayed(t), what)
+        for t, what in shape.shifts()
+        if 0 < replayed(t) < trace.duration_seconds
+    ]
+    sleeps = [
+        replace(e, seconds=replayed(e.seconds))
+        for e in shape.sleep_events
+        if 0 <= replayed(e.seconds) < trace.duration_seconds
+    ]
+    return replace(trace, shifts=tuple(inside), sleep_events=tuple(sleeps))

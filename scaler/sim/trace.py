@@ -17,6 +17,12 @@ in :attr:`Trace.time_unit_note`:
   exceeds :data:`AUTO_MAX_SPAN_SECONDS` (2 days): then the first of ms, us, ns that brings the
   span under it (a one-hour trace in milliseconds spans 3.6e6, 41.7 days read as seconds).
 
+Prefix caching. A file may carry the hashes of each prompt's blocks (Mooncake's traces:
+``hash_ids``, one hash per 512 prompt tokens, chained so that equal hashes mean an equal
+prefix; ``hash_column`` names the column, a JSON list or integers separated by spaces): the
+replicas' prefix caches look them up. A trace without them can state a hit rate
+(:func:`with_prefix_hits`): each request's prompt then finds that share of its tokens cached.
+
 Plausibility. A file whose timestamps span more than :data:`MAX_SPAN_SECONDS` (7 days), or
 whose mean rate exceeds :data:`MAX_MEAN_RATE` (5,000 requests/s, the span being > 0), is
 refused with the reason: such a file is almost always read in the wrong unit.
@@ -30,11 +36,12 @@ import math
 import random
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from scaler.config.wording import counted
+from scaler.sim.engine import SimRequest
 
 __all__ = [
     "AUTO_MAX_SPAN_SECONDS",
@@ -42,14 +49,18 @@ __all__ = [
     "MAX_SPAN_SECONDS",
     "TIME_UNITS",
     "TIME_UNIT_HELP",
+    "SleepEvent",
     "Trace",
     "TraceRequest",
     "build_trace",
     "load_trace",
+    "parse_hashes",
     "per_second_rate",
     "rejected_count",
     "summary_line",
     "time_unit_option_error",
+    "to_sim_request",
+    "with_prefix_hits",
 ]
 
 #: Seconds per unit of a plain-number timestamp.
@@ -87,11 +98,32 @@ class TraceRequest:
             (for an unsliced trace: to the first request of the file), after time compression.
         prompt_tokens: prompt length in tokens.
         output_tokens: tokens generated for the request.
+        cached_tokens: the stated prefix-cache hit of its prompt, tokens (0: none stated).
+        block_hashes: the hashes of its prompt's blocks (empty: none given), each
+            :attr:`Trace.hash_block_tokens` tokens.
     """
 
     arrival_seconds: float
     prompt_tokens: int
     output_tokens: int
+    cached_tokens: int = 0
+    block_hashes: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SleepEvent:
+    """An operator (or a model actuator, llm-d's fast model actuation) puts replicas to sleep
+    or wakes them.
+
+    Attributes:
+        seconds: when, on the replay clock.
+        replicas: how many (the first Ready, awake pods by name; to wake: sleeping ones).
+        level: the sleep level (1 or 2), or 0 to wake them up.
+    """
+
+    seconds: float
+    replicas: int
+    level: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +144,10 @@ class Trace:
         file_span_seconds: span of the whole file's timestamps, seconds (before slicing).
         step_seconds: for a synthetic shape with a load step, when the step starts, seconds
             on the replay clock (None otherwise).
+        hash_block_tokens: tokens per block hash of the requests' ``block_hashes``.
+        shifts: when the request mix, the cache-hit rate or the replicas asleep change,
+            seconds on the replay clock, each with what changed (for the capacity figures).
+        sleep_events: replicas put to sleep and woken during the replay.
     """
 
     requests: tuple[TraceRequest, ...]
@@ -122,6 +158,9 @@ class Trace:
     time_unit_note: str = "given"
     file_span_seconds: float = 0.0
     step_seconds: float | None = None
+    hash_block_tokens: int = 0
+    shifts: tuple[tuple[float, str], ...] = ()
+    sleep_events: tuple[SleepEvent, ...] = ()
 
     def __len__(self) -> int:
         return len(self.requests)
@@ -175,13 +214,16 @@ def _parse_tokens(value: object, where: str) -> int:
     return int(number)
 
 
-def _rows(path: Path, columns: tuple[str, str, str]) -> Iterator[tuple[int, Mapping[str, object]]]:
+def _rows(
+    path: Path, columns: tuple[str, str, str], hash_column: str | None = None
+) -> Iterator[tuple[int, Mapping[str, object]]]:
     """Yield ``(line number, row)`` from a CSV or JSONL file, checking the columns exist.
 
     Read as UTF-8 with an optional byte-order mark (``utf-8-sig``: Excel writes one before
     the header). Raises ``ValueError`` naming the file when it is not UTF-8 text."""
+    wanted = columns if hash_column is None else (*columns, hash_column)
     try:
-        yield from _read_rows(path, columns)
+        yield from _read_rows(path, wanted)
     except UnicodeDecodeError as err:
         byte = err.object[err.start : err.start + 1].hex()
         raise ValueError(
@@ -189,9 +231,7 @@ def _rows(path: Path, columns: tuple[str, str, str]) -> Iterator[tuple[int, Mapp
         ) from None
 
 
-def _read_rows(
-    path: Path, columns: tuple[str, str, str]
-) -> Iterator[tuple[int, Mapping[str, object]]]:
+def _read_rows(path: Path, columns: tuple[str, ...]) -> Iterator[tuple[int, Mapping[str, object]]]:
     if path.suffix == ".jsonl":
         with path.open(encoding="utf-8-sig") as fh:
             for lineno, line in enumerate(fh, start=1):
@@ -231,6 +271,43 @@ def _read_rows(
                     f"(it has {fields} of the header's {len(header)} fields)"
                 )
             yield reader.line_num, row
+
+
+def parse_hashes(value: object, where: str) -> tuple[int, ...]:
+    """A prompt's block hashes: a JSON list of integers (JSONL, or a CSV cell holding one) or
+    integers separated by spaces or commas; empty for an empty cell.
+
+    Raises:
+        ValueError: naming ``where`` and the value, when it is not a list of integers.
+    """
+    items: list[object]
+    if isinstance(value, list):
+        items = list(value)
+    else:
+        text = str(value).strip()
+        if text.startswith("["):
+            try:
+                loaded = json.loads(text)
+            except json.JSONDecodeError:
+                loaded = None
+            if not isinstance(loaded, list):
+                raise ValueError(f"{where}: bad block hashes {value!r} (expected a JSON list)")
+            items = loaded
+        else:
+            items = [x for x in re.split(r"[\s,]+", text) if x]
+    out: list[int] = []
+    for x in items:
+        number: int | None = None
+        if isinstance(x, int) and not isinstance(x, bool):
+            number = x
+        elif isinstance(x, float) and x.is_integer():
+            number = int(x)
+        elif isinstance(x, str) and re.fullmatch(r"-?\d+", x.strip()):
+            number = int(x.strip())
+        if number is None:
+            raise ValueError(f"{where}: bad block hash {x!r} in {value!r} (expected integers)")
+        out.append(number)
+    return tuple(out)
 
 
 def _fmt(x: float) -> str:
@@ -305,6 +382,8 @@ def load_trace(
     compress: float = 1.0,
     rate_scale: float = 1.0,
     seed: int = 0,
+    hash_column: str | None = None,
+    hash_block_tokens: int = 512,
 ) -> Trace:
     """Load a request trace from CSV (or JSONL when the name ends in ``.jsonl``).
 
@@ -322,6 +401,9 @@ def load_trace(
             window five times faster (and at five times the request rate).
         rate_scale: request-rate multiplier (> 0), see :func:`build_trace`.
         seed: seed for thinning and jitter; same arguments give the same trace.
+        hash_column: the column with each prompt's block hashes (see the module docstring),
+            or None.
+        hash_block_tokens: prompt tokens per hash (Mooncake: 512).
 
     Returns:
         The :class:`Trace`, arrivals relative to the window start, in seconds.
@@ -337,8 +419,12 @@ def load_trace(
         )
     _check_window(compress, rate_scale, start_seconds, duration_seconds)
 
+    if hash_block_tokens < 1:
+        raise ValueError(f"hash_block_tokens: expected >= 1, got {hash_block_tokens!r}")
     raw: list[tuple[datetime | None, float, int, int]] = []
-    for lineno, row in _rows(path, (time_column, prompt_column, output_column)):
+    hashes: list[tuple[int, ...]] = []
+    columns = (time_column, prompt_column, output_column)
+    for lineno, row in _rows(path, columns, hash_column):
         where = f"{path} line {lineno}"
         stamp, secs = _parse_time(str(row[time_column]), f"{where} column {time_column!r}")
         prompt = _parse_tokens(row[prompt_column], f"{where} column {prompt_column!r}")
@@ -349,6 +435,8 @@ def load_trace(
                 "wall-clock and plain-seconds formats"
             )
         raw.append((stamp, secs, prompt, output))
+        if hash_column is not None:
+            hashes.append(parse_hashes(row[hash_column], f"{where} column {hash_column!r}"))
 
     # Relative seconds: subtract datetimes (exact) and add the fractions separately so the
     # 7th decimal digit survives instead of drowning in a 1.7e9 epoch float.
@@ -373,9 +461,12 @@ def load_trace(
         times = [t - t0 for t in times]
     span = max(times) if times else 0.0
     _check_plausible(path, span, len(times), unit)
-    rows = sorted((t, p, o) for t, (_, _, p, o) in zip(times, raw, strict=True))
+    order = sorted(range(len(raw)), key=lambda i: (times[i], raw[i][2], raw[i][3]))
+    rows = [(times[i], raw[i][2], raw[i][3]) for i in order]
     return build_trace(
         rows,
+        hashes=[hashes[i] for i in order] if hash_column is not None else None,
+        hash_block_tokens=hash_block_tokens if hash_column is not None else 0,
         name=path.name,
         start_seconds=start_seconds,
         duration_seconds=duration_seconds,
@@ -404,6 +495,8 @@ def build_trace(
     rows: Sequence[tuple[float, int, int]],
     *,
     name: str,
+    hashes: Sequence[tuple[int, ...]] | None = None,
+    hash_block_tokens: int = 0,
     start_seconds: float = 0.0,
     duration_seconds: float | None = None,
     compress: float = 1.0,
@@ -420,6 +513,8 @@ def build_trace(
     Args:
         rows: the requests of the whole source.
         name: the source's name for :attr:`Trace.description`.
+        hashes: each row's prompt block hashes (aligned with ``rows``), or None.
+        hash_block_tokens: prompt tokens per hash.
         start_seconds, duration_seconds, compress, seed: as :func:`load_trace`.
         rate_scale: below 1 each request is kept with that probability
             (``random.Random(seed)``); above 1 each request appears ``floor(rate_scale)`` or
@@ -436,19 +531,24 @@ def build_trace(
     _check_window(compress, rate_scale, start_seconds, duration_seconds)
     span = span_seconds if span_seconds is not None else (rows[-1][0] if rows else 0.0)
     end = start_seconds + duration_seconds if duration_seconds is not None else math.inf
-    selected = [(t, p, o) for t, p, o in rows if start_seconds <= t < end]
+    none: tuple[int, ...] = ()
+    selected = [
+        (t, p, o, hashes[i] if hashes is not None else none)
+        for i, (t, p, o) in enumerate(rows)
+        if start_seconds <= t < end
+    ]
     window_real = (
         duration_seconds if duration_seconds is not None else max(0.0, span - start_seconds)
     )
     window = window_real / compress
-    shifted = [((t - start_seconds) / compress, p, o) for t, p, o in selected]
+    shifted = [((t - start_seconds) / compress, p, o, h) for t, p, o, h in selected]
 
     rng = random.Random(seed)
     out: list[TraceRequest] = []
     if rate_scale <= 1.0:
-        for t, p, o in shifted:
+        for t, p, o, h in shifted:
             if rate_scale == 1.0 or rng.random() < rate_scale:
-                out.append(TraceRequest(t, p, o))
+                out.append(TraceRequest(t, p, o, block_hashes=h))
     else:
         whole = math.floor(rate_scale)
         frac = rate_scale - whole
@@ -459,17 +559,18 @@ def build_trace(
         # A slice is half-open; an unsliced trace ends at its last request.
         limit = math.nextafter(window, 0.0) if duration_seconds is not None else window
         acc = 0.0
-        for t, p, o in shifted:
+        for t, p, o, h in shifted:
             copies = whole
             acc += frac
             if acc >= 1.0 - 1e-9:
                 copies += 1
                 acc -= 1.0
-            out.append(TraceRequest(t, p, o))
+            out.append(TraceRequest(t, p, o, block_hashes=h))
             for _ in range(copies - 1):
                 tj = t + rng.uniform(0.0, jitter)
                 tj = min(tj, limit)
-                out.append(TraceRequest(tj, p, o))
+                # a copy is the same prompt again: the same blocks
+                out.append(TraceRequest(tj, p, o, block_hashes=h))
         out.sort(key=lambda r: r.arrival_seconds)
 
     stop_real = start_seconds + window_real
@@ -491,6 +592,71 @@ def build_trace(
         time_unit_note=time_unit_note,
         file_span_seconds=span,
         step_seconds=step,
+        hash_block_tokens=hash_block_tokens if hashes is not None else 0,
+    )
+
+
+def with_prefix_hits(
+    trace: Trace,
+    points: Sequence[tuple[float, float]],
+    *,
+    start_seconds: float = 0.0,
+    compress: float = 1.0,
+) -> Trace:
+    """``trace`` with a stated prefix-cache hit rate: each request's ``cached_tokens`` is
+    the rate at its arrival times its prompt (rounded down; the engine keeps whole blocks).
+
+    Args:
+        trace: the trace (requests with block hashes keep them: the hashes win).
+        points: ``(seconds, share 0-1)``, piecewise constant from each point on, on the
+            source's clock (before the first point: the first share).
+        start_seconds, compress: the window the trace was cut with, to map its replay clock
+            back to the source's.
+
+    Raises:
+        ValueError: no points, or a share outside [0, 1].
+    """
+    if not points:
+        raise ValueError("points: expected at least one (seconds, share)")
+    ordered = sorted(points)
+    for _, share in ordered:
+        if not 0.0 <= share <= 1.0:
+            raise ValueError(f"prefix hit share: expected 0-1, got {share!r}")
+
+    def share_at(t: float) -> float:
+        out = ordered[0][1]
+        for at, value in ordered:
+            if at <= t:
+                out = value
+        return out
+
+    requests = tuple(
+        TraceRequest(
+            r.arrival_seconds,
+            r.prompt_tokens,
+            r.output_tokens,
+            math.floor(share_at(start_seconds + r.arrival_seconds * compress) * r.prompt_tokens),
+            r.block_hashes,
+        )
+        for r in trace.requests
+    )
+    stated = ", ".join(f"{100 * share:g}% from {_fmt(at / 60)} min" for at, share in ordered)
+    return replace(
+        trace, requests=requests, description=f"{trace.description}; prefix hits {stated}"
+    )
+
+
+def to_sim_request(trace: Trace, index: int, arrival: float) -> SimRequest:
+    """The engine's request for ``trace.requests[index]`` arriving at ``arrival`` seconds."""
+    r = trace.requests[index]
+    return SimRequest(
+        index,
+        arrival,
+        r.prompt_tokens,
+        r.output_tokens,
+        cached_tokens=r.cached_tokens,
+        block_hashes=r.block_hashes,
+        hash_block_tokens=trace.hash_block_tokens,
     )
 
 

@@ -1,9 +1,13 @@
 """The PromQL vllm-scaler sends: a fixed set of instant queries covering every target at once.
 
 One control cycle sends at most six instant queries (:class:`QueryKind`), whatever the number
-of targets: the per-pod queries and one TTFT query built from their answers (the source sends
-it, and the throughput query that the running answer shapes, with the others as the previous
-cycle planned them, and again when planned otherwise: :mod:`scaler.sources.prometheus.source`).
+of targets, two more while a target enables inter-token latency: the per-pod queries and, per
+latency histogram of the registry (TTFT, ITL), one query built from their answers (the source
+sends it, and the throughput query that the running answer shapes, with the others as the
+previous cycle planned them, and again when planned otherwise:
+:mod:`scaler.sources.prometheus.source`). The pieces they are built of are
+:mod:`scaler.sources.promql_parts`; the recording rules they read,
+:mod:`scaler.sources.recording_rules`.
 Each query is the ``or`` of sub-expressions tagged with :func:`label_replace` so the
 answer can be split back per selector group or per target, and the ``or`` is a balanced tree
 (Prometheus' ``or`` hashes its whole left side, so a left-deep chain of n parts costs n^2).
@@ -63,6 +67,12 @@ Why these expressions:
   a frozen gauge from a busy pod (:mod:`scaler.sources.prometheus.stalls`); the same per-pod
   rates are a target's demand.
 
+- Behind an HA Prometheus pair without deduplication each series comes once per replica,
+  differing only in a replica label (``Policy.replica_labels``): every per-pod sum reads one
+  copy first, ``max without (prometheus_replica, ...)`` (:func:`one_copy`); a per-pod max is
+  one copy already, and the buckets' per-``le`` sums give the same quantile (and the same
+  bounds every series has) whatever the number of equal copies.
+
 All expressions were checked against Prometheus 2.42 (``tests/sources/test_prometheus_real.py``).
 Queries get long with many targets: send them as POST form bodies.
 """
@@ -75,13 +85,80 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from scaler.config.policy import DEFAULT_REPLICA_LABELS, TargetPolicy
-from scaler.config.vocabulary import SignalName
+from scaler.config.signal_specs import (
+    SPECS,
+    GaugeQuery,
+    HistogramQuery,
+    SignalName,
+    SignalSpec,
+    histogram_specs,
+)
+
+# The pieces and the recording rules the queries are built of, re-exported (``__all__``):
+# every PromQL name of vllm-scaler can be imported from here.
+from scaler.sources.promql_parts import (
+    GENERATION_TOKENS_METRIC,
+    HISTOGRAM_LABEL,
+    LAYOUT_LABEL,
+    LAYOUT_SERIES,
+    METRIC_LABEL,
+    NAME_LABEL,
+    NATIVE_PART_LABEL,
+    POD_GROUP_LABEL,
+    POD_GROUP_REGEX,
+    PROMPT_TOKENS_METRIC,
+    RECORDED_LABEL,
+    REQUESTS_METRIC,
+    RUNNING_METRIC,
+    SELECTOR_LABEL,
+    TARGET_LABEL,
+    THROUGHPUT_METRICS,
+    HistogramKind,
+    NativePart,
+    balanced_or,
+    histogram_name_rates,
+    histogram_query,
+    histogram_rates,
+    histogram_tag,
+    label_value,
+    one_copy,
+    parse_histogram_tag,
+    per_pod_expr,
+    pod_group,
+    preferred,
+    promql_duration,
+    promql_string,
+    replacement,
+    rule_duration,
+    tag,
+)
+from scaler.sources.promql_parts import balanced_or as _or
+from scaler.sources.promql_parts import per_pod_expr as _per_pod_expr
+from scaler.sources.promql_parts import preferred as _preferred
+from scaler.sources.promql_parts import tag as _tag
+from scaler.sources.recording_rules import (
+    MAIN_RULES,
+    histogram_recording_rules,
+    histogram_rule_expr,
+    recorded_freshness_metric,
+    recorded_histogram_metric,
+    recorded_mixed_bounds_metric,
+    recorded_rate_metric,
+    recorded_series_count_metric,
+    recorded_ttft_metric,
+    recording_rule_expr,
+    recording_rules,
+)
 
 __all__ = [
     "GENERATION_TOKENS_METRIC",
     "HISTOGRAM_LABEL",
     "KV_METRICS",
+    "LAYOUT_LABEL",
+    "LAYOUT_SERIES",
+    "MAIN_RULES",
     "METRIC_LABEL",
+    "NAME_LABEL",
     "NATIVE_PART_LABEL",
     "POD_GROUP_LABEL",
     "POD_GROUP_REGEX",
@@ -98,64 +175,71 @@ __all__ = [
     "TTFT_HISTOGRAM",
     "WAITING_METRIC",
     "HistogramKind",
+    "HistogramPart",
     "NativePart",
     "QueryKind",
     "QueryPlan",
     "TtftPart",
+    "balanced_or",
+    "build_histogram_query",
     "build_query_plan",
     "build_throughput_query",
     "build_ttft_query",
+    "gauge_metrics",
+    "histogram_name_rates",
+    "histogram_query",
+    "histogram_rates",
+    "histogram_recording_rules",
+    "histogram_rule_expr",
+    "histogram_tag",
     "label_value",
     "one_copy",
+    "parse_histogram_tag",
+    "per_pod_expr",
     "pod_group",
     "pods_selector",
+    "preferred",
     "promql_duration",
     "promql_string",
     "query_selector",
     "recorded_freshness_metric",
+    "recorded_histogram_metric",
+    "recorded_mixed_bounds_metric",
     "recorded_rate_metric",
+    "recorded_series_count_metric",
     "recorded_ttft_metric",
     "recording_rule_expr",
     "recording_rules",
+    "replacement",
+    "rule_duration",
+    "tag",
     "target_selector",
 ]
 
-#: Label that tags per-pod series with their selector group ("s0", "s1", ...).
-SELECTOR_LABEL = "scaler_selector"
-#: Label that tags target-level (TTFT) series with the target key.
-TARGET_LABEL = "scaler_target"
-#: Label of the TTFT request-rate series: which representation the pod's histogram has.
-HISTOGRAM_LABEL = "scaler_histogram"
-#: Label of a native target's TTFT series: which float it carries (:class:`NativePart`).
-NATIVE_PART_LABEL = "scaler_native"
-#: Label of the recording rules' per-group bucket rates: the pod name up to its last dash.
-POD_GROUP_LABEL = "scaler_pod_group"
-#: Label that tags each throughput series with the counter it is the rate of.
-METRIC_LABEL = "scaler_metric"
-#: Label of the ages of the recorded per-pod throughput rates in the ``running`` answer: the
-#: counter the age is of (one series per namespace and counter, no ``pod`` label).
-RECORDED_LABEL = "scaler_recorded"
 
-WAITING_METRIC = "vllm:num_requests_waiting"
-RUNNING_METRIC = "vllm:num_requests_running"
+def gauge_metrics(name: SignalName) -> tuple[str, ...]:
+    """The vLLM names of a gauge signal's metric, preferred first (its spec's).
+
+    Raises:
+        ValueError: the signal is no per-pod gauge.
+    """
+    gauge = name.spec.gauge
+    if gauge is None:
+        raise ValueError(f"{name} is no gauge signal")
+    return gauge.metrics
+
+
+WAITING_METRIC = gauge_metrics(SignalName.QUEUE_DEPTH)[0]
+
 #: KV-cache usage gauges, preferred first (0.9.2 renamed the second to the first).
-KV_METRICS: tuple[str, ...] = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
+KV_METRICS: tuple[str, ...] = gauge_metrics(SignalName.KV_CACHE_USAGE)
+
 #: The TTFT histogram: a native histogram under this name, a classic one as the three below.
-TTFT_HISTOGRAM = "vllm:time_to_first_token_seconds"
+TTFT_HISTOGRAM = histogram_query(SignalName.TTFT_P95).metrics[0]
+
 TTFT_BUCKET_METRIC = f"{TTFT_HISTOGRAM}_bucket"
+
 TTFT_COUNT_METRIC = f"{TTFT_HISTOGRAM}_count"
-#: RE2 of :func:`pod_group`, for ``label_replace`` (anchored by Prometheus).
-POD_GROUP_REGEX = "(.+)-[^-]*"
-#: vLLM's counters of finished requests, prefill tokens and generated tokens (all versions).
-REQUESTS_METRIC = "vllm:request_success_total"
-PROMPT_TOKENS_METRIC = "vllm:prompt_tokens_total"
-GENERATION_TOKENS_METRIC = "vllm:generation_tokens_total"
-#: The counters whose per-pod rates the throughput query reads (each series' ``scaler_metric``).
-THROUGHPUT_METRICS: tuple[str, ...] = (
-    REQUESTS_METRIC,
-    PROMPT_TOKENS_METRIC,
-    GENERATION_TOKENS_METRIC,
-)
 
 
 class QueryKind(StrEnum):
@@ -166,162 +250,49 @@ class QueryKind(StrEnum):
     KV_CACHE = "kv_cache"
     TTFT_RATE = "ttft_rate"
     TTFT_BUCKETS = "ttft_buckets"
+    ITL_RATE = "itl_rate"
+    ITL_BUCKETS = "itl_buckets"
     THROUGHPUT = "throughput"
 
     @property
     def per_pod(self) -> bool:
         """True for queries whose series are per (namespace, pod) and tagged by selector
-        (waiting, running, KV cache, TTFT request rate, throughput); they are sent first,
-        together. ``ttft_buckets`` is built from their answers."""
-        return self is not QueryKind.TTFT_BUCKETS
+        (waiting, running, KV cache, the histograms' observation rates, throughput); they are
+        sent first, together. A histogram's buckets query (``ttft_buckets``) is built from
+        their answers."""
+        return self.value not in _BUCKET_QUERIES
+
+    @property
+    def histogram(self) -> SignalName | None:
+        """The latency signal whose histogram the query reads (either round), if any."""
+        return _HISTOGRAM_OF.get(self.value)
 
 
-class HistogramKind(StrEnum):
-    """How Prometheus stores a pod's TTFT histogram (the ``scaler_histogram`` tag)."""
+#: The second rounds' query kinds (the latency histograms' buckets), by name.
+_BUCKET_QUERIES = frozenset(s.histogram.buckets_query for s in SPECS if s.histogram is not None)
 
-    CLASSIC = "classic"  # ..._bucket{le}, ..._count, ..._sum series
-    NATIVE = "native"  # one native histogram series under the metric's own name
-    RECORDED = "recorded"  # the recording rules' per-group bucket rates (their ages)
-
-
-class NativePart(StrEnum):
-    """The floats a native target's TTFT query returns (the ``scaler_native`` tag)."""
-
-    QUANTILE = "quantile"  # histogram_quantile(q, H)
-    COUNT = "count"  # histogram_count(H): first tokens per second
-    FRACTION = "fraction"  # histogram_fraction(0, quantile, H): below q when clamped
-
-
-#: Which query carries each signal's value.
-SIGNAL_QUERY: dict[SignalName, QueryKind] = {
-    SignalName.QUEUE_DEPTH: QueryKind.WAITING,
-    SignalName.KV_CACHE_USAGE: QueryKind.KV_CACHE,
-    SignalName.TTFT_P95: QueryKind.TTFT_BUCKETS,
+#: Query kind name -> the latency signal whose histogram it reads.
+_HISTOGRAM_OF = {
+    q: s.name
+    for s in SPECS
+    if s.histogram is not None
+    for q in (s.histogram.rate_query, s.histogram.buckets_query)
 }
 
 
-def label_value(value: str) -> str:
-    """Escape ``value`` for the inside of a PromQL double-quoted string (a label matcher's
-    value): backslash, double quote and newline."""
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+def _carrier(s: SignalSpec) -> QueryKind | None:
+    """The query that carries a signal's value: its gauge's query, its histogram's buckets."""
+    if s.gauge is not None:
+        return QueryKind(s.gauge.query)
+    if s.histogram is not None:
+        return QueryKind(s.histogram.buckets_query)
+    return None
 
 
-def promql_string(value: str) -> str:
-    """Quote ``value`` as a PromQL double-quoted string literal."""
-    return f'"{label_value(value)}"'
-
-
-def pod_group(pod: str) -> str:
-    """The pod's name up to its last dash: the ReplicaSet of a Deployment's pod
-    (``vllm-5d8f7c9b4-x2k9p`` -> ``vllm-5d8f7c9b4``), the StatefulSet of an ordinal pod
-    (``vllm-70b-0`` -> ``vllm-70b``); '' without a dash.
-
-    Only a pre-aggregation key of the recording rules (:data:`POD_GROUP_REGEX` computes the
-    same in PromQL): a group is read for a target only when every pod in it is one of the
-    target's own, so a name that Kubernetes shortened or another workload sharing a prefix
-    never attributes a series to the wrong target.
-    """
-    return pod.rpartition("-")[0]
-
-
-def rule_duration(seconds: float) -> str:
-    """A window as the recording rules' names spell it: ``1m``, ``90s``, ``4500ms``."""
-    ms = max(1, round(seconds * 1000))
-    if ms % 60_000 == 0:
-        return f"{ms // 60_000}m"
-    return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
-
-
-def recorded_ttft_metric(rate_window_seconds: float) -> str:
-    """Name of the recording rule that holds per-group TTFT bucket rates over the window
-    (``namespace_scaler_pod_group_le:vllm_time_to_first_token_seconds_bucket:rate1m`` for
-    60 s; ``deploy/rules/vllm-scaler.rules.yaml`` ships the 1m one)."""
-    return (
-        f"namespace_{POD_GROUP_LABEL}_le:vllm_time_to_first_token_seconds_bucket:"
-        f"rate{rule_duration(rate_window_seconds)}"
-    )
-
-
-def recording_rule_expr(rate_window_seconds: float) -> str:
-    """The expression of :func:`recorded_ttft_metric`'s rule (a test pins the shipped file)."""
-    return (
-        f"sum by (namespace, {POD_GROUP_LABEL}, le) (label_replace(rate({TTFT_BUCKET_METRIC}"
-        f'{{namespace!="",pod!=""}}[{rule_duration(rate_window_seconds)}]), '
-        f'"{POD_GROUP_LABEL}", "$1", "pod", "{POD_GROUP_REGEX}"))'
-    )
-
-
-def recorded_rate_metric(counter: str, rate_window_seconds: float) -> str:
-    """Name of the recording rule that holds each pod's rate of vLLM counter ``counter``
-    over the window, summed over engines: ``namespace_pod:vllm_generation_tokens:rate1m`` for
-    ``vllm:generation_tokens_total`` and 60 s (Prometheus' naming: level:metric:operations,
-    ``_total`` dropped once the rate is taken)."""
-    name = counter.replace(":", "_").removesuffix("_total")
-    return f"namespace_pod:{name}:rate{rule_duration(rate_window_seconds)}"
-
-
-def _recorded_rate_expr(counter: str, rate_window_seconds: float) -> str:
-    return (
-        f'sum by (namespace, pod) (rate({counter}{{namespace!="",pod!=""}}'
-        f"[{rule_duration(rate_window_seconds)}]))"
-    )
-
-
-def recorded_freshness_metric(rate_window_seconds: float) -> str:
-    """Name of the recording rule that keeps, per namespace and throughput counter (label
-    ``scaler_recorded``), the timestamp of the oldest of that namespace's recorded per-pod
-    rates (:func:`recorded_rate_metric`), seconds since the epoch:
-    ``namespace_scaler_recorded:vllm_rate1m_timestamp_seconds:min`` for 60 s.
-
-    The controller reads ``time() - <it>`` as the recording's age: one series per namespace
-    and counter instead of every recorded rate. The value is the recorded rates' own
-    timestamp, so a stalled or failing rule group shows as a growing age; a namespace or
-    counter without recorded rates has no series (the controller then reads raw rates)."""
-    window = rule_duration(rate_window_seconds)
-    return f"namespace_{RECORDED_LABEL}:vllm_rate{window}_timestamp_seconds:min"
-
-
-def _recorded_freshness_expr(rate_window_seconds: float) -> str:
-    # min per namespace first, then tagged: the tags and the ``or`` handle 150 series instead
-    # of 24,000 (half the rule's cost at 8,000 pods)
-    stamps = [
-        _tag(
-            f"min by (namespace) (timestamp({recorded_rate_metric(c, rate_window_seconds)}))",
-            RECORDED_LABEL,
-            c,
-        )
-        for c in THROUGHPUT_METRICS
-    ]
-    return _or(stamps)
-
-
-def recording_rules(rate_window_seconds: float) -> list[dict[str, str]]:
-    """The recording rules of ``deploy/rules`` for the window, as the rules file lists them
-    (``record`` and ``expr``; a test pins the shipped file): the TTFT buckets per pod group
-    (:func:`recorded_ttft_metric`), each pod's rates of the throughput counters
-    (:func:`recorded_rate_metric`, :data:`THROUGHPUT_METRICS`) and, last (rules of a group
-    run in order and see what the earlier ones wrote), their timestamp per namespace and
-    counter (:func:`recorded_freshness_metric`)."""
-    rules = [
-        {
-            "record": recorded_ttft_metric(rate_window_seconds),
-            "expr": recording_rule_expr(rate_window_seconds),
-        }
-    ]
-    for counter in THROUGHPUT_METRICS:
-        rules.append(
-            {
-                "record": recorded_rate_metric(counter, rate_window_seconds),
-                "expr": _recorded_rate_expr(counter, rate_window_seconds),
-            }
-        )
-    rules.append(
-        {
-            "record": recorded_freshness_metric(rate_window_seconds),
-            "expr": _recorded_freshness_expr(rate_window_seconds),
-        }
-    )
-    return rules
+#: Which query carries each queried signal's value (from the registry, :data:`SPECS`).
+SIGNAL_QUERY: dict[SignalName, QueryKind] = {
+    s.name: kind for s in SPECS if (kind := _carrier(s)) is not None
+}
 
 
 def target_selector(target: TargetPolicy) -> str:
@@ -355,37 +326,6 @@ def pods_selector(namespace: str, pods: Sequence[str]) -> str:
     return f'namespace="{label_value(namespace)}",pod=~"{label_value(names)}"'
 
 
-def _replacement(value: str) -> str:
-    # label_replace expands $1-style references in the replacement: escape literal '$'.
-    return promql_string(value.replace("$", "$$"))
-
-
-def promql_duration(seconds: float) -> str:
-    """Format seconds as a PromQL duration (integers only: ``60s``, ``4500ms``).
-
-    Raises:
-        ValueError: ``seconds`` is not positive.
-    """
-    if not seconds > 0:
-        raise ValueError(f"duration must be positive, got {seconds!r}")
-    ms = max(1, round(seconds * 1000))
-    return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
-
-
-def _tag(expr: str, label: str, value: str) -> str:
-    return f'label_replace({expr}, "{label}", {_replacement(value)}, "", "")'
-
-
-def _or(parts: Sequence[str]) -> str:
-    """``a or b or ...`` as a balanced tree: Prometheus' ``or`` hashes its whole left side, so
-    a left-deep chain of n sub-expressions costs n^2 and a balanced one n log n."""
-    if len(parts) <= 2:
-        return " or ".join(parts)
-    mid = len(parts) // 2
-    halves = [parts[:mid], parts[mid:]]
-    return " or ".join(_or(h) if len(h) == 1 else f"({_or(h)})" for h in halves)
-
-
 @dataclass(frozen=True, slots=True)
 class QueryPlan:
     """The per-pod queries of one cycle and how to split their answers back per target.
@@ -414,20 +354,21 @@ class QueryPlan:
     replica_labels: tuple[str, ...] = DEFAULT_REPLICA_LABELS
 
 
-def _per_pod_expr(metric_selector: str, agg: str, by: str) -> str:
-    return f"{agg} by ({by}) ({metric_selector})"
-
-
-def one_copy(expr: str, replica_labels: Sequence[str]) -> str:
-    """``expr`` (floats) with the copies of each series that differ only in
-    ``replica_labels`` read once: ``max without (prometheus_replica, ...) (expr)``. Behind an
-    HA Prometheus pair without deduplication every series comes once per replica, and a
-    ``sum by (namespace, pod)`` over engines would count each twice; series that differ in
-    any other label (``engine``, ``instance``) stay apart. Without such labels every series
-    is its own group: the value is unchanged."""
-    if not replica_labels:
-        return expr
-    return f"max without ({', '.join(replica_labels)}) ({expr})"
+def _gauge_expr(gauge: GaugeQuery, sel: str, replica_labels: Sequence[str]) -> str:
+    """A gauge per pod over its engines, ``sum by (namespace, pod) (max without
+    (prometheus_replica, ...) (vllm:num_requests_waiting{SEL}))``: a sum reads one copy of
+    each series behind an HA pair first (:func:`one_copy`), a max is one copy already. A gauge
+    with several names keeps each series' name to tell them apart per pod: ``max by
+    (namespace, pod, __name__) ({__name__=~"new|old",SEL})`` (``max without`` would drop the
+    name)."""
+    if len(gauge.metrics) == 1:
+        series = f"{gauge.metrics[0]}{{{sel}}}"
+        if gauge.aggregation == "sum":
+            series = one_copy(series, replica_labels)
+        return _per_pod_expr(series, gauge.aggregation, "namespace, pod")
+    names = "|".join(gauge.metrics)
+    matchers = ",".join(m for m in (f'__name__=~"{names}"', sel) if m)
+    return _per_pod_expr(f"{{{matchers}}}", gauge.aggregation, "namespace, pod, __name__")
 
 
 def _named_rate(metric: str, sel: str, window: str, replica_labels: Sequence[str]) -> str:
@@ -459,32 +400,57 @@ def _throughput_ages(gid: str, sel: str, rate_window_seconds: float) -> str:
     return _tag(ages, SELECTOR_LABEL, gid)
 
 
-def _ttft_rate_parts(
+def _per_name_rates(
+    histogram: HistogramQuery,
+    kind: HistogramKind,
+    sel: str,
+    window: str,
+    replica_labels: Sequence[str],
+) -> str:
+    """Per pod, the observation rate of the histogram in representation ``kind``, each pod
+    read under the first of the histogram's names it has, tagged :func:`histogram_tag` (the
+    kind, and which name): ``label_replace(sum by (namespace, pod) (max without
+    (prometheus_replica, ...) (rate(<name>_count{SEL}[W]))), "scaler_histogram", "classic",
+    "", "")``, or with ``histogram_count`` over the native histogram; each series read once
+    behind an HA pair (:func:`one_copy`)."""
+    parts = []
+    for i, m in enumerate(histogram.metrics):
+        if kind is HistogramKind.CLASSIC:
+            inner = f"rate({m}_count{{{sel}}}[{window}])"
+        else:
+            inner = f"histogram_count(rate({m}{{{sel}}}[{window}]))"
+        rate = _per_pod_expr(one_copy(inner, replica_labels), "sum", "namespace, pod")
+        parts.append(_tag(rate, HISTOGRAM_LABEL, histogram_tag(kind, i)))
+    joined = _preferred(parts, "namespace, pod")
+    return joined if len(parts) == 1 else f"({joined})"
+
+
+def _histogram_rate_parts(
+    histogram: HistogramQuery,
     gid: str,
     sel: str,
     window: str,
-    recorded: str | None,
+    recorded: tuple[str, str] | None,
     native: bool,
     replica_labels: Sequence[str],
 ) -> list[str]:
-    """The TTFT request-rate sub-expressions of one selector group."""
-    classic = _per_pod_expr(
-        one_copy(f"rate({TTFT_COUNT_METRIC}{{{sel}}}[{window}])", replica_labels),
-        "sum",
-        "namespace, pod",
-    )
-    native_count = _per_pod_expr(
-        one_copy(f"histogram_count(rate({TTFT_HISTOGRAM}{{{sel}}}[{window}]))", replica_labels),
-        "sum",
-        "namespace, pod",
-    )
-    parts = [_tag(_tag(classic, HISTOGRAM_LABEL, HistogramKind.CLASSIC), SELECTOR_LABEL, gid)]
-    if native:
-        parts.append(
-            _tag(_tag(native_count, HISTOGRAM_LABEL, HistogramKind.NATIVE), SELECTOR_LABEL, gid)
-        )
+    """The observation-rate sub-expressions of one selector group (the first round), and for
+    the default group the ages of the recorded per-group buckets (``recorded``: the sum and
+    the mixed-bounds records, :func:`histogram_recording_rules`), given only for the
+    namespaces whose histograms share one bucket layout."""
+    kinds = [HistogramKind.CLASSIC, *([HistogramKind.NATIVE] if native else [])]
+    parts = [
+        _tag(_per_name_rates(histogram, kind, sel, window, replica_labels), SELECTOR_LABEL, gid)
+        for kind in kinds
+    ]
     if recorded is not None:
-        stamps = f'time() - timestamp({recorded}{{{sel},le="+Inf"}})'
+        sums, mixed = recorded
+        # a namespace whose histograms have different bounds (a rollout across a bucket
+        # change) has no age: its targets read their raw buckets, which count them
+        stamps = (
+            f'time() - timestamp({sums}{{{sel},le="+Inf"}}) '
+            f"and on (namespace) ({mixed}{{{sel}}} == 0)"
+        )
         parts.append(
             _tag(_tag(stamps, HISTOGRAM_LABEL, HistogramKind.RECORDED), SELECTOR_LABEL, gid)
         )
@@ -563,42 +529,54 @@ def build_query_plan(
                 out.append(gid)
         return out
 
-    kv_names = "|".join(KV_METRICS)
     queries: dict[QueryKind, str] = {}
 
-    def per_pod(kind: QueryKind, gids: list[str]) -> None:
+    def per_pod(
+        kind: QueryKind,
+        gids: list[str],
+        gauge: GaugeQuery | None = None,
+        histogram: HistogramQuery | None = None,
+    ) -> None:
         if not gids:
             return
         parts = []
         for gid in gids:
             sel = selectors[gid]
-            if kind is QueryKind.TTFT_RATE:
+            if histogram is not None:
                 recorded = None
                 if sel == default_selector:
-                    recorded = recorded_ttft_metric(rate_window_seconds)
-                parts += _ttft_rate_parts(
-                    gid, sel, window, recorded, native_histograms, replica_labels
+                    recorded = (
+                        recorded_histogram_metric(histogram, rate_window_seconds),
+                        recorded_mixed_bounds_metric(histogram, rate_window_seconds),
+                    )
+                parts += _histogram_rate_parts(
+                    histogram, gid, sel, window, recorded, native_histograms, replica_labels
                 )
                 continue
-            if kind is QueryKind.KV_CACHE:
-                matchers = ",".join(m for m in (f'__name__=~"{kv_names}"', sel) if m)
-                inner = _per_pod_expr(f"{{{matchers}}}", "max", "namespace, pod, __name__")
+            if gauge is not None:
+                inner = _gauge_expr(gauge, sel, replica_labels)
             elif kind is QueryKind.THROUGHPUT:
                 inner = _raw_throughput(sel, window, replica_labels)
             else:
-                metric = WAITING_METRIC if kind is QueryKind.WAITING else RUNNING_METRIC
                 inner = _per_pod_expr(
-                    one_copy(f"{metric}{{{sel}}}", replica_labels), "sum", "namespace, pod"
+                    one_copy(f"{RUNNING_METRIC}{{{sel}}}", replica_labels), "sum", "namespace, pod"
                 )
             parts.append(_tag(inner, SELECTOR_LABEL, gid))
             if kind is QueryKind.RUNNING and sel == default_selector:
                 parts.append(_throughput_ages(gid, sel, rate_window_seconds))
         queries[kind] = _or(parts)
 
-    per_pod(QueryKind.WAITING, groups_for(SignalName.QUEUE_DEPTH))
-    per_pod(QueryKind.RUNNING, groups_for(None))
-    per_pod(QueryKind.KV_CACHE, groups_for(SignalName.KV_CACHE_USAGE))
-    per_pod(QueryKind.TTFT_RATE, groups_for(SignalName.TTFT_P95))
+    # In the registry's order, the running query after the first gauge's (every cycle so far)
+    gauges = [s for s in SPECS if s.gauge is not None]
+    for i, s in enumerate(gauges):
+        if s.gauge is not None:
+            per_pod(QueryKind(s.gauge.query), groups_for(s.name), s.gauge)
+        if i == 0:
+            per_pod(QueryKind.RUNNING, groups_for(None))
+    for s in histogram_specs():
+        if s.histogram is not None:
+            h = s.histogram
+            per_pod(QueryKind(h.rate_query), groups_for(s.name), histogram=h)
     per_pod(QueryKind.THROUGHPUT, groups_for(None))
     return QueryPlan(
         queries=queries,
@@ -655,16 +633,20 @@ def build_throughput_query(plan: QueryPlan, recorded_namespaces: Sequence[str]) 
 
 
 @dataclass(frozen=True, slots=True)
-class TtftPart:
-    """What the TTFT query asks for one target.
+class HistogramPart:
+    """What a histogram's second-round query asks for one target.
 
     Attributes:
         key: the target key (the ``scaler_target`` tag).
-        selector: the label selector body of the target's TTFT series (its pods, or its
+        selector: the label selector body of the target's series (its pods, or its
             explicit matchers).
         quantile: the target's quantile (0-1), for a native histogram's server-side estimate.
         classic: ask for the classic buckets' per-``le`` rates.
         native: ask for the native histogram's quantile, count and fraction.
+        names: for the classic buckets, which of the histogram's names the selector's pods
+            are read under (indexes, current first), each asked on its own over exactly
+            those pods; None: every name, each series under the first name it has (history,
+            which does not know the pods).
     """
 
     key: str
@@ -672,17 +654,25 @@ class TtftPart:
     quantile: float
     classic: bool = True
     native: bool = False
+    names: tuple[int, ...] | None = None
 
 
-def build_ttft_query(
-    parts: Sequence[TtftPart],
+#: TTFT's :class:`HistogramPart` (its first name).
+TtftPart = HistogramPart
+
+
+def build_histogram_query(
+    histogram: HistogramQuery,
+    parts: Sequence[HistogramPart],
     recorded_groups: Mapping[str, Sequence[str]],
     *,
     rate_window_seconds: float,
 ) -> str | None:
-    """The second round's TTFT query, or None when nothing is to be asked.
+    """A latency histogram's second-round query, or None when nothing is to be asked.
 
     Args:
+        histogram: which histogram (its spec's :class:`~scaler.config.signal_specs.
+            HistogramQuery`: its names, newest first).
         parts: per target read from the raw histogram: its selector and representation.
         recorded_groups: namespace -> pod groups read from the recording rule.
         rate_window_seconds: the ``rate()`` window W, seconds.
@@ -691,7 +681,13 @@ def build_ttft_query(
         The balanced ``or`` of:
 
         - per classic part ``label_replace(sum by (le) (rate(
-          vllm:time_to_first_token_seconds_bucket{SEL}[W])), "scaler_target", "<key>", "", "")``;
+          vllm:time_to_first_token_seconds_bucket{SEL}[W])), "scaler_target", "<key>", "", "")``
+          and the same with ``count by (le)`` tagged ``scaler_layout="series"``: how many
+          histogram series have each bound (fewer than the ``+Inf`` bucket's: the pods' layouts
+          differ); a histogram of several names asks both once per name (an older one tagged
+          ``scaler_name``), over the pods read under it, or for history, which does not know
+          the pods, ``rate(old_bucket{SEL}[W]) unless on (namespace, pod, le) rate(new_bucket
+          {SEL}[W])``;
         - per native part, with ``H = sum(rate(vllm:time_to_first_token_seconds{SEL}[W]))``:
           ``histogram_quantile(q, H)``, ``histogram_count(H)`` and ``histogram_fraction(0,
           scalar(histogram_quantile(q, H)), H)``, each tagged with the target and
@@ -704,19 +700,33 @@ def build_ttft_query(
     exprs: list[str] = []
     for p in parts:
         if p.classic:
-            # The copies of an HA pair are summed as they come, as the native histogram below:
-            # a quantile is the same whatever the number of equal copies, and a sum over the
-            # pods taken straight from the selector adds in one order every time (the copies
-            # read once first came in any order, so the same window read twice differed in
-            # its last bits).
-            inner = f"sum by (le) (rate({TTFT_BUCKET_METRIC}{{{p.selector}}}[{window}]))"
-            exprs.append(_tag(inner, TARGET_LABEL, p.key))
+            # one part per name, each tagged with its index (the current name's untagged):
+            # the source adds them up per le. The copies of an HA pair are summed as they
+            # come, as the native histogram below: a quantile is the same whatever the number
+            # of equal copies, so are the layouts the counts tell apart (every count doubles),
+            # and a sum over the pods taken straight from the selector adds in one order every
+            # time (the copies read once first came in any order, so the same window read
+            # twice differed in its last bits).
+            names = range(len(histogram.metrics)) if p.names is None else p.names
+            for i in names:
+                rates = histogram_name_rates(
+                    histogram, i, "_bucket", p.selector, window, exclusive=p.names is not None
+                )
+                tagged = [_tag(f"{agg} by (le) ({rates})", TARGET_LABEL, p.key) for agg in
+                          ("sum", "count")]  # fmt: skip
+                # how many histogram series have each bound: pods of one target with different
+                # bucket layouts (a rollout across a bucket change) are not summed per le
+                tagged[1] = _tag(tagged[1], LAYOUT_LABEL, LAYOUT_SERIES)
+                if i > 0:
+                    tagged = [_tag(t, NAME_LABEL, str(i)) for t in tagged]
+                exprs += tagged
         if p.native:
             # Summed over the copies of an HA pair as they come: Prometheus 2.42 aggregates
             # native histograms with sum only, and the quantile and fraction of a histogram
             # are the same whatever the number of equal copies (its count is not read as a
             # rate, only as zero or not).
-            h = f"sum(rate({TTFT_HISTOGRAM}{{{p.selector}}}[{window}]))"
+            rates = histogram_rates(histogram, "", p.selector, window, on="namespace, pod")
+            h = f"sum({rates})"
             q = repr(float(p.quantile))
             floats = {
                 NativePart.QUANTILE: f"histogram_quantile({q}, {h})",
@@ -733,9 +743,25 @@ def build_ttft_query(
         groups = "|".join(sorted({re.escape(g) for gs in wanted.values() for g in gs}))
         # max by: drops the long metric name from the answer (a third of its bytes) and any
         # duplicate of a group that a second rule evaluator wrote with other external labels
+        recorded = recorded_histogram_metric(histogram, rate_window_seconds)
         exprs.append(
             f"max by (namespace, {POD_GROUP_LABEL}, le) ("
-            f'{recorded_ttft_metric(rate_window_seconds)}{{namespace=~"{label_value(namespaces)}",'
+            f'{recorded}{{namespace=~"{label_value(namespaces)}",'
             f'{POD_GROUP_LABEL}=~"{label_value(groups)}"}})'
         )
     return _or(exprs) if exprs else None
+
+
+def build_ttft_query(
+    parts: Sequence[HistogramPart],
+    recorded_groups: Mapping[str, Sequence[str]],
+    *,
+    rate_window_seconds: float,
+) -> str | None:
+    """:func:`build_histogram_query` of TTFT."""
+    return build_histogram_query(
+        histogram_query(SignalName.TTFT_P95),
+        parts,
+        recorded_groups,
+        rate_window_seconds=rate_window_seconds,
+    )

@@ -8,17 +8,18 @@ linear interpolation inside the bucket that holds the rank, lower bound 0 for th
 bucket), and the source also learns what ``histogram_quantile`` hides: when the rank falls in
 the ``+Inf`` bucket, Prometheus answers the largest finite bound, which is then only a lower
 bound of the true quantile (vLLM's early V1 TTFT buckets stopped at 10 s, so every TTFT above
-10 s read as exactly 10).
+10 s read as exactly 10). :func:`common_buckets` keeps, of rates summed over histograms whose
+bounds differ, the bounds every one has.
 """
 
 from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["BucketQuantile", "bucket_quantile"]
+__all__ = ["BucketLayouts", "BucketQuantile", "bucket_quantile", "common_buckets"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,3 +97,72 @@ def bucket_quantile(q: float, buckets: Iterable[tuple[float, float]]) -> BucketQ
         count -= merged[i - 1][1]
         rank -= merged[i - 1][1]
     return BucketQuantile(start + (end - start) * (rank / count), total=total, above_top=above)
+
+
+@dataclass(frozen=True, slots=True)
+class BucketLayouts:
+    """How the histograms summed into one set of bucket rates share their bounds.
+
+    Attributes:
+        histograms: the histogram series summed (those with the ``+Inf`` bound: all).
+        bounds: the bounds found, ``+Inf`` included.
+        partial: bound -> how many of the histograms have it, for the bounds not every one
+            has (pods of one target with different layouts: a rollout across a bucket change,
+            two vLLM versions, ``--custom-histogram-buckets`` on some pods); empty when they
+            share one layout.
+    """
+
+    histograms: float
+    bounds: int
+    partial: dict[float, float]
+
+    @property
+    def mixed(self) -> bool:
+        """The histograms do not share one set of bounds."""
+        return bool(self.partial)
+
+    def describe(self) -> str:
+        """``mixed bucket layouts: 6 of the 23 bounds (20-2560 s) are on only 2 of the 4
+        histograms``; '' for one layout."""
+        if not self.partial:
+            return ""
+        low, high = min(self.partial), max(self.partial)
+        span = f"{low:g} s" if low == high else f"{low:g}-{high:g} s"
+        fewest, most = min(self.partial.values()), max(self.partial.values())
+        on = f"{fewest:g}" if fewest == most else f"{fewest:g}-{most:g}"
+        return (
+            f"mixed bucket layouts: {len(self.partial)} of the {self.bounds} bounds ({span}) "
+            f"are on only {on} of the {self.histograms:g} histograms"
+        )
+
+
+def common_buckets(
+    buckets: Mapping[float, float], series: Mapping[float, float] | None
+) -> tuple[dict[float, float], BucketLayouts | None]:
+    """The summed bucket rates restricted to the bounds every histogram has.
+
+    Summing per ``le`` is exact only where every histogram has the bound: at a bound only some
+    have, the sum misses the others' observations below it, and the quantile of the sum is
+    wrong (with two layouts whose top finite bounds are 10 s and 2560 s, every observation
+    above 10 s falls between the shorter layout's top bound and ``+Inf`` for half the pods,
+    and the quantile reads as saturated at 2560 s). On the common bounds each sum is the
+    histograms' exact cumulative count, a coarser histogram of the same observations.
+
+    Args:
+        buckets: ``le`` -> summed rate (cumulative), ``+Inf`` included.
+        series: ``le`` -> how many histogram series have that bound (the second round's
+            ``count by (le)``); None when the answer did not say (the layout cannot be told:
+            the buckets are read as they are).
+
+    Returns:
+        The buckets on the common bounds, and the layouts (None without ``series`` or its
+        ``+Inf`` count).
+    """
+    histograms = series.get(math.inf) if series else None
+    if series is None or histograms is None or not histograms > 0:
+        return dict(buckets), None
+    bounds = set(buckets) | set(series)
+    # a bound the count did not answer is not known to be on every histogram
+    partial = {le: n for le in sorted(bounds) if (n := series.get(le, 0.0)) < histograms}
+    layouts = BucketLayouts(histograms, len(bounds), partial)
+    return {le: v for le, v in buckets.items() if le not in partial}, layouts

@@ -22,6 +22,7 @@ from prometheus_client import (
 from prometheus_client.metrics import MetricWrapperBase
 
 from scaler import __version__
+from scaler.config.signal_specs import SPECS
 from scaler.core.decide import Decision
 from scaler.core.reasons import Reason
 from scaler.core.signals import SignalStatus
@@ -82,8 +83,9 @@ class ScalerMetrics:
         ts = ["target", "signal"]
         self.signal_value = Gauge(
             "vllm_scaler_signal_value",
-            "Signal value in its target's unit: queue_depth waiting requests per replica, "
-            "kv_cache_usage 0-1 ratio, ttft_p95 seconds. NaN when invalid.",
+            "Signal value in its target's unit: "
+            + ", ".join(f"{s.name} {s.help}" for s in SPECS)
+            + ". NaN when invalid.",
             ts,
             registry=r,
         )
@@ -214,8 +216,9 @@ class ScalerMetrics:
             "vllm_scaler_last_successful_query_timestamp_seconds",
             "Unix time of the last successful query, or of the last cycle in which it was not "
             "due (not sent: nothing needed it), per query; the signal label holds the query "
-            "(waiting, running, kv_cache, ttft_rate, ttft_buckets, throughput). Starts at the "
-            "process' start, so its age is how long a due query has failed.",
+            "(waiting, running, kv_cache, each latency histogram's rate and buckets queries "
+            "such as ttft_rate and ttft_buckets, throughput). Starts at the process' start, so "
+            "its age is how long a due query has failed.",
             ["signal"],
             registry=r,
         )
@@ -259,6 +262,23 @@ class ScalerMetrics:
             "or native histogram) and query (raw series, the recording rules' per-group "
             "buckets, or none while the target is idle).",
             ["target", "representation", "query"],
+            registry=r,
+        )
+        self.histogram_info = Gauge(
+            "vllm_scaler_histogram_info",
+            "1 for how each latency signal's histogram of the target was read: the metric "
+            "(the current name, or an older one its pods still export), representation "
+            "(classic buckets or native histogram) and query (raw series, the recording "
+            "rules' per-group buckets, or none while the target is idle).",
+            ["target", "signal", "metric", "representation", "query"],
+            registry=r,
+        )
+        self.mixed_layouts = Gauge(
+            "vllm_scaler_histogram_mixed_layouts",
+            "1 while the target's pods have histograms with different bucket bounds (a "
+            "rollout across a bucket change, two vLLM versions): the signal's quantile is "
+            "read on the bounds every pod has, never summed per le across layouts.",
+            ts,
             registry=r,
         )
         self.top_bucket_too_low = Gauge(

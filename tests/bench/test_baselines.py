@@ -7,7 +7,6 @@ from dataclasses import replace
 import pytest
 
 from scaler.bench.controllers import KedaHpaController, KvHpaController
-from scaler.bench.figures import PolicyFigures
 from scaler.bench.hpa import (
     HpaBehavior,
     HpaPodState,
@@ -17,7 +16,6 @@ from scaler.bench.hpa import (
     pods_metric_replicas,
 )
 from scaler.bench.kpa import Kpa, KpaConfig
-from scaler.bench.runner import _cheapest_reference, cheapest_fixed
 from scaler.bench.simulate import BenchStore, TickContext
 from scaler.bench.tsdb import PodSample, Tsdb
 from scaler.sim.fleet import Fleet, FleetConfig
@@ -233,49 +231,6 @@ def test_kpa_panic_and_no_scale_down_in_panic() -> None:
     assert not kpa2.panicking
 
 
-def _fixed_figures(n: int, share: float) -> PolicyFigures:
-    return PolicyFigures(
-        name="fixed", requests=100, served=100, cut=0, unfinished=0, rejected=0,
-        slo_request_share=share,
-        slo_minute_share=share, violating_minutes=0, ttft_p50=0.1, ttft_p95=0.2, ttft_p99=0.3,
-        gpu_hours=float(n), scale_events=0, scale_ups=0, scale_downs=0, reversals=0,
-        peak_queue=0, peak_replicas=n, minute_p95=(), replicas_over_time=((0.0, n),),
-    )  # fmt: skip
-
-
-@pytest.mark.parametrize(
-    ("start", "expected", "runs"),
-    [
-        # from the peak estimate down while the smaller fleet meets it
-        pytest.param(8, 7, [8, 7, 6], id="down-from-the-estimate"),
-        pytest.param(4, 7, [4, 5, 6, 7], id="up-until-one-meets"),
-        pytest.param(7, 7, [7, 6], id="estimate-exact"),
-        pytest.param(40, 7, [32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16,
-                             15, 14, 13, 12, 11, 10, 9, 8, 7, 6], id="start-clamped-to-max"),
-    ],
-)  # fmt: skip
-def test_cheapest_fixed_fleet_is_the_smallest_meeting_the_share(
-    start: int, expected: int, runs: list[int]
-) -> None:
-    # attainment per fleet size: 7 replicas is the first to reach 99%
-    share = {n: min(1.0, 0.9 + 0.0142 * n) for n in range(1, 33)}
-    asked: list[int] = []
-
-    def run(n: int) -> PolicyFigures:
-        asked.append(n)
-        return _fixed_figures(n, share[n])
-
-    assert share[6] < 0.99 <= share[7]
-    best = cheapest_fixed(run, start, 32)
-    assert best.peak_replicas == expected
-    assert asked == runs
-
-
-def test_cheapest_fixed_fleet_falls_back_to_max_when_none_meets() -> None:
-    best = cheapest_fixed(lambda n: _fixed_figures(n, 0.5), 3, 5)
-    assert best.peak_replicas == 5
-
-
 class _Waiting(Tsdb):
     """A Prometheus whose sum(vllm:num_requests_waiting) is whatever the test sets."""
 
@@ -310,28 +265,3 @@ def test_keda_queries_prometheus_on_every_hpa_sync_unless_cached(
     # max(1 + 4, 2 x 1) = 5 in one period. With cached metrics the HPA still reads the poll
     # KEDA made at 0 s (nothing waiting) until the next one at 30 s.
     assert desired == expected
-
-
-@pytest.mark.parametrize(
-    ("fixed_share", "fixed_n", "expected"),
-    [
-        pytest.param(
-            0.995, 6, ("hindsight-load", 6.0, (6, 6, 6)), id="cheaper-fixed-fleet-is-the-reference"
-        ),
-        pytest.param(0.995, 8, ("searched", 7.0, (3, 9, 4)), id="searched-schedule-cheaper"),
-        pytest.param(0.98, 6, ("searched", 7.0, (3, 9, 4)), id="fixed-fleet-misses-the-share"),
-    ],
-)
-def test_a_constant_fleet_is_a_reference_when_it_is_cheaper(
-    fixed_share: float, fixed_n: int, expected: tuple[str, float, tuple[int, ...]]
-) -> None:
-    figures = {
-        "fixed": _fixed_figures(fixed_n, fixed_share),
-        "hindsight-instant": replace(_fixed_figures(5, 0.991), name="searched"),
-        "hindsight-load": replace(_fixed_figures(7, 0.992), name="searched"),
-    }
-    schedules = {"hindsight-instant": (2, 8, 3), "hindsight-load": (3, 9, 4)}
-    _cheapest_reference(figures, schedules, 180.0)
-    load = figures["hindsight-load"]
-    assert (load.name, load.gpu_hours, schedules["hindsight-load"]) == expected
-    assert figures["hindsight-instant"].gpu_hours == 5.0  # cheaper than every fleet here

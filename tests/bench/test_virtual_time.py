@@ -86,10 +86,12 @@ def test_the_report_states_routing_rejections_and_the_reference(result: BenchRes
 
 
 def test_the_vllm_scaler_row_names_its_control_interval(result: BenchResult) -> None:
-    described = "vllm-scaler, shipped default policy (max 32), 15 s interval"
+    top = result.max_replicas
+    described = f"vllm-scaler, shipped default policy, max {top} (every row's), 15 s interval"
     assert described in format_table(result)
     slower = run_bench(replace(OPTIONS, duration_seconds=120.0, control_interval_seconds=30))
-    described = "vllm-scaler, shipped default policy (max 32), 30 s interval"
+    top = slower.max_replicas
+    described = f"vllm-scaler, shipped default policy, max {top} (every row's), 30 s interval"
     assert described in format_table(slower)
     assert as_json(slower)["policies"][0]["description"] == described
 
@@ -118,8 +120,13 @@ def test_reaction_to_the_flash_step() -> None:
     assert 0 < us.first_write_seconds <= 30
     assert us.first_ready_seconds == pytest.approx(us.first_write_seconds + 120.0, abs=1.0)
     load = flash.by_name(HINDSIGHT).reaction
-    assert load is not None and load.first_write_seconds == -120.0
-    assert load.first_ready_seconds == pytest.approx(0.0, abs=1.0)
+    assert load is not None
+    if len(set(flash.hindsight_replicas[HINDSIGHT])) > 1:
+        # A schedule that pays model load writes a model load before the step ...
+        assert load.first_write_seconds == -120.0
+        assert load.first_ready_seconds == pytest.approx(0.0, abs=1.0)
+    else:  # ... unless a constant fleet is cheaper for the window (no write at all)
+        assert load.first_write_seconds is None
     fixed = flash.by_name("fixed").reaction
     assert fixed is not None and fixed.first_write_seconds is None
     assert "reaction to the load step at 240 s" in format_table(flash)

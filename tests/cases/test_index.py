@@ -21,8 +21,6 @@ from tests.support.fakeprom import CASES, SHARED
 ROOT = Path(__file__).resolve().parents[2]
 SECTION = "## In this repository"
 _TEST_REF = re.compile(r"`(tests/[\w/.-]+\.py)::(test_\w+)(?:\[[^`]*\])?`")
-#: Cases of the collection whose text arrives here together with their fix.
-WRITTEN_WITH_THEIR_FIX = frozenset({"30-mixed-bucket-layouts.md"})
 
 
 def case_files() -> list[Path]:
@@ -111,7 +109,7 @@ def test_the_fault_matrix_points_at_every_case() -> None:
 def test_every_case_of_the_collection_is_here_with_its_text_as_given() -> None:
     shared = {p.name: p for p in (SHARED / "cases").glob("[0-9][0-9]-*.md")}
     here = {p.name: p for p in case_files()}
-    assert set(shared) - set(here) <= WRITTEN_WITH_THEIR_FIX
+    assert set(shared) <= set(here), sorted(set(shared) - set(here))
     for name in sorted(set(shared) & set(here)):
         given = shared[name].read_text(encoding="utf-8").rstrip("\n")
         kept = here[name].read_text(encoding="utf-8").partition("\n---\n")[0].rstrip("\n")

@@ -145,6 +145,23 @@ REFUSED = [
         id="shadow quantile",
     ),
     pytest.param(
+        {"signals": {"itlP95": {"enabled": True}}},
+        "spec.signals.itlP95.targetSeconds: Required value",
+        "expected the model's ITL p95 target",
+        id="ITL without its target",
+    ),
+    pytest.param(
+        {
+            "signals": {"itlP95": {"enabled": True, "targetSeconds": 0.05}},
+            "shadow": {
+                "signals": {"itlP95": {"enabled": True, "targetSeconds": 0.05, "quantile": 0.5}}
+            },
+        },
+        "spec.shadow.signals.itlP95.quantile: Invalid value",
+        "both decide on the same ITL reading",
+        id="shadow ITL quantile",
+    ),
+    pytest.param(
         {"shadow": {"minReplicas": 3, "maxReplicas": 2}},
         "spec.shadow.maxReplicas: Invalid value",
         "expected a number >= minReplicas",
@@ -376,7 +393,11 @@ async def test_recommend_reads_the_resources_and_writes_nothing(
     install = scene.install_scaler(policy_values({"rate_window_seconds": 8, "targets": []}))
     proc = install.start(
         scene.prometheus.url,
-        command=("recommend", "--once", "--watch-resources", "--output", "json"),
+        # this namespace's only: other tests' resources may be listed cluster-wide
+        command=(
+            *("recommend", "--once", "--output", "json"),
+            *("--watch-resources", "--resource-namespaces", ns),
+        ),
         name="recommend",
         env={"VLLM_SCALER_LOG_LEVEL": "warning"},
     )
@@ -398,3 +419,59 @@ async def test_recommend_reads_the_resources_and_writes_nothing(
 
     assert [can("list"), can("watch"), can("patch", "--subresource=status")] == ["yes"] * 3
     assert [can("patch"), can("update"), can("delete"), can("create")] == ["no"] * 4
+
+
+async def test_status_through_a_hold_and_a_failover(scene: Scene, vllm_crd: Doc) -> None:
+    """Two replicas on a real Lease: only the leader writes the status; after SIGTERM the new
+    leader loads the decision state from the Lease (the 600 s scale-down window holds the
+    replicas), keeps the last scale time the status says, and says the hold."""
+    kube, ns = scene.kube, scene.namespace
+    kube.apply([deployment(ns, replicas=2, ready_delay_seconds=1)])
+    _, metrics = await scene.serve(2, Load(waiting=6, running=10))  # 12 waiting: 3
+    kube.apply(
+        [
+            resource(
+                ns,
+                "vllm",
+                spec(maxReplicas=3, scaleDown={"stabilizationWindowSeconds": 600}),
+            )
+        ]
+    )
+    install = scene.install_scaler(policy_values({"rate_window_seconds": 8, "targets": []}))
+    a = install.start(scene.prometheus.url, name="a")
+    kube.wait_for(lambda: a.metric("vllm_scaler_leader") == 1, timeout=30, what="a to lead")
+    b = install.start(scene.prometheus.url, name="b")
+    b.wait_event("started", timeout=30)
+    scene.wait_replicas(3)
+    up = wait_status(
+        kube,
+        ns,
+        "vllm",
+        lambda o: (
+            (o.get("status") or {}).get("lastScaleTime")
+            and (o.get("status") or {}).get("currentReplicas") == 3
+        ),
+        "the scale-up done",
+    )
+    scaled_at = up["status"]["lastScaleTime"]
+    kube.wait_for(lambda: cycles(b) >= 3, timeout=30, what="b's cycles")
+    assert (b.metric("vllm_scaler_status_writes_total", outcome="written") or 0) == 0  # a leads
+
+    assert a.terminate() == 0
+    kube.wait_for(lambda: b.metric("vllm_scaler_leader") == 1, timeout=10, what="b to lead")
+    b.wait_event("state_loaded", timeout=10)
+    metrics.set_load(None, Load())  # the load goes: the window carried over holds
+    held = wait_status(
+        kube,
+        ns,
+        "vllm",
+        lambda o: (o.get("status") or {}).get("reason") == "stabilized",
+        "the hold in the status, written by b",
+    )
+    status = held["status"]
+    assert (status["currentReplicas"], status["desiredReplicas"]) == (3, 3), status
+    assert status["lastScaleTime"] == scaled_at  # from the status a wrote
+    assert conditions(held)["AbleToScale"] == ("True", "Stabilized"), conditions(held)
+    assert conditions(held)["ScalingLimited"] == ("False", "DesiredWithinRange")
+    assert (b.metric("vllm_scaler_status_writes_total", outcome="written") or 0) >= 1
+    assert scene.spec_replicas() == 3

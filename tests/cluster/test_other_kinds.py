@@ -3,7 +3,8 @@ controller, which removes the highest ordinal and ignores pod-deletion-cost), an
 LeaderWorkerSet through its CRD's scale subresource.
 
 No LeaderWorkerSet controller runs here: the test plays the part of it the scale needs,
-as the LWS controller does, keeping one leader StatefulSet's replicas equal to the
+as the LWS controller does, keeping one leader StatefulSet (owned by the LeaderWorkerSet, so
+that its pods are the target's) with replicas equal to the
 LeaderWorkerSet's and writing the LeaderWorkerSet's ``status.replicas`` and
 ``status.hpaPodSelector`` (the leader pods' selector) from it. The CRD is a minimal one
 with the group, names and scale subresource paths of the LeaderWorkerSet project's.
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from scaler.sim.controlplane import Cluster
+from scaler.sim.controlplane.cluster import ClusterError
 from tests.cluster.podmetrics import Load
 from tests.cluster.scene import Scene
 from tests.cluster.workloads import crd_installed, pod_template, policy, policy_values, statefulset
@@ -144,7 +146,22 @@ async def test_a_leaderworkerset_scales_through_its_crds_scale_subresource(
         "metadata": {"name": "vllm", "namespace": ns},
         "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 1}},
     }
-    kube.apply([leaders, lws])
+    kube.apply([lws])
+    # The LWS controller owns its leader StatefulSet: the pods' owner chain leads to the LWS.
+    uid = kube.get(f"/apis/leaderworkerset.x-k8s.io/v1/namespaces/{ns}/leaderworkersets/vllm")[
+        "metadata"
+    ]["uid"]
+    leaders["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "leaderworkerset.x-k8s.io/v1",
+            "kind": "LeaderWorkerSet",
+            "name": "vllm",
+            "uid": uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    kube.apply([leaders])
     _play_lws_controller(kube, ns, "vllm")
     scene.wait_ready(1)
     _play_lws_controller(kube, ns, "vllm")
@@ -164,11 +181,14 @@ async def test_a_leaderworkerset_scales_through_its_crds_scale_subresource(
         )
     )
     proc = install.start(scene.prometheus.url)
-    kube.wait_for(
-        lambda: _play_lws_controller(kube, ns, "vllm") == 2,
-        timeout=60,
-        what="the LeaderWorkerSet scaled to 2 groups",
-    )
+    try:
+        kube.wait_for(
+            lambda: _play_lws_controller(kube, ns, "vllm") == 2,
+            timeout=60,
+            what="the LeaderWorkerSet scaled to 2 groups",
+        )
+    except ClusterError as exc:
+        raise AssertionError(f"{exc}; the controller's log tail:\n{proc.tail()}") from exc
     scene.wait_ready(2)
     up = proc.wait_event("decision", timeout=10, where=lambda d: d.get("action") == "scaled")
     assert up["target"] == f"{ns}/LeaderWorkerSet/vllm" and up["desired"] == 2, up

@@ -362,7 +362,7 @@ DEPLOYMENT = "{apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm
             f"targets:\n  - workload: {DEPLOYMENT}\n    signals: {{ttft_p99: {{}}}}\n",
             "invalid policy\n  p.yaml: targets[0].signals.ttft_p99: unknown "
             "field; did you mean ttft_p95? (targets[0].signals takes queue_depth, "
-            "kv_cache_usage, ttft_p95, capacity)",
+            "kv_cache_usage, ttft_p95, itl_p95, capacity)",
             id="unknown-section",
         ),
         pytest.param(
@@ -588,7 +588,8 @@ def test_capacity_and_shadow_checks_across_fields_beside_their_field_errors(
         "policy's quantile (0.95): both decide on the same TTFT reading",
         "  p.yaml: targets[2].shadow.min_replicas: value 0: expected a number >= 1",
         "  p.yaml: targets[2].shadow.signals: value every signal off: expected at least one "
-        "signal enabled (queue_depth, kv_cache_usage, ttft_p95, or capacity with ttft_p95)",
+        "signal enabled (queue_depth, kv_cache_usage, ttft_p95, itl_p95, or capacity with "
+        "ttft_p95)",
         "  p.yaml: targets[3].shadow.signals.ttft_p95: value 3: expected a mapping",
     ]
 

@@ -14,7 +14,7 @@ import pytest
 from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
 from scaler.core.capacity import CapacityMemory
-from scaler.core.decide import Decision, _capacity_replicas, down_window_seconds
+from scaler.core.decide import Decision, capacity_replicas, down_window_seconds
 from scaler.core.evaluation import SignalEvaluation
 from scaler.core.forecast import DemandForecast, observe_demand
 from scaler.core.reasons import Reason
@@ -45,7 +45,7 @@ def _window(
     """The scale-down window of a cycle, given the capacity signal's ask as decide() takes it
     from the cycle's evaluations."""
     return down_window_seconds(
-        policy, state, now, RATE_WINDOW_SECONDS, capacity_replicas=_capacity_replicas(evaluations)
+        policy, state, now, RATE_WINDOW_SECONDS, capacity_replicas=capacity_replicas(evaluations)
     )
 
 

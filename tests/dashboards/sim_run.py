@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from scaler.config.policy import parse_policy
 from scaler.controller.loop import Controller
@@ -45,6 +47,10 @@ POLICY["targets"][0]["signals"]["capacity"] = {
     "seed_generation_tokens_per_second": 0,
 }
 POLICY["targets"][0]["shadow"] = {"max_replicas": 4, "signals": {"capacity": {"enabled": False}}}
+# The dashboards' run: inter-token latency is off by default, and its panels need it on (a
+# target the run never reaches).
+DASHBOARDS_POLICY = copy.deepcopy(POLICY)
+DASHBOARDS_POLICY["targets"][0]["signals"]["itl_p95"] = {"enabled": True, "target_seconds": 5.0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,12 +80,13 @@ async def simulated_run(
     compress: float = 4.0,
     tail_seconds: float = 15.0,
     victoria_metrics: bool = False,
+    policy_doc: dict[str, Any] | None = None,
 ) -> AsyncIterator[SimRun]:
     """Replay ``trace_seconds`` of the code trace from ``start_minute`` (sped up by
     ``compress``) with the controller scaling, then yield while everything keeps serving.
     ``victoria_metrics``: a VictoriaMetrics scrapes the same targets (the controller reads
-    Prometheus)."""
-    policy = parse_policy(POLICY)
+    Prometheus). ``policy_doc``: the controller's policy (default :data:`POLICY`)."""
+    policy = parse_policy(POLICY if policy_doc is None else policy_doc)
     trace = load_trace(
         NAMED_TRACES["code"],
         start_seconds=start_minute * 60,
@@ -150,7 +157,11 @@ async def _render(out_dir: Path) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         async with simulated_run(
-            Path(tmp), start_minute=13.0, trace_seconds=180.0, tail_seconds=45.0
+            Path(tmp),
+            start_minute=13.0,
+            trace_seconds=180.0,
+            tail_seconds=45.0,
+            policy_doc=DASHBOARDS_POLICY,
         ) as run:
             # A short run: a 15 s rate window shows its shape better than Grafana's 1 m.
             builtins = {"__rate_interval": "15s", "__interval": "5s", "__range": "5m"}

@@ -159,14 +159,18 @@ def test_per_target_alerts_fire_once_for_two_controller_replicas() -> None:
 
 def test_promtool_check_rules_as_shipped() -> None:
     files = sorted(str(p) for p in RULES_DIR.iterdir())
-    assert files == [str(RULES)]
+    # the inter-token latency signal's recording rules, loaded only where a target enables it
+    assert files == [str(RULES_DIR / "vllm-scaler-itl.rules.yaml"), str(RULES)]
     out = subprocess.run(
         [_promtool(), "check", "rules", *files], capture_output=True, text=True, check=False
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    # 14 alerts; 5 recording rules: TTFT buckets per pod group, three throughput rates per pod,
+    # 15 alerts; 7 recording rules: TTFT buckets per pod group, TTFT histograms per namespace
+    # and bound, the bounds not on every one per namespace, three throughput rates per pod,
     # their timestamp per namespace and counter
-    assert "SUCCESS: 19 rules found" in out.stdout, out.stdout
+    assert "SUCCESS: 22 rules found" in out.stdout, out.stdout
+    # the same three histogram rules for ITL
+    assert "SUCCESS: 3 rules found" in out.stdout, out.stdout
 
 
 def test_promtool_test_rules_as_shipped() -> None:

@@ -28,7 +28,7 @@ from scaler.sim.victoria_metrics import (
     VictoriaMetricsNotInstalledError,
     find_victoria_metrics_binary,
 )
-from tests.dashboards.sim_run import SimRun, simulated_run
+from tests.dashboards.sim_run import DASHBOARDS_POLICY, SimRun, simulated_run
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
@@ -115,6 +115,7 @@ async def run(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[SimRun]
         compress=4.0,
         tail_seconds=15.0,
         victoria_metrics=victoria_metrics,
+        policy_doc=DASHBOARDS_POLICY,
     ) as run:
         yield run
 

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import gc
+import math
 import random
 import types
 
 import pytest
 
-from scaler.sim.calibration import RTX4090_SWEEP, SweepPoint, closed_loop
-from scaler.sim.engine import ReplicaEngine, ReplicaModel, SimRequest
+from scaler.sim.calibration import RTX4090_SWEEP, SweepPoint, closed_loop, sweep_model
+from scaler.sim.engine import (
+    ReplicaEngine,
+    ReplicaModel,
+    SimRequest,
+    vllm_default_max_num_batched_tokens,
+)
 from scaler.sim.exposition import VllmMetrics
 
 
@@ -34,9 +40,9 @@ def _replay(engine: ReplicaEngine, reqs: list[SimRequest], until: float) -> None
     engine.advance_to(until)
 
 
-def test_idle_ttft_of_8k_prompt_is_one_compute_bound_step() -> None:
-    # 8192 tokens at the sweep's 21,400 tokens/s: 383 ms (the rough "about 250 ms" single
-    # figure disagrees with the sweep, which wins).
+def test_idle_ttft_of_8k_prompt_is_its_compute_bound_chunks() -> None:
+    # 8192 tokens at the sweep's 21,400 tokens/s in four 2,048-token steps: 383 ms (the rough
+    # "about 250 ms" single figure disagrees with the sweep, which wins).
     e = _engine()
     r = SimRequest(1, 0.0, 8192, 1)
     e.submit(r, 0.0)
@@ -63,9 +69,59 @@ def test_idle_tpot_is_the_memory_bound_floor_and_grows_with_batch() -> None:
     "point", [pytest.param(p, id=f"concurrency-{p.concurrency}") for p in RTX4090_SWEEP]
 )
 def test_closed_loop_matches_the_rtx4090_sweep_within_25_percent(point: SweepPoint) -> None:
-    got = closed_loop(ReplicaModel(), point.concurrency)
+    # The sweep replayed as it was measured (each wave prefilled in one step): throughput,
+    # TTFT and TPOT within 25% of every published point.
+    got = closed_loop(sweep_model(ReplicaModel()), point.concurrency)
     assert got.output_tokens_per_second == pytest.approx(point.output_tokens_per_second, rel=0.25)
     assert got.mean_ttft_seconds == pytest.approx(point.mean_ttft_seconds, rel=0.25)
+    assert got.mean_tpot_seconds == pytest.approx(point.mean_tpot_seconds, rel=0.25)
+
+
+@pytest.mark.parametrize(
+    "point", [pytest.param(p, id=f"concurrency-{p.concurrency}") for p in RTX4090_SWEEP]
+)
+def test_the_default_step_budget_keeps_throughput_and_tpot_within_25_percent(
+    point: SweepPoint,
+) -> None:
+    model = ReplicaModel()
+    assert model.max_num_batched_tokens == 2048
+    got = closed_loop(model, point.concurrency)
+    assert got.output_tokens_per_second == pytest.approx(point.output_tokens_per_second, rel=0.25)
+    assert got.mean_tpot_seconds == pytest.approx(point.mean_tpot_seconds, rel=0.25)
+    # First come first served in chunks of 2,048 tokens: a wave splits into groups of 8
+    # prompts that come back one step apart, each prefilled in the step after it arrives.
+    chunk_step = model.step_seconds(point.concurrency, 0, model.max_num_batched_tokens)
+    assert got.mean_ttft_seconds <= 1.25 * chunk_step
+
+
+def test_vllm_default_step_budget_by_gpu() -> None:
+    # vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults
+    assert vllm_default_max_num_batched_tokens(24.0, "NVIDIA GeForce RTX 4090") == 2048
+    assert vllm_default_max_num_batched_tokens(24.0, "rtx 4090", api_server=False) == 8192
+    assert vllm_default_max_num_batched_tokens(80.0, "NVIDIA H100 80GB HBM3") == 8192
+    assert vllm_default_max_num_batched_tokens(80.0, "NVIDIA H100", api_server=False) == 16384
+    assert vllm_default_max_num_batched_tokens(80.0, "NVIDIA A100-SXM4-80GB") == 2048
+    assert vllm_default_max_num_batched_tokens(69.9, "some gpu") == 2048
+
+
+def test_a_long_prompt_keeps_every_step_near_a_chunk() -> None:
+    # A 16K prompt arriving while 20 requests decode: chunked at 2,048 tokens a step, the
+    # decodes get a token about every 0.1 s (with a 16,384-token budget one step took 0.77 s).
+    e = _engine()
+    decoding = [SimRequest(i, 0.0, 500, 400) for i in range(20)]
+    for r in decoding:
+        e.submit(r, 0.0)
+    e.advance_to(1.0)
+    long = SimRequest(99, 1.0, 16000, 10)
+    e.submit(long, 1.0)
+    steps: list[float] = []
+    while long.first_token_at is None:
+        before = e.clock
+        e.advance_to(math.nextafter(e.clock, math.inf))
+        steps.append(e.clock - before)
+    assert len(steps) >= 8
+    assert max(steps) < 0.12
+    assert long.ttft is not None and 0.7 < long.ttft < 1.1
 
 
 def test_the_old_speed_misses_the_sweep() -> None:
@@ -251,3 +307,31 @@ def test_engine_keeps_no_finished_request() -> None:
     e.advance_to(1e4)
     assert sum(1 for r in reqs if r.done) == len(reqs) > 1000
     assert _requests_held(e) == 0
+
+
+@pytest.mark.parametrize("kv_blocks", [2688, 1100])
+def test_decode_runs_give_the_results_of_every_step(kv_blocks: int) -> None:
+    # The fast path (steps between two batch changes run as one) against every step on its
+    # own: the same times to the rounding of a sum, the same preemptions under KV pressure.
+    def run(decode_runs: bool) -> tuple[list[tuple[float, float, int]], ReplicaEngine]:
+        model = ReplicaModel(kv_cache_blocks=kv_blocks, max_model_len=16000)
+        e = ReplicaEngine(model, metrics=VllmMetrics(), decode_runs=decode_runs)
+        reqs = _poisson(2.5, 600.0, seed=4, prompt=1155, output=211)
+        _replay(e, reqs, 1e5)
+        return [(r.ttft or 0.0, r.finished_at or 0.0, r.preemptions) for r in reqs], e
+
+    fast, e_fast = run(True)
+    exact, e_exact = run(False)
+    assert e_fast.steps == e_exact.steps
+    for (ttft_a, end_a, pre_a), (ttft_b, end_b, pre_b) in zip(fast, exact, strict=True):
+        assert ttft_a == pytest.approx(ttft_b, abs=1e-8)
+        assert end_a == pytest.approx(end_b, abs=1e-8)
+        assert pre_a == pre_b
+    m_fast, m_exact = e_fast.metrics, e_exact.metrics
+    assert m_fast is not None and m_exact is not None
+    assert m_fast.generation_tokens == m_exact.generation_tokens
+    assert m_fast.num_preemptions == m_exact.num_preemptions
+    assert (m_fast.num_preemptions > 0) == (kv_blocks < 2000)
+    assert m_fast.inter_token_latency.count == m_exact.inter_token_latency.count
+    assert m_fast.inter_token_latency.sum == pytest.approx(m_exact.inter_token_latency.sum)
+    assert m_fast.iteration_tokens.counts == m_exact.iteration_tokens.counts

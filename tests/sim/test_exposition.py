@@ -76,6 +76,17 @@ V1_FAMILIES = {
     "vllm:request_prefill_time_seconds:histogram",
     "vllm:request_decode_time_seconds:histogram",
 }
+# The newest vLLM's families (prompt tokens by source, per-request computed prompt tokens,
+# sleep state); an emulated older vLLM has none of them.
+NEWEST_FAMILIES = {
+    "vllm:prompt_tokens_by_source:counter",
+    "vllm:prompt_tokens_cached:counter",
+    "vllm:prompt_tokens_recomputed:counter",
+    "vllm:request_prefill_kv_computed_tokens:histogram",
+    "vllm:engine_sleep_state:gauge",
+    "vllm:engine_sleep_resource_state:gauge",
+    "vllm:engine_fully_awake:gauge",
+}
 HIDDEN_FAMILIES = {
     "vllm:gpu_cache_usage_perc:gauge",
     "vllm:gpu_prefix_cache_queries:counter",
@@ -86,7 +97,7 @@ HIDDEN_FAMILIES = {
 
 def test_names_types_and_values_after_serving() -> None:
     f = _families(_served_metrics())
-    assert set(f) == V1_FAMILIES
+    assert set(f) == V1_FAMILIES | NEWEST_FAMILIES
     assert f["vllm:num_requests_running:gauge"] == {_key("vllm:num_requests_running"): 0.0}
     assert f["vllm:kv_cache_usage_perc:gauge"] == {_key("vllm:kv_cache_usage_perc"): 0.0}
     assert f["vllm:num_preemptions:counter"] == {_key("vllm:num_preemptions_total"): 0.0}
@@ -98,10 +109,10 @@ def test_names_types_and_values_after_serving() -> None:
         assert success[_key("vllm:request_success_total", finished_reason=reason)] == 0.0
     ttft = f["vllm:time_to_first_token_seconds:histogram"]
     assert ttft[_key("vllm:time_to_first_token_seconds_count")] == 4.0
-    # 4 x 8000-token prompts under a 16,384-token budget: the first step prefills two and a
-    # chunk of the third (16,384 tokens at 21,400 tokens/s), the second the rest: TTFTs
-    # 0.77, 0.77, 1.50, 1.50 s.
-    assert ttft[_key("vllm:time_to_first_token_seconds_bucket", le="0.75")] == 0.0
+    # 4 x 8000-token prompts under a 2,048-token budget (2,048 tokens at 21,400 tokens/s a
+    # step, first come first served): TTFTs 0.38, 0.77, 1.15, 1.50 s.
+    assert ttft[_key("vllm:time_to_first_token_seconds_bucket", le="0.25")] == 0.0
+    assert ttft[_key("vllm:time_to_first_token_seconds_bucket", le="0.5")] == 1.0
     assert ttft[_key("vllm:time_to_first_token_seconds_bucket", le="1.0")] == 2.0
     assert ttft[_key("vllm:time_to_first_token_seconds_bucket", le="2.5")] == 4.0
     assert ttft[_key("vllm:time_to_first_token_seconds_bucket", le="+Inf")] == 4.0
@@ -112,6 +123,8 @@ def test_names_types_and_values_after_serving() -> None:
     assert name == "vllm:cache_config_info" and value == 1.0
     assert dict(labels)["block_size"] == "16" and dict(labels)["num_gpu_blocks"] == "2688"
     assert dict(labels)["engine"] == "0"
+    # Prefix caching is on by default in V1, and the replica has a prefix cache.
+    assert dict(labels)["enable_prefix_caching"] == "True"
 
 
 def test_request_histograms_hold_each_request_once() -> None:
@@ -129,9 +142,10 @@ def test_request_histograms_hold_each_request_once() -> None:
     started = [at(r.first_scheduled_at) for r in reqs]
     first = [at(r.first_token_at) for r in reqs]
     done = [at(r.finished_at) for r in reqs]
-    # 16,384 tokens fit the first step: the first two prompts and a chunk of the third are
-    # scheduled at 0, the fourth at the start of the second step.
-    assert started[:3] == [0.0, 0.0, 0.0] and started[3] == first[0]
+    # 2,048 tokens a step: the first prompt is scheduled at 0, each next one in the step
+    # that completes the one before it (its first chunk fills the rest of the budget).
+    assert started[0] == 0.0
+    assert all(a < b < c for a, b, c in zip(started[1:], first[:3], first[1:], strict=True))
     phases = {
         "vllm:request_prefill_time_seconds": [b - a for a, b in zip(started, first, strict=True)],
         "vllm:request_decode_time_seconds": [b - a for a, b in zip(first, done, strict=True)],
@@ -158,12 +172,14 @@ def test_request_histograms_hold_each_request_once() -> None:
     # largest bucket (20,000) of a 32,768-token context.
     assert hist("vllm:request_params_max_tokens", "_sum") == 4 * (32768 - 8000)
     assert hist("vllm:request_params_max_tokens", "_bucket", le="20000.0") == 0.0
-    # Every step produced tokens; they add up to the prompt and generation counters.
-    assert hist("vllm:iteration_tokens_total", "_count") == e.steps
+    # Steps that produced tokens (every step but the three that only prefilled a chunk);
+    # they add up to the prompt and generation counters. The four steps that completed a
+    # prompt count its 8,000 tokens (vLLM counts a prompt in the step of its first token).
+    assert hist("vllm:iteration_tokens_total", "_count") == e.steps - 3
     assert hist("vllm:iteration_tokens_total", "_sum") == 32000 + 40
-    assert hist("vllm:iteration_tokens_total", "_bucket", le="16384.0") == e.steps
-    assert hist("vllm:iteration_tokens_total", "_bucket", le="8192.0") == e.steps - 2
-    # Every admitted context is looked up in the prefix cache; the model has none.
+    assert hist("vllm:iteration_tokens_total", "_bucket", le="8192.0") == e.steps - 3
+    assert hist("vllm:iteration_tokens_total", "_bucket", le="4096.0") == e.steps - 3 - 4
+    # Every admitted context is looked up in the prefix cache; distinct prompts never hit.
     queries = f["vllm:prefix_cache_queries:counter"]
     assert queries == {_key("vllm:prefix_cache_queries_total"): 32000.0}
     assert f["vllm:prefix_cache_hits:counter"] == {_key("vllm:prefix_cache_hits_total"): 0.0}
@@ -236,7 +252,7 @@ def test_old_names_and_hidden_metrics() -> None:
     m.kv_cache_usage = 0.5
     m.inter_token_latency.observe(0.02, 3)
     both = _families(m)
-    assert set(both) == V1_FAMILIES | HIDDEN_FAMILIES
+    assert set(both) == V1_FAMILIES | NEWEST_FAMILIES | HIDDEN_FAMILIES
     assert both["vllm:gpu_cache_usage_perc:gauge"] == {_key("vllm:gpu_cache_usage_perc"): 0.5}
     assert both["vllm:kv_cache_usage_perc:gauge"] == {_key("vllm:kv_cache_usage_perc"): 0.5}
     tpot = both["vllm:time_per_output_token_seconds:histogram"]

@@ -53,6 +53,7 @@ def test_query_plan_for_the_default_target_is_pinned() -> None:
 
     ns = 'namespace="llm"'  # per-pod queries: the source picks the target's pods by name
     recorded = "namespace_scaler_pod_group_le:vllm_time_to_first_token_seconds_bucket:rate1m"
+    mixed = "namespace:vllm_time_to_first_token_seconds_bucket:mixed_bounds_rate1m"
     # one copy of each series behind an HA Prometheus pair (case 35)
     one = "max without (prometheus_replica, replica, __replica__) "
     assert plan.queries == {
@@ -73,7 +74,9 @@ def test_query_plan_for_the_default_target_is_pinned() -> None:
         f"(label_replace(label_replace(sum by (namespace, pod) ({one}(histogram_count(rate("
         f"vllm:time_to_first_token_seconds{{{ns}}}[60s])))), "
         '"scaler_histogram", "native", "", ""), "scaler_selector", "s0", "", "") or '
-        f'label_replace(label_replace(time() - timestamp({recorded}{{{ns},le="+Inf"}}), '
+        # the recorded buckets' ages, for the namespaces whose pods share one bucket layout
+        f'label_replace(label_replace(time() - timestamp({recorded}{{{ns},le="+Inf"}}) '
+        f"and on (namespace) ({mixed}{{{ns}}} == 0), "
         '"scaler_histogram", "recorded", "", ""), "scaler_selector", "s0", "", ""))',
         # the three counters' rates, or'ed as a balanced tree: a or (b or c)
         QueryKind.THROUGHPUT: "label_replace(({} or ({} or {})), "
@@ -123,8 +126,16 @@ def test_ttft_query_asks_for_exactly_the_named_pods_raw_native_or_recorded() -> 
         "namespace_scaler_pod_group_le:vllm_time_to_first_token_seconds_bucket:rate30s"
         r'{namespace=~"llm",scaler_pod_group=~"small\\-7c9d"})'
     )
-    # five parts, a balanced "or": ((a or b) or (c or (d or e)))
-    assert query == (f"({classic} or {native[0]}) or ({native[1]} or ({native[2]} or {recorded}))")
+    # beside the classic rates, how many histogram series have each bound (mixed layouts)
+    count = (
+        "label_replace(label_replace(count by (le) (rate(vllm:time_to_first_token_seconds_bucket"
+        f'{{{pods}}}[30s])), "scaler_target", "llm/Deployment/vllm", "", ""), "scaler_layout", '
+        '"series", "", "")'
+    )
+    # six parts, a balanced "or": (a or (b or c)) or (d or (e or f))
+    assert query == (
+        f"({classic} or ({count} or {native[0]})) or ({native[1]} or ({native[2]} or {recorded}))"
+    )
     assert build_ttft_query([], {"llm": []}, rate_window_seconds=30) is None
 
 

@@ -159,8 +159,8 @@ def _promql_unescape(text: str) -> str:
 
 
 _CLASSIC_PART = re.compile(
-    r"rate\(vllm:time_to_first_token_seconds_bucket\{(?P<sel>[^}]*)\}\[[^\]]*\]\)\), "
-    r'"scaler_target", "(?P<key>(?:[^"\\]|\\.)*)"'
+    r"(?P<agg>sum|count) by \(le\) \(\(?rate\(vllm:[\w:]+?_bucket\{(?P<sel>[^}]*)\}\[[^\]]*\]\)"
+    r'.*?, "scaler_target", "(?P<key>(?:[^"\\]|\\.)*)", "", ""\)(?P<layout>, "scaler_layout")?'
 )
 _NATIVE_PART = re.compile(
     r"histogram_quantile\((?P<q>[0-9.e+-]+), sum\(rate\(vllm:time_to_first_token_seconds"
@@ -239,6 +239,16 @@ class Histograms:
         for m in _CLASSIC_PART.finditer(query):
             picked = [p for p in self.buckets if _selects(m["sel"], self._labels(p))]
             key = _promql_unescape(m["key"])
+            if m["agg"] == "count":  # how many of the picked histograms have each bound
+                counts: dict[str, int] = {}
+                for pod in picked:
+                    for le in self.buckets[pod]:
+                        counts[le] = counts.get(le, 0) + 1
+                for le, n in counts.items():
+                    out.append(
+                        sample(None, str(n), scaler_target=key, le=le, scaler_layout="series")
+                    )
+                continue
             for le, rate in self._sum(picked).items():
                 out.append(sample(None, _fmt(rate), scaler_target=key, le=le))
         for m in _NATIVE_PART.finditer(query):

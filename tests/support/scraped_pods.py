@@ -9,7 +9,7 @@ temporary folder) finds them through file-based service discovery with the label
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -30,14 +30,25 @@ NAMESPACE = "llm"
 
 @contextlib.asynccontextmanager
 async def scraped_pods(
-    tmp: Path, bodies: Mapping[str, Callable[[], bytes]], *, rate_window_seconds: float
+    tmp: Path,
+    bodies: Mapping[str, Callable[[], bytes]],
+    *,
+    rate_window_seconds: float,
+    namespaces: Mapping[str, str] | None = None,
+    rule_files: Sequence[Path] = (),
+    ready_when: str | None = None,
+    timeout_seconds: float = 30.0,
 ) -> AsyncIterator[str]:
     """Serve ``bodies`` (pod name -> its ``/metrics`` body at each scrape) and start
     Prometheus on them; yield its URL once every pod has a whole ``rate()`` window of
     ``vllm:generation_tokens_total`` samples (a younger series extrapolates short).
 
+    ``namespaces``: pod name -> its ``namespace`` label (default :data:`NAMESPACE`);
+    ``rule_files``: rule files Prometheus loads; ``ready_when``: a query that must also
+    return a series first (a recording rule's output).
+
     Skips the test where Prometheus is not installed; fails it, with the end of Prometheus'
-    log, when the pods are not scraped within 30 s.
+    log, when the pods are not scraped within ``timeout_seconds``.
     """
     try:
         find_prometheus_binary()
@@ -58,18 +69,24 @@ async def scraped_pods(
             runners.append(runner)
             await web.TCPSite(runner, "127.0.0.1", 0).start()
             address = f"127.0.0.1:{runner.addresses[0][1]}"
-            groups.append(([address], {"namespace": NAMESPACE, "pod": name}))
+            namespace = (namespaces or {}).get(name, NAMESPACE)
+            groups.append(([address], {"namespace": namespace, "pod": name}))
         sd = tmp / "sd" / "targets.json"
         write_file_sd(sd, groups)
-        async with PrometheusServer(tmp / "prom", scrape_interval_seconds=1.0, sd_file=sd) as prom:
+        server = PrometheusServer(
+            tmp / "prom", scrape_interval_seconds=1.0, sd_file=sd, rule_files=rule_files
+        )
+        async with server as prom:
             try:
                 await wait_for_series(
                     prom.url,
                     f"count_over_time(vllm:generation_tokens_total[{rate_window_seconds:g}s])"
                     f" >= {int(rate_window_seconds)}",
-                    timeout=30,
+                    timeout=timeout_seconds,
                     min_series=len(bodies),
                 )
+                if ready_when is not None:
+                    await wait_for_series(prom.url, ready_when, timeout=timeout_seconds)
             except TimeoutError:
                 pytest.fail("Prometheus never scraped the pods; log:\n" + prom.log_tail())
             yield prom.url

@@ -15,7 +15,8 @@ has its own :class:`~scaler.core.signals.SignalStatus`.
   replays history through it too).
 - :mod:`.source`: :class:`PrometheusSource`, the three joined for the control loop.
 - :mod:`.attribution`: which pods are a target's (listed now, or until recently).
-- :mod:`.ttft`: the second round's TTFT question and the TTFT reading.
+- :mod:`.histograms`: the latency histograms' second round (TTFT, ITL: every histogram spec of
+  the registry) and their readings; :mod:`.ttft` is TTFT's instance of it.
 - :mod:`.check`: the start-up checks (every configured query returns series; the rate
   window holds four scrapes).
 - :mod:`.backend`: what the backend supports (the native-histogram functions), asked once by

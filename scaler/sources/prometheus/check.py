@@ -96,12 +96,14 @@ async def check_configured_queries(
             kind = SIGNAL_QUERY[name]
             outcome = result.queries.get(kind)
             query = own.get(kind, "")
-            if kind is QueryKind.TTFT_BUCKETS:
-                # Which pods have a TTFT histogram is the first round's request-rate query; the
+            histogram = name.spec.histogram
+            rate_kind = QueryKind(histogram.rate_query) if histogram is not None else kind
+            if not kind.per_pod:
+                # Which pods have a latency histogram is the first round's rate query; the
                 # second is sent only for targets with requests.
-                query = own.get(QueryKind.TTFT_RATE, "")
+                query = own.get(rate_kind, "")
                 if outcome is None or outcome.ok:
-                    outcome = result.queries.get(QueryKind.TTFT_RATE)
+                    outcome = result.queries.get(rate_kind)
             if outcome is None or not outcome.ok:
                 status = outcome.status if outcome else SignalStatus.EMPTY
                 detail = outcome.detail if outcome else "query not sent"
@@ -113,13 +115,13 @@ async def check_configured_queries(
             if reading is not None and reading.status is SignalStatus.WARMING_UP:
                 continue  # a fresh fleet: the series are younger than the rate window
             if (
-                kind is QueryKind.TTFT_BUCKETS
+                not kind.per_pod
                 and reading is not None
                 and (reading.status in (SignalStatus.ABSENT, SignalStatus.EMPTY))
             ):
                 # names both histogram representations, or a rate window that is too short
                 status = reading.status
-                detail = f"ttft_rate query for {t.key}: {reading.detail}"
+                detail = f"{rate_kind} query for {t.key}: {reading.detail}"
             elif running_found:
                 status = SignalStatus.ABSENT
                 detail = (
@@ -173,9 +175,10 @@ async def check_rate_window(
     policy_targets: Sequence[TargetPolicy],
     snapshots: Mapping[str, WorkloadSnapshot],
 ) -> list[RateWindowProblem]:
-    """Find the scrape interval of each TTFT-enabled target's pods (kept by ``source`` for its
-    readings) and return the targets whose rate window is shorter than four of them."""
-    ttft = [t for t in policy_targets if SignalName.TTFT_P95 in t.signals.enabled()]
+    """Find the scrape interval of each target's pods that enables a latency signal (TTFT, ITL;
+    kept by ``source`` for its readings) and return the targets whose rate window is shorter
+    than four of them."""
+    ttft = [t for t in policy_targets if any(n.latency for n in t.signals.enabled())]
     intervals = await source.probe_scrape_intervals(ttft, snapshots)
     window = source.rate_window_seconds
     return [

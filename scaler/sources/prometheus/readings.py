@@ -6,9 +6,9 @@ listed until recently, whose lingering series are dropped as ``gone``; other pod
 namespace are not the target's at all), sums them per signal, and names every fault:
 ``empty`` when a query answered with no series, ``absent`` when the signal is missing while
 the pods are provably scraped, ``partial`` when some ready pods lack series, NaN/Inf/negative
-values. TTFT is read by :mod:`.ttft` (``warming_up`` while every ready pod is younger than the
-rate window, ``idle`` only when the request rate is exactly 0). Missing data is never read as
-zero.
+values. The latency histograms (TTFT, ITL) are read by :mod:`.histograms` (``warming_up`` while
+every ready pod is younger than the rate window, ``idle`` only when the request rate is exactly
+0). Missing data is never read as zero.
 
 A fault in one series touches only the target that owns it: a pod of the target with two
 series (``duplicate_series``) or a malformed one (``bad_response``), in a per-pod answer or
@@ -26,10 +26,17 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from scaler.config.policy import TargetPolicy
+from scaler.config.signal_specs import SPECS
 from scaler.config.vocabulary import SignalName
 from scaler.core.observation import PodInfo, WorkloadSnapshot
 from scaler.core.signals import SignalReading, SignalStatus
 from scaler.sources.prometheus.answers import QueryOutcome, short_detail
+from scaler.sources.prometheus.histograms import (
+    HistogramPlan,
+    HistogramRoute,
+    histogram_metric_name,
+    read_histogram,
+)
 from scaler.sources.prometheus.split import PodSeries, SeriesFault, SplitAnswers
 from scaler.sources.prometheus.stalls import (
     PodGauges,
@@ -39,13 +46,12 @@ from scaler.sources.prometheus.stalls import (
     track_stalls,
 )
 from scaler.sources.prometheus.throughput import Throughput, read_throughput
-from scaler.sources.prometheus.ttft import TtftPlan, TtftRoute, read_ttft, ttft_metric_name
 from scaler.sources.promql import (
     KV_METRICS,
     SIGNAL_QUERY,
-    WAITING_METRIC,
     QueryKind,
     QueryPlan,
+    gauge_metrics,
 )
 
 __all__ = ["DropReason", "DroppedSeries", "TargetReadings", "read_targets"]
@@ -90,9 +96,11 @@ class TargetReadings:
             ``vllm:num_requests_waiting``, summed over engines); only pods with both series
             (running only when the waiting query was not sent); 0 for a frozen or hung pod,
             whose numbers serve nobody. Ranks pods for scale-down.
-        ttft_metric: the TTFT histogram read (``..._bucket``, or the native histogram's
-            name with ``(native histogram)``); '' when none was found.
-        ttft_query: ``recorded`` (the recording rules' per-group buckets) or ``raw``.
+        histogram_metrics: latency signal -> the histogram read (``..._bucket``, or the
+            native histogram's name with ``(native histogram)``, under the name its pods
+            export); a signal whose histogram was not found is not in it.
+        histogram_queries: latency signal -> ``recorded`` (the recording rules' per-group
+            buckets) or ``raw``; a signal not asked (idle, not found) is not in it.
         throughput: per ready pod, requests, prompt tokens and generated tokens per second
             over the rate window (:class:`~scaler.sources.prometheus.throughput.Throughput`).
         stalled: ready pods whose values stopped moving this poll (frozen gauges, hung
@@ -111,8 +119,8 @@ class TargetReadings:
     dropped: tuple[DroppedSeries, ...] = ()
     series_found: dict[QueryKind, int] = field(default_factory=dict)
     pod_load: dict[str, float] = field(default_factory=dict)
-    ttft_metric: str = ""
-    ttft_query: str = ""
+    histogram_metrics: dict[SignalName, str] = field(default_factory=dict)
+    histogram_queries: dict[SignalName, str] = field(default_factory=dict)
     throughput: Throughput = field(
         default_factory=lambda: Throughput(SignalStatus.EMPTY, detail="not read")
     )
@@ -120,10 +128,23 @@ class TargetReadings:
     pod_history: dict[str, PodHistory] = field(default_factory=dict)
     gauges: dict[str, PodGauges] = field(default_factory=dict)
 
+    @property
+    def ttft_metric(self) -> str:
+        """The TTFT histogram read; '' when none was found."""
+        return self.histogram_metrics.get(SignalName.TTFT_P95, "")
 
-#: The answers a signal is read from, where it is more than its own query's.
+    @property
+    def ttft_query(self) -> str:
+        """``recorded`` or ``raw`` for TTFT; '' when no TTFT bucket was asked."""
+        return self.histogram_queries.get(SignalName.TTFT_P95, "")
+
+
+#: The answers a signal is read from, where it is more than its own query's: both rounds of a
+#: latency histogram of the registry.
 _ANSWERS_OF: dict[SignalName, tuple[QueryKind, ...]] = {
-    SignalName.TTFT_P95: (QueryKind.TTFT_RATE, QueryKind.TTFT_BUCKETS),
+    s.name: (QueryKind(s.histogram.rate_query), QueryKind(s.histogram.buckets_query))
+    for s in SPECS
+    if s.histogram is not None
 }
 
 
@@ -184,7 +205,8 @@ def read_targets(
     split: SplitAnswers,
     *,
     rate_window_seconds: float,
-    ttft_plan: TtftPlan | None = None,
+    ttft_plan: HistogramPlan | None = None,
+    histogram_plans: Mapping[SignalName, HistogramPlan] | None = None,
     former: Mapping[str, frozenset[str]] | None = None,
     scrape_intervals: Mapping[str, float] | None = None,
     history: Mapping[str, Mapping[str, PodHistory]] | None = None,
@@ -203,7 +225,10 @@ def read_targets(
             split_answers`), both rounds.
         rate_window_seconds: the TTFT ``rate()`` window (for messages only).
         ttft_plan: how each target's TTFT was asked (:func:`~scaler.sources.prometheus.
-            ttft.plan_ttft`); None: TTFT reads as not asked.
+            ttft.plan_ttft`), the same as ``histogram_plans[ttft_p95]``.
+        histogram_plans: latency signal -> how each target's histogram was asked
+            (:func:`~scaler.sources.prometheus.histograms.plan_histogram`); a signal without
+            a plan reads as not asked.
         former: target key -> pods it listed until recently (:class:`~scaler.sources.
             prometheus.attribution.PodMemory`); their series are dropped as ``gone``.
         scrape_intervals: target key -> its pods' scrape interval found at start, seconds.
@@ -218,7 +243,9 @@ def read_targets(
         (snap.namespace, p.name) for snap in snapshots.values() for p in snap.pods
     }
     former = former or {}
-    routes = ttft_plan.routes if ttft_plan is not None else {}
+    plans = dict(histogram_plans or {})
+    if ttft_plan is not None:
+        plans[SignalName.TTFT_P95] = ttft_plan
     intervals = scrape_intervals or {}
     history = history or {}
     return {
@@ -230,7 +257,7 @@ def read_targets(
             known_pods=known_pods,
             former=former.get(t.key, frozenset()),
             rate_window_seconds=rate_window_seconds,
-            ttft_route=routes.get(t.key),
+            routes={n: r for n, plan in plans.items() if (r := plan.routes.get(t.key))},
             scrape_interval=intervals.get(t.key),
             history=history.get(t.key, {}),
         ).read()
@@ -250,7 +277,7 @@ class _TargetReader:
     former: frozenset[str]
     rate_window_seconds: float
     history: Mapping[str, PodHistory]
-    ttft_route: TtftRoute | None = None
+    routes: Mapping[SignalName, HistogramRoute] = field(default_factory=dict)
     scrape_interval: float | None = None
     dropped: list[DroppedSeries] = field(default_factory=list)
     series_found: dict[QueryKind, int] = field(default_factory=dict)
@@ -395,10 +422,14 @@ class _TargetReader:
         signals: dict[SignalName, SignalReading] = {}
         pods_missing: dict[SignalName, frozenset[str]] = {}
         kv_metric = ""
-        route = self.ttft_route
+        metrics: dict[SignalName, str] = {}
+        queries: dict[SignalName, str] = {}
         for name in self.target.signals.queried():
-            if name is SignalName.TTFT_P95:
-                signals[name] = read_ttft(
+            spec = name.spec
+            if spec.histogram is not None:
+                route = self.routes.get(name)
+                signals[name] = read_histogram(
+                    spec,
                     self.target,
                     route,
                     self.split,
@@ -408,9 +439,13 @@ class _TargetReader:
                     scrape_interval=self.scrape_interval,
                     ready_seconds=self.ready_for_less_than_window(),
                 )
-                # a target whose TTFT series are faulty has series (the check names the fault)
+                # a target whose series are faulty has series (the check names the fault)
                 found = len(route.pods) or int(route.fault is not None) if route else 0
-                self.series_found[QueryKind.TTFT_BUCKETS] = found
+                self.series_found[QueryKind(spec.histogram.buckets_query)] = found
+                if route is not None and route.pods:
+                    metrics[name] = histogram_metric_name(spec, route.representation, route.names)
+                if route is not None and route.asked:
+                    queries[name] = route.query
                 continue
             reading, missing = self.per_pod(name, scraped, stalled)
             signals[name] = reading
@@ -430,8 +465,8 @@ class _TargetReader:
             dropped=tuple(self.dropped),
             series_found=dict(self.series_found),
             pod_load=self.pod_load(running, stalled),
-            ttft_metric=ttft_metric_name(route.representation) if route and route.pods else "",
-            ttft_query=route.query if route and route.asked else "",
+            histogram_metrics=metrics,
+            histogram_queries=queries,
             throughput=throughput,
             stalled=stalled,
             pod_history=history,
@@ -523,22 +558,23 @@ class _TargetReader:
 
         per_pod: dict[str, float] = {}
         metric_used: dict[str, str] = {}
+        names = gauge_metrics(name)
         for pod, metrics in values.items():
-            if name is SignalName.KV_CACHE_USAGE:
-                # Prefer the new name per pod: vLLM 0.9.2-0.10 exports both.
-                metric = next((m for m in KV_METRICS if m in metrics), None)
+            if len(names) > 1:
+                # Prefer the new name per pod: vLLM 0.9.2-0.10 exports both KV-cache names.
+                metric = next((m for m in names if m in metrics), None)
                 if metric is None:
                     continue
             else:
                 metric = next(iter(metrics))
             per_pod[pod] = metrics[metric]
             metric_used[pod] = metric
-        if name is SignalName.KV_CACHE_USAGE:
+        if len(names) > 1:
             # Mid-upgrade pods may differ: report every name found, preferred first.
-            source_metric = ",".join(m for m in KV_METRICS if m in metric_used.values())
-            wanted = " or ".join(KV_METRICS)
+            source_metric = ",".join(m for m in names if m in metric_used.values())
+            wanted = " or ".join(names)
         else:
-            source_metric = wanted = WAITING_METRIC
+            source_metric = wanted = names[0]
 
         if not per_pod:
             if scraped:

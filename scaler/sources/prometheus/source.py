@@ -1,8 +1,9 @@
 """The Prometheus signal source: every target's readings in a constant number of queries.
 
 :class:`PrometheusSource` sends the cycle's instant queries (:mod:`scaler.sources.promql`, at
-most six whatever the number of targets): the per-pod queries concurrently, and two that
-their answers shape: the TTFT query (:mod:`.ttft`: which targets have requests, in which
+most six whatever the number of targets, two more per latency histogram besides TTFT that a
+target enables): the per-pod queries concurrently, and those that their answers shape: each
+latency histogram's buckets query (:mod:`.histograms`: which targets have requests, in which
 histogram representation, read raw or from the recording rules) and the throughput query
 (where the recording rules hold fresh per-pod rates). Those two are sent with the first
 round as the previous read planned them, and sent again only when this read's answers plan
@@ -34,6 +35,7 @@ import structlog
 
 from scaler.config.policy import DEFAULT_REPLICA_LABELS, TargetPolicy
 from scaler.config.settings import redact_url
+from scaler.config.signal_specs import histogram_specs
 from scaler.config.vocabulary import SignalName
 from scaler.core.observation import WorkloadSnapshot
 from scaler.core.signals import SignalReading, SignalStatus
@@ -44,6 +46,7 @@ from scaler.sources.prometheus.backend import (
     lacked_function,
     native_histograms_from,
 )
+from scaler.sources.prometheus.histograms import HistogramPlan, plan_histogram
 from scaler.sources.prometheus.http import instant_query, query_body, register_url_credentials
 from scaler.sources.prometheus.readings import TargetReadings, read_targets
 from scaler.sources.prometheus.split import (
@@ -55,7 +58,6 @@ from scaler.sources.prometheus.split import (
     with_ttft,
 )
 from scaler.sources.prometheus.stalls import PodHistory
-from scaler.sources.prometheus.ttft import TtftPlan, plan_ttft
 from scaler.sources.promql import (
     RUNNING_METRIC,
     SIGNAL_QUERY,
@@ -224,12 +226,18 @@ class PrometheusSource:
             early[QueryKind.THROUGHPUT] = asyncio.ensure_future(
                 self._query(QueryKind.THROUGHPUT, guess.throughput)
             )
-        if guess is not None and guess.ttft.query is not None:
-            early[QueryKind.TTFT_BUCKETS] = asyncio.ensure_future(
-                self._query(QueryKind.TTFT_BUCKETS, guess.ttft.query)
-            )
+        # each latency histogram whose first round is asked: its spec and its buckets query
+        rounds_of = {
+            QueryKind(s.histogram.rate_query): (s, QueryKind(s.histogram.buckets_query))
+            for s in histogram_specs()
+            if s.histogram is not None and QueryKind(s.histogram.rate_query) in plan.queries
+        }
+        for spec, kind in rounds_of.values():
+            guessed = guess.histograms.get(spec.name) if guess is not None else None
+            if guessed is not None and guessed.query is not None:
+                early[kind] = asyncio.ensure_future(self._query(kind, guessed.query))
         parts: dict[QueryKind, SplitAnswers] = {}
-        ttft_plan = TtftPlan(None)
+        histogram_plans: dict[SignalName, HistogramPlan] = {}
         recorded_throughput: list[str] = []
         throughput_query = plan.queries.get(QueryKind.THROUGHPUT, "")
         unused = 0  # early queries whose answers this cycle's plan does not read
@@ -257,19 +265,22 @@ class PrometheusSource:
             # Each answer is split as it comes in, while Prometheus computes the others.
             split_now(kind, await first[kind])
 
-        async def ttft_round() -> None:
-            # The TTFT query needs only the request rates: it is sent as soon as they answer.
-            nonlocal ttft_plan
-            await split_when_answered(QueryKind.TTFT_RATE)
-            ttft_plan = plan_ttft(
-                policy_targets, snapshots, former, plan, parts[QueryKind.TTFT_RATE]
+        async def histogram_round(rate_kind: QueryKind) -> None:
+            # A buckets query needs only its histogram's observation rates: it is sent as soon
+            # as they answer.
+            spec, kind = rounds_of[rate_kind]
+            await split_when_answered(rate_kind)
+            planned_now = plan_histogram(
+                spec, policy_targets, snapshots, former, plan, parts[rate_kind]
             )
-            if ttft_plan.query is None:
-                drop(QueryKind.TTFT_BUCKETS)
+            histogram_plans[spec.name] = planned_now
+            if planned_now.query is None:
+                drop(kind)
                 return
-            covered = guess is not None and guess.ttft.covers(ttft_plan)
-            answer = await planned(QueryKind.TTFT_BUCKETS, ttft_plan.query, covered)
-            parts[QueryKind.TTFT_BUCKETS] = with_ttft(SplitAnswers({}), answer)
+            guessed = guess.histograms.get(spec.name) if guess is not None else None
+            covered = guessed is not None and guessed.covers(planned_now)
+            answer = await planned(kind, planned_now.query, covered)
+            parts[kind] = with_ttft(SplitAnswers({}), answer, kind)
 
         async def throughput_round(gid: str) -> None:
             nonlocal recorded_throughput, throughput_query
@@ -283,21 +294,21 @@ class PrometheusSource:
             answer = await planned(QueryKind.THROUGHPUT, throughput_query, same)
             split_now(QueryKind.THROUGHPUT, answer)
 
-        own_round = {QueryKind.TTFT_RATE, *([QueryKind.RUNNING] if gid is not None else [])}
+        own_round = {*rounds_of, *([QueryKind.RUNNING] if gid is not None else [])}
         rounds: list[asyncio.Future[Any]] = [
             asyncio.ensure_future(split_when_answered(k)) for k in first if k not in own_round
         ]
         if gid is not None:
             rounds.append(asyncio.ensure_future(throughput_round(gid)))
-        if QueryKind.TTFT_RATE in first:
-            rounds.append(asyncio.ensure_future(ttft_round()))
+        for rate_kind in rounds_of:
+            rounds.append(asyncio.ensure_future(histogram_round(rate_kind)))
         try:
             await asyncio.gather(*rounds)
         finally:  # cancelled (a stop mid-cycle): no query outlives the cycle
             for task in [*first.values(), *early.values(), *rounds]:
                 task.cancel()
-        self._guess = _Guess(plan.queries, throughput_query, ttft_plan)
-        order = [*plan.queries, QueryKind.TTFT_BUCKETS]
+        self._guess = _Guess(plan.queries, throughput_query, histogram_plans)
+        order = [*plan.queries, *(kind for _, kind in rounds_of.values())]
         split = merge_splits([parts[k] for k in order if k in parts])
         targets = read_targets(
             policy_targets,
@@ -305,7 +316,7 @@ class PrometheusSource:
             plan,
             split,
             rate_window_seconds=window,
-            ttft_plan=ttft_plan,
+            histogram_plans=histogram_plans,
             former=former,
             scrape_intervals=self.scrape_intervals,
             history=self._history,
@@ -422,8 +433,8 @@ class PrometheusSource:
                 "native_histograms_unsupported",
                 detail=outcome.detail,
                 function=lacked_function(outcome.detail),
-                message="the backend has no native-histogram functions: TTFT is read from "
-                "classic histograms only",
+                message="the backend has no native-histogram functions: the latency histograms "
+                "(TTFT, ITL) are read from classic histograms only",
             )
         return outcome
 
@@ -450,12 +461,12 @@ class _Guess:
         queries: the per-pod plan's queries it was read with (the guess holds for that
             plan only).
         throughput: the throughput query as the running answer planned it.
-        ttft: the TTFT plan as the request rates planned it.
+        histograms: per latency signal, its second round as its observation rates planned it.
     """
 
     queries: Mapping[QueryKind, str]
     throughput: str
-    ttft: TtftPlan
+    histograms: Mapping[SignalName, HistogramPlan]
 
 
 def sample_times(body: object) -> dict[tuple[str, str], list[list[float]]]:

@@ -22,7 +22,9 @@ from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus.answers import Answer, parse_sample_value, short_detail
 from scaler.sources.promql import (
     HISTOGRAM_LABEL,
+    LAYOUT_LABEL,
     METRIC_LABEL,
+    NAME_LABEL,
     NATIVE_PART_LABEL,
     POD_GROUP_LABEL,
     RECORDED_LABEL,
@@ -189,10 +191,12 @@ def _split_per_pod(answer: Answer, kind: QueryKind) -> tuple[dict[str, PodSeries
 
 @dataclass(slots=True)
 class TtftSeries:
-    """The ``ttft_buckets`` answer, split.
+    """A latency histogram's buckets answer (``ttft_buckets``, ``itl_buckets``), split.
 
     Attributes:
         buckets: target key -> ``le`` -> bucket rate (classic histograms, raw).
+        counts: target key -> ``le`` -> how many histogram series have that bound (the
+            ``scaler_layout`` series beside the rates; fewer than at ``+Inf``: mixed layouts).
         native: target key -> :class:`~scaler.sources.promql.NativePart` -> value.
         groups: (namespace, pod group) -> ``le`` -> bucket rate (the recording rule).
         faults: target key -> why its series cannot be used (a duplicate ``le``, a malformed
@@ -202,6 +206,7 @@ class TtftSeries:
     """
 
     buckets: dict[str, dict[float, float]] = field(default_factory=dict)
+    counts: dict[str, dict[float, float]] = field(default_factory=dict)
     native: dict[str, dict[NativePart, float]] = field(default_factory=dict)
     groups: dict[tuple[str, str], dict[float, float]] = field(default_factory=dict)
     faults: dict[str, SeriesFault] = field(default_factory=dict)
@@ -233,7 +238,8 @@ def _native_part(value: str) -> NativePart | None:
 
 
 def split_ttft(answer: Answer) -> tuple[TtftSeries, list[str]]:
-    """Split the ``ttft_buckets`` answer per target and per recorded group.
+    """Split a histogram's buckets answer (``ttft_buckets``, ``itl_buckets``) per target and
+    per recorded group.
 
     Returns:
         The split series, and the details of the series that name neither a target nor a
@@ -241,6 +247,7 @@ def split_ttft(answer: Answer) -> tuple[TtftSeries, list[str]]:
         fault of its target or group only.
     """
     out = TtftSeries()
+    parts: dict[tuple[str, bool, str], dict[float, float]] = {}
     unattributed: list[str] = []
     bounds: dict[str | None, float | None] = {}
     for labels, value in answer.series:
@@ -276,7 +283,9 @@ def split_ttft(answer: Answer) -> tuple[TtftSeries, list[str]]:
             else:
                 native[name] = value
             continue
-        buckets = out.buckets.setdefault(key, {})
+        # each name of the histogram is its own part (scaler_name: an older one), added up below
+        named = (key, LAYOUT_LABEL in labels, labels.get(NAME_LABEL, ""))
+        buckets = parts.setdefault(named, {})
         le = _le(labels, bounds)
         if le is None:
             out.faults.setdefault(key, _malformed(f"a bucket has no valid le label: {labels}"))
@@ -284,6 +293,10 @@ def split_ttft(answer: Answer) -> tuple[TtftSeries, list[str]]:
             out.faults.setdefault(key, _duplicate(f"duplicate bucket le={labels['le']}: {labels}"))
         else:
             buckets[le] = value
+    for (key, layout, _name), rates in sorted(parts.items()):
+        total = (out.counts if layout else out.buckets).setdefault(key, {})
+        for le, value in rates.items():
+            total[le] = total.get(le, 0.0) + value
     for bad in answer.bad:
         key = bad.labels.get(TARGET_LABEL)
         if key is not None:
@@ -316,15 +329,20 @@ class SplitAnswers:
     Attributes:
         answers: query -> answer, as received.
         pod_groups: per-pod query -> selector group -> its series (and its pods' faults).
-        ttft: the ``ttft_buckets`` answer split per target and recorded group (its faults
-            included); None when it was not sent or failed.
+        buckets: a histogram's buckets query -> its answer split per target and recorded
+            group (its faults included); a query not sent or failed is not in it.
         unattributed: query -> the series that name no group or target (left out).
     """
 
     answers: dict[QueryKind, Answer]
     pod_groups: dict[QueryKind, dict[str, PodSeries]] = field(default_factory=dict)
-    ttft: TtftSeries | None = None
+    buckets: dict[QueryKind, TtftSeries] = field(default_factory=dict)
     unattributed: dict[QueryKind, Unattributed] = field(default_factory=dict)
+
+    @property
+    def ttft(self) -> TtftSeries | None:
+        """The ``ttft_buckets`` answer, split (None when it was not sent or failed)."""
+        return self.buckets.get(QueryKind.TTFT_BUCKETS)
 
 
 def _unattributed(lost: list[str]) -> Unattributed:
@@ -347,8 +365,10 @@ def split_answers(answers: Mapping[QueryKind, Answer]) -> SplitAnswers:
         if lost:
             unattributed[kind] = _unattributed(lost)
     split = SplitAnswers(dict(answers), pod_groups, unattributed=unattributed)
-    t_ans = answers.get(QueryKind.TTFT_BUCKETS)
-    return split if t_ans is None else with_ttft(split, t_ans)
+    for kind, ans in answers.items():
+        if not kind.per_pod:
+            split = with_ttft(split, ans, kind)
+    return split
 
 
 def merge_splits(parts: Sequence[SplitAnswers]) -> SplitAnswers:
@@ -358,25 +378,28 @@ def merge_splits(parts: Sequence[SplitAnswers]) -> SplitAnswers:
     answers: dict[QueryKind, Answer] = {}
     pod_groups: dict[QueryKind, dict[str, PodSeries]] = {}
     unattributed: dict[QueryKind, Unattributed] = {}
-    ttft: TtftSeries | None = None
+    buckets: dict[QueryKind, TtftSeries] = {}
     for part in parts:
         answers.update(part.answers)
         pod_groups.update(part.pod_groups)
         unattributed.update(part.unattributed)
-        ttft = part.ttft or ttft
-    return SplitAnswers(answers, pod_groups, ttft, unattributed)
+        buckets.update(part.buckets)
+    return SplitAnswers(answers, pod_groups, buckets, unattributed)
 
 
-def with_ttft(split: SplitAnswers, answer: Answer) -> SplitAnswers:
-    """``split`` with the second round's ``ttft_buckets`` answer added (and split)."""
-    answers = {**split.answers, QueryKind.TTFT_BUCKETS: answer}
+def with_ttft(
+    split: SplitAnswers, answer: Answer, kind: QueryKind = QueryKind.TTFT_BUCKETS
+) -> SplitAnswers:
+    """``split`` with a histogram's second-round answer (``kind``: ``ttft_buckets`` unless
+    said) added (and split)."""
+    answers = {**split.answers, kind: answer}
     unattributed = dict(split.unattributed)
-    ttft: TtftSeries | None = None
+    buckets = {k: v for k, v in split.buckets.items() if k is not kind}
     if answer.outcome.ok:
-        ttft, lost = split_ttft(answer)
+        buckets[kind], lost = split_ttft(answer)
         if lost:
-            unattributed[QueryKind.TTFT_BUCKETS] = _unattributed(lost)
-    return SplitAnswers(answers, split.pod_groups, ttft, unattributed)
+            unattributed[kind] = _unattributed(lost)
+    return SplitAnswers(answers, split.pod_groups, buckets, unattributed)
 
 
 def recorded_throughput_namespaces(

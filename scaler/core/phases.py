@@ -1,0 +1,307 @@
+"""The phases of a decision after the recommendation, each returning replicas and what shaped
+them (pure), as the HPA's ``normalizeDesiredReplicasWithBehaviors`` does:
+
+1. :func:`stabilize`: the stabilization windows (HPA's ``stabilizeRecommendationWithBehaviors``),
+   the scale-down window shortened while the demand falls steadily (:func:`down_window_seconds`);
+2. :func:`hold_at_learning_floor`: while the capacity signal is learning, no scale-down below
+   one replica above the last fleet a latency breach scaled up (:func:`learning_floor`;
+   :func:`raise_learning_floor` sets it after a decision);
+3. :func:`limit_step`: the per-period step limits (HPA's ``behavior`` policies,
+   ``convertDesiredReplicasWithBehaviorRate``), counted from the replicas at the start of the
+   period;
+4. :func:`clamp`: min and max replicas;
+5. :func:`hold_for_outside_writer`: re-apply over another writer of ``spec.replicas`` at most
+   once per cooldown.
+
+Each returns a :class:`~scaler.core.reasons.Phase`; :func:`scaler.core.decide.decide` runs them
+in this order after :func:`scaler.core.guards.recommend`, and
+:func:`scaler.core.messages.final_reason` words the outcome from them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from scaler.config.policy import ScalingRules, TargetPolicy
+from scaler.core.evaluation import EPS as _EPS
+from scaler.core.evaluation import SignalEvaluation, ceil_replicas
+from scaler.core.reasons import Hold, Limit, Phase, PhaseName, Reason
+from scaler.core.state import LearningFloor, TargetState
+
+__all__ = [
+    "clamp",
+    "down_window_seconds",
+    "hold_at_learning_floor",
+    "hold_for_outside_writer",
+    "learning_floor",
+    "limit_step",
+    "outside_write",
+    "raise_learning_floor",
+    "stabilize",
+]
+
+
+def down_window_seconds(
+    policy: TargetPolicy,
+    state: TargetState,
+    now: float,
+    rate_window: float,
+    *,
+    capacity_replicas: int | None,
+) -> float:
+    """The scale-down stabilization window for this cycle, seconds.
+
+    ``scale_down.stabilization_window_seconds``, unless the demand falls steadily
+    (``scale_down.shorten_window_on_steady_fall``). The window holds a fleet for demand that
+    comes back within it. Once the demand forecast has fallen for a whole window without a
+    rise (``DemandForecast.falling_since``: its trend negative at every update, its level never
+    more than one standard deviation of the burstiness above its lowest point), nothing came
+    back. The fall is dated from the level's last high (``DemandForecast.high_at``: no update
+    since reached it or rose more than one standard deviation above the lowest level since)
+    when the level lies more than one standard deviation below that high
+    (:meth:`~scaler.core.forecast.DemandForecast.fallen`), else from the trend's turn: the
+    trend, smoothed over five rate windows, turns negative minutes after the level did at
+    the top of a rise, and a drop larger than the noise since the high is the evidence that
+    the demand did not come back. Then, while the capacity signal has an estimate and an
+    ``ok`` reading (``capacity_replicas``, what it then asks for, is not None) the window is
+    the time the trend takes to lower the demand by one standard deviation of its burstiness
+    (:meth:`~scaler.core.forecast.DemandForecast.fall_seconds`), at least ``rate_window``
+    (the ``rate()`` window, seconds: recommendations inside one share most of their data) and
+    at most the configured window. A recommendation older than that answered a demand that
+    has since fallen by more than its noise, and the capacity signal's ask already carries
+    ``headroom`` standard deviations of it. Recurring bursts keep the whole window: each
+    turns the trend up or lifts the level. The window never reaches back past
+    ``state.last_blocked_at`` (a hold for missing or invalid signals, a seeded history), so
+    after an outage or a restart a whole window of good samples still passes first.
+    """
+    window = policy.scale_down.stabilization_window_seconds
+    if not policy.scale_down.shorten_window_on_steady_fall or capacity_replicas is None:
+        return window
+    blocked = state.last_blocked_at
+    if blocked is not None and now - blocked < window + _EPS:
+        return window
+    forecast = state.capacity.forecast
+    if forecast is None or forecast.falling_since is None:
+        return window
+    fall = forecast.fall_seconds()
+    start = forecast.falling_since
+    if forecast.high_at is not None and forecast.fallen():
+        # fallen by more than the noise since the last high: the fall began there, before
+        # the trend (lagging by its time constant) turned
+        start = min(start, forecast.high_at)
+    if fall is None or now - start < window - _EPS:
+        return window  # a rise inside the window: recurring bursts keep it whole
+    return min(window, max(rate_window, fall))
+
+
+def stabilize(
+    policy: TargetPolicy,
+    state: TargetState,
+    current: int,
+    recommended: int,
+    now: float,
+    *,
+    down_window: float | None = None,
+) -> Phase:
+    """HPA stabilization: up to the min over the scale-up window, down to the max over the
+    scale-down window of ``state``'s earlier recommendations and ``recommended``.
+
+    Earlier entries count only when strictly inside the window. ``down_window`` (seconds)
+    replaces ``scale_down.stabilization_window_seconds`` when given
+    (:func:`down_window_seconds`).
+    """
+    earlier = state.recommendations
+    up_cut = now - policy.scale_up.stabilization_window_seconds
+    down_cut = now - (
+        policy.scale_down.stabilization_window_seconds if down_window is None else down_window
+    )
+    up_rec = min([recommended, *(r.replicas for r in earlier if r.at > up_cut)])
+    down_rec = max([recommended, *(r.replicas for r in earlier if r.at > down_cut)])
+    stabilized = min(max(current, up_rec), down_rec)
+    limits = (Limit.STABILIZATION,) if stabilized != recommended else ()
+    return Phase(PhaseName.STABILIZE, stabilized, limits)
+
+
+def learning_floor(state: TargetState) -> int | None:
+    """The fewest replicas a scale-down may leave this cycle, while the capacity signal is
+    learning, or None.
+
+    Until the capacity signal has an estimate, scale-down follows the queue, KV-cache and
+    TTFT signals, and none of them says how much load one replica takes: their proportional
+    rules read a calm fleet (TTFT p95 a quarter of its target, KV cache a third full) as room
+    for half the replicas. On the bench's ``synthetic:steady-long`` (a constant request rate
+    with long prompts) TTFT broke on 4 replicas, TTFT doubled them to 8, and the queue, KV
+    and TTFT signals then took the fleet back down to 4 a replica a minute, where TTFT broke
+    again a minute later: the evidence that 4 replicas were too few for that demand was
+    there, and no signal kept it. A TTFT breach that scales up ``n`` replicas while the
+    capacity signal is learning is that evidence, as the capacity estimator's own breach
+    samples are once it has an estimate: the floor is ``n + 1`` at the demand forecast's
+    level of that cycle (``state.learning_floor``), scaled with the demand since, like any
+    proportional rule, ``min(n + 1, ceil((n + 1) x level now / level then))``, so a demand that
+    falls (the night after a peak) lowers it, while a steady one keeps it. A later breach
+    above it raises it; the first estimate ends it (the capacity signal then sizes the
+    fleet). It only holds back scale-downs; a fleet below it is not scaled up by it.
+    """
+    floor = state.learning_floor
+    if floor is None:
+        return None
+    forecast = state.capacity.forecast
+    if forecast is None:
+        return floor.replicas
+    return min(floor.replicas, ceil_replicas(floor.replicas * forecast.level / floor.level))
+
+
+def hold_at_learning_floor(floor: int | None, stabilized: Phase, current: int) -> Phase:
+    """The learning floor's phase: a scale-down that the stabilization window lets go below
+    ``floor`` (this cycle's :func:`learning_floor`) stops at it, never above the current
+    replicas, and its result replaces the window's (its limit is the floor's); otherwise the
+    window's replicas pass unchanged, with no limit of this phase."""
+    if floor is None or floor <= stabilized.replicas or current <= stabilized.replicas:
+        return Phase(PhaseName.LEARNING_FLOOR, stabilized.replicas)
+    return Phase(PhaseName.LEARNING_FLOOR, min(floor, current), (Limit.LEARNING_FLOOR,))
+
+
+def raise_learning_floor(
+    state: TargetState, driving: SignalEvaluation, current: int
+) -> TargetState:
+    """``state`` with the learning floor above ``current`` when a latency signal whose spec
+    says so (:attr:`~scaler.config.signal_specs.SignalSpec.learning_floor`: TTFT) drives
+    this scale-up and the demand forecast has a level (see :func:`learning_floor`)."""
+    forecast = state.capacity.forecast
+    if not driving.name.spec.learning_floor or forecast is None or forecast.level <= 0:
+        return state
+    old = state.learning_floor
+    if old is not None and old.replicas > current:
+        return state  # a higher floor from an earlier breach still stands
+    return replace(state, learning_floor=LearningFloor(current + 1, forecast.level))
+
+
+def _period_start(state: TargetState, rules: ScalingRules, current: int, now: float) -> int:
+    """The replicas at the start of the policy period ending at ``now`` (seconds).
+
+    ``current`` minus the replicas our writes added plus those they removed inside the period
+    (``now - period_seconds`` excluded), both directions counted whichever way the limit is
+    for: HPA's ``periodStartReplicas`` (``horizontal.go``,
+    ``calculateScaleUpLimitWithScalingRules`` and ``calculateScaleDownLimitWithBehaviors``
+    read both ``scaleUpEvents`` and ``scaleDownEvents``). A scale-down right after a scale-up
+    in the same period is limited from the replicas before the scale-up, and the other way
+    round.
+    """
+    cutoff = now - rules.period_seconds
+    added = 0
+    removed = 0
+    for ev in state.scale_events:
+        if ev.at <= cutoff:
+            continue
+        delta = ev.to_replicas - ev.from_replicas
+        if delta > 0:
+            added += delta
+        else:
+            removed -= delta
+    # Floor at 0: after an outside write our own moves no longer add up to the current count.
+    return max(0, current - added + removed)
+
+
+def _up_limit(policy: TargetPolicy, state: TargetState, current: int, now: float) -> int:
+    rules = policy.scale_up
+    start = _period_start(state, rules, current, now)
+    by_pods = start + rules.max_replicas_per_period
+    by_percent = ceil_replicas(start * (1 + rules.max_percent_per_period / 100))
+    return max(by_pods, by_percent)
+
+
+def _down_limit(
+    policy: TargetPolicy,
+    state: TargetState,
+    current: int,
+    now: float,
+    capacity_replicas: int | None,
+) -> int:
+    rules = policy.scale_down
+    start = _period_start(state, rules, current, now)
+    by_pods = start - rules.max_replicas_per_period
+    by_percent = math.floor(start * (1 - rules.max_percent_per_period / 100) + _EPS)
+    by_surplus = start
+    if capacity_replicas is not None and capacity_replicas < start:
+        surplus = start - capacity_replicas
+        by_surplus = start - math.floor(surplus * rules.max_surplus_percent_per_period / 100 + _EPS)
+    return max(0, min(by_pods, by_percent, by_surplus))
+
+
+def limit_step(
+    policy: TargetPolicy,
+    state: TargetState,
+    current: int,
+    desired: int,
+    now: float,
+    *,
+    capacity_replicas: int | None = None,
+) -> Phase:
+    """HPA ``behavior`` rate limits: the most the replicas may move in this period.
+
+    Each direction allows the larger change of its limits (HPA's ``selectPolicy: Max``),
+    counted from the replicas at the start of the period (before every write of ours inside
+    it, scale-ups and scale-downs alike, as HPA's ``periodStartReplicas``; see
+    :func:`_period_start`): ``max_replicas_per_period`` and
+    ``max_percent_per_period`` of them, and for a scale-down also
+    ``max_surplus_percent_per_period`` of the surplus over ``capacity_replicas`` (what the
+    capacity signal asks for, when it has an estimate and an ``ok`` reading; None: no
+    surplus is known and only the first two apply). The surplus is the part of the fleet
+    the capacity signal says the forecast demand does not need: after a surge sized by the
+    queue, it goes in a few periods instead of one replica a period, and near the need the
+    step is one replica again.
+    """
+    if desired > current:
+        # never below current: after an outside write lowered the replicas, our own moves in
+        # the period can exceed the current count, and the limit must not turn into a cut
+        limit = max(_up_limit(policy, state, current, now), current)
+        if desired > limit:
+            return Phase(PhaseName.STEP_LIMIT, limit, (Limit.STEP_LIMIT,))
+    elif desired < current:
+        limit = min(_down_limit(policy, state, current, now, capacity_replicas), current)
+        if desired < limit:
+            return Phase(PhaseName.STEP_LIMIT, limit, (Limit.STEP_LIMIT,))
+    return Phase(PhaseName.STEP_LIMIT, desired)
+
+
+def clamp(policy: TargetPolicy, recommended: int, desired: int) -> Phase:
+    """Min/max replicas. A limit is reported when it cut the recommendation too, even if the
+    earlier phases already kept ``desired`` inside the range."""
+    limits: tuple[Limit, ...] = ()
+    if desired > policy.max_replicas or recommended > policy.max_replicas:
+        desired = min(desired, policy.max_replicas)
+        limits += (Limit.MAX_REPLICAS,)
+    if desired < policy.min_replicas or recommended < policy.min_replicas:
+        desired = max(desired, policy.min_replicas)
+        limits += (Limit.MIN_REPLICAS,)
+    return Phase(PhaseName.CLAMP, desired, limits)
+
+
+def outside_write(state: TargetState, current: int) -> bool:
+    """``spec.replicas`` differs from the value we last wrote (someone else changed it)."""
+    return state.last_written_replicas is not None and state.last_written_replicas != current
+
+
+def hold_for_outside_writer(
+    policy: TargetPolicy, state: TargetState, current: int, desired: int, now: float
+) -> tuple[Phase, TargetState]:
+    """Re-apply over another writer of ``spec.replicas`` at most once per cooldown.
+
+    Returns:
+        The phase (the replicas to write: ``current`` with an ``outside_writer``
+        :class:`~scaler.core.reasons.Hold` while holding) and the state (noting a re-apply
+        now).
+    """
+    if not outside_write(state, current) or desired == current:
+        return Phase(PhaseName.OUTSIDE_WRITER, desired), state
+    cooldown = max(policy.scale_down.stabilization_window_seconds, 60.0)
+    if state.last_rewrite_at is not None and now - state.last_rewrite_at < cooldown:
+        hold = Hold(
+            Reason.OUTSIDE_WRITER,
+            f"spec.replicas was changed to {current} by another writer (we wrote "
+            f"{state.last_written_replicas}); already re-applied within the "
+            f"{cooldown:.0f} s cooldown, holding instead of fighting",
+        )
+        return Phase(PhaseName.OUTSIDE_WRITER, current, (), hold), state
+    return Phase(PhaseName.OUTSIDE_WRITER, desired), replace(state, last_rewrite_at=now)
