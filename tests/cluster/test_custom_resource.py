@@ -16,10 +16,12 @@ from typing import Any
 import pytest
 import yaml
 
+from scaler.config.policy import parse_policy
+from scaler.config.resource import resource_of
 from scaler.sim.controlplane import Cluster
 from tests.cluster.podmetrics import Load
 from tests.cluster.scene import Scene
-from tests.cluster.workloads import crd_installed, deployment, policy_values
+from tests.cluster.workloads import crd_installed, deployment, policy, policy_values
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = ROOT / "deploy" / "helm" / "vllm-scaler" / "crds" / "vllmautoscalers.yaml"
@@ -39,31 +41,10 @@ def vllm_crd(kube: Cluster) -> Iterator[Doc]:
 
 
 def spec(**fields: Any) -> Doc:
-    """A spec on queue depth alone, fast windows (as tests.cluster.workloads.policy)."""
-    base: Doc = {
-        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "vllm"},
-        "minReplicas": 1,
-        "maxReplicas": 6,
-        "signals": {
-            "queueDepth": {"targetPerReplica": 4},
-            "kvCacheUsage": {"enabled": False},
-            "ttftP95": {"enabled": False},
-        },
-        "scaleUp": {
-            "stabilizationWindowSeconds": 0,
-            "maxReplicasPerPeriod": 4,
-            "maxPercentPerPeriod": 100,
-            "periodSeconds": 10,
-        },
-        "scaleDown": {
-            "stabilizationWindowSeconds": 0,
-            "maxReplicasPerPeriod": 4,
-            "maxPercentPerPeriod": 100,
-            "periodSeconds": 10,
-        },
-        "modelLoadTimeoutSeconds": 60,
-    }
-    return _merged(base, fields)
+    """The spec of tests.cluster.workloads.policy's target (queue depth alone, fast windows),
+    as ``vllm-scaler as-resources`` writes it, with ``fields`` merged in (None: left out)."""
+    (target,) = parse_policy(policy("any")).targets
+    return _merged(resource_of(target)["spec"], fields)
 
 
 def _merged(base: Doc, over: Doc) -> Doc:
@@ -309,8 +290,13 @@ async def test_a_resource_created_changed_and_deleted_takes_effect_without_a_res
         )
     header, row = table.splitlines()[:2]
     assert header.split() == ["NAME", "TARGET", "MIN", "MAX", "CURRENT", "DESIRED", "REASON", "AGE"]
-    assert row.split()[:7] == ["vllm", "vllm", "1", "6", "1", "4", "scale_up"], table
-    assert "SucceededRescale" in described and "Scaling Active" not in described
+    # live values: the scale-up itself, or (a cycle later) the 4 replicas starting
+    assert row.split()[:4] == ["vllm", "vllm", "1", "6"], table
+    current, desired, reason = row.split()[4:7]
+    assert (current, desired) in (("1", "4"), ("4", "4")), table
+    assert reason == "scale_up" if current == "1" else reason != "scale_up", table
+    assert "Last Scale Time:" in described and "Observed Generation:  1" in described
+    assert "Normal  SuccessfulRescale" in described, described  # its Events
     # Events on the resource, as the HPA's are on the HPA
     rescaled = kube.wait_for(
         lambda: [
