@@ -44,6 +44,7 @@ import structlog
 
 from scaler.actuators.kubernetes import ApiFailure, KubeApiError, ScaleOwner
 from scaler.actuators.resources import ResourceSnapshot
+from scaler.actuators.writers import WorkloadMeta
 from scaler.config.policy import Policy, ReplicaGroups, TargetPolicy, WorkloadRef
 from scaler.controller.apply import Applied, Applier, StatusWriter, Writer
 from scaler.controller.events_due import refusals_due, stuck_due
@@ -95,7 +96,10 @@ class Actuator(Writer, Protocol):
         self, ref: WorkloadRef, *, groups: ReplicaGroups | None = None
     ) -> WorkloadSnapshot: ...
 
-    async def read_annotations(self, ref: WorkloadRef) -> dict[str, str]: ...
+    @property
+    def field_manager(self) -> str: ...
+
+    async def read_workload(self, ref: WorkloadRef) -> WorkloadMeta: ...
 
     async def list_scale_owners(self, namespace: str) -> list[ScaleOwner]: ...
 
@@ -107,10 +111,17 @@ class ResourceSource(Protocol):
     def snapshot(self) -> ResourceSnapshot: ...
 
 
+def _failed(exc: BaseException) -> KubeApiError:
+    """A read's classified failure; anything else (a bug, a cancellation) goes on up."""
+    if isinstance(exc, KubeApiError):
+        return exc
+    raise exc
+
+
 @dataclass(frozen=True, slots=True)
 class _TargetRead:
     snapshot: WorkloadSnapshot
-    annotations: dict[str, str]
+    meta: WorkloadMeta
 
 
 class Controller:
@@ -172,17 +183,29 @@ class Controller:
         if leader is None:
             metrics.leader.set(0 if actuator.dry_run else 1)
 
+    def use_policy(self, policy: Policy, *, removed: Sequence[str] = ()) -> None:
+        """Run ``policy`` from the next cycle on (a reloaded file): the targets that stay keep
+        their decision state; the ``removed`` ones lose it and their metrics."""
+        self.policy = policy
+        gone = set(removed)
+        for key in self.records.keep_only(k for k in list(self.records) if k not in gone):
+            self.exports.forget(key)
+
     # ------------------------------------------------------------------ reads
 
     async def _read_target(self, t: TargetPolicy) -> _TargetRead | KubeApiError:
-        try:
-            snap, annotations = await asyncio.gather(
-                self.actuator.read(t.workload, groups=t.groups),
-                self.actuator.read_annotations(t.workload),
-            )
-        except KubeApiError as err:
-            return err
-        return _TargetRead(snap, annotations)
+        # Both reads end before the cycle goes on, the failure of one included: a request
+        # left running would answer into a later cycle (its 429 closing the request gate then).
+        snap, meta = await asyncio.gather(
+            self.actuator.read(t.workload, groups=t.groups),
+            self.actuator.read_workload(t.workload),
+            return_exceptions=True,
+        )
+        if isinstance(snap, BaseException):
+            return _failed(snap)
+        if isinstance(meta, BaseException):
+            return _failed(meta)
+        return _TargetRead(snap, meta)
 
     async def _read_owners(self, namespace: str) -> None:
         """Refresh the other autoscalers of a namespace; on failure keep the last answer."""
@@ -262,7 +285,7 @@ class Controller:
             asyncio.gather(*(self._read_owners(ns) for ns in namespaces)),
         )
         snapshots: dict[str, WorkloadSnapshot] = {}
-        annotations: dict[str, dict[str, str]] = {}
+        metas: dict[str, WorkloadMeta] = {}
         reports: list[TargetReport] = []
         now = self.clock()
         for t, r in zip(targets, reads, strict=True):
@@ -282,7 +305,7 @@ class Controller:
                 )
             else:
                 snapshots[t.key] = r.snapshot
-                annotations[t.key] = r.annotations
+                metas[t.key] = r.meta
         readable = [t for t in targets if t.key in snapshots]
         # a pod whose owner cannot be told that two targets list counts for neither (case 28)
         snapshots = shared_pods_left_out(snapshots)
@@ -308,8 +331,16 @@ class Controller:
             snap = snapshots[t.key]
             target = found.by_key[t.key]
             record = self.records[t.key]
+            meta = metas[t.key]
             control = replace(
-                read_control(t.workload, owners, annotations[t.key]), shared=snap.shared
+                read_control(
+                    t.workload,
+                    owners,
+                    meta.annotations,
+                    writer=meta.replicas_writer,
+                    own_manager=self.actuator.field_manager,
+                ),
+                shared=snap.shared,
             )
             if snap.spec_replicas <= 0:
                 report = await self._disabled_target(target, record, snap, now, fence)

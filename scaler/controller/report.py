@@ -72,6 +72,9 @@ def decision_json(d: Decision) -> dict[str, Any]:
             "starting": d.replicas.starting,
             "stuck": d.replicas.stuck,
             "terminating": d.replicas.terminating,
+            "unschedulable": d.replicas.unschedulable,
+            "finished": d.replicas.finished,
+            "sleeping": d.replicas.sleeping,
         },
         "signals": [
             {
@@ -166,6 +169,13 @@ def print_reports(reports: list[TargetReport], fmt: OutputFormat, out: TextIO) -
             if d.reason is Reason.SELECTOR_REQUIRED
             else f"ready {d.replicas.ready}, starting {d.replicas.starting}, "
             f"stuck {d.replicas.stuck}, terminating {d.replicas.terminating}"
+            + (
+                f", waiting for a node {d.replicas.unschedulable}"
+                if d.replicas.unschedulable
+                else ""
+            )
+            + (f", finished (not counted) {d.replicas.finished}" if d.replicas.finished else "")
+            + (f", asleep (sleep mode) {d.replicas.sleeping}" if d.replicas.sleeping else "")
         )
         named = f"{r.target} (VLLMAutoscaler {r.resource})" if r.resource else r.target
         out.write(
