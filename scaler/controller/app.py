@@ -270,7 +270,10 @@ async def serve(
             None
             if options.once
             else PolicyWatcher(
-                settings.policy_file, policy, on_result=lambda ok: metrics.policy_reload_ok.set(ok)
+                settings.policy_file,
+                policy,
+                on_result=lambda ok: metrics.policy_reload_ok.set(ok),
+                resources=settings.watch_resources,
             )
         )
         while not stop.is_set():
