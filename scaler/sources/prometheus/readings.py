@@ -658,7 +658,10 @@ class _TargetReader:
         lagging = self.lagging(per_pod)
         for pod in lagging:
             del per_pod[pod]  # not current: unknown now, like a pod without series
-        missing = frozenset(ready - per_pod.keys())
+        # A pod Ready for less than a scrape's reach may not have been scraped yet: no series
+        # is expected there, not a fault (the sum is over the pods scraped).
+        just_ready = self.not_scraped_yet(frozenset(ready - per_pod.keys() - lagging.keys()))
+        missing = frozenset(ready - per_pod.keys()) - just_ready
         stuck = [stalled[p] for p in sorted(per_pod) if p in stalled]
         if stuck:
             return self.stalled_reading(name, per_pod, stuck, missing, source_metric), missing
@@ -685,7 +688,27 @@ class _TargetReader:
             value=total,
             pods_with_data=len(per_pod),
             source_metric=source_metric,
+            detail=(
+                f"{len(just_ready)} pod{'s' if len(just_ready) > 1 else ''} Ready for less than "
+                f"{sample_age_limit_seconds(self.scrape_interval):.0f}s, not scraped yet: "
+                + _names(just_ready)
+                if just_ready
+                else ""
+            ),
         ), missing
+
+    def not_scraped_yet(self, pods: frozenset[str]) -> frozenset[str]:
+        """Those of ``pods`` Ready for less than :func:`sample_age_limit_seconds`: their
+        first scrape may not have happened yet (one every scrape interval, from when the
+        pod's address is published). A pod whose Ready time is unknown is not one of them."""
+        if not pods or self.snapshot is None:
+            return frozenset()
+        limit = sample_age_limit_seconds(self.scrape_interval)
+        return frozenset(
+            p.name
+            for p in self.snapshot.pods
+            if p.name in pods and p.ready_seconds is not None and p.ready_seconds < limit
+        )
 
     def sleeping(self) -> frozenset[str]:
         """Ready pods with an engine in sleep mode (the ``running`` answer's ``s<i>@asleep``
