@@ -179,7 +179,7 @@ def test_the_policy_reference_covers_every_field_of_the_schema() -> None:
         for p in _schema_paths(Policy.model_json_schema(by_alias=True))
     }
     assert "targets[].workload.apiVersion" in expected
-    assert "targets[].scale_down.max_surplus_percent_per_period" in expected
+    assert "targets[].scaleDown.maxSurplusPercentPerPeriod" in expected
     documented = set(policy_field_paths())
     assert expected <= documented, sorted(expected - documented)
     text = policy_reference()
@@ -204,4 +204,4 @@ def test_every_field_of_the_policy_has_a_description() -> None:
 def test_the_defaults_shown_are_the_policy_of_a_target_that_sets_only_its_workload() -> None:
     loaded = Policy.model_validate(yaml.safe_load(default_policy_yaml()))
     assert loaded == Policy.model_validate({"targets": [{"workload": EXAMPLE_WORKLOAD}]})
-    assert "max_surplus_percent_per_period: 25" in default_policy_yaml()
+    assert "maxSurplusPercentPerPeriod: 25" in default_policy_yaml()
