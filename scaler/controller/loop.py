@@ -73,6 +73,7 @@ from scaler.controller.removal import (
     ranked_in_order,
 )
 from scaler.controller.report import TargetReport
+from scaler.controller.seasonal import SeasonalRefresher
 from scaler.core.decide import Decision, Direction, decide
 from scaler.core.drain import RemovalPlan, plan_removal
 from scaler.core.observation import WorkloadSnapshot
@@ -183,6 +184,8 @@ class Controller:
             with the current replicas added at "now" (see :func:`scaler.core.state.resume`).
         event_repeat_seconds: a refusal Event (conflict, pause) that does not change is
             repeated at most this often.
+        seasonal: the seasonal forecasts, refitted in the background
+            (:class:`~scaler.controller.seasonal.SeasonalRefresher`); None: none.
     """
 
     def __init__(
@@ -196,6 +199,7 @@ class Controller:
         leader: Leadership | None = None,
         resume_max_gap_seconds: float = 60.0,
         event_repeat_seconds: float = 300.0,
+        seasonal: SeasonalRefresher | None = None,
     ) -> None:
         self.policy = policy
         self.source = source
@@ -205,6 +209,7 @@ class Controller:
         self.leader = leader
         self.resume_max_gap_seconds = resume_max_gap_seconds
         self.event_repeat_seconds = event_repeat_seconds
+        self.seasonal = seasonal
         self.states: dict[str, TargetState] = {}
         self.shadow_states: dict[str, TargetState] = {}
         self.log = structlog.get_logger("vllm_scaler")
@@ -383,6 +388,8 @@ class Controller:
         active = [
             t for t in readable if snapshots[t.key].spec_replicas > 0 and snapshots[t.key].selector
         ]
+        if self.seasonal is not None:
+            self.seasonal.poke(active)  # a refit when due, in the background
         result = (
             await self.source.read(
                 [t.reading_target() for t in active], {t.key: snapshots[t.key] for t in active}
@@ -445,10 +452,10 @@ class Controller:
         removing = self._removing(t, snap, now)
         state = self._state_for(t, snap.spec_replicas, now)
         window = self.policy.rate_window_seconds
-        core = decide(
-            t, observe(t, snap, readings, state, removing=removing), state, now,
-            ttft_window_seconds=window,
-        )  # fmt: skip
+        observation = observe(t, snap, readings, state, removing=removing)
+        if self.seasonal is not None:
+            observation = replace(observation, seasonal=self.seasonal.forecast(t.key))
+        core = decide(t, observation, state, now, ttft_window_seconds=window)
         decision = override(core, control)
         self.exports.decision(t, decision, core, control, readings)
         self.exports.ownership(t, snap)
