@@ -4,8 +4,8 @@ The seasonal forecast (:mod:`scaler.core.seasonal`) is fitted on up to 14 days o
 demand at a coarse step: each step's peak, the highest one-minute rate inside it (a replica
 fleet is sized for the peak of a window, not its mean: a burst of a minute and a half averaged
 over ten minutes reads as a fifth of itself). History has no pod lists, so a target's series
-are read by its :func:`~scaler.sources.promql.target_selector` (its matchers, or a regex on its workload's
-pod names), as the backtest reads them. One range query per batch of targets
+are read by its :func:`~scaler.sources.promql.target_selector` (its matchers, or a regex on
+its workload's pod names), as the backtest reads them. One range query per batch of targets
 (``POST /api/v1/query_range``) asks, per target and counter, for the target's highest
 one-minute total rate in each step (a subquery at a one-minute resolution)::
 
