@@ -441,6 +441,7 @@ class SeasonalAsk:
         replicas: what that demand needs at the capacity signal's target (None: not asked).
         horizon_seconds: the horizon read.
         raised: the forecast raised the recommendation (it is the reason for the replicas).
+        forecast: the fit read (None: none), with its check and whether it is in use.
     """
 
     phase: Phase
@@ -448,6 +449,7 @@ class SeasonalAsk:
     replicas: int | None
     horizon_seconds: float
     raised: bool
+    forecast: SeasonalForecast | None = None
 
     def note(self) -> str:
         """A clause for the decision's message ("" when the forecast did not raise it)."""
@@ -481,7 +483,9 @@ def seasonal_phase(
     while the capacity signal has no estimate or no reading usable for a scale-up, or while the
     forecast is off or stale.
     """
-    keep = SeasonalAsk(Phase(PhaseName.SEASONAL, recommended), None, None, horizon_seconds, False)
+    keep = SeasonalAsk(
+        Phase(PhaseName.SEASONAL, recommended), None, None, horizon_seconds, False, forecast
+    )
     if (
         blocked
         or capacity is None
@@ -499,4 +503,5 @@ def seasonal_phase(
         replicas,
         horizon_seconds,
         raised,
+        forecast,
     )
