@@ -25,7 +25,7 @@ import math
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from scaler.bench.controllers import VllmScalerController
 from scaler.bench.figures import PolicyFigures
@@ -35,8 +35,7 @@ from scaler.core.capacity import demand_of, horizon_seconds
 from scaler.core.observation import PodLoad, ThroughputReading
 from scaler.core.seasonal import (
     DAY_SECONDS,
-    SeasonalForecast,
-    fit_seasonal,
+    SeasonalSchedule,
     mape,
     replay_seasonal,
 )
@@ -44,53 +43,12 @@ from scaler.core.signals import SignalStatus
 from scaler.sim.servegen import PEAK_REQUESTS_PER_SECOND, parse_servegen, window_rates
 from scaler.sim.synthetic import daily_bursts_rate
 
-__all__ = ["ForecastSchedule", "SeasonalGoal", "history_of", "main", "run_seasonal_goal"]
+__all__ = ["SeasonalGoal", "history_of", "main", "run_seasonal_goal"]
 
 STEP_SECONDS = 600.0
 REFIT_SECONDS = 3600.0
 #: Days of history before a synthetic replay (as the first ServeGen week).
 SYNTHETIC_HISTORY_DAYS = 7
-
-
-@dataclass
-class ForecastSchedule:
-    """The seasonal forecast as the controller's refresher would hold it at each simulated
-    time: refitted every ``refit_seconds`` on at most 14 days of the windows before the refit.
-
-    Attributes:
-        values: demand per window, oldest first; window ``origin`` starts at replay time 0.
-        origin: the index of the replay's first window.
-        horizon_seconds: the horizon the fit's check scores.
-        interval_seconds: the control interval (added to the horizon when read).
-    """
-
-    values: Sequence[float | None]
-    origin: int
-    horizon_seconds: float
-    interval_seconds: float
-    step_seconds: float = STEP_SECONDS
-    refit_seconds: float = REFIT_SECONDS
-    fits: dict[int, SeasonalForecast] = field(default_factory=dict)
-
-    def __call__(self, now: float) -> SeasonalForecast | None:
-        k = math.floor(now / self.refit_seconds)
-        end = self.origin + math.floor(k * self.refit_seconds / self.step_seconds) - 1
-        if end < 0:
-            return None
-        fit = self.fits.get(end)
-        if fit is None:
-            keep = round(14 * DAY_SECONDS / self.step_seconds) + 1
-            fit = fit_seasonal(
-                self.values[max(0, end + 1 - keep) : end + 1],
-                self.step_seconds,
-                (end + 1 - self.origin) * self.step_seconds,
-                horizon_seconds=self.horizon_seconds,
-                ahead_seconds=self.refit_seconds + self.horizon_seconds + self.step_seconds,
-                refit_seconds=self.refit_seconds,
-            )
-            fit = replace(fit, interval_seconds=self.interval_seconds)
-            self.fits[end] = fit
-        return fit
 
 
 def _per_request(policy: TargetPolicy, prep: Prepared) -> float:
@@ -193,7 +151,7 @@ def run_seasonal_goal(trace: str, *, simulate: bool = True, seed: int = 0) -> Se
         t0 = time.monotonic()
         without = run_policy(job)
         t1 = time.monotonic()
-        schedule = ForecastSchedule(values, origin, horizon, options.control_interval_seconds)
+        schedule = SeasonalSchedule(values, origin, horizon, options.control_interval_seconds)
         controller = VllmScalerController(
             job.policy.targets[0],
             rate_window_seconds=job.policy.rate_window_seconds,

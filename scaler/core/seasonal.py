@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from scaler.core.reasons import Phase, PhaseName
@@ -64,6 +64,7 @@ __all__ = [
     "SeasonalAsk",
     "SeasonalCheck",
     "SeasonalForecast",
+    "SeasonalSchedule",
     "fit_seasonal",
     "mape",
     "replay_seasonal",
@@ -216,6 +217,8 @@ def _decompose(log_series: Sequence[float], step_seconds: float) -> _Decompositi
     day = round(DAY_SECONDS / step_seconds)
     week = round(WEEK_SECONDS / step_seconds)
     periods = tuple(p for p in (day, week) if p < n / 2)
+    if not periods:
+        raise ValueError(f"{n} windows: too few for a daily season of {day}")
     fit = MSTL(list(log_series), periods=periods).fit()
     raw = fit.seasonal
     seasons = (
@@ -301,7 +304,8 @@ def fit_seasonal(
     logs = [math.log(max(v, floor)) for v in filled]
     h = max(1, math.ceil(horizon_seconds / step_seconds))
     refit = max(1, round(refit_seconds / step_seconds))
-    check_n = int(min(CHECK_DAYS, math.floor(days) - 2) * n_day)
+    # the days held out leave more than two whole days to fit (MSTL's daily period)
+    check_n = min(CHECK_DAYS * n_day, len(logs) - 2 * n_day - 1)
     t0 = len(logs) - check_n
     dec = _decompose(logs[:t0], step_seconds)
     ours: list[float] = []
@@ -505,3 +509,50 @@ def seasonal_phase(
         raised,
         forecast,
     )
+
+
+@dataclass
+class SeasonalSchedule:
+    """The seasonal forecast as the controller's refresher would have held it at each time of
+    a replay (the bench's, the backtest's): refitted every ``refit_seconds`` on at most 14 days
+    of the windows that ended before the refit, never a later one.
+
+    Attributes:
+        values: demand per window of ``step_seconds``, oldest first (see
+            :func:`fit_seasonal`); window ``origin`` starts at replay time ``start_at``.
+        origin: the index of the window that starts at ``start_at``.
+        horizon_seconds: the horizon each fit's check scores, seconds.
+        interval_seconds: the control interval, added to the horizon when read.
+        start_at: the replay time at which window ``origin`` starts, seconds.
+    """
+
+    values: Sequence[float | None]
+    origin: int
+    horizon_seconds: float
+    interval_seconds: float
+    step_seconds: float = 600.0
+    refit_seconds: float = 3600.0
+    start_at: float = 0.0
+    fits: dict[int, SeasonalForecast] = field(default_factory=dict)
+
+    def __call__(self, now: float) -> SeasonalForecast | None:
+        """The fit of the last refit at or before ``now`` (None before any window ended)."""
+        k = math.floor((now - self.start_at) / self.refit_seconds)
+        end = self.origin + math.floor(k * self.refit_seconds / self.step_seconds) - 1
+        if end < 0:
+            return None
+        end = min(end, len(self.values) - 1)
+        fit = self.fits.get(end)
+        if fit is None:
+            keep = round(14 * DAY_SECONDS / self.step_seconds) + 1
+            fit = fit_seasonal(
+                self.values[max(0, end + 1 - keep) : end + 1],
+                self.step_seconds,
+                self.start_at + (end + 1 - self.origin) * self.step_seconds,
+                horizon_seconds=self.horizon_seconds,
+                ahead_seconds=self.refit_seconds + self.horizon_seconds + self.step_seconds,
+                refit_seconds=self.refit_seconds,
+            )
+            fit = replace(fit, interval_seconds=self.interval_seconds)
+            self.fits[end] = fit
+        return fit

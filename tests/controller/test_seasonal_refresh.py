@@ -167,3 +167,25 @@ async def test_a_fit_that_fails_keeps_the_last_and_the_task_never_raises() -> No
 def test_history_dataclass_shape() -> None:
     h = DemandHistory((1.0, None), STEP, END)
     assert h.values[1] is None
+
+
+def test_recommend_line_json_and_metrics_show_the_forecast() -> None:
+    from scaler.controller.report import decision_json, seasonal_line
+    from scaler.telemetry.metrics import ScalerMetrics
+    from tests.core.builders import decide
+    from tests.core.test_seasonal_phase import POLICY as SEEDED
+    from tests.core.test_seasonal_phase import STATE, with_season
+
+    d = decide(SEEDED, with_season(60_000.0), STATE, 0.0)
+    line = seasonal_line(d)
+    assert line.startswith("  seasonal: test; asks ")
+    assert "(raised the recommendation)" in line
+    doc = decision_json(d)["seasonal"]
+    assert doc["in_use"] is True and doc["raised"] is True and doc["demand"] == 60_000.0
+    m = ScalerMetrics()
+    m.record_seasonal(SEEDED.key, d)
+    assert m.seasonal_in_use.labels(SEEDED.key)._value.get() == 1
+    assert m.seasonal_forecast.labels(SEEDED.key)._value.get() == 60_000.0
+    assert m.seasonal_horizon.labels(SEEDED.key)._value.get() == d.seasonal.horizon_seconds  # type: ignore[union-attr]
+    off = decide(SEEDED, with_season(60_000.0, in_use=False), STATE, 0.0)
+    assert seasonal_line(off) == "  seasonal: test\n"
