@@ -112,12 +112,26 @@ class SeasonalGoal:
     seconds_per_day: tuple[float, float]
 
 
-def run_seasonal_goal(trace: str, *, simulate: bool = True, seed: int = 0) -> SeasonalGoal:
+def run_seasonal_goal(
+    trace: str,
+    *,
+    simulate: bool = True,
+    seed: int = 0,
+    start_seconds: float = 0.0,
+    duration_seconds: float | None = None,
+) -> SeasonalGoal:
     """The forecast's accuracy on ``trace``'s replayed windows, and (``simulate``) the replay
-    with and without it on routing seed ``seed``."""
+    with and without it on routing seed ``seed``, of the window from ``start_seconds``
+    (a multiple of 10 minutes) for ``duration_seconds`` (None: to the end)."""
     # the replays are scaled already (ServeGen to its peak, the shape as it is)
     options = BenchOptions(
-        trace=trace, routing_seeds=1, references=False, seed=seed, rate_scale=1.0
+        trace=trace,
+        routing_seeds=1,
+        references=False,
+        seed=seed,
+        rate_scale=1.0,
+        start_seconds=start_seconds,
+        duration_seconds=duration_seconds,
     )
     prep = prepare(options) if simulate else None
     policy = (prep.policy if prep is not None else default_policy()).targets[0]
@@ -125,6 +139,9 @@ def run_seasonal_goal(trace: str, *, simulate: bool = True, seed: int = 0) -> Se
     # MAPE is relative: without a replay any unit does
     unit = _per_request(policy, prep) * prep.scale if prep is not None else 1.0
     values, origin = history_of(trace, unit)
+    origin += round(start_seconds / STEP_SECONDS)
+    if duration_seconds is not None:
+        values = values[: origin + math.ceil(duration_seconds / STEP_SECONDS)]
     horizon = (
         horizon_seconds(policy, options.model_load_seconds, rate_window)
         + options.control_interval_seconds
@@ -166,6 +183,42 @@ def run_seasonal_goal(trace: str, *, simulate: bool = True, seed: int = 0) -> Se
     )
 
 
+def plot_day(trace: str, path: str) -> None:
+    """Draw one replayed day of ``trace``: the actual demand per 10-minute window, the seasonal
+    forecast as the controller would have had it (refitted hourly on the windows before, read
+    a model load and a control interval ahead; absent where it was off) and the same hour
+    yesterday, in requests/s (the demand over one request's)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    policy = default_policy()
+    target = policy.targets[0]
+    horizon = horizon_seconds(target, 120.0, policy.rate_window_seconds) + 15.0
+    values, origin = history_of(trace, 1.0)
+    replayed = replay_seasonal(
+        values, STEP_SECONDS, origin, horizon_seconds=horizon, refit_seconds=REFIT_SECONDS
+    )
+    hours = [(j - origin + 1) * STEP_SECONDS / 3600 for j in range(origin, len(values))]
+    nan = float("nan")
+    actual = [v if v is not None else nan for v in values[origin:]]
+    naive = [v if v is not None else nan for v in values[origin - 144 : len(values) - 144]]
+    ours = [v if v is not None else nan for v, _ in replayed]
+    fig, ax = plt.subplots(figsize=(10, 4))
+    ax.plot(hours, actual, label="actual demand", color="black", linewidth=1.5)
+    ax.plot(hours, naive, label="same hour yesterday", color="tab:gray", linestyle="--")
+    ax.plot(hours, ours, label="seasonal forecast (as it was then)", color="tab:blue")
+    ax.set_xlabel("hour of the replayed day")
+    ax.set_ylabel("requests/s of the replay, per 10-minute window")
+    ax.set_title(f"{trace}: the seasonal forecast against the same hour yesterday")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def _share(f: PolicyFigures | None, half: int | None = None) -> str:
     if f is None:
         return "-"
@@ -180,9 +233,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trace", action="append", required=True)
     parser.add_argument("--no-simulate", action="store_true", help="the forecast's MAPE only")
+    parser.add_argument("--plot", help="draw the first --trace's replayed windows to this PNG")
+    parser.add_argument("--start-hour", type=float, default=0.0, help="replay from this hour")
+    parser.add_argument("--hours", type=float, default=None, help="replay this many hours")
     args = parser.parse_args(argv)
+    if args.plot:
+        plot_day(args.trace[0], args.plot)
+        return
     for trace in args.trace:
-        g = run_seasonal_goal(trace, simulate=not args.no_simulate)
+        g = run_seasonal_goal(
+            trace,
+            simulate=not args.no_simulate,
+            start_seconds=args.start_hour * 3600,
+            duration_seconds=args.hours * 3600 if args.hours is not None else None,
+        )
         lower = 1 - g.mape / g.naive_mape if g.naive_mape > 0 else math.nan
         print(f"{g.trace} ({g.days:g} days)")
         print(
