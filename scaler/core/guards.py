@@ -155,11 +155,14 @@ def _starting_guard(
 ) -> Hold | None:
     """Why a hold at the current replicas is the starting replicas' doing, if it is."""
     current = counts.current
-    if counts.starting > 0 and any((e.demand_replicas or 0) > counts.ready for e in usable):
+    coming = counts.starting + counts.unschedulable
+    if coming > 0 and any((e.demand_replicas or 0) > counts.ready for e in usable):
+        parts = [f"{counts.starting} of them still starting"] if counts.starting else []
+        if counts.unschedulable:
+            parts.append(f"{counts.unschedulable} of them waiting for a node")
         return Hold(
             Reason.WAITING_FOR_STARTING,
-            f"demand is covered by {current} replicas asked for, "
-            f"{counts.starting} of them still starting",
+            f"demand is covered by {current} replicas asked for, " + ", ".join(parts),
         )
     if not settling:
         return None

@@ -42,6 +42,9 @@ Why these expressions:
 - ``vllm:num_requests_running`` is not a scaling signal: it exists on every scraped vLLM pod,
   so it proves a pod is scraped. A signal with no series while running series exist is
   ``absent`` (configuration problem, e.g. a renamed metric) rather than ``empty`` (outage).
+  The same query carries each pod's sample age, ``time() - timestamp(...)``: an instant
+  query answers the newest sample within the lookback (5 minutes) as current, so values a
+  remote-write backlog, a stalled agent or federation delays look fresh without it.
 - KV cache: ``max by (namespace, pod, __name__)`` over ``{__name__=~"new|old"}``: one query
   reads both the new name (``vllm:kv_cache_usage_perc``, vLLM >= 0.9.2) and the old one
   (``vllm:gpu_cache_usage_perc``, removed in 0.12), keeping the name so the source prefers the
@@ -97,6 +100,7 @@ from scaler.config.signal_specs import (
 # The pieces and the recording rules the queries are built of, re-exported (``__all__``):
 # every PromQL name of vllm-scaler can be imported from here.
 from scaler.sources.promql_parts import (
+    ASLEEP_SUFFIX,
     GENERATION_TOKENS_METRIC,
     HISTOGRAM_LABEL,
     LAYOUT_LABEL,
@@ -110,11 +114,14 @@ from scaler.sources.promql_parts import (
     RECORDED_LABEL,
     REQUESTS_METRIC,
     RUNNING_METRIC,
+    SAMPLE_AGE_SUFFIX,
     SELECTOR_LABEL,
+    SLEEP_STATE_METRIC,
     TARGET_LABEL,
     THROUGHPUT_METRICS,
     HistogramKind,
     NativePart,
+    asleep_group,
     balanced_or,
     histogram_name_rates,
     histogram_query,
@@ -130,6 +137,7 @@ from scaler.sources.promql_parts import (
     promql_string,
     replacement,
     rule_duration,
+    sample_age_group,
     tag,
 )
 from scaler.sources.promql_parts import balanced_or as _or
@@ -151,6 +159,7 @@ from scaler.sources.recording_rules import (
 )
 
 __all__ = [
+    "ASLEEP_SUFFIX",
     "GENERATION_TOKENS_METRIC",
     "HISTOGRAM_LABEL",
     "KV_METRICS",
@@ -166,8 +175,10 @@ __all__ = [
     "RECORDED_LABEL",
     "REQUESTS_METRIC",
     "RUNNING_METRIC",
+    "SAMPLE_AGE_SUFFIX",
     "SELECTOR_LABEL",
     "SIGNAL_QUERY",
+    "SLEEP_STATE_METRIC",
     "TARGET_LABEL",
     "THROUGHPUT_METRICS",
     "TTFT_BUCKET_METRIC",
@@ -180,6 +191,7 @@ __all__ = [
     "QueryKind",
     "QueryPlan",
     "TtftPart",
+    "asleep_group",
     "balanced_or",
     "build_histogram_query",
     "build_query_plan",
@@ -212,6 +224,7 @@ __all__ = [
     "recording_rules",
     "replacement",
     "rule_duration",
+    "sample_age_group",
     "tag",
     "target_selector",
 ]
@@ -400,6 +413,20 @@ def _throughput_ages(gid: str, sel: str, rate_window_seconds: float) -> str:
     return _tag(ages, SELECTOR_LABEL, gid)
 
 
+def _asleep(gid: str, sel: str) -> str:
+    """Per pod with vLLM's sleep-state gauge, 1 when an engine of it is asleep (``running``
+    query): Ready over HTTP, serving nothing until woken."""
+    asleep = f'max by (namespace, pod) (1 - {SLEEP_STATE_METRIC}{{{sel},sleep_state="awake"}})'
+    return _tag(asleep, SELECTOR_LABEL, asleep_group(gid))
+
+
+def _sample_ages(gid: str, sel: str) -> str:
+    """Per pod, the age of its newest ``vllm:num_requests_running`` sample (``running``
+    query): how old the readings are that an instant query returns as current."""
+    ages = f"time() - max by (namespace, pod) (timestamp({RUNNING_METRIC}{{{sel}}}))"
+    return _tag(ages, SELECTOR_LABEL, sample_age_group(gid))
+
+
 def _per_name_rates(
     histogram: HistogramQuery,
     kind: HistogramKind,
@@ -483,8 +510,13 @@ def build_query_plan(
         - ``waiting``: ``label_replace(sum by (namespace, pod) (vllm:num_requests_waiting{SEL}),
           "scaler_selector", "s<i>", "", "") or ...`` per selector of a queue-enabled target;
         - ``running``: the same on ``vllm:num_requests_running`` for every target's selector,
-          and for the default group ``time() - <recorded_freshness_metric>{SEL}`` tagged with
-          the group: the age of the recorded throughput rates per namespace and counter;
+          per selector ``time() - max by (namespace, pod) (timestamp(
+          vllm:num_requests_running{SEL}))`` tagged ``s<i>@age`` (each pod's newest sample's
+          age: a remote-write or federation lag shows there, :func:`sample_age_group`), per
+          selector ``max by (namespace, pod) (1 - vllm:engine_sleep_state{SEL,
+          sleep_state="awake"})`` tagged ``s<i>@asleep`` (1: an engine in sleep mode), and
+          for the default group ``time() - <recorded_freshness_metric>{SEL}`` tagged with the
+          group: the age of the recorded throughput rates per namespace and counter;
         - ``kv_cache``: ``label_replace(max by (namespace, pod, __name__) ({__name__=~
           "vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc",SEL}), ...) or ...``;
         - ``ttft_rate`` per selector of a TTFT-enabled target: ``sum by (namespace, pod)
@@ -562,8 +594,11 @@ def build_query_plan(
                     one_copy(f"{RUNNING_METRIC}{{{sel}}}", replica_labels), "sum", "namespace, pod"
                 )
             parts.append(_tag(inner, SELECTOR_LABEL, gid))
-            if kind is QueryKind.RUNNING and sel == default_selector:
-                parts.append(_throughput_ages(gid, sel, rate_window_seconds))
+            if kind is QueryKind.RUNNING:
+                parts.append(_sample_ages(gid, sel))
+                parts.append(_asleep(gid, sel))
+                if sel == default_selector:
+                    parts.append(_throughput_ages(gid, sel, rate_window_seconds))
         queries[kind] = _or(parts)
 
     # In the registry's order, the running query after the first gauge's (every cycle so far)
