@@ -47,12 +47,13 @@ from dataclasses import dataclass, field, replace
 
 from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
-from scaler.core.capacity import CapacityView
+from scaler.core.capacity import CapacityView, demand_of
 from scaler.core.decide import decide
 from scaler.core.evaluation import SignalEvaluation
 from scaler.core.load_time import LoadTimes
 from scaler.core.observation import Observation, PodInfo, ReplicaCounts, ThroughputReading
 from scaler.core.reasons import Reason
+from scaler.core.seasonal import SeasonalAsk, SeasonalSchedule
 from scaler.core.signals import SignalReading, SignalStatus
 from scaler.core.state import TargetState, record_write
 
@@ -80,6 +81,8 @@ class ReplayStep:
         pods: the pods history showed at this step (those with a ``running`` sample, each
             with its ready time as inferred: :mod:`scaler.backtest.classify`); empty when
             not known.
+        seasonal: what the seasonal forecast asked for at this step, as it would have been
+            then (:func:`seasonal_schedule`); None without the capacity signal.
     """
 
     at: float
@@ -94,6 +97,7 @@ class ReplayStep:
     capacity: CapacityView | None = None
     evaluations: tuple[SignalEvaluation, ...] = ()
     pods: tuple[PodInfo, ...] = ()
+    seasonal: SeasonalAsk | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +212,35 @@ def _changes(times: Sequence[float], replicas: Sequence[int | None]) -> list[Sca
     return out
 
 
+def seasonal_schedule(
+    policy: TargetPolicy,
+    times: Sequence[float],
+    throughput: Sequence[ThroughputReading | None],
+    *,
+    horizon_seconds: float,
+    interval_seconds: float,
+) -> SeasonalSchedule:
+    """The seasonal forecast of a replay from its own history: each 10-minute window's
+    highest demand (the capacity signal's, :func:`~scaler.core.capacity.demand_of`, of the
+    steps with a usable reading; None without one), refitted hourly on the windows that ended
+    before each refit only (:class:`~scaler.core.seasonal.SeasonalSchedule`). A replay of less
+    than three days has the forecast off throughout (it needs that much history)."""
+    step = 600.0
+    start = math.floor(times[0] / step) * step
+    n = math.floor((times[-1] - start) / step) + 1
+    peaks: list[float | None] = [None] * n
+    for t, reading in zip(times, throughput, strict=True):
+        if reading is None or reading.status is not SignalStatus.OK or not reading.pods:
+            continue
+        w = math.floor((t - start) / step)
+        demand = demand_of(policy, reading)[0]
+        old = peaks[w]
+        peaks[w] = demand if old is None else max(old, demand)
+    return SeasonalSchedule(
+        peaks, 0, horizon_seconds, interval_seconds, step_seconds=step, start_at=start
+    )
+
+
 def replay(
     policy: TargetPolicy,
     times: Sequence[float],
@@ -261,6 +294,18 @@ def replay(
     # would have learned from its own starts (the capacity forecast's horizon).
     state = TargetState.seeded(r, times[0])
     state = replace(state, load_times=LoadTimes(recent=(model_load_seconds,)))
+    interval = times[1] - times[0] if n > 1 else 15.0
+    schedule = (
+        seasonal_schedule(
+            policy,
+            times,
+            throughput,
+            horizon_seconds=model_load_seconds + interval,
+            interval_seconds=interval,
+        )
+        if throughput is not None and policy.signals.capacity_enabled
+        else None
+    )
     steps: list[ReplayStep] = []
     policy_events: list[ScaleChange] = []
     statuses: dict[str, dict[str, int]] = {}
@@ -273,6 +318,7 @@ def replay(
             readings[i],
             throughput=throughput[i] if throughput is not None else None,
             pods=pods[i] if pods is not None else (),
+            seasonal=schedule(now) if schedule is not None else None,
         )
         decision = decide(
             policy,
@@ -304,6 +350,7 @@ def replay(
                 message=decision.message,
                 signals=readings[i],
                 capacity=decision.capacity,
+                seasonal=decision.seasonal,
                 evaluations=decision.signals,
                 pods=observation.pods,
             )

@@ -77,6 +77,9 @@ def _signal_text(step: ReplayStep) -> str:
         parts.append(
             f"capacity={_tokens(learned)}/replica" if learned is not None else "capacity=learning"
         )
+    s = step.seasonal
+    if s is not None and s.forecast is not None:
+        parts.append(f"seasonal={_tokens(s.demand)}" if s.demand is not None else "seasonal=off")
     return " ".join(parts)
 
 
@@ -248,6 +251,12 @@ def _capacity_json(step: ReplayStep) -> dict[str, Any] | None:
         "capacity_tokens_per_second": _num(c.capacity_tokens_per_second),
         "utilization_ratio": _num(c.utilization),
         "samples": c.samples,
+        "seasonal_forecast": _num(step.seasonal.demand) if step.seasonal is not None else None,
+        "seasonal_in_use": (
+            step.seasonal.forecast.in_use
+            if step.seasonal is not None and step.seasonal.forecast is not None
+            else None
+        ),
     }
 
 

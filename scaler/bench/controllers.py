@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import replace
 
 import httpx
 
@@ -40,6 +41,7 @@ from scaler.config.policy import TargetPolicy, WorkloadRef
 from scaler.controller.observe import observe
 from scaler.core.decide import Direction, decide
 from scaler.core.observation import PodInfo, WorkloadSnapshot
+from scaler.core.seasonal import SeasonalForecast
 from scaler.core.state import TargetState, record_write
 from scaler.sim.fleet import Fleet
 from scaler.sources.prometheus import PrometheusSource
@@ -119,6 +121,8 @@ class VllmScalerController:
             ``rate_window_seconds``).
         interval_seconds: the control interval (``CONTROL_INTERVAL_SECONDS``).
         name: the label in reports.
+        seasonal: the seasonal forecast at a simulated time, as the controller's refresher
+            would hold it then (None: no seasonal forecast).
     """
 
     def __init__(
@@ -128,8 +132,11 @@ class VllmScalerController:
         rate_window_seconds: float = 60.0,
         interval_seconds: int = 15,
         name: str = "vllm-scaler",
+        seasonal: Callable[[float], SeasonalForecast | None] | None = None,
     ) -> None:
         self.name = name
+        self.seasonal = seasonal
+        self.seasonal_asks: list[tuple[float, float | None]] = []
         self.interval_seconds = interval_seconds
         self.policy = policy.model_copy(
             update={"workload": bench_workload(), "prometheus_matchers": None}
@@ -173,6 +180,8 @@ class VllmScalerController:
             self._source.read([self.policy.reading_target()], {key: snap})
         )
         obs = observe(self.policy, snap, result.targets[key], self.state)
+        if self.seasonal is not None:
+            obs = replace(obs, seasonal=self.seasonal(ctx.now))
         d = decide(
             self.policy, obs, self.state, ctx.now, ttft_window_seconds=self.rate_window_seconds
         )
@@ -183,6 +192,9 @@ class VllmScalerController:
             )
         self.state = state
         self.learned.append((ctx.now, learned_capacity(state)))
+        if self.seasonal is not None:
+            asked = d.seasonal.demand if d.seasonal is not None else None
+            self.seasonal_asks.append((ctx.now, asked))
         return d.desired_replicas
 
     def close(self) -> None:

@@ -422,9 +422,10 @@ def _controller(job: _Job) -> Controller:
     return KpaController(KpaConfig(job.kpa_target, max_replicas=job.max_replicas))
 
 
-def run_policy(job: _Job) -> PolicyFigures:
-    """One policy on one routing seed: its figures (with what it learned, if it learns)."""
-    controller = _controller(job)
+def run_policy(job: _Job, controller: Controller | None = None) -> PolicyFigures:
+    """One policy on one routing seed: its figures (with what it learned, if it learns);
+    ``controller`` replaces the one ``job.kind`` names (a variant of it)."""
+    controller = controller or _controller(job)
     run = simulate(
         job.trace,
         controller,

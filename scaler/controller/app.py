@@ -13,11 +13,12 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
+import httpx
 import structlog
 
 from scaler.actuators.kubernetes import (
@@ -28,12 +29,13 @@ from scaler.actuators.kubernetes import (
 )
 from scaler.actuators.lease import LeaseClient
 from scaler.actuators.resources import ResourceStatusWriter, ResourceWatch
-from scaler.config.policy import Policy
+from scaler.config.policy import Policy, TargetPolicy
 from scaler.config.settings import Settings, redact_url
 from scaler.controller.leader import LeaderElectionConfig, LeaderElector, default_identity
 from scaler.controller.loop import Controller
 from scaler.controller.reload import PolicyWatcher
 from scaler.controller.report import OutputFormat, print_reports
+from scaler.controller.seasonal import HistoryReader, SeasonalRefresher, SeasonalSettings
 from scaler.controller.targets import resolve_targets
 from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus import (
@@ -46,6 +48,7 @@ from scaler.sources.prometheus import (
     probe_problem,
     url_hint,
 )
+from scaler.sources.prometheus.demand_history import HistoryRead, read_demand_history
 from scaler.telemetry.health import Heartbeat
 from scaler.telemetry.metrics import ScalerMetrics
 from scaler.telemetry.server import TelemetryBindError, TelemetryServer
@@ -175,6 +178,11 @@ async def serve(
     watch: ResourceWatch | None = None
     if settings.watch_resources:
         watch = ResourceWatch(api, namespaces=settings.resource_namespaces, clock=clock)
+    seasonal = SeasonalRefresher(
+        _history_reader(http, str(settings.prometheus_url), settings),
+        clock=clock,
+        settings=SeasonalSettings(interval_seconds=settings.control_interval_seconds),
+    )
     controller = Controller(
         policy=policy,
         source=source,
@@ -182,6 +190,7 @@ async def serve(
         metrics=metrics,
         clock=clock,
         leader=elector,
+        seasonal=seasonal,
         # A takeover happens within a lease duration; a cycle or two may pass before it.
         resume_max_gap_seconds=settings.lease_duration_seconds
         + 2 * settings.control_interval_seconds,
@@ -234,6 +243,9 @@ async def serve(
                 await _check_rate_window(controller, source, checked)
             if options.check_queries and checked.targets:
                 await _check_queries(controller, source, checked, str(settings.prometheus_url))
+            if options.once:
+                # one cycle (recommend): its seasonal forecast is fitted before it, not after
+                await seasonal.prime(checked.targets)
             return True
 
         if await _unless_stopped(start_checks(), stop) is None:  # SIGTERM while starting
@@ -328,6 +340,7 @@ async def serve(
                 loop.remove_signal_handler(sig)
         if telemetry is not None:
             await telemetry.stop()
+        await seasonal.aclose()
         await http.aclose()
         await api.close()
 
@@ -540,3 +553,23 @@ def format_startup_problems(
             + "\n  ".join(str(p) for p in empty)
         )
     return "\n".join(sections)
+
+
+def _history_reader(http: httpx.AsyncClient, base_url: str, settings: Settings) -> HistoryReader:
+    """The seasonal refresher's history reader, bound to the source's HTTP client: 14 days at
+    a 10-minute step (:class:`~scaler.controller.seasonal.SeasonalSettings`), each query
+    allowed ten times a cycle's timeout (a range query reads 2,017 steps)."""
+    defaults = SeasonalSettings()
+
+    async def read(targets: Sequence[TargetPolicy], end: float) -> HistoryRead:
+        return await read_demand_history(
+            http,
+            base_url,
+            targets,
+            end=end,
+            history_seconds=defaults.history_seconds,
+            step_seconds=defaults.step_seconds,
+            timeout_seconds=10 * settings.prometheus_timeout_seconds,
+        )
+
+    return read

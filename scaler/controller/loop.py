@@ -64,6 +64,7 @@ from scaler.controller.plan import Event, WritePlan, plan_writes
 from scaler.controller.records import TargetRecord, TargetRecords
 from scaler.controller.removal import REMOVAL_EXPIRY_SECONDS, PendingRemoval
 from scaler.controller.report import TargetReport
+from scaler.controller.seasonal import SeasonalRefresher
 from scaler.controller.statuses import ResourceStatuses
 from scaler.controller.targets import Target, TargetSet, resolve_targets
 from scaler.core.decide import Decision, decide
@@ -142,6 +143,8 @@ class Controller:
         resources: the ``VLLMAutoscaler`` resources (None: not watched; the policy file's
             targets only; :mod:`scaler.controller.targets` says how both go together).
         status: writes the resources' status (None: no status is written).
+        seasonal: the seasonal forecasts, refitted in the background
+            (:class:`~scaler.controller.seasonal.SeasonalRefresher`); None: none.
     """
 
     def __init__(
@@ -157,6 +160,7 @@ class Controller:
         event_repeat_seconds: float = 300.0,
         resources: ResourceSource | None = None,
         status: StatusWriter | None = None,
+        seasonal: SeasonalRefresher | None = None,
     ) -> None:
         self.policy = policy
         self.source = source
@@ -168,6 +172,7 @@ class Controller:
         self.event_repeat_seconds = event_repeat_seconds
         #: what the loop remembers of each target (:mod:`scaler.controller.records`)
         self.records = TargetRecords()
+        self.seasonal = seasonal
         self.log = structlog.get_logger("vllm_scaler")
         self.exports = DecisionExports(metrics, started=clock())
         self.applier = Applier(actuator, metrics, status)
@@ -314,6 +319,8 @@ class Controller:
         active = [
             t for t in readable if snapshots[t.key].spec_replicas > 0 and snapshots[t.key].selector
         ]
+        if self.seasonal is not None:
+            self.seasonal.poke(active)  # a refit when due, in the background
         result = (
             await self.source.read(
                 [t.reading_target() for t in active], {t.key: snapshots[t.key] for t in active}
@@ -399,10 +406,10 @@ class Controller:
         removing = self._removing(t, record, snap, now)
         state = self._state_for(record, snap.spec_replicas, now)
         window = self.policy.rate_window_seconds
-        core = decide(
-            t, observe(t, snap, readings, state, removing=removing), state, now,
-            ttft_window_seconds=window,
-        )  # fmt: skip
+        observation = observe(t, snap, readings, state, removing=removing)
+        if self.seasonal is not None:
+            observation = replace(observation, seasonal=self.seasonal.forecast(t.key))
+        core = decide(t, observation, state, now, ttft_window_seconds=window)
         decision = override(core, control)
         self.exports.decision(t, decision, core, control, readings)
         self.exports.ownership(t, snap)

@@ -104,7 +104,35 @@ def decision_json(d: Decision) -> dict[str, Any]:
             "horizon_seconds": c.horizon_seconds,
             "samples": c.samples,
         }
+    s = d.seasonal
+    if s is not None and s.forecast is not None:
+        check = s.forecast.check
+        out["seasonal"] = {
+            "in_use": s.forecast.in_use,
+            "demand": s.demand,
+            "replicas": s.replicas,
+            "raised": s.raised,
+            "horizon_seconds": s.horizon_seconds,
+            "mape": check.mape if check is not None else None,
+            "naive_mape": check.naive_mape if check is not None else None,
+            "note": s.forecast.note,
+        }
     return out
+
+
+def seasonal_line(d: Decision) -> str:
+    """The recommend line of the seasonal forecast ("" before its first fit): in use or off
+    and why, and what it asks for this cycle."""
+    s = d.seasonal
+    if s is None or s.forecast is None:
+        return ""
+    asked = (
+        f"; asks {s.replicas} replicas for demand {s.demand:.4g} within {s.horizon_seconds:.0f} s"
+        f"{' (raised the recommendation)' if s.raised else ''}"
+        if s.replicas is not None and s.demand is not None
+        else ""
+    )
+    return f"  seasonal: {s.forecast.note}{asked}\n"
 
 
 def report_json(report: TargetReport) -> dict[str, Any]:
@@ -189,6 +217,7 @@ def print_reports(reports: list[TargetReport], fmt: OutputFormat, out: TextIO) -
                 + "; ".join(s.describe() for _, s in sorted(r.readings.stalled.items()))
                 + "\n"
             )
+        out.write(seasonal_line(d))
         out.write(signal_table(d, r.shadow))
     out.flush()
 

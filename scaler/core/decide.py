@@ -106,6 +106,7 @@ from scaler.core.capacity import CapacityView, evaluate_capacity
 from scaler.core.evaluation import EPS as _EPS
 from scaler.core.evaluation import SignalEvaluation, evaluate_signal
 from scaler.core.guards import (
+    Recommended,
     capacity_learning,
     capacity_replicas,
     not_load,
@@ -127,6 +128,7 @@ from scaler.core.phases import (
     stabilize,
 )
 from scaler.core.reasons import Because, Limit, Phase, Reason
+from scaler.core.seasonal import SeasonalAsk, seasonal_phase
 from scaler.core.signals import SignalReading, SignalStatus
 from scaler.core.state import Recommendation, ScaleEvent, TargetState, compact
 
@@ -170,6 +172,8 @@ class Decision:
             recommendation with its guard's hold, the stabilization, the learning floor, the
             step limit, the clamp, the outside writer); empty for a decision made without
             them (a target whose scaling is disabled).
+        seasonal: what the seasonal forecast asked for (None for a decision made without
+            the phases).
     """
 
     current_replicas: int
@@ -185,6 +189,7 @@ class Decision:
     state: TargetState
     capacity: CapacityView | None = None
     phases: tuple[Phase, ...] = ()
+    seasonal: SeasonalAsk | None = None
 
     @property
     def direction(self) -> Direction:
@@ -322,6 +327,10 @@ def decide(
     rec = recommend(policy, counts, evaluations, settling=lagging, window=ttft_window_seconds)
     if rec.hold is not None and rec.hold.blocked:
         state = replace(state, last_blocked_at=now)
+    # 1b. the seasonal forecast, by max, for scale-up only
+    season = _seasonal(policy, observation, extra, capacity, rec.replicas, now, rec)
+    if season.raised:
+        rec = replace(rec, replicas=season.phase.replicas, hold=None)
     state = _prune(state, policy, now)
     surplus_over = capacity_replicas(evaluations)
     down_window = down_window_seconds(
@@ -360,6 +369,8 @@ def decide(
         because = because.noted(floor_note(state.learning_floor, floor))
     if not_the_load is not None:
         because = because.noted(not_load_note(rec.driving, counts, not_the_load))
+    if season.raised:
+        because = because.noted(season.note())
     return Decision(
         current_replicas=current,
         desired_replicas=desired,
@@ -373,7 +384,34 @@ def decide(
         outside_write=outside_write(state, current),
         state=state,
         capacity=capacity,
-        phases=(rec.phase, stabilized, floored, stepped, clamped, written),
+        phases=(rec.phase, season.phase, stabilized, floored, stepped, clamped, written),
+        seasonal=season,
+    )
+
+
+def _seasonal(
+    policy: TargetPolicy,
+    observation: Observation,
+    extra: tuple[SignalEvaluation, ...],
+    capacity: CapacityView | None,
+    recommended: int,
+    now: float,
+    rec: Recommended,
+) -> SeasonalAsk:
+    """The seasonal phase (:func:`scaler.core.seasonal.seasonal_phase`) over the capacity
+    signal's horizon (the model load plus half the rate window) plus the forecast's control
+    interval: one model load plus one control interval ahead."""
+    forecast = observation.seasonal
+    horizon = capacity.horizon_seconds if capacity is not None else 0.0
+    if forecast is not None:
+        horizon += forecast.interval_seconds
+    return seasonal_phase(
+        observation.seasonal if policy.signals.capacity_enabled else None,
+        extra[0] if extra else None,
+        horizon,
+        recommended,
+        blocked=rec.hold is not None and rec.hold.blocked,
+        now=now,
     )
 
 

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from scaler.config.vocabulary import SignalName
+from scaler.core.seasonal import SeasonalForecast
 from scaler.core.signals import SignalReading, SignalStatus
 
 #: Pod phases after which a pod never runs again (``status.phase``).
@@ -123,12 +124,15 @@ class Observation:
             signal's input.
         pods: the target's pods (their Ready times teach the model load time and tell which
             pods' rates cover a whole window); empty when unknown.
+        seasonal: the target's last seasonal forecast (:mod:`scaler.core.seasonal`), fitted
+            off the control loop; None when none was fitted.
     """
 
     replicas: ReplicaCounts
     signals: Mapping[SignalName, SignalReading] = field(default_factory=dict)
     throughput: ThroughputReading | None = None
     pods: tuple[PodInfo, ...] = ()
+    seasonal: SeasonalForecast | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -144,6 +144,7 @@ class PhaseName(StrEnum):
     the recommendation, its stabilization, the rate limits, the bounds)."""
 
     RECOMMEND = "recommend"  # each signal's proportional rule, the largest wins; the guards
+    SEASONAL = "seasonal"  # the seasonal forecast's replicas, by max, for scale-up only
     STABILIZE = "stabilize"  # the stabilization windows
     LEARNING_FLOOR = "learning_floor"  # while the capacity signal learns: no scale-down below it
     STEP_LIMIT = "step_limit"  # the per-period step limits

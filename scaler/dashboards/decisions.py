@@ -205,6 +205,27 @@ def _capacity_panel() -> gts.Panel:
     )
 
 
+def _seasonal_panel() -> gts.Panel:
+    """The seasonal forecast against the actual demand, with its errors and whether it is in
+    use."""
+    return timeseries(
+        "Seasonal forecast ($target)",
+        "The demand the ready replicas served (actual) and the seasonal forecast's peak demand "
+        "over its horizon (one model load plus one control interval ahead: the forecast line "
+        "leads the actual one by that much when the season repeats), both in the capacity "
+        "signal's demand unit; the model's out-of-sample MAPE and the same-hour-yesterday "
+        "forecast's (ratios), and 1 while the forecast is in use (it beats both baselines). "
+        "Empty before the first fit; the forecast line is empty while it is off.",
+        [
+            (_per_target(f"vllm_scaler_demand_tokens_per_second{{{_T}}}"), "actual demand"),
+            (_per_target(f"vllm_scaler_seasonal_forecast_demand{{{_T}}}"), "seasonal forecast"),
+            (_per_target(f"vllm_scaler_seasonal_forecast_mape_ratio{{{_T}}}"), "MAPE"),
+            (_per_target(f"vllm_scaler_seasonal_naive_mape_ratio{{{_T}}}"), "naive MAPE"),
+            (_per_target(f"vllm_scaler_seasonal_forecast_in_use{{{_T}}}"), "in use"),
+        ],
+    )
+
+
 def decisions_dashboard() -> dict[str, Any]:
     """The "vllm-scaler: decisions" dashboard as Grafana JSON (a dict)."""
     b = _decisions_variables(
@@ -300,6 +321,7 @@ def decisions_dashboard() -> dict[str, Any]:
     for name, title, unit in SIGNALS:
         b = b.with_panel(_signal_panel(name, title, unit))
     b = b.with_panel(_capacity_panel())
+    b = b.with_panel(_seasonal_panel())
     b = b.with_panel(
         timeseries(
             "Learned model load time ($target)",

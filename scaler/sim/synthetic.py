@@ -38,6 +38,15 @@ replica model's truth (each change is in :attr:`~scaler.sim.trace.Trace.shifts`)
 - ``sleep`` (45 min): a steady 3 requests/s of conversational lengths; at minute 15 two Ready
   replicas are put to sleep (level 1) and at minute 30 woken, as a model actuator or an
   operator does.
+
+A multi-day shape with a recurring load, for the seasonal forecast (:mod:`scaler.core.seasonal`):
+
+- ``daily-bursts`` (2 days): a daily curve, 1 request/s at 04:00 rising to 3 requests/s at
+  16:00 and back (linear), with a burst at 09:00, 13:00 and 18:00 every day: the load rises to
+  10 requests/s within 10 s, holds for 80 s and falls back within 10 s, 100 s in all, shorter
+  than a model load (a batch job, a scheduled report run, the start of a working day).
+  Conversational lengths. :func:`daily_bursts_rate` gives its rate at any time, before the
+  replay too (the shape repeats every day), as a fleet's history would hold it.
 """
 
 from __future__ import annotations
@@ -50,7 +59,15 @@ from dataclasses import dataclass, replace
 
 from scaler.sim.trace import SleepEvent, Trace, build_trace, with_prefix_hits
 
-__all__ = ["SHAPES", "LengthMix", "Shape", "synthetic_rows", "synthetic_trace"]
+__all__ = [
+    "SHAPES",
+    "LengthMix",
+    "Shape",
+    "daily_bursts_points",
+    "daily_bursts_rate",
+    "synthetic_rows",
+    "synthetic_trace",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +157,44 @@ _CHAT_OUTPUT = LengthMix(180, 0.9, 1, 2048)
 _SHORT_PROMPT = LengthMix(400, 0.7, 16, 4000)
 _SHORT_OUTPUT = LengthMix(200, 0.8, 1, 1024)
 
+_DAY = 86400.0
+#: ``daily-bursts``: the hours of the day its bursts start, and its burst's rate, requests/s.
+_BURST_HOURS = (9.0, 13.0, 18.0)
+_BURST_RATE = 10.0
+
+
+def _daily_curve(seconds_of_day: float) -> float:
+    """``daily-bursts``' curve without bursts: 1 request/s at 04:00, 3 at 16:00, linear."""
+    hour = seconds_of_day / 3600.0
+    return 1.0 + 2.0 * (1.0 - abs(((hour - 4.0) % 24.0) - 12.0) / 12.0)
+
+
+def daily_bursts_points(days: int) -> tuple[tuple[float, float], ...]:
+    """``daily-bursts``' rate points over ``days`` days (hourly along the curve, four around
+    each burst)."""
+    points: list[tuple[float, float]] = []
+    for d in range(days):
+        day = d * _DAY
+        marks = [(day + h * 3600.0, _daily_curve(h * 3600.0)) for h in range(24)]
+        for b in _BURST_HOURS:
+            at = day + b * 3600.0
+            base = _daily_curve(b * 3600.0)
+            marks += [(at, base), (at + 10.0, _BURST_RATE), (at + 90.0, _BURST_RATE)]
+            marks += [(at + 100.0, _daily_curve(b * 3600.0 + 100.0))]
+        points += sorted(marks)
+    points.append((days * _DAY, _daily_curve(0.0)))
+    return tuple(points)
+
+
+_BURSTS_ONE_DAY = _piecewise(daily_bursts_points(1))
+
+
+def daily_bursts_rate(t: float) -> float:
+    """``daily-bursts``' rate at ``t`` seconds on the shape's clock (any day, negative ``t``
+    included: the days before the replay), requests/s."""
+    return _BURSTS_ONE_DAY(t % _DAY)
+
+
 #: The shapes by name (parameters in the module docstring).
 SHAPES: dict[str, Shape] = {
     "ramp": Shape(
@@ -192,6 +247,13 @@ SHAPES: dict[str, Shape] = {
         _CHAT_PROMPT,
         _CHAT_OUTPUT,
         sleep_events=(SleepEvent(900.0, 2, 1), SleepEvent(1800.0, 2, 0)),
+    ),
+    "daily-bursts": Shape(
+        "daily-bursts",
+        2 * _DAY,
+        daily_bursts_points(2),
+        _CHAT_PROMPT,
+        _CHAT_OUTPUT,
     ),
 }
 

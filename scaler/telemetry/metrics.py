@@ -462,6 +462,38 @@ class ScalerMetrics:
             t,
             registry=r,
         )
+        # The seasonal forecast (scaler.core.seasonal), in the capacity signal's demand unit.
+        self.seasonal_forecast = Gauge(
+            "vllm_scaler_seasonal_forecast_demand",
+            "The seasonal forecast's peak demand over its horizon, in the unit of "
+            "vllm_scaler_demand_* (NaN: off, stale or no capacity estimate).",
+            t,
+            registry=r,
+        )
+        self.seasonal_horizon = Gauge(
+            "vllm_scaler_seasonal_forecast_horizon_seconds",
+            "How far ahead the seasonal forecast is read: model load plus a control interval.",
+            t,
+            registry=r,
+        )
+        self.seasonal_mape = Gauge(
+            "vllm_scaler_seasonal_forecast_mape_ratio",
+            "The seasonal model's out-of-sample mean absolute percentage error (0.07 is 7%).",
+            t,
+            registry=r,
+        )
+        self.seasonal_naive_mape = Gauge(
+            "vllm_scaler_seasonal_naive_mape_ratio",
+            "The same-hour-yesterday forecast's MAPE over the same held-out days.",
+            t,
+            registry=r,
+        )
+        self.seasonal_in_use = Gauge(
+            "vllm_scaler_seasonal_forecast_in_use",
+            "1 while the seasonal forecast beats the same hour yesterday and may add replicas.",
+            t,
+            registry=r,
+        )
         self.shadow_desired_replicas = Gauge(
             "vllm_scaler_shadow_desired_replicas",
             "Replicas the target's shadow policy would ask for (never written).",
@@ -612,6 +644,21 @@ class ScalerMetrics:
         ):
             gauge.labels(target).set(value if value is not None else nan)
         self.capacity_samples.labels(target).set(view.samples)
+        self.record_seasonal(target, decision)
+
+    def record_seasonal(self, target: str, decision: Decision) -> None:
+        """Export the seasonal forecast: its value, horizon, out-of-sample errors, in use."""
+        nan = float("nan")
+        ask = decision.seasonal
+        fit = ask.forecast if ask is not None else None
+        if ask is None or fit is None:
+            return
+        check = fit.check
+        self.seasonal_forecast.labels(target).set(ask.demand if ask.demand is not None else nan)
+        self.seasonal_horizon.labels(target).set(ask.horizon_seconds)
+        self.seasonal_mape.labels(target).set(check.mape if check is not None else nan)
+        self.seasonal_naive_mape.labels(target).set(check.naive_mape if check is not None else nan)
+        self.seasonal_in_use.labels(target).set(1 if fit.in_use else 0)
 
     def record_shadow(self, target: str, decision: Decision) -> None:
         """Export the shadow policy's recommendation and reason."""

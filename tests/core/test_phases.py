@@ -18,6 +18,7 @@ from tests.support.policies import case_target
 
 ORDER = [
     PhaseName.RECOMMEND,
+    PhaseName.SEASONAL,
     PhaseName.STABILIZE,
     PhaseName.LEARNING_FLOOR,
     PhaseName.STEP_LIMIT,
@@ -37,7 +38,7 @@ def test_every_decision_runs_the_phases_in_order_each_with_its_replicas_and_limi
     policy = case_target(max_replicas=10)
     d = decide(policy, obs(2, ok(Q, 60), ok(KV, 0.6), idle_ttft()), _history(2, -600), 0.0)
     assert [p.name for p in d.phases] == ORDER
-    assert [p.replicas for p in d.phases] == [6, 6, 6, 6, 6, 6]
+    assert [p.replicas for p in d.phases] == [6, 6, 6, 6, 6, 6, 6]
     policy = case_target(max_replicas=10, scale_up={"max_replicas_per_period": 1})
     d = decide(policy, obs(2, ok(Q, 60), ok(KV, 0.6), idle_ttft()), _history(2, -600), 0.0)
     by = {p.name: p for p in d.phases}
@@ -111,7 +112,7 @@ def test_the_learning_floor_is_a_phase_whose_result_replaces_the_windows() -> No
     assert (d.desired_replicas, d.reason) == (5, Reason.STABILIZED)
     quiet = decide(case_target(), obs(3, ok(Q, 30), ok(KV, 0.3), idle_ttft()), None, 0.0)
     floor = next(p for p in quiet.phases if p.name is PhaseName.LEARNING_FLOOR)
-    assert floor.limits == () and floor.replicas == quiet.phases[1].replicas
+    assert floor.limits == () and floor.replicas == quiet.phases[2].replicas
 
 
 def test_no_usable_signal_is_a_blocking_hold_of_the_first_phase() -> None:

@@ -351,7 +351,8 @@ def test_open_trace_says_a_directory_is_no_trace_file(tmp_path: Path) -> None:
         f"{tmp_path}: is a directory, not a trace file (expected 'code' or 'conv' (the bundled "
         "Azure traces), 'synthetic:ramp', 'synthetic:flash', 'synthetic:steady-long', "
         "'synthetic:mix-shift', 'synthetic:cache-shift', 'synthetic:sleep', "
-        "'servegen:m-small|m-mid:day<N>[-<M>]' (day-scale replays) or a CSV/JSONL file)"
+        "'synthetic:daily-bursts', 'servegen:m-small|m-mid:day<N>[-<M>]' (day-scale replays) "
+        "or a CSV/JSONL file)"
     )
 
 

@@ -57,6 +57,12 @@ KEY = "llm/Deployment/vllm"
 SCALE_PATH = "/apis/apps/v1/namespaces/llm/deployments/vllm/scale"
 
 
+async def _no_history(request: web.Request) -> web.Response:
+    """A range query's answer from a Prometheus without history (the seasonal forecast's
+    demand history): no series."""
+    return web.json_response({"status": "success", "data": {"resultType": "matrix", "result": []}})
+
+
 class PromServer:
     """Serves a :class:`FakePrometheus` on loopback; can stop and restart on the same port."""
 
@@ -72,6 +78,7 @@ class PromServer:
     async def start(self) -> str:
         app = web.Application()
         app.router.add_post("/api/v1/query", self.fake.handle)
+        app.router.add_post("/api/v1/query_range", _no_history)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", self.port).start()

@@ -1,0 +1,42 @@
+"""The seasonal forecast's goals on the replays (scaler/bench/seasonal.py): on ServeGen
+m-small, trained on the first week, its MAPE on day 8 is at least 20% below the same hour
+yesterday's; on m-mid (little daily pattern) it switches itself off; the synthetic shape with
+bursts shorter than a model load has them where the module says."""
+
+from __future__ import annotations
+
+import pytest
+
+from scaler.bench.seasonal import run_seasonal_goal
+from scaler.sim.servegen import DEFAULT_DIR
+from scaler.sim.synthetic import SHAPES, daily_bursts_rate
+
+needs_servegen = pytest.mark.skipif(
+    not (DEFAULT_DIR / "m-small").is_dir(), reason=f"no ServeGen data at {DEFAULT_DIR}"
+)
+
+
+def test_daily_bursts_are_shorter_than_a_model_load_and_repeat_daily() -> None:
+    assert daily_bursts_rate(9 * 3600 + 50) == 10.0
+    assert daily_bursts_rate(9 * 3600 + 100) < 2.0  # over after 100 s (a model load: 120 s)
+    assert daily_bursts_rate(4 * 3600) == pytest.approx(1.0)
+    assert daily_bursts_rate(16 * 3600) == pytest.approx(3.0)
+    for t in (3600.0, 9 * 3600 + 50, 18 * 3600 + 30):
+        assert daily_bursts_rate(t - 86400) == daily_bursts_rate(t) == daily_bursts_rate(t + 86400)
+    assert SHAPES["daily-bursts"].duration_seconds == 2 * 86400
+
+
+@pytest.mark.slow
+@needs_servegen
+def test_m_small_day8_beats_the_same_hour_yesterday_by_20_percent() -> None:
+    g = run_seasonal_goal("servegen:m-small:day8", simulate=False)
+    assert g.windows_in_use > 0.8 * g.windows
+    assert g.mape <= 0.8 * g.naive_mape
+
+
+@pytest.mark.slow
+@needs_servegen
+def test_m_mid_switches_itself_off() -> None:
+    g = run_seasonal_goal("servegen:m-mid:day8", simulate=False)
+    assert g.windows_in_use == 0
+    assert all(n.startswith("seasonal forecast off") for n in g.notes)
