@@ -458,6 +458,7 @@ class DecisionExports:
             ready=d.replicas.ready,
             starting=d.replicas.starting,
             terminating=d.replicas.terminating,
+            **({"sleeping": d.replicas.sleeping} if d.replicas.sleeping else {}),
             signals=signals,
             signal_targets=targets,
             message=d.message,

@@ -3,6 +3,8 @@ source's readings (pure: the one place both meet)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from scaler.config.policy import TargetPolicy
 from scaler.core.load_time import startup_timeout_seconds
 from scaler.core.observation import Observation, WorkloadSnapshot
@@ -23,12 +25,15 @@ def observe(
 ) -> Observation:
     """What the decision core sees of a target: the replica counts (a pod not ready counts as
     starting until the startup guard the learned model load time sets,
-    :func:`~scaler.core.load_time.startup_timeout_seconds`), the signals, the throughput and
-    the pods."""
+    :func:`~scaler.core.load_time.startup_timeout_seconds`; ready pods in vLLM's sleep mode,
+    from the readings, count as sleeping), the signals, the throughput and the pods."""
     learned = state.load_times.median_seconds if state is not None else None
     timeout = startup_timeout_seconds(t.model_load_timeout_seconds, learned)
+    counts = snap.counts(timeout, removing=removing)
+    if readings.sleeping:
+        counts = replace(counts, sleeping=len(readings.sleeping & snap.ready_pod_names))
     return Observation(
-        snap.counts(timeout, removing=removing),
+        counts,
         readings.signals,
         throughput=throughput_of(readings),
         pods=snap.pods,

@@ -68,6 +68,7 @@ def decision_json(d: Decision) -> dict[str, Any]:
             "starting": d.replicas.starting,
             "stuck": d.replicas.stuck,
             "terminating": d.replicas.terminating,
+            "sleeping": d.replicas.sleeping,
         },
         "signals": [
             {
@@ -157,6 +158,11 @@ def print_reports(reports: list[TargetReport], fmt: OutputFormat, out: TextIO) -
             if d.reason is Reason.SELECTOR_REQUIRED
             else f"ready {d.replicas.ready}, starting {d.replicas.starting}, "
             f"stuck {d.replicas.stuck}, terminating {d.replicas.terminating}"
+            + (
+                f", sleeping {d.replicas.sleeping} (vLLM sleep mode, no capacity)"
+                if d.replicas.sleeping
+                else ""
+            )
         )
         out.write(
             f"{r.target}: current {d.current_replicas} -> desired {d.desired_replicas} "

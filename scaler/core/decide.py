@@ -106,6 +106,7 @@ from scaler.core.capacity import CapacityView, evaluate_capacity
 from scaler.core.evaluation import EPS as _EPS
 from scaler.core.evaluation import SignalEvaluation, evaluate_signal
 from scaler.core.guards import (
+    backlog_cap,
     capacity_learning,
     capacity_replicas,
     not_load,
@@ -124,6 +125,7 @@ from scaler.core.phases import (
     limit_step,
     outside_write,
     raise_learning_floor,
+    size_backlog,
     stabilize,
 )
 from scaler.core.reasons import Because, Limit, Phase, Reason
@@ -335,14 +337,18 @@ def decide(
         state,
         recommendations=(*state.recommendations, Recommendation(now, rec.recorded)),
     )
-    # 4. the step limits, 5. min and max, 6. another writer
+    # 4. the backlog sized by the capacity signal, 5. the step limits, 6. min and max,
+    # 7. another writer
+    drained = size_backlog(policy, floored, current, backlog_cap(evaluations))
     stepped = limit_step(
-        policy, state, current, floored.replicas, now, capacity_replicas=surplus_over
+        policy, state, current, drained.replicas, now, capacity_replicas=surplus_over
     )
     clamped = clamp(policy, rec.replicas, stepped.replicas)
     written, state = hold_for_outside_writer(policy, state, current, clamped.replicas, now)
     # the floor's result replaces the window's
-    limits = (floored.limits or stabilized.limits) + stepped.limits + clamped.limits
+    limits = (
+        (floored.limits or stabilized.limits) + drained.limits + stepped.limits + clamped.limits
+    )
     desired = written.replicas
     if learning and desired > current and rec.driving is not None:
         state = raise_learning_floor(state, rec.driving, current)
@@ -373,7 +379,7 @@ def decide(
         outside_write=outside_write(state, current),
         state=state,
         capacity=capacity,
-        phases=(rec.phase, stabilized, floored, stepped, clamped, written),
+        phases=(rec.phase, stabilized, floored, drained, stepped, clamped, written),
     )
 
 

@@ -37,6 +37,7 @@ from scaler.core.state import TargetState
 __all__ = [
     "SETTLE_WINDOWS",
     "Recommended",
+    "backlog_cap",
     "capacity_learning",
     "capacity_replicas",
     "not_load",
@@ -242,6 +243,22 @@ def capacity_learning(evaluations: tuple[SignalEvaluation, ...]) -> bool:
     return any(
         e.name is SignalName.CAPACITY and e.status is SignalStatus.LEARNING for e in evaluations
     )
+
+
+def backlog_cap(evaluations: tuple[SignalEvaluation, ...]) -> int | None:
+    """What the capacity signal asks for when it has an estimate and a reading usable to
+    scale up (``ok``, or ``partial``: pods too new for their rates, counted at the mean of the
+    others), else None: the most the backlog phase lets the other signals ask for
+    (:func:`scaler.core.phases.size_backlog`)."""
+    for e in evaluations:
+        if (
+            e.name is SignalName.CAPACITY
+            and e.status in (SignalStatus.OK, SignalStatus.PARTIAL)
+            and e.valid
+            and e.desired_replicas is not None
+        ):
+            return e.desired_replicas
+    return None
 
 
 def capacity_replicas(evaluations: tuple[SignalEvaluation, ...]) -> int | None:

@@ -76,6 +76,12 @@ def final_reason(
                 Reason.STABILIZED,
                 f"signals ask for {recommended}; the stabilization window holds {current}{sig}",
             )
+        if Limit.BACKLOG in limits:
+            return Because(
+                Reason.STABILIZED,
+                f"signals ask for {recommended}; the capacity signal sizes the backlog as work "
+                f"to drain: holding {current}{sig}",
+            )
         if Limit.STEP_LIMIT in limits:
             return Because(
                 Reason.STEP_LIMITED,
@@ -106,6 +112,12 @@ def final_reason(
             Reason.STABILIZED,
             f"scale {verb} {current} -> {desired}: signals ask for {recommended}, "
             f"the learning floor allows {desired}{sig}",
+        )
+    if Limit.BACKLOG in limits:
+        return Because(
+            Reason.STABILIZED,
+            f"scale {verb} {current} -> {desired}: signals ask for {recommended}; the capacity "
+            f"signal sizes the backlog as work to drain, {desired}{sig}",
         )
     if Limit.STABILIZATION in limits:
         return Because(
@@ -153,6 +165,8 @@ def _hold_reason(
     covered = f", no more than the {current} asked for" if demand < current else ""
     if demand < current and counts.stuck:
         covered += f" ({counts.stuck} of them stuck)"
+    if counts.sleeping:
+        covered += f" ({counts.sleeping} ready replica(s) asleep in vLLM's sleep mode, not serving)"
     return Because(
         Reason.DEMAND_COVERED,
         f"{e.name} {at_least}{e.value:.3g}{unit} vs target {e.target:.3g}{unit} (ratio "

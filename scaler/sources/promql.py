@@ -106,6 +106,7 @@ from scaler.sources.promql_parts import (
     NATIVE_PART_LABEL,
     POD_GROUP_LABEL,
     POD_GROUP_REGEX,
+    PREFIX_CACHE_HITS_METRICS,
     PROMPT_TOKENS_METRIC,
     RECORDED_LABEL,
     REQUESTS_METRIC,
@@ -151,6 +152,7 @@ from scaler.sources.recording_rules import (
 )
 
 __all__ = [
+    "ASLEEP_SUFFIX",
     "GENERATION_TOKENS_METRIC",
     "HISTOGRAM_LABEL",
     "KV_METRICS",
@@ -162,12 +164,14 @@ __all__ = [
     "NATIVE_PART_LABEL",
     "POD_GROUP_LABEL",
     "POD_GROUP_REGEX",
+    "PREFIX_CACHE_HITS_METRICS",
     "PROMPT_TOKENS_METRIC",
     "RECORDED_LABEL",
     "REQUESTS_METRIC",
     "RUNNING_METRIC",
     "SELECTOR_LABEL",
     "SIGNAL_QUERY",
+    "SLEEP_STATE_METRIC",
     "TARGET_LABEL",
     "THROUGHPUT_METRICS",
     "TTFT_BUCKET_METRIC",
@@ -180,6 +184,7 @@ __all__ = [
     "QueryKind",
     "QueryPlan",
     "TtftPart",
+    "asleep_group",
     "balanced_or",
     "build_histogram_query",
     "build_query_plan",
@@ -380,9 +385,11 @@ def _named_rate(metric: str, sel: str, window: str, replica_labels: Sequence[str
 
 
 def _raw_throughput(sel: str, window: str, replica_labels: Sequence[str]) -> str:
-    """The per-pod rates of every throughput counter under ``sel``, each tagged with its
-    counter (:func:`_named_rate`), or'ed."""
-    rates = [_named_rate(m, sel, window, replica_labels) for m in THROUGHPUT_METRICS]
+    """The per-pod rates of every throughput counter under ``sel`` and of the prefix-cache
+    hit counters (:data:`PREFIX_CACHE_HITS_METRICS`, optional), each tagged with its counter
+    (:func:`_named_rate`), or'ed."""
+    counters = (*THROUGHPUT_METRICS, *PREFIX_CACHE_HITS_METRICS)
+    rates = [_named_rate(m, sel, window, replica_labels) for m in counters]
     return "(" + _or(rates) + ")"
 
 
@@ -391,6 +398,25 @@ def _namespaces_selector(namespaces: Sequence[str]) -> str:
         return f'namespace="{label_value(namespaces[0])}"'
     union = "|".join(re.escape(ns) for ns in namespaces)
     return f'namespace=~"{label_value(union)}"'
+
+
+#: Suffix of a selector group's tag on its sleeping pods in the ``running`` answer.
+ASLEEP_SUFFIX = "@asleep"
+#: vLLM's sleep-mode gauge: ``sleep_state="awake"`` is 1 while the engine serves, 0 asleep.
+SLEEP_STATE_METRIC = "vllm:engine_sleep_state"
+
+
+def asleep_group(gid: str) -> str:
+    """The ``scaler_selector`` tag of selector group ``gid``'s pods whose vLLM engine sleeps
+    (sleep mode) in the ``running`` answer."""
+    return f"{gid}{ASLEEP_SUFFIX}"
+
+
+def _asleep(gid: str, sel: str) -> str:
+    """Per pod with vLLM's sleep-state gauge, 1 when an engine of it is asleep (``running``
+    query): Ready over HTTP, serving nothing until woken."""
+    asleep = f'max by (namespace, pod) (1 - {SLEEP_STATE_METRIC}{{{sel},sleep_state="awake"}})'
+    return _tag(asleep, SELECTOR_LABEL, asleep_group(gid))
 
 
 def _throughput_ages(gid: str, sel: str, rate_window_seconds: float) -> str:
@@ -562,6 +588,8 @@ def build_query_plan(
                     one_copy(f"{RUNNING_METRIC}{{{sel}}}", replica_labels), "sum", "namespace, pod"
                 )
             parts.append(_tag(inner, SELECTOR_LABEL, gid))
+            if kind is QueryKind.RUNNING:
+                parts.append(_asleep(gid, sel))
             if kind is QueryKind.RUNNING and sel == default_selector:
                 parts.append(_throughput_ages(gid, sel, rate_window_seconds))
         queries[kind] = _or(parts)

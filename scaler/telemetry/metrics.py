@@ -77,6 +77,12 @@ class ScalerMetrics:
         self.terminating_replicas = Gauge(
             "vllm_scaler_terminating_replicas", "Pods draining after a scale-down.", t, registry=r
         )
+        self.sleeping_replicas = Gauge(
+            "vllm_scaler_sleeping_replicas",
+            "Ready pods whose vLLM engine is in sleep mode: serving nothing until woken.",
+            t,
+            registry=r,
+        )
         self.min_replicas = Gauge("vllm_scaler_min_replicas", "Policy min replicas.", t, registry=r)
         self.max_replicas = Gauge("vllm_scaler_max_replicas", "Policy max replicas.", t, registry=r)
         ts = ["target", "signal"]
@@ -489,6 +495,7 @@ class ScalerMetrics:
             (self.starting_replicas, c.starting),
             (self.stuck_replicas, c.stuck),
             (self.terminating_replicas, c.terminating),
+            (self.sleeping_replicas, c.sleeping),
         )
         for gauge, value in pod_counts:
             if pods_known:

@@ -63,8 +63,11 @@ def test_query_plan_for_the_default_target_is_pinned() -> None:
         # from the rules' own record of their timestamps (not the recorded rates themselves)
         QueryKind.RUNNING: f"label_replace(sum by (namespace, pod) ({one}"
         f'(vllm:num_requests_running{{{ns}}})), "scaler_selector", "s0", "", "") or '
+        # each pod's sleep state (vLLM's sleep mode): 1 while an engine of it is asleep
+        "(label_replace(max by (namespace, pod) (1 - vllm:engine_sleep_state"
+        f'{{{ns},sleep_state="awake"}}), "scaler_selector", "s0@asleep", "", "") or '
         "label_replace(time() - namespace_scaler_recorded:vllm_rate1m_timestamp_seconds:min"
-        f'{{{ns}}}, "scaler_selector", "s0", "", "")',
+        f'{{{ns}}}, "scaler_selector", "s0", "", ""))',
         QueryKind.KV_CACHE: "label_replace(max by (namespace, pod, __name__) "
         '({__name__=~"vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc",'
         f'{ns}}}), "scaler_selector", "s0", "", "")',
@@ -78,8 +81,9 @@ def test_query_plan_for_the_default_target_is_pinned() -> None:
         f'label_replace(label_replace(time() - timestamp({recorded}{{{ns},le="+Inf"}}) '
         f"and on (namespace) ({mixed}{{{ns}}} == 0), "
         '"scaler_histogram", "recorded", "", ""), "scaler_selector", "s0", "", ""))',
-        # the three counters' rates, or'ed as a balanced tree: a or (b or c)
-        QueryKind.THROUGHPUT: "label_replace(({} or ({} or {})), "
+        # the three counters' rates and the prefix-cache hits (current and older name),
+        # or'ed as a balanced tree: (a or b) or (c or (d or e))
+        QueryKind.THROUGHPUT: "label_replace((({} or {}) or ({} or ({} or {}))), "
         '"scaler_selector", "s0", "", "")'.format(
             *(
                 f"label_replace(sum by (namespace, pod) ({one}(rate({m}{{{ns}}}[60s]))), "
@@ -88,6 +92,8 @@ def test_query_plan_for_the_default_target_is_pinned() -> None:
                     "vllm:request_success_total",
                     "vllm:prompt_tokens_total",
                     "vllm:generation_tokens_total",
+                    "vllm:prefix_cache_hits_total",
+                    "vllm:gpu_prefix_cache_hits_total",
                 )
             )
         ),

@@ -51,6 +51,7 @@ from scaler.sources.promql import (
     SIGNAL_QUERY,
     QueryKind,
     QueryPlan,
+    asleep_group,
     gauge_metrics,
 )
 
@@ -109,6 +110,9 @@ class TargetReadings:
             with a value for every per-pod query the target reads).
         pod_history: the stall detector's per-pod histories after this poll: hand them to
             the next :func:`read_targets` of this target.
+        sleeping: ready pods whose vLLM engine is in sleep mode
+            (``vllm:engine_sleep_state{sleep_state="awake"}`` 0): Ready over HTTP, serving
+            nothing until woken; never judged frozen or hung (an engine asleep does not step).
     """
 
     key: str
@@ -127,6 +131,7 @@ class TargetReadings:
     stalled: dict[str, PodStall] = field(default_factory=dict)
     pod_history: dict[str, PodHistory] = field(default_factory=dict)
     gauges: dict[str, PodGauges] = field(default_factory=dict)
+    sleeping: frozenset[str] = frozenset()
 
     @property
     def ttft_metric(self) -> str:
@@ -417,7 +422,9 @@ class _TargetReader:
         if said and throughput.status is SignalStatus.OK:
             throughput = replace(throughput, status=SignalStatus.PARTIAL, detail=said)
         gauges = self.gauges(running)
-        history, stalled = track_stalls(self.history, gauges, dict(throughput.pods))
+        sleeping = self.sleeping()
+        awake = {p: g for p, g in gauges.items() if p not in sleeping}
+        history, stalled = track_stalls(self.history, awake, dict(throughput.pods))
 
         signals: dict[SignalName, SignalReading] = {}
         pods_missing: dict[SignalName, frozenset[str]] = {}
@@ -471,6 +478,24 @@ class _TargetReader:
             stalled=stalled,
             pod_history=history,
             gauges=gauges,
+            sleeping=sleeping,
+        )
+
+    def sleeping(self) -> frozenset[str]:
+        """Ready pods with an engine in sleep mode (the ``running`` answer's ``s<i>@asleep``
+        group; pods without vLLM's sleep-state gauge are awake)."""
+        groups = self.split.pod_groups.get(QueryKind.RUNNING) or {}
+        grp = groups.get(asleep_group(self.gid))
+        if grp is None or self.snapshot is None:
+            return frozenset()
+        ns = self.snapshot.namespace
+        return frozenset(
+            pod
+            for pod in self.ready
+            if any(
+                v > 0
+                for v in (grp.by_pod.get((ns, pod)) or grp.by_pod.get(("", pod)) or {}).values()
+            )
         )
 
     def gauges(self, running: dict[str, dict[str, float]] | None) -> dict[str, PodGauges]:
