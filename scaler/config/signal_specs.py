@@ -437,10 +437,12 @@ class CapacityUnit(StrEnum):
 class CapacitySignal(Strict):
     """Capacity: the demand the fleet will see, over what one replica serves at the TTFT target.
 
-    ``desired = ceil(forecast demand / (capacity x target_utilization))``, where demand and
-    capacity are *weighted tokens per second*: prompt tokens plus ``generation_token_weight``
-    times generated tokens (``vllm:prompt_tokens_total``, ``vllm:generation_tokens_total``),
-    capacity per replica is learned online (:mod:`scaler.core.capacity`) and the forecast
+    ``desired = ceil(forecast demand x (1 + standing_headroom) / (capacity x
+    target_utilization)) + sleeping replicas``, where demand and capacity are *seconds of
+    replica work per second* (``unit: work``: prompt tokens computed and generated tokens
+    priced by ``cost``, :class:`CapacityCost`), or with ``unit: weighted_tokens`` prompt tokens
+    plus ``generation_token_weight`` times generated tokens; capacity per replica is learned
+    online (:mod:`scaler.core.capacity`) and the forecast
     covers the model load time (:mod:`scaler.core.forecast`). See ``docs/capacity.md``.
 
     Seeds (optional): a replica's throughput at the TTFT target on your request mix, for

@@ -5,17 +5,16 @@ Pure: no I/O, no clock reads. Inputs are the target's throughput per ready pod (
 ``vllm:prompt_tokens_total`` and ``vllm:generation_tokens_total``, summed over engines), each
 pod's waiting requests and KV-cache usage, the TTFT reading and the pods' Ready times.
 
-**Units.** Prefill is compute-bound and costs a replica about the same per prompt token at any
-batch size; decode is bound by memory bandwidth: every engine step reads the weights and the
-batch's KV cache once, so a generated token costs a share of a step that depends on the batch.
-On the published ``vllm bench serve`` sweeps of 7-8B models (a 4090 and an H100 at 16-48
-requests in flight) one generated token costs a loaded replica the time of 15-35 prompt
-tokens. Demand and capacity are therefore *weighted tokens per second*: prompt tokens plus
-``generation_token_weight`` (default 16) times generated tokens. Requests are not a unit: one
-request can be 50 or 20,000 tokens. No cost model beyond that weight is assumed: what a
-replica serves at the SLO depends on the mix (the length distribution, how much KV each
-request holds, how often a long prompt blocks the head of the queue), and that is what is
-learned, on the target's own mix.
+**Units.** Demand and capacity are *seconds of one replica's engine work per second* (unit
+``work``, the default): :meth:`~scaler.config.signal_specs.CapacityCost.work_seconds` of the
+prompt tokens computed (``vllm:prompt_tokens_total`` less ``vllm:prefix_cache_hits_total``),
+and the generated tokens priced by their context (a decode step reads the batch's KV cache, and
+the batch a replica runs at capacity is bounded by its KV cache over the context). A shift of
+the request mix or of the prefix-cache hit rate then changes the demand, not the capacity.
+Unit ``weighted_tokens`` keeps the earlier *weighted tokens per second*: prompt tokens plus
+``generation_token_weight`` (default 16) times generated tokens. What a replica serves at the
+SLO still depends on the mix beyond that price (how often a long prompt blocks the head of the
+queue, how long requests wait for KV blocks): that is what is learned, on the target's own mix.
 
 **Demand** is the sum over the ready pods of their weighted token rates (a pod Ready for less
 than 1.5 rate windows has a rate over a window it served only part of: it is counted at the
