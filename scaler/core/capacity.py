@@ -210,6 +210,9 @@ class CapacityView:
         model_load_seconds: the learned model load time (None: none observed yet).
         sample: this cycle's capacity sample, if one was taken.
         samples: samples the estimate rests on.
+        served_tokens_per_second: the rate the ready pods served over the window, in the
+            signal's unit (``demand_tokens_per_second`` is the rate arriving: this plus the
+            backlog's growth); None when unusable.
     """
 
     demand_tokens_per_second: float | None
@@ -221,6 +224,7 @@ class CapacityView:
     model_load_seconds: float | None
     sample: CapacitySample | None
     samples: int
+    served_tokens_per_second: float | None = None
 
 
 def seeded_estimate(policy: TargetPolicy) -> CapacityEstimate | None:
@@ -654,7 +658,7 @@ def evaluate_capacity(
     utilization = served_demand / (sizing * awake) if sizing is not None and awake > 0 else None
     view = CapacityView(
         demand, waiting_tokens, wanted, _tps(estimate), utilization, horizon,
-        learned_load_seconds, sample, estimate.samples if estimate else 0,
+        learned_load_seconds, sample, estimate.samples if estimate else 0, served_demand,
     )  # fmt: skip
     current = counts.current
     value = wanted / max(current, 1)

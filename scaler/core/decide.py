@@ -339,7 +339,8 @@ def decide(
     )
     # 4. the backlog sized by the capacity signal, 5. the step limits, 6. min and max,
     # 7. another writer
-    drained = size_backlog(policy, floored, current, backlog_cap(evaluations))
+    cap = backlog_cap(evaluations)
+    drained = size_backlog(policy, floored, current, cap, outgrown=outgrown(capacity, counts, cap))
     stepped = limit_step(
         policy, state, current, drained.replicas, now, capacity_replicas=surplus_over
     )
@@ -381,6 +382,18 @@ def decide(
         capacity=capacity,
         phases=(rec.phase, stabilized, floored, drained, stepped, clamped, written),
     )
+
+
+def outgrown(view: CapacityView | None, counts: ReplicaCounts, ask: int | None) -> bool:
+    """The backlog grows (the rate arriving more than 5% above the rate served) while every
+    replica the capacity signal asks for is ready and awake: its estimate is too high, and
+    the backlog is the other signals' to size."""
+    if view is None or ask is None:
+        return False
+    arriving, served = view.demand_tokens_per_second, view.served_tokens_per_second
+    if arriving is None or served is None:
+        return False
+    return arriving > 1.05 * served and counts.ready - counts.sleeping >= ask
 
 
 def _begin(state: TargetState | None, counts: ReplicaCounts, now: float) -> TargetState:

@@ -167,7 +167,12 @@ def hold_at_learning_floor(floor: int | None, stabilized: Phase, current: int) -
 
 
 def size_backlog(
-    policy: TargetPolicy, floored: Phase, current: int, capacity_ask: int | None
+    policy: TargetPolicy,
+    floored: Phase,
+    current: int,
+    capacity_ask: int | None,
+    *,
+    outgrown: bool = False,
 ) -> Phase:
     """No more replicas than the capacity signal asks for while it sizes the fleet.
 
@@ -176,13 +181,15 @@ def size_backlog(
     (on a ten-fold step of 10 minutes from idle both asked for 4-8 times the replicas the load
     needs). The capacity signal prices the same backlog as work to drain within
     ``capacity.backlog_drain_seconds`` on top of the arrival rate, and lets it go as the queue
-    drains. So while it has an estimate and an ``ok`` reading (``capacity_ask``, None
+    drains. So while it has an estimate and a usable reading (``capacity_ask``, None
     otherwise), the replicas the earlier phases leave are capped at its ask, never below the
     current replicas (scale-down is the window's and the step limits' to pace). Without an
-    estimate the queue and TTFT signals size the fleet as before: they are the safety nets.
-    Off with ``capacity.size_backlog: false``.
+    estimate the queue and TTFT signals size the fleet as before: they are the safety nets;
+    and so they are when the backlog grows although every replica the capacity signal asks
+    for is serving (``outgrown``: its estimate is too high, as right after the mix turned to
+    long prompts). Off with ``capacity.size_backlog: false``.
     """
-    if capacity_ask is None or not policy.signals.capacity.size_backlog:
+    if capacity_ask is None or outgrown or not policy.signals.capacity.size_backlog:
         return Phase(PhaseName.BACKLOG, floored.replicas)
     cap = max(capacity_ask, current)
     if floored.replicas <= cap:

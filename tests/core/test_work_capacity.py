@@ -96,3 +96,10 @@ def test_the_unit_travels_with_the_state_and_an_older_one_is_dropped_not_misread
     assert after.unit == "work"
     assert after.estimate is None or after.estimate.tokens_per_second < 100
     assert view.capacity_tokens_per_second is None or view.capacity_tokens_per_second < 100
+
+
+def test_a_backlog_that_grows_on_the_fleet_the_capacity_asked_for_is_the_safety_nets() -> None:
+    """Once every replica the capacity signal asks for serves and the backlog still grows,
+    its estimate is too high (the mix turned to long prompts): the cap lifts."""
+    phase = size_backlog(_policy(), Phase(PhaseName.LEARNING_FLOOR, 40), 9, 9, outgrown=True)
+    assert phase.replicas == 40 and phase.limits == ()
