@@ -9,11 +9,13 @@ carrying it.
 
 from __future__ import annotations
 
+import asyncio
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
+from functools import partial
 from typing import Any
 
 import structlog
@@ -30,10 +32,14 @@ from scaler.actuators.ownership import (
     controller_ref,
     trace_owner,
 )
+from scaler.actuators.pods import POD_DELETION_COST, pod_info, without_requirements
+from scaler.actuators.server_clock import ServerClock
+from scaler.actuators.throttle import ApiGate
+from scaler.actuators.writers import WorkloadMeta, replicas_writer
 from scaler.config.policy import ReplicaGroups, WorkloadRef
 from scaler.config.secrets import shortened
 from scaler.config.wording import counted
-from scaler.core.observation import PodInfo, WorkloadSnapshot
+from scaler.core.observation import WorkloadSnapshot
 
 # The client and the failures are re-exported: callers build, read and scale through here.
 __all__ = [
@@ -56,8 +62,6 @@ __all__ = [
 log = structlog.get_logger(__name__)
 
 MERGE_PATCH = "application/merge-patch+json"
-#: Annotation the ReplicaSet controller reads to pick which pods to remove first (lower first).
-POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 #: Kinds whose scale-down honours pod-deletion-cost (they remove pods through ReplicaSets).
 #: StatefulSets (and LeaderWorkerSets, built on them) always remove the highest ordinal.
 DELETION_COST_KINDS = frozenset({"Deployment", "ReplicaSet", "Rollout"})
@@ -217,11 +221,15 @@ class KubernetesActuator:
     Args:
         api_client: a kubernetes-asyncio ApiClient (see :func:`build_api_client`); the
             caller owns and closes it.
-        clock: epoch seconds; the only source of "now" (pod ages, event timestamps).
+        clock: epoch seconds; the local "now" (event timestamps). Pod ages are measured on
+            the API server's clock, this one moved by the offset its answers' ``Date``
+            header shows (:class:`~scaler.actuators.server_clock.ServerClock`).
         field_manager: ``fieldManager`` of writes and the events' ``source.component``.
         dry_run: read-only mode: :meth:`scale` returns ``dry_run`` and :meth:`emit_event`
             does nothing, without sending any request.
         request_timeout: total timeout of one API request, in seconds.
+        sleep: waits that many seconds, for a ``Retry-After`` of the API server
+            (:class:`~scaler.actuators.throttle.ApiGate`, which every request passes).
     """
 
     def __init__(
@@ -232,6 +240,7 @@ class KubernetesActuator:
         field_manager: str = "vllm-scaler",
         dry_run: bool = False,
         request_timeout: float = 10.0,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ) -> None:
         self._api = api_client
         self._clock = clock
@@ -243,6 +252,8 @@ class KubernetesActuator:
         self._uids: dict[str, str] = {}  # ref key -> workload uid, for involvedObject
         self._owner_cache = OwnerCache(clock)
         self._instance = socket.gethostname()[:128]
+        self.server_clock = ServerClock()
+        self.gate = ApiGate(clock, sleep=sleep)
 
     @property
     def dry_run(self) -> bool:
@@ -259,8 +270,12 @@ class KubernetesActuator:
         return ref.group, ref.version, ref.namespace, ref.resource, ref.name
 
     async def _get_scale(self, ref: WorkloadRef) -> _Scale:
-        obj = await self._custom.get_namespaced_custom_object_scale(
-            *self._path(ref), _request_timeout=self._timeout
+        path = self._path(ref)
+        obj = await self.gate.call(
+            lambda: self._custom.get_namespaced_custom_object_scale(
+                *path, _request_timeout=self._timeout
+            ),
+            retry=True,
         )
         scale = _parse_scale(obj)
         if scale.uid:
@@ -268,6 +283,8 @@ class KubernetesActuator:
         return scale
 
     def _classify(self, exc: BaseException) -> KubeApiError:
+        if isinstance(exc, KubeApiError):  # already classified (a call the gate held back)
+            return exc
         err = classify_error(exc, now=self._clock())
         if err is None:
             raise exc
@@ -279,11 +296,12 @@ class KubernetesActuator:
         """GET the scale subresource, then list the pods its ``status.selector`` picks, and
         keep those the workload owns (:mod:`.ownership`).
 
-        Pod ages are ``clock() - creationTimestamp`` in seconds (never negative). An empty
-        selector (a custom kind without ``labelSelectorPath``, an operator that has not
-        written it yet) yields no pods rather than every pod of the namespace: the snapshot's
-        ``selector`` is '' and the controller does not scale the target (as the HPA:
-        ScalingActive=False, SelectorRequired).
+        Pod ages are the server's now (the pod list's ``Date`` header) minus
+        ``creationTimestamp``, in seconds (never negative). An empty selector (a custom kind
+        without ``labelSelectorPath``, an operator that has not written it yet) yields no
+        pods rather than every pod of the namespace: the snapshot's ``selector`` is '' and
+        the controller does not scale the target (as the HPA: ScalingActive=False,
+        SelectorRequired).
 
         With ``groups`` (a replica is a group of pods: a LeaderWorkerSet's), the pods are
         listed without the selector's leader requirements, so every pod of the groups is,
@@ -308,14 +326,18 @@ class KubernetesActuator:
                 resource_version=scale.resource_version,
             )
             if not scale.selector:
+                log.warning("scale_without_selector", target=ref.key())
                 return snapshot
             selector = scale.selector
             if groups is not None and groups.leader_labels:
                 selector = without_requirements(selector, groups.leader_labels) or selector
-            listing = await self._core.list_namespaced_pod(
-                ref.namespace, label_selector=selector, _request_timeout=self._timeout
+            listing, _, headers = await self.gate.call(
+                lambda: self._core.list_namespaced_pod_with_http_info(
+                    ref.namespace, label_selector=selector, _request_timeout=self._timeout
+                ),
+                retry=True,
             )
-            now = self._clock()
+            now = self.server_clock.now(headers, self._clock())
             owners = await self._owners(ref, scale.uid or "", listing.items)
             pods, foreign, unowned = [], [], []
             for p in listing.items:
@@ -325,7 +347,7 @@ class KubernetesActuator:
                     continue
                 if verdict.owner is Owner.UNKNOWN:
                     unowned.append((p.metadata.name, verdict.detail))
-                pods.append(_pod_info(p, now, groups))
+                pods.append(pod_info(p, now, groups))
             size = None
             if groups is not None and groups.size_field:
                 size = await self._group_size(ref, groups.size_field)
@@ -341,14 +363,28 @@ class KubernetesActuator:
             unowned=tuple(unowned),
         )
 
+    @property
+    def field_manager(self) -> str:
+        """The ``fieldManager`` of this actuator's writes."""
+        return self._field_manager
+
     async def _owners(self, ref: WorkloadRef, uid: str, pods: list[Any]) -> dict[str, Verdict]:
         """Each listed pod's owner (:func:`~scaler.actuators.ownership.trace_owner`)."""
         target = OwnerRef(ref.api_version, ref.kind, ref.name, uid)
         by_name = {p.metadata.name: p for p in pods}
 
         async def read(plural: str, name: str) -> Mapping[str, Any]:
-            obj = await self._custom.get_namespaced_custom_object(
-                "apps", "v1", ref.namespace, plural, name, _request_timeout=self._timeout
+            obj = await self.gate.call(
+                partial(
+                    self._custom.get_namespaced_custom_object,
+                    "apps",
+                    "v1",
+                    ref.namespace,
+                    plural,
+                    name,
+                    _request_timeout=self._timeout,
+                ),
+                retry=True,
             )
             meta: Mapping[str, Any] = obj.get("metadata") or {}
             return meta
@@ -367,15 +403,24 @@ class KubernetesActuator:
 
     async def _group_size(self, ref: WorkloadRef, field_path: str) -> int | None:
         """The pods per group at ``field_path`` of the workload object (None: not an int)."""
-        obj: Any = await self._custom.get_namespaced_custom_object(
-            *self._path(ref), _request_timeout=self._timeout
+        path = self._path(ref)
+        obj: Any = await self.gate.call(
+            lambda: self._custom.get_namespaced_custom_object(
+                *path, _request_timeout=self._timeout
+            ),
+            retry=True,
         )
         for part in field_path.split("."):
             obj = obj.get(part) if isinstance(obj, dict) else None
         return obj if isinstance(obj, int) and not isinstance(obj, bool) and obj > 0 else None
 
     async def read_annotations(self, ref: WorkloadRef) -> dict[str, str]:
-        """GET the workload object itself and return its ``metadata.annotations``.
+        """The workload's ``metadata.annotations`` (:meth:`read_workload`)."""
+        return (await self.read_workload(ref)).annotations
+
+    async def read_workload(self, ref: WorkloadRef) -> WorkloadMeta:
+        """GET the workload object itself: its ``metadata.annotations`` and the field
+        manager that owns its ``spec.replicas`` (from ``managedFields``).
 
         The pause and pin annotations live there (RBAC: ``get`` on the workload).
 
@@ -385,13 +430,17 @@ class KubernetesActuator:
         """
         path = self._path(ref)
         try:
-            obj = await self._custom.get_namespaced_custom_object(
-                *path, _request_timeout=self._timeout
+            obj = await self.gate.call(
+                lambda: self._custom.get_namespaced_custom_object(
+                    *path, _request_timeout=self._timeout
+                ),
+                retry=True,
             )
         except Exception as exc:
             raise self._classify(exc) from exc
-        annotations = (obj.get("metadata") or {}).get("annotations") or {}
-        return {str(k): str(v) for k, v in annotations.items()}
+        meta = obj.get("metadata") or {}
+        annotations = meta.get("annotations") or {}
+        return WorkloadMeta({str(k): str(v) for k, v in annotations.items()}, replicas_writer(meta))
 
     async def list_scale_owners(self, namespace: str) -> list[ScaleOwner]:
         """List the autoscaling/v2 HorizontalPodAutoscalers and KEDA ScaledObjects of a
@@ -409,8 +458,16 @@ class KubernetesActuator:
         )
         for group, version, plural, kind, keda in lists:
             try:
-                listing = await self._custom.list_namespaced_custom_object(
-                    group, version, namespace, plural, _request_timeout=self._timeout
+                listing = await self.gate.call(
+                    partial(
+                        self._custom.list_namespaced_custom_object,
+                        group,
+                        version,
+                        namespace,
+                        plural,
+                        _request_timeout=self._timeout,
+                    ),
+                    retry=True,
                 )
             except Exception as exc:
                 err = self._classify(exc)
@@ -450,13 +507,17 @@ class KubernetesActuator:
                 return CostPatches(tuple(patched), failed, fenced=True)
             body = {"metadata": {"annotations": {POD_DELETION_COST: str(cost)}}}
             try:
-                await core.patch_namespaced_pod(
-                    pod,
-                    namespace,
-                    body,
-                    field_manager=self._field_manager,
-                    _content_type=MERGE_PATCH,
-                    _request_timeout=self._timeout,
+                await self.gate.call(
+                    partial(
+                        core.patch_namespaced_pod,
+                        pod,
+                        namespace,
+                        body,
+                        field_manager=self._field_manager,
+                        _content_type=MERGE_PATCH,
+                        _request_timeout=self._timeout,
+                    ),
+                    retry=False,
                 )
             except Exception as exc:
                 err = self._classify(exc)
@@ -478,12 +539,16 @@ class KubernetesActuator:
         # kubernetes-asyncio would pick application/json-patch+json for a dict body, so force
         # the content type; its stubs omit the (supported) _content_type keyword, hence Any.
         custom: Any = self._custom
-        obj = await custom.patch_namespaced_custom_object_scale(
-            *self._path(ref),
-            body,
-            field_manager=self._field_manager,
-            _content_type=MERGE_PATCH,
-            _request_timeout=self._timeout,
+        path = self._path(ref)
+        obj = await self.gate.call(
+            lambda: custom.patch_namespaced_custom_object_scale(
+                *path,
+                body,
+                field_manager=self._field_manager,
+                _content_type=MERGE_PATCH,
+                _request_timeout=self._timeout,
+            ),
+            retry=False,
         )
         return _parse_scale(obj)
 
@@ -679,11 +744,15 @@ class KubernetesActuator:
             "count": 1,
         }
         try:
-            await self._core.create_namespaced_event(
-                ref.namespace,
-                body,
-                field_manager=self._field_manager,
-                _request_timeout=self._timeout,
+            await self.gate.call(
+                lambda: self._core.create_namespaced_event(
+                    ref.namespace,
+                    body,
+                    field_manager=self._field_manager,
+                    _request_timeout=self._timeout,
+                ),
+                retry=False,
+                held=False,  # the Event may be the report of a throttled write
             )
         except Exception as exc:
             err = self._classify(exc)
@@ -697,63 +766,3 @@ class KubernetesActuator:
             )
             return False
         return True
-
-
-def without_requirements(selector: str, labels: Mapping[str, str]) -> str:
-    """``selector`` (a label selector string) without its requirements on ``labels``' keys:
-    a LeaderWorkerSet's ``name=x,worker-index=0`` lists its leaders; without the second, every
-    pod of its groups. '' when nothing is left (then nothing would be selected safely)."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(selector):
-        depth += ch == "("
-        depth -= ch == ")"
-        if ch == "," and depth == 0:
-            parts.append(selector[start:i])
-            start = i + 1
-    parts.append(selector[start:])
-    kept = []
-    for part in (p.strip() for p in parts):
-        key = part.lstrip("!").split(" ")[0]
-        for op in ("!=", "==", "="):
-            key = key.split(op)[0]
-        if key.strip() not in labels:
-            kept.append(part)
-    return ",".join(kept)
-
-
-def _pod_info(pod: Any, now: float, groups: ReplicaGroups | None = None) -> PodInfo:
-    """A kubernetes-asyncio V1Pod -> PodInfo. ``ready_seconds`` is the time since the Ready
-    condition's ``lastTransitionTime`` (None without the condition or its time); with
-    ``groups``, the pod's group (its group label's value, else its own name) and whether it
-    serves (every pod, or its group's leader only)."""
-    meta, status = pod.metadata, pod.status
-    condition = next(
-        (
-            c
-            for c in ((status.conditions or []) if status is not None else [])
-            if c.type == "Ready" and c.status == "True"
-        ),
-        None,
-    )
-    ready = condition is not None
-    since = getattr(condition, "last_transition_time", None)
-    created = meta.creation_timestamp
-    age = max(0.0, now - created.timestamp()) if created is not None else 0.0
-    group: str | None = None
-    serves = True
-    if groups is not None:
-        labels = meta.labels or {}
-        group = labels.get(groups.group_label or "") or meta.name
-        leader = all(labels.get(k) == v for k, v in (groups.leader_labels or {}).items())
-        serves = groups.serving_pods == "all" or leader
-    return PodInfo(
-        name=meta.name,
-        ready=ready,
-        terminating=meta.deletion_timestamp is not None,
-        age_seconds=age,
-        phase=(status.phase if status is not None and status.phase else "Unknown"),
-        deletion_cost=(meta.annotations or {}).get(POD_DELETION_COST),
-        ready_seconds=max(0.0, now - since.timestamp()) if since is not None else None,
-        group=group,
-        serves=serves,
-    )

@@ -126,10 +126,12 @@ class Sizing(StrEnum):
 
     - ``per_pod``: HPA's AverageValue rule on the sum over the ready pods, compared with the
       replicas asked for: ``desired = ceil(sum / target)``.
-    - ``latency``: HPA's Object Value rule on a target-level quantile, from the ready
-      replicas, at most doubling them in one decision (AIBrix APA's step: latency is not
-      proportional to load): ``desired = ceil(min(value / target, 2) x ready)``; no more than
-      the replicas asked for while some start and for two rate windows after.
+    - ``latency``: HPA's Object Value rule on a target-level quantile, from the serving
+      replicas (the ready ones up to ``spec.replicas``, none asleep:
+      :attr:`scaler.core.observation.ReplicaCounts.serving`), at most doubling them in one
+      decision (AIBrix APA's step: latency is not proportional to load): ``desired =
+      ceil(min(value / target, 2) x serving)``; no more than the replicas asked for while some
+      start or wait for a node, and for two rate windows after.
     - ``derived``: computed by the decision core from other readings (the capacity signal,
       :func:`scaler.core.capacity.evaluate_capacity`).
     """
@@ -151,11 +153,14 @@ class GaugeQuery:
         aggregation: ``sum`` or ``max`` over a pod's engines (vLLM V1 exports one series per
             engine): the queue of a pod is the sum of its engines' queues, its KV cache the
             fullest engine's.
+        ratio: the gauge is a 0-1 ratio: a value above 1 (a percent where a ratio belongs)
+            is ``out_of_range`` and the signal is not used.
     """
 
     query: str
     metrics: tuple[str, ...]
     aggregation: str
+    ratio: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -733,7 +738,10 @@ SPECS: tuple[SignalSpec, ...] = (
         sizing=Sizing.PER_POD,
         # 0.9.2 renamed the second to the first; 0.12 removed the second
         reads=GaugeQuery(
-            "kv_cache", ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"), "max"
+            "kv_cache",
+            ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
+            "max",
+            ratio=True,
         ),
         target_field="target_ratio",
         panel=PanelSpec("KV-cache usage (0-1)", "percentunit"),

@@ -31,12 +31,14 @@ from scaler.config.policy import Policy
 from scaler.config.settings import Settings, redact_url
 from scaler.controller.leader import LeaderElectionConfig, LeaderElector, default_identity
 from scaler.controller.loop import Controller
+from scaler.controller.reload import PolicyWatcher
 from scaler.controller.report import OutputFormat, print_reports
 from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus import (
     ConfiguredQueryProblem,
     PrometheusSource,
     check_configured_queries,
+    check_lookback,
     check_rate_window,
     client_for,
     probe_problem,
@@ -233,8 +235,20 @@ async def serve(
             if not options.once:
                 elector_task = asyncio.create_task(elector.run(stop))
         code = 0
+        # the file is re-read when it changes (a ConfigMap edited in place)
+        watcher = (
+            None
+            if options.once
+            else PolicyWatcher(
+                settings.policy_file, policy, on_result=lambda ok: metrics.policy_reload_ok.set(ok)
+            )
+        )
         while not stop.is_set():
             started = time.monotonic()
+            change = watcher.check() if watcher is not None else None
+            if change is not None:
+                controller.use_policy(change.policy, removed=change.removed)
+                source.rate_window_seconds = change.policy.rate_window_seconds
             try:
                 done = await _unless_stopped(controller.run_cycle(), stop)
                 if done is None:  # SIGTERM mid-cycle: its queries and calls are cancelled
@@ -427,7 +441,8 @@ async def _check_rate_window(
 ) -> None:
     """At start: find the pods' scrape interval (exported, and kept by the source so that a
     TTFT without data names the window) and warn, with both numbers and the fix, about a
-    rate window shorter than four scrape intervals."""
+    rate window shorter than four scrape intervals, and about a backend lookback shorter
+    than two (its gauges vanish between scrapes)."""
     log = structlog.get_logger("vllm_scaler")
     metrics = controller.metrics
     metrics.rate_window.set(policy.rate_window_seconds)
@@ -446,6 +461,14 @@ async def _check_rate_window(
         )
     for key, seconds in source.scrape_intervals.items():
         metrics.scrape_interval.labels(key).set(seconds)
+    for short in await check_lookback(source, source.scrape_intervals):
+        log.warning(
+            "query_lookback_too_short",
+            target=short.target,
+            lookback_seconds=short.lookback_seconds,
+            scrape_interval_seconds=short.scrape_interval_seconds,
+            message=str(short),
+        )
 
 
 _UNREACHABLE = frozenset({SignalStatus.TRANSPORT, SignalStatus.TIMEOUT})

@@ -61,6 +61,7 @@ class DecisionExports:
         self._outside_seen: dict[str, tuple[int | None, int]] = {}
         # targets whose decision of this cycle found a new outside write (logged once)
         self._outside_new: set[str] = set()
+        self._outside_by: dict[str, str] = {}  # target -> the field manager of a new one
         # query -> the backend's partial-answer warnings last logged (logged once per change)
         self._partial: dict[QueryKind, tuple[str, ...]] = {}
         # target -> the other workloads' pods, and the shared ones, last said
@@ -201,6 +202,9 @@ class DecisionExports:
         m = self.metrics
         self.record(t, decision, disabled=False)
         self._export_control(t, control)
+        writer = control.replicas_writer
+        if writer is not None and decision.outside_write:
+            self._outside_by[t.key] = writer.manager
         for name in readings.signals:
             if name.per_pod:
                 m.pods_missing_metrics.labels(t.key, name).set(
@@ -435,12 +439,15 @@ class DecisionExports:
         }
         if t.key in self._outside_new:
             self._outside_new.discard(t.key)
+            by = self._outside_by.pop(t.key, None)
             self.log.warning(
                 "outside_write",
                 target=t.key,
                 written=d.state.last_written_replicas,
                 found=d.current_replicas,
-                message="spec.replicas was changed by another writer since our last write",
+                **({"field_manager": by} if by is not None else {}),
+                message="spec.replicas was changed by another writer since our last write"
+                + (f" (field manager {by!r})" if by is not None else ""),
             )
         warming = all(
             e.status is SignalStatus.WARMING_UP for e in d.signals if e.status.blocks_scale_down
@@ -458,6 +465,8 @@ class DecisionExports:
             ready=d.replicas.ready,
             starting=d.replicas.starting,
             terminating=d.replicas.terminating,
+            **({"unschedulable": d.replicas.unschedulable} if d.replicas.unschedulable else {}),
+            **({"finished": d.replicas.finished} if d.replicas.finished else {}),
             **({"sleeping": d.replicas.sleeping} if d.replicas.sleeping else {}),
             signals=signals,
             signal_targets=targets,

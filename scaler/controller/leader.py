@@ -55,9 +55,16 @@ from typing import Any, Protocol
 import structlog
 
 from scaler.actuators.errors import ApiFailure, KubeApiError
+from scaler.actuators.writers import parse_time
 from scaler.telemetry.metrics import ScalerMetrics
 
-__all__ = ["LeaderElectionConfig", "LeaderElector", "LeaseApi", "default_identity"]
+__all__ = [
+    "LeaderElectionConfig",
+    "LeaderElector",
+    "LeaseApi",
+    "default_identity",
+    "parse_time",
+]
 
 log = structlog.get_logger("vllm_scaler")
 
@@ -108,16 +115,6 @@ def default_identity() -> str:
 def micro_time(epoch_seconds: float) -> str:
     """A metav1.MicroTime string (``2006-01-02T15:04:05.000000Z``)."""
     return datetime.fromtimestamp(epoch_seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_time(value: object) -> float | None:
-    """Epoch seconds of a MicroTime / RFC3339 string; None when absent or unparsable."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 class LeaderElector:

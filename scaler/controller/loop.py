@@ -50,6 +50,7 @@ from scaler.actuators.kubernetes import (
     ScaleResult,
     WriteGuard,
 )
+from scaler.actuators.writers import WorkloadMeta
 from scaler.config.policy import Policy, ReplicaGroups, TargetPolicy, WorkloadRef
 from scaler.controller.exports import DecisionExports
 from scaler.controller.fence import Leadership, WriteFence
@@ -130,7 +131,10 @@ class Actuator(Protocol):
         self, ref: WorkloadRef, *, reason: str, message: str, type: str = "Normal"
     ) -> bool: ...
 
-    async def read_annotations(self, ref: WorkloadRef) -> dict[str, str]: ...
+    @property
+    def field_manager(self) -> str: ...
+
+    async def read_workload(self, ref: WorkloadRef) -> WorkloadMeta: ...
 
     async def list_scale_owners(self, namespace: str) -> list[ScaleOwner]: ...
 
@@ -144,10 +148,17 @@ class Actuator(Protocol):
     ) -> CostPatches: ...
 
 
+def _failed(exc: BaseException) -> KubeApiError:
+    """A read's classified failure; anything else (a bug, a cancellation) goes on up."""
+    if isinstance(exc, KubeApiError):
+        return exc
+    raise exc
+
+
 @dataclass(frozen=True, slots=True)
 class _TargetRead:
     snapshot: WorkloadSnapshot
-    annotations: dict[str, str]
+    meta: WorkloadMeta
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,15 +237,30 @@ class Controller:
         if leader is None:
             metrics.leader.set(0 if actuator.dry_run else 1)
 
+    def use_policy(self, policy: Policy, *, removed: Sequence[str] = ()) -> None:
+        """Run ``policy`` from the next cycle on (a reloaded file): the targets that stay keep
+        their decision state; the ``removed`` ones lose it and their metrics."""
+        self.policy = policy
+        for key in removed:
+            for memory in (self.states, self.shadow_states, self._removals, self._stuck_event_at):
+                memory.pop(key, None)
+            self._disabled.discard(key)
+            self._events = {k: v for k, v in self._events.items() if k[0] != key}
+            self.metrics.remove_target(key)
+
     async def _read_target(self, t: TargetPolicy) -> _TargetRead | KubeApiError:
-        try:
-            snap, annotations = await asyncio.gather(
-                self.actuator.read(t.workload, groups=t.groups),
-                self.actuator.read_annotations(t.workload),
-            )
-        except KubeApiError as err:
-            return err
-        return _TargetRead(snap, annotations)
+        # Both reads end before the cycle goes on, the failure of one included: a request
+        # left running would answer into a later cycle (its 429 closing the request gate then).
+        snap, meta = await asyncio.gather(
+            self.actuator.read(t.workload, groups=t.groups),
+            self.actuator.read_workload(t.workload),
+            return_exceptions=True,
+        )
+        if isinstance(snap, BaseException):
+            return _failed(snap)
+        if isinstance(meta, BaseException):
+            return _failed(meta)
+        return _TargetRead(snap, meta)
 
     async def _read_owners(self, namespace: str) -> None:
         """Refresh the other autoscalers of a namespace; on failure keep the last answer."""
@@ -363,7 +389,7 @@ class Controller:
             asyncio.gather(*(self._read_owners(ns) for ns in namespaces)),
         )
         snapshots: dict[str, WorkloadSnapshot] = {}
-        annotations: dict[str, dict[str, str]] = {}
+        metas: dict[str, WorkloadMeta] = {}
         reports: list[TargetReport] = []
         for t, r in zip(targets, reads, strict=True):
             if isinstance(r, KubeApiError):
@@ -374,7 +400,7 @@ class Controller:
                 reports.append(TargetReport(t.key, None, None, "read_failed", r.message))
             else:
                 snapshots[t.key] = r.snapshot
-                annotations[t.key] = r.annotations
+                metas[t.key] = r.meta
         readable = [t for t in targets if t.key in snapshots]
         # a pod whose owner cannot be told that two targets list counts for neither (case 28)
         snapshots = shared_pods_left_out(snapshots)
@@ -398,8 +424,16 @@ class Controller:
         for t in readable:
             owners = self._owners.get(t.workload.namespace, [])
             snap = snapshots[t.key]
+            meta = metas[t.key]
             control = replace(
-                read_control(t.workload, owners, annotations[t.key]), shared=snap.shared
+                read_control(
+                    t.workload,
+                    owners,
+                    meta.annotations,
+                    writer=meta.replicas_writer,
+                    own_manager=self.actuator.field_manager,
+                ),
+                shared=snap.shared,
             )
             if snap.spec_replicas <= 0:
                 reports.append(await self._disabled_target(t, snap, now, fence))

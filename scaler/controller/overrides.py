@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from scaler.actuators.kubernetes import ScaleOwner
+from scaler.actuators.writers import ReplicasWriter
 from scaler.config.policy import WorkloadRef
 from scaler.controller.plan import Event
 from scaler.core.decide import Decision
@@ -55,6 +56,11 @@ class Control:
         paused: the workload carries ``vllm-scaler.io/paused: "true"``.
         pin: the replicas of a valid ``vllm-scaler.io/pinned-replicas`` annotation.
         invalid_pin: the annotation's value when it is not a replica count.
+        replicas_writer: the field manager that owns ``spec.replicas`` now, when it is not
+            this controller's (an outside write then names it); None otherwise.
+        same_manager: the owner carries this controller's own field manager name although
+            the value is not ours (another installation of vllm-scaler, or a process that
+            borrows its name).
         shared: pods whose owner cannot be told that other targets' selectors pick too
             (``(pod, the other targets)``): counted by none of them.
     """
@@ -63,13 +69,22 @@ class Control:
     paused: bool = False
     pin: int | None = None
     invalid_pin: str | None = None
+    replicas_writer: ReplicasWriter | None = None
+    same_manager: bool = False
     shared: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 def read_control(
-    ref: WorkloadRef, owners: Iterable[ScaleOwner], annotations: Mapping[str, str]
+    ref: WorkloadRef,
+    owners: Iterable[ScaleOwner],
+    annotations: Mapping[str, str],
+    *,
+    writer: ReplicasWriter | None = None,
+    own_manager: str = "",
 ) -> Control:
-    """Conflicts with other autoscalers and the pause/pin annotations of one target.
+    """Conflicts with other autoscalers, the pause/pin annotations of one target, and who
+    owns its ``spec.replicas`` (``writer``, from ``managedFields``; ``own_manager`` is this
+    controller's field manager).
 
     A pin is a non-negative integer up to 1,000,000; anything else is ``invalid_pin``.
     """
@@ -84,7 +99,30 @@ def read_control(
             pin = int(text)
         else:
             invalid = raw
-    return Control(conflicts, paused, pin, invalid)
+    return Control(
+        conflicts,
+        paused,
+        pin,
+        invalid,
+        replicas_writer=writer,
+        same_manager=writer is not None and writer.manager == own_manager,
+    )
+
+
+def _outside_writer(d: Decision, c: Control) -> Decision:
+    """``d`` with the writer of an outside change named, when the fields tell it."""
+    w = c.replicas_writer
+    if not d.outside_write or w is None:
+        return d
+    if c.same_manager:
+        who = (
+            f"{w.describe()}, this controller's own name: another installation of vllm-scaler "
+            "(its own Lease, its own policy) or a process borrowing the name scales this "
+            "workload too; give each workload to one installation"
+        )
+    else:
+        who = w.describe()
+    return replace(d, message=f"{d.message}; spec.replicas was last written by {who}")
 
 
 def override(d: Decision, c: Control) -> Decision:
@@ -123,14 +161,15 @@ def override(d: Decision, c: Control) -> Decision:
         )
     if c.shared and d.desired_replicas <= d.current_replicas:
         # a scale-up on the target's own pods goes ahead; nothing else while pods are shared
-        return replace(
+        held = replace(
             d,
             desired_replicas=d.current_replicas,
             reason=Reason.AMBIGUOUS_SELECTOR,
             message=f"{shared_pods_text(c.shared)}: neither target counts them, and no "
             f"scale-down until their owner can be told ({core})",
         )
-    return d
+        return _outside_writer(held, c)
+    return _outside_writer(d, c)
 
 
 def shared_pods_text(shared: tuple[tuple[str, tuple[str, ...]], ...]) -> str:

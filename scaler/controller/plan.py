@@ -16,7 +16,7 @@ from scaler.core.drain import RemovalPlan
 from scaler.core.observation import WorkloadSnapshot
 from scaler.core.state import TargetState
 
-__all__ = ["Event", "WritePlan", "stuck_event"]
+__all__ = ["Event", "WritePlan", "stuck_event", "stuck_pods"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,15 +75,22 @@ def stuck_event(t: TargetPolicy, snap: WorkloadSnapshot, d: Decision) -> Event |
         f"{d.replicas.stuck} replica(s) not Ready after model_load_timeout_seconds "
         f"{timeout:g}: {shown or 'not created yet'}; they serve nothing, and as "
         "spec.replicas already counts them no replicas are added to replace them "
-        "(Pending for lack of GPUs? see the pods' events)"
+        "(a pod without a node shows the scheduler's reason; otherwise an image that does "
+        "not pull or a model that does not load: see the pods' events and logs)"
     )
     return Event("ReplicasStuck", message, "Warning")
 
 
 def stuck_pods(snap: WorkloadSnapshot, timeout_seconds: float) -> list[str]:
-    """``name (phase)`` of the live pods not Ready past the model load timeout, sorted."""
-    return sorted(
-        f"{p.name} ({p.phase})"
-        for p in snap.pods
-        if not p.terminating and not p.ready and p.age_seconds >= timeout_seconds
-    )
+    """``name (phase)`` of the live pods not Ready past the model load timeout since their
+    current start (:attr:`~scaler.core.observation.PodInfo.start_seconds`), and ``name
+    (phase, the scheduler's reason)`` of those waiting for a node longer than it, sorted."""
+    out = []
+    for p in snap.pods:
+        if p.terminating or p.finished or p.ready:
+            continue
+        if p.unschedulable is not None and p.age_seconds >= timeout_seconds:
+            out.append(f"{p.name} ({p.phase}, {p.unschedulable})")
+        elif p.unschedulable is None and p.start_seconds >= timeout_seconds:
+            out.append(f"{p.name} ({p.phase})")
+    return sorted(out)

@@ -68,6 +68,8 @@ def decision_json(d: Decision) -> dict[str, Any]:
             "starting": d.replicas.starting,
             "stuck": d.replicas.stuck,
             "terminating": d.replicas.terminating,
+            "unschedulable": d.replicas.unschedulable,
+            "finished": d.replicas.finished,
             "sleeping": d.replicas.sleeping,
         },
         "signals": [
@@ -159,10 +161,12 @@ def print_reports(reports: list[TargetReport], fmt: OutputFormat, out: TextIO) -
             else f"ready {d.replicas.ready}, starting {d.replicas.starting}, "
             f"stuck {d.replicas.stuck}, terminating {d.replicas.terminating}"
             + (
-                f", sleeping {d.replicas.sleeping} (vLLM sleep mode, no capacity)"
-                if d.replicas.sleeping
+                f", waiting for a node {d.replicas.unschedulable}"
+                if d.replicas.unschedulable
                 else ""
             )
+            + (f", finished (not counted) {d.replicas.finished}" if d.replicas.finished else "")
+            + (f", asleep (sleep mode) {d.replicas.sleeping}" if d.replicas.sleeping else "")
         )
         out.write(
             f"{r.target}: current {d.current_replicas} -> desired {d.desired_replicas} "

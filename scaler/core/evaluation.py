@@ -28,7 +28,7 @@ __all__ = [
 
 #: Float noise must not turn 5.0000000001 into 6 replicas or put 1.1 outside a 0.1 band.
 EPS = 1e-9
-#: The most a latency signal may multiply the ready replicas by in one decision.
+#: The most a latency signal may multiply the serving replicas by in one decision.
 LATENCY_MAX_RATIO = 2.0
 #: The most a latency signal may add in one decision when its breach is not the fleet's load.
 TTFT_NOT_LOAD_STEP = 1
@@ -116,11 +116,12 @@ def evaluate_signal(
                 # signal asks for nothing (and, not fully valid, blocks a scale-down).
                 return _asks_nothing(reading, target, value=value, ratio=ratio)
             step = LATENCY_MAX_RATIO  # the true ratio is larger, by how much is unknown
-        proposed = ceil_replicas(step * max(counts.ready, 1))
-        if counts.starting > 0 or settling:
-            # Latency cannot improve before the starting replicas serve, nor read as improved
-            # until its rate window has passed since they did: it may not ask for capacity
-            # beyond what is already asked for (no cascade on a lagging signal).
+        proposed = ceil_replicas(step * max(counts.serving, 1))
+        if counts.starting > 0 or counts.unschedulable > 0 or settling:
+            # Latency cannot improve before the starting replicas (or those still waiting for
+            # a node) serve, nor read as improved until its rate window has passed since they
+            # did: it may not ask for capacity beyond what is already asked for (no cascade
+            # on a lagging signal).
             proposed = min(proposed, current)
         elif not_load and reading.name.spec.not_load:
             # a breach the load does not explain: the smallest step up, not the doubling

@@ -156,11 +156,14 @@ def _starting_guard(
 ) -> Hold | None:
     """Why a hold at the current replicas is the starting replicas' doing, if it is."""
     current = counts.current
-    if counts.starting > 0 and any((e.demand_replicas or 0) > counts.ready for e in usable):
+    coming = counts.starting + counts.unschedulable
+    if coming > 0 and any((e.demand_replicas or 0) > counts.ready for e in usable):
+        parts = [f"{counts.starting} of them still starting"] if counts.starting else []
+        if counts.unschedulable:
+            parts.append(f"{counts.unschedulable} of them waiting for a node")
         return Hold(
             Reason.WAITING_FOR_STARTING,
-            f"demand is covered by {current} replicas asked for, "
-            f"{counts.starting} of them still starting",
+            f"demand is covered by {current} replicas asked for, " + ", ".join(parts),
         )
     if not settling:
         return None
@@ -248,8 +251,12 @@ def capacity_learning(evaluations: tuple[SignalEvaluation, ...]) -> bool:
 def backlog_cap(evaluations: tuple[SignalEvaluation, ...]) -> int | None:
     """What the capacity signal asks for when it has an estimate and a reading usable to
     scale up (``ok``, or ``partial``: pods too new for their rates, counted at the mean of the
-    others), else None: the most the backlog phase lets the other signals ask for
-    (:func:`scaler.core.phases.size_backlog`)."""
+    others), else None; with it, what the signals other than queue depth ask for when that is
+    more: the most the backlog phase lets the queue-depth signal ask for
+    (:func:`scaler.core.phases.size_backlog`). The queue depth measures a backlog as if it
+    were a steady rate; a latency breach (TTFT, ITL) or a full KV cache on a busy fleet is
+    still the safety net it was, and keeps its own ask."""
+    ask = None
     for e in evaluations:
         if (
             e.name is SignalName.CAPACITY
@@ -257,8 +264,17 @@ def backlog_cap(evaluations: tuple[SignalEvaluation, ...]) -> int | None:
             and e.valid
             and e.desired_replicas is not None
         ):
-            return e.desired_replicas
-    return None
+            ask = e.desired_replicas
+    if ask is None:
+        return None
+    others = [
+        e.desired_replicas
+        for e in evaluations
+        if e.valid
+        and e.desired_replicas is not None
+        and e.name not in (SignalName.CAPACITY, SignalName.QUEUE_DEPTH)
+    ]
+    return max([ask, *others])
 
 
 def capacity_replicas(evaluations: tuple[SignalEvaluation, ...]) -> int | None:

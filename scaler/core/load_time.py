@@ -2,7 +2,9 @@
 
 A pod's start is measured from ``metadata.creationTimestamp`` to the ``lastTransitionTime``
 of its Ready condition turning True (image pull, scheduling, node provisioning and weight
-loading included: all of it is time before a new replica serves). Only starts the controller
+loading included: all of it is time before a new replica serves); a restart of its vLLM
+container (an OOM kill, a crash) is a start from that restart, not from the pod's creation
+hours before. Only starts the controller
 saw happen count: a pod is watched from the first cycle it is seen not ready, and measured on
 the first cycle it is seen ready. Pods that were ready before the controller first saw them
 say nothing (a restarted pod's Ready time is its last restart's, a pod created with the
@@ -60,12 +62,14 @@ def observe_starts(load: LoadTimes, pods: Sequence[PodInfo], *, max_seconds: flo
 
     A ready pod that was watched is measured as ``age_seconds - ready_seconds`` (its Ready
     condition's transition time), or as its age when the transition time is unknown (then up
-    to one control interval too long). Terminating pods and pods gone are forgotten.
+    to one control interval too long); after a container restart, from the restart
+    (``restarted_seconds``) instead of the creation. Terminating and finished pods and pods
+    gone are forgotten.
     """
     recent = list(load.recent)
     watching: set[str] = set()
     for p in pods:
-        if p.terminating:
+        if p.terminating or p.finished:
             continue
         if not p.ready:
             watching.add(p.name)
@@ -73,7 +77,8 @@ def observe_starts(load: LoadTimes, pods: Sequence[PodInfo], *, max_seconds: flo
         if p.name not in load.watching:
             continue
         since_ready = p.ready_seconds if p.ready_seconds is not None else 0.0
-        took = p.age_seconds - max(0.0, since_ready)
+        began = p.age_seconds if p.restarted_seconds is None else p.restarted_seconds
+        took = began - max(0.0, since_ready)
         if took >= 0:
             recent.append(min(took, max_seconds))
     return LoadTimes(recent=tuple(recent[-RECENT_STARTS:]), watching=frozenset(watching))

@@ -165,6 +165,8 @@ def _hold_reason(
     covered = f", no more than the {current} asked for" if demand < current else ""
     if demand < current and counts.stuck:
         covered += f" ({counts.stuck} of them stuck)"
+    if demand < current and counts.unschedulable:
+        covered += f" ({counts.unschedulable} of them waiting for a node)"
     if counts.sleeping:
         covered += f" ({counts.sleeping} ready replica(s) asleep in vLLM's sleep mode, not serving)"
     return Because(
@@ -172,7 +174,7 @@ def _hold_reason(
         f"{e.name} {at_least}{e.value:.3g}{unit} vs target {e.target:.3g}{unit} (ratio "
         f"{at_least}{e.ratio:.2f}) is {side} "
         f"its tolerance band {band}, but asks for ceil({min(e.ratio, LATENCY_MAX_RATIO):.2f} "
-        f"x {counts.ready} ready) = {demand} replicas{covered}: holding {current}",
+        f"x {counts.serving} ready) = {demand} replicas{covered}: holding {current}",
     )
 
 
@@ -221,7 +223,7 @@ def not_load_note(driving: SignalEvaluation | None, counts: ReplicaCounts, not_l
         return ""
     step = LATENCY_MAX_RATIO if e.status is SignalStatus.SATURATED else (e.ratio or 0.0)
     return (
-        f"; {e.name} asks for ceil({min(step, LATENCY_MAX_RATIO):.2f} x {counts.ready} ready) "
+        f"; {e.name} asks for ceil({min(step, LATENCY_MAX_RATIO):.2f} x {counts.serving} ready) "
         f"= {e.demand_replicas}, {counted(TTFT_NOT_LOAD_STEP, 'replica')} more at most: the "
         f"fleet is not loaded ({not_load})"
     )

@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 from scaler.config.vocabulary import SignalName
 from scaler.core.signals import SignalReading, SignalStatus
 
+#: Pod phases after which a pod never runs again (``status.phase``).
+TERMINAL_PHASES = frozenset({"Failed", "Succeeded"})
+
 
 @dataclass(frozen=True, slots=True)
 class ReplicaCounts:
@@ -19,14 +22,26 @@ class ReplicaCounts:
         status: ``status.replicas`` of the scale subresource.
         ready: live pods (no deletionTimestamp) whose Ready condition is True; when a
             replica is a group of pods (a LeaderWorkerSet's), every count is of groups.
-        starting: live pods not ready and younger than the model load timeout: capacity
-            already asked for that is still loading its model.
-        stuck: live pods not ready and older than the model load timeout (for example
-            Pending for lack of GPUs); reported, and never a reason to add more replicas.
+        starting: live pods not ready whose current start (scheduling, or the restart of a
+            container) is younger than the model load timeout: capacity already asked for
+            that is still loading its model.
+        stuck: live pods not ready whose current start is older than the model load timeout
+            (an image that does not pull, a model that does not load), or that have waited
+            for a node longer than it (a GPU node pool at its limit); reported, and never a
+            reason to add more replicas.
         terminating: pods with a deletionTimestamp (draining in-flight requests).
         removing: live pods that this controller's own scale-down removes and that have no
             deletionTimestamp yet (the workload controller has not got to them). Other pods
             beyond ``current`` (a rollout's surge or canary) are not removing.
+        unschedulable: live pods the scheduler has not placed (``PodScheduled`` False: no
+            node with a free GPU yet, a node still being provisioned, a scheduling gate) for
+            less than the model load timeout, after which they are stuck. Asked for, so no
+            replicas are added for them; not loading yet, so they never hold a scale-down
+            (the ReplicaSet removes unscheduled pods first) and their wait is not model load
+            time.
+        finished: pods in a terminal phase (``Failed``, ``Succeeded``: evicted for node
+            pressure, a container that exited): no longer replicas; the ReplicaSet has
+            replaced them (HPA and ReplicaSet ignore them too). Reported only.
         sleeping: ready pods whose vLLM engine is in sleep mode (its owner, an RL trainer or
             a model swapper, parked it on purpose): counted in ``ready``, not ``serving``;
             since spec.replicas counts them, no replicas are added for them.
@@ -39,12 +54,23 @@ class ReplicaCounts:
     stuck: int = 0
     terminating: int = 0
     removing: int = 0
+    unschedulable: int = 0
+    finished: int = 0
     sleeping: int = 0
 
     @property
     def live(self) -> int:
-        """Pods that exist and are not terminating."""
-        return self.ready + self.starting + self.stuck
+        """Pods that exist, are not terminating and have not finished."""
+        return self.ready + self.starting + self.stuck + self.unschedulable
+
+    @property
+    def serving(self) -> int:
+        """The ready pods up to ``current``: what a rule proportional to the replicas that
+        serve (TTFT's) scales. Ready pods beyond ``spec.replicas`` (a blue-green preview, an
+        old ReplicaSet kept for a scale-down delay, a surge) are not the workload's size:
+        some get no traffic at all, and doubling them would double a fleet that is not
+        there). Pods in vLLM's sleep mode serve nothing and are left out first."""
+        return min(max(0, self.ready - self.sleeping), self.current)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +158,14 @@ class PodInfo:
         ready_seconds: seconds since the Ready condition's ``lastTransitionTime`` while the
             pod is ready; None when it is not ready or the time is unknown. A pod ready for
             less than a ``rate()`` window cannot have a rate yet (its series are that young).
+        scheduled_seconds: seconds since the ``PodScheduled`` condition turned True (the pod
+            got its node); None when unknown.
+        unschedulable: why the scheduler has not placed the pod (``PodScheduled`` False:
+            ``reason: message``, e.g. ``Unschedulable: 0/4 nodes are available: 4 Insufficient
+            nvidia.com/gpu``); None once scheduled or when unknown.
+        restarted_seconds: seconds since a container of the pod last terminated (it was
+            restarted: an OOM kill, a crash, a failed liveness probe); None when no container
+            ever restarted.
         group: the replica the pod is part of, when a replica is a group of pods (a
             LeaderWorkerSet's group index); None: the pod is a replica of its own.
         serves: its series are the replica's demand (False: a worker of a group whose
@@ -145,8 +179,25 @@ class PodInfo:
     phase: str = "Running"
     deletion_cost: str | None = None
     ready_seconds: float | None = None
+    scheduled_seconds: float | None = None
+    unschedulable: str | None = None
+    restarted_seconds: float | None = None
     group: str | None = None
     serves: bool = True
+
+    @property
+    def finished(self) -> bool:
+        """The pod is in a terminal phase (``Failed``, ``Succeeded``): no longer a replica."""
+        return self.phase in TERMINAL_PHASES
+
+    @property
+    def start_seconds(self) -> float:
+        """Seconds since the pod's current start began: the latest of its creation, its
+        scheduling and its last container restart. A pod that waited for a node starts
+        loading when it gets one; a pod whose vLLM container restarted loads the model again
+        from that restart, however old the pod is."""
+        known = [s for s in (self.scheduled_seconds, self.restarted_seconds) if s is not None]
+        return min([self.age_seconds, *known])
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,16 +248,18 @@ class WorkloadSnapshot:
         return out
 
     def _group_ready(self, pods: list[PodInfo]) -> bool:
-        """Every pod of the group ready and live, and as many as a group holds."""
+        """Every pod of the group ready, live and not finished, and as many as a group holds."""
         whole = self.group_size is None or len(pods) >= self.group_size
-        return whole and all(p.ready and not p.terminating for p in pods)
+        return whole and all(p.ready and not p.terminating and not p.finished for p in pods)
 
     @property
     def ready_pod_names(self) -> frozenset[str]:
-        """Names of live (not terminating) ready pods that serve: the only pods whose series
-        count. When a replica is a group of pods, only those of Ready groups."""
+        """Names of live (not terminating, not finished) ready pods that serve: the only pods
+        whose series count. When a replica is a group of pods, only those of Ready groups."""
         if not self.grouped:
-            return frozenset(p.name for p in self.pods if p.ready and not p.terminating)
+            return frozenset(
+                p.name for p in self.pods if p.ready and not p.terminating and not p.finished
+            )
         return frozenset(
             p.name
             for pods in self.groups().values()
@@ -217,33 +270,47 @@ class WorkloadSnapshot:
 
     @property
     def live_pod_names(self) -> frozenset[str]:
-        """Names of pods that are not terminating."""
-        return frozenset(p.name for p in self.pods if not p.terminating)
+        """Names of pods that are not terminating and have not finished."""
+        return frozenset(p.name for p in self.pods if not p.terminating and not p.finished)
 
     def counts(self, model_load_timeout_seconds: float, *, removing: int = 0) -> ReplicaCounts:
-        """Classify the pods into ready / starting / stuck / terminating.
+        """Classify the pods into ready / starting / stuck / unschedulable / terminating /
+        finished.
 
-        A live pod that is not ready counts as *starting* while it is younger than the
-        model load timeout, and as *stuck* after that. ``removing`` is passed through (the
-        pods do not tell it: only the controller knows which pods it removes).
-
-        When a replica is a group of pods, the groups are counted: Ready when all its pods
-        are (and it has :attr:`group_size` of them), terminating (draining) when one of its
-        pods is, else starting while its newest pod is younger than the timeout, stuck after.
+        Each replica is classified: a pod, or when a replica is a group of pods, the group.
+        A replica is *terminating* (draining) when one of its pods is, and *finished* when
+        all its pods are in a terminal phase, whatever their conditions say. It is *ready*
+        when all its pods are ready, none has finished, and a group has :attr:`group_size`
+        of them. A replica not ready with a pod that has no node is *unschedulable* while
+        its newest such pod was created less than the model load timeout ago; any other
+        counts as *starting* while its newest current start (:attr:`PodInfo.start_seconds`:
+        scheduling or a container restart, not the pod's creation; a worker recreated starts
+        its group again) is younger than the timeout. Either is *stuck* after that.
+        ``removing`` is passed through (the pods do not tell it: only the controller knows
+        which pods it removes).
         """
         units = self.groups().values() if self.grouped else [[p] for p in self.pods]
-        ready = starting = stuck = terminating = 0
+        ready = starting = stuck = terminating = unschedulable = finished = 0
         for pods in units:
+            live = [p for p in pods if not p.finished]
+            waiting = [p for p in live if not p.ready and p.unschedulable is not None]
             if any(p.terminating for p in pods):
                 terminating += 1
+            elif not live:
+                finished += 1
             elif self._group_ready(pods):
                 ready += 1
-            elif min(p.age_seconds for p in pods) < model_load_timeout_seconds:
-                starting += 1  # its newest pod still loads (a worker recreated: the group too)
+            elif waiting:
+                if min(p.age_seconds for p in waiting) < model_load_timeout_seconds:
+                    unschedulable += 1
+                else:
+                    stuck += 1
+            elif min(p.start_seconds for p in live) < model_load_timeout_seconds:
+                starting += 1
             else:
                 stuck += 1
         # Pods the workload controller has not created yet are starting too.
-        starting += max(0, self.spec_replicas - (ready + starting + stuck))
+        starting += max(0, self.spec_replicas - (ready + starting + stuck + unschedulable))
         return ReplicaCounts(
             current=self.spec_replicas,
             status=self.status_replicas,
@@ -252,4 +319,6 @@ class WorkloadSnapshot:
             stuck=stuck,
             terminating=terminating,
             removing=removing,
+            unschedulable=unschedulable,
+            finished=finished,
         )

@@ -6,9 +6,10 @@ them (pure), as the HPA's ``normalizeDesiredReplicasWithBehaviors`` does:
 2. :func:`hold_at_learning_floor`: while the capacity signal is learning, no scale-down below
    one replica above the last fleet a latency breach scaled up (:func:`learning_floor`;
    :func:`raise_learning_floor` sets it after a decision);
-3. :func:`size_backlog`: while the capacity signal sizes the fleet (an estimate and an ``ok``
-   reading), no more replicas than it asks for: the backlog the queue and TTFT signals see is
-   work it drains within a stated time, not a steady rate (``capacity.size_backlog``);
+3. :func:`size_backlog`: while the capacity signal sizes the fleet (an estimate and a usable
+   reading), the queue-depth signal asks for no more replicas than it and the other signals
+   do: the backlog the queue sees is work to drain within a stated time, not a steady rate
+   (``capacity.size_backlog``);
 4. :func:`limit_step`: the per-period step limits (HPA's ``behavior`` policies,
    ``convertDesiredReplicasWithBehaviorRate``), counted from the replicas at the start of the
    period;

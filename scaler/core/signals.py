@@ -49,6 +49,9 @@ class SignalStatus(StrEnum):
       scraped (a configuration problem such as a renamed metric, not an outage).
     - ``nan`` / ``inf``: a non-finite value (TTFT NaN while requests flow is ``nan``).
     - ``negative``: a value below zero where none can be.
+    - ``out_of_range``: a value beyond its domain where the metric has one: a KV-cache usage
+      above 1 (a percent, 0-100, from an engine, simulator or recording rule that is not
+      vLLM's 0-1 ratio).
     - ``query_error``: Prometheus answered ``status: error`` (bad query, evaluation timeout).
     - ``http_error``: a non-2xx HTTP status without a usable body.
     - ``timeout``: the HTTP request timed out on our side.
@@ -77,6 +80,7 @@ class SignalStatus(StrEnum):
     NAN = "nan"
     INF = "inf"
     NEGATIVE = "negative"
+    OUT_OF_RANGE = "out_of_range"
     QUERY_ERROR = "query_error"
     HTTP_ERROR = "http_error"
     TIMEOUT = "timeout"

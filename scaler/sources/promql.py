@@ -42,6 +42,9 @@ Why these expressions:
 - ``vllm:num_requests_running`` is not a scaling signal: it exists on every scraped vLLM pod,
   so it proves a pod is scraped. A signal with no series while running series exist is
   ``absent`` (configuration problem, e.g. a renamed metric) rather than ``empty`` (outage).
+  The same query carries each pod's sample age, ``time() - timestamp(...)``: an instant
+  query answers the newest sample within the lookback (5 minutes) as current, so values a
+  remote-write backlog, a stalled agent or federation delays look fresh without it.
 - KV cache: ``max by (namespace, pod, __name__)`` over ``{__name__=~"new|old"}``: one query
   reads both the new name (``vllm:kv_cache_usage_perc``, vLLM >= 0.9.2) and the old one
   (``vllm:gpu_cache_usage_perc``, removed in 0.12), keeping the name so the source prefers the
@@ -97,6 +100,7 @@ from scaler.config.signal_specs import (
 # The pieces and the recording rules the queries are built of, re-exported (``__all__``):
 # every PromQL name of vllm-scaler can be imported from here.
 from scaler.sources.promql_parts import (
+    ASLEEP_SUFFIX,
     GENERATION_TOKENS_METRIC,
     HISTOGRAM_LABEL,
     LAYOUT_LABEL,
@@ -111,11 +115,14 @@ from scaler.sources.promql_parts import (
     RECORDED_LABEL,
     REQUESTS_METRIC,
     RUNNING_METRIC,
+    SAMPLE_AGE_SUFFIX,
     SELECTOR_LABEL,
+    SLEEP_STATE_METRIC,
     TARGET_LABEL,
     THROUGHPUT_METRICS,
     HistogramKind,
     NativePart,
+    asleep_group,
     balanced_or,
     histogram_name_rates,
     histogram_query,
@@ -131,6 +138,7 @@ from scaler.sources.promql_parts import (
     promql_string,
     replacement,
     rule_duration,
+    sample_age_group,
     tag,
 )
 from scaler.sources.promql_parts import balanced_or as _or
@@ -169,6 +177,7 @@ __all__ = [
     "RECORDED_LABEL",
     "REQUESTS_METRIC",
     "RUNNING_METRIC",
+    "SAMPLE_AGE_SUFFIX",
     "SELECTOR_LABEL",
     "SIGNAL_QUERY",
     "SLEEP_STATE_METRIC",
@@ -217,6 +226,7 @@ __all__ = [
     "recording_rules",
     "replacement",
     "rule_duration",
+    "sample_age_group",
     "tag",
     "target_selector",
 ]
@@ -400,16 +410,11 @@ def _namespaces_selector(namespaces: Sequence[str]) -> str:
     return f'namespace=~"{label_value(union)}"'
 
 
-#: Suffix of a selector group's tag on its sleeping pods in the ``running`` answer.
-ASLEEP_SUFFIX = "@asleep"
-#: vLLM's sleep-mode gauge: ``sleep_state="awake"`` is 1 while the engine serves, 0 asleep.
-SLEEP_STATE_METRIC = "vllm:engine_sleep_state"
-
-
-def asleep_group(gid: str) -> str:
-    """The ``scaler_selector`` tag of selector group ``gid``'s pods whose vLLM engine sleeps
-    (sleep mode) in the ``running`` answer."""
-    return f"{gid}{ASLEEP_SUFFIX}"
+def _throughput_ages(gid: str, sel: str, rate_window_seconds: float) -> str:
+    """Per namespace and counter, the age of the recorded per-pod rates (``running`` query),
+    from the rules' record of their timestamps (its series carry ``scaler_recorded``)."""
+    ages = f"time() - {recorded_freshness_metric(rate_window_seconds)}{{{sel}}}"
+    return _tag(ages, SELECTOR_LABEL, gid)
 
 
 def _asleep(gid: str, sel: str) -> str:
@@ -419,11 +424,11 @@ def _asleep(gid: str, sel: str) -> str:
     return _tag(asleep, SELECTOR_LABEL, asleep_group(gid))
 
 
-def _throughput_ages(gid: str, sel: str, rate_window_seconds: float) -> str:
-    """Per namespace and counter, the age of the recorded per-pod rates (``running`` query),
-    from the rules' record of their timestamps (its series carry ``scaler_recorded``)."""
-    ages = f"time() - {recorded_freshness_metric(rate_window_seconds)}{{{sel}}}"
-    return _tag(ages, SELECTOR_LABEL, gid)
+def _sample_ages(gid: str, sel: str) -> str:
+    """Per pod, the age of its newest ``vllm:num_requests_running`` sample (``running``
+    query): how old the readings are that an instant query returns as current."""
+    ages = f"time() - max by (namespace, pod) (timestamp({RUNNING_METRIC}{{{sel}}}))"
+    return _tag(ages, SELECTOR_LABEL, sample_age_group(gid))
 
 
 def _per_name_rates(
@@ -509,8 +514,13 @@ def build_query_plan(
         - ``waiting``: ``label_replace(sum by (namespace, pod) (vllm:num_requests_waiting{SEL}),
           "scaler_selector", "s<i>", "", "") or ...`` per selector of a queue-enabled target;
         - ``running``: the same on ``vllm:num_requests_running`` for every target's selector,
-          and for the default group ``time() - <recorded_freshness_metric>{SEL}`` tagged with
-          the group: the age of the recorded throughput rates per namespace and counter;
+          per selector ``time() - max by (namespace, pod) (timestamp(
+          vllm:num_requests_running{SEL}))`` tagged ``s<i>@age`` (each pod's newest sample's
+          age: a remote-write or federation lag shows there, :func:`sample_age_group`), per
+          selector ``max by (namespace, pod) (1 - vllm:engine_sleep_state{SEL,
+          sleep_state="awake"})`` tagged ``s<i>@asleep`` (1: an engine in sleep mode), and
+          for the default group ``time() - <recorded_freshness_metric>{SEL}`` tagged with the
+          group: the age of the recorded throughput rates per namespace and counter;
         - ``kv_cache``: ``label_replace(max by (namespace, pod, __name__) ({__name__=~
           "vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc",SEL}), ...) or ...``;
         - ``ttft_rate`` per selector of a TTFT-enabled target: ``sum by (namespace, pod)
@@ -589,9 +599,10 @@ def build_query_plan(
                 )
             parts.append(_tag(inner, SELECTOR_LABEL, gid))
             if kind is QueryKind.RUNNING:
+                parts.append(_sample_ages(gid, sel))
                 parts.append(_asleep(gid, sel))
-            if kind is QueryKind.RUNNING and sel == default_selector:
-                parts.append(_throughput_ages(gid, sel, rate_window_seconds))
+                if sel == default_selector:
+                    parts.append(_throughput_ages(gid, sel, rate_window_seconds))
         queries[kind] = _or(parts)
 
     # In the registry's order, the running query after the first gauge's (every cycle so far)

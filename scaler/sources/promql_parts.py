@@ -14,6 +14,7 @@ from enum import StrEnum
 from scaler.config.signal_specs import HistogramQuery, SignalName
 
 __all__ = [
+    "ASLEEP_SUFFIX",
     "GENERATION_TOKENS_METRIC",
     "HISTOGRAM_LABEL",
     "LAYOUT_LABEL",
@@ -28,11 +29,14 @@ __all__ = [
     "RECORDED_LABEL",
     "REQUESTS_METRIC",
     "RUNNING_METRIC",
+    "SAMPLE_AGE_SUFFIX",
     "SELECTOR_LABEL",
+    "SLEEP_STATE_METRIC",
     "TARGET_LABEL",
     "THROUGHPUT_METRICS",
     "HistogramKind",
     "NativePart",
+    "asleep_group",
     "balanced_or",
     "histogram_name_rates",
     "histogram_query",
@@ -48,6 +52,7 @@ __all__ = [
     "promql_string",
     "replacement",
     "rule_duration",
+    "sample_age_group",
     "tag",
 ]
 
@@ -85,6 +90,15 @@ METRIC_LABEL = "scaler_metric"
 RECORDED_LABEL = "scaler_recorded"
 
 RUNNING_METRIC = "vllm:num_requests_running"
+
+#: Suffix of a selector group's tag on its pods' sample ages in the ``running`` answer.
+SAMPLE_AGE_SUFFIX = "@age"
+
+#: Suffix of a selector group's tag on its sleeping pods in the ``running`` answer.
+ASLEEP_SUFFIX = "@asleep"
+
+#: vLLM's sleep-mode gauge: ``sleep_state="awake"`` is 1 while the engine serves, 0 asleep.
+SLEEP_STATE_METRIC = "vllm:engine_sleep_state"
 
 #: RE2 of :func:`pod_group`, for ``label_replace`` (anchored by Prometheus).
 POD_GROUP_REGEX = "(.+)-[^-]*"
@@ -179,6 +193,18 @@ def pod_group(pod: str) -> str:
     never attributes a series to the wrong target.
     """
     return pod.rpartition("-")[0]
+
+
+def sample_age_group(gid: str) -> str:
+    """The ``scaler_selector`` tag of selector group ``gid``'s per-pod sample ages in the
+    ``running`` answer (a group of its own, so no signal reads them as values)."""
+    return f"{gid}{SAMPLE_AGE_SUFFIX}"
+
+
+def asleep_group(gid: str) -> str:
+    """The ``scaler_selector`` tag of selector group ``gid``'s pods whose vLLM engine sleeps
+    (sleep mode) in the ``running`` answer."""
+    return f"{gid}{ASLEEP_SUFFIX}"
 
 
 def rule_duration(seconds: float) -> str:

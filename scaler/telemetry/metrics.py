@@ -19,6 +19,7 @@ from prometheus_client import (
     PlatformCollector,
     ProcessCollector,
 )
+from prometheus_client.metrics import MetricWrapperBase
 
 from scaler import __version__
 from scaler.config.signal_specs import SPECS
@@ -77,9 +78,22 @@ class ScalerMetrics:
         self.terminating_replicas = Gauge(
             "vllm_scaler_terminating_replicas", "Pods draining after a scale-down.", t, registry=r
         )
+        self.unschedulable_replicas = Gauge(
+            "vllm_scaler_unschedulable_replicas",
+            "Pods the scheduler has not placed (PodScheduled False: waiting for a node).",
+            t,
+            registry=r,
+        )
         self.sleeping_replicas = Gauge(
             "vllm_scaler_sleeping_replicas",
             "Ready pods whose vLLM engine is in sleep mode: serving nothing until woken.",
+            t,
+            registry=r,
+        )
+        self.finished_pods = Gauge(
+            "vllm_scaler_finished_pods",
+            "Pods in a terminal phase (Failed, Succeeded: evicted, exited), not counted as "
+            "replicas.",
             t,
             registry=r,
         )
@@ -323,6 +337,13 @@ class ScalerMetrics:
             "control intervals.",
             registry=r,
         )
+        self.policy_reload_ok = Gauge(
+            "vllm_scaler_policy_last_reload_successful",
+            "1 while the policy file's content is the policy running; 0 after a changed file "
+            "was refused (policy_reload_failed in the log names the field), until it is fixed.",
+            registry=r,
+        )
+        self.policy_reload_ok.set(1)
         self.last_cycle = Gauge(
             "vllm_scaler_last_cycle_timestamp_seconds",
             "Unix time the last cycle ended.",
@@ -435,7 +456,8 @@ class ScalerMetrics:
         )
         self.model_load = Gauge(
             "vllm_scaler_model_load_seconds",
-            "Model load time learned from the target's own pods (creation to Ready, median of "
+            "Model load time learned from the target's own pods (creation, or a container "
+            "restart, to Ready; median of "
             "recent starts).",
             t,
             registry=r,
@@ -453,6 +475,24 @@ class ScalerMetrics:
             registry=r,
         )
         Info("vllm_scaler_build", "Build information.", registry=r).info({"version": __version__})
+
+    def remove_target(self, target: str) -> None:
+        """Drop every series of ``target`` (a target the policy no longer lists)."""
+        for metric in vars(self).values():
+            names = getattr(metric, "_labelnames", ())
+            if not isinstance(metric, MetricWrapperBase) or "target" not in names:
+                continue
+            at = names.index("target")
+            gone = {
+                values
+                for family in metric.collect()
+                for sample in family.samples
+                if sample.labels.get("target") == target
+                and len(values := tuple(sample.labels.get(n, "") for n in names)) == len(names)
+            }
+            for values in gone:
+                if values[at] == target:
+                    metric.remove(*values)
 
     def remove_signals(self, target: str, signals: Iterable[str]) -> None:
         """Drop a target's per-signal series (its signals are not read while disabled)."""
@@ -495,6 +535,8 @@ class ScalerMetrics:
             (self.starting_replicas, c.starting),
             (self.stuck_replicas, c.stuck),
             (self.terminating_replicas, c.terminating),
+            (self.unschedulable_replicas, c.unschedulable),
+            (self.finished_pods, c.finished),
             (self.sleeping_replicas, c.sleeping),
         )
         for gauge, value in pod_counts:

@@ -70,11 +70,12 @@ async def test_query_count_is_constant_and_per_target_is_six_per_target() -> Non
         }  # fmt: skip
         assert by_kind["throughput"].series == 3 * 20 * 8
         assert all(q.prometheus_exec_seconds > 0 and q.response_mb > 0 for q in approach.queries)
-    # the running query also carries the recorded throughput's age per namespace and counter,
-    # read from the rules' record of the rates' timestamps: one sample each, not every rate
+    # the running query also carries each pod's sample age (one more series per pod) and the
+    # recorded throughput's age per namespace and counter, read from the rules' record of the
+    # rates' timestamps: one sample each, not every rate
     running = {a.approach: {q.kind: q for q in a.queries}["running"] for a in (ours, rules)}
-    assert running[ours.approach].series == running[ours.approach].samples == 20 * 8
-    assert running[rules.approach].series == running[rules.approach].samples == 20 * 8 + 4 * 3
+    assert running[ours.approach].series == running[ours.approach].samples == 2 * 20 * 8
+    assert running[rules.approach].series == running[rules.approach].samples == 2 * 20 * 8 + 4 * 3
     assert (ours.throughput_recorded_namespaces, rules.throughput_recorded_namespaces) == (0, 4)
     # recorded throughput: the rules' per-pod rates, read as they are (no rate() at query time)
     throughput = {a.approach: {q.kind: q for q in a.queries}["throughput"] for a in (ours, rules)}

@@ -136,3 +136,53 @@ async def test_case_35_every_series_twice_reads_once_and_the_target_holds(
                 got = (await src.read([other], {other.key: snap})).readings(other.key)
                 reading = got[SignalName.QUEUE_DEPTH]
                 assert (reading.status, reading.value) == (SignalStatus.OK, expected)
+
+
+def _sleep_exposition(asleep: bool) -> Callable[[], bytes]:
+    """A pod's ``/metrics`` with each series once per :data:`COPIES` (``prometheus_replica``):
+    3 waiting, its counters moving, and vLLM's sleep-state gauge (``awake`` 0 while asleep)."""
+    scrapes = [0]
+
+    def body() -> bytes:
+        scrapes[0] += 1
+        lines = []
+        for copy in COPIES:
+            at = f'engine="0",prometheus_replica="{copy}"'
+            lines += [
+                f"vllm:num_requests_waiting{{{at}}} 3",
+                f"vllm:num_requests_running{{{at}}} 0",
+                f"vllm:kv_cache_usage_perc{{{at}}} 0.1",
+                f"vllm:generation_tokens_total{{{at}}} {scrapes[0] * 100}",
+                f'vllm:engine_sleep_state{{{at},sleep_state="awake"}} {0 if asleep else 1}',
+            ]
+        return ("\n".join(lines) + "\n").encode()
+
+    return body
+
+
+async def test_case_35_sample_ages_and_sleep_states_read_once_over_the_copies(
+    tmp_path: Path,
+) -> None:
+    """Case 35 beside the running query's own parts (each pod's newest sample age and its
+    sleep state): with every series twice, the queue reads 6, not 12; the pod asleep in both
+    copies is asleep once and the awake one is awake; both pods' samples are current (no
+    pod left out as lagging)."""
+    case_file(CASE)
+    bodies = {"vllm-a": _sleep_exposition(asleep=True), "vllm-b": _sleep_exposition(False)}
+    tgt = TargetPolicy(
+        workload=WorkloadRef(api_version="apps/v1", kind="Deployment", namespace="llm", name="vllm")
+    )
+    pods = tuple(PodInfo(p, True, False, 3600.0) for p in bodies)
+    snap = WorkloadSnapshot("llm", 2, 2, "app=vllm", "1", pods)
+    async with (
+        scraped_pods(tmp_path, bodies, rate_window_seconds=WINDOW) as url,
+        httpx.AsyncClient() as http,
+    ):
+        source = PrometheusSource(
+            http, base_url=url, timeout_seconds=10, rate_window_seconds=WINDOW
+        )
+        result = await source.read([tgt], {tgt.key: snap})
+    readings = result.targets[tgt.key]
+    queue = readings.signals[SignalName.QUEUE_DEPTH]
+    assert (queue.status, queue.value, queue.pods_missing) == (SignalStatus.OK, 6.0, 0), queue
+    assert readings.sleeping == frozenset({"vllm-a"})

@@ -4,7 +4,8 @@ every case.
 
 A case file is ``tests/cases/NN-name.md``: the case's text as it was reported (input and what
 is right), then a section ``## In this repository`` with its kind, its source where known and
-its tests, one per line as ``path::test_name``.
+its tests, one per line as ``path::test_name``. A case found here rather than in the
+collection is ``tests/cases/hNN-name.md``: the same format, its text written here.
 """
 
 from __future__ import annotations
@@ -23,8 +24,14 @@ SECTION = "## In this repository"
 _TEST_REF = re.compile(r"`(tests/[\w/.-]+\.py)::(test_\w+)(?:\[[^`]*\])?`")
 
 
-def case_files() -> list[Path]:
+def collection_files() -> list[Path]:
+    """The cases of the collection (their text as it was reported)."""
     return sorted(CASES.glob("[0-9][0-9]-*.md"))
+
+
+def case_files() -> list[Path]:
+    """Every case: the collection's and those found here (``hNN``)."""
+    return collection_files() + sorted(CASES.glob("h[0-9][0-9]-*.md"))
 
 
 @cache
@@ -50,7 +57,7 @@ def test_there_are_cases() -> None:
 @pytest.mark.parametrize("case", case_files(), ids=lambda p: p.name)
 def test_each_case_names_its_kind_source_and_tests_that_exist(case: Path) -> None:
     text = case.read_text(encoding="utf-8")
-    assert re.match(r"# \d\d ", text), f"{case.name}: starts with its number and title"
+    assert re.match(r"# h?\d\d ", text), f"{case.name}: starts with its number and title"
     assert SECTION in text, f"{case.name}: has a section {SECTION!r}"
     section = text.partition(SECTION)[2]
     for field in ("**Kind:**", "**Source:**", "**Tests:**"):
@@ -108,7 +115,7 @@ def test_the_fault_matrix_points_at_every_case() -> None:
 @pytest.mark.skipif(not (SHARED / "cases").is_dir(), reason="the shared case collection is absent")
 def test_every_case_of_the_collection_is_here_with_its_text_as_given() -> None:
     shared = {p.name: p for p in (SHARED / "cases").glob("[0-9][0-9]-*.md")}
-    here = {p.name: p for p in case_files()}
+    here = {p.name: p for p in collection_files()}
     assert set(shared) <= set(here), sorted(set(shared) - set(here))
     for name in sorted(set(shared) & set(here)):
         given = shared[name].read_text(encoding="utf-8").rstrip("\n")

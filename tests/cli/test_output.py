@@ -9,6 +9,7 @@ import importlib.metadata
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +117,8 @@ async def test_recommend_json_is_the_only_thing_on_stdout(
     answers = uniform_answers(
         three, waiting="1", running="1", kv_cache="0.5", ttft_p95="0.4", ttft_rate="2"
     )
-    h = await make_harness(replicas=3, ready=three, answers=answers)
+    # the command runs on the wall clock: so does the API server it talks to
+    h = await make_harness(replicas=3, ready=three, answers=answers, server_clock=time.time)
     env = {k: v for k, v in os.environ.items() if not k.startswith("VLLM_SCALER_")}
     env.update(
         VLLM_SCALER_PROMETHEUS_URL=h.prom.url,

@@ -63,7 +63,7 @@ SECONDS = {
             "lease_renew_deadline_seconds", "lease_retry_period_seconds"},
     "recommend": {"control_interval_seconds", "prometheus_timeout_seconds"},
     "sim": {"interval", "model_load_seconds", "tail_seconds", "slo_ttft_seconds"},
-    "bench": {"slo_ttft_seconds", "slo_ttft", "model_load_seconds"},
+    "bench": {"slo_ttft_seconds", "slo_ttft", "slo_itl_seconds", "model_load_seconds"},
     "backtest": {"model_load_seconds", "prometheus_timeout_seconds"},
     "bench-scale": {"scrape_interval"},
     "dashboards": {"prometheus_timeout_seconds"},

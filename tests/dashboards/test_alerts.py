@@ -88,6 +88,8 @@ def test_the_required_alerts_exist() -> None:
         "vllm_scaler_frozen_pods",
         "vllm_scaler_cycle_failures_total",
         "vllm_scaler_scale_selector_missing",
+        "vllm_scaler_policy_last_reload_successful",
+        "vllm_scaler_unschedulable_replicas",
     ):
         assert needle in joined, needle
 
@@ -165,10 +167,10 @@ def test_promtool_check_rules_as_shipped() -> None:
         [_promtool(), "check", "rules", *files], capture_output=True, text=True, check=False
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    # 15 alerts; 7 recording rules: TTFT buckets per pod group, TTFT histograms per namespace
+    # 17 alerts; 7 recording rules: TTFT buckets per pod group, TTFT histograms per namespace
     # and bound, the bounds not on every one per namespace, three throughput rates per pod,
     # their timestamp per namespace and counter
-    assert "SUCCESS: 22 rules found" in out.stdout, out.stdout
+    assert "SUCCESS: 24 rules found" in out.stdout, out.stdout
     # the same three histogram rules for ITL
     assert "SUCCESS: 3 rules found" in out.stdout, out.stdout
 

@@ -90,7 +90,8 @@ async def test_failed_read_skips_the_target_for_the_cycle(
     make_harness: HarnessFactory, path: str, status: int, outcome: str
 ) -> None:
     h = await make_harness(replicas=2, ready=PODS, answers=busy(PODS))
-    h.store.inject_fault("GET", path, status)
+    # a throttled read waits out a short Retry-After and is sent again: a long one skips it
+    h.store.inject_fault("GET", path, status, retry_after=30 if status == 429 else None)
     r = await h.cycle()
     assert r.action == "read_failed" and r.decision is None and r.error
     assert h.count("vllm_scaler_target_read_errors_total", target=KEY, outcome=outcome) == 1

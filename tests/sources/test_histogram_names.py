@@ -21,10 +21,14 @@ NEW, OLD = "vllm:inter_token_latency_seconds", "vllm:time_per_output_token_secon
 def test_the_first_round_reads_each_pod_under_the_first_name_it_has() -> None:
     policy = target(signals={"itl_p95": {"enabled": True, "target_seconds": 0.1}})
     query = build_query_plan([policy], rate_window_seconds=60).queries[QueryKind.ITL_RATE]
+    # each name's rate is taken once per pod across an HA pair's copies (case 35)
+    one_copy = "max without (prometheus_replica, replica, __replica__)"
     assert (
-        f'label_replace(sum by (namespace, pod) (rate({NEW}_count{{namespace="llm"}}[60s])), '
+        f"label_replace(sum by (namespace, pod) ({one_copy} "
+        f'(rate({NEW}_count{{namespace="llm"}}[60s]))), '
         '"scaler_histogram", "classic", "", "") or on (namespace, pod) '
-        f'label_replace(sum by (namespace, pod) (rate({OLD}_count{{namespace="llm"}}[60s])), '
+        f"label_replace(sum by (namespace, pod) ({one_copy} "
+        f'(rate({OLD}_count{{namespace="llm"}}[60s]))), '
         '"scaler_histogram", "classic:1", "", "")'
     ) in query
 

@@ -59,11 +59,14 @@ def test_query_plan_for_the_default_target_is_pinned() -> None:
     assert plan.queries == {
         QueryKind.WAITING: f"label_replace(sum by (namespace, pod) ({one}"
         f'(vllm:num_requests_waiting{{{ns}}})), "scaler_selector", "s0", "", "")',
-        # with the ages of the recorded per-pod throughput rates, per namespace and counter,
-        # from the rules' own record of their timestamps (not the recorded rates themselves)
-        QueryKind.RUNNING: f"label_replace(sum by (namespace, pod) ({one}"
+        # with each pod's sample age and sleep state (groups of their own, s0@age and
+        # s0@asleep; their max by pod reads the HA copies once), and the ages of the recorded
+        # per-pod throughput rates, per namespace and counter, from the rules' own record of
+        # their timestamps (not the recorded rates)
+        QueryKind.RUNNING: f"(label_replace(sum by (namespace, pod) ({one}"
         f'(vllm:num_requests_running{{{ns}}})), "scaler_selector", "s0", "", "") or '
-        # each pod's sleep state (vLLM's sleep mode): 1 while an engine of it is asleep
+        "label_replace(time() - max by (namespace, pod) (timestamp("
+        f'vllm:num_requests_running{{{ns}}})), "scaler_selector", "s0@age", "", "")) or '
         "(label_replace(max by (namespace, pod) (1 - vllm:engine_sleep_state"
         f'{{{ns},sleep_state="awake"}}), "scaler_selector", "s0@asleep", "", "") or '
         "label_replace(time() - namespace_scaler_recorded:vllm_rate1m_timestamp_seconds:min"

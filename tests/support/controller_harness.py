@@ -185,11 +185,26 @@ async def open_harness(
     ready: Iterable[str] = (),
     timeout_seconds: float = 5.0,
     answers: Mapping[str, Any] | None = None,
+    server_clock_ahead_seconds: float = 0.0,
+    server_clock: Callable[[], float] | None = None,
 ) -> AsyncIterator[Harness]:
-    """Start the stand-ins with Deployment ``llm/vllm`` (``replicas``, ready pods) and the loop."""
+    """Start the stand-ins with Deployment ``llm/vllm`` (``replicas``, ready pods) and the loop.
+
+    ``server_clock_ahead_seconds``: the stand-in's clock runs this far ahead of the
+    controller's (negative: behind); its timestamps and ``Date`` headers are on its clock.
+    ``server_clock``: the stand-in's clock instead (``time.time`` for a command run in its
+    own process, on the wall clock, against it).
+    """
     policy = policy or case_policy()
     clock = FakeClock(T0)
-    store = KubeStore(clock)
+    store = KubeStore(
+        server_clock
+        or (
+            (lambda: clock.now + server_clock_ahead_seconds)
+            if server_clock_ahead_seconds
+            else clock
+        )
+    )
     store.add_deployment(NS, NAME, replicas, LABELS)
     fake = FakePrometheus()
     if answers:
@@ -211,7 +226,11 @@ async def open_harness(
             rate_window_seconds=policy.rate_window_seconds,
             clock=clock,
         )
-        actuator = KubernetesActuator(api, clock=clock)
+
+        async def waited(seconds: float) -> None:  # a Retry-After waited in fake time
+            clock.advance(seconds)
+
+        actuator = KubernetesActuator(api, clock=clock, sleep=waited)
         metrics = ScalerMetrics()
         controller = Controller(
             policy=policy, source=source, actuator=actuator, metrics=metrics, clock=clock

@@ -202,10 +202,13 @@ class ReplicaSetSim:
         return [p["metadata"]["name"] for p in self._live()]
 
     def _live(self) -> list[dict[str, Any]]:
+        # a pod in a terminal phase (evicted, exited) is no longer active: the ReplicaSet
+        # neither counts nor removes it (the pod garbage collector does, much later)
         return [
             p
             for p in self.store.list_pods(NS, "app=vllm")
             if "deletionTimestamp" not in p["metadata"]
+            and p["status"].get("phase") not in ("Failed", "Succeeded")
         ]
 
     @staticmethod

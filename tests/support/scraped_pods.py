@@ -34,16 +34,21 @@ async def scraped_pods(
     bodies: Mapping[str, Callable[[], bytes]],
     *,
     rate_window_seconds: float,
+    current_pods: int | None = None,
+    content_types: Mapping[str, str] | None = None,
     namespaces: Mapping[str, str] | None = None,
+    extra_args: tuple[str, ...] = (),
     rule_files: Sequence[Path] = (),
     ready_when: str | None = None,
     timeout_seconds: float = 30.0,
 ) -> AsyncIterator[str]:
     """Serve ``bodies`` (pod name -> its ``/metrics`` body at each scrape) and start
-    Prometheus on them; yield its URL once every pod has a whole ``rate()`` window of
+    Prometheus on them; yield its URL once every pod (``current_pods`` of them, when some
+    bodies carry old sample timestamps) has a whole ``rate()`` window of
     ``vllm:generation_tokens_total`` samples (a younger series extrapolates short).
-
-    ``namespaces``: pod name -> its ``namespace`` label (default :data:`NAMESPACE`);
+    ``content_types``: pod name -> the Content-Type its body is served with (OpenMetrics);
+    ``namespaces``: pod name -> its ``namespace`` label (:data:`NAMESPACE` otherwise);
+    ``extra_args``: more Prometheus flags (``--query.max-samples=...``);
     ``rule_files``: rule files Prometheus loads; ``ready_when``: a query that must also
     return a series first (a recording rule's output).
 
@@ -58,9 +63,12 @@ async def scraped_pods(
     groups: list[tuple[list[str], dict[str, str]]] = []
     try:
         for name, body in bodies.items():
+            kind = (content_types or {}).get(name, CONTENT_TYPE)
 
-            async def metrics(_: web.Request, body: Callable[[], bytes] = body) -> web.Response:
-                return web.Response(body=body(), headers={"Content-Type": CONTENT_TYPE})
+            async def metrics(
+                _: web.Request, body: Callable[[], bytes] = body, kind: str = kind
+            ) -> web.Response:
+                return web.Response(body=body(), headers={"Content-Type": kind})
 
             app = web.Application()
             app.router.add_get("/metrics", metrics)
@@ -74,7 +82,11 @@ async def scraped_pods(
         sd = tmp / "sd" / "targets.json"
         write_file_sd(sd, groups)
         server = PrometheusServer(
-            tmp / "prom", scrape_interval_seconds=1.0, sd_file=sd, rule_files=rule_files
+            tmp / "prom",
+            scrape_interval_seconds=1.0,
+            sd_file=sd,
+            rule_files=rule_files,
+            extra_args=extra_args,
         )
         async with server as prom:
             try:
@@ -83,7 +95,7 @@ async def scraped_pods(
                     f"count_over_time(vllm:generation_tokens_total[{rate_window_seconds:g}s])"
                     f" >= {int(rate_window_seconds)}",
                     timeout=timeout_seconds,
-                    min_series=len(bodies),
+                    min_series=len(bodies) if current_pods is None else current_pods,
                 )
                 if ready_when is not None:
                     await wait_for_series(prom.url, ready_when, timeout=timeout_seconds)

@@ -56,6 +56,10 @@ class StoreBase:
         self._rv = 0
         self._uids = itertools.count(1)
 
+    def now(self) -> float:
+        """The store's clock, epoch seconds (what the API server's ``Date`` header says)."""
+        return self._now()
+
     @property
     def resource_version(self) -> str:
         """The newest resourceVersion handed out."""

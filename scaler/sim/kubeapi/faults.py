@@ -26,6 +26,17 @@ class FaultInjection(StoreBase):
     def __init__(self, now: Callable[[], float]) -> None:
         super().__init__(now)
         self._faults: list[_Fault] = []
+        self._admit: tuple[int, int] | None = None  # (requests per second, Retry-After)
+        self._second: tuple[int, int] = (0, 0)  # (second of the clock, requests admitted)
+        #: requests answered 429 by :meth:`limit_requests_per_second`'s priority level
+        self.rejected_by_priority_level = 0
+
+    def limit_requests_per_second(self, limit: int | None, *, retry_after: int = 1) -> None:
+        """Admit at most ``limit`` requests per second of the store's clock and answer the
+        others 429 with ``Retry-After`` (seconds), as a priority level of API priority and
+        fairness whose seats and queues are full does; None admits everything again."""
+        self._admit = None if limit is None else (limit, retry_after)
+        self._second = (0, 0)
 
     def inject_fault(
         self,
@@ -55,7 +66,19 @@ class FaultInjection(StoreBase):
         self._faults.clear()
 
     def take_fault(self, method: str, path: str) -> ApiError | None:
-        """Consume the first pending fault matching this request, as an ApiError."""
+        """Consume the first pending fault matching this request, as an ApiError (or the
+        priority level's 429 when the second's requests are used up)."""
+        if self._admit is not None:
+            limit, retry_after = self._admit
+            second = int(self._now())
+            seen = self._second[1] if self._second[0] == second else 0
+            if seen >= limit:
+                self.rejected_by_priority_level += 1
+                err = ApiError.generic(429)
+                err.headers["Retry-After"] = str(retry_after)
+                err.details = {"retryAfterSeconds": retry_after}
+                return err
+            self._second = (second, seen + 1)
         for f in self._faults:
             if f.method in ("*", method.upper()) and f.pattern.search(path):
                 f.remaining -= 1

@@ -119,6 +119,19 @@ class Pods(StoreBase):
         pod["metadata"]["resourceVersion"] = self._bump()
         self._pods_changed(namespace)
 
+    def set_pod_status(self, namespace: str, name: str, **status: Any) -> None:
+        """Replace fields of a pod's ``status`` as the kubelet or scheduler writes them
+        (``phase``, ``reason``, ``message``, ``conditions``, ``containerStatuses``); a field
+        given as None is removed."""
+        pod = self._pod(namespace, name)
+        for key, value in status.items():
+            if value is None:
+                pod["status"].pop(key, None)
+            else:
+                pod["status"][key] = copy.deepcopy(value)
+        pod["metadata"]["resourceVersion"] = self._bump()
+        self._pods_changed(namespace)
+
     def mark_pod_terminating(
         self, namespace: str, name: str, *, grace_period_seconds: int = 30
     ) -> None:

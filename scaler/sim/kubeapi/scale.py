@@ -76,8 +76,10 @@ class ScaleSubresource(Workloads):
         *,
         require_rv: bool,
         dry_run: bool = False,
+        manager: str = "unknown",
     ) -> JSON:
-        """Store ``spec.replicas`` of ``new_scale`` (an updated Scale object).
+        """Store ``spec.replicas`` of ``new_scale`` (an updated Scale object); a change makes
+        ``manager`` (the request's ``fieldManager``) its owner in ``managedFields``.
 
         ``require_rv``: an empty resourceVersion is 422 for custom kinds (PUT semantics);
         PATCH passes False because its result always carries one.
@@ -133,6 +135,7 @@ class ScaleSubresource(Workloads):
             return self._scale_of(preview)
         if replicas != old:  # a no-op write leaves the resourceVersion alone
             w.obj["spec"]["replicas"] = replicas
+            self._own_replicas(w, manager, subresource="scale")
             w.obj["metadata"]["generation"] += 1
             w.obj["status"]["observedGeneration"] = w.obj["metadata"]["generation"]
             new_rv = self._bump()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
+from email.utils import formatdate
 from typing import Any
 
 import yaml
@@ -150,6 +151,8 @@ class KubeApiServer:
             response = _json(ApiError.generic(404).status_body(), 404)
         except web.HTTPMethodNotAllowed:
             response = _json(ApiError.generic(405).status_body(), 405)
+        # as the real server: its own clock in every answer's Date header (RFC 7231)
+        response.headers["Date"] = formatdate(self.store.now(), usegmt=True)
         self.requests.append(
             RecordedRequest(
                 request.method,
@@ -340,6 +343,16 @@ class KubeApiServer:
             new = apply_patch(current, media, patch)
             require_rv = False
         result = self.store.write_scale(
-            group, version, plural, ns, name, new, require_rv=require_rv, dry_run=dry_run
+            group,
+            version,
+            plural,
+            ns,
+            name,
+            new,
+            require_rv=require_rv,
+            dry_run=dry_run,
+            # the real server names a client without fieldManager after its user agent
+            manager=request.query.get("fieldManager")
+            or request.headers.get("User-Agent", "unknown").split("/")[0],
         )
         return _json(result)

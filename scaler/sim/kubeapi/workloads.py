@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from scaler.sim.kubeapi.base import Kind
+from scaler.sim.kubeapi.base import Kind, rfc3339
 from scaler.sim.kubeapi.errors import JSON, not_found, qualified
 from scaler.sim.kubeapi.pods import Pods, pod_ready
 from scaler.sim.kubeapi.selectors import LabelSelector, format_selector, parse_label_selector
@@ -179,14 +179,18 @@ class Workloads(Pods):
         *,
         group: str = "apps",
         plural: str = "deployments",
+        manager: str = "kubectl",
+        subresource: str | None = "scale",
     ) -> str:
-        """Another writer (``kubectl scale``) sets ``spec.replicas``. Returns the new RV.
+        """Another writer (``kubectl scale``: field manager ``kubectl``, through the scale
+        subresource) sets ``spec.replicas``. Returns the new RV.
 
         Always bumps the resourceVersion, so a client holding the old one conflicts.
         """
         w = self._workload(group, plural, namespace, name)
         old = int(w.obj["spec"]["replicas"])
         w.obj["spec"]["replicas"] = replicas
+        self._own_replicas(w, manager, subresource=subresource)
         rv = self._bump()
         w.obj["metadata"]["resourceVersion"] = rv
         w.obj["metadata"]["generation"] += 1
@@ -225,6 +229,35 @@ class Workloads(Pods):
         """
         self._callbacks.append(callback)
         return lambda: self._callbacks.remove(callback)
+
+    def _own_replicas(self, w: Workload, manager: str, *, subresource: str | None) -> None:
+        """Record in ``metadata.managedFields`` that ``manager`` now owns ``spec.replicas``
+        (an Update: the field moves to it from its former owner, whose entry is dropped once
+        it owns nothing), as the API server's field manager does."""
+        entries = []
+        for entry in w.obj["metadata"].get("managedFields") or []:
+            spec = (entry.get("fieldsV1") or {}).get("f:spec") or {}
+            if "f:replicas" in spec:
+                spec = {k: v for k, v in spec.items() if k != "f:replicas"}
+                fields = {k: v for k, v in entry["fieldsV1"].items() if k != "f:spec"}
+                if spec:
+                    fields["f:spec"] = spec
+                if not fields:
+                    continue
+                entry = {**entry, "fieldsV1": fields}
+            entries.append(entry)
+        mine: JSON = {
+            "manager": manager,
+            "operation": "Update",
+            "apiVersion": w.obj.get("apiVersion", "apps/v1"),
+            "time": rfc3339(self._now()),
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:spec": {"f:replicas": {}}},
+        }
+        if subresource is not None:
+            mine["subresource"] = subresource
+        entries.append(mine)
+        w.obj["metadata"]["managedFields"] = entries
 
     def _notify(self, change: ScaleChange) -> None:
         for cb in list(self._callbacks):

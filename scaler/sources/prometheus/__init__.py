@@ -37,8 +37,10 @@ from scaler.sources.prometheus.answers import (
 )
 from scaler.sources.prometheus.check import (
     ConfiguredQueryProblem,
+    LookbackProblem,
     RateWindowProblem,
     check_configured_queries,
+    check_lookback,
     check_rate_window,
     probe_problem,
     problem_line,
@@ -87,6 +89,7 @@ __all__ = [
     "ConfiguredQueryProblem",
     "DropReason",
     "DroppedSeries",
+    "LookbackProblem",
     "PodGauges",
     "PodHistory",
     "PodRates",
@@ -106,6 +109,7 @@ __all__ = [
     "answer_problem",
     "build_http_client",
     "check_configured_queries",
+    "check_lookback",
     "check_rate_window",
     "client_for",
     "error_answer_detail",

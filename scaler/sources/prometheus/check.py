@@ -25,9 +25,12 @@ from scaler.sources.prometheus.ttft import MIN_SCRAPES_PER_WINDOW
 from scaler.sources.promql import SIGNAL_QUERY, QueryKind, build_query_plan, target_selector
 
 __all__ = [
+    "MIN_SCRAPES_PER_LOOKBACK",
     "ConfiguredQueryProblem",
+    "LookbackProblem",
     "RateWindowProblem",
     "check_configured_queries",
+    "check_lookback",
     "check_rate_window",
     "probe_problem",
     "problem_line",
@@ -168,6 +171,49 @@ class RateWindowProblem:
             "windows, so TTFT is empty or flickers; set rate_window_seconds to at least "
             f"{self.minimum_seconds:g}"
         )
+
+
+#: Scrape intervals the instant-query lookback must span at least: a sample is found for
+#: this long after its scrape, and the next scrape comes an interval later (or more: a
+#: slow or failed scrape).
+MIN_SCRAPES_PER_LOOKBACK = 2
+
+
+@dataclass(frozen=True, slots=True)
+class LookbackProblem:
+    """An instant-query lookback shorter than :data:`MIN_SCRAPES_PER_LOOKBACK` scrape
+    intervals of a target's pods (seconds both): its gauges vanish between scrapes."""
+
+    target: str
+    lookback_seconds: float
+    scrape_interval_seconds: float
+
+    def __str__(self) -> str:
+        least = MIN_SCRAPES_PER_LOOKBACK * self.scrape_interval_seconds
+        return (
+            f"{self.target}: the query backend's lookback ({self.lookback_seconds:g}s, "
+            f"--query.lookback-delta) is shorter than {MIN_SCRAPES_PER_LOOKBACK} scrape "
+            f"intervals of its pods (scraped every {self.scrape_interval_seconds:g}s): "
+            "between scrapes an instant query finds no sample, so queue depth and KV cache "
+            "read empty or partial in some cycles and hold every scale-down; set "
+            f"--query.lookback-delta to at least {least:g}s (the default is 5m)"
+        )
+
+
+async def check_lookback(
+    source: PrometheusSource, scrape_intervals: Mapping[str, float]
+) -> list[LookbackProblem]:
+    """The targets whose pods are scraped less often than the backend's lookback allows
+    (:meth:`~scaler.sources.prometheus.PrometheusSource.lookback_delta_seconds`; none when
+    the backend does not say)."""
+    lookback = await source.lookback_delta_seconds()
+    if lookback is None:
+        return []
+    return [
+        LookbackProblem(key, lookback, interval)
+        for key, interval in sorted(scrape_intervals.items())
+        if lookback < MIN_SCRAPES_PER_LOOKBACK * interval
+    ]
 
 
 async def check_rate_window(

@@ -53,9 +53,34 @@ from scaler.sources.promql import (
     QueryPlan,
     asleep_group,
     gauge_metrics,
+    sample_age_group,
 )
 
-__all__ = ["DropReason", "DroppedSeries", "TargetReadings", "read_targets"]
+__all__ = [
+    "SAMPLE_AGE_FLOOR_SECONDS",
+    "SAMPLE_AGE_INTERVALS",
+    "DropReason",
+    "DroppedSeries",
+    "TargetReadings",
+    "read_targets",
+    "sample_age_limit_seconds",
+]
+
+#: A pod's newest sample older than this many scrape intervals is not current (a scrape
+#: that failed leaves no sample at all: Prometheus marks its series stale at once).
+SAMPLE_AGE_INTERVALS = 3
+#: ... and never younger than this, seconds (a scrape of a busy pod can take seconds).
+SAMPLE_AGE_FLOOR_SECONDS = 45.0
+#: The scrape interval assumed before it is found (kube-prometheus' default), seconds.
+_ASSUMED_SCRAPE_INTERVAL_SECONDS = 30.0
+
+
+def sample_age_limit_seconds(scrape_interval: float | None) -> float:
+    """How old a pod's newest sample may be and still count as current, seconds:
+    :data:`SAMPLE_AGE_INTERVALS` scrape intervals (30 s assumed when unknown), at least
+    :data:`SAMPLE_AGE_FLOOR_SECONDS`."""
+    interval = scrape_interval or _ASSUMED_SCRAPE_INTERVAL_SECONDS
+    return max(SAMPLE_AGE_INTERVALS * interval, SAMPLE_AGE_FLOOR_SECONDS)
 
 
 class DropReason(StrEnum):
@@ -200,6 +225,26 @@ def _bad_value_reading(
         return None
     return SignalReading(
         name, status, source_metric=source_metric, detail=f"{where}: value {shown}"
+    )
+
+
+#: A 0-1 ratio may read this much above 1 from float rounding and still be a ratio.
+_RATIO_SLACK = 1e-6
+
+
+def _ratio_out_of_range(
+    name: SignalName, value: float, pod: str, metric: str
+) -> SignalReading | None:
+    """A reading for a 0-1 ratio gauge above 1 (a percent where a ratio belongs), or None."""
+    if value <= 1.0 + _RATIO_SLACK:
+        return None
+    return SignalReading(
+        name,
+        SignalStatus.OUT_OF_RANGE,
+        source_metric=metric,
+        detail=f"pod {pod}: {metric} {value:g} is above 1, where vLLM exports a 0-1 ratio "
+        "(1 means 100 percent): a percent from another engine, a simulator or a recording "
+        "rule? The signal is not used until the value is a ratio",
     )
 
 
@@ -481,23 +526,6 @@ class _TargetReader:
             sleeping=sleeping,
         )
 
-    def sleeping(self) -> frozenset[str]:
-        """Ready pods with an engine in sleep mode (the ``running`` answer's ``s<i>@asleep``
-        group; pods without vLLM's sleep-state gauge are awake)."""
-        groups = self.split.pod_groups.get(QueryKind.RUNNING) or {}
-        grp = groups.get(asleep_group(self.gid))
-        if grp is None or self.snapshot is None:
-            return frozenset()
-        ns = self.snapshot.namespace
-        return frozenset(
-            pod
-            for pod in self.ready
-            if any(
-                v > 0
-                for v in (grp.by_pod.get((ns, pod)) or grp.by_pod.get(("", pod)) or {}).values()
-            )
-        )
-
     def gauges(self, running: dict[str, dict[str, float]] | None) -> dict[str, PodGauges]:
         """Each ready pod's waiting, running and KV-cache values, for the stall detector and
         the capacity signal: only pods with a finite, non-negative value for every query the
@@ -621,15 +649,30 @@ class _TargetReader:
 
         for pod in sorted(per_pod):
             bad = _bad_value_reading(name, per_pod[pod], f"pod {pod}", source_metric)
+            gauge = name.spec.gauge
+            if bad is None and gauge is not None and gauge.ratio:
+                bad = _ratio_out_of_range(name, per_pod[pod], pod, metric_used[pod])
             if bad is not None:
                 return bad, frozenset(ready - per_pod.keys())
 
-        missing = frozenset(ready - per_pod.keys())
+        lagging = self.lagging(per_pod)
+        for pod in lagging:
+            del per_pod[pod]  # not current: unknown now, like a pod without series
+        # A pod Ready for less than a scrape's reach may not have been scraped yet: no series
+        # is expected there, not a fault (the sum is over the pods scraped).
+        just_ready = self.not_scraped_yet(frozenset(ready - per_pod.keys() - lagging.keys()))
+        missing = frozenset(ready - per_pod.keys()) - just_ready
         stuck = [stalled[p] for p in sorted(per_pod) if p in stalled]
         if stuck:
             return self.stalled_reading(name, per_pod, stuck, missing, source_metric), missing
         total = self.per_replica_sum(name, per_pod)
         if missing:
+            absent = missing - lagging.keys()
+            parts = [self.lag_detail(lagging)] if lagging else []
+            if absent:
+                parts.append(
+                    f"{len(absent)} of {len(ready)} ready pods have no series: " + _names(absent)
+                )
             return SignalReading(
                 name,
                 SignalStatus.PARTIAL,
@@ -637,8 +680,7 @@ class _TargetReader:
                 pods_with_data=len(per_pod),
                 pods_missing=len(missing),
                 source_metric=source_metric,
-                detail=f"{len(missing)} of {len(ready)} ready pods have no series: "
-                + _names(missing),
+                detail="; ".join(parts),
             ), missing
         return SignalReading(
             name,
@@ -646,7 +688,79 @@ class _TargetReader:
             value=total,
             pods_with_data=len(per_pod),
             source_metric=source_metric,
+            detail=(
+                f"{len(just_ready)} pod{'s' if len(just_ready) > 1 else ''} Ready for less than "
+                f"{sample_age_limit_seconds(self.scrape_interval):.0f}s, not scraped yet: "
+                + _names(just_ready)
+                if just_ready
+                else ""
+            ),
         ), missing
+
+    def not_scraped_yet(self, pods: frozenset[str]) -> frozenset[str]:
+        """Those of ``pods`` Ready for less than :func:`sample_age_limit_seconds`: their
+        first scrape may not have happened yet (one every scrape interval, from when the
+        pod's address is published). A pod whose Ready time is unknown is not one of them."""
+        if not pods or self.snapshot is None:
+            return frozenset()
+        limit = sample_age_limit_seconds(self.scrape_interval)
+        return frozenset(
+            p.name
+            for p in self.snapshot.pods
+            if p.name in pods and p.ready_seconds is not None and p.ready_seconds < limit
+        )
+
+    def sleeping(self) -> frozenset[str]:
+        """Ready pods with an engine in sleep mode (the ``running`` answer's ``s<i>@asleep``
+        group; pods without vLLM's sleep-state gauge are awake)."""
+        groups = self.split.pod_groups.get(QueryKind.RUNNING) or {}
+        grp = groups.get(asleep_group(self.gid))
+        if grp is None or self.snapshot is None:
+            return frozenset()
+        ns = self.snapshot.namespace
+        return frozenset(
+            pod
+            for pod in self.ready
+            if any(
+                v > 0
+                for v in (grp.by_pod.get((ns, pod)) or grp.by_pod.get(("", pod)) or {}).values()
+            )
+        )
+
+    def sample_ages(self) -> dict[str, float]:
+        """Ready pod -> the age of its newest ``vllm:num_requests_running`` sample, seconds
+        (the ``running`` answer's ``s<i>@age`` group); pods without one are left out."""
+        groups = self.split.pod_groups.get(QueryKind.RUNNING) or {}
+        grp = groups.get(sample_age_group(self.gid))
+        if grp is None or self.snapshot is None:
+            return {}
+        ns = self.snapshot.namespace
+        out: dict[str, float] = {}
+        for pod in self.ready:
+            ages = grp.by_pod.get((ns, pod)) or grp.by_pod.get(("", pod))
+            if ages:
+                age = max(ages.values())
+                if math.isfinite(age):
+                    out[pod] = age
+        return out
+
+    def lagging(self, per_pod: Mapping[str, float]) -> dict[str, float]:
+        """The pods among ``per_pod`` whose newest sample is older than the limit
+        (:func:`sample_age_limit_seconds`), with their ages."""
+        ages = self.sample_ages()
+        limit = sample_age_limit_seconds(self.scrape_interval)
+        return {p: ages[p] for p in sorted(per_pod) if ages.get(p, 0.0) > limit}
+
+    def lag_detail(self, lagging: Mapping[str, float]) -> str:
+        """What a person needs to know about pods whose samples are not current."""
+        limit = sample_age_limit_seconds(self.scrape_interval)
+        oldest = max(lagging.values())
+        return (
+            f"the newest samples of {len(lagging)} of {len(self.ready)} ready pods are up to "
+            f"{oldest:.0f} s old (more than {limit:.0f} s, {SAMPLE_AGE_INTERVALS} scrape "
+            "intervals): not current, left out (a remote-write backlog, a stalled agent or "
+            "federation delay?): " + _names(list(lagging))
+        )
 
     def per_replica_sum(self, name: SignalName, per_pod: Mapping[str, float]) -> float:
         """The signal's sum over replicas: over pods, but the KV cache, a ratio per engine,

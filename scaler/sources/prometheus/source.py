@@ -33,6 +33,7 @@ from typing import Any
 import httpx
 import structlog
 
+from scaler.config.durations import DurationError, unit_duration
 from scaler.config.policy import DEFAULT_REPLICA_LABELS, TargetPolicy
 from scaler.config.settings import redact_url
 from scaler.config.signal_specs import histogram_specs
@@ -48,6 +49,7 @@ from scaler.sources.prometheus.backend import (
 )
 from scaler.sources.prometheus.histograms import HistogramPlan, plan_histogram
 from scaler.sources.prometheus.http import instant_query, query_body, register_url_credentials
+from scaler.sources.prometheus.limits import MAX_SPLITS, halves, limited
 from scaler.sources.prometheus.readings import TargetReadings, read_targets
 from scaler.sources.prometheus.split import (
     SplitAnswers,
@@ -162,8 +164,13 @@ class PrometheusSource:
         # The stall detector's memory: target -> pod -> history after the last read. Replaced
         # by each read, so targets and pods not read then start over (never judged on a gap).
         self._history: dict[str, dict[str, PodHistory]] = {}
-        # The last read's dependent queries, sent early by the next read of the same plan.
-        self._guess: _Guess | None = None
+        # The last read's dependent queries, sent early by the next read of the same plan
+        # (one per part of the targets, see :mod:`.limits`).
+        self._guesses: dict[frozenset[str], _Guess] = {}
+        # The targets in parts that a backend's per-query limit made the source read apart,
+        # for the targets they were found for; one part until a limit is hit.
+        self._parts: list[frozenset[str]] = []
+        self._parts_for: frozenset[str] = frozenset()
 
     async def read(
         self,
@@ -191,7 +198,50 @@ class PrometheusSource:
         # returns, so little is left to collect; other tasks meanwhile run without cyclic
         # collection for at most the read's duration (bounded by the query timeout).
         with paused_gc():
-            return await self._read(policy_targets, snapshots)
+            keys = frozenset(t.key for t in policy_targets)
+            if keys != self._parts_for:  # other targets: one part again, until a limit
+                self._parts, self._parts_for = [keys], keys
+            results: list[SourceResult] = []
+            leaves: list[frozenset[str]] = []
+            refused = [0]
+            for part in self._parts:
+                chosen = [t for t in policy_targets if t.key in part]
+                await self._read_within_limits(chosen, snapshots, results, leaves, refused)
+            self._parts = leaves
+            return results[0] if len(results) == 1 else _merged(results, refused[0])
+
+    async def _read_within_limits(
+        self,
+        targets: list[TargetPolicy],
+        snapshots: Mapping[str, WorkloadSnapshot],
+        results: list[SourceResult],
+        leaves: list[frozenset[str]],
+        refused: list[int],
+        depth: int = 0,
+    ) -> None:
+        """Read ``targets``; when an answer is refused for a per-query limit, read them again
+        in two halves (:func:`~.limits.halves`), down to :data:`~.limits.MAX_SPLITS` levels."""
+        result = await self._read(targets, snapshots)
+        over = [o for o in result.queries.values() if limited(o)]
+        parts = halves(targets) if over and depth < MAX_SPLITS else None
+        if parts is None:
+            results.append(result)
+            leaves.append(frozenset(t.key for t in targets))
+            return
+        refused[0] += len(result.queries) + result.unused_queries
+        log.warning(
+            "query_split",
+            query=str(over[0].kind),
+            targets=len(targets),
+            parts=[len(parts[0]), len(parts[1])],
+            error=over[0].detail,
+            message="the query backend refused a query over these targets for a per-query "
+            "limit; they are read in two parts (and in parts from now on), so that only "
+            "targets that alone exceed the limit lose the signal (raise the backend's limit, "
+            "or read fewer series: the recording rules cut the TTFT buckets' series)",
+        )
+        for half in parts:
+            await self._read_within_limits(half, snapshots, results, leaves, refused, depth + 1)
 
     async def _read(
         self,
@@ -215,7 +265,11 @@ class PrometheusSource:
         # previous cycle planned them (same per-pod plan), and sent again only when this
         # cycle's answers plan them otherwise.
         gid = plan.default_group if QueryKind.RUNNING in plan.queries else None
-        guess = self._guess if self._guess and self._guess.queries == plan.queries else None
+        part = frozenset(t.key for t in policy_targets)
+        # the guess of the part read last with these targets (the same plan, or one the
+        # targets changed since: its dependent queries may still cover them)
+        known = max(self._guesses.items(), key=lambda kv: len(kv[0] & part), default=None)
+        guess = known[1] if known is not None and known[1].queries == plan.queries else None
         first = {
             k: asyncio.ensure_future(self._query(k, q))
             for k, q in plan.queries.items()
@@ -307,7 +361,8 @@ class PrometheusSource:
         finally:  # cancelled (a stop mid-cycle): no query outlives the cycle
             for task in [*first.values(), *early.values(), *rounds]:
                 task.cancel()
-        self._guess = _Guess(plan.queries, throughput_query, histogram_plans)
+        self._guesses = {k: g for k, g in self._guesses.items() if not k & part}
+        self._guesses[part] = _Guess(plan.queries, throughput_query, histogram_plans)
         order = [*plan.queries, *(kind for _, kind in rounds_of.values())]
         split = merge_splits([parts[k] for k in order if k in parts])
         targets = read_targets(
@@ -321,7 +376,9 @@ class PrometheusSource:
             scrape_intervals=self.scrape_intervals,
             history=self._history,
         )
-        self._history = {k: tr.pod_history for k, tr in targets.items() if tr.pod_history}
+        # this read's targets' histories replace theirs; other parts' stay
+        self._history = {k: h for k, h in self._history.items() if k not in part}
+        self._history.update({k: tr.pod_history for k, tr in targets.items() if tr.pod_history})
         queries = {k: a.outcome for k, a in split.answers.items()}
         _log_absent(targets.values(), queries)
         return SourceResult(
@@ -332,6 +389,21 @@ class PrometheusSource:
             throughput_recorded_namespaces=len(recorded_throughput),
             unused_queries=unused,
         )
+
+    async def lookback_delta_seconds(self) -> float | None:
+        """The backend's instant-query lookback (Prometheus' ``--query.lookback-delta``, from
+        ``/api/v1/status/flags``), seconds; None when the backend does not say (Thanos Query,
+        VictoriaMetrics and proxies may not serve the flags)."""
+        url = self._url.removesuffix("/query") + "/status/flags"
+        try:
+            answer = await self._client.get(url, timeout=self._timeout)
+            flag = answer.json()["data"]["query.lookback-delta"]
+        except Exception:  # any failure: unknown, never a reason to stop
+            return None
+        try:
+            return unit_duration(str(flag))
+        except DurationError:  # not a duration: unknown, as above
+            return None
 
     async def probe_scrape_intervals(
         self,
@@ -451,6 +523,32 @@ class PrometheusSource:
         return await instant_query(
             self._client, self._url, kind, promql, timeout_seconds=self._timeout
         )
+
+
+def _merged(results: Sequence[SourceResult], refused: int) -> SourceResult:
+    """One result of the parts' reads: every target's readings; per query the outcome of a
+    part that failed, if any (it is a fault to report); ``refused``: queries of the reads
+    that were split (sent, and refused for a limit) counted as unused."""
+    queries: dict[QueryKind, QueryOutcome] = {}
+    unattributed: dict[QueryKind, Unattributed] = {}
+    for r in results:
+        for kind, outcome in r.queries.items():
+            if kind not in queries or (queries[kind].ok and not outcome.ok):
+                queries[kind] = outcome
+        for kind, lost in r.unattributed.items():
+            seen = unattributed.get(kind)
+            unattributed[kind] = (
+                lost if seen is None else Unattributed(seen.count + lost.count, seen.first)
+            )
+    sent = sum(len(r.queries) + r.unused_queries for r in results)
+    return SourceResult(
+        targets={k: v for r in results for k, v in r.targets.items()},
+        queries=queries,
+        duration_seconds=sum(r.duration_seconds for r in results),
+        unattributed=unattributed,
+        throughput_recorded_namespaces=sum(r.throughput_recorded_namespaces for r in results),
+        unused_queries=sent - len(queries) + refused,
+    )
 
 
 @dataclass(frozen=True, slots=True)
