@@ -102,7 +102,7 @@ from enum import StrEnum
 
 from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
-from scaler.core.capacity import CapacityView, evaluate_capacity
+from scaler.core.capacity import SEED_WEIGHT, CapacityView, evaluate_capacity
 from scaler.core.evaluation import EPS as _EPS
 from scaler.core.evaluation import SignalEvaluation, evaluate_signal
 from scaler.core.guards import (
@@ -385,11 +385,15 @@ def decide(
 
 
 def outgrown(view: CapacityView | None, counts: ReplicaCounts, ask: int | None) -> bool:
-    """The backlog grows (the rate arriving more than 5% above the rate served) while every
-    replica the capacity signal asks for is ready and awake: its estimate is too high, and
-    the backlog is the other signals' to size."""
+    """The backlog is the other signals' to size: the capacity estimate rests on fewer than
+    :data:`~scaler.core.capacity.SEED_WEIGHT` samples (one busy window is thin evidence to cap
+    the queue with), or the backlog grows (the rate arriving more than 5% above the rate
+    served) while every replica the capacity signal asks for is ready and awake (its estimate
+    is too high)."""
     if view is None or ask is None:
         return False
+    if view.samples < SEED_WEIGHT:
+        return True
     arriving, served = view.demand_tokens_per_second, view.served_tokens_per_second
     if arriving is None or served is None:
         return False
