@@ -1,9 +1,11 @@
-"""MkDocs hooks of the documentation site: the generated references.
+"""MkDocs hooks of the documentation site: the generated references, the cases' pages.
 
-A page that holds a marker line gets the generated text in its place at build time:
-``<!-- reference:policy -->`` the policy file's reference, ``<!-- reference:settings -->``
-the settings' (both from their pydantic models, :mod:`scaler.config.reference`), so that no
-field is documented by hand.
+The policy file's reference and the settings' (both from their pydantic models,
+:mod:`scaler.config.reference`) are committed in ``docs/policy.md`` and ``docs/settings.md``
+between the lines ``<!-- reference:NAME ... -->`` and ``<!-- /reference:NAME -->``, so that the
+pages read the same in the repository as on the site and no field is documented by hand.
+``scripts/render-reference.py`` writes them (:func:`rendered_pages`); a test fails when the
+committed text is not what the models generate. The site's build drops the marker lines.
 
 The real-world cases live beside their tests (``tests/cases/*.md``); the site publishes each
 as ``cases/<file>`` and the pages' links to ``../tests/cases/`` (right when read in the
@@ -12,6 +14,7 @@ repository) are pointed there.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,10 +43,53 @@ def setting_commands() -> dict[str, list[str]]:
     return out
 
 
-MARKERS: dict[str, Callable[[], str]] = {
-    "<!-- reference:policy -->": policy_reference,
-    "<!-- reference:settings -->": lambda: settings_reference(setting_commands()),
+#: Each generated reference by name, and the page that holds it.
+REFERENCES: dict[str, Callable[[], str]] = {
+    "policy": policy_reference,
+    "settings": lambda: settings_reference(setting_commands()),
 }
+DOCS = Path(__file__).resolve().parent
+PAGES = {"policy": DOCS / "policy.md", "settings": DOCS / "settings.md"}
+#: The command that writes the references into their pages.
+REFRESH = "scripts/render-reference.py"
+
+_BLOCK = re.compile(
+    r"^(<!-- reference:(?P<name>[a-z]+)\b[^\n]*-->\n)(?P<body>.*?)"
+    r"^(<!-- /reference:(?P=name) -->)$",
+    flags=re.M | re.S,
+)
+_MARKER = re.compile(r"^<!-- /?reference:[a-z]+\b[^\n]*-->\n", flags=re.M)
+
+
+def filled(markdown: str) -> str:
+    """``markdown`` with the text between each reference's marker lines generated anew.
+
+    Raises:
+        KeyError: a marker names no reference of :data:`REFERENCES`.
+    """
+
+    def body(found: re.Match[str]) -> str:
+        text = REFERENCES[found["name"]]().strip("\n")
+        return f"{found[1]}\n{text}\n\n{found[4]}"
+
+    return _BLOCK.sub(body, markdown)
+
+
+def rendered_pages() -> dict[Path, str]:
+    """Each page of :data:`PAGES` with its reference generated from the models.
+
+    Raises:
+        ValueError: a page has no ``<!-- reference:NAME -->``/``<!-- /reference:NAME -->`` pair.
+    """
+    out: dict[Path, str] = {}
+    for name, page in PAGES.items():
+        text = page.read_text(encoding="utf-8")
+        if not any(m["name"] == name for m in _BLOCK.finditer(text)):
+            raise ValueError(
+                f"{page.name}: no <!-- reference:{name} --> ... <!-- /reference:{name} --> lines"
+            )
+        out[page] = filled(text)
+    return out
 
 
 #: The cases' texts, beside their tests.
@@ -58,9 +104,6 @@ def on_files(files: Files, config: Any) -> Files:
 
 
 def on_page_markdown(markdown: str, **_: Any) -> str:
-    """Replace each marker line with its generated reference; point links to the cases'
-    texts at their pages on the site."""
-    for marker, generate in MARKERS.items():
-        if marker in markdown:
-            markdown = markdown.replace(marker, generate())
-    return markdown.replace("](../tests/cases/", "](cases/")
+    """Drop the references' marker lines (their text is committed between them); point links
+    to the cases' texts at their pages on the site."""
+    return _MARKER.sub("", markdown).replace("](../tests/cases/", "](cases/")

@@ -7,20 +7,33 @@
 #                                                       start one in the background; prints
 #                                                       the KUBECONFIG to export
 #   scripts/kube.sh down                                stop it
+#   scripts/kube.sh state                               print its state directory
+# The state (pid, kubeconfig, logs) is this user's and this clone's own:
+# ${XDG_RUNTIME_DIR:-/tmp}/vllm-scaler-kube-<uid>-<hash of the clone's path>, so that another
+# clone or user has its own plane ($VLLM_SCALER_KUBE_STATE names another directory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-state="${VLLM_SCALER_KUBE_STATE:-${XDG_RUNTIME_DIR:-/tmp}/vllm-scaler-kube}"
+clone="$(pwd -P)"
+key="$(id -u)-$(printf '%s' "$clone" | sha256sum | cut -c1-10)"
+state="${VLLM_SCALER_KUBE_STATE:-${XDG_RUNTIME_DIR:-/tmp}/vllm-scaler-kube-$key}"
 python=.venv/bin/python
-[ -x "$python" ] || { scripts/setup.sh --dev; }
 cmd="${1:-}"
 shift || true
 case "$cmd" in
+  build | up)
+    [ -x "$python" ] || { scripts/setup.sh --dev; }
+    ;;
+esac
+case "$cmd" in
+  state)
+    echo "$state"
+    ;;
   build)
     exec "$python" -m scaler.sim.controlplane build "$@"
     ;;
   up)
     if [ -f "$state/pid" ] && kill -0 "$(cat "$state/pid")" 2>/dev/null; then
-      echo "kube: already up (pid $(cat "$state/pid")): export KUBECONFIG=$state/admin.kubeconfig"
+      echo "kube: already up for $clone (pid $(cat "$state/pid")): export KUBECONFIG=$state/admin.kubeconfig"
       exit 0
     fi
     "$python" -m scaler.sim.controlplane build kubeplane
@@ -58,7 +71,7 @@ case "$cmd" in
     echo "kube: stopped (logs in $state)"
     ;;
   *)
-    sed -n '2,9p' "$0" >&2
+    sed -n '2,13p' "$0" >&2
     exit 2
     ;;
 esac

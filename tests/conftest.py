@@ -19,3 +19,11 @@ def _secrets_registered_by_this_test_only(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(secrets, "_forms", set(secrets._forms))
     for name in ("_pattern", "_by_first", "_longest"):
         monkeypatch.setattr(secrets, name, getattr(secrets, name))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The end-to-end tests on Prometheus 3 run after the others (see
+    :func:`tests.support.prometheus_versions.last_the_built_ones`)."""
+    from tests.support.prometheus_versions import last_the_built_ones
+
+    last_the_built_ones(items)

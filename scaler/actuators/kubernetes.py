@@ -37,6 +37,7 @@ from scaler.actuators.server_clock import ServerClock
 from scaler.actuators.throttle import ApiGate
 from scaler.actuators.writers import WorkloadMeta, replicas_writer
 from scaler.config.policy import ReplicaGroups, WorkloadRef
+from scaler.config.resource import ResourceRef
 from scaler.config.secrets import shortened
 from scaler.config.wording import counted
 from scaler.core.observation import WorkloadSnapshot
@@ -697,12 +698,19 @@ class KubernetesActuator:
         )
 
     async def emit_event(
-        self, ref: WorkloadRef, *, reason: str, message: str, type: str = "Normal"
+        self,
+        ref: WorkloadRef | ResourceRef,
+        *,
+        reason: str,
+        message: str,
+        type: str = "Normal",
     ) -> bool:
-        """Create a core/v1 Event about the target (best effort).
+        """Create a core/v1 Event about the target, or about the ``VLLMAutoscaler`` that
+        defines it (best effort).
 
-        ``involvedObject`` carries the target's apiVersion/kind/name/namespace and its uid
-        once a :meth:`read` has seen it. The name is server-generated (``generateName``).
+        ``involvedObject`` carries the object's apiVersion/kind/name/namespace and its uid
+        (a resource's own; a workload's once a :meth:`read` has seen it). The name is
+        server-generated (``generateName``).
         Every registered secret in ``message`` is masked (:mod:`scaler.config.secrets`), then
         it is put on one line and cut to 1024 characters
         (:func:`~scaler.config.secrets.shortened`).
@@ -725,7 +733,7 @@ class KubernetesActuator:
             "name": ref.name,
             "namespace": ref.namespace,
         }
-        uid = self._uids.get(ref.key())
+        uid = ref.uid if isinstance(ref, ResourceRef) else self._uids.get(ref.key())
         if uid:
             involved["uid"] = uid
         body: Any = {  # a plain dict; the client serializes it as-is

@@ -39,6 +39,14 @@ COMMANDS = (
         "backtest.",
     ),
     LazyCommand(
+        "as-resources",
+        "scaler.cli.controller:register",
+        "Print the VLLMAutoscaler resources of a policy file's targets, one per target in its "
+        "workload's namespace and named after it (kubectl apply -f - takes them): the fields "
+        "each target writes, spelled as the resource spells them; the defaults it leaves out "
+        "stay out.",
+    ),
+    LazyCommand(
         "sim",
         "scaler.cli:_register_sim",
         "Replay a real trace against a simulated vLLM fleet, beside KEDA.",

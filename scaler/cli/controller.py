@@ -1,4 +1,5 @@
-"""The controller's commands: ``run``, ``recommend`` (a dry run) and ``check-policy``.
+"""The controller's commands: ``run``, ``recommend`` (a dry run), ``check-policy`` and
+``as-resources``.
 
 Every setting (:class:`scaler.config.settings.Settings`) is an option of ``run`` and an
 environment variable ``VLLM_SCALER_<NAME>``; options win. ``--output``/``-o`` is the report's
@@ -52,6 +53,8 @@ RECOMMEND_FIELDS = (
     "kubeconfig",
     "kube_context",
     "in_cluster",
+    "watch_resources",
+    "resource_namespaces",
     "log_format",
     "log_level",
 )
@@ -59,11 +62,17 @@ RECOMMEND_FIELDS = (
 
 def _policy(settings: Settings) -> Policy:
     """The policy file of ``settings``, loaded; an invalid or missing one ends the command
-    (exit 2) before anything else is printed."""
-    from scaler.config.policy import PolicyError, load_policy
+    (exit 2) before anything else is printed. With ``watch_resources`` the file is optional
+    (the resources' targets, or none yet): a file not given and not at its default path is
+    no file, and a file may list no target."""
+    from scaler.config.policy import Policy, PolicyError, load_policy
 
+    resources = settings.watch_resources
+    given = "policy_file" in settings.model_fields_set
+    if resources and not given and not settings.policy_file.exists():
+        return Policy.without_targets()
     try:
-        return load_policy(settings.policy_file)
+        return load_policy(settings.policy_file, resources=resources)
     except PolicyError as err:
         raise fail(str(err)) from None
 
@@ -209,8 +218,42 @@ def check_policy(
         typer.echo(f"  backtest  {{{target_selector(t)}}} (history has no pod lists: {history})")
 
 
+def policy_to_resources(
+    path: Annotated[
+        Path,
+        typer.Argument(metavar="POLICY_FILE", help="YAML policy file.", show_default=False),
+    ],
+    output: OutputOpt = OutputFormat.TEXT,
+) -> None:
+    """Print the VLLMAutoscaler resources of a policy file's targets, one per target in its
+    workload's namespace and named after it (kubectl apply -f - takes them): the fields each
+    target writes, spelled as the resource spells them; the defaults it leaves out stay out.
+
+    What the file sets for every target (rate_window_seconds, the replica labels) is not a
+    resource's: it stays in the controller's policy file (or its defaults). --output json
+    prints a v1 List.
+    """
+    import yaml
+
+    from scaler.config.policy import PolicyError, load_policy
+    from scaler.config.resource import resource_of
+
+    warn_unknown_env_vars()
+    try:
+        p = load_policy(path, given_as="the POLICY_FILE argument")
+    except PolicyError as err:
+        raise fail(str(err)) from None
+    resources = [resource_of(t) for t in p.targets]
+    if output is OutputFormat.JSON:
+        typer.echo(json.dumps({"apiVersion": "v1", "kind": "List", "items": resources}))
+        return
+    typer.echo(f"# The VLLMAutoscaler resources of {path} (vllm-scaler as-resources)")
+    typer.echo(yaml.safe_dump_all(resources, sort_keys=False, explicit_start=True), nl=False)
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``run``, ``recommend`` and ``check-policy`` to ``app``."""
+    """Add ``run``, ``recommend``, ``check-policy`` and ``as-resources`` to ``app``."""
     app.command()(run)
     app.command()(recommend)
     app.command("check-policy", cls=Command)(check_policy)
+    app.command("as-resources", cls=Command)(policy_to_resources)

@@ -7,12 +7,14 @@ as a number``; ``Value error, 'yaml' is not one of 'text', 'json'``). :class:`Co
 the group class of the ``vllm-scaler`` app, catches the usage errors of its commands and
 prints instead::
 
-    vllm-scaler: --interval: value 'abc': expected a number
-    vllm-scaler: --output: value 'yaml': expected one of text, json
     vllm-scaler: VLLM_SCALER_CONTROL_INTERVAL_SECONDS (--interval): value 'abc': expected a number
+    vllm-scaler: --output: value 'yaml': expected one of text, json
     vllm-scaler: no such option: --intervall (did you mean --interval?); see vllm-scaler run --help
+    vllm-scaler: --leader-election=false: a flag takes no value: write --no-leader-election; see
+        vllm-scaler run --help
 
-with exit code 2. The value is printed through the masking streams like everything else.
+with exit code 2 (a setting is named by its variable and its option, wherever the value came
+from). The value is printed through the masking streams like everything else.
 :class:`Command` writes a required argument in a usage line as ``POLICY_FILE``, not typer's
 ``{POLICY_FILE}``.
 """
@@ -20,7 +22,7 @@ with exit code 2. The value is printed through the masking streams like everythi
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import typer
@@ -33,8 +35,10 @@ __all__ = ["Command", "CommandGroup", "describe_bad_parameter"]
 
 
 def _option_name(err: typer.BadParameter) -> str:
-    """The option as given: its first long name, or its variable when the value came from
-    the environment."""
+    """The option: a setting's variable and its first long name
+    (``VLLM_SCALER_CONTROL_INTERVAL_SECONDS (--interval)``, whether the value came from the
+    option or the variable, as the settings' own checks name it), else its first long name or
+    the argument's name."""
     param: Any = err.param
     if param is None:
         return "value"
@@ -44,10 +48,9 @@ def _option_name(err: typer.BadParameter) -> str:
     name = opts[0] if opts else str(param.human_readable_name)
     if param.param_type_name == "argument":
         name = str(param.human_readable_name)
-    ctx = err.ctx
-    source = ctx.get_parameter_source(param.name) if ctx is not None and param.name else None
     envvar = param.envvar if isinstance(param.envvar, str) else None
-    if source is not None and source.name == "ENVIRONMENT" and envvar:
+    if envvar and param.param_type_name == "option":
+        # a setting: named as the settings' own checks name it, from either source
         return f"{envvar} ({name})"
     return name
 
@@ -127,15 +130,57 @@ class CommandGroup(TyperGroup):
             typer.echo(f"vllm-scaler: {describe_bad_parameter(err)}", err=True)
             raise typer.Exit(2) from None
         except _USAGE_ERROR as err:
-            raise _usage_line(err, command) from None
+            found = self.get_command(ctx, command) if command else None
+            flag = _flag_given_a_value(err, found, args) if found is not None else None
+            raise _usage_line(err, command, flag) from None
 
 
-def _usage_line(err: Any, command: str | None) -> typer.Exit:
-    """Print ``vllm-scaler: <message>; see vllm-scaler <command> --help``; return the Exit
-    to raise."""
+#: The words a boolean setting's variable takes (pydantic's), as a flag's value is tried.
+_TRUE = frozenset({"true", "1", "yes", "on", "y", "t"})
+_FALSE = frozenset({"false", "0", "no", "off", "n", "f"})
+
+
+def _params(command: Any) -> Iterator[Any]:
+    """The parameters of ``command`` and of its subcommands (a group's), depth first."""
+    yield from command.params
+    for sub in getattr(command, "commands", {}).values():
+        yield from _params(sub)
+
+
+def _flag_given_a_value(err: Any, command: Any, args: Sequence[str]) -> str | None:
+    """For click's ``option '--x' does not take a value`` on a flag given ``--x=<value>``: the
+    spelling that says it (``--leader-election=false: a flag takes no value: write
+    --no-leader-election``), from the flag's pair (``--x/--no-x``) and the value as a boolean
+    (``true``/``false``, ``1``/``0``, ``yes``/``no``, ``on``/``off``); None for another error."""
+    option = getattr(err, "option_name", None)
+    if not option or "does not take a value" not in str(err.format_message()):
+        return None
+    param = next(
+        (p for p in _params(command) if option in (*p.opts, *getattr(p, "secondary_opts", ()))),
+        None,
+    )
+    if param is None or not getattr(param, "is_flag", False):
+        return None
+    on = next((o for o in param.opts if o.startswith("--")), option)
+    off = next((o for o in param.secondary_opts if o.startswith("--")), None)
+    given = next((a for a in args if a.startswith(option + "=")), None)
+    word = given.split("=", 1)[1].strip().lower() if given else ""
+    head = f"{given or option}: a flag takes no value"
+    if word not in _TRUE | _FALSE:
+        return f"{head}: write {on} or {off}" if off else f"{head}: write {on} or leave it out"
+    wanted = (word in _TRUE) == (option in param.opts)
+    if wanted:
+        return f"{head}: write {on}"
+    return f"{head}: write {off}" if off else f"{head}: leave {on} out"
+
+
+def _usage_line(err: Any, command: str | None, message: str | None = None) -> typer.Exit:
+    """Print ``vllm-scaler: <message>; see vllm-scaler <command> --help`` (``message``, or the
+    error's own); return the Exit to raise."""
     words = [command] if command else []
-    message = str(err.format_message()).rstrip(".")
-    message = message[:1].lower() + message[1:]
+    if message is None:
+        message = str(err.format_message()).rstrip(".")
+        message = message[:1].lower() + message[1:]
     help_of = " ".join(["vllm-scaler", *words, "--help"])
     typer.echo(f"vllm-scaler: {message}; see {help_of}", err=True)
     return typer.Exit(2)

@@ -114,6 +114,7 @@ SHOWN_DEFAULTS = {
     "lease_namespace": "the pod's namespace (POD_NAMESPACE or the service account's), "
     "else 'default'",
     "lease_identity": "pod name (or hostname) + random suffix",
+    "resource_namespaces": "all",
 }
 #: A description's own statement of its default ("...; default: x." or "... Default: x.").
 _DESCRIBED_DEFAULT = re.compile(r"(?:;\s*|\.\s+)[Dd]efault:.*$", re.DOTALL)
@@ -176,7 +177,7 @@ def _help(name: str, field: FieldInfo) -> str:
 
 def _shown_default(name: str, field: FieldInfo, default: object) -> str | bool:
     if default is not None:
-        return str(default) if default != {} else False
+        return str(default) if default not in ({}, []) else False
     if name in SHOWN_DEFAULTS:
         return SHOWN_DEFAULTS[name]
     value = field.get_default(call_default_factory=True)

@@ -2,6 +2,13 @@
 
 Loaded with :func:`load_policy`; invalid files raise :class:`PolicyError` whose message names
 the file, the field path, the value and what was expected. Reference: ``docs/policy.md``.
+
+Every field is spelled in camelCase, as Kubernetes objects spell theirs (``minReplicas``,
+``scaleDown.stabilizationWindowSeconds``): a target of the file is a ``VLLMAutoscaler``
+resource's spec plus its namespace (:mod:`scaler.config.resource`), written the same either
+way. The snake_case names of the first releases (``min_replicas``) are read too. A target
+names its workload either as the resource does (``namespace`` and ``scaleTargetRef``, the
+HPA's reference: apiVersion, kind, name) or as ``workload`` (the four together).
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from scaler.config.policy_errors import describe_document, describe_yaml_error, validation_lines
@@ -70,6 +78,11 @@ KNOWN_API_VERSIONS: dict[str, str] = {
 #: ``<name>-<pod-template-hash>-<suffix>``, a StatefulSet's ``<name>-<ordinal>``. Other kinds'
 #: pods are matched as ``<name>-.+``.
 POD_NAME_SUFFIX: dict[str, str] = {"Deployment": "-[a-z0-9]+-[a-z0-9]+", "StatefulSet": "-[0-9]+"}
+
+
+def _written(data: dict[str, Any], name: str) -> bool:
+    """Whether the mapping ``data`` (as given) sets field ``name`` in either spelling."""
+    return name in data or to_camel(name) in data
 
 
 #: The most replicas a count may hold: Kubernetes' ``replicas`` is an int32.
@@ -126,10 +139,14 @@ class WorkloadRef(_Strict):
     """The scaled workload: any object with a ``scale`` subresource."""
 
     api_version: str = Field(
-        alias="apiVersion", pattern=_API_VERSION, description="the workload's API version"
+        alias="apiVersion",
+        pattern=_API_VERSION,
+        max_length=317,
+        description="the workload's API version",
     )
     kind: str = Field(
         pattern=_KIND,
+        max_length=63,
         description="Deployment, StatefulSet, ReplicaSet, LeaderWorkerSet, Rollout, or another "
         "API's kind with plural",
     )
@@ -138,10 +155,13 @@ class WorkloadRef(_Strict):
     plural: str | None = Field(
         default=None,
         pattern=r"^[a-z0-9]+$",
+        max_length=63,
         description="Resource plural; defaults from the kind for well-known kinds.",
     )
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
+    )
 
     @property
     def group(self) -> str:
@@ -159,6 +179,19 @@ class WorkloadRef(_Strict):
         if self.plural:
             return self.plural
         return KNOWN_PLURALS[self.kind]
+
+    @field_validator("api_version")
+    @classmethod
+    def _named_group(cls, value: str) -> str:
+        # The scale subresource is read and written under /apis/<group>/...: Kubernetes' core
+        # group (apiVersion v1: ReplicationController) is not among what can be scaled here.
+        if "/" not in value:
+            raise ValueError(
+                "expected group/version of a named API group (apps/v1, "
+                "leaderworkerset.x-k8s.io/v1, ...): vllm-scaler does not scale kinds of "
+                "Kubernetes' core group (v1)"
+            )
+        return value
 
     @field_validator("kind", mode="before")
     @classmethod
@@ -251,9 +284,11 @@ class ScalingRules(_Strict):
         # The two step limits are one rule, as an HPA's ``policies`` list is: a block that sets
         # one of them means exactly that limit, not that limit or the other's default.
         if isinstance(data, dict):
-            if "max_replicas_per_period" in data and "max_percent_per_period" not in data:
+            replicas = _written(data, "max_replicas_per_period")
+            percent = _written(data, "max_percent_per_period")
+            if replicas and not percent:
                 data = {**data, "max_percent_per_period": 0}
-            elif "max_percent_per_period" in data and "max_replicas_per_period" not in data:
+            elif percent and not replicas:
                 data = {**data, "max_replicas_per_period": 1}
         return data
 
@@ -548,6 +583,43 @@ class TargetPolicy(ScalingPolicy):
     _shadow_reads_the_same_quantiles = _beside("shadow", _shadow_quantile_differs)
     _groups_name_their_label = _beside("replica_groups", _groups_named)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _resource_form(cls, data: Any) -> Any:
+        # The resource's form (namespace and scaleTargetRef) becomes the workload; an error
+        # of the workload is named where it was written (policy_errors.as_written).
+        if not isinstance(data, dict):
+            return data
+        form = resource_form(data)
+        if form is None:
+            return data
+        ref_key, ref, namespace = form
+        if "workload" in data:
+            raise _error_at(
+                ref_key,
+                data,
+                "expected the workload either as workload (with its namespace) or as "
+                "namespace and scaleTargetRef, not both",
+            )
+        if ref_key is None:
+            raise ValidationError.from_exception_data(
+                cls.__name__, [{"type": "missing", "loc": ("scaleTargetRef",), "input": data}]
+            )
+        if namespace is None:
+            raise ValidationError.from_exception_data(
+                cls.__name__, [{"type": "missing", "loc": ("namespace",), "input": data}]
+            )
+        if isinstance(ref, dict) and "namespace" in ref:
+            raise _error_at(
+                ref_key,
+                data,
+                "namespace: expected none here: the workload is in the target's namespace "
+                "(a resource's own), given beside scaleTargetRef",
+            )
+        workload = {**ref, "namespace": namespace} if isinstance(ref, dict) else ref
+        rest = {k: v for k, v in data.items() if k not in (ref_key, "namespace")}
+        return {**rest, "workload": workload}
+
     @property
     def groups(self) -> ReplicaGroups | None:
         """How the target's pods make its replicas: ``replica_groups`` over the kind's
@@ -637,8 +709,28 @@ class Policy(_Strict):
         ),
     )
     targets: list[TargetPolicy] = Field(
-        min_length=1, description="the workloads to scale, each once"
+        default_factory=list,
+        validate_default=True,
+        description="the workloads to scale, each once (none: the VLLMAutoscaler resources "
+        "only, with VLLM_SCALER_WATCH_RESOURCES)",
     )
+
+    @field_validator("targets")
+    @classmethod
+    def _some_target(cls, value: list[TargetPolicy], info: ValidationInfo) -> list[TargetPolicy]:
+        # a file of no target is one that scales nothing, unless resources are watched too
+        if not value and not (info.context or {}).get("resources"):
+            raise PydanticCustomError(
+                "too_short",
+                "List should have at least 1 item after validation, not 0",
+                {"field_type": "List", "min_length": 1, "actual_length": 0},
+            )
+        return value
+
+    @classmethod
+    def without_targets(cls) -> Policy:
+        """The policy of a controller without a policy file (it scales resources only)."""
+        return cls.model_validate({}, context={"resources": True})
 
     @model_validator(mode="wrap")
     @classmethod
@@ -647,6 +739,46 @@ class Policy(_Strict):
         # other error of the file, for each pair of entries whose workloads are valid.
         policy: Self = _validated_beside(cls, data, handler, _duplicate_targets(data))
         return policy
+
+
+#: The keys of the resource's form of a target's workload, in either spelling.
+_REF_KEYS = ("scaleTargetRef", "scale_target_ref")
+
+
+def resource_form(entry: dict[str, Any]) -> tuple[str | None, Any, Any] | None:
+    """A target entry (as given) in the resource's form: the key its ``scaleTargetRef`` is
+    given under (None when absent), that reference and the ``namespace`` (None when absent);
+    None when the entry has neither (the ``workload`` form)."""
+    ref_key = next((k for k in _REF_KEYS if k in entry), None)
+    if ref_key is None and "namespace" not in entry:
+        return None
+    return ref_key, entry.get(ref_key) if ref_key else None, entry.get("namespace")
+
+
+def _workload_of(entry: Any) -> Any:
+    """A target entry's workload as given, in either form (None when it has none)."""
+    if not isinstance(entry, dict):
+        return None
+    form = resource_form(entry)
+    if form is None or "workload" in entry:
+        return entry.get("workload")
+    _, ref, namespace = form
+    return {**ref, "namespace": namespace} if isinstance(ref, dict) else None
+
+
+def _error_at(key: str | None, data: Any, message: str) -> ValidationError:
+    """A value error at ``key`` of a mapping (its top when None)."""
+    return ValidationError.from_exception_data(
+        "TargetPolicy",
+        [
+            {
+                "type": "value_error",
+                "loc": (key,) if key else (),
+                "input": data.get(key) if key else data,
+                "ctx": {"error": ValueError(message)},
+            }
+        ],
+    )
 
 
 def _duplicate_targets(data: Any) -> list[InitErrorDetails]:
@@ -658,7 +790,7 @@ def _duplicate_targets(data: Any) -> list[InitErrorDetails]:
     first: dict[str, int] = {}
     out: list[InitErrorDetails] = []
     for i, entry in enumerate(entries):
-        raw = entry.get("workload") if isinstance(entry, dict) else None
+        raw = _workload_of(entry)
         try:
             key = WorkloadRef.model_validate(raw).key()
         except ValidationError:
@@ -717,14 +849,15 @@ class PolicyError(ValueError):
     """A policy file could not be read or is invalid. The message names file, field and value."""
 
 
-def parse_policy(data: Any, *, source: str = "<policy>") -> Policy:
-    """Validate an already-parsed YAML/JSON document as a :class:`Policy`.
+def parse_policy(data: Any, *, source: str = "<policy>", resources: bool = False) -> Policy:
+    """Validate an already-parsed YAML/JSON document as a :class:`Policy`; ``resources``:
+    the controller scales VLLMAutoscaler resources too, so the file may list no target.
 
     Raises:
         PolicyError: listing every invalid field as ``source: field.path: value 'x': expected``.
     """
     try:
-        return Policy.model_validate(data)
+        return Policy.model_validate(data, context={"resources": resources})
     except ValidationError as err:
         lines = validation_lines(err, Policy, source, data)
         raise PolicyError("invalid policy\n  " + "\n  ".join(lines)) from None
@@ -734,11 +867,12 @@ def parse_policy(data: Any, *, source: str = "<policy>") -> Policy:
 POLICY_OPTION = "--policy FILE (VLLM_SCALER_POLICY_FILE)"
 
 
-def load_policy(path: Path, *, given_as: str = POLICY_OPTION) -> Policy:
+def load_policy(path: Path, *, given_as: str = POLICY_OPTION, resources: bool = False) -> Policy:
     """Read and validate a YAML policy file.
 
     ``given_as`` names the way the command took the file (an option, an environment variable,
     a positional argument); a file that cannot be read names it in the message.
+    ``resources``: VLLMAutoscaler resources are scaled too (the file may list no target).
 
     Raises:
         PolicyError: the file is missing, not UTF-8 text, not YAML, or invalid (message names
@@ -766,4 +900,4 @@ def load_policy(path: Path, *, given_as: str = POLICY_OPTION) -> Policy:
         raise PolicyError(f"{path}: not valid YAML {describe_yaml_error(err)}") from None
     if not isinstance(data, dict):
         raise PolicyError(f"{path}: {describe_document(data)}; expected a mapping with 'targets'")
-    return parse_policy(data, source=str(path))
+    return parse_policy(data, source=str(path), resources=resources)

@@ -20,10 +20,17 @@ from typing import Any, Union, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 
 from scaler.config.wording import expectation, percent_hint, unit_hint
 
-__all__ = ["describe_document", "describe_yaml_error", "field_path", "validation_lines"]
+__all__ = [
+    "as_written",
+    "describe_document",
+    "describe_yaml_error",
+    "field_path",
+    "validation_lines",
+]
 
 
 def field_path(loc: Sequence[int | str]) -> str:
@@ -81,9 +88,105 @@ def _section(model: type[BaseModel], loc: Sequence[int | str]) -> type[BaseModel
     return current
 
 
-def _field_names(model: type[BaseModel]) -> list[str]:
-    """The keys a section takes, as the file spells them (aliases such as ``apiVersion``)."""
-    return [f.alias or n for n, f in model.model_fields.items()]
+def _field_names(model: type[BaseModel], camel: bool = True) -> list[str]:
+    """The keys a section takes, as the file spells them: the camelCase aliases
+    (``apiVersion``, ``minReplicas``), or the snake_case names where the file writes those
+    (a name with an explicit alias of its own, ``apiVersion``, keeps it)."""
+    return [
+        f.alias if f.alias and (camel or not _generated(f)) else n
+        for n, f in model.model_fields.items()
+    ]
+
+
+def _generated(field: FieldInfo) -> bool:
+    """The field's alias is the camelCase the models' alias generator gave its name (not an
+    alias of its own, as ``apiVersion``, which both spellings use)."""
+    return field.alias is not None and field.alias_priority != 2
+
+
+def _spelled_names(model: type[BaseModel]) -> dict[str, str]:
+    """Every snake_case field name of ``model`` and the models inside it that has a
+    different camelCase alias -> that alias."""
+    out: dict[str, str] = {}
+    seen: set[type[BaseModel]] = set()
+
+    def walk(m: type[BaseModel]) -> None:
+        seen.add(m)
+        for name, f in m.model_fields.items():
+            if f.alias and f.alias != name and _generated(f):
+                out[name] = f.alias
+            inner = _model_in(f.annotation)
+            if inner is not None and inner not in seen:
+                walk(inner)
+
+    walk(model)
+    if "workload" in {n for m in seen for n in m.model_fields}:
+        out["scale_target_ref"] = "scaleTargetRef"  # a target in the resource's form
+    return out
+
+
+def _camel_written(model: type[BaseModel], document: object) -> bool:
+    """Whether ``document`` spells the fields of ``model`` in camelCase rather than in
+    snake_case (the most keys of either; snake_case, the first releases' spelling, when it
+    has as many of both)."""
+    names = _spelled_names(model)
+    aliases = set(names.values())
+    counts = [0, 0]
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in names:
+                    counts[0] += 1
+                elif key in aliases:
+                    counts[1] += 1
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(document)
+    return counts[1] > counts[0]
+
+
+def _respelled(text: str, names: dict[str, str]) -> str:
+    """``text`` (a field path, ``scale_up.max_percent_per_period``) with each snake_case
+    field name in camelCase."""
+    return ".".join(names.get(part, part) for part in text.split("."))
+
+
+def as_written(loc: Sequence[int | str], document: object) -> tuple[int | str, ...]:
+    """``loc`` as the document wrote it: a target given in the resource's form
+    (``namespace`` and ``scaleTargetRef``) has its ``workload`` errors at
+    ``scaleTargetRef`` (and the workload's namespace at ``namespace``)."""
+    out: list[int | str] = []
+    current = document
+    parts = list(loc)
+    i = 0
+    while i < len(parts):
+        part = parts[i]
+        if (
+            part == "workload"
+            and isinstance(current, dict)
+            and "workload" not in current
+            and any(k in current for k in ("scaleTargetRef", "scale_target_ref", "namespace"))
+        ):
+            if parts[i + 1 : i + 2] == ["namespace"]:
+                return (*out, "namespace")
+            key = next((k for k in ("scaleTargetRef", "scale_target_ref") if k in current), None)
+            out.append(key or "scaleTargetRef")
+            current = current.get(key) if key else None
+            i += 1
+            continue
+        out.append(part)
+        if isinstance(part, int) and isinstance(current, list) and 0 <= part < len(current):
+            current = current[part]
+        elif isinstance(part, str) and isinstance(current, dict):
+            current = current.get(part)
+        else:
+            current = None
+        i += 1
+    return tuple(out)
 
 
 #: Keys of a target that its shadow (a :class:`~scaler.config.policy.ScalingPolicy`) does not
@@ -91,14 +194,22 @@ def _field_names(model: type[BaseModel]) -> list[str]:
 _OF_THE_TARGET_ONLY = ("workload", "prometheus_matchers", "shadow")
 
 
-def _unknown_field(model: type[BaseModel], loc: Sequence[int | str]) -> str:
+def _unknown_field(
+    model: type[BaseModel],
+    loc: Sequence[int | str],
+    camel: bool = True,
+    shown: Sequence[int | str] | None = None,
+) -> str:
     section = _section(model, loc[:-1])
     if section is None:
         return "unknown field"
-    allowed = _field_names(section)
+    allowed = _field_names(section, camel)
+    if camel and "workload" in allowed:  # the resource's form of a target
+        at = allowed.index("workload")
+        allowed[at : at + 1] = ["namespace", "scaleTargetRef", "workload"]
     name = str(loc[-1])
-    where = field_path(loc[:-1])
-    if loc[-2:-1] == ("shadow",) and name in _OF_THE_TARGET_ONLY:
+    where = field_path((shown if shown is not None else loc)[:-1])
+    if loc[-2:-1] == ("shadow",) and _snake(name) in _OF_THE_TARGET_ONLY:
         why = (
             "only a target has a shadow"
             if name == "shadow"
@@ -118,24 +229,35 @@ _FIELD_MESSAGE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]
 
 
 def _left_out(document: object, loc: Sequence[int | str]) -> bool:
-    """The field at ``loc`` is not in ``document`` (the data as given): its value is the
-    default. False when the path cannot be followed (a part that is no mapping or list)."""
+    """The field at ``loc`` is not in ``document`` (the data as given, in either spelling):
+    its value is the default. False when the path cannot be followed (a part that is no
+    mapping or list)."""
     current = document
-    for part in loc:
+    for part in as_written(loc, document):
         if isinstance(part, int) and isinstance(current, list) and 0 <= part < len(current):
             current = current[part]
         elif isinstance(part, str) and isinstance(current, dict):
-            if part not in current:
+            key = next((k for k in (part, _camel(part), _snake(part)) if k in current), None)
+            if key is None:
                 return True
-            current = current[part]
+            current = current[key]
         else:
             return False
     return False
 
 
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", lambda m: "_" + m.group(1).lower(), name)
+
+
 #: The bound of a check that a field is not below another of its section
 #: (``expected a number >= min_replicas (12)``).
-_SIBLING_BOUND = re.compile(r"expected a number >= ([a-z_]+) \(([^)]*)\)")
+_SIBLING_BOUND = re.compile(r"expected a number >= ([A-Za-z_]+) \(([^)]*)\)")
 
 
 def _default_noted(message: str, document: object, loc: Sequence[int | str]) -> str:
@@ -171,9 +293,11 @@ def validation_lines(
     workload, ...)``, its value never quoted.
     """
     lines = []
+    camel = _camel_written(model, document)
+    names = _spelled_names(model) if camel else {}
     for e in err.errors():
         loc = tuple(e["loc"])
-        where = f"{source}: {field_path(loc)}"
+        where = f"{source}: {field_path(as_written(loc, document))}"
         kind = e["type"]
         value = e.get("input")
         if kind == "missing":
@@ -181,7 +305,8 @@ def validation_lines(
             continue
         if kind == "extra_forbidden":
             # named, never quoted: a key that is no field may hold anything (a password)
-            lines.append(f"{where}: {_unknown_field(model, loc)}")
+            shown = as_written(loc, document)
+            lines.append(f"{where}: {_unknown_field(model, loc, camel, shown)}")
             continue
         field = _FIELD_MESSAGE.match(expectation(e)) if kind == "value_error" else None
         mapping = isinstance(value, dict | BaseModel)
@@ -192,16 +317,20 @@ def validation_lines(
             if field:
                 section = loc if mapping else loc[:-1]
                 msg = msg.removeprefix(f"{field.group(1)}: ")
-                path = (*section, *field.group(1).split("."))
-                where = f"{source}: {field_path(path)}"
+                path = (*section, *_respelled(field.group(1), names).split("."))
+                where = f"{source}: {field_path(as_written(path, document))}"
                 msg = _default_noted(msg, document, path)
+            if names:
+                msg = _SIBLING_BOUND.sub(
+                    lambda m: f"expected a number >= {names.get(m[1], m[1])} ({m[2]})", msg
+                )
             lines.append(f"{where}: {msg}")
             continue
         if kind == "duplicate_target":  # names the entries itself
             lines.append(f"{where}: {e['msg']}")
             continue
         if loc[-1:] == ("[key]",):  # a key of a free mapping: pydantic's loc is (..., key, "[key]")
-            where = f"{source}: {field_path(loc[:-2])}"
+            where = f"{source}: {field_path(as_written(loc[:-2], document))}"
             lines.append(f"{where}: key {_shown(value)}: {expectation(e)}")
             continue
         description = _description(model, loc)
@@ -221,6 +350,10 @@ def validation_lines(
         ):
             expected = f"expected at least one {name.removesuffix('s')}"  # targets: a target
         message = _default_noted(f"value {_shown(value)}: {expected}{hint}", document, loc)
+        if names:
+            message = _SIBLING_BOUND.sub(
+                lambda m: f"expected a number >= {names.get(m[1], m[1])} ({m[2]})", message
+            )
         lines.append(f"{where}: {message}")
     return lines
 

@@ -1,7 +1,7 @@
 """The policy and settings reference, generated from their models (never written twice).
 
-The documentation site's build (``docs/hooks.py``) puts :func:`policy_reference` and
-:func:`settings_reference` into the pages that ask for them, so that every field of
+``scripts/render-reference.py`` (through ``docs/hooks.py``) writes :func:`policy_reference` and
+:func:`settings_reference` into ``docs/policy.md`` and ``docs/settings.md``, so that every field of
 :class:`~scaler.config.policy.Policy` and :class:`~scaler.config.settings.Settings` is
 documented from its own type, default, bounds and description. :func:`policy_field_paths`
 lists every field of the policy file, for the test that the reference covers them all.

@@ -610,6 +610,25 @@ class Settings(PrometheusSettings):
     lease_retry_period_seconds: float = Field(
         default=2.0, gt=0, le=600, description="Seconds between acquire/renew attempts."
     )
+    watch_resources: bool = Field(
+        default=False,
+        description="Also scale the VLLMAutoscaler resources of the cluster (watched: a "
+        "change takes effect without a restart); the policy file is then optional.",
+    )
+    resource_namespaces: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="The namespaces whose VLLMAutoscalers are watched, comma-separated (RBAC "
+        "scoped to namespaces needs the list). Default: all.",
+    )
+
+    @field_validator("resource_namespaces", mode="before")
+    @classmethod
+    def _namespaces(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        if isinstance(value, list):
+            return [check_dns_label(str(v)) for v in value]
+        return value
 
     @field_validator("policy_file", mode="before")
     @classmethod

@@ -19,6 +19,7 @@ from pydantic import (
     ValidatorFunctionWrapHandler,
     field_validator,
 )
+from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails
 
 __all__ = ["Strict", "beside", "error_details", "given", "not_below", "validated_beside"]
@@ -28,8 +29,17 @@ class Strict(BaseModel):
     """A policy section: unknown keys refused, values strict and finite, frozen."""
 
     # strict: a YAML ``true``, ``"yes"`` or ``"0.8"`` is not silently read as a number or a flag;
-    # no ``.inf`` or ``.nan``: every number of a policy (seconds, targets, bounds) is finite
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+    # no ``.inf`` or ``.nan``: every number of a policy (seconds, targets, bounds) is finite;
+    # each field by its camelCase alias (a VLLMAutoscaler resource's spelling) or its name
+    # (snake_case, the first releases')
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        strict=True,
+        allow_inf_nan=False,
+        alias_generator=to_camel,
+        populate_by_name=True,
+    )
 
 
 def given(value: Any, *path: str) -> Any:
@@ -40,7 +50,7 @@ def given(value: Any, *path: str) -> Any:
         if isinstance(value, BaseModel):
             value = getattr(value, key)
         elif isinstance(value, dict):
-            value = value.get(key, {})
+            value = value.get(key, value.get(to_camel(key), {}))
         else:
             return value
     return value

@@ -27,12 +27,14 @@ from scaler.actuators.kubernetes import (
     build_api_client,
 )
 from scaler.actuators.lease import LeaseClient
+from scaler.actuators.resources import ResourceStatusWriter, ResourceWatch
 from scaler.config.policy import Policy
 from scaler.config.settings import Settings, redact_url
 from scaler.controller.leader import LeaderElectionConfig, LeaderElector, default_identity
 from scaler.controller.loop import Controller
 from scaler.controller.reload import PolicyWatcher
 from scaler.controller.report import OutputFormat, print_reports
+from scaler.controller.targets import resolve_targets
 from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus import (
     ConfiguredQueryProblem,
@@ -53,6 +55,10 @@ T = TypeVar("T")
 #: How long a stopping leader tries to release its Lease (one write); past it, the Lease
 #: expires on its own after its duration. Well within a pod's termination grace period.
 RELEASE_TIMEOUT_SECONDS = 5.0
+#: How long the first cycle waits for the first list of the VLLMAutoscaler resources; past
+#: it, the cycles run without them until the list answers (their targets are not yet known,
+#: and nothing of them is forgotten meanwhile).
+RESOURCES_SYNC_TIMEOUT_SECONDS = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +172,9 @@ async def serve(
             monotonic=monotonic,
             metrics=metrics,
         )
+    watch: ResourceWatch | None = None
+    if settings.watch_resources:
+        watch = ResourceWatch(api, namespaces=settings.resource_namespaces, clock=clock)
     controller = Controller(
         policy=policy,
         source=source,
@@ -176,8 +185,11 @@ async def serve(
         # A takeover happens within a lease duration; a cycle or two may pass before it.
         resume_max_gap_seconds=settings.lease_duration_seconds
         + 2 * settings.control_interval_seconds,
+        resources=watch,
+        status=ResourceStatusWriter(api, clock=clock) if watch and not options.dry_run else None,
     )
     elector_task: asyncio.Task[None] | None = None
+    watch_task: asyncio.Task[None] | None = None
     cycles_done = 0
     heartbeat = Heartbeat(settings.control_interval_seconds, clock=monotonic)
     telemetry: TelemetryServer | None = None
@@ -202,15 +214,26 @@ async def serve(
                 raise StartupError(str(err)) from None
 
         async def start_checks() -> bool:
+            # the resources first: their targets are checked with the file's
+            checked = policy
+            if watch is not None:
+                if options.once:
+                    await watch.list_once()
+                else:
+                    nonlocal watch_task
+                    watch_task = asyncio.create_task(watch.run(stop))
+                    await watch.wait_synced(RESOURCES_SYNC_TIMEOUT_SECONDS)
+                found = resolve_targets(policy.targets, watch.snapshot().items)
+                checked = policy.model_copy(update={"targets": [t.policy for t in found.targets]})
             # first: Prometheus answers (a 401 is named as such, not as a missing scrape
             # interval)
             if await _probe_prometheus(source, settings, fatal=options.check_queries):
                 # then: every series twice behind an HA pair (read once either way), and a
                 # TTFT without data at start names a rate window that is too short
-                await report_series_copies(controller, source, policy)
-                await _check_rate_window(controller, source, policy)
-            if options.check_queries:
-                await _check_queries(controller, source, policy, str(settings.prometheus_url))
+                await report_series_copies(controller, source, checked)
+                await _check_rate_window(controller, source, checked)
+            if options.check_queries and checked.targets:
+                await _check_queries(controller, source, checked, str(settings.prometheus_url))
             return True
 
         if await _unless_stopped(start_checks(), stop) is None:  # SIGTERM while starting
@@ -219,6 +242,13 @@ async def serve(
         log.info(
             "started",
             targets=[t.key for t in policy.targets],
+            resources=None
+            if watch is None
+            else {
+                "namespaces": list(watch.namespaces) or "all",
+                "found": len(watch.snapshot().items),
+                "served": watch.snapshot().served,
+            },
             dry_run=options.dry_run,
             prometheus=settings.prometheus_summary(),  # header names, file paths: no values
             interval_seconds=settings.control_interval_seconds,
@@ -240,7 +270,10 @@ async def serve(
             None
             if options.once
             else PolicyWatcher(
-                settings.policy_file, policy, on_result=lambda ok: metrics.policy_reload_ok.set(ok)
+                settings.policy_file,
+                policy,
+                on_result=lambda ok: metrics.policy_reload_ok.set(ok),
+                resources=settings.watch_resources,
             )
         )
         while not stop.is_set():
@@ -279,10 +312,11 @@ async def serve(
         return code if options.once else 0
     finally:
         stop.set()
-        if elector_task is not None:
-            elector_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await elector_task
+        for task in (elector_task, watch_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if elector is not None:
             # Hand over at once instead of letting the other replica wait for expiry; within
             # a bound (an API server that does not answer must not hold the stop up until

@@ -19,6 +19,7 @@ from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
 from scaler.controller.overrides import Control, shared_pods_text
 from scaler.controller.report import shown_value
+from scaler.controller.targets import TargetSet
 from scaler.core.decide import Decision, Direction
 from scaler.core.observation import WorkloadSnapshot
 from scaler.core.reasons import Reason
@@ -67,6 +68,54 @@ class DecisionExports:
         # target -> the other workloads' pods, and the shared ones, last said
         self._foreign: dict[str, tuple[tuple[str, str], ...]] = {}
         self._shared: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {}
+        # the label sets of vllm_scaler_target_info and vllm_scaler_resource_refused, and
+        # each refused resource's message last said
+        self._target_info: set[tuple[str, str, str]] = set()
+        self._refused: dict[tuple[str, str], str] = {}
+
+    def targets(self, targets: TargetSet) -> None:
+        """Where each target's policy comes from, and the resources not scaled (a warning
+        once per resource and change); a label set that is gone is removed (only once the
+        resources are all known: a target not listed yet is not gone)."""
+        m = self.metrics
+        info = {
+            (t.key, "resource", t.resource.key()) if t.resource else (t.key, "policy_file", "")
+            for t in targets.targets
+        }
+        if targets.complete:
+            for gone in self._target_info - info:
+                m.target_info.remove(*gone)
+            self._target_info = info
+        else:
+            self._target_info |= info
+        for labels in info:
+            m.target_info.labels(*labels).set(1)
+        refused = {(r.resource.key(), r.reason): r.message for r in targets.refused}
+        for resource, was in self._refused.keys() - refused.keys():
+            m.resource_refused.remove(resource, was)
+            self.log.info("resource_accepted", resource=resource, was=was)
+        for (resource, reason), message in refused.items():
+            m.resource_refused.labels(resource, reason).set(1)
+            if self._refused.get((resource, reason)) != message:
+                self.log.warning(
+                    "resource_refused", resource=resource, reason=reason, message=message
+                )
+        self._refused = refused
+
+    def forget(self, target: str) -> None:
+        """A target that is gone (its resource was deleted): its series and what was said."""
+        self.metrics.forget_target(target)
+        for said in (
+            self._conflict_labels,
+            self._stalled,
+            self._ttft_labels,
+            self._outside_seen,
+            self._foreign,
+            self._shared,
+            self._outside_by,
+        ):
+            said.pop(target, None)
+        self._outside_new.discard(target)
 
     def not_due(self, sent: Iterable[QueryKind], now: float) -> None:
         """Mark the queries not sent this cycle as not due (``now``, Unix seconds).

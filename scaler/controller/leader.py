@@ -30,7 +30,7 @@ Durations are measured on the injected ``monotonic`` clock (``time.monotonic`` i
 production, so a wall-clock step cannot stretch a leadership); the ``clock`` (epoch
 seconds) only stamps ``renewTime``/``acquireTime``. The controller fences each write on
 :meth:`LeaderElector.is_leader` at the moment it sends it (see
-:meth:`scaler.controller.loop.Controller.apply`).
+:meth:`scaler.controller.apply.Applier.apply`).
 
 The Lease also carries the decision state a new leader resumes (an annotation written only
 by the holder, see :meth:`LeaderElector.write_annotations`): a write that is not the

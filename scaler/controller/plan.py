@@ -1,22 +1,36 @@
 """What the controller writes for one target in one cycle, as a value.
 
-The control loop first plans every write of a target (:class:`WritePlan`: Kubernetes Events,
-pod-deletion-cost annotations, the scale subresource, the state to keep), then one function
-applies the plan (:meth:`scaler.controller.loop.Controller.apply`). Planning is pure apart
-from the loop's memory of Events already sent; applying is the only place that writes.
+The control loop first plans every write of a target (:func:`plan_writes`, a
+:class:`WritePlan`: Kubernetes Events, pod-deletion-cost annotations, the scale subresource,
+the state to keep), then one function applies the plan (:meth:`scaler.controller.apply.
+Applier.apply`). Planning is pure apart from the target's record (a kind without
+pod-deletion-cost is said once); applying is the only place that writes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scaler.config.policy import TargetPolicy
-from scaler.core.decide import Decision
-from scaler.core.drain import RemovalPlan
-from scaler.core.observation import WorkloadSnapshot
-from scaler.core.state import TargetState
+import structlog
 
-__all__ = ["Event", "WritePlan", "stuck_event", "stuck_pods"]
+from scaler.actuators.kubernetes import DELETION_COST_KINDS
+from scaler.config.policy import TargetPolicy
+from scaler.config.resource import ResourceRef
+from scaler.controller.records import TargetRecord
+from scaler.core.decide import Decision, Direction
+from scaler.core.drain import RemovalPlan, plan_removal
+from scaler.core.observation import WorkloadSnapshot
+from scaler.core.reasons import Reason
+from scaler.core.state import TargetState
+from scaler.sources.prometheus import TargetReadings
+
+__all__ = ["Event", "WritePlan", "plan_writes", "stuck_event", "stuck_pods"]
+
+log = structlog.get_logger("vllm_scaler")
+
+#: Holds during which the ranking of a scale-down the signals ask for is written ahead.
+_RANK_AHEAD = frozenset({Reason.STABILIZED, Reason.STEP_LIMITED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +64,8 @@ class WritePlan:
             written.
         state: the state to keep; a successful scale adds its write to it.
         now: the cycle's time (controller clock, seconds), the time of the write.
+        subject: what the Events are about: the ``VLLMAutoscaler`` that defines the target
+            (as the HPA's are on the HPA); None: the workload (a policy file's target).
     """
 
     target: TargetPolicy
@@ -62,6 +78,7 @@ class WritePlan:
     ahead: RemovalPlan | None = None
     scale: bool = False
     not_leader: bool = False
+    subject: ResourceRef | None = None
 
 
 def stuck_event(t: TargetPolicy, snap: WorkloadSnapshot, d: Decision) -> Event | None:
@@ -94,3 +111,66 @@ def stuck_pods(snap: WorkloadSnapshot, timeout_seconds: float) -> list[str]:
         elif p.unschedulable is None and p.start_seconds >= timeout_seconds:
             out.append(f"{p.name} ({p.phase})")
     return sorted(out)
+
+
+def plan_writes(
+    t: TargetPolicy,
+    snap: WorkloadSnapshot,
+    readings: TargetReadings,
+    decision: Decision,
+    record: TargetRecord,
+    now: float,
+    *,
+    writes: bool,
+    dry_run: bool,
+    events: Sequence[Event] = (),
+    subject: ResourceRef | None = None,
+) -> WritePlan:
+    """What to write for one target: ``events`` (those due), pod annotations, the scale, the
+    state. ``writes``: this process may write now (not a dry run, and it leads)."""
+    changes = decision.direction is not Direction.NONE
+    not_leader = changes and not dry_run and not writes
+    d = decision
+    removal = ahead = None
+    if writes and d.direction is Direction.DOWN:
+        removal = _removal(t, snap, readings, record, d.current_replicas - d.desired_replicas)
+    elif writes and d.reason in _RANK_AHEAD and d.recommended_replicas < d.current_replicas:
+        coming = d.current_replicas - max(d.recommended_replicas, t.min_replicas)
+        if coming > 0:
+            ahead = _removal(t, snap, readings, record, coming)
+    return WritePlan(
+        target=t,
+        snapshot=snap,
+        decision=decision,
+        state=decision.state,
+        now=now,
+        events=tuple(events) if writes else (),
+        removal=removal,
+        ahead=ahead,
+        scale=changes and not not_leader,
+        not_leader=not_leader,
+        subject=subject,
+    )
+
+
+def _removal(
+    t: TargetPolicy,
+    snap: WorkloadSnapshot,
+    readings: TargetReadings,
+    record: TargetRecord,
+    remove: int,
+) -> RemovalPlan | None:
+    """The ``remove`` idlest pods, to rank lowest by pod-deletion-cost before a scale-down."""
+    ref = t.workload
+    if ref.kind not in DELETION_COST_KINDS:
+        if not record.cost_unsupported_logged:
+            record.cost_unsupported_logged = True
+            log.info(
+                "pod_deletion_cost_unsupported",
+                target=t.key,
+                kind=ref.kind,
+                message=f"a {ref.kind} removes the highest ordinal on scale-down and "
+                "ignores pod-deletion-cost; draining relies on the pods' grace period",
+            )
+        return None
+    return plan_removal(snap.pods, readings.pod_load, remove)

@@ -57,12 +57,19 @@ class PolicyWatcher:
         policy: the policy running now (read from ``path`` at start).
         on_result: called with True after a policy was replaced, False after a changed file
             was refused (the metric).
+        resources: the VLLMAutoscaler resources are scaled too: a file of no target is valid.
     """
 
     def __init__(
-        self, path: Path, policy: Policy, *, on_result: Callable[[bool], None] | None = None
+        self,
+        path: Path,
+        policy: Policy,
+        *,
+        on_result: Callable[[bool], None] | None = None,
+        resources: bool = False,
     ) -> None:
         self.path = path
+        self.resources = resources
         self.policy = policy
         self._on_result = on_result
         self._stat = self._status()
@@ -94,7 +101,7 @@ class PolicyWatcher:
             return None  # touched, or swapped for the same bytes
         self._digest = digest
         try:
-            new = load_policy(self.path)
+            new = load_policy(self.path, resources=self.resources)
         except PolicyError as err:
             log.error(
                 "policy_reload_failed",

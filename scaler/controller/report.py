@@ -40,6 +40,9 @@ class TargetReport:
         error: why the target could not be read or written.
         shadow: the decision of the target's shadow policy (None without one); never
             written.
+        resource: the ``VLLMAutoscaler`` that defines the target (``namespace/name``; ''
+            for the policy file's). A resource the controller refuses has a report of its
+            own: ``target`` ``VLLMAutoscaler namespace/name``, action ``refused`` and why.
     """
 
     target: str
@@ -48,6 +51,7 @@ class TargetReport:
     action: str
     error: str = ""
     shadow: Decision | None = None
+    resource: str = ""
 
 
 def decision_json(d: Decision) -> dict[str, Any]:
@@ -108,12 +112,16 @@ def report_json(report: TargetReport) -> dict[str, Any]:
     its fields): the active decision's fields, and under ``shadow`` the shadow policy's (null
     without one)."""
     d = report.decision
-    out: dict[str, Any] = {"target": report.target, "action": report.action}
+    out: dict[str, Any] = {
+        "target": report.target,
+        "resource": report.resource or None,
+        "action": report.action,
+    }
     if d is None:
         out.update(
             current_replicas=None,
             desired_replicas=None,
-            reason="target_read_failed",
+            reason="resource_refused" if report.action == "refused" else "target_read_failed",
             message=report.error,
             signals=[],
         )
@@ -153,7 +161,8 @@ def print_reports(reports: list[TargetReport], fmt: OutputFormat, out: TextIO) -
     for r in reports:
         d = r.decision
         if d is None:
-            out.write(f"{r.target}: cannot read the target: {r.error}\n")
+            why = "not scaled" if r.action == "refused" else "cannot read the target"
+            out.write(f"{r.target}: {why}: {r.error}\n")
             continue
         counts = (
             "pods unknown (no selector)"
@@ -168,8 +177,9 @@ def print_reports(reports: list[TargetReport], fmt: OutputFormat, out: TextIO) -
             + (f", finished (not counted) {d.replicas.finished}" if d.replicas.finished else "")
             + (f", asleep (sleep mode) {d.replicas.sleeping}" if d.replicas.sleeping else "")
         )
+        named = f"{r.target} (VLLMAutoscaler {r.resource})" if r.resource else r.target
         out.write(
-            f"{r.target}: current {d.current_replicas} -> desired {d.desired_replicas} "
+            f"{named}: current {d.current_replicas} -> desired {d.desired_replicas} "
             f"[{d.reason}] {d.message}\n"
             f"  replicas: {counts}\n"
         )

@@ -122,6 +122,16 @@ def register(app: typer.Typer, bench: BenchFactory | None = None) -> None:
         ] = None,
         seed: Annotated[int, typer.Option(help="Seed of the rate scaling and the routing.")] = 0,
         routing: Annotated[str, typer.Option(help=ROUTING_HELP)] = "random",
+        kube: Annotated[
+            str,
+            typer.Option(
+                help="The Kubernetes side: stand-in (the API stand-in, the fleet plays the "
+                "ReplicaSet; starts at once) or real (kube-apiserver, controller-manager, "
+                "scheduler and kwok started here: a real ReplicaSet makes the pods, kwok makes "
+                "each Ready after the model load; needs Go to build them on first use, about "
+                "10-30 minutes, then seconds).",
+            ),
+        ] = "stand-in",
         output: OutputOpt = OutputFormat.TEXT,
     ) -> None:
         """Replay a real trace against a simulated vLLM fleet, beside KEDA.
@@ -172,6 +182,8 @@ def register(app: typer.Typer, bench: BenchFactory | None = None) -> None:
             errors += option_errors(
                 {"--initial-replicas": (1, True, 1000)}, initial_replicas=initial_replicas
             )
+        if kube not in ("stand-in", "real"):
+            errors.append(f"--kube: value {kube!r}: expected stand-in or real")
         errors += [
             e
             for e in (
@@ -238,6 +250,7 @@ def register(app: typer.Typer, bench: BenchFactory | None = None) -> None:
             initial_replicas=initial_replicas,
             profile_seed=profile_seed,
             compare=not no_compare,
+            kube=kube,
             bench=None
             if bench is None
             else bench(
@@ -267,8 +280,15 @@ def register(app: typer.Typer, bench: BenchFactory | None = None) -> None:
         except (PrometheusNotInstalledError, PrometheusStartError) as err:
             typer.echo(f"vllm-scaler: {err}", err=True)
             raise typer.Exit(1) from None
+        except RuntimeError as err:
+            from scaler.sim.controlplane import BuildError, ComponentError, GoNotFoundError
+
+            if not isinstance(err, GoNotFoundError | BuildError | ComponentError):
+                raise
+            typer.echo(f"vllm-scaler: --kube real: {err}", err=True)
+            raise typer.Exit(1) from None
         if write_summary and code == 0:
-            blocks = doc_blocks(printed.text())
+            blocks = doc_blocks(printed.text(), workdir=workdir)
             for doc in write_summary:
                 doc.write_text(
                     write_doc_blocks(doc.read_text(encoding="utf-8"), blocks), encoding="utf-8"

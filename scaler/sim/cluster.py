@@ -84,6 +84,10 @@ class SimCluster:
         self.kubeconfig = workdir / "kubeconfig"
         self.kube_url = ""
 
+    def describe(self) -> str:
+        """What the Kubernetes side is, for the demo's header."""
+        return f"{self.kube_url} (kubeconfig {self.kubeconfig})"
+
     def scrape_controller(self, port: int) -> None:
         """Have Prometheus scrape a controller's ``/metrics`` on ``127.0.0.1:port`` too, as
         job :data:`CONTROLLER_JOB` (its ``vllm_scaler_*`` series beside the fleet's, as in a

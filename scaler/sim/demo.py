@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol, TextIO, TypeVar
+from typing import TYPE_CHECKING, Protocol, TextIO, TypeVar
 
 import yaml
 
@@ -54,6 +54,10 @@ from scaler.sim.report import (
 )
 from scaler.sim.trace import Trace
 from scaler.telemetry.logging import format_fields
+
+if TYPE_CHECKING:  # the real control plane is imported only when it is asked for
+    from scaler.sim.controlplane import Cluster
+    from scaler.sim.kube_real import RealKubeCluster
 
 EXAMPLE_POLICY = Path(__file__).resolve().parent.parent / "examples" / "demo-policy.yaml"
 
@@ -305,6 +309,11 @@ class DemoOptions:
     bench: SliceBench | None = None
     profile_seed: bool = True
     compare: bool = True
+    #: ``stand-in`` (the API stand-in, the fleet playing the ReplicaSet) or ``real`` (a real
+    #: control plane: :class:`~scaler.sim.kube_real.RealKubeCluster`)
+    kube: str = "stand-in"
+    #: with ``kube="real"``, a cluster to run on instead of starting a control plane
+    kube_cluster: Cluster | None = None
 
 
 _UNITS = {"queue_depth": "", "kv_cache_usage": "", "ttft_p95": "s"}
@@ -576,18 +585,29 @@ async def _run_locked(
         if written is not None:
             policy_file, policy = written, load_policy(written)
             seeding = seed_line(seed, opts.slo_ttft_seconds) + "\n"
-    cluster = SimCluster(
-        workdir,
-        FleetConfig(
-            model=ReplicaModel(model_load_seconds=opts.model_load_seconds),
-            termination_grace_seconds=opts.termination_grace_seconds,
-            initial_replicas=initial,
-            routing=opts.routing,
-            seed=opts.seed,
-        ),
-        scrape_interval_seconds=opts.scrape_interval_seconds,
-        clock=clock,
+    fleet_config = FleetConfig(
+        model=ReplicaModel(model_load_seconds=opts.model_load_seconds),
+        termination_grace_seconds=opts.termination_grace_seconds,
+        initial_replicas=initial,
+        routing=opts.routing,
+        seed=opts.seed,
     )
+    cluster: SimCluster | RealKubeCluster
+    if opts.kube == "real":
+        from scaler.sim.kube_real import RealKubeCluster
+
+        cluster = RealKubeCluster(
+            workdir,
+            fleet_config,
+            scrape_interval_seconds=opts.scrape_interval_seconds,
+            clock=clock,
+            cluster=opts.kube_cluster,
+        )
+    else:
+        cluster = SimCluster(
+            workdir, fleet_config, scrape_interval_seconds=opts.scrape_interval_seconds,
+            clock=clock,
+        )  # fmt: skip
     fleet, runtime, prom = cluster.fleet, cluster.runtime, cluster.prometheus
     shadow: list[tuple[float, int]] = []  # the shadow policy's recommendations, if it has one
     controller: asyncio.subprocess.Process | None = None
@@ -611,7 +631,7 @@ async def _run_locked(
     start = clock()
     try:
         await until_stopped(cluster.start(), stop)
-        kubeconfig, kube_url = cluster.kubeconfig, cluster.kube_url
+        kubeconfig = cluster.kubeconfig
         if stop.is_set():
             return 128 + received[0] if received else 1
         env_file = write_env_file(
@@ -634,7 +654,7 @@ async def _run_locked(
             f"model load {opts.model_load_seconds:g} s, drain grace "
             f"{opts.termination_grace_seconds:g} s, routing {opts.routing}\n"
             f"prometheus  {prom.url} (scrape every {opts.scrape_interval_seconds:g} s)\n"
-            f"kube API    {kube_url} (kubeconfig {kubeconfig})\n"
+            f"kube API    {cluster.describe()}\n"
             f"policy      {policy_file}\n"
             + seeding
             + (

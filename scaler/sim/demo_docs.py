@@ -4,7 +4,9 @@ so that new numbers are one re-run away."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from pathlib import Path
 
 __all__ = ["DOC_BLOCKS", "doc_blocks", "missing_doc_blocks", "write_doc_blocks"]
 
@@ -15,27 +17,32 @@ DOC_BLOCKS = {
     "summary": ("<!-- demo-summary -->", "<!-- /demo-summary -->"),
     "transcript": ("<!-- demo-transcript -->", "<!-- /demo-transcript -->"),
 }
-#: Lines of the demo's output that name this machine (ports, paths), left out of the blocks.
-_LOCAL_LINES = (
-    "prometheus  ",
-    "kube API    ",
-    "policy      ",
-    "metrics     ",
-    "dry run     ",
-    "plot  ",
+#: Lines of the demo's output left out of the blocks: the plot's path (the page shows the plot).
+_LEFT_OUT = ("plot  ",)
+#: What names this machine in the lines kept: loopback ports (the header's servers, the
+#: controller's ``started`` line), written as ``<port>``.
+_PORTS = (
+    (re.compile(r"://127\.0\.0\.1:\d+"), "://127.0.0.1:<port>"),
+    (re.compile(r"\bmetrics_port=\d+"), "metrics_port=<port>"),
 )
 
 
-def doc_blocks(printed: str) -> dict[str, str]:
-    """What a run printed, as the documentation's blocks: ``transcript``, everything but the
-    lines naming this machine (:data:`_LOCAL_LINES`, and any holding a loopback URL, as the
-    controller's ``started`` line does), and ``summary``, from the summary's title
+def doc_blocks(printed: str, workdir: Path | None = None) -> dict[str, str]:
+    """What a run printed, as the documentation's blocks: ``transcript``, every line as the
+    run printed it (its header: the trace, the fleet, where Prometheus, the API stand-in, the
+    policy, the controller's metrics listen, the dry run's command; the decisions), with the
+    loopback ports written ``<port>`` and an absolute ``workdir`` as ``out/demo`` (the
+    default), the plot's line left out; and ``summary``, from the summary's title
     (``== vllm-scaler demo``) on."""
-    kept = [
-        line
-        for line in printed.splitlines()
-        if not line.startswith(_LOCAL_LINES) and "://127.0.0.1" not in line
-    ]
+    kept = []
+    for line in printed.splitlines():
+        if line.startswith(_LEFT_OUT):
+            continue
+        for pattern, placeholder in _PORTS:
+            line = pattern.sub(placeholder, line)
+        if workdir is not None and workdir.is_absolute():
+            line = line.replace(str(workdir), "out/demo")
+        kept.append(line)
     transcript = "\n".join(kept).strip("\n")
     at = transcript.find("== vllm-scaler demo")
     summary = transcript[at:] if at >= 0 else ""

@@ -19,6 +19,7 @@ a plain in-memory one when nothing else reads them (the benchmark).
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -28,10 +29,11 @@ from typing import Any, Protocol
 from scaler.sim.engine import ReplicaEngine, ReplicaModel, SimRequest
 from scaler.sim.exposition import KV_METRIC_NEW, SERVED_MODEL_NAME, VllmMetrics
 from scaler.sim.kubeapi import ScaleChange
+from scaler.sim.ranking import DELETION_COST, PodFacts, deletion_cost, removal_order
 from scaler.sim.routing import GATEWAY_SCRAPE_SECONDS, Routing, make_router
 
 #: Annotation the ReplicaSet controller reads to pick which pods to remove first.
-POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+POD_DELETION_COST = DELETION_COST
 
 
 class PodStore(Protocol):
@@ -81,6 +83,11 @@ class FleetConfig:
             replicas' queues, seconds.
         export_metrics: give every replica its vLLM metrics (:class:`VllmMetrics`); off where
             nothing scrapes them (faster, and the fleet can be deep-copied).
+        pods_per_node: how many replicas fit on one node (its GPUs over a replica's): 1
+            puts each pod on a node of its own; more places a new pod on the node with the
+            most free room, as the scheduler's least-allocated scoring does, on a new node
+            when every node is full. Pods that share a node are removed first (the
+            ReplicaSet's "doubled up" rule, :mod:`scaler.sim.ranking`).
         decode_runs: the engines run the steps between two batch changes as one
             (:class:`~scaler.sim.engine.ReplicaEngine`'s fast path); False runs every step.
 
@@ -100,10 +107,13 @@ class FleetConfig:
     routing: Routing | str = Routing.RANDOM
     gateway_scrape_seconds: float = GATEWAY_SCRAPE_SECONDS
     export_metrics: bool = True
+    pods_per_node: int = 1
     decode_runs: bool = True
 
     def __post_init__(self) -> None:
         make_router(self.routing, scrape_interval_seconds=self.gateway_scrape_seconds)
+        if self.pods_per_node < 1:
+            raise ValueError(f"pods_per_node must be at least 1, got {self.pods_per_node}")
 
 
 @dataclass(slots=True, eq=False)
@@ -115,6 +125,7 @@ class SimPod:
     engine: ReplicaEngine
     metrics: VllmMetrics | None
     created_at: float
+    node: str = ""
     ready_at: float | None = None
     terminating_since: float | None = None
     deleted_at: float | None = None
@@ -160,6 +171,18 @@ class FleetSample:
         return self.ready + self.starting + self.terminating
 
 
+@dataclass(frozen=True, slots=True)
+class ObservedPod:
+    """A pod of the workload as a real API server shows it, for a fleet that follows the
+    cluster's own controllers (:meth:`Fleet.observe`): its name, node, and whether its Ready
+    condition is True and it has a deletionTimestamp."""
+
+    name: str
+    ready: bool
+    terminating: bool
+    node: str = ""
+
+
 @dataclass(slots=True)
 class StepChanges:
     """Pods whose endpoint appeared or went away during one :meth:`Fleet.step`."""
@@ -176,10 +199,19 @@ class Fleet:
             created here.
         config: the workload.
         now: the start time, seconds on the store's clock.
+        follow: the pods are a real cluster's (its ReplicaSet creates and removes them, kwok
+            or a kubelet makes them Ready after the model load): the fleet creates none and
+            times no model load, but follows what :meth:`observe` reports, a replica per pod,
+            Ready when its pod is; a removed pod drains and is deleted through ``store`` when
+            its requests are done (or its grace period is over), as the kubelet does.
     """
 
-    def __init__(self, store: PodStore, config: FleetConfig, *, now: float) -> None:
+    def __init__(
+        self, store: PodStore, config: FleetConfig, *, now: float, follow: bool = False
+    ) -> None:
         self.store = store
+        self.follow = follow
+        self._observed: list[ObservedPod] | None = None
         self.config = config
         self.pods: dict[str, SimPod] = {}
         self.gone: list[SimPod] = []
@@ -194,11 +226,13 @@ class Fleet:
         )
         self._hash = "".join(self._rng.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(9))
         self._now = now
+        self._nodes: dict[str, int] = {}  # node -> pods bound to it (terminating included)
+        self._node_names = itertools.count()
         store.add_deployment(
             config.namespace, config.name, config.initial_replicas, dict(config.labels)
         )
         store.on_scale_change(self._on_scale_change)
-        for _ in range(config.initial_replicas):
+        for _ in range(0 if follow else config.initial_replicas):
             pod = self._create_pod(now - config.model.model_load_seconds)
             self._set_ready(pod, now)
 
@@ -312,10 +346,12 @@ class Fleet:
         self._now = now
         self.router.observe([p.engine for p in self._candidates()], now)
         changes = StepChanges()
+        if self.follow:
+            self._follow(now, changes)
         for pod in list(self.pods.values()):
             pod.engine.advance_to(now)
             if pod.ready_at is None and pod.terminating_since is None:
-                if now >= pod.created_at + self.config.model.model_load_seconds:
+                if not self.follow and now >= pod.created_at + self.config.model.model_load_seconds:
                     self._set_ready(pod, now)
                     changes.ready.append(pod)
             elif pod.terminating_since is not None:
@@ -325,13 +361,44 @@ class Fleet:
                         pod.engine.abort_all(now)  # SIGKILL at the end of the grace period
                     self._delete(pod, now)
                     changes.gone.append(pod)
-        self._reconcile(now)
+        if not self.follow:
+            self._reconcile(now)
         while self.backlog:
             target = self._pick(now)
             if target is None:
                 break
             target.engine.submit(self.backlog.popleft(), now)
         return changes
+
+    def observe(self, pods: list[ObservedPod]) -> None:
+        """The workload's pods as the API shows them now (a following fleet, see the class);
+        the next :meth:`step` acts on them."""
+        self._observed = list(pods)
+
+    def _follow(self, now: float, changes: StepChanges) -> None:
+        """A replica for each new pod, Ready with its pod, draining once its pod is being
+        deleted; one whose pod is gone from the API is killed (its grace ended there)."""
+        observed, self._observed = self._observed, None
+        if observed is None:
+            return
+        seen = {o.name for o in observed}
+        gone = {p.name for p in self.gone}
+        for o in observed:
+            pod = self.pods.get(o.name)
+            if pod is None:
+                if o.name in gone or o.terminating:
+                    continue
+                pod = self._new_pod(o.name, now, node=o.node)
+            if o.terminating and pod.terminating_since is None:
+                self._terminate(pod, now)
+            elif o.ready and pod.ready_at is None and pod.terminating_since is None:
+                self._set_ready(pod, now)
+                changes.ready.append(pod)
+        for pod in [p for name, p in self.pods.items() if name not in seen]:
+            if pod.engine.in_flight:
+                pod.engine.abort_all(now)
+            self._delete(pod, now, in_store=False)
+            changes.gone.append(pod)
 
     def _on_scale_change(self, change: ScaleChange) -> None:
         if change.namespace == self.config.namespace and change.name == self.config.name:
@@ -348,15 +415,36 @@ class Fleet:
                 self._terminate(pod, now)
 
     def _deletion_order(self, live: list[SimPod]) -> list[SimPod]:
-        # The ReplicaSet controller's ranking (kubernetes pkg/controller/controller_utils.go,
-        # ActivePodsWithRanks): not-ready before ready, lower pod-deletion-cost first, then the
-        # most recently ready and the newest first.
-        def rank(p: SimPod) -> tuple[int, int, float, float]:
-            pod = self.store.get_pod(self.config.namespace, p.name)
-            cost = int(pod["metadata"].get("annotations", {}).get(POD_DELETION_COST, "0"))
-            return (1 if p.ready else 0, cost, -(p.ready_at or 0.0), -p.created_at)
+        """``live`` in the order the ReplicaSet controller removes them
+        (:func:`~scaler.sim.ranking.removal_order`, from what the API holds of each pod:
+        times in whole seconds, its uid and its ``pod-deletion-cost``)."""
+        facts = {p.name: self._facts(p) for p in live}
+        order = removal_order(list(facts.values()), now=self._now)
+        return [self.pods[f.name] for f in order]
 
-        return sorted(live, key=rank)
+    def _facts(self, p: SimPod) -> PodFacts:
+        meta = self.store.get_pod(self.config.namespace, p.name)["metadata"]
+        return PodFacts(
+            name=p.name,
+            uid=str(meta.get("uid") or p.name),
+            node=p.node,
+            phase="Running" if p.ready_at is not None else "Pending",
+            ready=p.ready,
+            ready_since=float(int(p.ready_at)) if p.ready_at is not None else None,
+            deletion_cost=deletion_cost(meta.get("annotations")),
+            restarts=0,
+            created_at=float(int(p.created_at)),
+        )
+
+    def _place(self) -> str:
+        """The node of a new pod (:attr:`FleetConfig.pods_per_node`)."""
+        open_nodes = [(n, c) for n, c in self._nodes.items() if c < self.config.pods_per_node]
+        if open_nodes:  # the least allocated; the oldest node among equals
+            node = min(open_nodes, key=lambda nc: nc[1])[0]
+        else:
+            node = f"node-{next(self._node_names)}"
+        self._nodes[node] = self._nodes.get(node, 0) + 1
+        return node
 
     def _create_pod(self, now: float) -> SimPod:
         while True:
@@ -364,6 +452,12 @@ class Fleet:
             name = f"{self.config.name}-{self._hash}-{suffix}"
             if name not in self.pods:
                 break
+        pod = self._new_pod(name, now, node=self._place())
+        self.store.add_pod(self.config.namespace, name, dict(self.config.labels), created_at=now)
+        return pod
+
+    def _new_pod(self, name: str, now: float, *, node: str) -> SimPod:
+        """A replica (its engine and metrics) for the pod ``name``."""
         metrics = (
             VllmMetrics(
                 model_name=self.config.model_name,
@@ -379,9 +473,8 @@ class Fleet:
             self.config.model, name=name, metrics=metrics, decode_runs=self.config.decode_runs
         )
         engine.advance_to(now)
-        pod = SimPod(name, engine, metrics, created_at=now)
+        pod = SimPod(name, engine, metrics, created_at=now, node=node)
         self.pods[name] = pod
-        self.store.add_pod(self.config.namespace, name, dict(self.config.labels), created_at=now)
         return pod
 
     def _set_ready(self, pod: SimPod, now: float) -> None:
@@ -400,8 +493,13 @@ class Fleet:
             grace_period_seconds=int(self.config.termination_grace_seconds),
         )
 
-    def _delete(self, pod: SimPod, now: float) -> None:
+    def _delete(self, pod: SimPod, now: float, *, in_store: bool = True) -> None:
         pod.deleted_at = now
         del self.pods[pod.name]
+        if pod.node in self._nodes:
+            self._nodes[pod.node] -= 1
+            if self._nodes[pod.node] == 0 and self.config.pods_per_node == 1:
+                del self._nodes[pod.node]  # a node of its own: gone with it
         self.gone.append(pod)
-        self.store.delete_pod(self.config.namespace, pod.name)
+        if in_store:
+            self.store.delete_pod(self.config.namespace, pod.name)

@@ -17,8 +17,10 @@ import abc
 import asyncio
 import ctypes
 import ctypes.util
+import functools
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -44,6 +46,7 @@ __all__ = [
     "duration",
     "find_binary",
     "find_prometheus_binary",
+    "prometheus_version",
     "wait_for_series",
     "write_file_sd",
 ]
@@ -268,7 +271,7 @@ class ScrapingServer(abc.ABC):
         """The scrape configuration written at start (``workdir/<config_name>``)."""
         return self.workdir / self.config_name
 
-    def global_options(self, interval: str) -> dict[str, str]:
+    def global_options(self, interval: str) -> dict[str, Any]:
         """More ``global`` settings of the scrape configuration (``interval``: the scrape one)."""
         return {}
 
@@ -425,17 +428,54 @@ class ScrapingServer(abc.ABC):
         await self.astop()
 
 
+def prometheus_version(binary: str) -> tuple[int, int]:
+    """``(major, minor)`` of a Prometheus binary, from its ``--version`` line
+    (``prometheus, version 3.16.0 (branch: ...)``).
+
+    Raises:
+        PrometheusStartError: it does not say (the message quotes what it printed).
+    """
+    return _version(shutil.which(binary) or binary)
+
+
+@functools.cache
+def _version(path: str) -> tuple[int, int]:
+    out = subprocess.run(
+        [path, "--version"], capture_output=True, text=True, timeout=30, check=False
+    )
+    text = out.stdout + out.stderr
+    found = re.search(r"version (\d+)\.(\d+)\.", text)
+    if found is None:
+        raise PrometheusStartError(f"{path} --version: no version in {text[:200]!r}")
+    return int(found.group(1)), int(found.group(2))
+
+
 class PrometheusServer(ScrapingServer):
     """A Prometheus process scraping the targets listed in a file-SD file (see
     :class:`ScrapingServer` for the arguments; ``extra_args`` e.g.
-    ``--query.lookback-delta=30s`` or ``--enable-feature=native-histograms``). Its
-    configuration is ``workdir/prometheus.yml``, its TSDB ``workdir/data``; ``rule_files``
-    are loaded (``rule_files`` of the config), and :meth:`reload` loads others later.
+    ``--query.lookback-delta=30s``). Its configuration is ``workdir/prometheus.yml``, its
+    TSDB ``workdir/data``; ``rule_files`` are loaded (``rule_files`` of the config), and
+    :meth:`reload` loads others later.
+
+    ``native_histograms``: store the histograms a target serves in the protobuf exposition as
+    native histograms. Before Prometheus 3.8 that is the feature flag
+    ``--enable-feature=native-histograms``; from 3.9 the flag does nothing and the setting
+    ``scrape_native_histograms`` is what turns it on (3.8 takes both): the one the binary's
+    version takes is used.
     """
 
-    def __init__(self, workdir: Path, *, rule_files: Sequence[Path] = (), **kwargs: Any) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        rule_files: Sequence[Path] = (),
+        native_histograms: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(workdir, **kwargs)
         self.rule_files = tuple(rule_files)
+        self.native_histograms = native_histograms
+        self._native_setting = False  # scrape_native_histograms rather than the flag
 
     def config_options(self) -> dict[str, Any]:
         """The rule files, if any."""
@@ -459,21 +499,28 @@ class PrometheusServer(ScrapingServer):
     file_sd_options: ClassVar[dict[str, str]] = {"refresh_interval": "1s"}
 
     def find_binary(self, binary: str | None) -> str:
-        """See :func:`find_prometheus_binary`."""
-        return find_prometheus_binary(binary)
+        """See :func:`find_prometheus_binary`; with :attr:`native_histograms`, its version
+        says how they are turned on."""
+        found = find_prometheus_binary(binary)
+        if self.native_histograms:
+            self._native_setting = prometheus_version(found) >= (3, 8)
+        return found
 
-    def global_options(self, interval: str) -> dict[str, str]:
+    def global_options(self, interval: str) -> dict[str, Any]:
         """Rules are evaluated every scrape interval."""
-        return {"evaluation_interval": interval}
+        native = {"scrape_native_histograms": True} if self._native_setting else {}
+        return {"evaluation_interval": interval, **native}
 
     def command(self, binary: str, port: int) -> list[str]:
         """``prometheus`` with its config, TSDB and listen address."""
+        native = self.native_histograms and not self._native_setting
         return [
             binary,
             f"--config.file={self.config_path}",
             f"--storage.tsdb.path={self.workdir / 'data'}",
             f"--web.listen-address=127.0.0.1:{port}",
             "--log.level=info",
+            *(["--enable-feature=native-histograms"] if native else []),
         ]
 
 

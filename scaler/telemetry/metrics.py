@@ -474,6 +474,28 @@ class ScalerMetrics:
             ["target", "reason"],
             registry=r,
         )
+        self.target_info = Gauge(
+            "vllm_scaler_target_info",
+            "1 per target: where its policy comes from (source: policy_file or resource) and "
+            "the VLLMAutoscaler that defines it (resource: namespace/name, empty for the "
+            "policy file's).",
+            ["target", "source", "resource"],
+            registry=r,
+        )
+        self.status_writes = Counter(
+            "vllm_scaler_status_writes_total",
+            "Writes of a VLLMAutoscaler's status, by outcome (written, failed): at most one per "
+            "change of what it shows.",
+            ["outcome"],
+            registry=r,
+        )
+        self.resource_refused = Gauge(
+            "vllm_scaler_resource_refused",
+            "1 per VLLMAutoscaler the controller does not scale, with why (reason: "
+            "invalid_spec, ambiguous_target).",
+            ["resource", "reason"],
+            registry=r,
+        )
         Info("vllm_scaler_build", "Build information.", registry=r).info({"version": __version__})
 
     def remove_target(self, target: str) -> None:
@@ -493,6 +515,10 @@ class ScalerMetrics:
             for values in gone:
                 if values[at] == target:
                     metric.remove(*values)
+
+    def forget_target(self, target: str) -> None:
+        """Drop every series of a target that is gone (its resource was deleted)."""
+        self.remove_target(target)
 
     def remove_signals(self, target: str, signals: Iterable[str]) -> None:
         """Drop a target's per-signal series (its signals are not read while disabled)."""

@@ -1,7 +1,9 @@
 """Case 22 on a REAL Prometheus storing vLLM's TTFT as a native histogram.
 
-Debian's Prometheus (2.42) stores native histograms with ``--enable-feature=native-histograms``
-when a target serves the protobuf exposition; then no ``_bucket``/``_count`` series exist.
+Prometheus stores native histograms when a target serves the protobuf exposition and they
+are turned on: Debian's 2.42 with ``--enable-feature=native-histograms``, Prometheus 3.16 (built
+from its module) with the setting ``scrape_native_histograms`` (from 3.9 the flag does
+nothing); then no ``_bucket``/``_count`` series exist. Every test runs on both.
 Fake pods serve their TTFT histogram that way (``tests/support/native_exposition.py``), and
 the source reads it with the exact PromQL it uses in production.
 """
@@ -18,15 +20,10 @@ from aiohttp import web
 from scaler.config.policy import TargetPolicy, WorkloadRef
 from scaler.config.vocabulary import SignalName
 from scaler.core.signals import SignalStatus
-from scaler.sim.prometheus_server import (
-    PrometheusNotInstalledError,
-    PrometheusServer,
-    find_prometheus_binary,
-    wait_for_series,
-    write_file_sd,
-)
+from scaler.sim.prometheus_server import PrometheusServer, wait_for_series, write_file_sd
 from scaler.sources.prometheus import PrometheusSource, check_configured_queries
 from tests.support.fakeprom import case_file, snapshot
+from tests.support.prometheus_versions import PROMETHEUS_VERSIONS, prometheus_binary
 
 pytest.importorskip("google.protobuf", reason="the protobuf exposition needs the dev extra")
 from tests.support.native_exposition import NativeVllmPod
@@ -44,12 +41,11 @@ def sts(name: str) -> TargetPolicy:
     )
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def prometheus(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[PrometheusServer]:
-    try:
-        find_prometheus_binary()
-    except PrometheusNotInstalledError as err:
-        pytest.skip(str(err))
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=PROMETHEUS_VERSIONS)
+async def prometheus(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[PrometheusServer]:
+    binary = prometheus_binary(request.param)
     pods = [
         NativeVllmPod("vllm-0", index=3, per_scrape=10),  # first tokens in (4, 8] s
         NativeVllmPod("vllm-1", index=3, per_scrape=10),
@@ -75,7 +71,8 @@ async def prometheus(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
             tmp / "prom",
             scrape_interval_seconds=1.0,
             sd_file=sd,
-            extra_args=["--enable-feature=native-histograms"],
+            binary=binary,
+            native_histograms=True,
         )
         async with server:
             try:
@@ -115,8 +112,8 @@ async def test_case_22_ttft_is_read_from_the_native_histogram_of_the_targets_pod
     assert all(o.ok for o in result.queries.values()), result.queries
     r = result.readings(busy.key)[TTFT]
     assert r.status is SignalStatus.OK, r
-    # Prometheus 2.42 interpolates linearly inside the (4, 8] bucket: 4 + 4 x 0.95; the
-    # neighbour's first tokens, in (16, 32], are not the target's
+    # inside the (4, 8] bucket (where inside is the server's interpolation: 2.42's is linear);
+    # the neighbour's first tokens, in (16, 32], are not the target's
     assert r.value is not None and 4.0 < r.value <= 8.0
     assert result.targets[busy.key].ttft_metric == NATIVE
     assert result.targets[busy.key].ttft_query == "raw"

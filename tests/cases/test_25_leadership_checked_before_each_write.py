@@ -16,7 +16,7 @@ from scaler.actuators.lease import LeaseClient
 from scaler.config.policy import parse_policy
 from scaler.controller.fence import WriteFence
 from scaler.controller.leader import LeaderElectionConfig, LeaderElector
-from scaler.controller.loop import STATE_ANNOTATION
+from scaler.controller.lease_state import STATE_ANNOTATION
 from scaler.core.reasons import Reason
 from tests.support.controller_harness import NS, T0, Harness, HarnessFactory, captured_logs
 from tests.support.fakeprom import case_file, kv, per_pod

@@ -376,19 +376,19 @@ JSON_TOKEN = "json-token-Wd27k"
         pytest.param(
             ["run", "--prometheus-url", f"http://u:{ARGV_PASSWORD}@h:9090",
              "--interval", ARGV_PASSWORD],
-            "--interval: value '***': expected a duration",
+            "(--interval): value '***': expected a duration",
             id="url-password-as-another-value",
         ),
         pytest.param(
             ["recommend", "--once", "--prometheus-headers", f"X-Api-Key={ARGV_TOKEN}",
              "--interval", ARGV_TOKEN],
-            "--interval: value '***': expected a duration",
+            "(--interval): value '***': expected a duration",
             id="header-value",
         ),
         pytest.param(
             ["recommend", "--once", f"--prometheus-headers={{\"X-Api-Key\": \"{ARGV_TOKEN}\"}}",
              "--interval", ARGV_TOKEN],
-            "--interval: value '***': expected a duration",
+            "(--interval): value '***': expected a duration",
             id="header-value-json",
         ),
         pytest.param(

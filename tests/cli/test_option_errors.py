@@ -6,8 +6,10 @@ from __future__ import annotations
 import re
 import socket
 from pathlib import Path
+from typing import Any, Literal, get_origin
 
 import pytest
+import typer
 import yaml
 from typer.testing import CliRunner
 
@@ -37,13 +39,15 @@ def _error(args: list[str], env: dict[str, str] | None = None) -> str:
         ),
         pytest.param(
             ["run", "--interval", "abc"],
-            "vllm-scaler: --interval: value 'abc': expected a duration: seconds (90) or a number wi"
-            "th a unit ms, s, m, h, d, w or y (90s, 5m, 1.5m, 1h30m)",
+            "vllm-scaler: VLLM_SCALER_CONTROL_INTERVAL_SECONDS (--interval): value 'abc': expected"
+            " a duration: seconds (90) or a number with a unit ms, s, m, h, d, w or y (90s, 5m, "
+            "1.5m, 1h30m)",
             id="interval-number",
         ),
         pytest.param(
             ["run", "--metrics-port", "1.5"],
-            "vllm-scaler: --metrics-port: value '1.5': expected a whole number",
+            "vllm-scaler: VLLM_SCALER_METRICS_PORT (--metrics-port): value '1.5': expected a whole"
+            " number",
             id="port-whole-number",
         ),
         pytest.param(
@@ -128,6 +132,11 @@ def _error(args: list[str], env: dict[str, str] | None = None) -> str:
             "vllm-scaler: VLLM_SCALER_CONTROL_INTERVAL_SECONDS (--interval): value nan: expected "
             "a finite number",
             id="not-finite-setting",
+        ),
+        pytest.param(
+            ["sim", "--kube", "kind"],
+            "vllm-scaler: --kube: value 'kind': expected stand-in or real",
+            id="sim-kube",
         ),
         pytest.param(
             ["backtest", "--max-points", "0"],
@@ -424,3 +433,98 @@ def test_an_empty_policy_option_says_it_is_empty(args: list[str], given_as: str)
         "the path is empty (or '.', the current directory); expected the path of a YAML "
         f"policy file given as {given_as}"
     ), result.stderr
+
+
+def _commands() -> list[tuple[str, Any]]:
+    """Every command of the app by name, its click command loaded."""
+    group: Any = typer.main.get_command(app)
+    return [(name, group.get_command(None, name)) for name in group.list_commands(None)]
+
+
+def _flag_cases() -> list[Any]:
+    """``(command, --flag=value, the spelling the error must name)`` for every boolean flag
+    of every command: each flag's true and false, on its name and on its pair's."""
+    cases = []
+    for name, command in _commands():
+        for param in command.params:
+            if not getattr(param, "is_flag", False):
+                continue
+            on = next(o for o in param.opts if o.startswith("--"))
+            off = next((o for o in param.secondary_opts if o.startswith("--")), None)
+            given = [(f"{on}=false", f"write {off}" if off else f"leave {on} out")]
+            given.append((f"{on}=1", f"write {on}"))
+            if off:
+                given += [(f"{off}=true", f"write {off}"), (f"{off}=0", f"write {on}")]
+            for arg, hint in given:
+                cases.append(pytest.param(name, arg, hint, id=f"{name}-{arg}"))
+    return cases
+
+
+FLAG_CASES = _flag_cases()
+
+
+def test_the_flag_cases_cover_the_pairs_and_the_lone_flags() -> None:
+    ids = {p.id for p in FLAG_CASES}
+    assert {"run---leader-election=false", "run---no-leader-election=true"} <= ids
+    assert {"recommend---once=false", "run---dry-run=1", "sim---no-compare=false"} <= ids
+
+
+@pytest.mark.parametrize(("command", "arg", "hint"), FLAG_CASES)
+def test_a_flag_given_a_boolean_value_names_the_spelling_that_says_it(
+    command: str, arg: str, hint: str
+) -> None:
+    assert _error([command, arg]) == (
+        f"vllm-scaler: {arg}: a flag takes no value: {hint}; see vllm-scaler {command} --help"
+    )
+
+
+def test_a_flag_given_another_value_names_both_spellings() -> None:
+    assert _error(["run", "--leader-election=maybe"]) == (
+        "vllm-scaler: --leader-election=maybe: a flag takes no value: write --leader-election "
+        "or --no-leader-election; see vllm-scaler run --help"
+    )
+    assert _error(["recommend", "--once=soon"]) == (
+        "vllm-scaler: --once=soon: a flag takes no value: write --once or leave it out; see "
+        "vllm-scaler recommend --help"
+    )
+
+
+def _setting_cases() -> list[Any]:
+    """``(command, option, variable)`` of every setting of a number or a fixed choice that a
+    command offers: a value ``x`` fails its conversion."""
+    from scaler.config.settings import Settings, env_name
+
+    convertible = {
+        env_name(field)
+        for field, info in Settings.model_fields.items()
+        if info.annotation in (int, float) or get_origin(info.annotation) is Literal
+    }
+    cases = []
+    for name, command in _commands():
+        for param in command.params:
+            if isinstance(param.envvar, str) and param.envvar in convertible:
+                option = next(o for o in param.opts if o.startswith("--"))
+                cases.append(pytest.param(name, option, param.envvar, id=f"{name}-{option}"))
+    return cases
+
+
+SETTING_CASES = _setting_cases()
+
+
+def test_the_setting_cases_cover_every_command_that_takes_settings() -> None:
+    ids = {p.id for p in SETTING_CASES}
+    assert {"run---interval", "run---metrics-port", "run---lease-duration-seconds"} <= ids
+    assert {"recommend---log-format", "backtest---prometheus-timeout-seconds"} <= ids
+    assert "dashboards---prometheus-cloud-auth" in ids
+
+
+@pytest.mark.parametrize(("command", "option", "variable"), SETTING_CASES)
+def test_a_settings_bad_value_names_its_variable_and_option_from_either_source(
+    command: str, option: str, variable: str
+) -> None:
+    """As the settings' own checks name a setting (``VLLM_SCALER_... (--option)``), given as
+    the option or as the variable."""
+    from_option = _error([command, option, "x"])
+    from_variable = _error([command], env={variable: "x"})
+    assert from_option.startswith(f"vllm-scaler: {variable} ({option}): value 'x': expected ")
+    assert from_variable == from_option

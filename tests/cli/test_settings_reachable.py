@@ -19,12 +19,13 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def _reference() -> str:
-    """The settings reference as the site's build generates it (its hook, its commands)."""
+    """The settings reference as docs/hooks.py generates it for docs/settings.md (its
+    commands read from the command line)."""
     spec = importlib.util.spec_from_file_location("docs_hooks", DOCS / "hooks.py")
     assert spec is not None and spec.loader is not None
     hooks = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hooks)
-    return str(hooks.on_page_markdown("<!-- reference:settings -->"))
+    return str(hooks.REFERENCES["settings"]())
 
 
 def _table_rows() -> list[tuple[list[str], list[str], list[str]]]:

@@ -96,3 +96,25 @@ async def test_an_encrypted_client_key_is_a_usage_error_without_a_prompt(
         f"value '{key}': the key is encrypted (a passphrase); expected an unencrypted PEM "
         f"private key matching {cert}\n"
     )
+
+
+def test_sim_on_a_real_control_plane_without_go_stops_at_start_saying_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from scaler.cli import app
+    from scaler.sim import kube_real
+    from scaler.sim.controlplane import GoNotFoundError
+
+    def no_go(*_: object, **__: object) -> None:
+        raise GoNotFoundError("no Go toolchain found to build the test servers; install Go")
+
+    monkeypatch.setattr(kube_real, "ensure_binary", no_go)
+    args = ["sim", "--kube", "real", "--minutes", "0.2", "--no-compare", "--no-profile-seed",
+            "--initial-replicas", "1", "--workdir", str(tmp_path / "demo")]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1, result.output
+    assert result.stderr.splitlines()[-1] == (
+        "vllm-scaler: --kube real: no Go toolchain found to build the test servers; install Go"
+    )

@@ -74,8 +74,8 @@ def test_statefulset_and_custom_matchers() -> None:
             id="surplus share over 100%",
         ),
         pytest.param(
-            {"maxReplicas": 4},
-            "targets[0].maxReplicas: unknown field; did you mean max_replicas?",
+            {"max_replica": 4},
+            "targets[0].max_replica: unknown field; did you mean max_replicas?",
             id="unknown field",
         ),
         pytest.param(

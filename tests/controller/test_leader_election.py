@@ -15,7 +15,7 @@ from typing import Any
 
 from scaler.controller.fence import WriteFence
 from scaler.controller.leader import parse_time
-from scaler.controller.loop import STATE_ANNOTATION
+from scaler.controller.lease_state import STATE_ANNOTATION
 from scaler.sim.kubeapi import ScaleChange
 from tests.support.controller_harness import NS, T0, Harness, HarnessFactory, captured_logs
 from tests.support.fakeprom import kv, per_pod, ttft_answers
@@ -175,7 +175,7 @@ async def test_no_flap_while_the_leader_renews(make_harness: HarnessFactory) -> 
         )
         assert written is not None and 1 <= written <= cycles
         puts = len([r for r in h.kube.requests if r.method == "PUT"])
-        await a.controller._persist(h.clock.now, WriteFence(a.elector))
+        await a.controller.persist(WriteFence(a.elector))
         assert len([r for r in h.kube.requests if r.method == "PUT"]) == puts
 
 

@@ -28,7 +28,7 @@ from scaler.config.policy import parse_policy
 from scaler.config.settings import Settings, redact_url
 from scaler.controller.app import RunOptions, serve
 from scaler.controller.leader import LeaderElectionConfig, LeaderElector
-from scaler.controller.loop import STATE_ANNOTATION
+from scaler.controller.lease_state import STATE_ANNOTATION
 from scaler.sim.kubeapi import KubeApiServer, KubeStore, write_kubeconfig
 from scaler.telemetry.logging import configure_logging
 from tests.support.clock import FakeClock

@@ -10,7 +10,7 @@ from typing import Any
 
 from scaler.config.settings import Settings
 from scaler.controller.app import RunOptions, serve
-from scaler.controller.loop import STATE_ANNOTATION
+from scaler.controller.lease_state import STATE_ANNOTATION
 from scaler.core.state import decode_state
 from tests.controller.test_leader_election import lease, serve_load
 from tests.support.controller_harness import KEY, T0, Harness, HarnessFactory
@@ -145,8 +145,8 @@ async def test_the_shadow_is_decided_every_cycle_never_written_and_exported(
         metric("vllm_scaler_shadow_last_decision_reason", {"target": KEY, "reason": "scale_up"})
         == 1
     )
-    assert h.controller.shadow_states[KEY] is report.shadow.state
-    assert h.controller.states[KEY] is not report.shadow.state
+    assert h.controller.shadow_state(KEY) is report.shadow.state
+    assert h.controller.state(KEY) is not report.shadow.state
 
     _load(h, "0")  # idle: the shadow's own 300 s window holds it at 4 as well
     h.clock.advance(30)
@@ -210,7 +210,8 @@ async def test_a_new_leader_resumes_the_shadow_state(make_harness: HarnessFactor
         while not b.leading():
             await cluster.run_until(h.clock.now + 1)
         await cluster.run_until(h.clock.now + 15)
-        resumed = b.controller.shadow_states[KEY]
+        resumed = b.controller.shadow_state(KEY)
+        assert resumed is not None
         # the shadow's 10 from before the load drop is still in its window after the takeover,
         # and holds it at the replicas there are (a fresh history would hold them too, but
         # from the takeover on, not from A's cycles)

@@ -5,6 +5,7 @@ the kustomize base and overlays, and the files rendered from it up to date."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -31,6 +32,10 @@ from tests.deploy.render import (
     one,
     validate,
 )
+
+#: The chart's values for a cluster without the Prometheus Operator's CRDs (the kustomize
+#: component deploy/components/no-prometheus-operator).
+NO_OPERATOR = {"serviceMonitor": {"enabled": False}, "prometheusRule": {"enabled": False}}
 
 TWO_NAMESPACES = {
     "targets": [
@@ -173,21 +178,58 @@ def test_renders_lints_and_validates(values: dict[str, Any], monkeypatch) -> Non
         pytest.param(
             {"rbac": {"scope": "namespaces"}}, DEPLOY / "overlays" / "namespaced", id="namespaced"
         ),
+        pytest.param(
+            NO_OPERATOR, DEPLOY / "overlays" / "no-prometheus-operator", id="no-prometheus-operator"
+        ),
     ],
 )
 def test_chart_and_kustomize_produce_the_same_objects(
     values: dict[str, Any], kustomization: Path
 ) -> None:
     """Object by object, the dashboards' ConfigMaps included, but for the Namespace
-    (kustomize only: Helm creates it with --create-namespace)."""
+    (kustomize only: Helm creates it with --create-namespace) and the CRD (Helm installs its
+    crds/ before the templates; tests/deploy/test_crd.py keeps both copies equal)."""
     chart = normal_form(helm_render(values))
-    built = normal_form([d for d in kustomize(kustomization) if d["kind"] != "Namespace"])
+    skipped = ("Namespace", "CustomResourceDefinition")
+    built = normal_form([d for d in kustomize(kustomization) if d["kind"] not in skipped])
     assert chart.keys() == built.keys()
     dashboards = [k for k in built if k[0] == "ConfigMap" and k[2].startswith("vllm-scaler-dash")]
     assert sorted(dashboards) == [
         ("ConfigMap", "vllm-scaler", "vllm-scaler-dashboard-vllm-fleet"),
         ("ConfigMap", "vllm-scaler", "vllm-scaler-dashboard-vllm-scaler-decisions"),
     ]
+    for key in chart:
+        assert chart[key] == built[key], key
+
+
+@pytest.mark.parametrize(
+    ("values", "overlay"),
+    [
+        pytest.param({"recommendOnly": True, "replicas": 1}, "recommend-only", id="recommend-only"),
+        pytest.param({"rbac": {"scope": "namespaces"}}, "namespaced", id="namespaced"),
+    ],
+)
+def test_the_component_without_the_operators_kinds_composes_with_each_overlay(
+    values: dict[str, Any], overlay: str, tmp_path: Path
+) -> None:
+    """An overlay plus components/no-prometheus-operator, as a user's kustomization writes
+    them: the chart's objects with the ServiceMonitor and the PrometheusRule turned off, and
+    no kind a cluster without the Operator's CRDs refuses."""
+    here = Path(os.path.relpath(DEPLOY, tmp_path))
+    (tmp_path / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "resources": [str(here / "overlays" / overlay)],
+                "components": [str(here / "components" / "no-prometheus-operator")],
+            }
+        )
+    )
+    docs = kustomize(tmp_path)
+    assert not {d["kind"] for d in docs} & CRD_KINDS
+    validate(docs)
+    chart = normal_form(helm_render({**values, **NO_OPERATOR}))
+    built = normal_form([d for d in docs if d["kind"] != "Namespace"])
+    assert chart.keys() == built.keys()
     for key in chart:
         assert chart[key] == built[key], key
 

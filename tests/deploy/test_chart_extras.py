@@ -96,6 +96,7 @@ def test_every_option_of_a_setting_the_chart_sets_is_refused_in_extra_args() -> 
     fields += ["prometheus_client_cert_file", "prometheus_client_key_file", "prometheus_headers"]
     fields += ["prometheus_cloud_auth", "prometheus_aws_region", "prometheus_aws_service"]
     fields += ["prometheus_cloud_auth_scope"]
+    fields += ["resource_namespaces"]  # set with rbac.scope=namespaces
     wanted = {"--dry-run"}
     for field in fields:
         for names in option_names(field):

@@ -41,7 +41,8 @@ def test_base_and_overlay_validate_against_openapi(base, recommend_only) -> None
     # Three ConfigMaps: the policy and the two dashboards.
     assert kinds == sorted(
         [
-            "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
+            "CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole",
+            "ClusterRoleBinding", "Role",
             "RoleBinding", "ConfigMap", "Deployment", "PodDisruptionBudget", "Service",
             "ServiceMonitor", "PrometheusRule", "ConfigMap", "ConfigMap",
         ]
@@ -251,6 +252,13 @@ async def test_rbac_grants_exactly_the_calls_the_controller_makes(base, tmp_path
         ]
     # Every call on the targets is in the policy's namespace.
     assert set(calls) == {t.workload.namespace for t in policy.targets} == {"llm"}
+    # The VLLMAutoscalers' watch and status writes are not served by the stand-in: the cluster
+    # tier makes them on the real API server as the chart's ServiceAccount
+    # (tests/cluster/test_custom_resource.py, which also asks `kubectl auth can-i`).
+    group = "autoscaling.vllm-scaler.io"
+    for made in calls.values():
+        made |= {(group, "vllmautoscalers", v) for v in ("list", "watch")}
+        made.add((group, "vllmautoscalers/status", "patch"))
     target_calls = set().union(*calls.values())
 
     # Cluster scope: the kustomize base and the chart's defaults.

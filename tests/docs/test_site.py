@@ -4,6 +4,7 @@ and anchors that exist, and the generated references cover every field of their 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -103,6 +104,48 @@ def test_the_generated_pages_hold_their_references_not_the_markers(site: Path) -
         assert env_name(field) in settings, field
 
 
+def test_the_committed_references_are_what_the_models_generate() -> None:
+    """docs/policy.md and docs/settings.md hold their references in the repository (read on
+    GitHub as on the site): stale after a change of a field, an option or a command."""
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "render-reference.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 0, (
+        "a committed reference differs from what the models generate: "
+        "run scripts/render-reference.py\n" + out.stdout + out.stderr
+    )
+    assert (out.stdout, out.stderr) == ("", "")
+
+
+def _hooks() -> Any:
+    spec = importlib.util.spec_from_file_location("docs_hooks", DOCS / "hooks.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_stale_reference_is_generated_anew_between_its_markers() -> None:
+    hooks = _hooks()
+    page = (
+        "# Policy\n\nintro\n\n<!-- reference:policy (generated: do not edit) -->\n"
+        "| `min_replicas` | a field as it was |\n<!-- /reference:policy -->\n\n## Notes\n"
+    )
+    text = hooks.filled(page)
+    assert "a field as it was" not in text
+    assert text == (
+        "# Policy\n\nintro\n\n<!-- reference:policy (generated: do not edit) -->\n\n"
+        + policy_reference().strip("\n")
+        + "\n\n<!-- /reference:policy -->\n\n## Notes\n"
+    )
+    # the site's build drops the marker lines, not the text between them
+    built = hooks.on_page_markdown(text)
+    assert "reference:" not in built and policy_reference().strip("\n") in built
+
+
 def _schema_paths(schema: dict[str, Any]) -> set[str]:
     """Every property path of a JSON schema (pydantic's own, independent of the reference's
     walk of the models): ``targets[].signals.ttft_p95.quantile``..."""
@@ -136,7 +179,7 @@ def test_the_policy_reference_covers_every_field_of_the_schema() -> None:
         for p in _schema_paths(Policy.model_json_schema(by_alias=True))
     }
     assert "targets[].workload.apiVersion" in expected
-    assert "targets[].scale_down.max_surplus_percent_per_period" in expected
+    assert "targets[].scaleDown.maxSurplusPercentPerPeriod" in expected
     documented = set(policy_field_paths())
     assert expected <= documented, sorted(expected - documented)
     text = policy_reference()
@@ -161,4 +204,4 @@ def test_every_field_of_the_policy_has_a_description() -> None:
 def test_the_defaults_shown_are_the_policy_of_a_target_that_sets_only_its_workload() -> None:
     loaded = Policy.model_validate(yaml.safe_load(default_policy_yaml()))
     assert loaded == Policy.model_validate({"targets": [{"workload": EXAMPLE_WORKLOAD}]})
-    assert "max_surplus_percent_per_period: 25" in default_policy_yaml()
+    assert "maxSurplusPercentPerPeriod: 25" in default_policy_yaml()

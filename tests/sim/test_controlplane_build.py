@@ -108,3 +108,14 @@ def test_no_go_toolchain_is_named_with_what_to_install(monkeypatch: pytest.Monke
     monkeypatch.setattr(build.shutil, "which", lambda _: None)
     with pytest.raises(GoNotFoundError, match=r"no Go toolchain found.*install Go 1\.26"):
         build.find_go()
+
+
+def test_the_build_line_says_whether_the_binary_was_built_now_or_cached() -> None:
+    from scaler.sim.controlplane.__main__ import describe_build
+
+    path = Path("/cache/kubeplane")
+    assert describe_build(build.BuildResult(path, True, 21.2, "go1.26.8")) == "built now in 21 s"
+    cached = build.BuildResult(path, False, 21.2, "go1.26.8")
+    assert describe_build(cached) == "cached binary, built earlier in 21 s"
+    unknown = build.BuildResult(path, False, None, None)
+    assert describe_build(unknown) == "cached binary, build time unknown"

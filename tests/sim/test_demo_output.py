@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -202,14 +203,52 @@ ours  100.0%
 """
 
 
-def test_the_blocks_leave_out_what_names_this_machine() -> None:
-    blocks = doc_blocks(PRINTED)
-    assert "127.0.0.1" not in blocks["transcript"] and "/tmp/x" not in blocks["transcript"]
-    assert blocks["transcript"].startswith("read conv.csv: 10 requests\ntrace       conv")
+def test_the_blocks_keep_the_header_with_this_machines_ports_and_paths_written_out() -> None:
+    blocks = doc_blocks(PRINTED, workdir=Path("/tmp/x"))
+    transcript = blocks["transcript"]
+    assert transcript.splitlines()[:8] == [
+        "read conv.csv: 10 requests",
+        "trace       conv minutes 16-28",
+        "prometheus  http://127.0.0.1:<port> (scrape every 1 s)",
+        "kube API    http://127.0.0.1:<port> (kubeconfig out/demo/kubeconfig)",
+        "policy      out/demo/policy-seeded.yaml",
+        "dry run     in another shell: . out/demo/env.sh && vllm-scaler recommend --once",
+        "",
+        "Decisions of vllm-scaler (a line when the decision, the fleet or a signal's status "
+        "changes):",
+    ]
+    started = "    +3s info: started targets=llm/Deployment/vllm prometheus.url=http://127.0.0.1:"
+    assert started + "<port>/" in transcript
+    assert "41234" not in transcript and "54247" not in transcript and "/tmp/x" not in transcript
     assert blocks["summary"].startswith("== vllm-scaler demo: conv\nrequests        10 arrived")
     assert blocks["summary"].endswith("ours  100.0%")
-    assert "Decisions" not in blocks["summary"]
-    assert "+13s replicas 3 -> 3" in blocks["transcript"] and "started" not in blocks["transcript"]
+    assert "Decisions" not in blocks["summary"] and "plot " not in blocks["summary"]
+
+
+#: The header lines the demo prints before its decisions, in order (scaler/sim/demo.py).
+HEADER = ("trace", "fleet", "prometheus", "kube API", "policy", "capacity", "metrics", "dry run")
+
+
+def test_the_demo_page_shows_the_header_and_the_section_title_the_run_prints() -> None:
+    """docs/demo.md's transcript has every header line the run writes, in its order, and the
+    decisions' title in its words (each read from scaler/sim/demo.py's source)."""
+    import inspect
+
+    from scaler.sim import demo
+
+    source = inspect.getsource(demo)
+    for label in HEADER:
+        assert f'"{label:<12}' in source or f'f"{label:<12}' in source, label
+    title = re.search(r'"(Decisions of vllm-scaler [^"]*)"\s*"([^"]*)"', source)
+    assert title is not None
+    page = (Path(__file__).resolve().parents[2] / "docs" / "demo.md").read_text(encoding="utf-8")
+    transcript = page.split("<!-- demo-transcript -->", 1)[1].split("<!-- /demo-transcript -->")[0]
+    line = (title[1] + title[2]).removesuffix("\\n")
+    head, decisions, _ = transcript.partition(line + "\n")
+    assert decisions, f"docs/demo.md's transcript lacks the line {line!r}"
+    labelled = (x for x in head.splitlines() if re.match(r"^\w[\w ]{10} \S", x))
+    labels = [x[:12].rstrip() for x in labelled]
+    assert labels == list(HEADER)
 
 
 def test_a_block_is_replaced_between_its_markers_and_nothing_else_is() -> None:

@@ -1,7 +1,8 @@
 """PrometheusSource against a REAL Prometheus scraping fake vLLM pods.
 
 Fake pods serve ``/metrics`` in vLLM's exposition format (``engine`` and ``model_name``
-labels, ``vllm:`` names, the V1 TTFT buckets). Prometheus (Debian's 2.42 binary) finds them
+labels, ``vllm:`` names, the V1 TTFT buckets). Prometheus (Debian's 2.42, then Prometheus 3
+built from its module: every test runs on both) finds them
 through a file-SD file that attaches ``namespace`` and ``pod`` labels, scrapes every second,
 and the source reads them with the exact PromQL it uses in production.
 
@@ -23,15 +24,10 @@ from aiohttp import web
 from scaler.config.policy import TargetPolicy, WorkloadRef
 from scaler.config.vocabulary import SignalName
 from scaler.core.signals import SignalStatus
-from scaler.sim.prometheus_server import (
-    PrometheusNotInstalledError,
-    PrometheusServer,
-    find_prometheus_binary,
-    wait_for_series,
-    write_file_sd,
-)
+from scaler.sim.prometheus_server import PrometheusServer, wait_for_series, write_file_sd
 from scaler.sources.prometheus import DropReason, PrometheusSource, check_configured_queries
 from tests.support.fakeprom import snapshot
+from tests.support.prometheus_versions import PROMETHEUS_VERSIONS, prometheus_binary
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
@@ -115,18 +111,19 @@ async def fleet() -> AsyncIterator[list[FakeVllmPod]]:
             await runner.cleanup()
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=PROMETHEUS_VERSIONS)
 async def prometheus(
-    tmp_path_factory: pytest.TempPathFactory, fleet: list[FakeVllmPod]
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    fleet: list[FakeVllmPod],
 ) -> AsyncIterator[PrometheusServer]:
+    binary = prometheus_binary(request.param)
     tmp_path = tmp_path_factory.mktemp("prometheus")
-    try:
-        find_prometheus_binary()
-    except PrometheusNotInstalledError as err:
-        pytest.skip(str(err))
     sd = tmp_path / "sd" / "targets.json"
     write_file_sd(sd, sd_groups(fleet))
-    server = PrometheusServer(tmp_path / "prom", scrape_interval_seconds=1.0, sd_file=sd)
+    server = PrometheusServer(
+        tmp_path / "prom", scrape_interval_seconds=1.0, sd_file=sd, binary=binary
+    )
     async with server:
         try:
             # rate() needs two samples of every pod in the window

@@ -57,3 +57,29 @@ def test_start_failure_shows_log_tail(tmp_path: Path) -> None:
     with pytest.raises(PrometheusStartError, match="exited with code"):
         server.start()
     assert not server.running
+
+
+@pytest.mark.parametrize(
+    ("version", "flag", "setting"),
+    [
+        ("2.42.0", True, False),  # Debian's: the feature flag
+        ("3.7.2", True, False),
+        ("3.8.0", False, True),  # the setting from 3.8 (the flag does nothing from 3.9)
+        ("3.16.0", False, True),
+    ],
+)
+def test_native_histograms_are_turned_on_as_the_binarys_version_takes_it(
+    tmp_path: Path, version: str, flag: bool, setting: bool
+) -> None:
+    fake = tmp_path / f"prometheus-{version}"
+    fake.write_text(f"#!/bin/sh\necho 'prometheus, version {version} (branch: HEAD)'\n")
+    fake.chmod(0o755)
+    server = PrometheusServer(
+        tmp_path / "p", sd_file=tmp_path / "sd.json", binary=str(fake), native_histograms=True
+    )
+    server.find_binary(str(fake))
+    server.workdir.mkdir()
+    server.write_config()
+    config = json.loads(server.config_path.read_text())
+    assert config["global"].get("scrape_native_histograms", False) is setting
+    assert ("--enable-feature=native-histograms" in server.command(str(fake), 9090)) is flag

@@ -8,12 +8,15 @@ the Lease, and every control interval it runs a cycle. "Killing" a replica stops
 without a release, which is what the API server sees of a crashed pod. Nothing sleeps.
 
 :class:`ReplicaSetSim` plays the workload controller for a Deployment: pods follow
-``spec.replicas`` at once, removing the lowest ``pod-deletion-cost`` first (then the newest).
+``spec.replicas`` at once, removing them in the real ReplicaSet controller's order
+(:func:`scaler.sim.ranking.removal_order`: not Ready first, then the lowest
+``pod-deletion-cost``, then the shortest Ready...).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +29,7 @@ from scaler.controller.leader import LeaderElectionConfig, LeaderElector, parse_
 from scaler.controller.loop import Controller
 from scaler.controller.report import TargetReport
 from scaler.sim.kubeapi import KubeStore, ScaleChange
-from scaler.sim.kubeapi.pods import pod_ready
+from scaler.sim.ranking import deletion_cost, pod_facts, removal_order
 from scaler.sources.prometheus import PrometheusSource
 from scaler.telemetry.metrics import ScalerMetrics
 from tests.support.controller_harness import LABELS, NAME, NS, Harness
@@ -163,8 +166,8 @@ class Cluster:
 class ReplicaSetSim:
     """The workload controller of Deployment ``llm/vllm``: pods follow its ``spec.replicas``.
 
-    Removal follows the ReplicaSet controller's ranking: pods not ready first, then the
-    lowest ``pod-deletion-cost``, then the newest. Added pods are ready at once.
+    Removal follows the ReplicaSet controller's ranking (:mod:`scaler.sim.ranking`). Added
+    pods are ready at once.
 
     Args:
         store, clock: the stand-in and the fake clock.
@@ -211,13 +214,12 @@ class ReplicaSetSim:
             and p["status"].get("phase") not in ("Failed", "Succeeded")
         ]
 
-    @staticmethod
-    def _cost(pod: dict[str, Any]) -> int:
-        return int((pod["metadata"].get("annotations") or {}).get(COST, "0"))
-
     def sync(self) -> None:
         """The informer cache catches up with the pods as stored now."""
-        self._cache = {p["metadata"]["name"]: self._cost(p) for p in self._live()}
+        self._cache = {
+            p["metadata"]["name"]: deletion_cost(p["metadata"].get("annotations"))
+            for p in self._live()
+        }
 
     def reap(self) -> None:
         """Delete the terminating pods whose grace period has ended."""
@@ -235,17 +237,13 @@ class ReplicaSetSim:
             excess = change.old_replicas - change.new_replicas
         else:
             excess = len(live) - change.new_replicas
-        costs = self._cache if self.informer_lag else {}
-
-        def rank(p: dict[str, Any]) -> tuple[bool, int, float, float]:
-            meta = p["metadata"]
-            name = meta["name"]
-            cost = costs.get(name, 0) if self.informer_lag else self._cost(p)
-            created = parse_time(meta["creationTimestamp"]) or 0.0
-            return pod_ready(p), cost, -created, -float(meta["resourceVersion"])
-
-        for p in sorted(live, key=rank)[: max(0, excess)]:
-            name = p["metadata"]["name"]
+        facts = [pod_facts(p) for p in live]
+        if self.informer_lag:  # the costs as the informer cache holds them
+            facts = [
+                dataclasses.replace(f, deletion_cost=self._cache.get(f.name, 0)) for f in facts
+            ]
+        for f in removal_order(facts, now=self.clock())[: max(0, excess)]:
+            name = f.name
             if self.grace_seconds > 0:
                 self.store.mark_pod_terminating(
                     NS, name, grace_period_seconds=int(self.grace_seconds)

@@ -20,6 +20,7 @@ import typer
 from scaler.sim.controlplane.build import (
     PROGRAMS,
     BuildError,
+    BuildResult,
     GoNotFoundError,
     binary_path,
     ensure_binary,
@@ -47,9 +48,17 @@ def build(
         except (GoNotFoundError, BuildError) as err:
             typer.echo(str(err), err=True)
             raise typer.Exit(1) from None
-        took = f"{result.seconds:.0f} s" if result.seconds is not None else "unknown time"
-        how = "built now" if result.built else "cached"
-        typer.echo(f"{program.name} {program.version}: {result.path} ({how}; build took {took})")
+        typer.echo(f"{program.name} {program.version}: {result.path} ({describe_build(result)})")
+
+
+def describe_build(result: BuildResult) -> str:
+    """How the binary came to be, for ``build``'s line: ``built now in 21 s``, or ``cached
+    binary, built earlier in 21 s`` (the time recorded with it; ``build time unknown`` for
+    a binary cached without one)."""
+    took = f"in {result.seconds:.0f} s" if result.seconds is not None else None
+    if result.built:
+        return f"built now {took}" if took else "built now"
+    return f"cached binary, built earlier {took}" if took else "cached binary, build time unknown"
 
 
 @app.command()

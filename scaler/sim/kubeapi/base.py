@@ -3,6 +3,7 @@ uids and the ``ObjectMeta`` stamped on new objects, and the record of a register
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import uuid
 from collections.abc import Callable, Mapping
@@ -25,9 +26,18 @@ class Kind:
     version: str
     kind: str
     plural: str
-    builtin: bool  # strategic merge + unconditional update allowed
+    builtin: bool  # strategic merge patches accepted
     #: the scale subresource answers a selector (a CRD's ``scale.labelSelectorPath`` is set)
     label_selector_path: bool = True
+    #: a PUT without ``resourceVersion`` is accepted (the kind's strategy's
+    #: ``AllowUnconditionalUpdate``; None: as ``builtin``, which CRDs' strategy refuses)
+    unconditional_update: bool | None = None
+    #: a PUT of a missing object creates it (``AllowCreateOnUpdate``: Leases)
+    create_on_update: bool = False
+
+    @property
+    def allows_unconditional_update(self) -> bool:
+        return self.builtin if self.unconditional_update is None else self.unconditional_update
 
 
 def owner_reference(obj: JSON) -> JSON:
@@ -73,7 +83,13 @@ class StoreBase:
         meta: JSON = {
             "name": name,
             "namespace": namespace,
-            "uid": str(uuid.UUID(int=next(self._uids), version=4)),
+            # random-looking (as the API's are: a ReplicaSet breaks ties by uid), yet the
+            # same in every run
+            "uid": str(
+                uuid.UUID(
+                    bytes=hashlib.sha256(str(next(self._uids)).encode()).digest()[:16], version=4
+                )
+            ),
             "resourceVersion": self._bump(),
             "creationTimestamp": rfc3339(self._now()),
         }

@@ -2,7 +2,9 @@
 
 :class:`ApiError` is raised anywhere in the stand-in and rendered by the server; the helpers
 build the common ones (``NotFound``, ``Conflict``, ``Invalid`` with ``details.causes``,
-``BadRequest``, ``UnsupportedMediaType``) in the exact shapes of kube-apiserver 1.31.
+``BadRequest``, ``UnsupportedMediaType``, ``Forbidden``) in the exact shapes of kube-apiserver
+1.37 (the contract suite, ``tests/cluster/contract``, holds them to it). :class:`RouteNotFound`
+is the router's plain-text 404 of a path no API serves (a kind without its CRD).
 """
 
 from __future__ import annotations
@@ -61,15 +63,17 @@ class ApiError(Exception):
         self.headers = dict(headers or {})
 
     def status_body(self) -> JSON:
-        """The ``v1 Status`` JSON object."""
+        """The ``v1 Status`` JSON object (``reason`` left out when empty, as for a 500 whose
+        cause the server does not classify)."""
         body: JSON = {
             "kind": "Status",
             "apiVersion": "v1",
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
         }
+        if self.reason:
+            body["reason"] = self.reason
         if self.details is not None:
             body["details"] = self.details
         body["code"] = self.code
@@ -82,8 +86,16 @@ class ApiError(Exception):
         return cls(code, reason or default_reason, message or default_message)
 
 
+class RouteNotFound(ApiError):
+    """A path no API serves (a group without its CRD, a resource or version it does not
+    have): the router's plain-text ``404 page not found``, no Status."""
+
+    def __init__(self) -> None:
+        super().__init__(404, "NotFound", "404 page not found")
+
+
 def _details(name: str, group: str, kind: str) -> JSON:
-    out: JSON = {"name": name}
+    out: JSON = {"name": name} if name else {}  # omitempty
     if group:  # omitempty: core-group resources carry no group
         out["group"] = group
     out["kind"] = kind
@@ -147,7 +159,7 @@ def resource_version_required(plural: str, group: str, name: str) -> ApiError:
             (
                 "metadata.resourceVersion",
                 "FieldValueInvalid",
-                "Invalid value: 0x0: must be specified for an update",
+                "Invalid value: 0: must be specified for an update",
             )
         ],
     )
@@ -156,6 +168,68 @@ def resource_version_required(plural: str, group: str, name: str) -> ApiError:
 def bad_request(message: str) -> ApiError:
     """400 ``BadRequest`` with ``message``."""
     return ApiError(400, "BadRequest", message)
+
+
+class DecodeError(ApiError):
+    """400: a body that does not decode into ``kind`` (a field of the wrong type); ``why``
+    is the decoder's words. After a PATCH the server answers :func:`patch_invalid` instead."""
+
+    def __init__(self, kind: str, why: str) -> None:
+        super().__init__(
+            400, "BadRequest", f'{kind} in version "v1" cannot be handled as a {kind}: {why}'
+        )
+        self.why = why
+
+
+def patch_invalid(patched: JSON, why: str) -> ApiError:
+    """422 of a PATCH whose result does not decode into the kind: the cause is ``patch``,
+    its value the patched object (as kube-apiserver answers it)."""
+    import json
+
+    value = json.dumps(patched, separators=(",", ":"))
+    message = f"Invalid value: {json.dumps(value)}: {why}"
+    return ApiError(
+        422,
+        "Invalid",
+        f' "" is invalid: patch: {message}',
+        {"causes": [{"reason": "FieldValueInvalid", "message": message, "field": "patch"}]},
+    )
+
+
+def invalid_resource_version(value: object) -> ApiError:
+    """500 without a reason: a ``resourceVersion`` that is no number reaches the storage's
+    parser (kube-apiserver answers ``strconv.ParseUint: ...``)."""
+    return ApiError(500, "", f'strconv.ParseUint: parsing "{value}": invalid syntax')
+
+
+def options_invalid(options: str, field: str, cause: str, message: str) -> ApiError:
+    """422 of a request's options (``PatchOptions``, ``CreateOptions``, ``UpdateOptions``):
+    ``fieldManager`` too long, ``dryRun`` not ``All``."""
+    return ApiError(
+        422,
+        "Invalid",
+        f'{options}.meta.k8s.io "" is invalid: {field}: {message}',
+        {
+            "group": "meta.k8s.io",
+            "kind": options,
+            "causes": [{"reason": cause, "message": message, "field": field}],
+        },
+    )
+
+
+def forbidden(user: str, verb: str, group: str, resource: str, namespace: str,
+              name: str = "", subresource: str = "") -> ApiError:  # fmt: skip
+    """403 as RBAC words it: ``<resource> "<name>" is forbidden: User "<user>" cannot <verb>
+    resource "<resource>[/<sub>]" in API group "<group>" in the namespace "<ns>"``."""
+    what = qualified(group, resource) + (f' "{name}"' if name else "")
+    full = f"{resource}/{subresource}" if subresource else resource
+    return ApiError(
+        403,
+        "Forbidden",
+        f'{what} is forbidden: User "{user}" cannot {verb} resource "{full}" in API group '
+        f'"{group}" in the namespace "{namespace}"',
+        _details(name, group, resource),
+    )
 
 
 def name_mismatch(body_name: object, url_name: str) -> ApiError:
@@ -170,6 +244,11 @@ def namespace_mismatch() -> ApiError:
     return bad_request(
         "the namespace of the provided object does not match the namespace sent on the request"
     )
+
+
+def unknown_patch_type() -> ApiError:
+    """415 of a PATCH whose content type is no patch type at all (``application/json``)."""
+    return ApiError(415, "UnsupportedMediaType", "415: Unsupported Media Type", {})
 
 
 def unsupported_media_type(accepted: Sequence[str]) -> ApiError:

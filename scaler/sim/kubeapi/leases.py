@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from scaler.sim.kubeapi.errors import bad_request
+from scaler.sim.kubeapi.errors import DecodeError
 
-_MICRO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2})$")
+MICRO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2})$")
 
 
 def lease_causes(spec: Any) -> list[tuple[str, str, str]]:
@@ -19,24 +19,32 @@ def lease_causes(spec: Any) -> list[tuple[str, str, str]]:
     if spec is None:
         return []
     if not isinstance(spec, dict):
-        raise bad_request("unable to decode Lease: spec must be an object")
+        raise DecodeError("Lease", "json: cannot unmarshal into Go struct field Lease.spec")
     causes: list[tuple[str, str, str]] = []
     for f in ("acquireTime", "renewTime"):
         v = spec.get(f)
-        if v is not None and (not isinstance(v, str) or not _MICRO_TIME.match(v)):
-            raise bad_request(
-                f'unable to decode Lease: spec.{f}: parsing time "{v}" as '
-                '"2006-01-02T15:04:05.000000Z07:00": cannot parse'
+        if v is not None and (not isinstance(v, str) or not MICRO_TIME.match(v)):
+            raise DecodeError(
+                "Lease",
+                f'parsing time "{v}" as "2006-01-02T15:04:05.000000Z07:00": cannot parse "Z" '
+                'as ".000000"',
             )
     holder = spec.get("holderIdentity")
     if holder is not None and not isinstance(holder, str):
-        raise bad_request("unable to decode Lease: spec.holderIdentity: expected a string")
+        raise DecodeError(
+            "Lease",
+            "json: cannot unmarshal into Go struct field LeaseSpec.spec.holderIdentity of type "
+            "string",
+        )
     for f, minimum in (("leaseDurationSeconds", 1), ("leaseTransitions", 0)):
         v = spec.get(f)
         if v is None:
             continue
         if isinstance(v, bool) or not isinstance(v, int):
-            raise bad_request(f"unable to decode Lease: spec.{f}: expected int32, got {v!r}")
+            raise DecodeError(
+                "Lease", f"json: cannot unmarshal into Go struct field LeaseSpec.spec.{f} of type "
+                "int32",
+            )  # fmt: skip
         if v < minimum:
             causes.append(
                 (

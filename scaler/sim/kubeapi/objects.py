@@ -16,6 +16,7 @@ from scaler.sim.kubeapi.errors import (
     bad_request,
     conflict,
     invalid,
+    invalid_resource_version,
     name_mismatch,
     namespace_mismatch,
     not_found,
@@ -34,14 +35,26 @@ class Objects(StoreBase):
         self._objects: dict[tuple[str, str, str, str], JSON] = {}
 
     def register_object_kind(
-        self, group: str, version: str, kind: str, plural: str, *, builtin: bool = False
+        self,
+        group: str,
+        version: str,
+        kind: str,
+        plural: str,
+        *,
+        builtin: bool = False,
+        unconditional_update: bool | None = None,
+        create_on_update: bool = False,
     ) -> None:
         """Serve namespaced objects of a kind without a scale subresource (get, list, create,
-        update, patch). ``builtin`` kinds accept strategic merge patches and unconditional
-        updates; custom kinds (CRDs) do not. Unregistered kinds answer 404, as a cluster
-        without the CRD does.
+        update, patch). ``builtin`` kinds accept strategic merge patches and, unless
+        ``unconditional_update`` says otherwise, updates without a ``resourceVersion``;
+        custom kinds (CRDs) neither. ``create_on_update``: a PUT of a missing object
+        creates it. Unregistered kinds answer 404, as a cluster without the CRD does.
         """
-        self._object_kinds[(group, plural)] = Kind(group, version, kind, plural, builtin)
+        self._object_kinds[(group, plural)] = Kind(
+            group, version, kind, plural, builtin,
+            unconditional_update=unconditional_update, create_on_update=create_on_update,
+        )  # fmt: skip
 
     def object_kind(self, group: str, version: str, plural: str) -> Kind | None:
         """The registered plain kind at ``/apis/{group}/{version}/.../{plural}``, if any."""
@@ -167,6 +180,36 @@ class Objects(StoreBase):
             self._objects[(group, plural, namespace, name)] = out
         return copy.deepcopy(out)
 
+    def replace_object(
+        self,
+        group: str,
+        version: str,
+        plural: str,
+        namespace: str,
+        name: str,
+        body: Any,
+        *,
+        dry_run: bool = False,
+    ) -> tuple[JSON, bool]:
+        """A PUT: :meth:`update_object`, or for a missing object of a kind that creates on
+        update (a Lease) :meth:`create_object`. Returns the object and whether it was created.
+
+        Raises:
+            ApiError: as :meth:`update_object` and :meth:`create_object`.
+        """
+        kind = self._plain_kind(group, version, plural)
+        if kind.create_on_update and (group, plural, namespace, name) not in self._objects:
+            meta = (body or {}).get("metadata") if isinstance(body, dict) else None
+            if isinstance(meta, dict) and meta.get("name", name) != name:
+                raise name_mismatch(meta.get("name"), name)
+            return self.create_object(
+                group, version, plural, namespace, body, dry_run=dry_run
+            ), True
+        updated = self.update_object(
+            group, version, plural, namespace, name, body, require_rv=True, dry_run=dry_run
+        )
+        return updated, False
+
     def update_object(
         self,
         group: str,
@@ -181,12 +224,14 @@ class Objects(StoreBase):
     ) -> JSON:
         """Replace a plain object (PUT; PATCH passes the patched object, ``require_rv`` False).
 
-        A non-empty ``metadata.resourceVersion`` that differs is 409; an empty one is 422
-        for custom kinds when ``require_rv`` (CRD strategy), accepted for built-in kinds.
-        An update that changes nothing keeps the resourceVersion.
+        A non-empty ``metadata.resourceVersion`` that differs is 409, one that is no number
+        500; an empty one is 422 when ``require_rv`` for a kind that allows no unconditional
+        update (custom kinds, Leases). An update that changes nothing keeps the
+        resourceVersion.
 
         Raises:
-            ApiError: 404, 400, 409, 422.
+            ApiError: 404 (see :meth:`replace_object` for a kind that creates on update),
+                400, 409, 422, 500.
         """
         kind = self._plain_kind(group, version, plural)
         old = self._objects.get((group, plural, namespace, name))
@@ -198,10 +243,10 @@ class Objects(StoreBase):
         obj = self._check_object(kind, namespace, name, body)
         rv = obj["metadata"].get("resourceVersion") or ""
         if not isinstance(rv, str) or (rv and not rv.isdigit()):
-            raise bad_request(f"invalid resource version: {rv!r}")
+            raise invalid_resource_version(rv)
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise conflict(group, plural, name)
-        if not rv and require_rv and not kind.builtin:
+        if not rv and require_rv and not kind.allows_unconditional_update:
             raise resource_version_required(plural, group, name)
         out = copy.deepcopy(obj)
         out["kind"] = kind.kind

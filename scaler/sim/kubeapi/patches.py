@@ -1,7 +1,7 @@
 """Patch semantics: the PATCH content types and how each changes an object.
 
-JSON merge patch (RFC 7386; strategic merge and apply patches of the maps we serve behave
-the same), JSON patch (RFC 6902: add, remove, replace, test). Errors are the API's: 400 for a
+JSON merge patch (RFC 7386; strategic merge patches of the maps we serve behave the same),
+JSON patch (RFC 6902: add, remove, replace, test). Errors are the API's: 400 for a
 malformed patch, 422 for an operation that does not apply.
 """
 
@@ -18,17 +18,21 @@ JSON_PATCH = "application/json-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 
 
-def patch_media_types(*, builtin: bool, apply: bool) -> list[str]:
+#: Every PATCH content type the API knows (any other is "415: Unsupported Media Type").
+PATCH_TYPES = frozenset({JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH})
+
+
+def patch_media_types(*, builtin: bool) -> list[str]:
     """The PATCH content types a resource accepts, in the order a 415 answer lists them.
 
     JSON patch and merge patch always; strategic merge for built-in kinds only (custom
-    resources answer 415, as for CRDs); ``apply`` adds server-side apply.
+    resources answer 415, as for CRDs); server-side apply (which the API accepts for every
+    kind, and the stand-in does not serve: see the package docstring).
     """
     accepted = [JSON_PATCH, MERGE_PATCH]
     if builtin:
         accepted.append(STRATEGIC_PATCH)
-    if apply:
-        accepted.append(APPLY_PATCH)
+    accepted.append(APPLY_PATCH)
     return accepted
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from scaler.sim.kubeapi.base import StoreBase, rfc3339
 from scaler.sim.kubeapi.errors import (
     JSON,
+    DecodeError,
     bad_request,
     conflict,
     invalid,
@@ -22,8 +23,13 @@ from scaler.sim.kubeapi.selectors import parse_label_selector
 POD_DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
 
 
-def _is_int32(value: str) -> bool:
-    return re.fullmatch(r"[+-]?[0-9]+", value) is not None and -(2**31) <= int(value) < 2**31
+def is_deletion_cost(value: str) -> bool:
+    """A canonical int32, as the API validates the annotation since 1.21: an optional
+    ``-``, then digits without a leading zero (``0`` itself, and ``-007``, pass; ``+5`` and
+    ``007`` do not; kubernetes pkg/apis/core/helper ``GetDeletionCostFromPodAnnotations``)."""
+    if re.fullmatch(r"-[0-9]+|0|[1-9][0-9]*", value) is None:
+        return False
+    return -(2**31) <= int(value) < 2**31
 
 
 def _ready_condition(ready: bool, when: str) -> JSON:
@@ -144,6 +150,27 @@ class Pods(StoreBase):
             meta["resourceVersion"] = self._bump()
             self._pods_changed(namespace)
 
+    def delete_pod_gracefully(
+        self, namespace: str, name: str, grace_period_seconds: int | None = None
+    ) -> JSON:
+        """A DELETE of a pod: its deletionTimestamp set after its grace period (the pod's
+        ``terminationGracePeriodSeconds`` unless given), as the API does for a pod on a
+        node; 0 removes it at once. Returns the pod as the answer shows it.
+
+        Raises:
+            ApiError: 404 when it does not exist.
+        """
+        pod = self._pod(namespace, name)
+        grace = grace_period_seconds
+        if grace is None:
+            grace = int(pod["spec"].get("terminationGracePeriodSeconds", 30))
+        if grace <= 0:
+            gone = copy.deepcopy(pod)
+            self.delete_pod(namespace, name)
+            return gone
+        self.mark_pod_terminating(namespace, name, grace_period_seconds=grace)
+        return self.get_pod(namespace, name)
+
     def delete_pod(self, namespace: str, name: str) -> None:
         """Remove a pod for good (ApiError 404 when missing)."""
         self._pod(namespace, name)
@@ -188,9 +215,12 @@ class Pods(StoreBase):
         for f in ("labels", "annotations"):
             values = meta.get(f) or {}
             if not isinstance(values, dict) or not all(isinstance(v, str) for v in values.values()):
-                raise bad_request(f"unable to decode Pod: metadata.{f}: expected a map of strings")
+                raise DecodeError(
+                    "Pod", f"json: cannot unmarshal number into Go struct field "
+                    f"ObjectMeta.metadata.{f} of type string",
+                )  # fmt: skip
         cost = (meta.get("annotations") or {}).get(POD_DELETION_COST_ANNOTATION)
-        if cost is not None and not _is_int32(cost):
+        if cost is not None and not is_deletion_cost(cost):
             raise invalid(
                 "Pod",
                 "",
@@ -219,9 +249,12 @@ class Pods(StoreBase):
                 [
                     (
                         sorted(changed)[0],
-                        "Forbidden",
-                        "Forbidden: pod updates may not change fields other than labels and "
-                        "annotations (vllm-scaler stand-in)",
+                        "FieldValueForbidden",
+                        "Forbidden: pod updates may not change fields other than "
+                        "`spec.containers[*].image`,`spec.initContainers[*].image`,"
+                        "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to "
+                        "existing tolerations),`spec.terminationGracePeriodSeconds` (the "
+                        "stand-in changes none of them)",
                     )
                 ],
             )

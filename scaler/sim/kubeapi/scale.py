@@ -8,12 +8,13 @@ from scaler.sim.kubeapi.base import Kind
 from scaler.sim.kubeapi.errors import (
     JSON,
     ApiError,
+    DecodeError,
     bad_request,
     conflict,
     invalid,
+    invalid_resource_version,
     name_mismatch,
     namespace_mismatch,
-    resource_version_required,
 )
 from scaler.sim.kubeapi.selectors import format_selector
 from scaler.sim.kubeapi.workloads import ScaleChange, Workload, Workloads
@@ -74,18 +75,19 @@ class ScaleSubresource(Workloads):
         name: str,
         new_scale: JSON,
         *,
-        require_rv: bool,
         dry_run: bool = False,
         manager: str = "unknown",
     ) -> JSON:
         """Store ``spec.replicas`` of ``new_scale`` (an updated Scale object); a change makes
         ``manager`` (the request's ``fieldManager``) its owner in ``managedFields``.
 
-        ``require_rv``: an empty resourceVersion is 422 for custom kinds (PUT semantics);
-        PATCH passes False because its result always carries one.
+        An empty ``resourceVersion`` is an unconditional update, for every kind (the scale
+        subresource of a CRD allows it too); one that is no number is a 500 from the
+        storage's parser.
 
         Raises:
-            ApiError: 404, 400 (name/type mismatch), 409 (resourceVersion), 422 (replicas).
+            ApiError: 404, 400 (name mismatch; :class:`DecodeError` for a field of the wrong
+                type), 409 (resourceVersion), 422 (replicas), 500 (resourceVersion no number).
         """
         kind = self._kind(group, version, plural)
         if kind is None:
@@ -100,34 +102,29 @@ class ScaleSubresource(Workloads):
             raise namespace_mismatch()
         rv = meta.get("resourceVersion") or ""
         if not isinstance(rv, str):
-            raise bad_request("metadata.resourceVersion must be a string")
-        if rv == "" and require_rv and not kind.builtin:
-            raise resource_version_required(plural, group, name)
+            raise DecodeError(
+                "Scale", "json: cannot unmarshal number into Go struct field "
+                "ObjectMeta.metadata.resourceVersion of type string",
+            )  # fmt: skip
         if rv and not rv.isdigit():
-            raise bad_request(f"invalid resource version: {rv!r}")
+            raise invalid_resource_version(rv)
         if rv and rv != w.obj["metadata"]["resourceVersion"]:
             raise conflict(group, plural, name)
         spec = new_scale.get("spec") or {}
         if not isinstance(spec, dict):
-            raise bad_request("spec must be an object")
+            raise DecodeError("Scale", "json: cannot unmarshal into Go struct field Scale.spec")
         replicas = spec.get("replicas", 0)
         if isinstance(replicas, bool) or not isinstance(replicas, int):
-            raise bad_request(
-                f"unable to decode Scale: spec.replicas: expected int32, got {replicas!r}"
+            what = "number " + str(replicas) if isinstance(replicas, float) else (
+                "string" if isinstance(replicas, str) else type(replicas).__name__
+            )  # fmt: skip
+            raise DecodeError(
+                "Scale",
+                f"json: cannot unmarshal {what} into Go struct field ScaleSpec.spec.replicas "
+                "of type int32",
             )
         if replicas < 0:
-            raise invalid(
-                "Scale",
-                "autoscaling",
-                name,
-                [
-                    (
-                        "spec.replicas",
-                        "FieldValueInvalid",
-                        f"Invalid value: {replicas}: must be greater than or equal to 0",
-                    )
-                ],
-            )
+            raise self._negative_replicas(kind, name, replicas)
         old = int(w.obj["spec"]["replicas"])
         if dry_run:
             preview = copy.deepcopy(w)
@@ -142,6 +139,20 @@ class ScaleSubresource(Workloads):
             w.obj["metadata"]["resourceVersion"] = new_rv
             self._notify(ScaleChange(group, plural, namespace, name, old, replicas, new_rv, "api"))
         return self._scale_of(w)
+
+    @staticmethod
+    def _negative_replicas(kind: Kind, name: str, replicas: int) -> ApiError:
+        """422: the Scale's validation for a built-in kind; a CRD's scale is validated at
+        its ``specReplicasPath`` of the custom object, in the CRD's words."""
+        if kind.builtin:
+            return invalid("Scale", "autoscaling", name, [(
+                "spec.replicas", "FieldValueInvalid",
+                f"Invalid value: {replicas}: must be greater than or equal to 0",
+            )])  # fmt: skip
+        return invalid(kind.kind, kind.group, name, [(
+            ".spec.replicas", "FieldValueInvalid",
+            f"Invalid value: {replicas}: should be a non-negative integer",
+        )])  # fmt: skip
 
     def scale_kind(self, group: str, version: str, plural: str) -> Kind | None:
         """The registered kind at ``/apis/{group}/{version}/.../{plural}``, if any."""

@@ -1,7 +1,5 @@
-"""Label selectors (the full Kubernetes grammar) and the field selector subset the server reads.
-
-See the package docstring for how the field selectors here differ from the real server's.
-"""
+"""Label selectors (the full Kubernetes grammar) and field selectors on the fields each kind
+selects on (pods, events, and every other kind's name and namespace), as kube-apiserver."""
 
 from __future__ import annotations
 
@@ -221,7 +219,7 @@ def format_selector(match_labels: Mapping[str, str]) -> str:
     return ",".join(f"{k}={match_labels[k]}" for k in sorted(match_labels))
 
 
-def _field(obj: Mapping[str, Any], path: str) -> str:
+def _get(obj: Mapping[str, Any], path: str) -> str:
     cur: Any = obj
     for part in path.split("."):
         cur = cur.get(part) if isinstance(cur, Mapping) else None
@@ -232,12 +230,71 @@ def _field(obj: Mapping[str, Any], path: str) -> str:
     return str(cur)
 
 
-def field_filter(text: str) -> Callable[[Mapping[str, Any]], bool]:
-    """Parse a field selector (``a.b=x,c!=y``); see the module docstring for the subset."""
+@dataclass(frozen=True, slots=True)
+class SelectableFields:
+    """The fields a kind's list selects on (kube-apiserver's ``ToSelectableFields`` and
+    field label conversions of the kind): ``labels`` the allowed names, ``values`` an
+    object's value of each (an absent field is ``""``, a bool ``true``/``false``)."""
+
+    labels: frozenset[str]
+    values: Callable[[Mapping[str, Any]], Mapping[str, str]]
+
+
+def _meta(obj: Mapping[str, Any]) -> dict[str, str]:
+    return {"metadata.name": _get(obj, "metadata.name"),
+            "metadata.namespace": _get(obj, "metadata.namespace")}  # fmt: skip
+
+
+def _pod_values(pod: Mapping[str, Any]) -> dict[str, str]:
+    ips = (pod.get("status") or {}).get("podIPs") or []
+    return {
+        **_meta(pod),
+        **{f: _get(pod, f) for f in ("spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
+                                     "spec.serviceAccountName", "status.phase",
+                                     "status.nominatedNodeName")},
+        "spec.hostNetwork": _get(pod, "spec.hostNetwork") or "false",
+        "status.podIP": str(ips[0].get("ip", "")) if ips else _get(pod, "status.podIP"),
+        "status.podIPs": str(ips[0].get("ip", "")) if ips else _get(pod, "status.podIP"),
+    }  # fmt: skip
+
+
+def _event_values(event: Mapping[str, Any]) -> dict[str, str]:
+    involved = ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
+    return {
+        **_meta(event),
+        **{f"involvedObject.{f}": _get(event, f"involvedObject.{f}") for f in involved},
+        **{f: _get(event, f) for f in ("reason", "reportingComponent", "type")},
+        "source": _get(event, "source.component") or _get(event, "reportingComponent"),
+    }
+
+
+def _selectable(values: Callable[[Mapping[str, Any]], Mapping[str, str]]) -> SelectableFields:
+    return SelectableFields(frozenset(values({})), values)
+
+
+#: Pods (kubernetes pkg/registry/core/pod ``ToSelectableFields``).
+POD_FIELDS = _selectable(_pod_values)
+#: Events (pkg/registry/core/event ``ToSelectableFields``).
+EVENT_FIELDS = _selectable(_event_values)
+#: Every other kind: its name and namespace.
+META_FIELDS = _selectable(_meta)
+
+
+def field_filter(
+    text: str, fields: SelectableFields = META_FIELDS
+) -> Callable[[Mapping[str, Any]], bool]:
+    """Parse a field selector (``a.b=x,c!=y``, ``==`` too) on the fields a kind selects on.
+
+    Raises:
+        SelectorError: it does not parse, or names a field the kind does not select on
+            (``field label not supported: <field>``, as the API answers).
+    """
     terms: list[tuple[str, bool, str]] = []
     for raw in filter(None, (t.strip() for t in text.split(","))):
         m = re.fullmatch(r"([A-Za-z0-9_.]+)\s*(==|!=|=)\s*(.*)", raw)
         if m is None:
             raise SelectorError(f"invalid selector: '{text}'; can't understand '{raw}'")
+        if m.group(1) not in fields.labels:
+            raise SelectorError(f"field label not supported: {m.group(1)}")
         terms.append((m.group(1), m.group(2) != "!=", m.group(3).strip()))
-    return lambda obj: all((_field(obj, p) == v) == eq for p, eq, v in terms)
+    return lambda obj: all((fields.values(obj)[p] == v) == eq for p, eq, v in terms)

@@ -14,20 +14,44 @@ from aiohttp import web
 from scaler.sim.kubeapi.errors import (
     JSON,
     ApiError,
+    DecodeError,
+    RouteNotFound,
     bad_request,
-    invalid,
+    forbidden,
+    options_invalid,
+    patch_invalid,
+    unknown_patch_type,
     unsupported_media_type,
 )
 from scaler.sim.kubeapi.patches import (
     APPLY_PATCH,
+    PATCH_TYPES,
     apply_patch,
     patch_media_types,
 )
-from scaler.sim.kubeapi.selectors import SelectorError, field_filter
+from scaler.sim.kubeapi.requests import PUBLIC_PATHS, RequestInfo
+from scaler.sim.kubeapi.selectors import (
+    EVENT_FIELDS,
+    META_FIELDS,
+    POD_FIELDS,
+    SelectableFields,
+    SelectorError,
+    field_filter,
+)
 from scaler.sim.kubeapi.store import KubeStore
 
 # The content types of a POST or PUT body (YAML is decoded for Scale PUTs only).
 _WRITE_TYPES = ("application/json", "application/yaml")
+#: The API groups of the built-in kinds served here: a path of theirs that names nothing is a
+#: Status 404; any other group's (a CRD's, installed or not) is the router's plain 404.
+_BUILTIN_GROUPS = frozenset({"apps", "autoscaling", "coordination.k8s.io"})
+#: The options kind of each write verb, as their validation errors name them.
+_OPTIONS = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
+_NO_APPLY = (
+    "server-side apply (application/apply-patch+yaml) is not served by the API stand-in: it "
+    "keeps no managed fields; field ownership is checked on a real kube-apiserver (the "
+    "cluster tier)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,13 +79,32 @@ def _named_object(request: web.Request) -> tuple[str, str, str, str, str]:
     return m["group"], m["version"], m["plural"], m["ns"], m["name"]
 
 
-def _dry_run(request: web.Request) -> bool:
-    value = request.query.get("dryRun")
-    if value is None:
-        return False
-    if value != "All":
-        raise bad_request(f"Invalid dryRun value {value!r}: only 'All' is supported")
-    return True
+def _write_options(request: web.Request) -> bool:
+    """The options of a write (``dryRun``, ``fieldManager``), validated as the API does;
+    True for a dry run.
+
+    Raises:
+        ApiError: 422 ``dryRun`` other than ``All``, ``fieldManager`` over 128 bytes.
+    """
+    options = _OPTIONS.get(request.method, "DeleteOptions")
+    manager = request.query.get("fieldManager", "")
+    if len(manager.encode()) > 128:
+        raise options_invalid(options, "fieldManager", "FieldValueTooLong",
+                              "Too long: may not be more than 128 bytes")  # fmt: skip
+    values = request.query.getall("dryRun", [])
+    if any(v != "All" for v in values):
+        shown = json.dumps(values, separators=(",", ":"))
+        raise options_invalid(options, "dryRun", "FieldValueNotSupported",
+                              f'Unsupported value: {shown}: supported values: "All"')  # fmt: skip
+    return bool(values)
+
+
+def _missing_route(group: str) -> ApiError:
+    """A path under ``/apis/{group}`` that names nothing served: a built-in group's Status
+    404, else the router's plain one."""
+    if group in _BUILTIN_GROUPS:
+        return ApiError(404, "NotFound", "the server could not find the requested resource", {})
+    return RouteNotFound()
 
 
 class KubeApiServer:
@@ -89,6 +132,8 @@ class KubeApiServer:
         r = self._app.router
         r.add_route("*", "/version", self._version)
         r.add_route("*", "/version/", self._version)  # the generated VersionApi uses this
+        for health in ("/healthz", "/readyz", "/livez"):
+            r.add_route("*", health, self._health)
         r.add_route("*", "/api/v1/namespaces/{ns}/pods", self._pods)
         r.add_route("*", "/api/v1/namespaces/{ns}/pods/{name}", self._pod)
         r.add_route("*", "/api/v1/namespaces/{ns}/events", self._events)
@@ -132,23 +177,45 @@ class KubeApiServer:
 
     # -- plumbing
 
+    def _authorize(self, request: web.Request) -> None:
+        """No token: an anonymous request, which only the public paths allow (403 naming
+        what it asked, as RBAC refuses ``system:anonymous``); a token not ours is 401."""
+        header = request.headers.get("Authorization")
+        if header is None:
+            if request.path in PUBLIC_PATHS:
+                return
+            info = RequestInfo.parse(request.method, request.path)
+            if not info.resource:
+                raise ApiError(
+                    403, "Forbidden", f'forbidden: User "system:anonymous" cannot '
+                    f'{info.verb} path "{request.path}"', {},
+                )  # fmt: skip
+            raise forbidden("system:anonymous", info.verb, info.group, info.resource,
+                            info.namespace, info.name, info.subresource)  # fmt: skip
+        if header != f"Bearer {self.token}":
+            raise ApiError.generic(401)
+
     @web.middleware
     async def _middleware(
         self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
+        response: web.StreamResponse
         try:
-            if request.headers.get("Authorization") != f"Bearer {self.token}":
-                raise ApiError.generic(401)
+            self._authorize(request)
             fault = self.store.take_fault(request.method, request.path)
             if fault is not None:
                 raise fault
             response = await handler(request)
+        except RouteNotFound:
+            response = web.Response(status=404, text="404 page not found\n",
+                                    content_type="text/plain")  # fmt: skip
         except ApiError as err:
             response = _json(err.status_body(), err.code, err.headers)
         except SelectorError as err:
             response = _json(bad_request(str(err)).status_body(), 400)
         except web.HTTPNotFound:
-            response = _json(ApiError.generic(404).status_body(), 404)
+            response = web.Response(status=404, text="404 page not found\n",
+                                    content_type="text/plain")  # fmt: skip
         except web.HTTPMethodNotAllowed:
             response = _json(ApiError.generic(405).status_body(), 405)
         # as the real server: its own clock in every answer's Date header (RFC 7231)
@@ -167,7 +234,12 @@ class KubeApiServer:
     @staticmethod
     def _allow(request: web.Request, *methods: str) -> None:
         if request.method not in methods:
-            raise ApiError.generic(405)
+            raise ApiError(
+                405,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+                {},
+            )
 
     @staticmethod
     async def _body(request: web.Request, *, yaml_ok: bool = False) -> Any:
@@ -186,25 +258,37 @@ class KubeApiServer:
         return _json(
             {
                 "major": "1",
-                "minor": "31",
-                "gitVersion": "v1.31.0-vllm-scaler-sim",
+                "minor": "37",
+                "gitVersion": "v1.37.2-vllm-scaler-stand-in",
                 "gitCommit": "0000000000000000000000000000000000000000",
                 "gitTreeState": "clean",
-                "buildDate": "2024-08-13T00:00:00Z",
-                "goVersion": "go1.22.5",
+                "buildDate": "2026-01-01T00:00:00Z",
+                "goVersion": "go1.26.8",
                 "compiler": "gc",
                 "platform": "linux/amd64",
             }
         )
 
-    def _list(self, kind: str, items: Iterable[JSON], request: web.Request) -> web.Response:
+    async def _health(self, request: web.Request) -> web.StreamResponse:
+        self._allow(request, "GET")
+        return web.Response(text="ok")
+
+    def _list(
+        self,
+        kind: str,
+        items: Iterable[JSON],
+        request: web.Request,
+        *,
+        api_version: str = "v1",
+        fields: SelectableFields = META_FIELDS,
+    ) -> web.Response:
         if "fieldSelector" in request.query:
-            keep = field_filter(request.query["fieldSelector"])
+            keep = field_filter(request.query["fieldSelector"], fields)
             items = [i for i in items if keep(i)]
         return _json(
             {
                 "kind": kind,
-                "apiVersion": "v1",
+                "apiVersion": api_version,
                 "metadata": {"resourceVersion": self.store.resource_version},
                 "items": list(items),  # list items carry no kind/apiVersion, as upstream
             }
@@ -214,25 +298,38 @@ class KubeApiServer:
         self._allow(request, "GET")
         ns = request.match_info["ns"]
         pods = self.store.list_pods(ns, request.query.get("labelSelector", ""))
-        return self._list("PodList", pods, request)
+        return self._list("PodList", pods, request, fields=POD_FIELDS)
 
     async def _pod(self, request: web.Request) -> web.StreamResponse:
-        self._allow(request, "GET", "PATCH")
+        self._allow(request, "GET", "PATCH", "DELETE")
         ns, name = request.match_info["ns"], request.match_info["name"]
+        dry_run = _write_options(request) if request.method != "GET" else False
         pod = self.store.get_pod(ns, name)
         if request.method == "PATCH":
-            dry_run = _dry_run(request)
             new = await self._patched(request, pod, builtin=True)
-            pod = self.store.patch_pod(ns, name, new, dry_run=dry_run)
+            try:
+                pod = self.store.patch_pod(ns, name, new, dry_run=dry_run)
+            except DecodeError as err:
+                raise patch_invalid(new, err.why) from None
+        elif request.method == "DELETE":
+            raw = await request.read()
+            options = json.loads(raw) if raw.strip() else {}
+            grace = options.get("gracePeriodSeconds") if isinstance(options, dict) else None
+            if not dry_run:
+                pod = self.store.delete_pod_gracefully(ns, name, grace)
         return _json({"kind": "Pod", "apiVersion": "v1", **pod})
 
     async def _patched(self, request: web.Request, current: JSON, *, builtin: bool) -> JSON:
         """``current`` with the request's merge, strategic merge (built-in kinds only; for
         maps it is a merge patch) or JSON patch applied (400/415/422 as upstream)."""
-        accepted = patch_media_types(builtin=builtin, apply=False)
         media = _media_type(request)
+        if media not in PATCH_TYPES:
+            raise unknown_patch_type()
+        accepted = patch_media_types(builtin=builtin)
         if media not in accepted:
             raise unsupported_media_type(accepted)
+        if media == APPLY_PATCH:
+            raise ApiError(415, "UnsupportedMediaType", _NO_APPLY)
         return apply_patch(current, media, await self._body(request))
 
     async def _collection(self, request: web.Request) -> web.StreamResponse:
@@ -242,117 +339,98 @@ class KubeApiServer:
         if kind is None:
             if self.store.scale_kind(group, version, plural) is not None:
                 raise ApiError.generic(405)  # listing workloads is not served
-            raise ApiError.generic(404)
+            raise _missing_route(group)
         self._allow(request, "GET", "POST")
         if request.method == "GET":
             return self._list(
-                f"{kind.kind}List", self.store.list_objects(group, plural, ns), request
+                f"{kind.kind}List",
+                self.store.list_objects(group, plural, ns),
+                request,
+                api_version=f"{group}/{version}",
             )
+        dry_run = _write_options(request)
         if _media_type(request) != "application/json":
             raise unsupported_media_type(_WRITE_TYPES)
         body = await self._body(request)
-        created = self.store.create_object(
-            group, version, plural, ns, body, dry_run=_dry_run(request)
-        )
+        created = self.store.create_object(group, version, plural, ns, body, dry_run=dry_run)
         return _json(created, 201)
 
     async def _events(self, request: web.Request) -> web.StreamResponse:
         self._allow(request, "GET", "POST")
         ns = request.match_info["ns"]
         if request.method == "GET":
-            return self._list("EventList", self.store.events(ns), request)
+            return self._list("EventList", self.store.events(ns), request, fields=EVENT_FIELDS)
+        dry_run = _write_options(request)
         if _media_type(request) != "application/json":
             raise unsupported_media_type(_WRITE_TYPES)
         body = await self._body(request)
-        return _json(self.store.create_event(ns, body, dry_run=_dry_run(request)), 201)
+        return _json(self.store.create_event(ns, body, dry_run=dry_run), 201)
 
     async def _object(self, request: web.Request) -> web.StreamResponse:
         group, version, plural, ns, name = _named_object(request)
         plain = self.store.object_kind(group, version, plural)
         if plain is not None:
             self._allow(request, "GET", "PUT", "PATCH")
-            current = self.store.get_object(group, plural, ns, name)
             if request.method == "GET":
-                return _json(current)
-            dry_run = _dry_run(request)
+                return _json(self.store.get_object(group, plural, ns, name))
+            dry_run = _write_options(request)
             if request.method == "PUT":
                 if _media_type(request) != "application/json":
                     raise unsupported_media_type(_WRITE_TYPES)
                 body = await self._body(request)
-                require_rv = True
-            else:
-                body = await self._patched(request, current, builtin=plain.builtin)
-                require_rv = False
-            return _json(
-                self.store.update_object(
-                    group, version, plural, ns, name, body, require_rv=require_rv, dry_run=dry_run
+                obj, created = self.store.replace_object(
+                    group, version, plural, ns, name, body, dry_run=dry_run
                 )
-            )
-        self._allow(request, "GET")
+                return _json(obj, 201 if created else 200)
+            current = self.store.get_object(group, plural, ns, name)
+            body = await self._patched(request, current, builtin=plain.builtin)
+            try:
+                updated = self.store.update_object(
+                    group, version, plural, ns, name, body, require_rv=False, dry_run=dry_run
+                )
+            except DecodeError as err:
+                raise patch_invalid(body, err.why) from None
+            return _json(updated)
         if self.store.scale_kind(group, version, plural) is None:
-            raise ApiError.generic(404)
+            raise _missing_route(group)
+        self._allow(request, "GET")
         return _json(self.store.get_workload(ns, name, group=group, plural=plural))
 
     async def _scale(self, request: web.Request) -> web.StreamResponse:
-        self._allow(request, "GET", "PUT", "PATCH")
         group, version, plural, ns, name = _named_object(request)
         kind = self.store.scale_kind(group, version, plural)
         if kind is None:
-            raise ApiError.generic(404)
+            raise _missing_route(group)
+        self._allow(request, "GET", "PUT", "PATCH")
+        dry_run = _write_options(request) if request.method != "GET" else False
         current = self.store.get_scale(group, version, plural, ns, name)
         if request.method == "GET":
             return _json(current)
-        dry_run = _dry_run(request)
         media = _media_type(request)
-        if request.method == "PUT":
-            if media not in _WRITE_TYPES:
-                raise unsupported_media_type(_WRITE_TYPES)
-            body = await self._body(request, yaml_ok=media == "application/yaml")
-            if not isinstance(body, dict):
-                raise bad_request("the body of the request is not an object")
-            if body.get("kind", "Scale") != "Scale" or body.get("apiVersion", "autoscaling/v1") != (
-                "autoscaling/v1"
-            ):
-                raise bad_request(
-                    f"expected kind Scale apiVersion autoscaling/v1, got kind "
-                    f"{body.get('kind')!r} apiVersion {body.get('apiVersion')!r}"
-                )
-            new = body
-            require_rv = True
-        else:
-            accepted = patch_media_types(builtin=kind.builtin, apply=True)
-            if media not in accepted:
-                raise unsupported_media_type(accepted)
-            if media == APPLY_PATCH:
-                if not request.query.get("fieldManager"):
-                    raise invalid(
-                        "PatchOptions",
-                        "meta.k8s.io",
-                        "",
-                        [
-                            (
-                                "fieldManager",
-                                "FieldValueRequired",
-                                "Required value: is required for apply patch",
-                            )
-                        ],
-                    )
-                patch = await self._body(request, yaml_ok=True)
-            else:
-                patch = await self._body(request)
-            new = apply_patch(current, media, patch)
-            require_rv = False
-        result = self.store.write_scale(
-            group,
-            version,
-            plural,
-            ns,
-            name,
-            new,
-            require_rv=require_rv,
-            dry_run=dry_run,
-            # the real server names a client without fieldManager after its user agent
-            manager=request.query.get("fieldManager")
-            or request.headers.get("User-Agent", "unknown").split("/")[0],
+        # the real server names a client without fieldManager after its user agent
+        manager = (
+            request.query.get("fieldManager")
+            or request.headers.get("User-Agent", "unknown").split("/")[0]
         )
-        return _json(result)
+        if request.method == "PATCH":
+            new = await self._patched(request, current, builtin=kind.builtin)
+            try:
+                result = self.store.write_scale(group, version, plural, ns, name, new,
+                                                dry_run=dry_run, manager=manager)  # fmt: skip
+            except DecodeError as err:
+                raise patch_invalid(new, err.why) from None
+            return _json(result)
+        if media not in _WRITE_TYPES:
+            raise unsupported_media_type(_WRITE_TYPES)
+        body = await self._body(request, yaml_ok=media == "application/yaml")
+        if not isinstance(body, dict):
+            raise bad_request("the body of the request is not an object")
+        if body.get("kind", "Scale") != "Scale" or body.get("apiVersion", "autoscaling/v1") != (
+            "autoscaling/v1"
+        ):
+            raise bad_request(
+                f"expected kind Scale apiVersion autoscaling/v1, got kind "
+                f"{body.get('kind')!r} apiVersion {body.get('apiVersion')!r}"
+            )
+        return _json(self.store.write_scale(group, version, plural, ns, name, body,
+                                            dry_run=dry_run, manager=manager))  # fmt: skip

@@ -30,7 +30,10 @@ class KubeStore(ScaleSubresource, Autoscalers, Events, FaultInjection):
         self.register_kind("apps", "v1", "Deployment", "deployments", builtin=True)
         self.register_kind("apps", "v1", "StatefulSet", "statefulsets", builtin=True)
         self.register_kind("apps", "v1", "ReplicaSet", "replicasets", builtin=True)
-        self.register_object_kind("coordination.k8s.io", "v1", "Lease", "leases", builtin=True)
+        self.register_object_kind(
+            "coordination.k8s.io", "v1", "Lease", "leases", builtin=True,
+            unconditional_update=False, create_on_update=True,
+        )  # fmt: skip
         self.register_object_kind(
             "autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", builtin=True
         )

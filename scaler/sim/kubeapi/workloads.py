@@ -49,6 +49,14 @@ class Workload:
 ScaleCallback = Callable[[ScaleChange], None]
 
 
+def _controller_uid(meta: JSON) -> str | None:
+    """The uid of the controller among ``meta``'s ``ownerReferences``, if any."""
+    for ref in meta.get("ownerReferences") or ():
+        if ref.get("controller"):
+            return str(ref.get("uid"))
+    return None
+
+
 class Workloads(Pods):
     """Workload objects keyed by (group, plural, namespace, name), driven from Python."""
 
@@ -295,18 +303,38 @@ class Workloads(Pods):
         w.scale_selector = selector
         self._refresh_status(w)
 
+    def _counts(self, w: Workload, pod: JSON) -> bool:
+        """Whether ``pod`` is one of ``w``'s, as its controller counts them: pods whose
+        controller ``ownerReferences`` lead to it (directly, or through a ReplicaSet it
+        owns), and pods without a controller that its selector matches (it would adopt
+        them; a Deployment's ReplicaSets adopt only what their own selectors match). A
+        status field its operator writes (:attr:`Workload.scale_selector`) counts what that
+        selector matches."""
+        labels = pod["metadata"].get("labels", {})
+        if w.scale_selector:
+            return parse_label_selector(w.scale_selector).matches(labels)
+        uid = w.obj["metadata"]["uid"]
+        owner = _controller_uid(pod["metadata"])
+        owned = [
+            o for o in self._workloads.values()
+            if o.obj["metadata"]["namespace"] == w.obj["metadata"]["namespace"]
+            and _controller_uid(o.obj["metadata"]) == uid
+        ]  # fmt: skip
+        if owner is not None:
+            return owner == uid or any(o.obj["metadata"]["uid"] == owner for o in owned)
+        if not w.selector.matches(labels):
+            return False
+        return not owned or any(o.selector.matches(labels) for o in owned)
+
     def _refresh_status(self, w: Workload, *, bump: bool = True) -> None:
         ns = w.obj["metadata"]["namespace"]
-        counted = w.selector
-        if w.scale_selector:
-            counted = parse_label_selector(w.scale_selector)
         active = [
             p
             for (pns, _), p in self._pods.items()
             if pns == ns
-            and counted.matches(p["metadata"].get("labels", {}))
             and "deletionTimestamp" not in p["metadata"]
             and p["status"]["phase"] not in ("Succeeded", "Failed")
+            and self._counts(w, p)
         ]
         ready = sum(1 for p in active if pod_ready(p))
         status: JSON = {"observedGeneration": w.obj["metadata"]["generation"]}

@@ -125,8 +125,8 @@ user's mapping with the chart's values never fills in the example's keys. */}}
 {{- if not (kindIs "slice" $targets) }}
 {{- fail (printf "policy.targets: value %s: expected a list of targets" (toJson $targets)) }}
 {{- end }}
-{{- if not $targets }}
-{{- fail "policy.targets: empty; expected at least one target" }}
+{{- if and (not $targets) (not .Values.watchResources) }}
+{{- fail "policy.targets: empty; expected at least one target (or watchResources, to scale the VLLMAutoscaler resources only)" }}
 {{- end }}
 {{- range $i, $t := $targets }}
 {{- if not (kindIs "map" $t) }}
@@ -285,6 +285,17 @@ or in all for ""). Recommend-only: read verbs only.
   resources: [{{ printf "%s/scale" $k.plural | quote }}]
   verbs: {{ $scaleVerbs }}
 {{- end }}
+{{- if $root.Values.watchResources }}
+# The VLLMAutoscaler resources (watched) and their status (written by the leader).
+- apiGroups: ["autoscaling.vllm-scaler.io"]
+  resources: ["vllmautoscalers"]
+  verbs: ["list", "watch"]
+{{- if $write }}
+- apiGroups: ["autoscaling.vllm-scaler.io"]
+  resources: ["vllmautoscalers/status"]
+  verbs: ["patch"]
+{{- end }}
+{{- end }}
 {{- if $write }}
 # Events on the targets, as HPA writes them (kubectl describe shows them).
 - apiGroups: [""]
@@ -316,6 +327,8 @@ VLLM_SCALER_METRICS_PORT: metricsPort
 VLLM_SCALER_LOG_FORMAT: logFormat
 VLLM_SCALER_LOG_LEVEL: logLevel
 VLLM_SCALER_IN_CLUSTER: ""
+VLLM_SCALER_WATCH_RESOURCES: watchResources
+VLLM_SCALER_RESOURCE_NAMESPACES: watchResources (and rbac.scope)
 VLLM_SCALER_LEADER_ELECTION: leaderElection.enabled (and recommendOnly)
 VLLM_SCALER_LEASE_NAME: leaderElection.leaseName
 VLLM_SCALER_LEASE_DURATION_SECONDS: leaderElection.leaseDurationSeconds
@@ -351,6 +364,8 @@ settings of chartEnv.
 --log-format: logFormat
 --log-level: logLevel
 --in-cluster: the pod itself
+--watch-resources: watchResources
+--resource-namespaces: watchResources (and rbac.scope)
 --no-in-cluster: the pod itself
 --leader-election: leaderElection.enabled (and recommendOnly)
 --no-leader-election: leaderElection.enabled (and recommendOnly)

@@ -1,0 +1,108 @@
+"""The VLLMAutoscaler CRD: generated from the policy's models, so the resource's spec and a
+target of the policy file are one schema; the copies the chart and kustomize ship are current."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scaler.config.crd import PRINTER_COLUMNS, crd, spec_schema
+from scaler.config.policy import TargetPolicy, load_policy
+from scaler.config.resource import KIND, resource_of, target_of
+
+ROOT = Path(__file__).resolve().parents[2]
+COPIES = (
+    ROOT / "deploy" / "helm" / "vllm-scaler" / "crds" / "vllmautoscalers.yaml",
+    ROOT / "deploy" / "base" / "crd.yaml",
+)
+
+
+def _paths(node: dict[str, Any], path: str = "") -> dict[str, str]:
+    """Every property path of a structural schema -> its type."""
+    out: dict[str, str] = {}
+    if "items" in node:
+        out.update(_paths(node["items"], path + "[]"))
+    for name, sub in (node.get("properties") or {}).items():
+        child = f"{path}.{name}".lstrip(".")
+        out[child] = str(sub.get("type"))
+        out.update(_paths(sub, child))
+    return out
+
+
+def _pydantic_paths(schema: dict[str, Any]) -> dict[str, str]:
+    """The same of pydantic's JSON schema ($ref and ``X | None`` followed)."""
+    defs = schema.get("$defs", {})
+
+    def resolve(node: dict[str, Any]) -> dict[str, Any]:
+        if "$ref" in node:
+            return resolve(defs[node["$ref"].rsplit("/", 1)[-1]])
+        branches = [b for b in node.get("anyOf", []) if b.get("type") != "null"]
+        return resolve(branches[0]) if branches else node
+
+    out: dict[str, str] = {}
+
+    def walk(node: dict[str, Any], path: str) -> None:
+        node = resolve(node)
+        if node.get("type") == "array":
+            walk(node["items"], path + "[]")
+        for name, sub in (node.get("properties") or {}).items():
+            child = f"{path}.{name}".lstrip(".")
+            out[child] = str(resolve(sub).get("type"))
+            walk(sub, child)
+
+    walk(schema, "")
+    return out
+
+
+def _under(paths: dict[str, str], root: str) -> dict[str, str]:
+    return {k.removeprefix(root): v for k, v in paths.items() if k.startswith(root)}
+
+
+def test_the_copies_the_chart_and_kustomize_ship_are_the_generated_crd() -> None:
+    for path in COPIES:
+        assert list(yaml.safe_load_all(path.read_text(encoding="utf-8"))) == [crd()], path
+
+
+def test_the_spec_and_a_target_of_the_policy_file_are_one_schema() -> None:
+    spec = _paths(spec_schema())
+    target = _pydantic_paths(TargetPolicy.model_json_schema(by_alias=True))
+    # the one difference: the workload is scaleTargetRef in the resource's namespace
+    ref = _under(spec, "scaleTargetRef")
+    workload = _under(target, "workload")
+    assert ref == {k: v for k, v in workload.items() if k != ".namespace"}
+    rest = {k: v for k, v in spec.items() if not k.startswith("scaleTargetRef")}
+    assert rest == {k: v for k, v in target.items() if not k.startswith("workload")}
+    assert "scaleDown.stabilizationWindowSeconds" in rest
+    assert "shadow.signals.ttftP95.targetSeconds" in rest
+
+
+def test_every_field_has_a_description_and_bounds_are_carried() -> None:
+    spec = spec_schema()
+
+    def walk(node: dict[str, Any], path: str) -> None:
+        for name, sub in (node.get("properties") or {}).items():
+            assert sub.get("description"), f"{path}.{name}"
+            walk(sub, f"{path}.{name}")
+
+    walk(spec, "spec")
+    props = spec["properties"]
+    assert props["minReplicas"]["minimum"] == 1
+    assert props["minReplicas"]["default"] == 1
+    kv = props["signals"]["properties"]["kvCacheUsage"]["properties"]["targetRatio"]
+    assert kv["x-kubernetes-validations"][0]["rule"] == "self <= 1.0"
+
+
+def test_printer_columns_read_like_kubectl_get_hpa() -> None:
+    shown = [c["name"] for c in PRINTER_COLUMNS if not c.get("priority")]
+    assert shown == ["Target", "Min", "Max", "Current", "Desired", "Reason", "Age"]
+
+
+def test_the_example_resource_is_the_example_policy_files_target() -> None:
+    example = ROOT / "deploy" / "examples" / "vllmautoscaler.yaml"
+    (obj,) = [d for d in yaml.safe_load_all(example.read_text(encoding="utf-8")) if d]
+    assert obj["kind"] == KIND
+    (target,) = load_policy(ROOT / "deploy" / "base" / "policy.yaml").targets
+    assert target_of(obj) == target
+    assert target_of(resource_of(target)) == target
