@@ -38,6 +38,7 @@ from scaler.bench.prometheus_api import prometheus_transport
 from scaler.bench.simulate import TickContext
 from scaler.bench.truth import TrueCapacity
 from scaler.config.policy import TargetPolicy, WorkloadRef
+from scaler.config.signal_specs import CapacityUnit
 from scaler.controller.observe import observe
 from scaler.core.decide import Direction, decide
 from scaler.core.observation import PodInfo, WorkloadSnapshot
@@ -60,9 +61,10 @@ __all__ = [
 
 
 def learned_capacity(state: TargetState | None) -> float | None:
-    """One replica's capacity as vllm-scaler has learned it, in its own unit (today weighted
-    tokens per second: prompt tokens plus ``generation_token_weight`` times generated tokens);
-    None before it has an estimate. The bench reads it here only, beside
+    """One replica's capacity as vllm-scaler has learned it, in its own unit (by default
+    seconds of replica work per second, priced by the policy's ``capacity.cost``; with unit
+    ``weighted_tokens`` prompt tokens plus ``generation_token_weight`` times generated tokens
+    per second); None before it has an estimate. The bench reads it here only, beside
     :func:`truth_in_learned_units`."""
     if state is None or state.capacity.estimate is None:
         return None
@@ -71,9 +73,30 @@ def learned_capacity(state: TargetState | None) -> float | None:
 
 def truth_in_learned_units(policy: TargetPolicy) -> Callable[[TrueCapacity], float]:
     """The replica model's true capacity in the unit of :func:`learned_capacity` for
-    ``policy``: all prompt tokens plus the policy's ``generation_token_weight`` times the
+    ``policy``: with unit ``work`` the seconds of work per second its rate brings, priced by
+    the policy's cost as the signal prices the fleet's demand (prompt tokens computed, the
+    cache hits left out; generated tokens at the mix's mean context); with unit
+    ``weighted_tokens`` all prompt tokens plus ``generation_token_weight`` times the
     generated ones, per second."""
-    weight = policy.signals.capacity.generation_token_weight
+    cap = policy.signals.capacity
+    if cap.unit is CapacityUnit.WORK:
+        cost = cap.cost
+
+        def work(truth: TrueCapacity) -> float:
+            rps = truth.requests_per_second
+            context = (
+                (truth.prompt_tokens_per_second + truth.generation_tokens_per_second / 2) / rps
+                if rps > 0
+                else 0.0
+            )
+            return cost.work_seconds(
+                truth.computed_prompt_tokens_per_second,
+                truth.generation_tokens_per_second,
+                context,
+            )
+
+        return work
+    weight = cap.token_weight
     return lambda truth: truth.weighted(weight)
 
 

@@ -30,12 +30,14 @@ from scaler.sources.promql import (
     LAYOUT_LABEL,
     LAYOUT_SERIES,
     METRIC_LABEL,
+    PREFIX_CACHE_HITS_METRICS,
     SELECTOR_LABEL,
     TARGET_LABEL,
     THROUGHPUT_METRICS,
     TTFT_BUCKET_METRIC,
     HistogramKind,
     QueryKind,
+    asleep_group,
     build_query_plan,
 )
 
@@ -86,8 +88,9 @@ def prometheus_transport(
                 out.append({"metric": labels, "value": [t, _value(rate)]})
             return out
         if kind is QueryKind.THROUGHPUT:
-            for pod, triple in sorted(tsdb.counter_rates(t, rate_window_seconds).items()):
-                for metric, v in zip(THROUGHPUT_METRICS, triple, strict=True):
+            counters = (*THROUGHPUT_METRICS, PREFIX_CACHE_HITS_METRICS[0])
+            for pod, rates in sorted(tsdb.counter_rates(t, rate_window_seconds).items()):
+                for metric, v in zip(counters, rates, strict=True):
                     labels = {"namespace": namespace, "pod": pod, SELECTOR_LABEL: gid}
                     labels[METRIC_LABEL] = metric
                     out.append({"metric": labels, "value": [t, _value(v)]})
@@ -98,6 +101,8 @@ def prometheus_transport(
                 v = s.waiting
             elif kind is QueryKind.RUNNING:
                 v = s.running
+                asleep = {**labels, SELECTOR_LABEL: asleep_group(gid)}
+                out.append({"metric": asleep, "value": [t, _value(s.asleep)]})
             else:
                 labels["__name__"] = KV_METRICS[0]
                 v = s.kv_usage

@@ -317,14 +317,20 @@ def _truth_lines(result: BenchResult) -> list[str]:
     lines = ["", "true capacity of one replica on each segment's mix (both SLOs at p95) and what "
              "vllm-scaler had learned (first seed, its unit):"]  # fmt: skip
     for (start, end, after, cap), check in zip(result.truth, checks.values(), strict=False):
-        learned = "nothing yet" if check.learned is None else f"{check.learned:,.0f}"
+        learned = "nothing yet" if check.learned is None else _unit_value(check.learned)
         ratio = "" if check.learned is None else f" ({check.ratio:.2f}x)"
         lines.append(
             f"  {start / 60:6.1f}-{end / 60:6.1f} min ({after}): {cap.requests_per_second:.2f} "
-            f"req/s, {check.true:,.0f} in the learned unit; learned at "
+            f"req/s, {_unit_value(check.true)} in the learned unit; learned at "
             f"{check.at_seconds / 60:.1f} min: {learned}{ratio}"
         )
     return lines
+
+
+def _unit_value(x: float) -> str:
+    """A capacity in its unit: tokens/s as integers, seconds of work per second (about 1) to
+    three significant digits."""
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
 def format_table(result: BenchResult, plot: Path | None = None) -> str:

@@ -55,6 +55,10 @@ class PodSample:
         requests: ``vllm:request_success_total`` summed over ``finished_reason``.
         prompt_tokens: ``vllm:prompt_tokens_total``.
         generation_tokens: ``vllm:generation_tokens_total``.
+        prefix_cache_hits: ``vllm:prefix_cache_hits_total`` (prompt tokens found in the
+            prefix cache).
+        asleep: ``1 - vllm:engine_sleep_state{sleep_state="awake"}``: 1 while the engine is
+            in sleep mode.
     """
 
     t: float
@@ -66,6 +70,8 @@ class PodSample:
     requests: float = 0.0
     prompt_tokens: float = 0.0
     generation_tokens: float = 0.0
+    prefix_cache_hits: float = 0.0
+    asleep: float = 0.0
 
 
 @dataclass(slots=True)
@@ -157,6 +163,8 @@ class Tsdb:
                     requests=float(sum(m.request_success.values())),
                     prompt_tokens=float(m.prompt_tokens),
                     generation_tokens=float(m.generation_tokens),
+                    prefix_cache_hits=float(m.prefix_cache_hits),
+                    asleep=1.0 if m.sleep_level else 0.0,
                 )
             )
         for name, s in list(self.series.items()):
@@ -230,11 +238,13 @@ class Tsdb:
                 out[name] = rate
         return out
 
-    def counter_rates(self, t: float, window: float) -> dict[str, tuple[float, float, float]]:
-        """Per pod, ``rate(...[W])`` at ``t`` of finished requests, prompt tokens and
-        generated tokens; pods with fewer than two samples in the window are left out (as
-        Prometheus leaves them out of ``rate()``)."""
-        out: dict[str, tuple[float, float, float]] = {}
+    def counter_rates(
+        self, t: float, window: float
+    ) -> dict[str, tuple[float, float, float, float]]:
+        """Per pod, ``rate(...[W])`` at ``t`` of finished requests, prompt tokens, generated
+        tokens and prefix-cache hits; pods with fewer than two samples in the window are left
+        out (as Prometheus leaves them out of ``rate()``)."""
+        out: dict[str, tuple[float, float, float, float]] = {}
         start = t - window
         for name, s in self.series.items():
             pts = s.in_range(start, t)
@@ -243,6 +253,7 @@ class Tsdb:
             req = extrapolated_rate([(p.t, p.requests) for p in pts], start, t)
             prompt = extrapolated_rate([(p.t, p.prompt_tokens) for p in pts], start, t)
             gen = extrapolated_rate([(p.t, p.generation_tokens) for p in pts], start, t)
+            hits = extrapolated_rate([(p.t, p.prefix_cache_hits) for p in pts], start, t)
             if req is not None and prompt is not None and gen is not None:
-                out[name] = (req, prompt, gen)
+                out[name] = (req, prompt, gen, hits if hits is not None else 0.0)
         return out

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from scaler.config.strict import Strict, beside, given, not_below
 
@@ -40,7 +40,9 @@ __all__ = [
     "MAX_TOKENS_PER_SECOND",
     "SPECS",
     "AlertSpec",
+    "CapacityCost",
     "CapacitySignal",
+    "CapacityUnit",
     "GaugeQuery",
     "HistogramQuery",
     "ItlSignal",
@@ -370,13 +372,82 @@ class ItlSignal(Strict):
         return value
 
 
+#: What one generated token costs in prompt tokens with unit ``weighted_tokens`` by default.
+DEFAULT_GENERATION_TOKEN_WEIGHT = 16.0
+
+
+class CapacityCost(Strict):
+    """What a replica's work costs, seconds of one replica's engine time (the capacity signal's
+    unit when ``unit`` is ``work``): a profile of the model on its GPU.
+
+    One replica's work per second of traffic is::
+
+        prefill_seconds_per_token x computed prompt tokens/s
+        + (decode_seconds_per_token + decode_seconds_per_context_token x context) x generated/s
+
+    where the computed prompt tokens are ``vllm:prompt_tokens_total`` less the prefix-cache
+    hits (``vllm:prefix_cache_hits_total``; the older ``vllm:gpu_prefix_cache_hits_total``),
+    and ``context`` is the mean prompt plus half the mean output of the requests finished in
+    the window (tokens). Prefill is compute-bound: about the same time per computed token at
+    any batch. A decode step reads the weights once and the batch's KV cache; the batch a
+    replica runs at its capacity is bounded by its KV cache over the context, so a generated
+    token's share of a step grows with its context (the weights' read spread over fewer
+    sequences, and its own KV read). The defaults are a 7-8B model in BF16 on a 24 GB GPU
+    (about 21k prompt tokens/s of prefill, 17 ms a step for the weights, 43k tokens of KV
+    cache at 144 KB a token, about 1 TB/s: ``docs/capacity.md``); the learned capacity (work
+    seconds per second a replica serves within the SLOs) absorbs a uniform error of them.
+    """
+
+    prefill_seconds_per_token: float = Field(
+        default=4.7e-5,
+        gt=0,
+        le=1,
+        description="engine seconds per prompt token computed (not found in the prefix cache)",
+    )
+    decode_seconds_per_token: float = Field(
+        default=3.5e-4,
+        ge=0,
+        le=1,
+        description="engine seconds per generated token, the part that does not grow with "
+        "its context",
+    )
+    decode_seconds_per_context_token: float = Field(
+        default=5.4e-7,
+        ge=0,
+        le=1,
+        description="engine seconds per generated token per token of its context (its KV read "
+        "and the weights' read shared by the batch its KV cache allows)",
+    )
+
+    def work_seconds(
+        self,
+        computed_prompt_tokens: float,
+        generation_tokens: float,
+        context_tokens: float,
+    ) -> float:
+        """Engine seconds of work (per second for rates): see the class docstring."""
+        decode = self.decode_seconds_per_token + self.decode_seconds_per_context_token * max(
+            0.0, context_tokens
+        )
+        return self.prefill_seconds_per_token * computed_prompt_tokens + decode * generation_tokens
+
+
+class CapacityUnit(StrEnum):
+    """The capacity signal's unit of demand and capacity."""
+
+    WORK = "work"
+    WEIGHTED_TOKENS = "weighted_tokens"
+
+
 class CapacitySignal(Strict):
     """Capacity: the demand the fleet will see, over what one replica serves at the TTFT target.
 
-    ``desired = ceil(forecast demand / (capacity x target_utilization))``, where demand and
-    capacity are *weighted tokens per second*: prompt tokens plus ``generation_token_weight``
-    times generated tokens (``vllm:prompt_tokens_total``, ``vllm:generation_tokens_total``),
-    capacity per replica is learned online (:mod:`scaler.core.capacity`) and the forecast
+    ``desired = ceil(forecast demand x (1 + standing_headroom) / (capacity x
+    target_utilization)) + sleeping replicas``, where demand and capacity are *seconds of
+    replica work per second* (``unit: work``: prompt tokens computed and generated tokens
+    priced by ``cost``, :class:`CapacityCost`), or with ``unit: weighted_tokens`` prompt tokens
+    plus ``generation_token_weight`` times generated tokens; capacity per replica is learned
+    online (:mod:`scaler.core.capacity`) and the forecast
     covers the model load time (:mod:`scaler.core.forecast`). See ``docs/capacity.md``.
 
     Seeds (optional): a replica's throughput at the TTFT target on your request mix, for
@@ -393,11 +464,12 @@ class CapacitySignal(Strict):
     target_utilization: float = Field(
         default=0.85, gt=0, le=1, description="0-1 ratio of the learned capacity to fill"
     )
-    generation_token_weight: float = Field(
-        default=16.0,
+    generation_token_weight: float | None = Field(
+        default=None,
         ge=0,
         le=1000,
-        description="what one generated token costs a replica, in prompt tokens",
+        description="with unit weighted_tokens only: what one generated token costs a "
+        "replica, in prompt tokens (default 16)",
     )
     seed_prompt_tokens_per_second: float | None = Field(
         default=None,
@@ -438,10 +510,60 @@ class CapacitySignal(Strict):
         le=3600,
         description="time from pod creation to Ready assumed until one start was observed",
     )
+    unit: CapacityUnit = Field(
+        default=CapacityUnit.WORK,
+        strict=False,
+        description="work: demand and capacity in seconds of replica work per second (prompt "
+        "tokens computed, the prefix-cache hits left out, and generated tokens priced by "
+        "their context: cost); weighted_tokens: the earlier prompt plus "
+        "generation_token_weight x generated tokens per second",
+    )
+    cost: CapacityCost = Field(
+        default=CapacityCost(),
+        description="what prompt and generated tokens cost a replica, engine seconds (unit work)",
+    )
+    min_work_ratio: float = Field(
+        default=0.02,
+        gt=0,
+        le=100,
+        description="lower bound of the learned capacity with unit work, seconds of work a "
+        "replica serves per second",
+    )
+    max_work_ratio: float = Field(
+        default=20.0,
+        gt=0,
+        le=100,
+        validate_default=True,
+        description="upper bound of the learned capacity with unit work, seconds of work per "
+        "second",
+    )
+    standing_headroom: float = Field(
+        default=0.0,
+        ge=0,
+        le=4,
+        description="a 0-4 fraction of capacity held above the forecast demand at all times "
+        "(0.2: 20% more replicas' worth): GPU-hours paid for the requests of bursts shorter "
+        "than a model load, which no reactive sizing meets",
+    )
+    size_backlog: bool = Field(
+        default=True,
+        description="while the capacity signal has an estimate and an ok reading, no other "
+        "signal scales up past its ask: the backlog the queue and TTFT see is sized as work to "
+        "drain within backlog_drain_seconds, and released as it drains",
+    )
+    backlog_drain_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        le=3600,
+        description="the waiting work is sized to drain within this many seconds on top of "
+        "the arrival rate (default: the forecast horizon, the model load plus half the rate "
+        "window)",
+    )
 
     # Checks across fields are field checks of the later field, not model ones: they run
     # beside the other fields' errors, in one pass, whenever the fields they compare are valid.
     _max_not_below_min = not_below("max_tokens_per_second", "min_tokens_per_second")
+    _max_work_not_below_min = not_below("max_work_ratio", "min_work_ratio")
 
     @field_validator("seed_generation_tokens_per_second")
     @classmethod
@@ -462,18 +584,51 @@ class CapacitySignal(Strict):
             "your request mix (0 generated tokens per second only if it generates none)"
         )
 
+    @property
+    def token_weight(self) -> float:
+        """``generation_token_weight``, 16 when not given."""
+        w = self.generation_token_weight
+        return DEFAULT_GENERATION_TOKEN_WEIGHT if w is None else w
+
     def weighted(self, prompt_tokens: float, generation_tokens: float) -> float:
         """Weighted tokens: ``prompt + generation_token_weight x generated`` (any time unit)."""
-        return prompt_tokens + self.generation_token_weight * generation_tokens
+        return prompt_tokens + self.token_weight * generation_tokens
 
     @property
     def seed_tokens_per_second(self) -> float | None:
-        """The seed as weighted tokens/s per replica (None without a seed)."""
+        """The seed in the signal's unit per replica (None without a seed): weighted tokens/s,
+        or with unit ``work`` its seconds of work per second priced by ``cost`` (no cache hits,
+        no context: a seed that understates the capacity, so a few windows raise it)."""
         if self.seed_prompt_tokens_per_second is None:
             return None
-        return self.weighted(
-            self.seed_prompt_tokens_per_second, self.seed_generation_tokens_per_second or 0.0
-        )
+        generated = self.seed_generation_tokens_per_second or 0.0
+        if self.unit is CapacityUnit.WORK:
+            return self.cost.work_seconds(self.seed_prompt_tokens_per_second, generated, 0.0)
+        return self.weighted(self.seed_prompt_tokens_per_second, generated)
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """The learned capacity's bounds in the signal's unit."""
+        if self.unit is CapacityUnit.WORK:
+            return self.min_work_ratio, self.max_work_ratio
+        return self.min_tokens_per_second, self.max_tokens_per_second
+
+    @property
+    def unit_text(self) -> str:
+        """The unit's short name in messages: ``work s/s`` or ``tok/s``."""
+        return "work s/s" if self.unit is CapacityUnit.WORK else "tok/s"
+
+    @model_validator(mode="after")
+    def _weight_needs_token_unit(self) -> CapacitySignal:
+        # A weight set by hand with the work unit would be silently ignored: say what moved.
+        if self.unit is CapacityUnit.WORK and self.generation_token_weight is not None:
+            raise ValueError(
+                f"generation_token_weight {self.generation_token_weight:g}: applies only to "
+                "unit weighted_tokens; the capacity signal now counts seconds of replica work "
+                "(unit work, the default), priced by capacity.cost; set unit: weighted_tokens "
+                "to keep the weighting, or drop the weight"
+            )
+        return self
 
 
 def _capacity_without_ttft(capacity: Any, earlier: dict[str, Any]) -> str | None:

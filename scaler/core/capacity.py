@@ -5,17 +5,16 @@ Pure: no I/O, no clock reads. Inputs are the target's throughput per ready pod (
 ``vllm:prompt_tokens_total`` and ``vllm:generation_tokens_total``, summed over engines), each
 pod's waiting requests and KV-cache usage, the TTFT reading and the pods' Ready times.
 
-**Units.** Prefill is compute-bound and costs a replica about the same per prompt token at any
-batch size; decode is bound by memory bandwidth: every engine step reads the weights and the
-batch's KV cache once, so a generated token costs a share of a step that depends on the batch.
-On the published ``vllm bench serve`` sweeps of 7-8B models (a 4090 and an H100 at 16-48
-requests in flight) one generated token costs a loaded replica the time of 15-35 prompt
-tokens. Demand and capacity are therefore *weighted tokens per second*: prompt tokens plus
-``generation_token_weight`` (default 16) times generated tokens. Requests are not a unit: one
-request can be 50 or 20,000 tokens. No cost model beyond that weight is assumed: what a
-replica serves at the SLO depends on the mix (the length distribution, how much KV each
-request holds, how often a long prompt blocks the head of the queue), and that is what is
-learned, on the target's own mix.
+**Units.** Demand and capacity are *seconds of one replica's engine work per second* (unit
+``work``, the default): :meth:`~scaler.config.signal_specs.CapacityCost.work_seconds` of the
+prompt tokens computed (``vllm:prompt_tokens_total`` less ``vllm:prefix_cache_hits_total``),
+and the generated tokens priced by their context (a decode step reads the batch's KV cache, and
+the batch a replica runs at capacity is bounded by its KV cache over the context). A shift of
+the request mix or of the prefix-cache hit rate then changes the demand, not the capacity.
+Unit ``weighted_tokens`` keeps the earlier *weighted tokens per second*: prompt tokens plus
+``generation_token_weight`` (default 16) times generated tokens. What a replica serves at the
+SLO still depends on the mix beyond that price (how often a long prompt blocks the head of the
+queue, how long requests wait for KV blocks): that is what is learned, on the target's own mix.
 
 **Demand** is the sum over the ready pods of their weighted token rates (a pod Ready for less
 than 1.5 rate windows has a rate over a window it served only part of: it is counted at the
@@ -100,6 +99,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from scaler.config.policy import TargetPolicy
+from scaler.config.signal_specs import CapacityUnit
 from scaler.config.vocabulary import SignalName
 from scaler.core.evaluation import SignalEvaluation, banded, ceil_replicas
 from scaler.core.forecast import DemandForecast, observe_demand
@@ -112,6 +112,7 @@ __all__ = [
     "CapacityMemory",
     "CapacitySample",
     "CapacityView",
+    "arrival_rate",
     "capacity_sample",
     "demand_of",
     "evaluate_capacity",
@@ -174,6 +175,12 @@ class CapacityMemory:
             window whose TTFT p95 was under half its target (no queueing), busy or not; half
             of it is the least capacity the signal sizes with (:func:`sizing_capacity`).
             None: none yet, or a later breach at or below it.
+        unit: the unit every number here is in (:class:`CapacityUnit`): memory in another unit
+            than the policy's (a state saved before the unit ``work``) is dropped, never
+            read as if it were in the new one.
+        backlog: ``(controller seconds, waiting work)`` of the cycles of the last rate window
+            (not persisted: a new leader starts without it): how fast the backlog grew or
+            drained, which tells the arrival rate from the rate served.
     """
 
     estimate: CapacityEstimate | None = None
@@ -182,6 +189,8 @@ class CapacityMemory:
     upper: float | None = None
     overloaded: bool = False
     served: float | None = None
+    unit: str = CapacityUnit.WEIGHTED_TOKENS.value
+    backlog: tuple[tuple[float, float], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +210,9 @@ class CapacityView:
         model_load_seconds: the learned model load time (None: none observed yet).
         sample: this cycle's capacity sample, if one was taken.
         samples: samples the estimate rests on.
+        served_tokens_per_second: the rate the ready pods served over the window, in the
+            signal's unit (``demand_tokens_per_second`` is the rate arriving: this plus the
+            backlog's growth); None when unusable.
     """
 
     demand_tokens_per_second: float | None
@@ -212,6 +224,7 @@ class CapacityView:
     model_load_seconds: float | None
     sample: CapacitySample | None
     samples: int
+    served_tokens_per_second: float | None = None
 
 
 def seeded_estimate(policy: TargetPolicy) -> CapacityEstimate | None:
@@ -224,19 +237,34 @@ def seeded_estimate(policy: TargetPolicy) -> CapacityEstimate | None:
 
 
 def _bounded(policy: TargetPolicy, value: float) -> float:
-    cap = policy.signals.capacity
-    return min(cap.max_tokens_per_second, max(cap.min_tokens_per_second, value))
+    low, high = policy.signals.capacity.bounds
+    return min(high, max(low, value))
 
 
 def demand_of(policy: TargetPolicy, reading: ThroughputReading) -> tuple[float, float | None]:
-    """``(weighted tokens/s, weighted tokens per finished request)`` over the reading's pods
-    (the second is None when no request finished in the window)."""
+    """``(demand, demand per finished request)`` over the reading's pods in the signal's unit
+    (the second is None when no request finished in the window).
+
+    Unit ``work``: seconds of replica work per second, :meth:`CapacityCost.work_seconds
+    <scaler.config.signal_specs.CapacityCost.work_seconds>` of the fleet's computed prompt
+    tokens (``vllm:prompt_tokens_total`` less ``vllm:prefix_cache_hits_total``) and generated
+    tokens, the context being the fleet's mean prompt plus half its mean output per finished
+    request over the window (0 when none finished). Unit ``weighted_tokens``: prompt tokens
+    plus ``generation_token_weight`` times generated tokens per second.
+    """
     cap = policy.signals.capacity
     pods = reading.pods.values()
+    requests = math.fsum(p.requests_per_second for p in pods)
+    if cap.unit is CapacityUnit.WORK:
+        prompt = math.fsum(p.prompt_tokens_per_second for p in pods)
+        generated = math.fsum(p.generation_tokens_per_second for p in pods)
+        computed = math.fsum(p.computed_prompt_tokens_per_second for p in pods)
+        context = (prompt + generated / 2) / requests if requests > 0 else 0.0
+        work = cap.cost.work_seconds(computed, generated, context)
+        return work, (work / requests if requests > 0 else None)
     tokens = math.fsum(
         cap.weighted(p.prompt_tokens_per_second, p.generation_tokens_per_second) for p in pods
     )
-    requests = math.fsum(p.requests_per_second for p in pods)
     return tokens, (tokens / requests if requests > 0 else None)
 
 
@@ -394,6 +422,8 @@ def _trusted(
         return None
     if observation.replicas.terminating > 0:
         return None  # pods removed in the window served part of its traffic
+    if observation.replicas.sleeping > 0:
+        return None  # an engine asleep serves nothing: its idle proves nothing of a replica
     settled = _READY_WINDOWS * window_seconds
     ready = [p for p in observation.pods if p.ready and not p.terminating]
     if len(ready) != len(reading.pods) or any(
@@ -524,14 +554,18 @@ def forecast_demand(
     demand: float,
     waiting_tokens: float | None,
     horizon: float,
+    drain_seconds: float | None = None,
 ) -> float:
-    """The demand the fleet is sized for, weighted tokens/s: the forecast's peak over the
-    horizon (the demand read now before a forecast exists), plus the waiting work spread over
-    the horizon."""
+    """The demand the fleet is sized for, in the signal's unit per second: the forecast's peak
+    over the horizon (the demand read now before a forecast exists), plus the waiting work to
+    drain within ``drain_seconds`` (default: the horizon; the policy's
+    ``backlog_drain_seconds``). A backlog is work to do once, not a rate: as it drains, this
+    term shrinks and the extra replicas it asked for are released."""
     peak = demand
     if forecast is not None:
-        peak = forecast.peak(horizon, policy.signals.capacity.headroom)
-    return peak + (waiting_tokens or 0.0) / horizon
+        # never below the rate arriving now: the level, smoothed over minutes, lags a step
+        peak = max(demand, forecast.peak(horizon, policy.signals.capacity.headroom))
+    return peak + (waiting_tokens or 0.0) / (drain_seconds or horizon)
 
 
 def human(x: float) -> str:
@@ -571,6 +605,11 @@ def evaluate_capacity(
     """
     counts = observation.replicas
     reading = observation.throughput
+    cap = policy.signals.capacity
+    if memory.unit != cap.unit.value:
+        # Learned in another unit (a state saved before this one): start again, as a new
+        # target does, rather than read weighted tokens as seconds of work.
+        memory = CapacityMemory(unit=cap.unit.value)
     trusted = _trusted(observation, window_seconds)  # judged once for both uses
     sample = _sample(policy, trusted, window_seconds, memory.overloaded)
     memory = replace(memory, served=_served(memory, _room(policy, trusted), sample))
@@ -607,15 +646,19 @@ def evaluate_capacity(
     waiting_tokens = (
         math.fsum(waiting) * per_request if waiting and per_request is not None else None
     )
+    backlog = _backlog(memory.backlog, waiting_tokens, now, window_seconds)
+    memory = replace(memory, backlog=backlog)
+    served_demand = demand
+    demand = arrival_rate(demand, backlog)
     if reading.status is SignalStatus.OK and settled:
         forecast = observe_demand(forecast, demand, now)
-    wanted = forecast_demand(policy, forecast, demand, waiting_tokens, horizon)
-    utilization = (
-        demand / (sizing * counts.ready) if sizing is not None and counts.ready > 0 else None
-    )
+    drain = cap.backlog_drain_seconds or horizon
+    wanted = forecast_demand(policy, forecast, demand, waiting_tokens, horizon, drain)
+    awake = counts.ready - counts.sleeping
+    utilization = served_demand / (sizing * awake) if sizing is not None and awake > 0 else None
     view = CapacityView(
         demand, waiting_tokens, wanted, _tps(estimate), utilization, horizon,
-        learned_load_seconds, sample, estimate.samples if estimate else 0,
+        learned_load_seconds, sample, estimate.samples if estimate else 0, served_demand,
     )  # fmt: skip
     current = counts.current
     value = wanted / max(current, 1)
@@ -629,12 +672,14 @@ def evaluate_capacity(
             None,
             None,
             False,
-            f"demand {human(demand)} tok/s; no capacity estimate yet (no seed, and the fleet "
-            "has not yet been busy close to the TTFT target)",
+            f"demand {human(demand)} {cap.unit_text}; no capacity estimate yet (no seed, and the "
+            "fleet has not yet been busy close to the TTFT target)",
         )
         return evaluation, view, replace(memory, forecast=forecast)
-    proposed = ceil_replicas(wanted / per_replica)
-    ratio = value / per_replica
+    headroom = cap.standing_headroom
+    needed = wanted * (1 + headroom) / per_replica + counts.sleeping
+    proposed = ceil_replicas(needed)
+    ratio = needed / max(current, 1)
     ttft_target = policy.signals.ttft_p95.target_seconds
     assert sizing is not None
     served = (
@@ -643,10 +688,22 @@ def evaluate_capacity(
         else f" (half the rate served with room; the estimate {human(estimate.tokens_per_second)} "
         f"rests on {estimate.samples} sample{'s' if estimate.samples > 1 else ''})"
     )
+    unit = cap.unit_text
+    arrival = (
+        f" (arriving; {human(served_demand)} served)"
+        if abs(demand - served_demand) > 0.05 * max(served_demand, 1e-12)
+        else ""
+    )
+    extra = f", standing headroom {headroom:g}" if headroom else ""
+    asleep = (
+        f", +{counts.sleeping} asleep (vLLM sleep mode: no capacity, kept beside the awake)"
+        if counts.sleeping
+        else ""
+    )
     detail = (
-        f"demand {human(demand)} tok/s, forecast {human(wanted)} over {horizon:.0f} s, capacity "
-        f"{human(sizing)} per replica at TTFT p95 <= {ttft_target:g} s{served}, "
-        f"utilization {u:g}: {proposed}"
+        f"demand {human(demand)} {unit}{arrival}, forecast {human(wanted)} over {horizon:.0f} s, "
+        f"capacity {human(sizing)} per replica at TTFT p95 <= {ttft_target:g} s{served}, "
+        f"utilization {u:g}{extra}{asleep}: {proposed}"
     )
     evaluation = SignalEvaluation(
         SignalName.CAPACITY,
@@ -660,6 +717,34 @@ def evaluate_capacity(
         detail,
     )
     return evaluation, view, replace(memory, forecast=forecast)
+
+
+def _backlog(
+    history: tuple[tuple[float, float], ...],
+    waiting: float | None,
+    now: float,
+    window_seconds: float,
+) -> tuple[tuple[float, float], ...]:
+    """The waiting work of the cycles of the last rate window, this one's added (an unknown
+    backlog empties the history: a growth across a gap is not measured)."""
+    if waiting is None or not math.isfinite(waiting):
+        return ()
+    kept = tuple((t, w) for t, w in history if 0 <= now - t <= window_seconds and t < now)
+    return (*kept, (now, waiting))
+
+
+def arrival_rate(served: float, backlog: tuple[tuple[float, float], ...]) -> float:
+    """The demand arriving, in the signal's unit per second: the rate served over the window
+    plus how fast the backlog grew over it (less, while it drains: a fleet draining a burst's
+    queue serves more than arrives, and sizing on that rate would size the backlog as if it
+    were a steady load). The served rate alone without a backlog history of at least two
+    cycles; never below 0."""
+    if len(backlog) < 2:
+        return served
+    (t0, w0), (t1, w1) = backlog[0], backlog[-1]
+    if t1 <= t0:
+        return served
+    return max(0.0, served + (w1 - w0) / (t1 - t0))
 
 
 def _served(

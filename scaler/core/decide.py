@@ -102,11 +102,12 @@ from enum import StrEnum
 
 from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
-from scaler.core.capacity import CapacityView, evaluate_capacity
+from scaler.core.capacity import SEED_WEIGHT, CapacityView, evaluate_capacity
 from scaler.core.evaluation import EPS as _EPS
 from scaler.core.evaluation import SignalEvaluation, evaluate_signal
 from scaler.core.guards import (
     Recommended,
+    backlog_cap,
     capacity_learning,
     capacity_replicas,
     not_load,
@@ -125,6 +126,7 @@ from scaler.core.phases import (
     limit_step,
     outside_write,
     raise_learning_floor,
+    size_backlog,
     stabilize,
 )
 from scaler.core.reasons import Because, Limit, Phase, Reason
@@ -344,14 +346,19 @@ def decide(
         state,
         recommendations=(*state.recommendations, Recommendation(now, rec.recorded)),
     )
-    # 4. the step limits, 5. min and max, 6. another writer
+    # 4. the backlog sized by the capacity signal, 5. the step limits, 6. min and max,
+    # 7. another writer
+    cap = backlog_cap(evaluations)
+    drained = size_backlog(policy, floored, current, cap, outgrown=outgrown(capacity, counts, cap))
     stepped = limit_step(
-        policy, state, current, floored.replicas, now, capacity_replicas=surplus_over
+        policy, state, current, drained.replicas, now, capacity_replicas=surplus_over
     )
     clamped = clamp(policy, rec.replicas, stepped.replicas)
     written, state = hold_for_outside_writer(policy, state, current, clamped.replicas, now)
     # the floor's result replaces the window's
-    limits = (floored.limits or stabilized.limits) + stepped.limits + clamped.limits
+    limits = (
+        (floored.limits or stabilized.limits) + drained.limits + stepped.limits + clamped.limits
+    )
     desired = written.replicas
     if learning and desired > current and rec.driving is not None:
         state = raise_learning_floor(state, rec.driving, current)
@@ -384,7 +391,7 @@ def decide(
         outside_write=outside_write(state, current),
         state=state,
         capacity=capacity,
-        phases=(rec.phase, season.phase, stabilized, floored, stepped, clamped, written),
+        phases=(rec.phase, season.phase, stabilized, floored, drained, stepped, clamped, written),
         seasonal=season,
     )
 
@@ -413,6 +420,22 @@ def _seasonal(
         blocked=rec.hold is not None and rec.hold.blocked,
         now=now,
     )
+
+
+def outgrown(view: CapacityView | None, counts: ReplicaCounts, ask: int | None) -> bool:
+    """The backlog is the other signals' to size: the capacity estimate rests on fewer than
+    :data:`~scaler.core.capacity.SEED_WEIGHT` samples (one busy window is thin evidence to cap
+    the queue with), or the backlog grows (the rate arriving more than 5% above the rate
+    served) while every replica the capacity signal asks for is ready and awake (its estimate
+    is too high)."""
+    if view is None or ask is None:
+        return False
+    if view.samples < SEED_WEIGHT:
+        return True
+    arriving, served = view.demand_tokens_per_second, view.served_tokens_per_second
+    if arriving is None or served is None:
+        return False
+    return arriving > 1.05 * served and counts.ready - counts.sleeping >= ask
 
 
 def _begin(state: TargetState | None, counts: ReplicaCounts, now: float) -> TargetState:

@@ -37,6 +37,7 @@ from scaler.core.state import TargetState
 __all__ = [
     "SETTLE_WINDOWS",
     "Recommended",
+    "backlog_cap",
     "capacity_learning",
     "capacity_replicas",
     "not_load",
@@ -245,6 +246,35 @@ def capacity_learning(evaluations: tuple[SignalEvaluation, ...]) -> bool:
     return any(
         e.name is SignalName.CAPACITY and e.status is SignalStatus.LEARNING for e in evaluations
     )
+
+
+def backlog_cap(evaluations: tuple[SignalEvaluation, ...]) -> int | None:
+    """What the capacity signal asks for when it has an estimate and a reading usable to
+    scale up (``ok``, or ``partial``: pods too new for their rates, counted at the mean of the
+    others), else None; with it, what the signals other than queue depth ask for when that is
+    more: the most the backlog phase lets the queue-depth signal ask for
+    (:func:`scaler.core.phases.size_backlog`). The queue depth measures a backlog as if it
+    were a steady rate; a latency breach (TTFT, ITL) or a full KV cache on a busy fleet is
+    still the safety net it was, and keeps its own ask."""
+    ask = None
+    for e in evaluations:
+        if (
+            e.name is SignalName.CAPACITY
+            and e.status in (SignalStatus.OK, SignalStatus.PARTIAL)
+            and e.valid
+            and e.desired_replicas is not None
+        ):
+            ask = e.desired_replicas
+    if ask is None:
+        return None
+    others = [
+        e.desired_replicas
+        for e in evaluations
+        if e.valid
+        and e.desired_replicas is not None
+        and e.name not in (SignalName.CAPACITY, SignalName.QUEUE_DEPTH)
+    ]
+    return max([ask, *others])
 
 
 def capacity_replicas(evaluations: tuple[SignalEvaluation, ...]) -> int | None:

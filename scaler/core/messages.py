@@ -76,6 +76,12 @@ def final_reason(
                 Reason.STABILIZED,
                 f"signals ask for {recommended}; the stabilization window holds {current}{sig}",
             )
+        if Limit.BACKLOG in limits:
+            return Because(
+                Reason.STABILIZED,
+                f"signals ask for {recommended}; the capacity signal sizes the backlog as work "
+                f"to drain: holding {current}{sig}",
+            )
         if Limit.STEP_LIMIT in limits:
             return Because(
                 Reason.STEP_LIMITED,
@@ -106,6 +112,12 @@ def final_reason(
             Reason.STABILIZED,
             f"scale {verb} {current} -> {desired}: signals ask for {recommended}, "
             f"the learning floor allows {desired}{sig}",
+        )
+    if Limit.BACKLOG in limits:
+        return Because(
+            Reason.STABILIZED,
+            f"scale {verb} {current} -> {desired}: signals ask for {recommended}; the capacity "
+            f"signal sizes the backlog as work to drain, {desired}{sig}",
         )
     if Limit.STABILIZATION in limits:
         return Because(

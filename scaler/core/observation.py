@@ -84,6 +84,10 @@ class PodLoad:
         generation_tokens_per_second: ``rate(vllm:generation_tokens_total[W])``, tokens/s.
         waiting: ``vllm:num_requests_waiting`` of the pod (None: unknown).
         kv_cache_usage: KV-cache usage of the pod, a 0-1 ratio (None: unknown).
+        cached_prompt_tokens_per_second: ``rate(vllm:prefix_cache_hits_total[W])`` (older
+            vLLM: ``vllm:gpu_prefix_cache_hits_total``), prompt tokens found in the prefix
+            cache and not computed, tokens/s (None: not exported; every prompt token is then
+            counted as computed).
     """
 
     requests_per_second: float
@@ -91,6 +95,14 @@ class PodLoad:
     generation_tokens_per_second: float
     waiting: float | None = None
     kv_cache_usage: float | None = None
+    cached_prompt_tokens_per_second: float | None = None
+
+    @property
+    def computed_prompt_tokens_per_second(self) -> float:
+        """Prompt tokens/s the engine computed: all of them less the prefix-cache hits (never
+        below 0: a hit counted in a window whose prompt was counted in the one before)."""
+        hits = self.cached_prompt_tokens_per_second or 0.0
+        return max(0.0, self.prompt_tokens_per_second - hits)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,11 +6,15 @@ them (pure), as the HPA's ``normalizeDesiredReplicasWithBehaviors`` does:
 2. :func:`hold_at_learning_floor`: while the capacity signal is learning, no scale-down below
    one replica above the last fleet a latency breach scaled up (:func:`learning_floor`;
    :func:`raise_learning_floor` sets it after a decision);
-3. :func:`limit_step`: the per-period step limits (HPA's ``behavior`` policies,
+3. :func:`size_backlog`: while the capacity signal sizes the fleet (an estimate and a usable
+   reading), the queue-depth signal asks for no more replicas than it and the other signals
+   do: the backlog the queue sees is work to drain within a stated time, not a steady rate
+   (``capacity.size_backlog``);
+4. :func:`limit_step`: the per-period step limits (HPA's ``behavior`` policies,
    ``convertDesiredReplicasWithBehaviorRate``), counted from the replicas at the start of the
    period;
-4. :func:`clamp`: min and max replicas;
-5. :func:`hold_for_outside_writer`: re-apply over another writer of ``spec.replicas`` at most
+5. :func:`clamp`: min and max replicas;
+6. :func:`hold_for_outside_writer`: re-apply over another writer of ``spec.replicas`` at most
    once per cooldown.
 
 Each returns a :class:`~scaler.core.reasons.Phase`; :func:`scaler.core.decide.decide` runs them
@@ -38,6 +42,7 @@ __all__ = [
     "limit_step",
     "outside_write",
     "raise_learning_floor",
+    "size_backlog",
     "stabilize",
 ]
 
@@ -160,6 +165,37 @@ def hold_at_learning_floor(floor: int | None, stabilized: Phase, current: int) -
     if floor is None or floor <= stabilized.replicas or current <= stabilized.replicas:
         return Phase(PhaseName.LEARNING_FLOOR, stabilized.replicas)
     return Phase(PhaseName.LEARNING_FLOOR, min(floor, current), (Limit.LEARNING_FLOOR,))
+
+
+def size_backlog(
+    policy: TargetPolicy,
+    floored: Phase,
+    current: int,
+    capacity_ask: int | None,
+    *,
+    outgrown: bool = False,
+) -> Phase:
+    """No more replicas than the capacity signal asks for while it sizes the fleet.
+
+    A burst leaves a queue; the queue-depth signal asks for the replicas that would hold it at
+    its target per replica, and TTFT doubles the fleet, as if the backlog were a steady rate
+    (on a ten-fold step of 10 minutes from idle both asked for 4-8 times the replicas the load
+    needs). The capacity signal prices the same backlog as work to drain within
+    ``capacity.backlog_drain_seconds`` on top of the arrival rate, and lets it go as the queue
+    drains. So while it has an estimate and a usable reading (``capacity_ask``, None
+    otherwise), the replicas the earlier phases leave are capped at its ask, never below the
+    current replicas (scale-down is the window's and the step limits' to pace). Without an
+    estimate the queue and TTFT signals size the fleet as before: they are the safety nets;
+    and so they are when the backlog grows although every replica the capacity signal asks
+    for is serving (``outgrown``: its estimate is too high, as right after the mix turned to
+    long prompts). Off with ``capacity.size_backlog: false``.
+    """
+    if capacity_ask is None or outgrown or not policy.signals.capacity.size_backlog:
+        return Phase(PhaseName.BACKLOG, floored.replicas)
+    cap = max(capacity_ask, current)
+    if floored.replicas <= cap:
+        return Phase(PhaseName.BACKLOG, floored.replicas)
+    return Phase(PhaseName.BACKLOG, cap, (Limit.BACKLOG,))
 
 
 def raise_learning_floor(

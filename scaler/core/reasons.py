@@ -100,6 +100,7 @@ class Limit(StrEnum):
     MAX_REPLICAS = "max_replicas"
     MIN_REPLICAS = "min_replicas"
     LEARNING_FLOOR = "learning_floor"
+    BACKLOG = "backlog"
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +148,7 @@ class PhaseName(StrEnum):
     SEASONAL = "seasonal"  # the seasonal forecast's replicas, by max, for scale-up only
     STABILIZE = "stabilize"  # the stabilization windows
     LEARNING_FLOOR = "learning_floor"  # while the capacity signal learns: no scale-down below it
+    BACKLOG = "backlog"  # a backlog sized as work to drain (the capacity signal), not a rate
     STEP_LIMIT = "step_limit"  # the per-period step limits
     CLAMP = "clamp"  # min and max replicas
     OUTSIDE_WRITER = "outside_writer"  # re-apply over another writer at most once per cooldown

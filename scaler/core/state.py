@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+from scaler.config.signal_specs import CapacityUnit
 from scaler.core.capacity import CapacityEstimate, CapacityMemory
 from scaler.core.forecast import DemandForecast
 from scaler.core.load_time import RECENT_STARTS, LoadTimes
@@ -176,6 +177,10 @@ def encode_state(state: TargetState) -> dict[str, object]:
         out["cb"] = [None if b is None else _sig(b) for b in (cap.lower, cap.upper)]
     if cap.served is not None:
         out["cs"] = _sig(cap.served)
+    if cap.unit != CapacityUnit.WEIGHTED_TOKENS.value and (
+        cap.estimate is not None or cap.forecast is not None or "cb" in out or "cs" in out
+    ):
+        out["cu"] = cap.unit  # the unit of the numbers above (absent: weighted tokens)
     if s.load_times.recent:
         out["l"] = [_sig(x) for x in s.load_times.recent]
     if s.load_times.watching:
@@ -255,12 +260,16 @@ def _decode_capacity_memory(data: dict[str, object]) -> CapacityMemory:
         raise ValueError(f"capacity bounds {bounds!r} are not [lower, upper]")
     lower, upper = (None if b is None else _finite(b, "capacity bound") for b in bounds)
     served = data.get("cs")
+    unit = data.get("cu", CapacityUnit.WEIGHTED_TOKENS.value)
+    if unit not in {u.value for u in CapacityUnit}:
+        raise ValueError(f"capacity unit {unit!r} is not one of {', '.join(CapacityUnit)}")
     return CapacityMemory(
         _decode_capacity(data.get("c")),
         _decode_demand(data.get("d"), data.get("df"), data.get("dh")),
         lower,
         upper,
         served=None if served is None else _finite(served, "capacity served", positive=True),
+        unit=str(unit),
     )
 
 

@@ -110,6 +110,7 @@ from scaler.sources.promql_parts import (
     NATIVE_PART_LABEL,
     POD_GROUP_LABEL,
     POD_GROUP_REGEX,
+    PREFIX_CACHE_HITS_METRICS,
     PROMPT_TOKENS_METRIC,
     RECORDED_LABEL,
     REQUESTS_METRIC,
@@ -171,6 +172,7 @@ __all__ = [
     "NATIVE_PART_LABEL",
     "POD_GROUP_LABEL",
     "POD_GROUP_REGEX",
+    "PREFIX_CACHE_HITS_METRICS",
     "PROMPT_TOKENS_METRIC",
     "RECORDED_LABEL",
     "REQUESTS_METRIC",
@@ -393,9 +395,11 @@ def _named_rate(metric: str, sel: str, window: str, replica_labels: Sequence[str
 
 
 def _raw_throughput(sel: str, window: str, replica_labels: Sequence[str]) -> str:
-    """The per-pod rates of every throughput counter under ``sel``, each tagged with its
-    counter (:func:`_named_rate`), or'ed."""
-    rates = [_named_rate(m, sel, window, replica_labels) for m in THROUGHPUT_METRICS]
+    """The per-pod rates of every throughput counter under ``sel`` and of the prefix-cache
+    hit counters (:data:`PREFIX_CACHE_HITS_METRICS`, optional), each tagged with its counter
+    (:func:`_named_rate`), or'ed."""
+    counters = (*THROUGHPUT_METRICS, *PREFIX_CACHE_HITS_METRICS)
+    rates = [_named_rate(m, sel, window, replica_labels) for m in counters]
     return "(" + _or(rates) + ")"
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "NATIVE_PART_LABEL",
     "POD_GROUP_LABEL",
     "POD_GROUP_REGEX",
+    "PREFIX_CACHE_HITS_METRICS",
     "PROMPT_TOKENS_METRIC",
     "RECORDED_LABEL",
     "REQUESTS_METRIC",
@@ -108,6 +109,14 @@ REQUESTS_METRIC = "vllm:request_success_total"
 PROMPT_TOKENS_METRIC = "vllm:prompt_tokens_total"
 
 GENERATION_TOKENS_METRIC = "vllm:generation_tokens_total"
+
+#: vLLM's prefix-cache hit counters, prompt tokens found in the cache (not computed): the
+#: current name first, then the older ``gpu_`` one (vLLM before 0.10). Optional: a pod without
+#: them has every prompt token counted as computed.
+PREFIX_CACHE_HITS_METRICS: tuple[str, ...] = (
+    "vllm:prefix_cache_hits_total",
+    "vllm:gpu_prefix_cache_hits_total",
+)
 
 #: The counters whose per-pod rates the throughput query reads (each series' ``scaler_metric``).
 THROUGHPUT_METRICS: tuple[str, ...] = (

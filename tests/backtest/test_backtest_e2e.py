@@ -384,7 +384,8 @@ def test_on_the_pods_history_shows_the_capacity_replay_decides_exactly_as_the_li
             st.recommended, st.policy_replicas, st.reason, st.message,
         ), table  # fmt: skip
     # the steps exercised the capacity signal: demand read, pods starting after the first step
-    assert max(st.capacity.demand_tokens_per_second or 0 for st in steps if st.capacity) > 40_000
+    # seconds of replica work per second: the trace keeps more than one replica busy
+    assert max(st.capacity.demand_tokens_per_second or 0 for st in steps if st.capacity) > 1.0
     assert any(math.isfinite(p.ready_seconds or math.inf) for st in steps for p in st.pods)
     assert any("capacity" in st.message for st in steps)
 
@@ -438,7 +439,7 @@ def test_the_capacity_replay_decides_as_the_live_loop_within_the_ready_time_tole
         if b is not None and lv is not None
     ]
     # the fleet served load: the demand is read (not learning from nothing: seeded)
-    assert max(d for d, _ in demands if d is not None) > 40_000
+    assert max(d for d, _ in demands if d is not None) > 1.0  # seconds of work per second
     settle = 1.5 * policy.rate_window_seconds + 3  # + one step and one scrape, and a margin
     steady = [_steady_at(run, st.at, settle) for st in steps]
     same_demand = [

@@ -17,6 +17,8 @@ PODS = ("vllm-5c4d9-aaaa0", "vllm-5c4d9-bbbb0")
 
 
 def _policy(**signals: Any) -> Any:
+    # in weighted tokens: the figures below are token rates (the replay's unit is the policy's)
+    signals.setdefault("capacity", {"unit": "weighted_tokens"})
     target = case_target_doc(signals={"queue_depth": {"target_per_replica": 4}, **signals})
     return parse_policy({"rate_window_seconds": 60, "targets": [target]})
 

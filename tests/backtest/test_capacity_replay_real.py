@@ -47,7 +47,9 @@ POLICY = {
                 "queue_depth": {"target_per_replica": 8},
                 "kv_cache_usage": {"target_ratio": 0.8},
                 "ttft_p95": {"target_seconds": 1.5},
-                "capacity": {},  # on, no seed: learned from the history alone
+                # on, no seed: learned from the history alone, in weighted tokens (the figures
+                # here are token rates)
+                "capacity": {"unit": "weighted_tokens"},
             },
             scale_down={"stabilization_window_seconds": 10, "period_seconds": 10},
         )

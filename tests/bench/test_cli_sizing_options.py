@@ -43,14 +43,15 @@ def test_an_unknown_setting_to_sweep_names_the_fields_there_are() -> None:
     result = CliRunner().invoke(
         app,
         ["bench", "--trace", "synthetic:flash", "--minutes", "3", "--rate-scale", "1",
-         "--no-plot", "--frontier", "signals.capacity.standing_headroom", "--jobs", "1"],
+         "--no-plot", "--frontier", "signals.capacity.standing_headroom_ratio", "--jobs", "1"],
     )  # fmt: skip
     assert result.exit_code == 2, result.output
     said = result.stderr.replace("\n", " ")
-    assert "--frontier: setting 'signals.capacity.standing_headroom': signals.capacity has no " in (
-        said
+    assert (
+        "--frontier: setting 'signals.capacity.standing_headroom_ratio': signals.capacity has no "
+        in (said)
     )
-    assert "field 'standing_headroom' (fields: " in said
+    assert "field 'standing_headroom_ratio' (fields: " in said
 
 
 def test_the_json_carries_both_slos_the_seeds_and_the_maximum(tmp_path: Path) -> None:

@@ -604,7 +604,8 @@ def test_capacity_checks_across_fields_see_the_defaults() -> None:
     ]
     both = {"seed_prompt_tokens_per_second": 5000.0, "seed_generation_tokens_per_second": 0.0}
     seeded = parse_policy(_target(signals={"capacity": both})).targets[0].signals.capacity
-    assert seeded.seed_tokens_per_second == 5000.0
+    # seconds of work: 5000 prompt tokens/s at the default cost of a computed prompt token
+    assert seeded.seed_tokens_per_second == 5000.0 * seeded.cost.prefill_seconds_per_token
 
 
 @pytest.mark.parametrize(

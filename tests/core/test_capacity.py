@@ -36,7 +36,10 @@ WINDOW = 60.0
 
 
 def capacity_policy(**capacity: object) -> TargetPolicy:
-    """The cases' target with the capacity signal on (queue and KV off, TTFT on)."""
+    """The cases' target with the capacity signal on (queue and KV off, TTFT on), in weighted
+    tokens: these cases are the estimator's, whose bounds do not depend on the unit
+    (``tests/core/test_work_capacity.py`` has the default unit, seconds of work)."""
+    capacity = {"unit": "weighted_tokens", **capacity}
     return case_target(
         max_replicas=30,
         signals={

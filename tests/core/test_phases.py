@@ -21,6 +21,7 @@ ORDER = [
     PhaseName.SEASONAL,
     PhaseName.STABILIZE,
     PhaseName.LEARNING_FLOOR,
+    PhaseName.BACKLOG,
     PhaseName.STEP_LIMIT,
     PhaseName.CLAMP,
     PhaseName.OUTSIDE_WRITER,

@@ -123,7 +123,9 @@ def test_a_steady_fall_is_followed_within_a_minute_not_five() -> None:
     assert (short.index(7), whole.index(7)) == (64, 78)
     assert (short.index(5), whole.index(5)) == (83, 99)
     assert (short[-1], whole[-1]) == (1, 2)
-    assert (sum(short), sum(whole)) == (796, 904)
+    # 802: the forecast never below the demand read now (a lagging level no longer trails a
+    # step) keeps a replica a few cycles longer on the way down; still 11% under the window
+    assert (sum(short), sum(whole)) == (802, 904)
     assert decisions[64].reason is Reason.SCALE_DOWN
     assert decisions[64].message.endswith(
         "; scale-down window 73 s of 300 s: demand falling 1.95e+03 tok/s a minute, "
@@ -153,7 +155,8 @@ def test_a_fall_after_a_rise_is_dated_from_the_level_s_high() -> None:
     windows = [_window(SEEDED, d.state, d.signals, i * CYCLE) for i, d in enumerate(decisions)]
     assert set(windows[:70]) == {300.0} and round(windows[70]) == 297
     assert max(replicas) == 9 and (replicas.index(8, 47), whole.index(8, 47)) == (75, 80)
-    assert (sum(replicas), sum(whole)) == (826, 902)
+    # the forecast is never below the demand read now: both runs follow the rise sooner
+    assert (sum(replicas), sum(whole)) == (809, 885)
     assert all(demand / r < 10_000 for demand, r in zip(demands, replicas, strict=True))
 
 
@@ -171,7 +174,8 @@ def test_recurring_bursts_keep_the_whole_window() -> None:
     windows = [_window(SEEDED, d.state, d.signals, i * CYCLE) for i, d in enumerate(decisions)]
     assert set(windows) == {300.0}
     assert replicas == _run(_without_shortening(SEEDED), demands, 8)[0]
-    assert replicas[40:] == [7] * 120
+    # sized for the bursts as read, not the level smoothed under them (was 7 on the level)
+    assert replicas[40:] == [8] * 120
 
 
 def test_a_burst_on_the_way_down_restores_the_whole_window() -> None:

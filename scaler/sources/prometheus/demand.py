@@ -17,8 +17,9 @@ __all__ = ["throughput_of"]
 def throughput_of(readings: TargetReadings) -> ThroughputReading:
     """The capacity signal's input from one target's readings.
 
-    Each ready pod with its three rates (:attr:`TargetReadings.throughput`) and, where read,
-    its waiting requests and KV-cache usage (:attr:`TargetReadings.gauges`). Stalled pods
+    Each ready pod with its three rates (:attr:`TargetReadings.throughput`), its prefix-cache
+    hits where it exports them, and, where read, its waiting requests and KV-cache usage
+    (:attr:`TargetReadings.gauges`). Stalled pods
     (frozen gauges, hung engines) are left out, as the per-pod signals leave them out, and
     make a complete reading ``partial``: usable to scale up, never to scale down.
     """
@@ -30,6 +31,7 @@ def throughput_of(readings: TargetReadings) -> ThroughputReading:
             generation_tokens_per_second=r.generation_tokens_per_second,
             waiting=g.waiting if (g := readings.gauges.get(name)) is not None else None,
             kv_cache_usage=g.kv_cache if g is not None else None,
+            cached_prompt_tokens_per_second=r.cached_prompt_tokens_per_second,
         )
         for name, r in sorted(t.pods.items())
         if name not in readings.stalled

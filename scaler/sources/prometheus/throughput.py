@@ -24,6 +24,7 @@ from scaler.sources.prometheus.answers import QueryOutcome
 from scaler.sources.prometheus.split import SeriesFault
 from scaler.sources.promql import (
     GENERATION_TOKENS_METRIC,
+    PREFIX_CACHE_HITS_METRICS,
     PROMPT_TOKENS_METRIC,
     REQUESTS_METRIC,
     THROUGHPUT_METRICS,
@@ -43,11 +44,16 @@ class PodRates:
             second.
         generation_tokens_per_second: ``rate(vllm:generation_tokens_total[W])``: generated
             tokens per second.
+        cached_prompt_tokens_per_second: ``rate(vllm:prefix_cache_hits_total[W])`` (older:
+            ``vllm:gpu_prefix_cache_hits_total``): prompt tokens found in the prefix cache,
+            not computed; None when the pod exports neither or its rate is not a finite
+            number >= 0 (every prompt token then counts as computed).
     """
 
     requests_per_second: float
     prompt_tokens_per_second: float
     generation_tokens_per_second: float
+    cached_prompt_tokens_per_second: float | None = None
 
     @property
     def tokens_per_second(self) -> float:
@@ -104,6 +110,16 @@ def _bad(value: float) -> SignalStatus | None:
     return None
 
 
+def _hits(metrics: Mapping[str, float]) -> float | None:
+    """The pod's prefix-cache hits per second, the current counter's name first (None: not
+    exported, or not a finite rate >= 0: the prompt tokens then count as computed)."""
+    for name in PREFIX_CACHE_HITS_METRICS:
+        value = metrics.get(name)
+        if value is not None:
+            return value if _bad(value) is None else None
+    return None
+
+
 def read_throughput(
     outcome: QueryOutcome | None,
     values: Mapping[str, Mapping[str, float]] | None,
@@ -145,6 +161,7 @@ def read_throughput(
                 requests_per_second=metrics[REQUESTS_METRIC],
                 prompt_tokens_per_second=metrics[PROMPT_TOKENS_METRIC],
                 generation_tokens_per_second=metrics[GENERATION_TOKENS_METRIC],
+                cached_prompt_tokens_per_second=_hits(metrics),
             )
     missing = ready - pods.keys()
     if problem is not None:
