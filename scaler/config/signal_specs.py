@@ -485,6 +485,14 @@ class CapacitySignal(Strict):
         validate_default=True,
         description="optional, with the prompt seed: a replica's generated tokens/s there",
     )
+    seed_requests_per_second: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_TOKENS_PER_SECOND,
+        description="optional, with the token seeds: the requests/s finished there (unit work: "
+        "gives the context each generated token is priced at; without it none, which "
+        "understates the seed)",
+    )
     min_tokens_per_second: float = Field(
         default=1.0,
         gt=0,
@@ -597,13 +605,19 @@ class CapacitySignal(Strict):
     @property
     def seed_tokens_per_second(self) -> float | None:
         """The seed in the signal's unit per replica (None without a seed): weighted tokens/s,
-        or with unit ``work`` its seconds of work per second priced by ``cost`` (no cache hits,
-        no context: a seed that understates the capacity, so a few windows raise it)."""
+        or with unit ``work`` its seconds of work per second priced by ``cost`` (no cache hits;
+        each generated token at the context ``seed_requests_per_second`` gives, none without
+        it: a seed that understates the capacity, so a few windows raise it)."""
         if self.seed_prompt_tokens_per_second is None:
             return None
+        prompt = self.seed_prompt_tokens_per_second
         generated = self.seed_generation_tokens_per_second or 0.0
         if self.unit is CapacityUnit.WORK:
-            return self.cost.work_seconds(self.seed_prompt_tokens_per_second, generated, 0.0)
+            # the context of a generated token as the demand prices it (scaler.core.capacity.
+            # demand_of): the mean prompt plus half the mean output of a finished request
+            requests = self.seed_requests_per_second
+            context = (prompt + generated / 2) / requests if requests else 0.0
+            return self.cost.work_seconds(prompt, generated, context)
         return self.weighted(self.seed_prompt_tokens_per_second, generated)
 
     @property

@@ -323,8 +323,9 @@ def _tokens(x: float) -> str:
     return f"{x / 1e3:.3g}k" if x >= 1e3 else f"{x:.3g}"
 
 
-def format_event(event: dict[str, object], start: float) -> str:
-    """One compact line for a JSON log event of the controller (decisions get a table row)."""
+def format_event(event: dict[str, object], start: float, capacity_unit: str = "tok/s") -> str:
+    """One compact line for a JSON log event of the controller (decisions get a table row);
+    ``capacity_unit``: the capacity signal's unit (``CapacitySignal.unit_text``)."""
     when = event.get("timestamp")
     t = ""
     if isinstance(when, str):
@@ -345,7 +346,7 @@ def format_event(event: dict[str, object], start: float) -> str:
                 shown = f"demand={_tokens(value)}/replica"
                 if isinstance(target, float | int):
                     shown += f" target={_tokens(target)}"
-                parts.append(f"{shown} tok/s")
+                parts.append(f"{shown} {capacity_unit}")
                 continue
             v = f"{value:.2f}{_UNITS.get(name, '')}" if isinstance(value, float) else str(value)
             parts.append(f"{name}={v}")
@@ -440,6 +441,7 @@ async def pump_controller_log(
     start: float,
     seen: collections.Counter[str] | None = None,
     shadow: list[tuple[float, int]] | None = None,
+    capacity_unit: str = "tok/s",
 ) -> None:
     """Print the controller's JSON log lines as :func:`format_event` lines (other lines
     indented as they are), each event only when it says something new (:class:`ChangesOnly`),
@@ -457,7 +459,7 @@ async def pump_controller_log(
                 if seen is not None:
                     seen[str(event.get("event"))] += 1
                 if event.get("event") != "scaled" and changes.wants(event):
-                    out.write(format_event(event, start) + "\n")
+                    out.write(format_event(event, start, capacity_unit) + "\n")
                 point = shadow_point(event, start)
                 if point is not None and shadow is not None:
                     shadow.append(point)
@@ -545,6 +547,7 @@ def seeded_policy(source: Path, policy: Policy, seed: CapacitySeedLike, dest: Pa
     capacity = signals["capacity"] = signals.get("capacity") or {}
     capacity["seed_prompt_tokens_per_second"] = seed.prompt_tokens_per_second
     capacity["seed_generation_tokens_per_second"] = seed.generation_tokens_per_second
+    capacity["seed_requests_per_second"] = seed.requests_per_second
     dest.write_text(
         f"# {source} with the capacity seeds of a profile of one simulated replica on the\n"
         "# demo's request mix, written by vllm-scaler sim for its controller.\n"
@@ -585,6 +588,7 @@ async def _run_locked(
         if written is not None:
             policy_file, policy = written, load_policy(written)
             seeding = seed_line(seed, opts.slo_ttft_seconds) + "\n"
+    unit = policy.targets[0].signals.capacity.unit_text if policy.targets else "tok/s"
     fleet_config = FleetConfig(
         model=ReplicaModel(model_load_seconds=opts.model_load_seconds),
         termination_grace_seconds=opts.termination_grace_seconds,
@@ -694,7 +698,7 @@ async def _run_locked(
                 "status changes):\n"
             )
             pump = asyncio.create_task(
-                pump_controller_log(controller.stdout, out, start, seen, shadow)
+                pump_controller_log(controller.stdout, out, start, seen, shadow, capacity_unit=unit)
             )
             watcher = asyncio.create_task(watch_controller(controller, pump, stop, out))
         if not stop.is_set():
