@@ -39,7 +39,7 @@ def test_every_decision_runs_the_phases_in_order_each_with_its_replicas_and_limi
     policy = case_target(max_replicas=10)
     d = decide(policy, obs(2, ok(Q, 60), ok(KV, 0.6), idle_ttft()), _history(2, -600), 0.0)
     assert [p.name for p in d.phases] == ORDER
-    assert [p.replicas for p in d.phases] == [6, 6, 6, 6, 6, 6, 6]
+    assert [p.replicas for p in d.phases] == [6] * len(ORDER)
     policy = case_target(max_replicas=10, scale_up={"max_replicas_per_period": 1})
     d = decide(policy, obs(2, ok(Q, 60), ok(KV, 0.6), idle_ttft()), _history(2, -600), 0.0)
     by = {p.name: p for p in d.phases}
