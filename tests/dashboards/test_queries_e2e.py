@@ -76,6 +76,10 @@ def _check_everything(url: str, start: float, end: float, model: str, out: Path)
                 if body.get("status") != "success":
                     failures.append(f"{q.panel} {q.ref_id}: error {body.get('error')}: {expr}")
                 elif not _finite_samples(body["data"]["result"]):
+                    if q.panel.startswith("Seasonal forecast") and q.ref_id != "A":
+                        # the forecast needs three days of history and this run has minutes:
+                        # only its actual-demand query (A) has data; the others must parse
+                        continue
                     failures.append(f"{q.panel} {q.ref_id}: no data: {expr}")
     rules = ROOT / "deploy" / "rules" / "vllm-scaler.rules.yaml"
     doc = yaml.safe_load(rules.read_text(encoding="utf-8"))
