@@ -13,6 +13,7 @@ from dataclasses import replace
 import pytest
 
 from scaler.config.vocabulary import SignalName
+from scaler.core.observation import WorkloadSnapshot
 from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus import PrometheusSource
 from scaler.sources.prometheus.readings import sample_age_limit_seconds
@@ -25,7 +26,8 @@ LIMIT = sample_age_limit_seconds(None)
 SourceFactory = Callable[..., PrometheusSource]
 
 
-def _fleet(new_pod_ready_seconds: float | None):  # type: ignore[no-untyped-def]
+def _fleet(new_pod_ready_seconds: float | None) -> WorkloadSnapshot:
+    """pod-0 Ready for an hour and scraped; pod-1 Ready for ``new_pod_ready_seconds``."""
     snap = snapshot(["pod-0", "pod-1"])
     pods = tuple(
         replace(p, ready_seconds=new_pod_ready_seconds if p.name == "pod-1" else 3600.0)
