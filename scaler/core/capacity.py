@@ -271,7 +271,7 @@ def demand_of(policy: TargetPolicy, reading: ThroughputReading) -> tuple[float, 
 def _settled_demand(
     policy: TargetPolicy, observation: Observation, window_seconds: float
 ) -> tuple[float, float | None, bool]:
-    """``(demand, weighted tokens per request, settled)`` of this cycle's throughput reading.
+    """``(demand, demand per finished request, settled)`` of this cycle's throughput reading.
 
     A pod Ready for less than 1.5 rate windows has a rate over a window it served only part
     of, which reads low (a new pod, or every pod of a fleet that just started). When some pods
@@ -288,10 +288,13 @@ def _settled_demand(
         for name, pod in reading.pods.items()
         if (r := since.get(name)) is not None and r >= full
     }
+    # The work per finished request is a ratio of two rates over the same window: a pod's
+    # part-window reads low in both, so it is taken over every pod, never from the Ready times
+    # (which history knows only to a scrape: the backlog priced with it would differ).
+    demand, per_request = demand_of(policy, reading)
     if not whole or len(whole) == len(reading.pods):
-        demand, per_request = demand_of(policy, reading)
         return demand, per_request, bool(whole)
-    demand, per_request = demand_of(policy, ThroughputReading(reading.status, whole))
+    demand, _ = demand_of(policy, ThroughputReading(reading.status, whole))
     return demand * len(reading.pods) / len(whole), per_request, True
 
 
