@@ -649,7 +649,9 @@ def evaluate_capacity(
         # Learned in another unit (a state saved before this one): start again, as a new
         # target does, rather than read weighted tokens as seconds of work.
         memory = CapacityMemory(unit=cap.unit.value)
-    if cap.unit is CapacityUnit.WORK and cap.fit_cost:
+    if cap.unit is CapacityUnit.WORK and cap.fit_cost and counts.sleeping == 0:
+        # an engine asleep serves nothing: its zeros would lower the means the fit's guards
+        # read, so a window with one asleep teaches no price (as it gives no capacity sample)
         fit = learn_cost(cap.cost, memory.fit, reading, now, window_seconds=window_seconds)
         memory = replace(memory, fit=fit)
     cost = work_cost(policy, memory)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import pytest
 
 from scaler.config.signal_specs import CapacityCost
-from scaler.core.capacity import CapacityMemory, demand_of, work_cost
+from scaler.core.capacity import CapacityMemory, demand_of, evaluate_capacity, work_cost
 from scaler.core.cost_fit import (
     MAX_FACTOR,
     OUTLIER_AFTER_WINDOWS,
@@ -21,7 +21,13 @@ from scaler.core.cost_fit import (
     learn_cost,
     priced_cost,
 )
-from scaler.core.observation import PodLoad, ThroughputReading
+from scaler.core.observation import (
+    Observation,
+    PodInfo,
+    PodLoad,
+    ReplicaCounts,
+    ThroughputReading,
+)
 from scaler.core.signals import SignalStatus
 from scaler.core.state import TargetState, decode_state, encode_state
 from scaler.sim.engine import ReplicaEngine, ReplicaModel, SimRequest
@@ -257,3 +263,21 @@ def test_on_the_replica_model_a_mix_or_cache_shift_moves_the_demand_not_the_pric
     # (decoding 150 tokens at a 6,000-token context is two thirds of these requests' work)
     assert mean[1] < 0.85 * mean[0], mean
     assert mean[2] < 0.5 * mean[0], mean
+
+
+def test_a_window_with_a_replica_asleep_teaches_no_price() -> None:
+    """vLLM's sleep mode: the engine asleep serves nothing; the capacity signal neither takes
+    a capacity sample nor fits a price from such a window (the awake pods' do not change)."""
+    policy = case_target(signals={"ttft_p95": {"target_seconds": 2.0}})
+    slow = reading(pod(prefill=2 * PROFILE.prefill_seconds_per_token * 6000), pod())
+    pods = tuple(PodInfo(n, True, False, 4000.0, ready_seconds=3600.0) for n in ("p0", "p1"))
+    base = Observation(ReplicaCounts(2, 2, 2), {}, throughput=slow, pods=pods)
+    awake = evaluate_capacity(
+        policy, base, CapacityMemory(unit="work"), None, 0.0, window_seconds=W
+    )
+    assert awake[2].fit.windows == 1 and awake[1].cost_windows == 1
+    asleep = replace(base, replicas=ReplicaCounts(2, 2, 2, sleeping=1))
+    got = evaluate_capacity(
+        policy, asleep, CapacityMemory(unit="work"), None, 0.0, window_seconds=W
+    )
+    assert got[2].fit.windows == 0 and got[1].cost_windows == 0
