@@ -38,8 +38,9 @@ from scaler.bench.prometheus_api import prometheus_transport
 from scaler.bench.simulate import TickContext
 from scaler.bench.truth import TrueCapacity
 from scaler.config.policy import TargetPolicy, WorkloadRef
-from scaler.config.signal_specs import CapacityUnit
+from scaler.config.signal_specs import CapacityCost, CapacityUnit
 from scaler.controller.observe import observe
+from scaler.core.capacity import work_cost
 from scaler.core.decide import Direction, decide
 from scaler.core.observation import PodInfo, WorkloadSnapshot
 from scaler.core.seasonal import SeasonalForecast
@@ -71,18 +72,21 @@ def learned_capacity(state: TargetState | None) -> float | None:
     return state.capacity.estimate.tokens_per_second
 
 
-def truth_in_learned_units(policy: TargetPolicy) -> Callable[[TrueCapacity], float]:
+def truth_in_learned_units(
+    policy: TargetPolicy,
+) -> Callable[[TrueCapacity, CapacityCost | None], float]:
     """The replica model's true capacity in the unit of :func:`learned_capacity` for
-    ``policy``: with unit ``work`` the seconds of work per second its rate brings, priced by
-    the policy's cost as the signal prices the fleet's demand (prompt tokens computed, the
-    cache hits left out; generated tokens at the mix's mean context); with unit
-    ``weighted_tokens`` all prompt tokens plus ``generation_token_weight`` times the
-    generated ones, per second."""
+    ``policy``: with unit ``work`` the seconds of work per second its rate brings, priced as
+    the signal priced the fleet's demand then (the second argument: the policy's cost as the
+    online fit had scaled it, :func:`~scaler.core.capacity.work_cost`; None: the policy's
+    cost), prompt tokens computed (the cache hits left out), generated tokens at the mix's
+    mean context; with unit ``weighted_tokens`` all prompt tokens plus
+    ``generation_token_weight`` times the generated ones, per second."""
     cap = policy.signals.capacity
     if cap.unit is CapacityUnit.WORK:
-        cost = cap.cost
 
-        def work(truth: TrueCapacity) -> float:
+        def work(truth: TrueCapacity, prices: CapacityCost | None) -> float:
+            cost = prices or cap.cost
             rps = truth.requests_per_second
             context = (
                 (truth.prompt_tokens_per_second + truth.generation_tokens_per_second / 2) / rps
@@ -97,7 +101,7 @@ def truth_in_learned_units(policy: TargetPolicy) -> Callable[[TrueCapacity], flo
 
         return work
     weight = cap.token_weight
-    return lambda truth: truth.weighted(weight)
+    return lambda truth, _prices: truth.weighted(weight)
 
 
 def bench_workload(namespace: str = "llm", name: str = "vllm") -> WorkloadRef:
@@ -171,6 +175,8 @@ class VllmScalerController:
         self._source: PrometheusSource | None = None
         self._now = 0.0
         self.learned: list[tuple[float, float | None]] = []
+        # the prices of unit work at each cycle (the online fit's), for the truth's units
+        self.prices: list[tuple[float, CapacityCost]] = []
 
     def _bind(self, ctx: TickContext) -> PrometheusSource:
         transport = prometheus_transport(
@@ -215,6 +221,7 @@ class VllmScalerController:
             )
         self.state = state
         self.learned.append((ctx.now, learned_capacity(state)))
+        self.prices.append((ctx.now, work_cost(self.policy, state.capacity)))
         if self.seasonal is not None:
             asked = d.seasonal.demand if d.seasonal is not None else None
             self.seasonal_asks.append((ctx.now, asked))

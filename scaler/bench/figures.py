@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 from scaler.bench.capacity import nearest_rank
 from scaler.bench.simulate import PodRecord, RunRecord
+from scaler.config.signal_specs import CapacityCost
 from scaler.sim.engine import SimRequest
 
 __all__ = [
@@ -140,6 +141,9 @@ class PolicyFigures:
             learns one replica's capacity (vllm-scaler; None before it has an estimate), in
             its own unit (:func:`~scaler.bench.controllers.learned_capacity`).
         sleeping_replicas: the most replicas asleep at once.
+        learned_prices: ``(seconds, prices)`` at each control cycle of that policy: the
+            prices of unit work then (its cost as the online fit scaled it), in which the
+            learned capacity is.
     """
 
     name: str
@@ -172,6 +176,7 @@ class PolicyFigures:
     slo_itl_seconds: float = DEFAULT_ITL_SLO_SECONDS
     learned_capacity: tuple[tuple[float, float | None], ...] = ()
     sleeping_replicas: int = 0
+    learned_prices: tuple[tuple[float, CapacityCost], ...] = ()
 
 
 def reversals(directions: Sequence[int]) -> int:

@@ -25,6 +25,7 @@ from scaler.bench.tsdb import Tsdb
 from scaler.config.policy import TargetPolicy
 from scaler.sources.prometheus.backend import NATIVE_HISTOGRAM_PROBE
 from scaler.sources.promql import (
+    COST_METRICS,
     HISTOGRAM_LABEL,
     KV_METRICS,
     LAYOUT_LABEL,
@@ -88,7 +89,7 @@ def prometheus_transport(
                 out.append({"metric": labels, "value": [t, _value(rate)]})
             return out
         if kind is QueryKind.THROUGHPUT:
-            counters = (*THROUGHPUT_METRICS, PREFIX_CACHE_HITS_METRICS[0])
+            counters = (*THROUGHPUT_METRICS, PREFIX_CACHE_HITS_METRICS[0], *COST_METRICS)
             for pod, rates in sorted(tsdb.counter_rates(t, rate_window_seconds).items()):
                 for metric, v in zip(counters, rates, strict=True):
                     labels = {"namespace": namespace, "pod": pod, SELECTOR_LABEL: gid}

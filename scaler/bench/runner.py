@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from scaler.bench.bound import gpu_seconds_lower_bound
 from scaler.bench.capacity import Capacity, peak_need, probe_capacity
@@ -445,7 +446,8 @@ def run_policy(job: _Job, controller: Controller | None = None) -> PolicyFigures
     )
     learned = getattr(controller, "learned", None)
     if learned:
-        figures = replace(figures, learned_capacity=tuple(learned))
+        prices = tuple(getattr(controller, "prices", ()))
+        figures = replace(figures, learned_capacity=tuple(learned), learned_prices=prices)
     return figures
 
 
@@ -645,9 +647,12 @@ def _windows(duration_seconds: float) -> int:
     return max(2, math.ceil(duration_seconds / 10800 - 1e-9))
 
 
-def _learned_at(series: Sequence[tuple[float, float | None]], t: float) -> float | None:
+_V = TypeVar("_V")
+
+
+def _learned_at(series: Sequence[tuple[float, _V | None]], t: float) -> _V | None:
     """The last learned value at or before ``t``."""
-    value = None
+    value: _V | None = None
     for at, v in series:
         if at > t:
             break
@@ -668,7 +673,9 @@ def _capacity_checks(
     for start, end, after, cap in truth:
         # after a shift: 10 minutes into the segment; else (and for the first): its end
         at = min(end, start + _AFTER_SHIFT_SECONDS) if shifted and after != "start" else end
-        out.append(CapacityCheck(at, after, units(cap), _learned_at(us.first.learned_capacity, at)))
+        prices = _learned_at(us.first.learned_prices, at)
+        learned = _learned_at(us.first.learned_capacity, at)
+        out.append(CapacityCheck(at, after, units(cap, prices), learned))
     return out
 
 

@@ -59,6 +59,8 @@ class PodSample:
             prefix cache).
         asleep: ``1 - vllm:engine_sleep_state{sleep_state="awake"}``: 1 while the engine is
             in sleep mode.
+        prefill_seconds, decode_seconds: ``vllm:request_prefill_time_seconds_sum`` and
+            ``vllm:request_decode_time_seconds_sum`` (the requests' phase times).
     """
 
     t: float
@@ -72,6 +74,8 @@ class PodSample:
     generation_tokens: float = 0.0
     prefix_cache_hits: float = 0.0
     asleep: float = 0.0
+    prefill_seconds: float = 0.0
+    decode_seconds: float = 0.0
 
 
 @dataclass(slots=True)
@@ -165,6 +169,8 @@ class Tsdb:
                     generation_tokens=float(m.generation_tokens),
                     prefix_cache_hits=float(m.prefix_cache_hits),
                     asleep=1.0 if m.sleep_level else 0.0,
+                    prefill_seconds=m.prefill_time.sum,
+                    decode_seconds=m.decode_time.sum,
                 )
             )
         for name, s in list(self.series.items()):
@@ -240,11 +246,12 @@ class Tsdb:
 
     def counter_rates(
         self, t: float, window: float
-    ) -> dict[str, tuple[float, float, float, float]]:
+    ) -> dict[str, tuple[float, float, float, float, float, float]]:
         """Per pod, ``rate(...[W])`` at ``t`` of finished requests, prompt tokens, generated
-        tokens and prefix-cache hits; pods with fewer than two samples in the window are left
-        out (as Prometheus leaves them out of ``rate()``)."""
-        out: dict[str, tuple[float, float, float, float]] = {}
+        tokens, prefix-cache hits and the prefill and decode phase sums; pods with fewer than
+        two samples in the window are left out (as Prometheus leaves them out of
+        ``rate()``)."""
+        out: dict[str, tuple[float, float, float, float, float, float]] = {}
         start = t - window
         for name, s in self.series.items():
             pts = s.in_range(start, t)
@@ -254,6 +261,11 @@ class Tsdb:
             prompt = extrapolated_rate([(p.t, p.prompt_tokens) for p in pts], start, t)
             gen = extrapolated_rate([(p.t, p.generation_tokens) for p in pts], start, t)
             hits = extrapolated_rate([(p.t, p.prefix_cache_hits) for p in pts], start, t)
+            pre = extrapolated_rate([(p.t, p.prefill_seconds) for p in pts], start, t)
+            dec = extrapolated_rate([(p.t, p.decode_seconds) for p in pts], start, t)
             if req is not None and prompt is not None and gen is not None:
-                out[name] = (req, prompt, gen, hits if hits is not None else 0.0)
+                out[name] = (
+                    req, prompt, gen, hits if hits is not None else 0.0,
+                    pre if pre is not None else 0.0, dec if dec is not None else 0.0,
+                )  # fmt: skip
         return out

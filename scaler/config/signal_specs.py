@@ -419,6 +419,15 @@ class CapacityCost(Strict):
         "and the weights' read shared by the batch its KV cache allows)",
     )
 
+    kv_cache_tokens: int = Field(
+        default=43_008,
+        gt=0,
+        le=100_000_000,
+        description="tokens one replica's KV cache holds (vLLM logs it at start as the GPU KV "
+        "cache size): the batch the decode prices assume; the online fit compares the "
+        "fleet's time per output token with the profile's at a full cache",
+    )
+
     def work_seconds(
         self,
         computed_prompt_tokens: float,
@@ -529,6 +538,12 @@ class CapacitySignal(Strict):
     cost: CapacityCost = Field(
         default=CapacityCost(),
         description="what prompt and generated tokens cost a replica, engine seconds (unit work)",
+    )
+    fit_cost: bool = Field(
+        default=True,
+        description="unit work: scale the cost's prefill and decode prices online to the "
+        "fleet's own vLLM phase histograms (request_prefill/decode_time_seconds), bounded "
+        "and seeded by the cost; false: the cost as given",
     )
     min_work_ratio: float = Field(
         default=0.02,

@@ -103,6 +103,11 @@ def decision_json(d: Decision) -> dict[str, Any]:
             "utilization": c.utilization,
             "horizon_seconds": c.horizon_seconds,
             "samples": c.samples,
+            "price_factors": {
+                "prefill": c.prefill_factor,
+                "decode": c.decode_factor,
+                "windows": c.cost_windows,
+            },
         }
     s = d.seasonal
     if s is not None and s.forecast is not None:

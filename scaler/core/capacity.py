@@ -96,11 +96,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from scaler.config.policy import TargetPolicy
-from scaler.config.signal_specs import CapacityUnit
+from scaler.config.signal_specs import CapacityCost, CapacityUnit
 from scaler.config.vocabulary import SignalName
+from scaler.core.cost_fit import CostFit, learn_cost, priced_cost
 from scaler.core.evaluation import SignalEvaluation, banded, ceil_replicas
 from scaler.core.forecast import DemandForecast, observe_demand
 from scaler.core.observation import Observation, PodLoad, ThroughputReading
@@ -124,6 +125,7 @@ __all__ = [
     "seeded_estimate",
     "served_with_room",
     "sizing_capacity",
+    "work_cost",
 ]
 
 #: Samples a seed counts as.
@@ -181,6 +183,8 @@ class CapacityMemory:
         backlog: ``(controller seconds, waiting work)`` of the cycles of the last rate window
             (not persisted: a new leader starts without it): how fast the backlog grew or
             drained, which tells the arrival rate from the rate served.
+        fit: the online fit of the cost profile's prefill and decode prices to the fleet
+            (:mod:`scaler.core.cost_fit`; unit ``work`` with ``capacity.fit_cost``).
     """
 
     estimate: CapacityEstimate | None = None
@@ -191,6 +195,7 @@ class CapacityMemory:
     served: float | None = None
     unit: str = CapacityUnit.WEIGHTED_TOKENS.value
     backlog: tuple[tuple[float, float], ...] = ()
+    fit: CostFit = field(default_factory=CostFit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +218,9 @@ class CapacityView:
         served_tokens_per_second: the rate the ready pods served over the window, in the
             signal's unit (``demand_tokens_per_second`` is the rate arriving: this plus the
             backlog's growth); None when unusable.
+        prefill_factor, decode_factor: the online fit's scale of the cost profile's prefill
+            and decode prices (1: the profile; :mod:`scaler.core.cost_fit`).
+        cost_windows: the windows the fit learned from (0: the profile as given).
     """
 
     demand_tokens_per_second: float | None
@@ -225,6 +233,9 @@ class CapacityView:
     sample: CapacitySample | None
     samples: int
     served_tokens_per_second: float | None = None
+    prefill_factor: float = 1.0
+    decode_factor: float = 1.0
+    cost_windows: int = 0
 
 
 def seeded_estimate(policy: TargetPolicy) -> CapacityEstimate | None:
@@ -241,7 +252,20 @@ def _bounded(policy: TargetPolicy, value: float) -> float:
     return min(high, max(low, value))
 
 
-def demand_of(policy: TargetPolicy, reading: ThroughputReading) -> tuple[float, float | None]:
+def work_cost(policy: TargetPolicy, memory: CapacityMemory | None) -> CapacityCost:
+    """The prices the signal's unit ``work`` uses for ``policy``: its ``capacity.cost``
+    scaled by the memory's online fit (:func:`scaler.core.cost_fit.priced_cost`), or the
+    profile as it is with ``capacity.fit_cost`` off or no memory. Pure: a caller that reads a
+    target's demand elsewhere (a history of it) prices it the signal's way with this."""
+    cap = policy.signals.capacity
+    if memory is None or not cap.fit_cost:
+        return cap.cost
+    return priced_cost(cap.cost, memory.fit)
+
+
+def demand_of(
+    policy: TargetPolicy, reading: ThroughputReading, cost: CapacityCost | None = None
+) -> tuple[float, float | None]:
     """``(demand, demand per finished request)`` over the reading's pods in the signal's unit
     (the second is None when no request finished in the window).
 
@@ -250,7 +274,8 @@ def demand_of(policy: TargetPolicy, reading: ThroughputReading) -> tuple[float, 
     tokens (``vllm:prompt_tokens_total`` less ``vllm:prefix_cache_hits_total``) and generated
     tokens, the context being the fleet's mean prompt plus half its mean output per finished
     request over the window (0 when none finished). Unit ``weighted_tokens``: prompt tokens
-    plus ``generation_token_weight`` times generated tokens per second.
+    plus ``generation_token_weight`` times generated tokens per second. ``cost``: the prices
+    of unit ``work`` (default the policy's profile; the signal passes :func:`work_cost`).
     """
     cap = policy.signals.capacity
     pods = reading.pods.values()
@@ -260,7 +285,7 @@ def demand_of(policy: TargetPolicy, reading: ThroughputReading) -> tuple[float, 
         generated = math.fsum(p.generation_tokens_per_second for p in pods)
         computed = math.fsum(p.computed_prompt_tokens_per_second for p in pods)
         context = (prompt + generated / 2) / requests if requests > 0 else 0.0
-        work = cap.cost.work_seconds(computed, generated, context)
+        work = (cost or cap.cost).work_seconds(computed, generated, context)
         return work, (work / requests if requests > 0 else None)
     tokens = math.fsum(
         cap.weighted(p.prompt_tokens_per_second, p.generation_tokens_per_second) for p in pods
@@ -269,9 +294,9 @@ def demand_of(policy: TargetPolicy, reading: ThroughputReading) -> tuple[float, 
 
 
 def _settled_demand(
-    policy: TargetPolicy, observation: Observation, window_seconds: float
+    policy: TargetPolicy, observation: Observation, window_seconds: float, cost: CapacityCost
 ) -> tuple[float, float | None, bool]:
-    """``(demand, weighted tokens per request, settled)`` of this cycle's throughput reading.
+    """``(demand, demand per finished request, settled)`` of this cycle's throughput reading.
 
     A pod Ready for less than 1.5 rate windows has a rate over a window it served only part
     of, which reads low (a new pod, or every pod of a fleet that just started). When some pods
@@ -288,10 +313,13 @@ def _settled_demand(
         for name, pod in reading.pods.items()
         if (r := since.get(name)) is not None and r >= full
     }
+    # The work per finished request is a ratio of two rates over the same window: a pod's
+    # part-window reads low in both, so it is taken over every pod, never from the Ready times
+    # (which history knows only to a scrape: the backlog priced with it would differ).
+    demand, per_request = demand_of(policy, reading, cost)
     if not whole or len(whole) == len(reading.pods):
-        demand, per_request = demand_of(policy, reading)
         return demand, per_request, bool(whole)
-    demand, per_request = demand_of(policy, ThroughputReading(reading.status, whole))
+    demand, _ = demand_of(policy, ThroughputReading(reading.status, whole), cost)
     return demand * len(reading.pods) / len(whole), per_request, True
 
 
@@ -353,6 +381,7 @@ def capacity_sample(
     *,
     window_seconds: float,
     overloaded_before: bool = True,
+    cost: CapacityCost | None = None,
 ) -> CapacitySample | None:
     """This cycle's capacity sample, or None (see the module docstring for the rules).
 
@@ -360,8 +389,15 @@ def capacity_sample(
         policy: the target's policy.
         observation: this cycle's observation (throughput, TTFT reading, pods, counts).
         window_seconds: the ``rate()`` window of the throughput and TTFT queries, seconds.
+        cost: the prices of unit ``work`` (default the policy's profile).
     """
-    return _sample(policy, _trusted(observation, window_seconds), window_seconds, overloaded_before)
+    return _sample(
+        policy,
+        _trusted(observation, window_seconds),
+        window_seconds,
+        overloaded_before,
+        cost or policy.signals.capacity.cost,
+    )
 
 
 def _sample(
@@ -369,6 +405,7 @@ def _sample(
     trusted: tuple[ThroughputReading, float] | None,
     window_seconds: float,
     overloaded_before: bool,
+    cost: CapacityCost,
 ) -> CapacitySample | None:
     """:func:`capacity_sample` of a window :func:`_trusted` has already judged."""
     if trusted is None:
@@ -388,7 +425,7 @@ def _sample(
         within = False
     else:
         return None  # inside the band: neither side
-    demand, per_request = demand_of(policy, reading)
+    demand, per_request = demand_of(policy, reading, cost)
     if not math.isfinite(demand) or demand <= 0:
         return None
     if not within and per_request is not None:
@@ -438,17 +475,19 @@ def served_with_room(
 ) -> float | None:
     """The weighted tokens/s per ready replica of a trusted window whose TTFT p95 was under
     half its target (no queueing: the fleet served it with room, busy or not), else None."""
-    return _room(policy, _trusted(observation, window_seconds))
+    return _room(policy, _trusted(observation, window_seconds), policy.signals.capacity.cost)
 
 
-def _room(policy: TargetPolicy, trusted: tuple[ThroughputReading, float] | None) -> float | None:
+def _room(
+    policy: TargetPolicy, trusted: tuple[ThroughputReading, float] | None, cost: CapacityCost
+) -> float | None:
     """:func:`served_with_room` of a window :func:`_trusted` has already judged."""
     if trusted is None:
         return None
     reading, ttft_value = trusted
     if ttft_value >= policy.signals.ttft_p95.target_seconds * _NEAR_TARGET:
         return None
-    demand, _ = demand_of(policy, reading)
+    demand, _ = demand_of(policy, reading, cost)
     if not math.isfinite(demand) or demand <= 0:
         return None
     return demand / len(reading.pods)
@@ -610,9 +649,15 @@ def evaluate_capacity(
         # Learned in another unit (a state saved before this one): start again, as a new
         # target does, rather than read weighted tokens as seconds of work.
         memory = CapacityMemory(unit=cap.unit.value)
+    if cap.unit is CapacityUnit.WORK and cap.fit_cost and counts.sleeping == 0:
+        # an engine asleep serves nothing: its zeros would lower the means the fit's guards
+        # read, so a window with one asleep teaches no price (as it gives no capacity sample)
+        fit = learn_cost(cap.cost, memory.fit, reading, now, window_seconds=window_seconds)
+        memory = replace(memory, fit=fit)
+    cost = work_cost(policy, memory)
     trusted = _trusted(observation, window_seconds)  # judged once for both uses
-    sample = _sample(policy, trusted, window_seconds, memory.overloaded)
-    memory = replace(memory, served=_served(memory, _room(policy, trusted), sample))
+    sample = _sample(policy, trusted, window_seconds, memory.overloaded, cost)
+    memory = replace(memory, served=_served(memory, _room(policy, trusted, cost), sample))
     last = memory.estimate.learned_at if memory.estimate is not None else None
     if sample is not None and last is not None and 0 <= now - last < window_seconds:
         sample = None  # consecutive cycles share most of a window: one sample per window
@@ -635,13 +680,13 @@ def evaluate_capacity(
             detail = f"no capacity estimate yet; demand unknown ({detail})"
         view = CapacityView(
             None, None, None, _tps(estimate), None, horizon, learned_load_seconds, sample,
-            estimate.samples if estimate else 0,
+            estimate.samples if estimate else 0, None, *_prices(policy, memory),
         )  # fmt: skip
         evaluation = SignalEvaluation(
             SignalName.CAPACITY, status, None, per_replica, None, None, None, False, detail
         )
         return evaluation, view, replace(memory, forecast=forecast)
-    demand, per_request, settled = _settled_demand(policy, observation, window_seconds)
+    demand, per_request, settled = _settled_demand(policy, observation, window_seconds, cost)
     waiting = [p.waiting for p in reading.pods.values() if p.waiting is not None]
     waiting_tokens = (
         math.fsum(waiting) * per_request if waiting and per_request is not None else None
@@ -659,6 +704,7 @@ def evaluate_capacity(
     view = CapacityView(
         demand, waiting_tokens, wanted, _tps(estimate), utilization, horizon,
         learned_load_seconds, sample, estimate.samples if estimate else 0, served_demand,
+        *_prices(policy, memory),
     )  # fmt: skip
     current = counts.current
     value = wanted / max(current, 1)
@@ -695,6 +741,11 @@ def evaluate_capacity(
         else ""
     )
     extra = f", standing headroom {headroom:g}" if headroom else ""
+    if view.cost_windows:
+        unit += (
+            f" (prices fitted on {view.cost_windows} windows: prefill x{view.prefill_factor:.2f}, "
+            f"decode x{view.decode_factor:.2f} the profile)"
+        )
     asleep = (
         f", +{counts.sleeping} asleep (vLLM sleep mode: no capacity, kept beside the awake)"
         if counts.sleeping
@@ -761,6 +812,15 @@ def _served(
     if room is None:
         return served
     return room if served is None else max(served, room)
+
+
+def _prices(policy: TargetPolicy, memory: CapacityMemory) -> tuple[float, float, int]:
+    """``(prefill factor, decode factor, windows)`` of the fit in use (1, 1, 0: none)."""
+    cap = policy.signals.capacity
+    fit = memory.fit
+    if cap.unit is not CapacityUnit.WORK or not cap.fit_cost or not fit.windows:
+        return 1.0, 1.0, 0
+    return fit.prefill_factor, fit.decode_factor, fit.windows
 
 
 def _tps(estimate: CapacityEstimate | None) -> float | None:

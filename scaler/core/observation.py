@@ -88,6 +88,11 @@ class PodLoad:
             vLLM: ``vllm:gpu_prefix_cache_hits_total``), prompt tokens found in the prefix
             cache and not computed, tokens/s (None: not exported; every prompt token is then
             counted as computed).
+        prefill_seconds_per_second: ``rate(vllm:request_prefill_time_seconds_sum[W])``, the
+            requests' prefill phase (first scheduling to first token), seconds per second
+            (None: not exported or not a finite number >= 0).
+        decode_seconds_per_second: ``rate(vllm:request_decode_time_seconds_sum[W])``, the
+            requests' decode phase (first to last token), seconds per second (None: as above).
     """
 
     requests_per_second: float
@@ -96,6 +101,8 @@ class PodLoad:
     waiting: float | None = None
     kv_cache_usage: float | None = None
     cached_prompt_tokens_per_second: float | None = None
+    prefill_seconds_per_second: float | None = None
+    decode_seconds_per_second: float | None = None
 
     @property
     def computed_prompt_tokens_per_second(self) -> float:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from scaler.config.signal_specs import CapacityUnit
 from scaler.core.capacity import CapacityEstimate, CapacityMemory
+from scaler.core.cost_fit import CostFit
 from scaler.core.forecast import DemandForecast
 from scaler.core.load_time import RECENT_STARTS, LoadTimes
 
@@ -146,7 +147,8 @@ def encode_state(state: TargetState) -> dict[str, object]:
     """A JSON-able dict of a (compacted) state (learned rates to six significant digits).
 
     Keys added after the first format (``c`` capacity estimate, ``cb`` the bounds seen before
-    it, ``cs`` the highest rate per replica served with room, ``d`` demand forecast, ``l``
+    it, ``cs`` the highest rate per replica served with room, ``cf`` the cost fit's sums,
+    ``d`` demand forecast, ``l``
     model load times, ``lw`` pods whose start is watched, ``b`` the last blocked or seeded
     cycle, ``df`` since when the demand falls and its lowest level, ``dh`` the demand's last
     high, its level and the lowest level since, ``lf`` the learning floor's replicas and
@@ -177,8 +179,20 @@ def encode_state(state: TargetState) -> dict[str, object]:
         out["cb"] = [None if b is None else _sig(b) for b in (cap.lower, cap.upper)]
     if cap.served is not None:
         out["cs"] = _sig(cap.served)
+    f = cap.fit
+    if f.windows:
+        out["cf"] = [
+            *(_sig(x) for x in (f.prefill_measured, f.prefill_priced)),
+            *(_sig(x) for x in (f.decode_measured, f.decode_priced)),
+            f.learned_at,
+            f.windows,
+        ]
     if cap.unit != CapacityUnit.WEIGHTED_TOKENS.value and (
-        cap.estimate is not None or cap.forecast is not None or "cb" in out or "cs" in out
+        cap.estimate is not None
+        or cap.forecast is not None
+        or "cb" in out
+        or "cs" in out
+        or "cf" in out
     ):
         out["cu"] = cap.unit  # the unit of the numbers above (absent: weighted tokens)
     if s.load_times.recent:
@@ -254,6 +268,25 @@ def _decode_demand(data: object, falling: object, high: object) -> DemandForecas
     )
 
 
+def _decode_cost_fit(data: object) -> CostFit:
+    if data is None:
+        return CostFit()
+    if not isinstance(data, list) or len(data) != 6:
+        raise ValueError(
+            f"cost fit {data!r} is not [prefill measured, prefill priced, decode measured, "
+            "decode priced, learned_at, windows]"
+        )
+    pm, pp, dm, dp, at, windows = data
+    return CostFit(
+        _finite(pm, "cost fit prefill measured"),
+        _finite(pp, "cost fit prefill priced"),
+        _finite(dm, "cost fit decode measured"),
+        _finite(dp, "cost fit decode priced"),
+        None if at is None else float(at),
+        int(windows),
+    )
+
+
 def _decode_capacity_memory(data: dict[str, object]) -> CapacityMemory:
     bounds = data.get("cb") or [None, None]
     if not isinstance(bounds, list) or len(bounds) != 2:
@@ -270,6 +303,7 @@ def _decode_capacity_memory(data: dict[str, object]) -> CapacityMemory:
         upper,
         served=None if served is None else _finite(served, "capacity served", positive=True),
         unit=str(unit),
+        fit=_decode_cost_fit(data.get("cf")),
     )
 
 

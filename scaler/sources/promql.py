@@ -101,6 +101,8 @@ from scaler.config.signal_specs import (
 # every PromQL name of vllm-scaler can be imported from here.
 from scaler.sources.promql_parts import (
     ASLEEP_SUFFIX,
+    COST_METRICS,
+    DECODE_TIME_METRIC,
     GENERATION_TOKENS_METRIC,
     HISTOGRAM_LABEL,
     LAYOUT_LABEL,
@@ -108,8 +110,10 @@ from scaler.sources.promql_parts import (
     METRIC_LABEL,
     NAME_LABEL,
     NATIVE_PART_LABEL,
+    OPTIONAL_THROUGHPUT_METRICS,
     POD_GROUP_LABEL,
     POD_GROUP_REGEX,
+    PREFILL_TIME_METRIC,
     PREFIX_CACHE_HITS_METRICS,
     PROMPT_TOKENS_METRIC,
     RECORDED_LABEL,
@@ -161,6 +165,8 @@ from scaler.sources.recording_rules import (
 
 __all__ = [
     "ASLEEP_SUFFIX",
+    "COST_METRICS",
+    "DECODE_TIME_METRIC",
     "GENERATION_TOKENS_METRIC",
     "HISTOGRAM_LABEL",
     "KV_METRICS",
@@ -170,8 +176,10 @@ __all__ = [
     "METRIC_LABEL",
     "NAME_LABEL",
     "NATIVE_PART_LABEL",
+    "OPTIONAL_THROUGHPUT_METRICS",
     "POD_GROUP_LABEL",
     "POD_GROUP_REGEX",
+    "PREFILL_TIME_METRIC",
     "PREFIX_CACHE_HITS_METRICS",
     "PROMPT_TOKENS_METRIC",
     "RECORDED_LABEL",
@@ -395,10 +403,10 @@ def _named_rate(metric: str, sel: str, window: str, replica_labels: Sequence[str
 
 
 def _raw_throughput(sel: str, window: str, replica_labels: Sequence[str]) -> str:
-    """The per-pod rates of every throughput counter under ``sel`` and of the prefix-cache
-    hit counters (:data:`PREFIX_CACHE_HITS_METRICS`, optional), each tagged with its counter
-    (:func:`_named_rate`), or'ed."""
-    counters = (*THROUGHPUT_METRICS, *PREFIX_CACHE_HITS_METRICS)
+    """The per-pod rates of every throughput counter under ``sel`` and of the optional ones
+    (:data:`OPTIONAL_THROUGHPUT_METRICS`: the prefix-cache hits, the prefill and decode phase
+    sums), each tagged with its counter (:func:`_named_rate`), or'ed."""
+    counters = (*THROUGHPUT_METRICS, *OPTIONAL_THROUGHPUT_METRICS)
     rates = [_named_rate(m, sel, window, replica_labels) for m in counters]
     return "(" + _or(rates) + ")"
 
@@ -656,7 +664,7 @@ def build_throughput_query(plan: QueryPlan, recorded_namespaces: Sequence[str]) 
             METRIC_LABEL,
             c,
         )
-        for c in THROUGHPUT_METRICS
+        for c in (*THROUGHPUT_METRICS, *OPTIONAL_THROUGHPUT_METRICS)
     ]
     parts = [_tag("(" + _or(per_counter) + ")", SELECTOR_LABEL, gid)]
     raw = [ns for ns in plan.default_namespaces if ns not in recorded]

@@ -15,6 +15,8 @@ from scaler.config.signal_specs import HistogramQuery, SignalName
 
 __all__ = [
     "ASLEEP_SUFFIX",
+    "COST_METRICS",
+    "DECODE_TIME_METRIC",
     "GENERATION_TOKENS_METRIC",
     "HISTOGRAM_LABEL",
     "LAYOUT_LABEL",
@@ -22,8 +24,10 @@ __all__ = [
     "METRIC_LABEL",
     "NAME_LABEL",
     "NATIVE_PART_LABEL",
+    "OPTIONAL_THROUGHPUT_METRICS",
     "POD_GROUP_LABEL",
     "POD_GROUP_REGEX",
+    "PREFILL_TIME_METRIC",
     "PREFIX_CACHE_HITS_METRICS",
     "PROMPT_TOKENS_METRIC",
     "RECORDED_LABEL",
@@ -118,12 +122,24 @@ PREFIX_CACHE_HITS_METRICS: tuple[str, ...] = (
     "vllm:gpu_prefix_cache_hits_total",
 )
 
+#: vLLM's per-request phase histograms' sums, seconds: the prefill phase (first scheduling to
+#: first token) and the decode phase (first to last token). Optional: the capacity signal's
+#: online price fit (:mod:`scaler.core.cost_fit`) reads their rates; a pod without them
+#: leaves the profile's prices as they are.
+PREFILL_TIME_METRIC = "vllm:request_prefill_time_seconds_sum"
+DECODE_TIME_METRIC = "vllm:request_decode_time_seconds_sum"
+COST_METRICS: tuple[str, ...] = (PREFILL_TIME_METRIC, DECODE_TIME_METRIC)
+
 #: The counters whose per-pod rates the throughput query reads (each series' ``scaler_metric``).
 THROUGHPUT_METRICS: tuple[str, ...] = (
     REQUESTS_METRIC,
     PROMPT_TOKENS_METRIC,
     GENERATION_TOKENS_METRIC,
 )
+
+
+#: The optional counters the throughput query reads beside :data:`THROUGHPUT_METRICS`.
+OPTIONAL_THROUGHPUT_METRICS: tuple[str, ...] = (*PREFIX_CACHE_HITS_METRICS, *COST_METRICS)
 
 
 def histogram_query(name: SignalName) -> HistogramQuery:

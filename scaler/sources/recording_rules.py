@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from scaler.config.signal_specs import HistogramQuery, SignalName, histogram_specs
 from scaler.sources.promql_parts import (
+    OPTIONAL_THROUGHPUT_METRICS,
     POD_GROUP_LABEL,
     POD_GROUP_REGEX,
     RECORDED_LABEL,
@@ -179,7 +180,9 @@ def recording_rules(rate_window_seconds: float) -> list[dict[str, str]]:
     rules file lists them (``record`` and ``expr``; a test pins the shipped file): the
     buckets per pod group of every latency histogram whose spec names that file
     (:func:`histogram_recording_rules`: TTFT), each pod's rates of the throughput counters
-    (:func:`recorded_rate_metric`, :data:`THROUGHPUT_METRICS`) and, last (rules of a group
+    (:func:`recorded_rate_metric`, :data:`THROUGHPUT_METRICS` and the optional
+    :data:`OPTIONAL_THROUGHPUT_METRICS`: the prefix-cache hits the demand leaves out, the
+    phase sums the price fit reads) and, last (rules of a group
     run in order and see what the earlier ones wrote), their timestamp per namespace and
     counter (:func:`recorded_freshness_metric`). A histogram whose spec names another file
     has its rules there (:func:`histogram_recording_rules`)."""
@@ -189,7 +192,7 @@ def recording_rules(rate_window_seconds: float) -> list[dict[str, str]]:
         if s.histogram is not None and s.histogram.rules == MAIN_RULES
         for rule in histogram_recording_rules(s.histogram, rate_window_seconds)
     ]
-    for counter in THROUGHPUT_METRICS:
+    for counter in (*THROUGHPUT_METRICS, *OPTIONAL_THROUGHPUT_METRICS):
         rules.append(
             {
                 "record": recorded_rate_metric(counter, rate_window_seconds),

@@ -448,6 +448,13 @@ class ScalerMetrics:
             t,
             registry=r,
         )
+        self.price_factor = Gauge(
+            "vllm_scaler_capacity_price_factor_ratio",
+            "The online fit's scale of the capacity cost profile's prices (part prefill or "
+            "decode; 1: the profile as given).",
+            [*t, "part"],
+            registry=r,
+        )
         self.utilization = Gauge(
             "vllm_scaler_capacity_utilization_ratio",
             "Demand over what the ready replicas serve at the learned capacity (0-1+ ratio).",
@@ -644,6 +651,8 @@ class ScalerMetrics:
         ):
             gauge.labels(target).set(value if value is not None else nan)
         self.capacity_samples.labels(target).set(view.samples)
+        self.price_factor.labels(target, "prefill").set(view.prefill_factor)
+        self.price_factor.labels(target, "decode").set(view.decode_factor)
         self.record_seasonal(target, decision)
 
     def record_seasonal(self, target: str, decision: Decision) -> None:

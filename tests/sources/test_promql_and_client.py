@@ -84,9 +84,9 @@ def test_query_plan_for_the_default_target_is_pinned() -> None:
         f'label_replace(label_replace(time() - timestamp({recorded}{{{ns},le="+Inf"}}) '
         f"and on (namespace) ({mixed}{{{ns}}} == 0), "
         '"scaler_histogram", "recorded", "", ""), "scaler_selector", "s0", "", ""))',
-        # the three counters' rates and the prefix-cache hits (current and older name),
-        # or'ed as a balanced tree: (a or b) or (c or (d or e))
-        QueryKind.THROUGHPUT: "label_replace((({} or {}) or ({} or ({} or {}))), "
+        # the three counters' rates, the prefix-cache hits (current and older name) and the
+        # prefill and decode phase sums, or'ed as a balanced tree
+        QueryKind.THROUGHPUT: "label_replace((({} or ({} or {})) or (({} or {}) or ({} or {}))), "
         '"scaler_selector", "s0", "", "")'.format(
             *(
                 f"label_replace(sum by (namespace, pod) ({one}(rate({m}{{{ns}}}[60s]))), "
@@ -97,6 +97,8 @@ def test_query_plan_for_the_default_target_is_pinned() -> None:
                     "vllm:generation_tokens_total",
                     "vllm:prefix_cache_hits_total",
                     "vllm:gpu_prefix_cache_hits_total",
+                    "vllm:request_prefill_time_seconds_sum",
+                    "vllm:request_decode_time_seconds_sum",
                 )
             )
         ),

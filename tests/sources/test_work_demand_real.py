@@ -20,6 +20,7 @@ import pytest_asyncio
 
 from scaler.controller.observe import observe
 from scaler.core.capacity import CapacityMemory, demand_of, evaluate_capacity
+from scaler.core.cost_fit import cost_window
 from scaler.core.observation import ThroughputReading
 from scaler.core.signals import SignalStatus
 from scaler.sim.exposition import VllmMetrics
@@ -43,6 +44,10 @@ MIXES = {
 }
 
 
+#: What the pods' prefill costs, seconds per computed prompt token (1.5x the profile's).
+PREFILL_SECONDS_PER_TOKEN = 1.5 * 4.7e-5
+
+
 def _busy(m: VllmMetrics, start: float, mix: tuple[float, int, int, float]) -> Callable[[], bytes]:
     rps, prompt, output, hit = mix
 
@@ -54,6 +59,12 @@ def _busy(m: VllmMetrics, start: float, mix: tuple[float, int, int, float]) -> C
         m.generation_tokens = int(t * rps * output)
         m.prefix_cache_queries = m.prompt_tokens
         m.prefix_cache_hits = int(t * rps * prompt * hit)
+        # the phase histograms' sums: prefill at 1.5x the default profile's price of the
+        # prompt tokens computed, decode at 30 ms per output token
+        m.prefill_time.sum = t * rps * prompt * (1 - hit) * PREFILL_SECONDS_PER_TOKEN
+        m.prefill_time.count = m.request_success["stop"]
+        m.decode_time.sum = t * rps * output * 0.030
+        m.decode_time.count = m.request_success["stop"]
         return m.render()
 
     return render
@@ -162,3 +173,28 @@ async def test_a_sleeping_replica_is_no_capacity_and_is_kept_beside_the_awake(
     awake_needed = math.ceil(view.forecast_tokens_per_second / (c * u) - 1e-9)
     assert evaluation.desired_replicas == awake_needed + 1
     assert "+1 asleep" in evaluation.detail
+
+
+async def test_the_phase_histograms_reach_the_price_fit_through_prometheus(
+    prometheus: str,
+) -> None:
+    """The prefill and decode phase sums are read per pod (the throughput query) and a pod
+    slower at prefill than the profile teaches the fit so: a long-prompt window shows 1.5x
+    the profile's prefill price, a short-prompt one is not used for it (its prompts share
+    steps)."""
+    snap, tr = await _read(prometheus)
+    obs = observe(target(), snap, tr, None)  # type: ignore[arg-type]
+    reading = obs.throughput
+    assert reading is not None
+    for name, (rps, prompt, output, hit) in MIXES.items():
+        pod = reading.pods[name]
+        expected = rps * prompt * (1 - hit) * PREFILL_SECONDS_PER_TOKEN
+        assert pod.prefill_seconds_per_second == pytest.approx(expected, rel=0.05), name
+        assert pod.decode_seconds_per_second == pytest.approx(rps * output * 0.03, rel=0.05)
+    cost = target().signals.capacity.cost
+    long = cost_window(cost, ThroughputReading(SignalStatus.OK, {LONG: reading.pods[LONG]}), 60)
+    assert long is not None and long.prefill_measured is not None
+    assert long.prefill_priced is not None
+    assert long.prefill_measured / long.prefill_priced == pytest.approx(1.5, rel=0.05)
+    short = cost_window(cost, ThroughputReading(SignalStatus.OK, {SHORT: reading.pods[SHORT]}), 60)
+    assert short is not None and short.prefill_measured is None

@@ -32,6 +32,8 @@ def throughput_of(readings: TargetReadings) -> ThroughputReading:
             waiting=g.waiting if (g := readings.gauges.get(name)) is not None else None,
             kv_cache_usage=g.kv_cache if g is not None else None,
             cached_prompt_tokens_per_second=r.cached_prompt_tokens_per_second,
+            prefill_seconds_per_second=r.prefill_seconds_per_second,
+            decode_seconds_per_second=r.decode_seconds_per_second,
         )
         for name, r in sorted(t.pods.items())
         if name not in readings.stalled

@@ -23,7 +23,9 @@ from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus.answers import QueryOutcome
 from scaler.sources.prometheus.split import SeriesFault
 from scaler.sources.promql import (
+    DECODE_TIME_METRIC,
     GENERATION_TOKENS_METRIC,
+    PREFILL_TIME_METRIC,
     PREFIX_CACHE_HITS_METRICS,
     PROMPT_TOKENS_METRIC,
     REQUESTS_METRIC,
@@ -48,12 +50,20 @@ class PodRates:
             ``vllm:gpu_prefix_cache_hits_total``): prompt tokens found in the prefix cache,
             not computed; None when the pod exports neither or its rate is not a finite
             number >= 0 (every prompt token then counts as computed).
+
+        prefill_seconds_per_second: ``rate(vllm:request_prefill_time_seconds_sum[W])``, the
+            requests' prefill phase, seconds per second; None when not exported or not a
+            finite number >= 0 (the price fit then learns nothing from the pod).
+        decode_seconds_per_second: ``rate(vllm:request_decode_time_seconds_sum[W])``, the
+            requests' decode phase, seconds per second; None as above.
     """
 
     requests_per_second: float
     prompt_tokens_per_second: float
     generation_tokens_per_second: float
     cached_prompt_tokens_per_second: float | None = None
+    prefill_seconds_per_second: float | None = None
+    decode_seconds_per_second: float | None = None
 
     @property
     def tokens_per_second(self) -> float:
@@ -110,6 +120,12 @@ def _bad(value: float) -> SignalStatus | None:
     return None
 
 
+def _optional(metrics: Mapping[str, float], name: str) -> float | None:
+    """The rate of an optional counter, None when absent or not a finite number >= 0."""
+    value = metrics.get(name)
+    return value if value is not None and _bad(value) is None else None
+
+
 def _hits(metrics: Mapping[str, float]) -> float | None:
     """The pod's prefix-cache hits per second, the current counter's name first (None: not
     exported, or not a finite rate >= 0: the prompt tokens then count as computed)."""
@@ -162,6 +178,8 @@ def read_throughput(
                 prompt_tokens_per_second=metrics[PROMPT_TOKENS_METRIC],
                 generation_tokens_per_second=metrics[GENERATION_TOKENS_METRIC],
                 cached_prompt_tokens_per_second=_hits(metrics),
+                prefill_seconds_per_second=_optional(metrics, PREFILL_TIME_METRIC),
+                decode_seconds_per_second=_optional(metrics, DECODE_TIME_METRIC),
             )
     missing = ready - pods.keys()
     if problem is not None:
