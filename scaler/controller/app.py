@@ -547,11 +547,8 @@ def format_startup_problems(
         )
     if failed:
         sections.append("Prometheus queries fail:\n  " + "\n  ".join(str(p) for p in failed))
-    if empty:
-        sections.append(
-            "configured signals return no series in Prometheus:\n  "
-            + "\n  ".join(str(p) for p in empty)
-        )
+    # one line each, naming the target, the signal and the query that returned nothing
+    sections += [str(p) for p in empty]
     return "\n".join(sections)
 
 

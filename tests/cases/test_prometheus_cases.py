@@ -315,7 +315,11 @@ async def test_case_07_neither_kv_name_while_scraped_is_absent(
     assert by_signal[KV].status is SignalStatus.ABSENT
     assert "vllm:gpu_cache_usage_perc" in by_signal[KV].query
     assert " or " not in by_signal[KV].query  # this target's expression only
-    assert str(by_signal[KV]).startswith(f"{KEY} kv_cache_usage: absent: ")
+    assert str(by_signal[KV]) == (
+        f"{KEY}: signal kv_cache_usage has no series (absent): its pods' "
+        "vllm:num_requests_running series exist, so the metric of this signal is missing or "
+        f"renamed; the query that returned nothing: {by_signal[KV].query}"
+    )
 
 
 async def test_case_07_dry_run_check_without_any_series(

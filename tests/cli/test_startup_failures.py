@@ -1,6 +1,6 @@
 """``recommend --once`` when both Kubernetes and Prometheus are down: each error on its own
 ``vllm-scaler:`` line, and the transport failures in plain words (no ``ssl:default`` for a
-plain-http address)."""
+plain-http address); a signal without series said once, in one line."""
 
 from __future__ import annotations
 
@@ -9,13 +9,16 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.support.controller_harness import KEY
-from tests.support.policies import case_target_doc
+from scaler.sources.promql import QueryKind, build_query_plan
+from tests.support.controller_harness import KEY, HarnessFactory
+from tests.support.fakeprom import idle_without_ttft, pods
+from tests.support.policies import case_policy, case_target_doc
 from tests.support.processes import run_scaler
 
 
@@ -118,3 +121,30 @@ def test_sim_on_a_real_control_plane_without_go_stops_at_start_saying_so(
     assert result.stderr.splitlines()[-1] == (
         "vllm-scaler: --kube real: no Go toolchain found to build the test servers; install Go"
     )
+
+
+async def test_a_signal_without_series_is_one_line_printed_once(
+    make_harness: HarnessFactory, tmp_path: Path
+) -> None:
+    """Pods scraped without a TTFT histogram: not a log line and then the start-up error, nor
+    a log line with an empty query; one line naming the target, the signal and the query."""
+    two = pods(2)
+    # the command runs on the wall clock: so does the API server it talks to
+    h = await make_harness(
+        replicas=2, ready=two, answers=idle_without_ttft(two), server_clock=time.time
+    )
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(yaml.safe_dump({"targets": [case_target_doc()]}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VLLM_SCALER_")}
+    returned, out = await run_scaler(
+        ["recommend", "--once", "--policy", str(policy), "--no-in-cluster",
+         "--prometheus-url", h.prom.url, "--kubeconfig", str(h.kubeconfig)],
+        env,
+    )  # fmt: skip
+    assert returned == 1, out
+    written = case_policy()  # the policy of the file, as the harness' loop reads it
+    plan = build_query_plan(written.targets, rate_window_seconds=written.rate_window_seconds)
+    header, line = out.splitlines()
+    assert header.startswith(f"vllm-scaler: prometheus {h.prom.url}/ (auth: none; ")
+    assert line.startswith(f"vllm-scaler: {KEY}: signal ttft_p95 has no series (absent): ")
+    assert line.endswith(f"; the query that returned nothing: {plan.queries[QueryKind.TTFT_RATE]}")

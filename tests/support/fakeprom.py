@@ -126,6 +126,18 @@ def ttft_answers(p95: str, rate: str = "4") -> dict[str, Ttft]:
     return {"ttft_rate": answer, "ttft_buckets": answer}
 
 
+def idle_without_ttft(pod_names: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Answers of idle pods whose queue and KV-cache series exist and that have no TTFT
+    histogram (the TTFT queries answer no series: ``absent`` once the pods have been ready
+    a rate window, ``warming_up`` before)."""
+    names = list(pod_names)
+    return {
+        "waiting": per_pod(dict.fromkeys(names, "0")),
+        "running": per_pod(dict.fromkeys(names, "0")),
+        "kv_cache": kv(dict.fromkeys(names, "0")),
+    }
+
+
 def uniform_answers(
     pod_names: Iterable[str],
     *,
