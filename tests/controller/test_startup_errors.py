@@ -182,6 +182,31 @@ async def test_a_signal_absent_in_a_cycle_is_logged_with_the_query_that_returned
     assert absent["query"] == _ttft_rate_query(h)
 
 
+async def test_run_names_an_unreachable_api_server_once_and_starts_all_the_same(
+    make_harness: HarnessFactory, tmp_path: Path
+) -> None:
+    """A controller that exits while the API server is away restarts in a loop: ``run`` logs
+    the server it cannot reach, with what to check, and its cycles hold."""
+    h = await make_harness(replicas=2, ready=pods(2))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        server = f"http://127.0.0.1:{s.getsockname()[1]}"
+    kubeconfig = write_kubeconfig(tmp_path / "away", server_url=server, token="t-away")
+    settings = _settings(h).model_copy(update={"kubeconfig": kubeconfig})
+    options = RunOptions(dry_run=True, once=True, output="log", check_queries=False)
+    with captured_logs() as logs:
+        code = await serve(settings, h.policy, options, out=StringIO(), clock=h.clock)
+    assert code == 1  # the one cycle could not read its target
+    [unreachable] = [e for e in logs if e["event"] == "kubernetes_api_unreachable"]
+    assert unreachable["server"] == server
+    assert unreachable["message"].startswith(
+        f"the Kubernetes API server at {server} cannot be reached: connection refused (context "
+        f"'sim' of kubeconfig {kubeconfig}); check that it is the cluster meant "
+    )
+    events = [e["event"] for e in logs]
+    assert events.index("kubernetes_api_unreachable") < events.index("started")  # said at start
+
+
 async def test_start_up_check_with_prometheus_down_says_unreachable_not_no_series(
     make_harness: HarnessFactory,
 ) -> None:
