@@ -1,27 +1,41 @@
 """The kubernetes-asyncio client: in-cluster service account or kubeconfig, credentials masked.
 
 :func:`build_api_client` is called once, by the composition root; every API call of the
-actuators goes through the client it returns.
+actuators goes through the client it returns. :func:`connect_api` returns with it where its
+API server came from (:class:`ApiServerOrigin`), and :func:`api_server_problem` asks that
+server once at start: an unreachable one is one message naming its URL (user-info masked, no
+credential) and what to check, the kubeconfig's context or the pod's ServiceAccount.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import socket
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import yaml
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.config.config_exception import ConfigException
 
+from scaler.actuators.errors import ApiFailure, classify_error
 from scaler.config.policy_errors import describe_yaml_error
 from scaler.config.secrets import MASK, register_url_credentials
 from scaler.config.settings import redact_url
 from scaler.telemetry.redact import register_secret
 
-__all__ = ["KubeConfigError", "MissingContextError", "build_api_client"]
+__all__ = [
+    "ApiServerOrigin",
+    "KubeConfigError",
+    "MissingContextError",
+    "api_server_problem",
+    "build_api_client",
+    "connect_api",
+]
 
 
 class KubeConfigError(RuntimeError):
@@ -37,10 +51,116 @@ class MissingContextError(KubeConfigError):
         self.context = context
 
 
+@dataclass(frozen=True, slots=True)
+class ApiServerOrigin:
+    """Where a client's API server came from, for messages: never a credential.
+
+    Attributes:
+        server: the API server's URL, user-info masked.
+        kubeconfig: the kubeconfig file(s) read (``:``-joined); None in a cluster.
+        context: the kubeconfig context used (None in a cluster, or when unnamed).
+    """
+
+    server: str
+    kubeconfig: str | None = None
+    context: str | None = None
+
+    @property
+    def in_cluster(self) -> bool:
+        """The pod's in-cluster ServiceAccount configuration, not a kubeconfig."""
+        return self.kubeconfig is None
+
+    def what_to_check(self) -> str:
+        """What a person checks when this server cannot be reached: the kubeconfig's context
+        (and how to choose another, or to run in a pod), or the pod's ServiceAccount
+        configuration and its way to the API server."""
+        if self.in_cluster:
+            return (
+                "(the pod's in-cluster ServiceAccount configuration); check that the pod can "
+                "reach the API server (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT, "
+                "a NetworkPolicy on its egress) and that its ServiceAccount token is mounted "
+                "(automountServiceAccountToken)"
+            )
+        context = f"context {self.context!r}" if self.context else "the current context"
+        kubectl = f"kubectl --kubeconfig {self.kubeconfig}"
+        if self.context:
+            kubectl += f" --context {self.context}"
+        return (
+            f"({context} of kubeconfig {self.kubeconfig}); check that it is the cluster "
+            "meant (another: --context NAME, VLLM_SCALER_KUBE_CONTEXT) and that the cluster is "
+            f"up ({kubectl} cluster-info), or, in a pod, use its ServiceAccount (--in-cluster, "
+            "VLLM_SCALER_IN_CLUSTER=true)"
+        )
+
+
+#: How long the start-up question to the API server may take.
+PROBE_TIMEOUT_SECONDS = 10.0
+
+
+async def api_server_problem(
+    api: ApiClient, origin: ApiServerOrigin, *, timeout_seconds: float = PROBE_TIMEOUT_SECONDS
+) -> str | None:
+    """Ask the API server its version (``GET /version``, which every authenticated and
+    anonymous client may read) once; a server that cannot be reached is named in one line.
+
+    Returns:
+        None when the server answered (any HTTP status: a refused credential or verb is
+        named by the calls that meet it); else ``the Kubernetes API server at <url> cannot
+        be reached: <reason> (<origin>); check ...`` (:meth:`ApiServerOrigin.what_to_check`),
+        the URL's user-info masked and no credential in it.
+    """
+    try:
+        await client.VersionApi(api).get_code(_request_timeout=timeout_seconds)
+    except Exception as exc:
+        failure = classify_error(exc)
+        if failure is None:
+            raise
+        if failure.outcome is not ApiFailure.TRANSPORT:
+            return None
+        return (
+            f"the Kubernetes API server at {origin.server} cannot be reached: "
+            f"{_unreachable_reason(exc, timeout_seconds)} {origin.what_to_check()}"
+        )
+    return None
+
+
+def _unreachable_reason(exc: BaseException, timeout_seconds: float) -> str:
+    """Why a connection failed, in the system's words (``connection refused``, ``the host
+    name does not resolve``, ``TLS: certificate verify failed``), without aiohttp's
+    connection key (``ssl:default``)."""
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return (
+            f"TLS: {exc.certificate_error}; the cluster's certificate-authority-data (or, in a "
+            "pod, the ServiceAccount's ca.crt) must be the CA that signed the server's "
+            "certificate"
+        )
+    if isinstance(exc, aiohttp.ClientSSLError):
+        return f"TLS: {exc.os_error}"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        error = exc.os_error
+        if isinstance(error, socket.gaierror):
+            return f"the host name {exc.host} does not resolve ({error.strerror})"
+        if error.errno is not None:
+            return os.strerror(error.errno).lower()
+        return str(error) or type(error).__name__
+    if isinstance(exc, TimeoutError | asyncio.TimeoutError):
+        return f"no answer within {timeout_seconds:g}s"
+    return str(exc) or type(exc).__name__
+
+
 async def build_api_client(
     *, kubeconfig: Path | None, in_cluster: bool, context: str | None = None
 ) -> ApiClient:
-    """Build a kubernetes-asyncio ``ApiClient``.
+    """A kubernetes-asyncio ``ApiClient``: :func:`connect_api`'s client (the same arguments
+    and errors)."""
+    api, _ = await connect_api(kubeconfig=kubeconfig, in_cluster=in_cluster, context=context)
+    return api
+
+
+async def connect_api(
+    *, kubeconfig: Path | None, in_cluster: bool, context: str | None = None
+) -> tuple[ApiClient, ApiServerOrigin]:
+    """Build a kubernetes-asyncio ``ApiClient`` and say where its API server came from.
 
     Args:
         kubeconfig: kubeconfig file; None follows kubectl's rules (``$KUBECONFIG``, a
@@ -50,7 +170,8 @@ async def build_api_client(
         context: kubeconfig context; None uses ``current-context``.
 
     Returns:
-        An ApiClient the caller must ``await client.close()``.
+        An ApiClient the caller must ``await client.close()``, and its
+        :class:`ApiServerOrigin`.
 
     Raises:
         MissingContextError: ``context`` is not one of the kubeconfig's contexts.
@@ -68,7 +189,7 @@ async def build_api_client(
         except ConfigException as err:
             raise KubeConfigError(f"in-cluster configuration: {err}") from None
         _register_credentials(cfg)
-        return ApiClient(configuration=cfg)
+        return ApiClient(configuration=cfg), ApiServerOrigin(_shown_url(cfg.host))
     source = _kubeconfig_source(kubeconfig)
     contexts: list[str] = []
     for path in source.split(os.pathsep):
@@ -89,7 +210,22 @@ async def build_api_client(
         raise KubeConfigError(f"kubeconfig {source}: {err}") from None
     _register_credentials(cfg)
     _refuse_server_userinfo(source, cfg.host, loader.current_context)
-    return ApiClient(configuration=cfg)
+    current = loader.current_context if isinstance(loader.current_context, dict) else {}
+    name = current.get("name")
+    origin = ApiServerOrigin(
+        _shown_url(cfg.host), kubeconfig=source, context=name if isinstance(name, str) else None
+    )
+    return ApiClient(configuration=cfg), origin
+
+
+def _shown_url(server: object) -> str:
+    """The API server's URL as a message shows it: user-info masked."""
+    if not isinstance(server, str):
+        return MASK
+    try:
+        return redact_url(server)
+    except ValueError:  # unbalanced IPv6 brackets: the user-info cannot be told apart
+        return MASK
 
 
 def _refuse_server_userinfo(source: str, server: object, current: Any) -> None:
@@ -106,10 +242,7 @@ def _refuse_server_userinfo(source: str, server: object, current: Any) -> None:
     """
     if not isinstance(server, str) or "@" not in server:
         return
-    try:
-        shown = redact_url(server)
-    except ValueError:  # unbalanced IPv6 brackets: the user-info cannot be told apart
-        shown = MASK
+    shown = _shown_url(server)
     entry = current if isinstance(current, dict) else {}
     ctx = entry.get("context")
     cluster = ctx.get("cluster") if isinstance(ctx, dict) else None

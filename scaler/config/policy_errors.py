@@ -22,7 +22,13 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
-from scaler.config.wording import expectation, percent_hint, unit_hint
+from scaler.config.wording import (
+    expectation,
+    in_seconds,
+    percent_hint,
+    seconds_expectation,
+    unit_hint,
+)
 
 __all__ = [
     "as_written",
@@ -48,6 +54,8 @@ def field_path(loc: Sequence[int | str]) -> str:
 
 # A number written with a unit (2000ms, 2s, 80%), where the field takes a plain number.
 _WITH_UNIT = re.compile(r"^\s*[-+]?[\d.]+\s*[a-zA-Z%]+\s*$")
+#: The errors of a value that is no number where a number is expected.
+_NOT_A_NUMBER = frozenset({"float_parsing", "float_type", "int_parsing", "int_type"})
 
 
 def _shown(value: object) -> str:
@@ -228,10 +236,15 @@ def _unknown_field(
 _FIELD_MESSAGE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*): value ")
 
 
-def _left_out(document: object, loc: Sequence[int | str]) -> bool:
-    """The field at ``loc`` is not in ``document`` (the data as given, in either spelling):
-    its value is the default. False when the path cannot be followed (a part that is no
-    mapping or list)."""
+#: What :func:`_given_at` returns for a key the document leaves out, and for a path it cannot
+#: follow (a part that is no mapping or list).
+_LEFT_OUT, _NO_PATH = object(), object()
+
+
+def _given_at(document: object, loc: Sequence[int | str]) -> object:
+    """The value at ``loc`` of ``document`` as given (either spelling of each key):
+    :data:`_LEFT_OUT` when a key on the way is not in it, :data:`_NO_PATH` when a part is no
+    mapping or list."""
     current = document
     for part in as_written(loc, document):
         if isinstance(part, int) and isinstance(current, list) and 0 <= part < len(current):
@@ -239,11 +252,18 @@ def _left_out(document: object, loc: Sequence[int | str]) -> bool:
         elif isinstance(part, str) and isinstance(current, dict):
             key = next((k for k in (part, _camel(part), _snake(part)) if k in current), None)
             if key is None:
-                return True
+                return _LEFT_OUT
             current = current[key]
         else:
-            return False
-    return False
+            return _NO_PATH
+    return current
+
+
+def _left_out(document: object, loc: Sequence[int | str]) -> bool:
+    """The field at ``loc`` is not in ``document`` (the data as given, in either spelling):
+    its value is the default. False when the path cannot be followed (a part that is no
+    mapping or list)."""
+    return _given_at(document, loc) is _LEFT_OUT
 
 
 def _camel(name: str) -> str:
@@ -301,7 +321,7 @@ def validation_lines(
         kind = e["type"]
         value = e.get("input")
         if kind == "missing":
-            lines.append(f"{where}: required field missing")
+            lines.append(f"{where}: required field missing{_missing_hint(loc, document)}")
             continue
         if kind == "extra_forbidden":
             # named, never quoted: a key that is no field may hold anything (a password)
@@ -337,7 +357,10 @@ def validation_lines(
         hint = percent_hint(description, value)
         expected = expectation(e)
         name = str(loc[-1]) if loc else ""
-        if (
+        if kind in _NOT_A_NUMBER and in_seconds(name):
+            # a duration as text ("30s", "2m"): the number of seconds to write instead
+            expected, hint = seconds_expectation(value), ""
+        elif (
             kind in ("float_parsing", "float_type")
             and isinstance(value, str)
             and _WITH_UNIT.match(value)
@@ -356,6 +379,24 @@ def validation_lines(
             )
         lines.append(f"{where}: {message}")
     return lines
+
+
+def _missing_hint(loc: Sequence[int | str], document: object) -> str:
+    """What to write for a missing ``apiVersion`` of a scale target: its kind's
+    (``; write apiVersion: apps/v1, the API of kind Deployment``), or where to find it for a
+    kind of another API; ``""`` for another field."""
+    if not loc or loc[-1] not in ("apiVersion", "api_version"):
+        return ""
+    kind = _given_at(document, (*loc[:-1], "kind"))
+    if not isinstance(kind, str) or not kind:
+        return ""
+    # imported here: the policy's models import this module
+    from scaler.config.policy import KNOWN_API_VERSIONS
+
+    known = KNOWN_API_VERSIONS.get(kind)
+    if known is not None:
+        return f"; write apiVersion: {known}, the API of kind {kind}"
+    return f"; expected the group/version of kind {kind}'s API, as `kubectl api-resources` lists it"
 
 
 def _description(model: type[BaseModel], loc: Sequence[int | str]) -> str | None:

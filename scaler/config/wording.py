@@ -8,13 +8,21 @@ Used by the policy file's errors (:mod:`scaler.config.policy_errors`) and the se
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from scaler.config.vocabulary import DNS_LABEL, DNS_SUBDOMAIN
 
-__all__ = ["counted", "expectation", "percent_hint", "unit_hint"]
+__all__ = [
+    "counted",
+    "expectation",
+    "in_seconds",
+    "percent_hint",
+    "seconds_expectation",
+    "unit_hint",
+]
 
 
 def counted(count: int, noun: str, plural: str | None = None, *, thousands: bool = False) -> str:
@@ -157,3 +165,45 @@ def unit_hint(name: str, description: str | None, value: str) -> str:
     if _UNIT_IN_NAME.search(name) or not text:
         return f" (a plain number: the unit is in the field's name, {name})"
     return f" (a plain number: {text})"
+
+
+#: A field whose value is a number of seconds, as the policy file (``period_seconds``) or the
+#: resource (``stabilizationWindowSeconds``, HPA's spelling) names it.
+_SECONDS_NAME = re.compile(r"(?:_s|S)econds$")
+
+
+def in_seconds(name: str) -> bool:
+    """Whether field ``name`` holds a number of seconds (its name ends in ``_seconds`` or
+    ``Seconds``)."""
+    return bool(_SECONDS_NAME.search(name))
+
+
+def _plain(seconds: float) -> str:
+    """A number of seconds as it is best written: ``30``, ``0.5``, ``31536000``."""
+    return str(int(seconds)) if seconds.is_integer() and abs(seconds) < 1e15 else repr(seconds)
+
+
+def seconds_expectation(value: object) -> str:
+    """What a seconds field expected of ``value``, a value that is no number: a duration
+    written as text (``"30s"``, ``"2m"``, ``"1h30m"``, ``"500ms"``: the command line's grammar,
+    :mod:`scaler.config.durations`) converted, ``expected a number of seconds; write 30``; a
+    number in quotes (``"30"``), ``expected a number of seconds, without quotes; write 30``;
+    anything else ``expected a number of seconds, such as 30``.
+
+    The policy keeps durations as numbers of seconds, the unit in the field's name, as HPA's
+    ``stabilizationWindowSeconds`` does: the message gives the number to write instead.
+    """
+    from scaler.config.durations import DurationError, parse_duration
+
+    if isinstance(value, str):
+        try:
+            seconds = parse_duration(value)
+        except DurationError:
+            seconds = math.nan
+        if math.isfinite(seconds):
+            try:
+                float(value)
+            except ValueError:
+                return f"expected a number of seconds; write {_plain(seconds)}"
+            return f"expected a number of seconds, without quotes; write {_plain(seconds)}"
+    return "expected a number of seconds, such as 30"

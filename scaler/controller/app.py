@@ -21,12 +21,8 @@ from typing import Any, TextIO, TypeVar
 import httpx
 import structlog
 
-from scaler.actuators.kubernetes import (
-    KubeApiError,
-    KubernetesActuator,
-    MissingContextError,
-    build_api_client,
-)
+from scaler.actuators.api_client import ApiServerOrigin, api_server_problem, connect_api
+from scaler.actuators.kubernetes import KubeApiError, KubernetesActuator, MissingContextError
 from scaler.actuators.lease import LeaseClient
 from scaler.actuators.resources import ResourceStatusWriter, ResourceWatch
 from scaler.config.policy import Policy, TargetPolicy
@@ -150,7 +146,7 @@ async def serve(
     )
     in_cluster = _in_cluster(settings)
     try:
-        api = await build_api_client(
+        api, origin = await connect_api(
             kubeconfig=settings.kubeconfig, in_cluster=in_cluster, context=settings.kube_context
         )
     except Exception as err:
@@ -223,6 +219,9 @@ async def serve(
                 raise StartupError(str(err)) from None
 
         async def start_checks() -> bool:
+            # the API server answers, before any read of it: one that cannot be reached is
+            # named once, with what to check, not as each target's failed read
+            await _check_api_server(api, origin, source, settings, fatal=options.check_queries)
             # the resources first: their targets are checked with the file's
             checked = policy
             if watch is not None:
@@ -428,6 +427,34 @@ async def _check_queries(
         )
 
 
+async def _check_api_server(
+    api: Any,
+    origin: ApiServerOrigin,
+    source: PrometheusSource,
+    settings: Settings,
+    *,
+    fatal: bool,
+) -> None:
+    """Ask the Kubernetes API server once at start (:func:`api_server_problem`). One that
+    cannot be reached stops ``recommend`` (``fatal``) with that one line, and Prometheus'
+    own failure beside it when it cannot be queried either (exit code 1); ``run`` logs it as
+    an error and starts all the same (its cycles hold while the reads fail: a controller
+    that exits would restart in a loop while the API server is away)."""
+    problem = await api_server_problem(api, origin)  # api: the kubernetes-asyncio client
+    if problem is None:
+        return
+    if not fatal:
+        structlog.get_logger("vllm_scaler").error(
+            "kubernetes_api_unreachable", server=origin.server, message=problem
+        )
+        return
+    outcome = await source.probe()
+    if outcome is not None:
+        url = redact_url(str(settings.prometheus_url))
+        problem += "\n" + probe_problem(outcome, url, settings.prometheus_auth)
+    raise StartupError(problem, exit_code=1)
+
+
 async def _probe_prometheus(source: PrometheusSource, settings: Settings, *, fatal: bool) -> bool:
     """Ask Prometheus one query at start; True when it answered as an API that can be queried.
 
@@ -547,11 +574,8 @@ def format_startup_problems(
         )
     if failed:
         sections.append("Prometheus queries fail:\n  " + "\n  ".join(str(p) for p in failed))
-    if empty:
-        sections.append(
-            "configured signals return no series in Prometheus:\n  "
-            + "\n  ".join(str(p) for p in empty)
-        )
+    # one line each, naming the target, the signal and the query that returned nothing
+    sections += [str(p) for p in empty]
     return "\n".join(sections)
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from scaler.core.reasons import Reason
 from scaler.sources.prometheus import STALL_POLLS
-from tests.support.controller_harness import Harness, HarnessFactory, captured_logs
+from tests.support.controller_harness import Harness, HarnessFactory, captured_logs, decision_of
 from tests.support.fakeprom import R, Reply, case_file, kv, per_pod, rates, ttft_answers
 
 Q, KV, TTFT = "queue_depth", "kv_cache_usage", "ttft_p95"
@@ -103,8 +103,7 @@ async def test_case_17_frozen_gauges_are_kept_out_of_scale_up(
     # pod-0's frozen 15 it would be ceil(23 / 10) = 3.
     h.fake.set(**case_17(pod1_waiting="8"))
     r21 = await h.next_cycle()
-    d = r21.decision
-    assert d is not None
+    d = decision_of(r21)
     queue = next(e for e in d.signals if e.name == Q)
     assert (queue.value, queue.demand_replicas) == (4.0, 1)  # pod-1's 8 over 2 replicas
     assert (d.desired_replicas, d.reason) == (2, Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL)

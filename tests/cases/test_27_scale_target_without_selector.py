@@ -21,7 +21,7 @@ import pytest
 from scaler.config.policy import parse_policy
 from scaler.controller.report import TargetReport, report_json
 from scaler.core.reasons import Reason
-from tests.support.controller_harness import Harness, HarnessFactory, captured_logs
+from tests.support.controller_harness import Harness, HarnessFactory, captured_logs, decision_of
 from tests.support.fakeprom import case_file, kv, per_pod, ttft_answers
 from tests.support.policies import case_target_doc
 
@@ -89,8 +89,7 @@ async def test_case_27_a_scale_without_selector_writes_nothing_and_says_why(
             h.clock.advance(30)
             reports.append(await _cycle(h))
     for r in reports:
-        d = r.decision
-        assert d is not None
+        d = decision_of(r)
         assert (d.reason, d.current_replicas, d.desired_replicas) == (
             Reason.SELECTOR_REQUIRED,
             3,

@@ -20,7 +20,7 @@ from scaler.sources.promql import (
     recording_rules,
 )
 from scaler.sources.quantile import bucket_quantile, common_buckets
-from tests.support.controller_harness import HarnessFactory, captured_logs
+from tests.support.controller_harness import HarnessFactory, captured_logs, decision_of
 from tests.support.controller_harness import make_harness as make_harness  # the fixture
 from tests.support.fakeprom import Histograms, case_file, histograms, kv, per_pod
 from tests.support.histogram_pods import (
@@ -95,8 +95,7 @@ async def test_case_30_a_rollout_across_a_bucket_change_holds_4_through_a_real_p
         async with open_loop(tmp_path, url, _policy("llm"), pods) as loop:
             with captured_logs() as logs:
                 report = (await loop.cycle())["llm/Deployment/vllm"]
-    d = report.decision
-    assert d is not None
+    d = decision_of(report)
     assert (d.current_replicas, d.desired_replicas) == (4, 4)
     assert loop.store.get_spec_replicas("llm", "vllm") == 4  # nothing written
     ttft = _ttft(report)

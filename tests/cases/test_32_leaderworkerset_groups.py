@@ -22,7 +22,7 @@ from scaler.config.policy import parse_policy
 from scaler.controller.report import TargetReport
 from scaler.core.reasons import Reason
 from scaler.sim.kubeapi import KubeStore, owner_reference
-from tests.support.controller_harness import Harness, HarnessFactory
+from tests.support.controller_harness import Harness, HarnessFactory, decision_of
 from tests.support.fakeprom import case_file, kv, per_pod, rates, ttft_answers
 from tests.support.policies import case_target_doc
 
@@ -118,8 +118,7 @@ async def test_case_32_demand_is_read_from_every_pod_and_sized_in_groups(
     case_file(CASE)
     h = await _harness(make_harness, _policy())
     r = await _cycle(h)
-    d = r.decision
-    assert d is not None
+    d = decision_of(r)
     assert (d.replicas.ready, d.replicas.starting) == (2, 0)  # groups, not pods
     assert _value(r, "queue_depth") == 20.0  # 40 waiting over 2 groups
     assert _value(r, "kv_cache_usage") == pytest.approx(0.6)  # (0.5 + 0.7) / 2 per group
@@ -151,8 +150,7 @@ async def test_case_32_a_group_is_ready_when_all_its_pods_are(
     case_file(CASE)
     h = await _harness(make_harness, _policy(), worker_ready=False)
     r = await _cycle(h)
-    d = r.decision
-    assert d is not None
+    d = decision_of(r)
     assert (d.replicas.ready, d.replicas.starting, d.replicas.stuck) == (1, 1, 0)
     assert _value(r, "queue_depth") == 10.0  # group 0's 5 + 15 over the 2 groups asked for
     assert d.desired_replicas == 2  # 20 waiting at 10 a group: the 2 asked for cover it

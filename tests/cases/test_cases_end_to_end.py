@@ -28,8 +28,19 @@ from tests.support.controller_harness import (
     HarnessFactory,
     captured_logs,
     case_policy,
+    decision_of,
 )
-from tests.support.fakeprom import R, Reply, Ttft, case_file, kv, per_pod, pods, sample
+from tests.support.fakeprom import (
+    R,
+    Reply,
+    Ttft,
+    case_file,
+    fleet,
+    per_pod,
+    pods,
+    query_timed_out,
+    sample,
+)
 from tests.support.replicas import ReplicaSetSim
 
 Q = "queue_depth"
@@ -37,13 +48,6 @@ KV = "kv_cache_usage"
 TTFT = "ttft_p95"
 SIGNALS = (Q, KV, TTFT)
 KV_QUERY_NAMES = "vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc"
-
-
-def ttft(value: str, rate: str = "4") -> dict[str, Any]:
-    """A TTFT histogram on every scraped pod whose p95 is ``value`` at ``rate`` first tokens
-    per second; ``ttft("NaN", "0")`` is an idle target."""
-    answer = Ttft(value, rate)
-    return {"ttft_rate": answer, "ttft_buckets": answer}
 
 
 def serving(
@@ -54,12 +58,7 @@ def serving(
     rate: str = "4",
 ) -> dict[str, Any]:
     """Answers of scraped vLLM pods: waiting, running (one per pod with waiting), KV, TTFT."""
-    return {
-        "waiting": per_pod(waiting),
-        "running": per_pod(dict.fromkeys(waiting, "1")),
-        "kv_cache": kv(kv_values),
-        **ttft(ttft_value, rate),
-    }
+    return fleet(waiting, waiting=waiting, kv_cache=kv_values, ttft=(ttft_value, rate))
 
 
 def each(names: list[str], value: str) -> dict[str, str]:
@@ -99,8 +98,7 @@ async def test_case_01_empty_answers_hold_and_count_empty(make_harness: HarnessF
     with captured_logs() as logs:
         report = await h.next_cycle()
 
-    d = report.decision
-    assert d is not None
+    d = decision_of(report)
     assert (d.current_replicas, d.desired_replicas) == (6, 6)
     assert d.reason is Reason.NO_VALID_SIGNALS
     assert report.action == "none"
@@ -125,15 +123,9 @@ async def test_case_02a_nan_queue_is_invalid_and_holds(make_harness: HarnessFact
     case_file("02-nan-inf-overflow.md")
     four = pods(4)
     h = await make_harness(replicas=4, ready=four)
-    h.fake.set(
-        waiting=R(sample("pod-0", "NaN")),
-        running=per_pod(each(four, "1")),
-        kv_cache=kv(each(four, "0.5")),
-        **ttft("NaN", "0"),
-    )
+    h.fake.set(**fleet(four, waiting=R(sample("pod-0", "NaN")), kv_cache="0.5"))
     report = await h.cycle()
-    d = report.decision
-    assert d is not None
+    d = decision_of(report)
     assert d.desired_replicas == 4
     assert d.reason is Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL
     assert_hold(h, 4, 0)
@@ -151,15 +143,9 @@ async def test_case_02a_nan_queue_does_not_block_scale_up_on_kv(
     case_file("02-nan-inf-overflow.md")
     four = pods(4)
     h = await make_harness(replicas=4, ready=four)
-    h.fake.set(
-        waiting=R(sample("pod-0", "NaN")),
-        running=per_pod(each(four, "1")),
-        kv_cache=kv(each(four, "1.0")),
-        **ttft("NaN", "0"),
-    )
+    h.fake.set(**fleet(four, waiting=R(sample("pod-0", "NaN")), kv_cache="1.0"))
     report = await h.cycle()
-    d = report.decision
-    assert d is not None
+    d = decision_of(report)
     # KV 1.0 on each of 4 pods against 0.8: ceil(4 / 0.8) = 5
     assert (d.desired_replicas, d.reason, d.driving_signal) == (
         5,
@@ -178,15 +164,10 @@ async def test_case_02b_inf_kv_is_invalid_and_holds(make_harness: HarnessFactory
     case_file("02-nan-inf-overflow.md")
     four = pods(4)
     h = await make_harness(replicas=4, ready=four)
-    h.fake.set(
-        waiting=per_pod(each(four, "2")),
-        running=per_pod(each(four, "1")),
-        kv_cache=kv({"pod-0": "+Inf", "pod-1": "0.5", "pod-2": "0.5", "pod-3": "0.5"}),
-        **ttft("NaN", "0"),
-    )
+    inf_on_one = {"pod-0": "+Inf", "pod-1": "0.5", "pod-2": "0.5", "pod-3": "0.5"}
+    h.fake.set(**fleet(four, waiting="2", kv_cache=inf_on_one))
     report = await h.cycle()
-    d = report.decision
-    assert d is not None
+    d = decision_of(report)
     assert d.desired_replicas == 4
     assert d.reason is Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL
     assert_hold(h, 4, 0)
@@ -210,15 +191,9 @@ async def test_case_02c_huge_queue_is_computed_in_float_and_clamped_to_max(
     )
     h = await make_harness(replicas=4, ready=four, policy=policy)
     # the per-pod queue query keeps the pod label; the case's one huge series is pod-0's
-    h.fake.set(
-        waiting=R(sample("pod-0", "214748365")),
-        running=per_pod(each(four, "1")),
-        kv_cache=kv(each(four, "0.1")),
-        **ttft("NaN", "0"),
-    )
+    h.fake.set(**fleet(four, waiting=R(sample("pod-0", "214748365")), kv_cache="0.1"))
     first = await h.cycle()
-    d = first.decision
-    assert d is not None
+    d = decision_of(first)
     assert d.recommended_replicas == 2147483650  # ceil(214748365 / 0.1), no int32 wrap
     assert h.target_value("vllm_scaler_recommended_replicas") == 2147483650.0
     # +100 % per 60 s period from 4 gives 8; the max clamp is named as well
@@ -232,8 +207,7 @@ async def test_case_02c_huge_queue_is_computed_in_float_and_clamped_to_max(
     assert len(h.patches()) == 1
 
     last = await h.next_cycle()  # a new period: clamp to max 10 and say so
-    d = last.decision
-    assert d is not None
+    d = decision_of(last)
     assert (d.current_replicas, d.desired_replicas, d.reason) == (8, 10, Reason.AT_MAX)
     assert "clamped to max_replicas 10" in d.message
     assert h.replicas() == 10 and len(h.patches()) == 2
@@ -249,15 +223,9 @@ async def test_case_02c_literal_huge_answer_on_ttft_query_clamps(
     four = pods(4)
     h = await make_harness(replicas=4, ready=four)
     # the case's literal {"metric":{}} answer, on the target-level (TTFT) query
-    h.fake.set(
-        waiting=per_pod(each(four, "0")),
-        running=per_pod(each(four, "1")),
-        kv_cache=kv(each(four, "0.1")),
-        **ttft("214748365", "4"),
-    )
+    h.fake.set(**fleet(four, waiting="0", kv_cache="0.1", ttft=("214748365", "4")))
     report = await h.cycle()
-    d = report.decision
-    assert d is not None
+    d = decision_of(report)
     assert d.driving_signal is SignalName.TTFT_P95
     # A latency ratio of 1e8 is finite and valid; one decision at most doubles the ready
     # replicas on latency (ceil(min(ratio, 2) x 4)), never wraps.
@@ -288,8 +256,7 @@ async def test_case_03_idle_ttft_is_valid_and_target_goes_to_min(
             h.clock.advance(30)
         h.fake.set(**_idle(rs.pods(), "0"))
         report = await h.cycle()
-        d = report.decision
-        assert d is not None
+        d = decision_of(report)
         timeline.append((h.clock.now - T0, h.replicas(), d.reason))
         assert h.signal_status(TTFT) == "idle" and h.signal_valid(TTFT) == 1
     # held by the 300 s window, then one replica per 60 s period down to min 1
@@ -371,12 +338,7 @@ async def test_case_04_outage_then_partial_holds_until_a_good_window(
 
     h.fake.release.set()  # t7: back; one series of nine after the restart
     h.fake.answers.clear()
-    h.fake.set(
-        waiting=R(sample("pod-3", "0")),
-        running=R(sample("pod-3", "0")),
-        kv_cache=kv({"pod-3": "0.0"}),
-        **ttft("NaN", "0"),
-    )
+    h.fake.set(**fleet(["pod-3"], waiting="0", running="0", kv_cache="0.0"))
     r7 = await h.next_cycle()
     assert r7.decision is not None
     assert r7.decision.reason is Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL
@@ -407,24 +369,11 @@ async def test_case_05_ttft_query_error_blocks_scale_down_not_scale_up(
     case_file("05-one-signal-missing.md")
     five = pods(5)
     h = await make_harness(replicas=5, ready=five)
-    error = Reply(
-        {
-            "status": "error",
-            "errorType": "timeout",
-            "error": "query timed out in expression evaluation",
-        },
-        status=503,
-    )
-    h.fake.set(
-        waiting=per_pod(each(five, "0")),
-        running=per_pod(each(five, "1")),
-        kv_cache=kv(each(five, "0.10")),
-        ttft_rate=Ttft("1.0", "4"),  # requests flow, so the bucket query is sent, and fails
-        ttft_buckets=error,
-    )
+    # requests flow, so the bucket query is sent, and fails
+    failing = {"ttft_rate": Ttft("1.0", "4"), "ttft_buckets": query_timed_out()}
+    h.fake.set(**fleet(five, waiting="0", kv_cache="0.10", ttft=failing))
     held = await h.cycle()
-    d = held.decision
-    assert d is not None
+    d = decision_of(held)
     assert (d.desired_replicas, d.reason) == (5, Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL)
     assert "ttft_p95 query_error" in d.message and "query timed out" in d.message
     assert_hold(h, 5, 0)
@@ -437,8 +386,7 @@ async def test_case_05_ttft_query_error_blocks_scale_down_not_scale_up(
 
     h.fake.set(waiting=per_pod(each(five, "16")))  # waiting sums to 80
     up = await h.next_cycle()
-    d = up.decision
-    assert d is not None
+    d = decision_of(up)
     assert (d.desired_replicas, d.reason, d.driving_signal) == (
         8,
         Reason.SCALE_UP,
@@ -458,16 +406,12 @@ async def test_case_07_no_kv_name_is_absent_blocks_down_allows_up(
     case_file("07-renamed-kv-metric.md")
     four = pods(4)
     h = await make_harness(replicas=4, ready=four)
-    h.fake.set(
-        waiting=per_pod(dict(zip(four, ["2", "0", "1", "3"], strict=True))),
-        running=per_pod(each(four, "1")),
-        kv_cache=R(),  # neither vllm:kv_cache_usage_perc nor vllm:gpu_cache_usage_perc
-        **ttft("1.0"),
-    )
+    waiting = dict(zip(four, ["2", "0", "1", "3"], strict=True))
+    # neither vllm:kv_cache_usage_perc nor vllm:gpu_cache_usage_perc
+    h.fake.set(**fleet(four, waiting=waiting, kv_cache=R(), ttft=("1.0", "4")))
     with captured_logs() as logs:
         held = await h.cycle()
-    d = held.decision
-    assert d is not None
+    d = decision_of(held)
     assert (d.desired_replicas, d.reason) == (4, Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL)
     assert_hold(h, 4, 0)
     assert h.signal_status(KV) == "absent" and h.signal_valid(KV) == 0
@@ -490,15 +434,18 @@ async def test_case_07_old_kv_name_is_used_and_reported(make_harness: HarnessFac
     case_file("07-renamed-kv-metric.md")
     four = pods(4)
     h = await make_harness(replicas=4, ready=four)
+    waiting = dict(zip(four, ["2", "0", "1", "3"], strict=True))
     h.fake.set(
-        waiting=per_pod(dict(zip(four, ["2", "0", "1", "3"], strict=True))),
-        running=per_pod(each(four, "1")),
-        kv_cache=kv(each(four, "0.9"), name="vllm:gpu_cache_usage_perc"),
-        **ttft("1.0"),
+        **fleet(
+            four,
+            waiting=waiting,
+            kv_cache="0.9",
+            ttft=("1.0", "4"),
+            kv_metric="vllm:gpu_cache_usage_perc",
+        )
     )
     report = await h.cycle()
-    d = report.decision
-    assert d is not None
+    d = decision_of(report)
     # 4 x 0.9 = 3.6 against 0.8: ceil(4.5) = 5, read from the old name
     assert (d.desired_replicas, d.reason, d.driving_signal) == (
         5,
@@ -538,8 +485,7 @@ async def test_case_10_starting_pods_count_as_asked_for(make_harness: HarnessFac
     )
     with captured_logs() as logs:
         t1 = await h.next_cycle()
-    d = t1.decision
-    assert d is not None
+    d = decision_of(t1)
     assert (d.replicas.ready, d.replicas.starting) == (2, 2)
     # 44 waiting against the 4 replicas asked for: ratio 1.1, demand ceil(44/10) = 5 covered
     assert d.signals[0].value == 11.0 and d.signals[0].demand_replicas == 5
@@ -573,10 +519,12 @@ async def test_case_11_stale_series_are_dropped_not_counted(
     h.add_ready([c])
     h.store.mark_pod_terminating(NS, c)
     h.fake.set(
-        waiting=per_pod({"pod-a": "0", "pod-b": "1", c: "30"}),
-        running=per_pod({"pod-a": "0", "pod-b": "1", c: "1"}),
-        kv_cache=kv({"pod-a": "0.1", "pod-b": "0.1", c: "0.95"}),
-        **ttft("NaN", "0"),
+        **fleet(
+            ["pod-a", "pod-b", c],
+            waiting={"pod-a": "0", "pod-b": "1", c: "30"},
+            running={"pod-a": "0", "pod-b": "1", c: "1"},
+            kv_cache={"pod-a": "0.1", "pod-b": "0.1", c: "0.95"},
+        )
     )
     await h.cycle()  # the API lists pod-c (terminating): the memory of the target's pods has it
     before = h.count("vllm_scaler_stale_series_dropped_total", target=KEY)
@@ -585,8 +533,7 @@ async def test_case_11_stale_series_are_dropped_not_counted(
         h.store.delete_pod(NS, c)
     for cycle in (1, 2):
         report = await h.next_cycle()
-        d = report.decision
-        assert d is not None
+        d = decision_of(report)
         assert d.current_replicas == 2  # from the scale subresource, not 3 series
         assert (d.desired_replicas, d.reason) == (2, reason)
         assert d.signals[0].value == 0.5  # pod-a 0 + pod-b 1 over 2 replicas
@@ -616,8 +563,7 @@ async def test_case_12_pod_without_series_counts_as_zero_load(
         )
     )
     report = await h.cycle()
-    d = report.decision
-    assert d is not None
+    d = decision_of(report)
     assert report.action == "scaled"  # the cycle completed and wrote
     assert d.recommended_replicas == 9  # ceil(83 / 10)
     assert (d.desired_replicas, d.reason) == (8, Reason.STEP_LIMITED)  # 4 + 100 % per period
@@ -723,8 +669,7 @@ async def test_case_16_outside_write_is_counted_and_reapplied_once_per_cooldown(
 
     h.store.external_scale(NS, NAME, 2)  # t30: someone else sets 2 (status still 6)
     t30 = await h.next_cycle()
-    d = t30.decision
-    assert d is not None
+    d = decision_of(t30)
     assert d.outside_write and d.current_replicas == 2
     assert h.count(outside, target=KEY) == 1
     # re-decided from fresh metrics (60 waiting ask for 6); our +3 of t0 is still in the

@@ -32,11 +32,13 @@ from tests.support.controller_harness import (
     Harness,
     HarnessFactory,
     captured_logs,
+    decision_of,
 )
 from tests.support.fakeprom import (
     Histograms,
     R,
     case_file,
+    fleet,
     histograms,
     kind_of,
     kv,
@@ -218,8 +220,7 @@ async def test_case_24_every_signal_reads_only_the_pods_the_api_lists_for_the_ta
         if cycle:
             h.clock.advance(30)
         report = await _one_cycle(h, own.key)
-        d = report.decision
-        assert d is not None
+        d = decision_of(report)
         assert status_of(report, TTFT) == "idle"  # not the busy neighbour's 7 s
         assert (value_of(report, Q), value_of(report, KV)) == (0.0, 0.0)
         assert status_of(report, Q) == status_of(report, KV) == "ok"
@@ -376,8 +377,7 @@ async def test_case_18_a_quantile_clamped_to_the_top_bucket_takes_the_largest_st
     h.fake.set(**_case_18_harness_answers(buckets, native=native))
     with captured_logs() as logs:
         report = await h.cycle()
-    d = report.decision
-    assert d is not None
+    d = decision_of(report)
     assert status_of(report, TTFT) == "saturated"
     assert value_of(report, TTFT) == top  # what histogram_quantile answers: a lower bound
     # the largest step a latency signal may take (2 x 3 ready), not 3 x top / SLO
@@ -402,8 +402,7 @@ async def test_case_18_a_rank_exactly_at_the_top_bucket_is_a_value_not_a_bound(
     # 38 of 40 first tokens within 10 s: the 0.95 rank (38) is the top finite bucket's count
     h.fake.set(**_case_18_harness_answers({"5.0": 2.0, "7.5": 2.0, "10.0": 38.0, "+Inf": 40.0}))
     report = await h.cycle()
-    d = report.decision
-    assert d is not None
+    d = decision_of(report)
     assert status_of(report, TTFT) == "ok" and value_of(report, TTFT) == 10.0
     assert (d.desired_replicas, d.reason) == (4, Reason.SCALE_UP)  # ceil(3 x 10 / 8)
     assert h.target_value("vllm_scaler_histogram_top_bucket_too_low", signal=TTFT) == 0
@@ -420,8 +419,7 @@ async def test_case_18_a_bound_below_its_target_holds_and_blocks_scale_down(
     h = await make_harness(replicas=3, ready=THREE, policy=policy)
     h.fake.set(**_case_18_harness_answers(CASE_18, waiting="0", kv_each="0.1"))
     report = await h.cycle()
-    d = report.decision
-    assert d is not None
+    d = decision_of(report)
     assert status_of(report, TTFT) == "saturated"
     assert (d.desired_replicas, d.reason) == (3, Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL)
     assert "ttft_p95 saturated (at least 10 s" in d.message
@@ -435,12 +433,8 @@ FOUR = pods(4)
 
 
 def _idle_native(names: list[str]) -> dict[str, Any]:
-    return {
-        "waiting": per_pod(dict.fromkeys(names, "0")),
-        "running": per_pod(dict.fromkeys(names, "0")),
-        "kv_cache": kv(dict.fromkeys(names, "0.0")),
-        **histograms(Histograms(dict.fromkeys(names, idle_histogram()), native=True)),
-    }
+    native = histograms(Histograms(dict.fromkeys(names, idle_histogram()), native=True))
+    return fleet(names, waiting="0", running="0", kv_cache="0.0", ttft=native)
 
 
 async def test_case_22_an_idle_fleet_on_native_histograms_scales_down_after_the_window(
@@ -453,8 +447,7 @@ async def test_case_22_an_idle_fleet_on_native_histograms_scales_down_after_the_
     timeline: list[tuple[float, int, Reason]] = []
     for i in range(25):  # 25 cycles of 30 s
         report = await (h.next_cycle() if i else h.cycle())
-        d = report.decision
-        assert d is not None
+        d = decision_of(report)
         assert status_of(report, TTFT) == "idle"
         assert report.readings is not None
         assert report.readings.ttft_metric == "vllm:time_to_first_token_seconds (native histogram)"
@@ -478,12 +471,8 @@ async def test_case_22_a_busy_target_on_native_histograms_reads_its_quantile(
     """Case 22: with traffic the native histogram's quantile is read, for the target's pods."""
     case_file("22-native-histograms.md")
     h = await make_harness(replicas=4, ready=FOUR)
-    h.fake.set(
-        waiting=per_pod(dict.fromkeys(FOUR, "10")),
-        running=per_pod(dict.fromkeys(FOUR, "4")),
-        kv_cache=kv(dict.fromkeys(FOUR, "0.8")),
-        **histograms(Histograms(dict.fromkeys(FOUR, histogram_p95(1.0, 2.0)), native=True)),
-    )
+    native = histograms(Histograms(dict.fromkeys(FOUR, histogram_p95(1.0, 2.0)), native=True))
+    h.fake.set(**fleet(FOUR, waiting="10", running="4", kv_cache="0.8", ttft=native))
     report = await h.cycle()
     assert status_of(report, TTFT) == "ok" and value_of(report, TTFT) == pytest.approx(1.0)
     info = {"representation": "native", "query": "raw"}
@@ -496,16 +485,10 @@ async def test_case_22_neither_representation_is_absent_naming_both(
     """Case 22: with neither TTFT histogram representation the signal is absent, naming both."""
     case_file("22-native-histograms.md")
     h = await make_harness(replicas=4, ready=FOUR)
-    h.fake.set(
-        waiting=per_pod(dict.fromkeys(FOUR, "0")),
-        running=per_pod(dict.fromkeys(FOUR, "0")),
-        kv_cache=kv(dict.fromkeys(FOUR, "0.0")),
-        ttft_rate=R(),
-    )
+    h.fake.set(**fleet(FOUR, waiting="0", running="0", kv_cache="0.0", ttft={"ttft_rate": R()}))
     with captured_logs() as logs:
         report = await h.cycle()
-    d = report.decision
-    assert d is not None
+    d = decision_of(report)
     assert status_of(report, TTFT) == "absent"
     assert d.reason is Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL
     [error] = [e for e in logs if e["log_level"] == "error"]
@@ -542,12 +525,9 @@ async def _case_23_harness(make_harness: HarnessFactory) -> Harness:
 def _case_23_answers(h: Harness, names: list[str]) -> None:
     """Two busy pods (TTFT about 7 s), every 4 s a scrape: rate() over 4 s finds one sample."""
     h.fake.scrape_times = {p: [T0 - 180 + 4 * i for i in range(46)] for p in names}
-    h.fake.set(
-        waiting=per_pod(dict.fromkeys(names, "3")),  # below target: the signals ask for less
-        running=per_pod(dict.fromkeys(names, "4")),
-        kv_cache=kv(dict.fromkeys(names, "0.3")),
-        ttft_rate=R(),  # rate(...[4s]) has fewer than two samples: no series
-    )
+    # the queue below target (the signals ask for less); rate(...[4s]) has fewer than two
+    # samples: no TTFT series
+    h.fake.set(**fleet(names, waiting="3", running="4", kv_cache="0.3", ttft={"ttft_rate": R()}))
 
 
 async def test_case_23_start_names_the_window_the_interval_and_the_fix(
@@ -579,7 +559,9 @@ async def test_case_23_recommend_fails_at_start_naming_the_window_not_a_missing_
     with pytest.raises(StartupError) as err:
         await _recommend_once(h, StringIO(), check_queries=True)
     text = str(err.value)
-    assert f"{KEY} ttft_p95: empty: " in text
+    assert text.startswith(
+        f"{KEY}: signal ttft_p95 has no series (empty): no TTFT rate over the 4s rate window: "
+    )
     assert "shorter than 4 scrape intervals" in text and "at least 16" in text
     assert "absent" not in text
 
@@ -596,8 +578,7 @@ async def test_case_23_at_run_time_ttft_names_the_window_and_scale_down_waits(
     with captured_logs() as logs:
         for i in range(5):
             report = await (h.next_cycle() if i else h.cycle())
-            d = report.decision
-            assert d is not None
+            d = decision_of(report)
             assert status_of(report, TTFT) == "empty"
             assert d.reason is Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL
             assert "the 4s rate window" in d.message and "at least 16" in d.message

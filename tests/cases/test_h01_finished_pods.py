@@ -11,6 +11,7 @@ from tests.support.controller_harness import (
     T0,
     HarnessFactory,
     captured_logs,
+    decision_of,
     make_harness,
 )
 from tests.support.fakeprom import case_file
@@ -52,8 +53,7 @@ async def test_h01_finished_pods_neither_hold_a_scale_down_nor_read_as_stuck(
                 h.clock.advance(30)
             h.fake.set(**idle(rs.pods()))
             report = await h.cycle()
-            d = report.decision
-            assert d is not None
+            d = decision_of(report)
             timeline.append((h.clock.now - T0, h.replicas(), d.reason))
             counts.append((d.replicas.ready, d.replicas.starting, d.replicas.stuck))
     assert all(r == 4 and why is Reason.STABILIZED for t, r, why in timeline if t < 300)

@@ -9,6 +9,7 @@ from tests.support.controller_harness import (
     NS,
     HarnessFactory,
     captured_logs,
+    decision_of,
     make_harness,
 )
 from tests.support.fakeprom import case_file
@@ -39,8 +40,7 @@ async def test_h04_a_server_clock_behind_does_not_make_fresh_pods_stuck(
     with captured_logs() as logs:
         report = await h.cycle()
         await h.next_cycle()
-    d = report.decision
-    assert d is not None
+    d = decision_of(report)
     assert (d.replicas.ready, d.replicas.starting, d.replicas.stuck) == (2, 2, 0)
     assert "ReplicasStuck" not in {e["reason"] for e in h.store.events(NS)}
     skew = [e for e in logs if e["event"] == "api_server_clock_skew"]
@@ -64,8 +64,7 @@ async def test_h04_a_server_clock_ahead_does_not_hide_a_stuck_pod(
     h.store.add_pod(NS, NEW[0], LABELS, created_at=server_now - 660)
     h.fake.set(**busy(dict.fromkeys(PODS, "4")))
     report = await h.cycle()
-    d = report.decision
-    assert d is not None
+    d = decision_of(report)
     assert (d.replicas.ready, d.replicas.starting, d.replicas.stuck) == (2, 0, 1)
     stuck = [e for e in h.store.events(NS) if e["reason"] == "ReplicasStuck"]
     assert len(stuck) == 1 and f"{NEW[0]} (Pending)" in stuck[0]["message"]

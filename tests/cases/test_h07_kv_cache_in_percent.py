@@ -6,7 +6,7 @@ from __future__ import annotations
 from scaler.config.vocabulary import SignalName
 from scaler.core.reasons import Reason
 from tests.cases.hunt import idle
-from tests.support.controller_harness import HarnessFactory, make_harness
+from tests.support.controller_harness import HarnessFactory, decision_of, make_harness
 from tests.support.fakeprom import case_file, kv
 
 __all__ = ["make_harness"]
@@ -21,8 +21,7 @@ async def test_h07_a_percent_is_out_of_range_and_holds(make_harness: HarnessFact
     h = await make_harness(replicas=2, ready=pods)
     h.fake.set(**{**idle(pods), "kv_cache": kv({"pod-0": "85.3", "pod-1": "72.0"})})
     report = await h.cycle()
-    d = report.decision
-    assert d is not None
+    d = decision_of(report)
     assert (d.desired_replicas, h.replicas(), len(h.patches())) == (2, 2, 0)
     assert d.reason is Reason.SCALE_DOWN_BLOCKED_MISSING_SIGNAL
     assert h.signal_status(KV) == "out_of_range" and h.signal_valid(KV) == 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from scaler.config.vocabulary import SignalName
 from tests.cases.hunt import busy
-from tests.support.controller_harness import HarnessFactory, make_harness
+from tests.support.controller_harness import HarnessFactory, decision_of, make_harness
 from tests.support.fakeprom import case_file, per_pod, ttft_answers
 from tests.support.policies import case_policy
 
@@ -30,8 +30,7 @@ async def test_h16_ttft_doubles_the_replicas_asked_for_not_the_preview_pods(
     )["data"]["result"]
     h.fake.set(**{**answers, **ttft_answers("6", "4")})
     report = await h.cycle()
-    d = report.decision
-    assert d is not None
+    d = decision_of(report)
     ttft = next(e for e in d.signals if e.name is SignalName.TTFT_P95)
     assert ttft.desired_replicas == 8, (ttft, d.message)
     assert d.recommended_replicas == 8

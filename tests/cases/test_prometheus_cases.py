@@ -21,9 +21,11 @@ from tests.support.fakeprom import (
     Reply,
     Ttft,
     case_file,
+    fleet,
     kv,
     per_pod,
     pods,
+    query_timed_out,
     sample,
     snapshot,
     target,
@@ -129,12 +131,7 @@ async def test_case_03_idle_ttft_nan_with_zero_rate_is_idle(
     """Case 03: a NaN TTFT with a request rate of exactly 0 is 'idle' (valid)."""
     case_file("03-idle-ttft-nan.md")
     four = pods(4)
-    fake_prom.set(
-        **ttft_answers("NaN", "0"),
-        waiting=per_pod(dict.fromkeys(four, "0")),
-        running=per_pod(dict.fromkeys(four, "0")),
-        kv_cache=kv(dict.fromkeys(four, "0.0")),
-    )
+    fake_prom.set(**fleet(four, waiting="0", running="0", kv_cache="0.0"))
     readings = (await make_source().read([target()], {KEY: snapshot(four)})).readings(KEY)
     assert readings[TTFT].status is SignalStatus.IDLE
     assert readings[TTFT].status.usable_for_scale_down
@@ -223,20 +220,9 @@ async def test_case_05_query_error_keeps_error_text(
     """Case 05: a query error is 'query_error' and keeps Prometheus' error text."""
     case_file("05-one-signal-missing.md")
     five = pods(5)
-    fake_prom.set(
-        waiting=per_pod(dict.fromkeys(five, "0")),
-        running=per_pod(dict.fromkeys(five, "1")),
-        kv_cache=kv(dict.fromkeys(five, "0.10")),
-        ttft_rate=Ttft("1.0", "4"),  # requests flow: the bucket query is sent, and fails
-        ttft_buckets=Reply(
-            {
-                "status": "error",
-                "errorType": "timeout",
-                "error": "query timed out in expression evaluation",
-            },
-            status=503,
-        ),
-    )
+    # requests flow: the bucket query is sent, and fails
+    failing = {"ttft_rate": Ttft("1.0", "4"), "ttft_buckets": query_timed_out()}
+    fake_prom.set(**fleet(five, waiting="0", kv_cache="0.10", ttft=failing))
     result = await make_source().read([target()], {KEY: snapshot(five)})
     readings = result.readings(KEY)
     assert readings[TTFT].status is SignalStatus.QUERY_ERROR
@@ -315,7 +301,11 @@ async def test_case_07_neither_kv_name_while_scraped_is_absent(
     assert by_signal[KV].status is SignalStatus.ABSENT
     assert "vllm:gpu_cache_usage_perc" in by_signal[KV].query
     assert " or " not in by_signal[KV].query  # this target's expression only
-    assert str(by_signal[KV]).startswith(f"{KEY} kv_cache_usage: absent: ")
+    assert str(by_signal[KV]) == (
+        f"{KEY}: signal kv_cache_usage has no series (absent): its pods' "
+        "vllm:num_requests_running series exist, so the metric of this signal is missing or "
+        f"renamed; the query that returned nothing: {by_signal[KV].query}"
+    )
 
 
 async def test_case_07_dry_run_check_without_any_series(
@@ -340,12 +330,7 @@ async def test_dry_run_check_passes_when_every_query_has_series(
     fake_prom: FakePrometheus, make_source: SourceFactory
 ) -> None:
     pod = "vllm-7d9f8-x2x2x"  # a pod the API lists for the target, ready or not
-    fake_prom.set(
-        waiting=R(sample(pod, "1")),
-        running=R(sample(pod, "1")),
-        kv_cache=kv({pod: "0.1"}),
-        **ttft_answers("NaN", "0"),
-    )
+    fake_prom.set(**fleet([pod], waiting="1", kv_cache="0.1"))
     snaps = {KEY: snapshot([], not_ready=[pod])}
     assert await check_configured_queries(make_source(), [target()], snaps) == []
     other = {KEY: snapshot(["vllm-7d9f8-other"])}  # the series are not this target's pods

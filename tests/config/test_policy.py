@@ -678,8 +678,7 @@ def test_capacity_checks_across_fields_see_the_defaults() -> None:
             f"targets:\n  - workload: {DEPLOYMENT}\n"
             "    signals: {ttft_p95: {target_seconds: 2000ms}}\n",
             "invalid policy\n  p.yaml: targets[0].signals.ttft_p95.target_seconds: value "
-            "'2000ms': expected a number (a plain number: the unit is in the field's name, "
-            "target_seconds)",
+            "'2000ms': expected a number of seconds; write 2",
             id="number-with-a-unit",
         ),
         pytest.param(

@@ -14,15 +14,11 @@ import pytest
 from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus import check_configured_queries
 from tests.support.controller_harness import KEY, HarnessFactory, captured_logs
-from tests.support.fakeprom import kv, per_pod, pods
+from tests.support.fakeprom import idle_without_ttft, pods
 
 TWO = pods(2)
-IDLE = {
-    "waiting": per_pod(dict.fromkeys(TWO, "0")),
-    "running": per_pod(dict.fromkeys(TWO, "0")),
-    "kv_cache": kv(dict.fromkeys(TWO, "0")),
-    # no TTFT series: rate() over the 60 s window has fewer than two samples of these pods
-}
+# no TTFT series: rate() over the 60 s window has fewer than two samples of these pods
+IDLE = idle_without_ttft(TWO)
 
 
 @pytest.mark.parametrize(

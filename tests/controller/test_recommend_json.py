@@ -166,8 +166,13 @@ async def test_recommend_check_queries_case_07_no_kv_series_fails_naming_query(
     with pytest.raises(StartupError) as err:
         await serve(_settings(h), h.policy, options, out=out, clock=h.clock)
     message = str(err.value)
-    assert f"{KEY} kv_cache_usage: absent" in message
-    assert "query: label_replace(max by (namespace, pod, __name__) " in message
+    assert message.startswith(
+        f"{KEY}: signal kv_cache_usage has no series (absent): its pods' "
+        "vllm:num_requests_running series exist, so the metric of this signal is missing or "
+        "renamed; the query that returned nothing: label_replace(max by (namespace, pod, "
+        "__name__) "
+    )
+    assert "\n" not in message  # one line
     assert '{__name__=~"vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc"' in message
     assert "queue_depth" not in message and "ttft_p95" not in message  # those have series
     assert out.getvalue() == ""  # no round was printed

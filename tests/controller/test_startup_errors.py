@@ -24,6 +24,7 @@ from scaler.config.cli_options import option_names
 from scaler.config.settings import Settings, env_name
 from scaler.controller.app import RunOptions, StartupError, serve
 from scaler.sim.kubeapi import write_kubeconfig
+from scaler.sources.promql import QueryKind, build_query_plan
 from tests.support.controller_harness import (
     KEY,
     Harness,
@@ -31,7 +32,7 @@ from tests.support.controller_harness import (
     captured_logs,
     case_policy,
 )
-from tests.support.fakeprom import Reply, Ttft, pods, uniform_answers
+from tests.support.fakeprom import Reply, Ttft, idle_without_ttft, pods, uniform_answers
 
 MISSING = "llm/Deployment/missing"
 POLICY_YAML = (
@@ -127,12 +128,83 @@ async def test_start_up_check_reports_the_unreadable_target_before_missing_serie
     lines = str(err.value).splitlines()
     assert lines[0] == "cannot read targets in Kubernetes:"
     assert lines[1].startswith(f"  {MISSING}: not_found: ")
-    assert lines[2] == "configured signals return no series in Prometheus:"
-    # the readable target has no series; the unreadable one has no pods to attribute any to
-    assert lines[3].startswith(f"  {KEY} queue_depth: empty: ")
-    assert "none of its 2 pods (selector app=vllm in namespace llm) has vLLM series" in lines[3]
+    # the readable target has no series, one line per signal; the unreadable one has no pods
+    # to attribute any to
+    assert lines[2].startswith(
+        f"{KEY}: signal queue_depth has no series (empty): none of its 2 pods (selector "
+        "app=vllm in namespace llm) has vLLM series; the query that returned nothing: "
+    )
     assert f"{MISSING} queue_depth" not in str(err.value)
     assert err.value.exit_code == 1
+
+
+#: Idle pods whose queue and KV-cache series exist, without any TTFT histogram.
+NO_TTFT = idle_without_ttft(pods(2))
+TTFT_ABSENT = (
+    "neither vllm:time_to_first_token_seconds_bucket / vllm:time_to_first_token_seconds_count "
+    "(classic histogram) nor vllm:time_to_first_token_seconds (native histogram) has series "
+    "over the 60s rate window for the 2 ready pods, although their vllm:num_requests_running "
+    "series exist"
+)
+
+
+def _ttft_rate_query(h: Harness) -> str:
+    """The TTFT rate query the start-up check sends for the harness' one target."""
+    plan = build_query_plan(h.policy.targets, rate_window_seconds=h.policy.rate_window_seconds)
+    return plan.queries[QueryKind.TTFT_RATE]
+
+
+async def test_a_signal_absent_at_start_is_said_once_naming_target_signal_and_query(
+    make_harness: HarnessFactory,
+) -> None:
+    h = await make_harness(replicas=2, ready=pods(2), answers=NO_TTFT)
+    options = RunOptions(dry_run=True, once=True, output="text", check_queries=True)
+    with captured_logs() as logs, pytest.raises(StartupError) as err:
+        await serve(_settings(h), h.policy, options, out=StringIO(), clock=h.clock)
+    assert str(err.value) == (
+        f"{KEY}: signal ttft_p95 has no series (absent): {TTFT_ABSENT}; the query that "
+        f"returned nothing: {_ttft_rate_query(h)}"
+    )
+    assert err.value.exit_code == 1
+    assert [e["event"] for e in logs if e["log_level"] == "error"] == []  # not a second time
+
+
+async def test_a_signal_absent_in_a_cycle_is_logged_with_the_query_that_returned_nothing(
+    make_harness: HarnessFactory,
+) -> None:
+    h = await make_harness(replicas=2, ready=pods(2), answers=NO_TTFT)
+    with captured_logs() as logs:
+        await h.cycle()
+    [absent] = [
+        e for e in logs if e["event"] == "signal absent while the target's pods are scraped"
+    ]
+    assert (absent["target"], absent["signal"], absent["detail"]) == (KEY, "ttft_p95", TTFT_ABSENT)
+    assert absent["query"] == _ttft_rate_query(h)
+
+
+async def test_run_names_an_unreachable_api_server_once_and_starts_all_the_same(
+    make_harness: HarnessFactory, tmp_path: Path
+) -> None:
+    """A controller that exits while the API server is away restarts in a loop: ``run`` logs
+    the server it cannot reach, with what to check, and its cycles hold."""
+    h = await make_harness(replicas=2, ready=pods(2))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        server = f"http://127.0.0.1:{s.getsockname()[1]}"
+    kubeconfig = write_kubeconfig(tmp_path / "away", server_url=server, token="t-away")
+    settings = _settings(h).model_copy(update={"kubeconfig": kubeconfig})
+    options = RunOptions(dry_run=True, once=True, output="log", check_queries=False)
+    with captured_logs() as logs:
+        code = await serve(settings, h.policy, options, out=StringIO(), clock=h.clock)
+    assert code == 1  # the one cycle could not read its target
+    [unreachable] = [e for e in logs if e["event"] == "kubernetes_api_unreachable"]
+    assert unreachable["server"] == server
+    assert unreachable["message"].startswith(
+        f"the Kubernetes API server at {server} cannot be reached: connection refused (context "
+        f"'sim' of kubeconfig {kubeconfig}); check that it is the cluster meant "
+    )
+    events = [e["event"] for e in logs]
+    assert events.index("kubernetes_api_unreachable") < events.index("started")  # said at start
 
 
 async def test_start_up_check_with_prometheus_down_says_unreachable_not_no_series(

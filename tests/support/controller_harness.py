@@ -41,6 +41,7 @@ from scaler.actuators.kubernetes import KubernetesActuator, build_api_client
 from scaler.config.policy import Policy
 from scaler.controller.loop import Controller
 from scaler.controller.report import TargetReport
+from scaler.core.decide import Decision
 from scaler.sim.kubeapi import KubeApiServer, KubeStore, RecordedRequest, write_kubeconfig
 from scaler.sources.prometheus import PrometheusSource
 from scaler.telemetry.metrics import ScalerMetrics
@@ -250,6 +251,13 @@ async def open_harness(
 
 
 HarnessFactory = Callable[..., Awaitable[Harness]]
+
+
+def decision_of(report: TargetReport) -> Decision:
+    """The decision of a cycle's report; the test fails, showing the report, when the cycle
+    made none (the target could not be read)."""
+    assert report.decision is not None, report
+    return report.decision
 
 
 @pytest.fixture

@@ -126,6 +126,67 @@ def ttft_answers(p95: str, rate: str = "4") -> dict[str, Ttft]:
     return {"ttft_rate": answer, "ttft_buckets": answer}
 
 
+def query_timed_out() -> Reply:
+    """Prometheus' answer to a query it gave up evaluating (HTTP 503, ``errorType:
+    timeout``), as case 05 quotes it."""
+    return Reply(
+        {
+            "status": "error",
+            "errorType": "timeout",
+            "error": "query timed out in expression evaluation",
+        },
+        status=503,
+    )
+
+
+#: An answer given for each pod of a fleet: one value for every pod (``"2"``), a value per
+#: pod (``{"pod-0": "3"}``), or a whole answer as it is (``R(sample("pod-0", "NaN"))``, ``R()``).
+PerPod = str | Mapping[str, str] | dict[str, Any]
+
+
+def _per_pod_answer(
+    given: PerPod, names: list[str], answer: Callable[[Mapping[str, str]], dict[str, Any]]
+) -> dict[str, Any]:
+    if isinstance(given, str):
+        return answer(dict.fromkeys(names, given))
+    if "status" in given:  # a whole answer (R(...), a Reply's body)
+        return dict(given)
+    return answer(given)
+
+
+def fleet(
+    pod_names: Iterable[str],
+    *,
+    waiting: PerPod,
+    kv_cache: PerPod,
+    running: PerPod = "1",
+    ttft: tuple[str, str] | Mapping[str, Any] = ("NaN", "0"),
+    kv_metric: str = "vllm:kv_cache_usage_perc",
+) -> dict[str, Any]:
+    """The answers of scraped vLLM pods ``pod_names``: ``waiting`` and ``running`` requests,
+    KV cache usage ``kv_cache`` (a 0-1 ratio, under the gauge's name ``kv_metric``: the
+    older ``vllm:gpu_cache_usage_perc`` of a vLLM before 0.9.2; :data:`PerPod` each), and the
+    TTFT rounds:
+    ``(p95, rate)`` for :func:`ttft_answers` (default ``("NaN", "0")``: idle), or the TTFT
+    queries' answers as they are (``{"ttft_rate": Ttft(...), "ttft_buckets": Reply(...)}``,
+    :func:`histograms`, ``{}`` for none)."""
+    names = list(pod_names)
+    rounds = ttft_answers(*ttft) if isinstance(ttft, tuple) else dict(ttft)
+    return {
+        "waiting": _per_pod_answer(waiting, names, per_pod),
+        "running": _per_pod_answer(running, names, per_pod),
+        "kv_cache": _per_pod_answer(kv_cache, names, lambda v: kv(v, name=kv_metric)),
+        **rounds,
+    }
+
+
+def idle_without_ttft(pod_names: Iterable[str]) -> dict[str, Any]:
+    """Answers of idle pods whose queue and KV-cache series exist and that have no TTFT
+    histogram (the TTFT queries answer no series: ``absent`` once the pods have been ready
+    a rate window, ``warming_up`` before)."""
+    return fleet(pod_names, waiting="0", running="0", kv_cache="0", ttft={})
+
+
 def uniform_answers(
     pod_names: Iterable[str],
     *,
@@ -134,18 +195,14 @@ def uniform_answers(
     kv_cache: str,
     ttft_p95: str,
     ttft_rate: str,
-) -> dict[str, dict[str, Any] | Ttft]:
+) -> dict[str, Any]:
     """Answers of pods that all read the same: ``waiting`` and ``running`` requests each, KV
     cache usage ``kv_cache`` (a 0-1 ratio) each, and a TTFT p95 of ``ttft_p95`` seconds at
     ``ttft_rate`` first tokens per second over them all (:func:`ttft_answers`; ``"NaN"`` at
     ``"0"``: idle)."""
-    names = list(pod_names)
-    return {
-        "waiting": per_pod(dict.fromkeys(names, waiting)),
-        "running": per_pod(dict.fromkeys(names, running)),
-        "kv_cache": kv(dict.fromkeys(names, kv_cache)),
-        **ttft_answers(ttft_p95, ttft_rate),
-    }
+    return fleet(
+        pod_names, waiting=waiting, running=running, kv_cache=kv_cache, ttft=(ttft_p95, ttft_rate)
+    )
 
 
 def _fmt(value: float) -> str:

@@ -57,8 +57,22 @@ class ConfiguredQueryProblem:
     query: str
     detail: str
 
+    @property
+    def no_series(self) -> bool:
+        """The query was answered, with no series for the target (``empty``, ``absent``)."""
+        return self.status in (SignalStatus.EMPTY, SignalStatus.ABSENT)
+
     def __str__(self) -> str:
-        return f"{self.target} {self.signal}: {self.status}: {self.detail}; query: {self.query}"
+        """One line: ``<target>: signal <signal> has no series (<status>): <detail>; the
+        query that returned nothing: <query>``; for a failed query ``<target> <signal>:
+        <status>: <detail>; query: <query>``."""
+        query = self.query or "(not sent)"
+        if self.no_series:
+            return (
+                f"{self.target}: signal {self.signal} has no series ({self.status}): "
+                f"{self.detail}; the query that returned nothing: {query}"
+            )
+        return f"{self.target} {self.signal}: {self.status}: {self.detail}; query: {query}"
 
 
 async def check_configured_queries(
@@ -81,7 +95,8 @@ async def check_configured_queries(
         ``str(problem)`` is a one-line message naming target, signal, status and query.
     """
     snapshots = snapshots or {}
-    result = await source.read(policy_targets, snapshots)
+    # the problems are the caller's to report, once: the read does not log them as well
+    result = await source.read(policy_targets, snapshots, log_absent=False)
     problems: list[ConfiguredQueryProblem] = []
     for t in policy_targets:
         # without its pod list a default-selector target has no series to attribute: only a
@@ -124,16 +139,16 @@ async def check_configured_queries(
             ):
                 # names both histogram representations, or a rate window that is too short
                 status = reading.status
-                detail = f"{rate_kind} query for {t.key}: {reading.detail}"
+                detail = reading.detail
             elif running_found:
                 status = SignalStatus.ABSENT
                 detail = (
-                    f"{kind} query returns no series for {t.key} although "
-                    "vllm:num_requests_running series exist for its selector"
+                    "its pods' vllm:num_requests_running series exist, so the metric of this "
+                    "signal is missing or renamed"
                 )
             else:
                 status = SignalStatus.EMPTY
-                detail = f"{kind} query returns no series for {t.key}: {_whose(t, snapshots)}"
+                detail = _whose(t, snapshots)
             problems.append(ConfiguredQueryProblem(t.key, name, status, query, detail))
     return problems
 

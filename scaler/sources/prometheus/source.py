@@ -176,6 +176,8 @@ class PrometheusSource:
         self,
         policy_targets: Sequence[TargetPolicy],
         snapshots: Mapping[str, WorkloadSnapshot],
+        *,
+        log_absent: bool = True,
     ) -> SourceResult:
         """Read every enabled signal of every target.
 
@@ -184,11 +186,14 @@ class PrometheusSource:
             snapshots: target key -> its Kubernetes snapshot; per-pod series count only
                 for the snapshot's live, ready pods. A target without a snapshot gets
                 ``empty`` per-pod signals ("no workload snapshot").
+            log_absent: log each ``absent`` signal as an error (False: a caller that
+                reports them itself, the start-up check, so that each is said once).
 
         Returns:
             A :class:`SourceResult` with a :class:`TargetReadings` per target. Never raises
             for Prometheus faults; each becomes a named status. A signal ``absent`` while
-            its target's pods are scraped is logged as an error (a configuration problem).
+            its target's pods are scraped is logged as an error (a configuration problem),
+            naming the query that returned nothing.
             Frozen and hung pods are judged on this read and the previous ones (see
             :mod:`scaler.sources.prometheus.stalls`).
         """
@@ -208,7 +213,10 @@ class PrometheusSource:
                 chosen = [t for t in policy_targets if t.key in part]
                 await self._read_within_limits(chosen, snapshots, results, leaves, refused)
             self._parts = leaves
-            return results[0] if len(results) == 1 else _merged(results, refused[0])
+            result = results[0] if len(results) == 1 else _merged(results, refused[0])
+            if log_absent:
+                _log_absent(result.targets.values(), result.queries)
+            return result
 
     async def _read_within_limits(
         self,
@@ -379,11 +387,9 @@ class PrometheusSource:
         # this read's targets' histories replace theirs; other parts' stay
         self._history = {k: h for k, h in self._history.items() if k not in part}
         self._history.update({k: tr.pod_history for k, tr in targets.items() if tr.pod_history})
-        queries = {k: a.outcome for k, a in split.answers.items()}
-        _log_absent(targets.values(), queries)
         return SourceResult(
             targets=targets,
-            queries=queries,
+            queries={k: a.outcome for k, a in split.answers.items()},
             duration_seconds=time.monotonic() - start,
             unattributed=dict(split.unattributed),
             throughput_recorded_namespaces=len(recorded_throughput),
@@ -596,7 +602,12 @@ def _log_absent(
     for tr in targets:
         for name, r in tr.signals.items():
             if r.status is SignalStatus.ABSENT:
-                query = queries.get(SIGNAL_QUERY[name])
+                # a latency histogram's quantile query is sent only for pods with requests:
+                # the query that returned nothing is its rate query
+                histogram = name.spec.histogram
+                query = queries.get(SIGNAL_QUERY[name]) or (
+                    queries.get(QueryKind(histogram.rate_query)) if histogram else None
+                )
                 log.error(
                     "signal absent while the target's pods are scraped",
                     target=tr.key,
