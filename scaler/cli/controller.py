@@ -55,6 +55,7 @@ RECOMMEND_FIELDS = (
     "in_cluster",
     "watch_resources",
     "resource_namespaces",
+    "resource_crd_retry_seconds",
     "log_format",
     "log_level",
 )

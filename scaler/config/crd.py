@@ -40,9 +40,9 @@ from scaler.config.policy import (
     TtftSignal,
 )
 from scaler.config.resource import GROUP, KIND, LIST_KIND, PLURAL, SHORT_NAMES, SINGULAR, VERSION
-from scaler.config.signal_specs import ItlSignal
+from scaler.config.signal_specs import CapacityUnit, ItlSignal
 
-__all__ = ["crd", "crd_name", "spec_schema", "status_schema"]
+__all__ = ["CAPACITY_STATUS_UNITS", "crd", "crd_name", "spec_schema", "status_schema"]
 
 Schema = dict[str, Any]
 
@@ -449,6 +449,15 @@ def _condition_schema() -> Schema:
     }
 
 
+#: The status's unit of a learned capacity, by the capacity signal's unit
+#: (:class:`~scaler.config.signal_specs.CapacityUnit`): what one replica serves at the TTFT
+#: target, per second.
+CAPACITY_STATUS_UNITS = {
+    CapacityUnit.WORK.value: "work_seconds_per_second",
+    CapacityUnit.WEIGHTED_TOKENS.value: "weighted_tokens_per_second",
+}
+
+
 def status_schema() -> Schema:
     """The status the controller writes (:mod:`scaler.controller.status`)."""
     number = {"type": "number"}
@@ -492,10 +501,15 @@ def status_schema() -> Schema:
                 "description": "the capacity signal's estimate of what one replica serves",
                 "properties": {
                     "learned": {"type": "boolean"},
-                    "tokensPerSecond": {
+                    "perReplica": {
                         **number,
-                        "description": "weighted tokens per second one replica serves at "
-                        "the TTFT target",
+                        "description": "what one replica serves at the TTFT target, in unit",
+                    },
+                    "unit": {
+                        "type": "string",
+                        "enum": sorted(CAPACITY_STATUS_UNITS.values()),
+                        "description": "seconds of replica work per second (the capacity "
+                        "signal's unit work), or weighted tokens per second (weighted_tokens)",
                     },
                     "samples": {"type": "integer", "format": "int32"},
                 },

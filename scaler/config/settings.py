@@ -620,6 +620,13 @@ class Settings(PrometheusSettings):
         description="The namespaces whose VLLMAutoscalers are watched, comma-separated (RBAC "
         "scoped to namespaces needs the list). Default: all.",
     )
+    resource_crd_retry_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        le=3600,
+        description="Seconds between looks for the VLLMAutoscaler CRD while the API does not "
+        "serve it (a CRD installed after the controller started is then picked up).",
+    )
 
     @field_validator("resource_namespaces", mode="before")
     @classmethod

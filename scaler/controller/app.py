@@ -173,7 +173,12 @@ async def serve(
         )
     watch: ResourceWatch | None = None
     if settings.watch_resources:
-        watch = ResourceWatch(api, namespaces=settings.resource_namespaces, clock=clock)
+        watch = ResourceWatch(
+            api,
+            namespaces=settings.resource_namespaces,
+            clock=clock,
+            absent_retry_seconds=settings.resource_crd_retry_seconds,
+        )
     seasonal = SeasonalRefresher(
         _history_reader(http, str(settings.prometheus_url), settings),
         clock=clock,

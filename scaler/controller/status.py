@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from scaler.config.crd import CAPACITY_STATUS_UNITS
 from scaler.config.policy import TargetPolicy
 from scaler.core.decide import Decision
 from scaler.core.evaluation import SignalEvaluation
@@ -93,8 +94,11 @@ def _finite(value: float | None) -> float | None:
     return round(value, 6)
 
 
-def _signal(e: SignalEvaluation) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": str(e.name), "unit": e.name.unit, "status": str(e.status)}
+def _signal(e: SignalEvaluation, capacity_unit: str) -> dict[str, Any]:
+    unit = e.name.unit
+    if e.name == "capacity":  # demand and capacity per replica, in the signal's own unit
+        unit = f"{CAPACITY_STATUS_UNITS.get(capacity_unit, capacity_unit)}_per_replica"
+    out: dict[str, Any] = {"name": str(e.name), "unit": unit, "status": str(e.status)}
     value = _finite(e.value) if e.status is not SignalStatus.LEARNING else None
     if value is not None and e.valid:
         out["value"] = value
@@ -174,16 +178,19 @@ def _capacity(t: TargetPolicy, d: Decision) -> tuple[dict[str, Any] | None, dict
             "no estimate of one replica's capacity yet: it is learned while TTFT is near its "
             "target on a busy fleet (or seeded in signals.capacity)",
         )
-    tokens = _finite(estimate.tokens_per_second)
-    view: dict[str, Any] = {"learned": True, "samples": estimate.samples}
-    if tokens is not None:
-        view["tokensPerSecond"] = tokens
+    # the number is in the unit of the memory it was learned in (memory in another unit
+    # than the policy's is dropped, never read as if it were in the new one)
+    unit = CAPACITY_STATUS_UNITS.get(d.state.capacity.unit, d.state.capacity.unit)
+    per_replica = _finite(estimate.tokens_per_second)
+    view: dict[str, Any] = {"learned": True, "unit": unit, "samples": estimate.samples}
+    if per_replica is not None:
+        view["perReplica"] = per_replica
     return view, _condition(
         "CapacityLearned",
         True,
         "Learned",
-        f"one replica serves {estimate.tokens_per_second:.4g} weighted tokens/s at the TTFT "
-        f"target ({estimate.samples} samples)",
+        f"one replica serves {estimate.tokens_per_second:.4g} {unit} at the TTFT target "
+        f"({estimate.samples} samples)",
     )
 
 
@@ -223,10 +230,10 @@ def decided_status(
         "desiredReplicas": d.desired_replicas,
         "reason": str(d.reason),
         "message": d.message,
-        "signals": [_signal(e) for e in d.signals],
+        "signals": [_signal(e, d.state.capacity.unit) for e in d.signals],
     }
     if driving is not None:
-        status["drivingSignal"] = _signal(driving)
+        status["drivingSignal"] = _signal(driving, d.state.capacity.unit)
     if last_scale_time is not None:
         status["lastScaleTime"] = rfc3339(last_scale_time)
     if capacity is not None:
@@ -312,8 +319,9 @@ def _transitions(
     return out
 
 
-#: Where the values that move every cycle are, in a status.
-_VALUES = ("signals", "drivingSignal", "capacity", "modelLoadSeconds", "message")
+#: Where the values that move every cycle are, in a status (the model load time moves only
+#: when a replica's start is measured: written at once, as the replicas are).
+_VALUES = ("signals", "drivingSignal", "capacity", "message")
 
 
 def _without_values(status: Mapping[str, Any]) -> dict[str, Any]:

@@ -22,7 +22,6 @@ from scaler.dashboards.panels import (
     model_variable,
     prometheus_query,
     query_variable,
-    target_variable,
     timeseries,
     with_overrides,
 )
@@ -35,6 +34,16 @@ _T: Final = 'target=~"$target"'
 # vLLM series of the selected model, all its pods.
 _VM: Final = 'namespace=~"$namespace", model_name=~"$model"'
 
+# The VLLMAutoscaler that defines each target (``resource``: "VLLMAutoscaler ns/name", or
+# "policy file"), one series per target whichever controller replica exports it
+# (vllm_scaler_target_info, 1 per target), to join on ``target``.
+_RESOURCE: Final = (
+    "label_replace(label_replace(max by (target, resource) (vllm_scaler_target_info{"
+    + _T
+    + '}), "resource", "VLLMAutoscaler $1", "resource", "(.+)"), '
+    '"resource", "policy file", "resource", "")'
+)
+
 #: One panel per signal of the registry: its name, the panel's title and Grafana unit.
 SIGNALS: Final = tuple((str(s.name), s.panel.title, s.panel.unit) for s in SPECS)
 
@@ -42,6 +51,9 @@ SIGNALS: Final = tuple((str(s.name), s.panel.title, s.panel.unit) for s in SPECS
 def _decisions_variables(b: gd.Dashboard) -> gd.Dashboard:
     # The namespace is the first segment of our target label: it is the namespace of the
     # scaled workload, not of the controller's pod (which Prometheus would put in "namespace").
+    # The resource (a VLLMAutoscaler, namespace/name) narrows the targets to the ones it
+    # defines; "All" (.*) keeps the policy file's too (their resource label is empty).
+    info = 'vllm_scaler_target_info{target=~"$namespace/.*", resource=~"$resource"}'
     return (
         b.with_variable(
             query_variable(
@@ -52,9 +64,22 @@ def _decisions_variables(b: gd.Dashboard) -> gd.Dashboard:
                 multi=False,
             ).current(gm.VariableOption(selected=True, text="", value=""))
         )
-        .with_variable(target_variable())
+        .with_variable(
+            query_variable(
+                "resource",
+                "VLLMAutoscaler",
+                'label_values(vllm_scaler_target_info{target=~"$namespace/.*"}, resource)',
+            )
+        )
+        .with_variable(query_variable("target", "Target", f"label_values({info}, target)"))
         .with_variable(model_variable())
     )
+
+
+def _named(expr: str) -> str:
+    """``expr`` (series with a ``target`` label) with the ``resource`` label of the target:
+    the VLLMAutoscaler that defines it, or "policy file"."""
+    return f"({expr}) * on(target) group_left(resource) {_RESOURCE}"
 
 
 def _increase_with_new(metric: str, selector: str, window: str) -> str:
@@ -121,14 +146,15 @@ def _signal_panel(name: str, title: str, unit: str) -> gts.Panel:
 
 
 def _reason_table(rename: dict[str, str]) -> gm.DataTransformerConfig:
-    """Columns of a per-target table merged from instant queries: target, reason (query A,
-    whose value is only the reason's 1), then the other queries' values renamed."""
+    """Columns of a per-target table merged from instant queries: target, its resource,
+    reason (query A, whose value is only the reason's 1), then the other queries' values
+    renamed."""
     return gm.DataTransformerConfig(
         id_val="organize",
         options={
             "excludeByName": {"Time": True, "Value #A": True},
             "renameByName": rename,
-            "indexByName": {"target": 0, "reason": 1},
+            "indexByName": {"target": 0, "resource": 1, "reason": 2},
         },
     )
 
@@ -151,19 +177,22 @@ def _shadow_table() -> gtable.Panel:
         .with_target(
             prometheus_query(
                 "A",
-                f"max by (target, reason) (vllm_scaler_shadow_last_decision_reason{{{_T}}} == 1)",
+                _named(
+                    "max by (target, reason) "
+                    f"(vllm_scaler_shadow_last_decision_reason{{{_T}}} == 1)"
+                ),
                 instant=True,
             )
         )
         .with_target(
             prometheus_query(
-                "B", f"max by (target) (vllm_scaler_desired_replicas{{{_T}}})", instant=True
+                "B", _named(f"max by (target) (vllm_scaler_desired_replicas{{{_T}}})"), instant=True
             )
         )
         .with_target(
             prometheus_query(
                 "C",
-                f"max by (target) (vllm_scaler_shadow_desired_replicas{{{_T}}})",
+                _named(f"max by (target) (vllm_scaler_shadow_desired_replicas{{{_T}}})"),
                 instant=True,
             )
         )
@@ -242,7 +271,7 @@ def decisions_dashboard() -> dict[str, Any]:
         .datasource(DS)
         .enable(True)
         .icon_color("orange")
-        .expr(f"sum by (target, direction) ({actions}) > 0")
+        .expr(_named(f"sum by (target, direction) ({actions}) > 0"))
     )
     why = gtable.Panel().title("Why not scaled: latest decision per target").datasource(DS)
     why = (
@@ -256,23 +285,25 @@ def decisions_dashboard() -> dict[str, Any]:
         .with_target(
             prometheus_query(
                 "A",
-                f"max by (target, reason) (vllm_scaler_last_decision_reason{{{_T}}} == 1)",
+                _named(f"max by (target, reason) (vllm_scaler_last_decision_reason{{{_T}}} == 1)"),
                 instant=True,
             )
         )
         .with_target(
             prometheus_query(
-                "B", f"max by (target) (vllm_scaler_current_replicas{{{_T}}})", instant=True
+                "B", _named(f"max by (target) (vllm_scaler_current_replicas{{{_T}}})"), instant=True
             )
         )
         .with_target(
             prometheus_query(
-                "C", f"max by (target) (vllm_scaler_desired_replicas{{{_T}}})", instant=True
+                "C", _named(f"max by (target) (vllm_scaler_desired_replicas{{{_T}}})"), instant=True
             )
         )
         .with_target(
             prometheus_query(
-                "D", f"max by (target) (vllm_scaler_recommended_replicas{{{_T}}})", instant=True
+                "D",
+                _named(f"max by (target) (vllm_scaler_recommended_replicas{{{_T}}})"),
+                instant=True,
             )
         )
         .with_transformation(gm.DataTransformerConfig(id_val="merge", options={}))
@@ -441,14 +472,18 @@ def decisions_dashboard() -> dict[str, Any]:
             "spec.replicas changed by someone else. Flat 0 lines per target: none.",
             [
                 (
-                    f"max by (target, owner) (vllm_scaler_conflict{{{_T}}})"
-                    f" or max by (target) (0 * vllm_scaler_current_replicas{{{_T}}})",
-                    "conflict {{target}} {{owner}}",
+                    _named(
+                        f"max by (target, owner) (vllm_scaler_conflict{{{_T}}})"
+                        f" or max by (target) (0 * vllm_scaler_current_replicas{{{_T}}})"
+                    ),
+                    "conflict {{target}} ({{resource}}) {{owner}}",
                 ),
                 (
-                    f"max by (target) ({_new_in_window('vllm_scaler_outside_writes_total')})"
-                    f" or sum by (target) (0 * vllm_scaler_current_replicas{{{_T}}})",
-                    "outside writes {{target}}",
+                    _named(
+                        f"max by (target) ({_new_in_window('vllm_scaler_outside_writes_total')})"
+                        f" or sum by (target) (0 * vllm_scaler_current_replicas{{{_T}}})"
+                    ),
+                    "outside writes {{target}} ({{resource}})",
                 ),
             ],
             width=8,
@@ -463,17 +498,24 @@ def decisions_dashboard() -> dict[str, Any]:
             "decision asked for but that were not written (conflict, paused, not_leader). Flat "
             "0 lines per target: none.",
             [
-                (f"max by (target) (vllm_scaler_paused{{{_T}}})", "paused {{target}}"),
                 (
-                    f"count by (target) (vllm_scaler_pinned_replicas{{{_T}}})"
-                    f" or max by (target) (0 * vllm_scaler_paused{{{_T}}})",
-                    "pinned {{target}}",
+                    _named(f"max by (target) (vllm_scaler_paused{{{_T}}})"),
+                    "paused {{target}} ({{resource}})",
                 ),
                 (
-                    f"sum by (target, reason) "
-                    f"({_new_in_window('vllm_scaler_refused_writes_total')})"
-                    f" or sum by (target) (0 * vllm_scaler_current_replicas{{{_T}}})",
-                    "refused {{target}} {{reason}}",
+                    _named(
+                        f"count by (target) (vllm_scaler_pinned_replicas{{{_T}}})"
+                        f" or max by (target) (0 * vllm_scaler_paused{{{_T}}})"
+                    ),
+                    "pinned {{target}} ({{resource}})",
+                ),
+                (
+                    _named(
+                        f"sum by (target, reason) "
+                        f"({_new_in_window('vllm_scaler_refused_writes_total')})"
+                        f" or sum by (target) (0 * vllm_scaler_current_replicas{{{_T}}})"
+                    ),
+                    "refused {{target}} ({{resource}}) {{reason}}",
                 ),
             ],
             width=8,

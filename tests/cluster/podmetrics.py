@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -32,15 +33,22 @@ class Load:
     waiting: int = 0
     running: int = 0
     kv_cache_usage: float = 0.0
+    #: tokens the pod generates between two scrapes (its counter moves: a live engine, not
+    #: a frozen one, for the checks that read the token counters)
+    generated_per_scrape: int = 0
 
 
 class _Endpoint:
-    def __init__(self, metrics: VllmMetrics) -> None:
+    def __init__(
+        self, metrics: VllmMetrics, on_scrape: Callable[[VllmMetrics], None] | None = None
+    ) -> None:
         self.metrics = metrics
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
+                if on_scrape is not None:
+                    on_scrape(owner.metrics)
                 body = owner.metrics.render()
                 self.send_response(200)
                 self.send_header("Content-Type", CONTENT_TYPE)
@@ -114,6 +122,13 @@ class PodMetrics:
         metrics.num_requests_running = load.running
         metrics.kv_cache_usage = load.kv_cache_usage
 
+    def _scraped(self, pod: str) -> Callable[[VllmMetrics], None]:
+        def tick(metrics: VllmMetrics) -> None:
+            with self._lock:
+                metrics.generation_tokens += self._loads.get(pod, self.default).generated_per_scrape
+
+        return tick
+
     def start(self) -> PodMetrics:
         """Start following the pods (a thread polling the API every 0.25 s)."""
         self._sync()
@@ -133,7 +148,7 @@ class PodMetrics:
             for name in set(self._endpoints) - set(pods):
                 self._endpoints.pop(name).close()
             for name in set(pods) - set(self._endpoints):
-                endpoint = _Endpoint(VllmMetrics())
+                endpoint = _Endpoint(VllmMetrics(), on_scrape=self._scraped(name))
                 self._apply(name, endpoint.metrics)
                 self._endpoints[name] = endpoint
             listed = tuple(sorted((n, e.address) for n, e in self._endpoints.items()))

@@ -17,7 +17,9 @@ import pytest
 import yaml
 
 from scaler.config.policy import parse_policy
-from scaler.config.resource import resource_of
+from scaler.config.resource import resource_of, target_of
+from scaler.controller.status import REFUSED_REASONS, camel_reason
+from scaler.core.capacity import SEED_WEIGHT, seeded_estimate
 from scaler.sim.controlplane import Cluster
 from tests.cluster.podmetrics import Load
 from tests.cluster.scene import Scene
@@ -236,6 +238,26 @@ def wait_status(kube: Cluster, namespace: str, name: str, check: Any, what: str)
         return obj if check(obj) else None
 
     return kube.wait_for(read, timeout=60, what=f"{namespace}/{name}: {what}")
+
+
+def wait_condition(
+    kube: Cluster, namespace: str, name: str, kind: str, status: str = "", reason: str = ""
+) -> Doc:
+    """The resource once its condition ``kind`` has ``status`` and ``reason`` (either left
+    empty: any)."""
+
+    def holds(obj: Doc) -> bool:
+        got = conditions(obj).get(kind)
+        return got is not None and status in ("", got[0]) and reason in ("", got[1])
+
+    return wait_status(kube, namespace, name, holds, f"{kind} {status} {reason}")
+
+
+def wait_reason(kube: Cluster, namespace: str, name: str, reason: str) -> Doc:
+    """The resource once its status says ``reason``."""
+    return wait_status(
+        kube, namespace, name, lambda o: (o.get("status") or {}).get("reason") == reason, reason
+    )
 
 
 def cycles(proc: Any) -> float:
@@ -461,3 +483,129 @@ async def test_status_through_a_hold_and_a_failover(scene: Scene, vllm_crd: Doc)
     assert conditions(held)["ScalingLimited"] == ("False", "DesiredWithinRange")
     assert (b.metric("vllm_scaler_status_writes_total", outcome="written") or 0) >= 1
     assert scene.spec_replicas() == 3
+
+
+async def test_a_target_deleted_under_its_resource_stops_scaling_and_resumes(
+    scene: Scene, vllm_crd: Doc
+) -> None:
+    """The workload deleted under a scaling resource: nothing is written (there is nothing to
+    write to), the status says why (``FailedGetScale``, ``TargetNotFound``) and keeps the
+    replicas last seen, a Warning Event says it once; the workload created again is scaled
+    again by the same process."""
+    kube, ns = scene.kube, scene.namespace
+    kube.apply([deployment(ns, replicas=1)])
+    _, metrics = await scene.serve(1, Load(waiting=10, running=20))  # 10 waiting: 3
+    kube.apply([resource(ns, "vllm", spec())])
+    install = scene.install_scaler(policy_values({"rate_window_seconds": 8, "targets": []}))
+    proc = install.start(scene.prometheus.url)
+    scene.wait_replicas(3)
+    wait_status(
+        kube,
+        ns,
+        "vllm",
+        lambda o: (o.get("status") or {}).get("currentReplicas") == 3,
+        "the 3 replicas seen",
+    )
+
+    kube.request("DELETE", f"/apis/apps/v1/namespaces/{ns}/deployments/vllm")
+    gone = wait_reason(kube, ns, "vllm", "target_not_found")
+    status = gone["status"]
+    assert status["reason"] in REFUSED_REASONS
+    assert conditions(gone)["AbleToScale"] == ("False", "FailedGetScale")
+    assert conditions(gone)["ScalingActive"] == ("False", camel_reason("target_not_found"))
+    assert conditions(gone)["ScalingActive"][1] == "TargetNotFound"
+    assert status["currentReplicas"] == 3, status  # the replicas last seen
+    assert "desiredReplicas" not in status, status  # nothing decided
+    now = cycles(proc)
+    kube.wait_for(lambda: cycles(proc) >= now + 3, timeout=30, what="three more cycles")
+    (warned,) = [
+        e for e in scene.events("FailedGetScale") if e["involvedObject"]["kind"] == "VLLMAutoscaler"
+    ]
+    assert warned["type"] == "Warning" and warned["involvedObject"]["name"] == "vllm"
+    assert warned.get("count", 1) == 1, warned  # said once, not every cycle
+    assert not kube.exists(scene.scale_path())  # nothing created it again
+    assert proc.proc.poll() is None
+
+    # the workload back (1 replica, the same queue): scaled again, the status says so
+    kube.apply([deployment(ns, replicas=1)])
+    metrics.set_load(None, Load(waiting=10, running=20))
+    scene.wait_replicas(3)
+    back = wait_condition(kube, ns, "vllm", "AbleToScale", "True")  # able to scale again
+    assert back["status"]["reason"] not in REFUSED_REASONS, back["status"]
+    assert conditions(back)["ScalingActive"][0] == "True", conditions(back)
+    assert proc.proc.poll() is None  # never restarted
+
+
+async def test_status_values_capacity_model_load_and_shadow(scene: Scene, vllm_crd: Doc) -> None:
+    """The values of a status beside the replicas: the capacity estimate with its unit (a
+    seeded one, in seconds of replica work per second), the model load time learned from the
+    start of a replica (kwok makes it Ready after 4 s) and the shadow's recommendation."""
+    kube, ns = scene.kube, scene.namespace
+    kube.apply([deployment(ns, replicas=1, ready_delay_seconds=4)])
+    # TTFT on reads the token counters too: the pods generate tokens (no frozen engine)
+    busy = Load(waiting=14, running=20, generated_per_scrape=20)
+    (first,), metrics = await scene.serve(1, busy)
+    metrics.set_load(None, Load(waiting=0, running=1, generated_per_scrape=1))  # the new pod
+    metrics.set_load(first, busy)
+    steps = {"stabilizationWindowSeconds": 0, "maxReplicasPerPeriod": 4}
+    steps |= {"maxPercentPerPeriod": 100, "periodSeconds": 10}
+    body = spec(
+        minReplicas=2,
+        maxReplicas=2,
+        signals={
+            "ttftP95": {"enabled": True, "targetSeconds": 2.0},
+            "capacity": {
+                "enabled": True,
+                "seedPromptTokensPerSecond": 4000,
+                "seedGenerationTokensPerSecond": 400,
+                "seedRequestsPerSecond": 2,
+            },
+        },
+        shadow={
+            "minReplicas": 1,
+            "maxReplicas": 5,
+            "signals": {
+                "queueDepth": {"targetPerReplica": 2},
+                "kvCacheUsage": {"enabled": False},
+                "ttftP95": {"enabled": False},
+            },
+            "scaleUp": steps,
+        },
+    )
+    doc = resource(ns, "vllm", body)
+    target = target_of(doc)
+    seed = seeded_estimate(target)
+    assert seed is not None
+    kube.apply([doc])
+    install = scene.install_scaler(policy_values({"rate_window_seconds": 8, "targets": []}))
+    install.start(scene.prometheus.url)
+    scene.wait_replicas(2)  # minReplicas: the capacity signal sizes the small backlog as 1
+    scene.wait_ready(2)
+    # 2 replicas, the second one started under the controller's eyes (its model load learned)
+    got = wait_status(
+        kube,
+        ns,
+        "vllm",
+        lambda o: (
+            (o.get("status") or {}).get("currentReplicas") == 2
+            and "modelLoadSeconds" in (o.get("status") or {})
+        ),
+        "the second replica's start learned",
+    )
+    status = got["status"]
+    assert 3.0 <= status["modelLoadSeconds"] <= 15.0, status  # 4 s in kwok, to the second
+    assert status["capacity"] == {
+        "learned": True,
+        "perReplica": pytest.approx(seed.tokens_per_second),
+        "unit": "work_seconds_per_second",
+        "samples": SEED_WEIGHT,
+    }, status
+    assert conditions(got)["CapacityLearned"] == ("True", "Learned"), conditions(got)
+    # the capacity signal's value and target per replica, in the same unit
+    (signal,) = [s for s in status["signals"] if s["name"] == "capacity"]
+    assert signal["unit"] == "work_seconds_per_second_per_replica", signal
+    utilization = target.signals.capacity.target_utilization
+    assert signal["target"] == pytest.approx(seed.tokens_per_second * utilization, rel=1e-3)
+    # the shadow: 14 waiting at 2 per replica is 7, from 2 by up to 4 per period: 6; its max 5
+    assert status["shadow"] == {"desiredReplicas": 5, "reason": "at_max"}, status
+    assert scene.spec_replicas() == 2  # the shadow writes nothing

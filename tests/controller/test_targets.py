@@ -85,4 +85,6 @@ def test_a_status_is_due_at_once_on_a_change_and_values_only_once_a_minute() -> 
     assert not due(moved, old, last_written_at=100.0, now=130.0)
     assert due(moved, old, last_written_at=100.0, now=160.0)
     assert due({**old, "currentReplicas": 3}, old, last_written_at=100.0, now=101.0)
+    # a model load time measured (a replica's start): at once, not with the moving values
+    assert due({**old, "modelLoadSeconds": 4.0}, old, last_written_at=100.0, now=101.0)
     assert due(old, None, last_written_at=None, now=0.0)

@@ -185,3 +185,24 @@ def test_promtool_test_rules_as_shipped() -> None:
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "SUCCESS" in out.stdout + out.stderr
+
+
+def test_every_alert_that_names_a_target_names_its_resource() -> None:
+    """An alert's summary that names a target names the VLLMAutoscaler defining it too,
+    looked up in vllm_scaler_target_info of the same controller (job, namespace, target) by
+    the alert's template, never joined in its expression (the alert fires either way; the
+    unit tests check the text with and without the resource)."""
+    named = [r for r in _rules() if "$labels.target" in r["annotations"]["summary"]]
+    assert len(named) >= 9
+    for r in named:
+        summary = r["annotations"]["summary"]
+        assert "vllm_scaler_target_info{job='%s',namespace='%s',target='%s'" in summary, r["alert"]
+        assert "(VLLMAutoscaler {{ (index . 0).Labels.resource }})" in summary, r["alert"]
+        assert "vllm_scaler_target_info" not in r["expr"], r["alert"]
+    texts = [
+        e["exp_annotations"]["summary"]
+        for t in _tests()
+        for a in t.get("alert_rule_test", [])
+        for e in a["exp_alerts"]
+    ]
+    assert any("(VLLMAutoscaler llm/vllm-llama-8b)" in s for s in texts)

@@ -101,7 +101,10 @@ def test_importable_with_datasource_input(name: str, uid: str, title: str) -> No
         ("DS_PROMETHEUS", "datasource", "prometheus")
     ]
     variables = doc["templating"]["list"]
-    assert [v["name"] for v in variables] == ["datasource", "namespace", "target", "model"]
+    # the decisions dashboard narrows its targets by the VLLMAutoscaler that defines them
+    resource = ["resource"] if uid == "vllm-scaler-decisions" else []
+    names = ["datasource", "namespace", *resource, "target", "model"]
+    assert [v["name"] for v in variables] == names
     # The datasource variable: any Prometheus, by default the one the import dialog was given
     # (Grafana replaces ${DS_PROMETHEUS} at import; a chart may replace it with a uid).
     source = variables[0]
@@ -394,4 +397,38 @@ def test_decisions_panels_draw_one_series_per_target_for_two_controller_replicas
     [reasons] = by_panel["Decisions by reason"]
     assert reasons.startswith("sum by (reason) (max by (target, reason) (")
     [_, outside] = by_panel["Conflicts and outside writes"]
-    assert outside.startswith("max by (target) (")
+    assert outside.startswith("(max by (target) (")
+    # the resource of each target joined from its info series, one per target too
+    assert outside.endswith(
+        "* on(target) group_left(resource) label_replace(label_replace(max by (target, resource) "
+        '(vllm_scaler_target_info{target=~"$target"}), "resource", "VLLMAutoscaler $1", '
+        '"resource", "(.+)"), "resource", "policy file", "resource", "")'
+    )
+
+
+def test_the_decisions_dashboard_names_each_targets_resource() -> None:
+    """The resource variable (VLLMAutoscalers, namespace/name) narrows the target variable;
+    the tables have a resource column and every legend that names a target names its
+    resource ("VLLMAutoscaler ns/name", or "policy file"), joined from
+    vllm_scaler_target_info."""
+    doc = dash.decisions_dashboard()
+    variables = {v["name"]: v for v in doc["templating"]["list"]}
+    assert list(variables)[1:4] == ["namespace", "resource", "target"]
+    assert 'resource=~"$resource"' in variables["target"]["query"]["query"]
+    assert variables["resource"]["includeAll"] and variables["resource"]["allValue"] == ".*"
+    named = 0
+    for panel in doc["panels"]:
+        for target in panel.get("targets") or []:
+            legend = target.get("legendFormat") or ""
+            if "{{target}}" in legend:
+                assert "({{resource}})" in legend, (panel["title"], legend)
+                assert "group_left(resource)" in target["expr"], panel["title"]
+                named += 1
+        for t in panel.get("transformations") or []:
+            if t["id"] == "organize":
+                assert t["options"]["indexByName"] == {"target": 0, "resource": 1, "reason": 2}
+                exprs = [q["expr"] for q in panel["targets"]]
+                assert all("group_left(resource)" in e for e in exprs), panel["title"]
+    assert named == 5
+    (annotation,) = [a for a in doc["annotations"]["list"] if a.get("name") == "Scale events"]
+    assert "group_left(resource)" in annotation["expr"]

@@ -538,13 +538,15 @@ def test_a_changed_policy_rolls_the_pods() -> None:
         ),
         pytest.param(
             {"policy": "targets: [vllm]\n"},
-            "policy.targets[0]: value \"vllm\": expected a mapping with 'workload'",
+            "policy.targets[0]: value \"vllm\": expected a mapping with 'namespace' and "
+            "'scaleTargetRef' (or 'workload')",
             id="target-not-a-mapping",
         ),
         pytest.param(
             {"policy": "targets: [{min_replicas: 2}]\n"},
-            "policy.targets[0].workload: missing; expected a mapping with apiVersion, kind, "
-            "namespace and name",
+            "policy.targets[0]: no workload; expected namespace and scaleTargetRef (a mapping "
+            "with apiVersion, kind and name), or workload (a mapping with apiVersion, kind, "
+            "namespace and name)",
             id="target-without-workload",
         ),
         pytest.param(

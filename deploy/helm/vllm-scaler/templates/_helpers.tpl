@@ -95,9 +95,9 @@ of prometheus.cloudAuth (IRSA's role, GKE's Google service account, Azure's clie
 
 {{/*
 The policy file's text: values.policy is a mapping or the file's text, or, when it is left
-empty ({}), the example files/example-policy.yaml. Rendering fails,
-naming the field, when it is not YAML or not the shape of a policy (a mapping whose
-'targets' list holds each target's workload); the controller checks the rest at start
+empty ({}), the example files/example-policy.yaml. Rendering fails, naming the field, when
+it is not YAML or not the shape of a policy (a mapping whose 'targets' list holds each
+target's workload: vllm-scaler.workloadsOf); the controller checks the rest at start
 (`vllm-scaler check-policy` before installing).
 */}}
 {{- define "vllm-scaler.policyText" -}}
@@ -128,12 +128,55 @@ user's mapping with the chart's values never fills in the example's keys. */}}
 {{- if and (not $targets) (not .Values.watchResources) }}
 {{- fail "policy.targets: empty; expected at least one target (or watchResources, to scale the VLLMAutoscaler resources only)" }}
 {{- end }}
-{{- range $i, $t := $targets }}
-{{- if not (kindIs "map" $t) }}
-{{- fail (printf "policy.targets[%d]: value %s: expected a mapping with 'workload'" $i (toJson $t)) }}
+{{- $_ := include "vllm-scaler.workloadsOf" $targets }}
+{{- $text }}
 {{- end }}
+
+{{/*
+The workload of each of the policy's targets (a list), as a JSON list of mappings: apiVersion,
+kind, name, namespace and plural (if given), its index in the list and the field it was
+written under (field: the reference's key, for messages). A target names its workload as a
+VLLMAutoscaler does (namespace and scaleTargetRef, camelCase: what deploy/examples and
+`vllm-scaler as-resources` write; scale_target_ref too) or as the first releases did
+(workload, with its namespace), as the policy file reads both (scaler/config/policy.py).
+Rendering fails naming the field of a target whose workload cannot be told.
+*/}}
+{{- define "vllm-scaler.workloadsOf" -}}
+{{- $out := list }}
+{{- range $i, $t := . }}
+{{- if not (kindIs "map" $t) }}
+{{- fail (printf "policy.targets[%d]: value %s: expected a mapping with 'namespace' and 'scaleTargetRef' (or 'workload')" $i (toJson $t)) }}
+{{- end }}
+{{- $ref := "" }}
+{{- range $k := list "scaleTargetRef" "scale_target_ref" }}
+{{- if and (not $ref) (hasKey $t $k) }}{{ $ref = $k }}{{ end }}
+{{- end }}
+{{- if or $ref (hasKey $t "namespace") }}
+{{- if hasKey $t "workload" }}
+{{- fail (printf "policy.targets[%d].%s: expected the workload either as workload (with its namespace) or as namespace and scaleTargetRef, not both" $i (default "namespace" $ref)) }}
+{{- end }}
+{{- if not $ref }}
+{{- fail (printf "policy.targets[%d].scaleTargetRef: missing; expected a mapping with apiVersion, kind and name (the workload, in the target's namespace)" $i) }}
+{{- end }}
+{{- $w := get $t $ref }}
+{{- if not (kindIs "map" $w) }}
+{{- fail (printf "policy.targets[%d].%s: value %s: expected a mapping with apiVersion, kind and name" $i $ref (toJson $w)) }}
+{{- end }}
+{{- range $k := list "apiVersion" "kind" "name" }}
+{{- if not (get $w $k) }}
+{{- fail (printf "policy.targets[%d].%s.%s: missing" $i $ref $k) }}
+{{- end }}
+{{- end }}
+{{- if hasKey $w "namespace" }}
+{{- fail (printf "policy.targets[%d].%s.namespace: expected none here: the workload is in the target's namespace, given beside %s" $i $ref $ref) }}
+{{- end }}
+{{- if not (get $t "namespace") }}
+{{- fail (printf "policy.targets[%d].namespace: missing; expected the workload's namespace beside %s" $i $ref) }}
+{{- end }}
+{{- $out = append $out (merge (dict "namespace" (get $t "namespace") "index" $i "field" $ref) $w) }}
+{{- else }}
 {{- if not (hasKey $t "workload") }}
-{{- fail (printf "policy.targets[%d].workload: missing; expected a mapping with apiVersion, kind, namespace and name" $i) }}
+{{- fail (printf "policy.targets[%d]: no workload; expected namespace and scaleTargetRef (a mapping with apiVersion, kind and name), or workload (a mapping with apiVersion, kind, namespace and name)" $i) }}
 {{- end }}
 {{- $w := get $t "workload" }}
 {{- if not (kindIs "map" $w) }}
@@ -144,8 +187,10 @@ user's mapping with the chart's values never fills in the example's keys. */}}
 {{- fail (printf "policy.targets[%d].workload.%s: missing" $i $k) }}
 {{- end }}
 {{- end }}
+{{- $out = append $out (merge (dict "index" $i "field" "workload") $w) }}
 {{- end }}
-{{- $text }}
+{{- end }}
+{{- toJson $out }}
 {{- end }}
 
 {{/* The namespaces of the policy's targets, sorted and unique, joined by commas. */}}
@@ -155,12 +200,8 @@ user's mapping with the chart's values never fills in the example's keys. */}}
 {{- fail (printf "policy: not a YAML mapping: %s" $policy.Error) }}
 {{- end }}
 {{- $namespaces := list }}
-{{- range $i, $t := $policy.targets }}
-{{- $ns := dig "workload" "namespace" "" $t }}
-{{- if not $ns }}
-{{- fail (printf "policy.targets[%d].workload.namespace: missing; rbac.scope=namespaces needs every target's namespace" $i) }}
-{{- end }}
-{{- $namespaces = append $namespaces $ns }}
+{{- range $w := include "vllm-scaler.workloadsOf" $policy.targets | fromJsonArray }}
+{{- $namespaces = append $namespaces $w.namespace }}
 {{- end }}
 {{- if not $namespaces }}
 {{- fail "policy.targets: empty; rbac.scope=namespaces needs at least one target" }}
@@ -200,8 +241,8 @@ subresource of a named API group).
 {{- end }}
 {{- $policy := include "vllm-scaler.policyText" $root | fromYaml }}
 {{- $found := dict }}
-{{- range $i, $t := $policy.targets }}
-{{- $w := $t.workload }}
+{{- range $w := include "vllm-scaler.workloadsOf" $policy.targets | fromJsonArray }}
+{{- $i := int $w.index }}
 {{- if or (not $only) (eq (toString $w.namespace) $only) }}
 {{- $apiVersion := toString $w.apiVersion }}
 {{- $group := "" }}
@@ -209,14 +250,14 @@ subresource of a named API group).
 {{- $group = first (splitList "/" $apiVersion) }}
 {{- end }}
 {{- if not $group }}
-{{- fail (printf "policy.targets[%d].workload: kind %v of apiVersion %q is in Kubernetes' core group, which vllm-scaler does not scale (it reads and writes the scale subresource of a named API group, such as apps/v1); expected the apiVersion of an API group" $i $w.kind $apiVersion) }}
+{{- fail (printf "policy.targets[%d].%s: kind %v of apiVersion %q is in Kubernetes' core group, which vllm-scaler does not scale (it reads and writes the scale subresource of a named API group, such as apps/v1); expected the apiVersion of an API group" $i $w.field $w.kind $apiVersion) }}
 {{- end }}
 {{- $plural := toString (default "" $w.plural) }}
 {{- if and (not $plural) (hasKey $known (toString $w.kind)) }}
 {{- $plural = (get $known (toString $w.kind)).plural }}
 {{- end }}
 {{- if not $plural }}
-{{- fail (printf "policy.targets[%d].workload: kind %v of %s names no plural, so the chart cannot grant the controller access to it: set policy.targets[%d].workload.plural to its resource name (kubectl api-resources --api-group=%s), which the rendered RBAC grants (get and patch on <plural>/scale, get on <plural>)" $i $w.kind $apiVersion $i $group) }}
+{{- fail (printf "policy.targets[%d].%s: kind %v of %s names no plural, so the chart cannot grant the controller access to it: set policy.targets[%d].%s.plural to its resource name (kubectl api-resources --api-group=%s), which the rendered RBAC grants (get and patch on <plural>/scale, get on <plural>)" $i $w.field $w.kind $apiVersion $i $w.field $group) }}
 {{- end }}
 {{- $key := printf "%s/%s" $group $plural }}
 {{- if not (hasKey $builtin $key) }}
