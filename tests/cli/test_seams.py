@@ -60,8 +60,10 @@ def _ctx(name: str) -> Any:
 #: The options in seconds of each command, by parameter name.
 SECONDS = {
     "run": {"control_interval_seconds", "prometheus_timeout_seconds", "lease_duration_seconds",
-            "lease_renew_deadline_seconds", "lease_retry_period_seconds"},
-    "recommend": {"control_interval_seconds", "prometheus_timeout_seconds"},
+            "lease_renew_deadline_seconds", "lease_retry_period_seconds",
+            "resource_crd_retry_seconds"},
+    "recommend": {"control_interval_seconds", "prometheus_timeout_seconds",
+                  "resource_crd_retry_seconds"},
     "sim": {"interval", "model_load_seconds", "tail_seconds", "slo_ttft_seconds"},
     "bench": {"slo_ttft_seconds", "slo_ttft", "slo_itl_seconds", "model_load_seconds"},
     "backtest": {"model_load_seconds", "prometheus_timeout_seconds"},
