@@ -167,10 +167,11 @@ def test_promtool_check_rules_as_shipped() -> None:
         [_promtool(), "check", "rules", *files], capture_output=True, text=True, check=False
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    # 17 alerts; 7 recording rules: TTFT buckets per pod group, TTFT histograms per namespace
-    # and bound, the bounds not on every one per namespace, three throughput rates per pod,
+    # 17 alerts; 11 recording rules: TTFT buckets per pod group, TTFT histograms per namespace
+    # and bound, the bounds not on every one per namespace, the throughput rates per pod
+    # (tokens, prefix-cache hits, the prefill and decode phase sums the price fit reads),
     # their timestamp per namespace and counter
-    assert "SUCCESS: 24 rules found" in out.stdout, out.stdout
+    assert "SUCCESS: 28 rules found" in out.stdout, out.stdout
     # the same three histogram rules for ITL
     assert "SUCCESS: 3 rules found" in out.stdout, out.stdout
 
