@@ -580,7 +580,7 @@ def prepare(options: BenchOptions, progress: Callable[[str], None] | None = None
             f"; the smallest at which the busiest minute needs {options.min_peak_replicas} "
             f"replica{'' if options.min_peak_replicas == 1 else 's'}"
         )
-    trace = load(scale)
+    trace = base_trace if scale == 1.0 else load(scale)  # a day's trace takes a while to draw
     if len(trace) < 2 or not trace.duration_seconds > 0:
         raise RateScaleError(
             f"{trace.source}: {len(trace)} request(s) left at rate x{scale:g} (of "

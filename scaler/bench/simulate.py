@@ -185,8 +185,10 @@ class Simulation:
             which only counts).
         fast: the fast path for long replays: the engines run decode runs, and an arrival
             advances only the replica it is routed to (the pods' lifecycle plays at each
-            second). False advances every replica and plays the lifecycle at every arrival,
-            and runs every engine step (a test holds the two to the same figures).
+            second), and the replicas record only the metrics the emulated Prometheus reads
+            (``FleetConfig.full_metrics``). False advances every replica and plays the
+            lifecycle at every arrival, and runs every engine step, recording every metric
+            (a test holds the two to the same figures).
     """
 
     def __init__(
@@ -217,6 +219,7 @@ class Simulation:
             routing=routing,
             export_metrics=self.scrapes,
             decode_runs=fast,
+            full_metrics=not fast,
         )
         self.fleet = Fleet(self.store, self.config, now=0.0)
         self.tsdb = Tsdb(

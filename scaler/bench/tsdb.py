@@ -155,6 +155,7 @@ class Tsdb:
                 s = self.series[pod.name] = ScrapedSeries(pod.name, self._offset(pod.name))
             if (round(t) - s.offset) % self.scrape_interval_seconds != 0:
                 continue
+            pod.engine.sync_gauges()  # a lean export brings its gauges up to date when read
             m = pod.metrics
             s.samples.append(
                 PodSample(

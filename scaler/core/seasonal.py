@@ -37,7 +37,11 @@ times the naive one's, and also below that share of the recent level's (the mean
 :data:`LEVEL_SAMPLES` windows at the refit: a forecast without any season, about what the
 short-horizon forecast knows). A trace without a daily pattern can have a same-hour-yesterday
 forecast so poor that any smoother beats it; beating the recent level too is the evidence that
-the season itself predicts. Otherwise it stays out and says why, as it does
+the season itself predicts. The win must also hold on each held-out day on its own (a model no
+worse than either baseline there): a pooled win can come from a few windows of one day whose
+demand was near zero (any forecast of them is off by several times their size), which on a
+trace without a daily pattern is luck, not a season. Held-out windows without data (gaps,
+interpolated for the fit) are not scored. Otherwise it stays out and says why, as it does
 with less than :data:`MIN_DAYS` days of history (two to fit a daily season, one to check it).
 """
 
@@ -169,12 +173,14 @@ def mape(forecast: Sequence[float], actual: Sequence[float]) -> tuple[float, int
     return (math.fsum(errors) / len(errors), len(errors)) if errors else (math.nan, 0)
 
 
+def _observed(v: float | None) -> bool:
+    return v is not None and math.isfinite(v) and v >= 0
+
+
 def _filled(values: Sequence[float | None]) -> list[float] | None:
     """The series with missing or invalid windows interpolated linearly (ends held); None
     when no window is valid."""
-    good = [
-        (i, float(v)) for i, v in enumerate(values) if v is not None and math.isfinite(v) and v >= 0
-    ]
+    good = [(i, float(v)) for i, v in enumerate(values) if v is not None and _observed(v)]
     if not good:
         return None
     out: list[float] = []
@@ -255,7 +261,8 @@ def fit_seasonal(
 
     Args:
         values: the demand in each window of ``step_seconds``, oldest first, the last ending
-            at ``end_at``; None or NaN for a window without data (interpolated). Units are the
+            at ``end_at``; None or NaN for a window without data (interpolated; the windows
+            before the first with data are not history at all, and are dropped). Units are the
             capacity signal's demand; any unit works, the errors are relative.
         step_seconds: the history's step, seconds (5-10 minutes: a finer step adds noise and
             cost, not a better daily curve).
@@ -285,6 +292,10 @@ def fit_seasonal(
             f"{horizon_seconds!r}, {ahead_seconds!r}, {refit_seconds!r}"
         )
     n_day = round(day)
+    # the history starts at its first window with data: a fleet younger than the range read
+    # has no series before it, which is not days of demand to fill in
+    first = next((i for i, v in enumerate(values) if _observed(v)), len(values))
+    values = values[first:]
     history = len(values) * step_seconds
     days = history / DAY_SECONDS
 
@@ -312,7 +323,11 @@ def fit_seasonal(
     naive: list[float] = []
     recent: list[float] = []
     actual: list[float] = []
+    held_out_day: list[int] = []
     for j in range(t0, len(logs)):
+        if not _observed(values[j]):
+            continue  # a gap: interpolated for the fit, not data to score
+        held_out_day.append((j - t0) // n_day)
         origin = t0 - 1 + ((j - h - (t0 - 1)) // refit) * refit if j - h >= t0 else j - h
         ours.append(math.exp(_level(dec, logs, origin) + dec.season_at(j)))
         naive.append(filled[j - n_day])
@@ -341,6 +356,23 @@ def fit_seasonal(
             f"beat it by {MIN_IMPROVEMENT:.0%}): {verdict}",
             check,
         )
+    for d in sorted(set(held_out_day)):
+        pick = [i for i, k in enumerate(held_out_day) if k == d]
+        md, _ = mape([ours[i] for i in pick], [actual[i] for i in pick])
+        worse = [
+            f"{name} ({b:.1%})"
+            for name, forecast in (("the same hour yesterday", naive), ("the recent level", recent))
+            if math.isfinite(md)
+            and math.isfinite(b := mape([forecast[i] for i in pick], [actual[i] for i in pick])[0])
+            and md >= b
+        ]
+        if worse:
+            return off(
+                f"seasonal forecast off: it wins over the held-out days but not on day {d + 1} "
+                f"of them, where its MAPE {md:.1%} is no better than {' or '.join(worse)}: "
+                f"{verdict}",
+                check,
+            )
     full = _decompose(logs, step_seconds)
     n = len(logs)
     level = _level(full, logs, n - 1)

@@ -80,6 +80,12 @@ class ReplicaEngine:
         metrics: where to record vLLM's metrics; None records nothing.
         decode_runs: run the steps between two batch changes as one decode run (the fast
             path, default); False runs every step on its own.
+        full_metrics: record every family of ``metrics`` (default). False records only what
+            the benchmark's emulated Prometheus (:class:`scaler.bench.tsdb.Tsdb`) reads: the
+            TTFT histogram, the request, token and prefix-cache counters, and the gauges,
+            brought up to date by :meth:`sync_gauges` when they are read rather than after
+            every step (the other histograms cost about a fifth of a long replay's time and
+            nothing in it reads them).
     """
 
     def __init__(
@@ -89,11 +95,13 @@ class ReplicaEngine:
         name: str = "replica-0",
         metrics: VllmMetrics | None = None,
         decode_runs: bool = True,
+        full_metrics: bool = True,
     ) -> None:
         self.model = model if model is not None else ReplicaModel()
         self.name = name
         self.metrics = metrics
         self.decode_runs = decode_runs
+        self.full_metrics = full_metrics
         self.clock = 0.0
         self.accepting = True
         self.steps = 0
@@ -423,6 +431,7 @@ class ReplicaEngine:
         m = self.metrics
         if m is not None:
             m.generation_tokens += n * k
+        if m is not None and self.full_metrics:
             itl = m.inter_token_latency
             if bisect.bisect_left(itl.bounds, first) == bisect.bisect_left(itl.bounds, last):
                 itl.observe(first, n * k, total=elapsed * n)
@@ -438,7 +447,8 @@ class ReplicaEngine:
             req.tokens_generated = req.output_tokens
             self._leave_decoding(req)
             self._finish(req, self.clock)
-        self._update_gauges()
+        if self.full_metrics:
+            self._update_gauges()
         return True
 
     def _step(self) -> None:
@@ -517,9 +527,11 @@ class ReplicaEngine:
         self.clock = end
         self.steps = step
         m = self.metrics
+        full = m if self.full_metrics else None  # the families only a full export records
         if m is not None:
             m.generation_tokens += decodes + len(completed)
-            m.inter_token_latency.observe(duration, decodes)
+        if full is not None:
+            full.inter_token_latency.observe(duration, decodes)
 
         # 4. Prefills that completed sample their first (or next, after preemption) token.
         step_prompt_tokens = 0
@@ -536,11 +548,12 @@ class ReplicaEngine:
                 if m is not None:
                     m.ttft.observe(end - req.arrival)
                     m.prompt_tokens += req.prompt_tokens
-                    m.record_prompt_sources(
+                if full is not None:
+                    full.record_prompt_sources(
                         req.prompt_tokens, req.prefix_hit_tokens, req._recomputed
                     )
-            elif m is not None:
-                m.inter_token_latency.observe(end - req._last_token_at)
+            elif full is not None:
+                full.inter_token_latency.observe(end - req._last_token_at)
             req.tokens_generated += 1
             if req.tokens_generated >= req.output_tokens:
                 self._finish(req, end)
@@ -556,11 +569,11 @@ class ReplicaEngine:
             self._leave_decoding(req)
             self._finish(req, end)
 
-        if m is not None:
+        if full is not None:
             # vLLM's tokens per engine step: prompts whose prefill completed, plus new tokens.
             step_tokens = step_prompt_tokens + decodes + len(completed)
             if step_tokens:
-                m.iteration_tokens.observe(step_tokens)
+                full.iteration_tokens.observe(step_tokens)
             self._update_gauges()
 
     def _finish(self, req: SimRequest, end: float) -> None:
@@ -575,6 +588,8 @@ class ReplicaEngine:
             # A request that filled the context stopped on vLLM's length limit.
             full = req.prompt_tokens + req.tokens_generated >= self.model.max_model_len
             m.request_success["length" if full else "stop"] += 1
+            if not self.full_metrics:
+                return
             m.e2e_latency.observe(end - req.arrival)
             first = req.first_scheduled_at if req.first_scheduled_at is not None else end
             m.queue_time.observe(first - req.arrival)
@@ -590,6 +605,12 @@ class ReplicaEngine:
             # client leaves it out: whatever fits in the context after the prompt.
             m.request_params_n.observe(1)
             m.request_params_max_tokens.observe(self.model.max_model_len - req.prompt_tokens)
+
+    def sync_gauges(self) -> None:
+        """Bring the gauges of ``metrics`` up to the engine's state (a no-op in effect with
+        ``full_metrics``, which keeps them up to date after every step); call before reading
+        them."""
+        self._update_gauges()
 
     def _update_gauges(self) -> None:
         m = self.metrics

@@ -90,6 +90,9 @@ class FleetConfig:
             ReplicaSet's "doubled up" rule, :mod:`scaler.sim.ranking`).
         decode_runs: the engines run the steps between two batch changes as one
             (:class:`~scaler.sim.engine.ReplicaEngine`'s fast path); False runs every step.
+        full_metrics: every family vLLM exports (default); False records only what the
+            benchmark's emulated Prometheus reads (:class:`~scaler.sim.engine.ReplicaEngine`'s
+            ``full_metrics``): the long replays' fast path.
 
     Raises:
         ValueError: an unknown ``routing``.
@@ -109,6 +112,7 @@ class FleetConfig:
     export_metrics: bool = True
     pods_per_node: int = 1
     decode_runs: bool = True
+    full_metrics: bool = True
 
     def __post_init__(self) -> None:
         make_router(self.routing, scrape_interval_seconds=self.gateway_scrape_seconds)
@@ -228,6 +232,9 @@ class Fleet:
         self._now = now
         self._nodes: dict[str, int] = {}  # node -> pods bound to it (terminating included)
         self._node_names = itertools.count()
+        # The routable pods and their engines, kept until a pod or engine changes state (every
+        # change goes through this class: step, sleep, wake); two lists per arrival otherwise.
+        self._routable: tuple[list[SimPod], list[ReplicaEngine]] | None = None
         store.add_deployment(
             config.namespace, config.name, config.initial_replicas, dict(config.labels)
         )
@@ -295,9 +302,18 @@ class Fleet:
             pod.engine.submit(req, now)
 
     def _candidates(self) -> list[SimPod]:
-        return [
-            p for p in self.pods.values() if p.ready and p.engine.accepting and not p.engine.asleep
-        ]
+        return self._routing_view()[0]
+
+    def _routing_view(self) -> tuple[list[SimPod], list[ReplicaEngine]]:
+        view = self._routable
+        if view is None:
+            pods = [
+                p
+                for p in self.pods.values()
+                if p.ready and p.engine.accepting and not p.engine.asleep
+            ]
+            view = self._routable = (pods, [p.engine for p in pods])
+        return view
 
     def sleep(self, replicas: int, level: int, now: float) -> list[SimPod]:
         """Put up to ``replicas`` Ready, awake pods to sleep at ``level`` (the first by name);
@@ -307,6 +323,7 @@ class Fleet:
             ValueError: a level other than 1 or 2.
         """
         chosen = sorted(self._candidates(), key=lambda p: p.name)[: max(0, replicas)]
+        self._routable = None
         handed_back: list[SimRequest] = []
         for pod in chosen:
             handed_back += pod.engine.hand_back(now)
@@ -321,6 +338,7 @@ class Fleet:
             (p for p in self.pods.values() if p.engine.asleep and p.engine.wake_at is None),
             key=lambda p: p.name,
         )[: max(0, replicas)]
+        self._routable = None
         for pod in asleep:
             pod.engine.wake_up(now)
         return asleep
@@ -329,13 +347,13 @@ class Fleet:
         """Let the router take the readings it takes at fixed times up to ``now`` (a gateway's
         scrapes), without advancing the replicas or playing the lifecycle (which
         :meth:`step` does): what a request arriving at ``now`` needs before :meth:`submit`."""
-        self.router.observe([p.engine for p in self._candidates()], now)
+        self.router.observe(self._routing_view()[1], now)
 
     def _pick(self, now: float) -> SimPod | None:
-        ready = self._candidates()
+        ready, engines = self._routing_view()
         if not ready:
             return None
-        return ready[self.router.pick([p.engine for p in ready], now)]
+        return ready[self.router.pick(engines, now)]
 
     # ---------------------------------------------------------------- lifecycle
     def step(self, now: float) -> StepChanges:
@@ -344,7 +362,9 @@ class Fleet:
         Returns the pods whose endpoints appeared (Ready) or went away (deleted).
         """
         self._now = now
-        self.router.observe([p.engine for p in self._candidates()], now)
+        self._routable = None
+        self.router.observe(self._routing_view()[1], now)
+        self._routable = None  # the lifecycle below and the engines' wake-ups change it
         changes = StepChanges()
         if self.follow:
             self._follow(now, changes)
@@ -363,6 +383,7 @@ class Fleet:
                     changes.gone.append(pod)
         if not self.follow:
             self._reconcile(now)
+        self._routable = None
         while self.backlog:
             target = self._pick(now)
             if target is None:
@@ -470,7 +491,11 @@ class Fleet:
             else None
         )
         engine = ReplicaEngine(
-            self.config.model, name=name, metrics=metrics, decode_runs=self.config.decode_runs
+            self.config.model,
+            name=name,
+            metrics=metrics,
+            decode_runs=self.config.decode_runs,
+            full_metrics=self.config.full_metrics,
         )
         engine.advance_to(now)
         pod = SimPod(name, engine, metrics, created_at=now, node=node)

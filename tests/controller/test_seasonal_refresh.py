@@ -3,14 +3,15 @@ range query (scaler/sources/prometheus/demand_history.py): batched per target, a
 gap, an outage keeps the last fit, fits run off the loop at start and then hourly.
 
 The range query is answered here by an HTTP handler speaking Prometheus' query_range answer
-(httpx.MockTransport), not by a real Prometheus: 14 days of history would have to be
-backfilled into one first.
+(httpx.MockTransport), for the faults and the arithmetic; tests/sources/test_demand_history_real.py
+reads days of history backfilled into a real Prometheus (both versions).
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+import re
 from collections.abc import Sequence
 from urllib.parse import parse_qs
 
@@ -41,14 +42,19 @@ def curve(t: float) -> float:
     return (2 + math.cos(2 * math.pi * (hour - 20) / 24)) * (1 + 0.1 * math.sin(t / (3 * DAY)))
 
 
-def prometheus(fail: bool = False, gap_at: float | None = None) -> httpx.MockTransport:
+def prometheus(
+    fail: bool = False, gap_at: float | None = None, computed: float | None = None
+) -> httpx.MockTransport:
     """Answers every query_range with each tagged sub-query's values: requests, 500 prompt
-    and 100 generated tokens per request."""
+    and 100 generated tokens per request; with ``computed``, that many prompt tokens per
+    request computed (the rest prefix-cache hits) under the current hit counter's tag."""
     per = {
         "vllm:request_success_total": 1.0,
         "vllm:prompt_tokens_total": 500.0,
         "vllm:generation_tokens_total": 100.0,
     }
+    if computed is not None:
+        per["vllm:prefix_cache_hits_total"] = computed
 
     def handle(request: httpx.Request) -> httpx.Response:
         if fail:
@@ -59,7 +65,10 @@ def prometheus(fail: bool = False, gap_at: float | None = None) -> httpx.MockTra
         n = int((end - start) / step) + 1
         result = []
         query = form["query"]
-        for i in range(query.count('"scaler_target", "t') // 3):
+        assert query.count("clamp_min(sum(rate(vllm:prompt_tokens_total") == 2 * query.count(
+            "max_over_time(sum(rate(vllm:request_success_total"
+        )  # the computed prompt tokens under both hit counters' names
+        for i in range(len(set(re.findall(r'"scaler_target", "(t\d+)"', query)))):
             for metric, tokens in per.items():
                 values = [
                     [start + k * step, str(curve(start + k * step) * tokens)]
@@ -102,6 +111,22 @@ async def test_history_is_the_capacity_signals_demand_per_step_with_gaps_as_gaps
     assert h.values[-1] == pytest.approx(expected)
 
 
+async def test_history_prices_the_computed_prompt_tokens_as_the_live_signal_does() -> None:
+    """Prefix-cache hits are not work: with 300 of 500 prompt tokens computed the history is
+    the live signal's pricing of a reading whose hits are the other 200, below the one that
+    counts every prompt token."""
+    work = capacity_policy(unit="work")  # the default unit (weighted tokens ignore hits)
+    got = await read(prometheus(computed=300.0), [work])
+    h = got.histories[work.key]
+    assert h is not None and h.values[-1] is not None
+    r = curve(END)
+    cached = PodLoad(r, 500 * r, 100 * r, cached_prompt_tokens_per_second=200 * r)
+    expected = demand_of(work, ThroughputReading(SignalStatus.OK, {"p": cached}))[0]
+    every = demand_of(work, ThroughputReading(SignalStatus.OK, {"p": PodLoad(r, 500 * r, 100 * r)}))
+    assert h.values[-1] == pytest.approx(expected)
+    assert expected < 0.9 * every[0]
+
+
 async def test_an_outage_names_the_targets_and_leaves_their_history_none() -> None:
     got = await read(prometheus(fail=True), [POLICY])
     assert got.histories == {POLICY.key: None}
@@ -133,7 +158,8 @@ async def test_fits_at_start_then_hourly_and_an_outage_keeps_the_last_fit() -> N
         assert task is not None and refresher.forecast(POLICY.key) is None  # not waited for
         await task
         first = refresher.forecast(POLICY.key)
-        assert first is not None and first.in_use, first.note
+        assert first is not None
+        assert first.in_use, first.note
         assert first.interval_seconds == 15.0
         clock.now += 1800
         assert refresher.poke([POLICY]) is None  # not due for an hour

@@ -78,8 +78,51 @@ def test_switches_itself_off_when_it_does_not_beat_the_seasonal_naive_forecast()
     assert seasonal_replicas(f, 0.0, 300.0, 10.0) == (None, None)
 
 
+def test_switches_itself_off_when_the_same_hour_yesterday_is_better() -> None:
+    """A strong daily pattern that is jagged and drifts from one day to the next (each window
+    of the day a random walk across days, 5% a day): yesterday's curve is the best guess of
+    today's, the season averaged over the week lags it, so the check finds the model worse
+    than the seasonal naive forecast, says so and stays out, though the pattern is there
+    (the recent level, which knows no season, is far worse than both)."""
+    rng = random.Random(3)
+    profile = [math.log(100 + 150 * rng.random()) for _ in range(DAY)]
+    series: list[float | None] = []
+    for _ in range(7):
+        profile = [p + rng.gauss(0, 0.05) for p in profile]
+        series += [math.exp(p) for p in profile]
+    f = fit(series)
+    assert not f.in_use and f.path == ()
+    assert f.check is not None
+    assert f.check.mape > 1.2 * f.check.naive_mape and f.check.recent_mape > 4 * f.check.mape
+    assert "does not beat the same hour yesterday by 5%" in f.note
+    assert seasonal_replicas(f, 0.0, 300.0, 10.0) == (None, None)
+
+
+def test_a_win_pooled_over_the_held_out_days_but_lost_on_one_of_them_is_off() -> None:
+    """A daily curve whose level jumps by half on the first held-out day, and whose last day
+    repeats that day exactly: pooled over the two held-out days the season beats the same hour
+    yesterday by far (yesterday was at the old level), but on the last day yesterday is exact,
+    so the model stays out and names the day and the forecast it lost to."""
+    values = daily(7)
+    values[5 * DAY :] = [1.5 * v for v in values[5 * DAY : 6 * DAY]] * 2
+    f = fit(list(values))
+    assert f.check is not None  # the pooled win over both baselines
+    assert f.check.mape < 0.95 * min(f.check.naive_mape, f.check.recent_mape)
+    assert not f.in_use
+    assert "not on day 2 of them" in f.note and "the same hour yesterday (0.0%)" in f.note
+
+
 def test_off_with_too_little_history() -> None:
     f = fit(list(daily(2)))
+    assert not f.in_use and f.check is None
+    assert "2.0 days of history, it needs 3" in f.note
+
+
+def test_windows_before_the_first_with_data_are_no_history() -> None:
+    """A fleet two days old read over 14 days: the twelve days without series are not filled
+    in with its first window, so it has two days of history, too few."""
+    values: list[float | None] = [None] * (12 * DAY) + list(daily(2))
+    f = fit(values)
     assert not f.in_use and f.check is None
     assert "2.0 days of history, it needs 3" in f.note
 

@@ -13,12 +13,19 @@ one-minute total rate in each step (a subquery at a one-minute resolution)::
         [STEP:1m]),
         "scaler_metric", "vllm:prompt_tokens_total", "", ""), "scaler_target", "t<i>", "", "")
     or ... (the three counters of every target of the batch)
+    or label_replace(label_replace(max_over_time(clamp_min(sum(rate(vllm:prompt_tokens_total
+        {SEL}[1m])) - sum(rate(vllm:prefix_cache_hits_total{SEL}[1m])), 0)[STEP:1m]), ...)
+    or ... (the same with ``vllm:gpu_prefix_cache_hits_total``, older vLLM's name)
 
-and each step's three rates become one :class:`~scaler.core.observation.ThroughputReading`
-whose demand is the capacity signal's own (:func:`scaler.core.capacity.demand_of`), so the
-history is in the signal's units whatever they are. A step without all three rates is None
-(a gap, never zero); a failed query leaves its targets' history None (the caller keeps the
-last fit).
+The last two are the prompt tokens the engines computed (the prefix-cache hits taken out) in
+the busiest minute of the step, the work the live capacity signal prices: each step's rates
+become one :class:`~scaler.core.observation.ThroughputReading` (the hits as the prompt less
+the computed peak) whose demand is the capacity signal's own pure pricing
+(:func:`scaler.core.capacity.demand_of`), so the history is in the live signal's unit
+whatever it is and whatever its cost coefficients are. Where no hit counter answers (a vLLM
+without them) every prompt token counts as computed, as in the live read; the current name
+is preferred where both answer. A step without all three rates is None (a gap, never zero);
+a failed query leaves its targets' history None (the caller keeps the last fit).
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ from scaler.sources.prometheus.http import request_problem
 from scaler.sources.promql import target_selector
 from scaler.sources.promql_parts import (
     GENERATION_TOKENS_METRIC,
+    PREFIX_CACHE_HITS_METRICS,
     PROMPT_TOKENS_METRIC,
     REQUESTS_METRIC,
     promql_duration,
@@ -50,6 +58,9 @@ __all__ = ["DemandHistory", "HistoryRead", "demand_history_query", "read_demand_
 _TARGET_LABEL = "scaler_target"
 _METRIC_LABEL = "scaler_metric"
 _COUNTERS = (REQUESTS_METRIC, PROMPT_TOKENS_METRIC, GENERATION_TOKENS_METRIC)
+#: Each hit counter's series is tagged with its name: its values are the computed prompt
+#: tokens' peak (the prompt rate less the hits), not the hits.
+_COMPUTED = PREFIX_CACHE_HITS_METRICS
 #: Targets per range query: an ``or`` of three sub-queries each.
 BATCH_TARGETS = 50
 
@@ -80,16 +91,25 @@ class HistoryRead:
 
 def demand_history_query(targets: Sequence[TargetPolicy], step_seconds: float) -> str:
     """The range query of one batch of targets (see the module docstring); target ``i`` is
-    tagged ``scaler_target="t<i>"``. The three counters' peaks are taken separately: their sum
-    per step is at most a little above the peak of the sum, on the safe side."""
+    tagged ``scaler_target="t<i>"``. The counters' peaks are taken separately: their sum
+    per step is at most a little above the peak of the sum, on the safe side; the computed
+    prompt tokens' peak is the peak of the difference, so that a minute of many hits does
+    not take its hits off another minute's prompts."""
     window = promql_duration(step_seconds)
     parts = []
+
+    def tagged(expr: str, metric: str, i: int) -> str:
+        expr = f'label_replace({expr}, "{_METRIC_LABEL}", "{metric}", "", "")'
+        return f'label_replace({expr}, "{_TARGET_LABEL}", "t{i}", "", "")'
+
     for i, t in enumerate(targets):
         sel = target_selector(t)
         for c in _COUNTERS:
-            expr = f"max_over_time(sum(rate({c}{{{sel}}}[1m]))[{window}:1m])"
-            expr = f'label_replace({expr}, "{_METRIC_LABEL}", "{c}", "", "")'
-            parts.append(f'label_replace({expr}, "{_TARGET_LABEL}", "t{i}", "", "")')
+            parts.append(tagged(f"max_over_time(sum(rate({c}{{{sel}}}[1m]))[{window}:1m])", c, i))
+        prompt = f"sum(rate({PROMPT_TOKENS_METRIC}{{{sel}}}[1m]))"
+        for hits in _COMPUTED:
+            computed = f"clamp_min({prompt} - sum(rate({hits}{{{sel}}}[1m])), 0)"
+            parts.append(tagged(f"max_over_time({computed}[{window}:1m])", hits, i))
     return " or ".join(parts)
 
 
@@ -106,7 +126,7 @@ def _parse(
     for s in body.get("data", {}).get("result", []) or []:
         metric = s.get("metric", {})
         tag, counter = metric.get(_TARGET_LABEL, ""), metric.get(_METRIC_LABEL, "")
-        if not tag.startswith("t") or counter not in _COUNTERS:
+        if not tag.startswith("t") or (counter not in _COUNTERS and counter not in _COMPUTED):
             continue
         series = rates.setdefault((int(tag[1:]), counter), {})
         for ts, raw in s.get("values", []) or []:
@@ -120,12 +140,16 @@ def _parse(
     out: dict[str, DemandHistory] = {}
     for i, t in enumerate(targets):
         req, prompt, gen = (rates.get((i, c), {}) for c in _COUNTERS)
+        computed = [rates.get((i, c), {}) for c in _COMPUTED]
         values: list[float | None] = []
         for k in range(len(times)):
             if k not in req or k not in prompt or k not in gen:
                 values.append(None)
                 continue
-            load = PodLoad(req[k], prompt[k], gen[k])
+            done = next((c[k] for c in computed if k in c), None)
+            # None: no hit counter, every prompt token computed (as the live read counts it)
+            hits = None if done is None else max(0.0, prompt[k] - done)
+            load = PodLoad(req[k], prompt[k], gen[k], cached_prompt_tokens_per_second=hits)
             reading = ThroughputReading(SignalStatus.OK, {"history": load})
             values.append(demand_of(t, reading)[0])
         out[t.key] = DemandHistory(tuple(values), step, times[-1])
