@@ -67,6 +67,7 @@ from scaler.controller.report import TargetReport
 from scaler.controller.seasonal import SeasonalRefresher
 from scaler.controller.statuses import ResourceStatuses
 from scaler.controller.targets import Target, TargetSet, resolve_targets
+from scaler.core.capacity import CapacityMemory, priced_policy
 from scaler.core.decide import Decision, decide
 from scaler.core.observation import WorkloadSnapshot
 from scaler.core.state import TargetState
@@ -231,6 +232,12 @@ class Controller:
         record = self.records.get(key)
         return record.state if record is not None else None
 
+    def _capacity(self, key: str) -> CapacityMemory | None:
+        """The capacity signal's memory of target ``key`` after the last cycle (its fitted
+        prices among it), None before its first."""
+        state = self.state(key)
+        return state.capacity if state is not None else None
+
     def shadow_state(self, key: str) -> TargetState | None:
         """The shadow policy's decision state of target ``key`` after the last cycle."""
         record = self.records.get(key)
@@ -320,7 +327,9 @@ class Controller:
             t for t in readable if snapshots[t.key].spec_replicas > 0 and snapshots[t.key].selector
         ]
         if self.seasonal is not None:
-            self.seasonal.poke(active)  # a refit when due, in the background
+            # a refit when due, in the background; the history priced as the live signal
+            # prices the demand now (the fitted prices, not the profile's)
+            self.seasonal.poke([priced_policy(t, self._capacity(t.key)) for t in active])
         result = (
             await self.source.read(
                 [t.reading_target() for t in active], {t.key: snapshots[t.key] for t in active}

@@ -122,6 +122,7 @@ __all__ = [
     "horizon_seconds",
     "human",
     "learn_capacity",
+    "priced_policy",
     "seeded_estimate",
     "served_with_room",
     "sizing_capacity",
@@ -261,6 +262,19 @@ def work_cost(policy: TargetPolicy, memory: CapacityMemory | None) -> CapacityCo
     if memory is None or not cap.fit_cost:
         return cap.cost
     return priced_cost(cap.cost, memory.fit)
+
+
+def priced_policy(policy: TargetPolicy, memory: CapacityMemory | None) -> TargetPolicy:
+    """``policy`` with its ``capacity.cost`` the prices the signal uses now
+    (:func:`work_cost`): a reader of the target's demand elsewhere (its history, which
+    :func:`demand_of` prices with the policy's profile) then prices it as the live signal
+    does. ``policy`` itself when the prices are the profile's."""
+    cost = work_cost(policy, memory)
+    cap = policy.signals.capacity
+    if cost is cap.cost:
+        return policy
+    signals = policy.signals.model_copy(update={"capacity": cap.model_copy(update={"cost": cost})})
+    return policy.model_copy(update={"signals": signals})
 
 
 def demand_of(

@@ -12,7 +12,13 @@ from dataclasses import dataclass, replace
 import pytest
 
 from scaler.config.signal_specs import CapacityCost
-from scaler.core.capacity import CapacityMemory, demand_of, evaluate_capacity, work_cost
+from scaler.core.capacity import (
+    CapacityMemory,
+    demand_of,
+    evaluate_capacity,
+    priced_policy,
+    work_cost,
+)
 from scaler.core.cost_fit import (
     MAX_FACTOR,
     OUTLIER_AFTER_WINDOWS,
@@ -281,3 +287,31 @@ def test_a_window_with_a_replica_asleep_teaches_no_price() -> None:
         policy, asleep, CapacityMemory(unit="work"), None, 0.0, window_seconds=W
     )
     assert got[2].fit.windows == 0 and got[1].cost_windows == 0
+
+
+def test_a_history_read_with_the_priced_policy_is_priced_as_the_live_signal() -> None:
+    """The seasonal history prices its demand with :func:`demand_of` of the policy it is
+    given: the loop gives it :func:`priced_policy`, whose profile is the fitted prices, so a
+    fleet twice as slow at prefill has the same demand in its history as in the live read."""
+    policy = case_target(signals={"ttft_p95": {"target_seconds": 2.0}})
+    assert priced_policy(policy, None) is policy
+    assert priced_policy(policy, CapacityMemory(unit="work")) is policy  # nothing fitted
+    slow = reading(pod(prefill=2 * PROFILE.prefill_seconds_per_token * 6000))
+    memory = CapacityMemory(unit="work", fit=learn(CostFit(), slow, 60))
+    priced = priced_policy(policy, memory)
+    assert priced.key == policy.key
+    live = demand_of(policy, slow, work_cost(policy, memory))[0]
+    profile = demand_of(policy, slow)[0]
+    assert demand_of(priced, slow)[0] == pytest.approx(live)
+    # the prefill part priced at the fitted factor (about 2), the decode part as it was
+    extra = (memory.fit.prefill_factor - 1) * PROFILE.prefill_seconds_per_token * 6000
+    assert memory.fit.prefill_factor > 1.9
+    assert live == pytest.approx(profile + extra, rel=1e-6)
+    off = policy.model_copy(
+        update={
+            "signals": policy.signals.model_copy(
+                update={"capacity": policy.signals.capacity.model_copy(update={"fit_cost": False})}
+            )
+        }
+    )
+    assert priced_policy(off, memory) is off  # the fit off: the profile as written
