@@ -30,7 +30,10 @@ def test_daily_bursts_are_shorter_than_a_model_load_and_repeat_daily() -> None:
 @needs_servegen
 def test_m_small_day8_beats_the_same_hour_yesterday_by_20_percent() -> None:
     g = run_seasonal_goal("servegen:m-small:day8", simulate=False)
-    assert g.windows_in_use > 0.8 * g.windows
+    # in use for most of the day: from 19:00 a refit finds the season no better than the
+    # recent level on one held-out day (7.5% vs 7.4%) and switches it off, as the per-day check
+    # says (without that check m-mid's day 12 turns it on, at a MAPE worse than the naive one's)
+    assert g.windows_in_use > 0.5 * g.windows
     assert g.mape <= 0.8 * g.naive_mape
 
 
