@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.config.config_exception import ConfigException
 
-from scaler.actuators.errors import ApiFailure, classify_error
+from scaler.actuators.errors import ApiFailure, classify_error, connect_failure_reason
 from scaler.config.policy_errors import describe_yaml_error
 from scaler.config.secrets import MASK, register_url_credentials
 from scaler.config.settings import redact_url
@@ -137,12 +136,7 @@ def _unreachable_reason(exc: BaseException, timeout_seconds: float) -> str:
     if isinstance(exc, aiohttp.ClientSSLError):
         return f"TLS: {exc.os_error}"
     if isinstance(exc, aiohttp.ClientConnectorError):
-        error = exc.os_error
-        if isinstance(error, socket.gaierror):
-            return f"the host name {exc.host} does not resolve ({error.strerror})"
-        if error.errno is not None:
-            return os.strerror(error.errno).lower()
-        return str(error) or type(error).__name__
+        return connect_failure_reason(exc)
     if isinstance(exc, TimeoutError | asyncio.TimeoutError):
         return f"no answer within {timeout_seconds:g}s"
     return str(exc) or type(exc).__name__

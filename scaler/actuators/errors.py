@@ -10,14 +10,17 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import os
+import re
+import socket
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
 import aiohttp
 from kubernetes_asyncio.client.exceptions import ApiException
 
-__all__ = ["ApiFailure", "KubeApiError", "classify_error"]
+__all__ = ["ApiFailure", "KubeApiError", "classify_error", "connect_failure_reason"]
 
 
 class ApiFailure(StrEnum):
@@ -103,6 +106,28 @@ def _retry_after(
     return float(seconds) if isinstance(seconds, int | float) else None
 
 
+_ERRNO: Final = re.compile(r"\[Errno (\d+)\]")
+
+
+def connect_failure_reason(exc: aiohttp.ClientConnectorError) -> str:
+    """Why a connection could not be made, in the system's words (``connection refused``,
+    ``the host name api.example does not resolve (Name or service not known)``), never
+    asyncio's ``Connect call failed ('10.0.0.1', 6443)``: the errno's text, or each distinct
+    errno's of a host with several addresses (``connection refused; network is
+    unreachable``)."""
+    error = exc.os_error
+    if isinstance(error, socket.gaierror):
+        return f"the host name {exc.host} does not resolve ({error.strerror})"
+    if error.errno is not None:
+        return os.strerror(error.errno).lower()
+    text = str(error)
+    # several addresses tried (IPv6 and IPv4): "Multiple exceptions: [Errno 111] ..., ..."
+    codes = list(dict.fromkeys(int(code) for code in _ERRNO.findall(text)))
+    if codes:
+        return "; ".join(os.strerror(code).lower() for code in codes)
+    return text or type(error).__name__
+
+
 def classify_error(exc: BaseException, *, now: float = 0.0) -> KubeApiError | None:
     """Map an exception from a kubernetes-asyncio call to a :class:`KubeApiError`.
 
@@ -144,11 +169,11 @@ def classify_error(exc: BaseException, *, now: float = 0.0) -> KubeApiError | No
     if isinstance(exc, aiohttp.ClientConnectorError) and not isinstance(
         exc, aiohttp.ClientSSLError
     ):
-        # aiohttp's own text adds "ssl:default" even for a plain-http address; the host, the
-        # port and the system's reason are what a person can act on.
-        reason = exc.os_error.strerror or str(exc.os_error) or type(exc.os_error).__name__
-        text = f"cannot connect to {exc.host}:{exc.port}: {reason}"
-        return KubeApiError(ApiFailure.TRANSPORT, f"{type(exc).__name__}: {text}")
+        # aiohttp's own text adds "ssl:default" even for a plain-http address, and asyncio's
+        # ("Connect call failed ('10.0.0.1', 6443)") repeats the address: the host, the port
+        # and the system's reason are what a person can act on.
+        text = f"cannot connect to {exc.host}:{exc.port}: {connect_failure_reason(exc)}"
+        return KubeApiError(ApiFailure.TRANSPORT, text)
     if isinstance(exc, aiohttp.ClientError | TimeoutError | asyncio.TimeoutError | OSError):
         text = str(exc) or type(exc).__name__
         return KubeApiError(ApiFailure.TRANSPORT, f"{type(exc).__name__}: {text}")

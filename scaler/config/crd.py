@@ -27,6 +27,8 @@ import json
 import re
 from typing import Any
 
+from pydantic import BaseModel
+
 from scaler.config.policy import (
     KNOWN_API_VERSIONS,
     KNOWN_PLURALS,
@@ -39,6 +41,7 @@ from scaler.config.policy import (
     TargetPolicy,
     TtftSignal,
 )
+from scaler.config.policy_errors import behavior_hint
 from scaler.config.resource import GROUP, KIND, LIST_KIND, PLURAL, SHORT_NAMES, SINGULAR, VERSION
 from scaler.config.signal_specs import CapacityUnit, ItlSignal
 
@@ -396,6 +399,29 @@ def _step_descriptions(policy: Schema) -> None:
 # --------------------------------------------------------------------------- the schemas
 
 
+def _refuse_behavior(node: Schema, model: type[BaseModel], at: str) -> None:
+    """An HPA's ``behavior`` block, written by habit, refused naming where its parts live
+    (:func:`~scaler.config.policy_errors.behavior_hint`): declared for that alone, as any
+    object, with a rule that it is absent. Undeclared, a client that validates refuses it as
+    an unknown field without a word of where scaleDown lives, and one that does not (a
+    GitOps sync, ``--validate=false``) has the server drop it: a spec applied whose
+    windows and step limits were silently left at their defaults."""
+    node["properties"]["behavior"] = {
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,
+        "description": "Not a field: refused. The HPA's behavior.scaleUp and scaleDown are "
+        "scaleUp and scaleDown here, one level up",
+    }
+    node["x-kubernetes-validations"].append(
+        _rule(
+            "!has(self.behavior)",
+            behavior_hint(model, at),
+            ".behavior",
+            reason="FieldValueForbidden",
+        )
+    )
+
+
 def spec_schema() -> Schema:
     """The spec's OpenAPI v3 schema: a target of the policy file without its namespace,
     ``scaleTargetRef`` for its workload, with the CEL rules across its fields."""
@@ -429,6 +455,8 @@ def spec_schema() -> Schema:
     )
     _with_rules(spec)
     _with_rules(properties["shadow"])
+    _refuse_behavior(spec, TargetPolicy, "spec")
+    _refuse_behavior(properties["shadow"], ScalingPolicy, "spec.shadow")
     _step_descriptions(spec)
     _step_descriptions(properties["shadow"])
     spec["x-kubernetes-validations"].extend(_target_rules())

@@ -224,10 +224,73 @@ def _unknown_field(
             else "it decides on the target's workload and series"
         )
         return f"a shadow has no {name} of its own: {why} ({where} takes {', '.join(allowed)})"
+    hpa = _hpa_hint(section, name, shown if shown is not None else loc, camel)
     close = difflib.get_close_matches(name, allowed, n=1)
-    hint = f"; did you mean {close[0]}?" if close else ""
+    hint = hpa or (f"; did you mean {close[0]}?" if close else "")
     where = "the top level" if where == "(top level)" else where
     return f"unknown field{hint} ({where} takes {', '.join(allowed)})"
+
+
+def _spelled(model: type[BaseModel], camel: bool) -> dict[str, str]:
+    """Each field's name -> its key as the file spells it (:func:`_field_names`)."""
+    return dict(zip(model.model_fields, _field_names(model, camel), strict=True))
+
+
+def _hpa_hint(section: type[BaseModel], name: str, loc: Sequence[int | str], camel: bool) -> str:
+    """Where an HPA ``behavior`` field lives here, for a key written as an HPA writes it:
+    ``behavior`` (:func:`behavior_hint`), and in a direction's rules ``policies``,
+    ``selectPolicy`` and ``tolerance``; empty for any other key. ``loc`` is the key's path
+    as written."""
+    fields = _spelled(section, camel)
+    if name == "behavior" and {"scale_up", "scale_down", "tolerance"} <= fields.keys():
+        return f": {behavior_hint(section, field_path(loc[:-1]), camel)}"
+    if "max_replicas_per_period" not in fields or len(loc) < 2:
+        return ""
+    if name == "policies":
+        return (
+            f": the HPA's policies list is {_steps(fields)} here, each period the larger "
+            "change applying (as the HPA's selectPolicy Max)"
+        )
+    if name in ("selectPolicy", "select_policy"):
+        replicas, percent = fields["max_replicas_per_period"], fields["max_percent_per_period"]
+        return (
+            f": the larger change of {replicas} and {percent} always applies here, as the "
+            "HPA's selectPolicy Max (there is no Min or Disabled)"
+        )
+    if name == "tolerance":
+        target = field_path(loc[:-2])
+        target = "" if target == "(top level)" else f"{target}."
+        tolerance = _spelled(section, camel).get("tolerance", "tolerance")
+        return f": the tolerance is {target}{tolerance}.{loc[-2]} here (a 0-1 ratio)"
+    return ""
+
+
+def behavior_hint(section: type[BaseModel], at: str, camel: bool = True) -> str:
+    """Where the parts of an HPA's ``behavior`` block live in ``section`` (a target's or a
+    shadow's policy) at path ``at`` (``targets[0]``, ``spec``; ``(top level)``): its
+    ``scaleUp`` and ``scaleDown`` are the section's own, one level up, their policies the
+    step limits, their tolerance the section's ``tolerance``. Spelled as the file spells
+    its keys (``camel``); the CRD refuses ``spec.behavior`` with it too
+    (:mod:`scaler.config.crd`)."""
+    fields = _spelled(section, camel)
+    prefix = "" if at == "(top level)" else f"{at}."
+    up, down, tol = fields["scale_up"], fields["scale_down"], fields["tolerance"]
+    rules = _section(section, ("scale_down",))
+    steps = _spelled(rules, camel) if rules is not None else {}
+    window = steps.get("stabilization_window_seconds", "stabilizationWindowSeconds")
+    return (
+        f"the HPA's behavior.scaleUp and behavior.scaleDown are {prefix}{up} and "
+        f"{prefix}{down} here, without a behavior block ({window} as the HPA's; its policies "
+        f"as {_steps(steps)}; its tolerance as {prefix}{tol}.{up} and .{down})"
+    )
+
+
+def _steps(fields: dict[str, str]) -> str:
+    """An HPA ``policies`` list in this project's words."""
+    replicas = fields.get("max_replicas_per_period", "maxReplicasPerPeriod")
+    percent = fields.get("max_percent_per_period", "maxPercentPerPeriod")
+    period = fields.get("period_seconds", "periodSeconds")
+    return f"{replicas} (a Pods policy's value), {percent} (a Percent policy's) and {period}"
 
 
 #: A check's message about one of the fields it compares: ``field.path: value V: expected

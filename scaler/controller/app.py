@@ -197,6 +197,7 @@ async def serve(
         + 2 * settings.control_interval_seconds,
         resources=watch,
         status=ResourceStatusWriter(api, clock=clock) if watch and not options.dry_run else None,
+        api_server=origin.server,
     )
     elector_task: asyncio.Task[None] | None = None
     watch_task: asyncio.Task[None] | None = None

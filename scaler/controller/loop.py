@@ -61,6 +61,7 @@ from scaler.controller.overrides import (
     selector_required_decision,
 )
 from scaler.controller.plan import Event, WritePlan, plan_writes
+from scaler.controller.read_failure import read_failure_message
 from scaler.controller.records import TargetRecord, TargetRecords
 from scaler.controller.removal import REMOVAL_EXPIRY_SECONDS, PendingRemoval
 from scaler.controller.report import TargetReport
@@ -113,10 +114,19 @@ class ResourceSource(Protocol):
     def snapshot(self) -> ResourceSnapshot: ...
 
 
-def _failed(exc: BaseException) -> KubeApiError:
+@dataclass(frozen=True, slots=True)
+class _ReadFailed:
+    """A target's read that failed: which one (a key of
+    :data:`~scaler.controller.read_failure.READS`) and why."""
+
+    read: str
+    error: KubeApiError
+
+
+def _failed(read: str, exc: BaseException) -> _ReadFailed:
     """A read's classified failure; anything else (a bug, a cancellation) goes on up."""
     if isinstance(exc, KubeApiError):
-        return exc
+        return _ReadFailed(read, exc)
     raise exc
 
 
@@ -146,6 +156,9 @@ class Controller:
         status: writes the resources' status (None: no status is written).
         seasonal: the seasonal forecasts, refitted in the background
             (:class:`~scaler.controller.seasonal.SeasonalRefresher`); None: none.
+        api_server: the Kubernetes API server's URL, user-info masked, that a failed read
+            names (:func:`~scaler.controller.read_failure.read_failure_message`); None: not
+            named.
     """
 
     def __init__(
@@ -162,8 +175,10 @@ class Controller:
         resources: ResourceSource | None = None,
         status: StatusWriter | None = None,
         seasonal: SeasonalRefresher | None = None,
+        api_server: str | None = None,
     ) -> None:
         self.policy = policy
+        self.api_server = api_server
         self.source = source
         self.actuator = actuator
         self.metrics = metrics
@@ -199,7 +214,7 @@ class Controller:
 
     # ------------------------------------------------------------------ reads
 
-    async def _read_target(self, t: TargetPolicy) -> _TargetRead | KubeApiError:
+    async def _read_target(self, t: TargetPolicy) -> _TargetRead | _ReadFailed:
         # Both reads end before the cycle goes on, the failure of one included: a request
         # left running would answer into a later cycle (its 429 closing the request gate then).
         snap, meta = await asyncio.gather(
@@ -208,9 +223,9 @@ class Controller:
             return_exceptions=True,
         )
         if isinstance(snap, BaseException):
-            return _failed(snap)
+            return _failed("scale", snap)
         if isinstance(meta, BaseException):
-            return _failed(meta)
+            return _failed("workload", meta)
         return _TargetRead(snap, meta)
 
     async def _read_owners(self, namespace: str) -> None:
@@ -301,17 +316,24 @@ class Controller:
         reports: list[TargetReport] = []
         now = self.clock()
         for t, r in zip(targets, reads, strict=True):
-            if isinstance(r, KubeApiError):
-                self.metrics.target_errors.labels(t.key, r.outcome).inc()
+            if isinstance(r, _ReadFailed):
+                err = r.error
+                self.metrics.target_errors.labels(t.key, err.outcome).inc()
+                message = read_failure_message(t.key, r.read, err, self.api_server)
                 self.log.error(
-                    "target_read_failed", target=t.key, outcome=str(r.outcome), error=r.message
+                    "target_read_failed",
+                    target=t.key,
+                    outcome=str(err.outcome),
+                    error=err.message,
+                    message=message,
                 )
                 target = found.by_key[t.key]
                 reports.append(
-                    TargetReport(t.key, None, None, "read_failed", r.message, resource=_key(target))
+                    TargetReport(
+                        t.key, None, None, "read_failed", err.message, resource=_key(target)
+                    )
                 )
-                missing = r.outcome is ApiFailure.NOT_FOUND
-                message = f"cannot read {t.key}: {r.outcome}: {r.message}"
+                missing = err.outcome is ApiFailure.NOT_FOUND
                 await self.statuses.unread(
                     target, self.records[t.key], missing, message, now, fence
                 )

@@ -22,6 +22,8 @@ from scaler.dashboards.panels import (
     model_variable,
     prometheus_query,
     query_variable,
+    resource_named,
+    target_variable,
     timeseries,
     with_overrides,
 )
@@ -37,12 +39,7 @@ _VM: Final = 'namespace=~"$namespace", model_name=~"$model"'
 # The VLLMAutoscaler that defines each target (``resource``: "VLLMAutoscaler ns/name", or
 # "policy file"), one series per target whichever controller replica exports it
 # (vllm_scaler_target_info, 1 per target), to join on ``target``.
-_RESOURCE: Final = (
-    "label_replace(label_replace(max by (target, resource) (vllm_scaler_target_info{"
-    + _T
-    + '}), "resource", "VLLMAutoscaler $1", "resource", "(.+)"), '
-    '"resource", "policy file", "resource", "")'
-)
+_RESOURCE: Final = resource_named("max by (target, resource) (vllm_scaler_target_info{" + _T + "})")
 
 #: One panel per signal of the registry: its name, the panel's title and Grafana unit.
 SIGNALS: Final = tuple((str(s.name), s.panel.title, s.panel.unit) for s in SPECS)
@@ -52,8 +49,9 @@ def _decisions_variables(b: gd.Dashboard) -> gd.Dashboard:
     # The namespace is the first segment of our target label: it is the namespace of the
     # scaled workload, not of the controller's pod (which Prometheus would put in "namespace").
     # The resource (a VLLMAutoscaler, namespace/name) narrows the targets to the ones it
-    # defines; "All" (.*) keeps the policy file's too (their resource label is empty).
-    info = 'vllm_scaler_target_info{target=~"$namespace/.*", resource=~"$resource"}'
+    # defines; "All" (.*) keeps the policy file's too (their resource label is empty). Each
+    # target is shown with its resource (its text), which the repeated row's title names.
+    info = 'target=~"$namespace/.*", resource=~"$resource"'
     return (
         b.with_variable(
             query_variable(
@@ -71,7 +69,7 @@ def _decisions_variables(b: gd.Dashboard) -> gd.Dashboard:
                 'label_values(vllm_scaler_target_info{target=~"$namespace/.*"}, resource)',
             )
         )
-        .with_variable(query_variable("target", "Target", f"label_values({info}, target)"))
+        .with_variable(target_variable(selector=info))
         .with_variable(model_variable())
     )
 
@@ -331,7 +329,7 @@ def decisions_dashboard() -> dict[str, Any]:
         )
     )
     # One row per selected target: its replicas and each signal against its band.
-    b = b.with_row(gd.Row("Target $target").repeat("target"))
+    b = b.with_row(gd.Row("Target ${target:text}").repeat("target"))
     replicas = timeseries(
         "Replicas ($target)",
         "spec.replicas (current), what the last decision asked for (desired), Ready pods, "

@@ -20,6 +20,7 @@ from grafana_foundation_sdk.models import dashboard as gm
 from scaler.config.signal_specs import histogram_specs
 from scaler.dashboards.panels import (
     RATE_INTERVAL,
+    WORKLOAD_REGEX,
     base_dashboard,
     finish,
     heatmap,
@@ -57,8 +58,8 @@ QUANTILES: Final = (0.5, 0.9, 0.95, 0.99)
 
 
 def _fleet_variables(b: gd.Dashboard) -> gd.Dashboard:
-    # $target shows "ns/Kind/name" but its value is the workload name (named capture groups),
-    # which is what the pod names start with.
+    # $target shows "ns/Kind/name" with its VLLMAutoscaler, but its value is the workload
+    # name (named capture groups), which is what the pod names start with.
     return (
         b.with_variable(
             query_variable(
@@ -68,7 +69,7 @@ def _fleet_variables(b: gd.Dashboard) -> gd.Dashboard:
                 multi=False,
             ).current(gm.VariableOption(selected=True, text="", value=""))
         )
-        .with_variable(target_variable(regex="/^(?<text>[^/]+/[^/]+/(?<value>[^/]+))$/"))
+        .with_variable(target_variable(regex=WORKLOAD_REGEX))
         .with_variable(model_variable())
     )
 

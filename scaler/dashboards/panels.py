@@ -249,15 +249,42 @@ def finish(b: gd.Dashboard) -> dict[str, Any]:
     return doc
 
 
-def target_variable(*, regex: str = "") -> gd.QueryVariable:
-    """The ``target`` variable: the targets vllm-scaler reports in the selected namespace
-    (``ns/Kind/name``); ``regex`` may turn each into another value."""
-    return query_variable(
-        "target",
-        "Target",
-        'label_values(vllm_scaler_current_replicas{target=~"$namespace/.*"}, target)',
-        regex=regex,
+def resource_named(expr: str) -> str:
+    """``expr`` (series with ``target`` and ``resource`` labels, one per target, as
+    vllm_scaler_target_info has them) with ``resource`` in words: "VLLMAutoscaler ns/name",
+    or "policy file" where it is empty."""
+    return (
+        f'label_replace(label_replace({expr}, "resource", "VLLMAutoscaler $1", "resource", '
+        '"(.+)"), "resource", "policy file", "resource", "")'
     )
+
+
+#: The ``target`` variable's regex over :func:`target_variable`'s answer: the value is the
+#: target (``ns/Kind/name``), its text the target with its resource.
+TARGET_REGEX: Final = '/display="(?<text>[^"]*)".*target="(?<value>[^"]*)"/'
+#: The same, with the workload name (``name`` of ``ns/Kind/name``) as the value.
+WORKLOAD_REGEX: Final = '/display="(?<text>[^"]*)".*target="[^/"]*/[^/"]*/(?<value>[^"]*)"/'
+
+
+def target_variable(
+    *, selector: str = 'target=~"$namespace/.*"', regex: str = TARGET_REGEX
+) -> gd.QueryVariable:
+    """The ``target`` variable: the targets vllm-scaler reported over the dashboard's range
+    (vllm_scaler_target_info{``selector``}, one per target whichever controller replica
+    exports it), each shown with the VLLMAutoscaler that defines it
+    (``llm/Deployment/vllm-llama-8b (VLLMAutoscaler llm/vllm-llama-8b)``, or ``(policy
+    file)``): a ``query_result`` whose ``display`` label is that text, ``regex`` (Grafana's
+    ``text`` and ``value`` groups) picks it and the value. ``${target:text}`` names both in a
+    repeated row's title."""
+    info = (
+        "max by (target, resource) "
+        f"(max_over_time(vllm_scaler_target_info{{{selector}}}[$__range]))"
+    )
+    display = (
+        f'label_replace(label_join({resource_named(info)}, "display", " (", "target", '
+        '"resource"), "display", "$1)", "display", "(.+)")'
+    )
+    return query_variable("target", "Target", f"query_result({display})", regex=regex)
 
 
 def model_variable() -> gd.QueryVariable:

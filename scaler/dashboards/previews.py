@@ -24,7 +24,7 @@ from scaler.dashboards.queries import (
     DEFAULT_BUILTINS,
     all_values,
     annotation_queries,
-    resolve_variables,
+    resolve_variable_texts,
     selected_values,
     substitute,
 )
@@ -46,6 +46,7 @@ class _Reader:
     step: float
     all_values: Mapping[str, str]
     options: Mapping[str, list[str]]
+    texts: Mapping[str, Mapping[str, str]]  # per variable: each value's text
 
     def with_value(self, name: str, value: str) -> _Reader:
         """The same reader with variable ``name`` set to ``value`` (a repeated row's copy)."""
@@ -127,12 +128,13 @@ def render_previews(
     written = []
     with contextlib.nullcontext(client) if client else httpx.Client(timeout=30.0) as client:
         for name, doc in build_dashboards().items():
-            options = resolve_variables(prometheus_url, doc, start=start, end=end, client=client)
+            texts = resolve_variable_texts(prometheus_url, doc, start=start, end=end, client=client)
+            options = {name: list(found) for name, found in texts.items()}
             values = selected_values(doc, options)
             alls = all_values(doc, options)
             with plt.style.context("dark_background"):
                 reader = _Reader(
-                    client, prometheus_url, values, builtins, start, end, step, alls, options
+                    client, prometheus_url, values, builtins, start, end, step, alls, options, texts
                 )
                 fig = _draw_dashboard(doc, reader)
                 path = out_dir / (Path(name).stem + ".png")
@@ -187,13 +189,13 @@ def _draw_dashboard(doc: Mapping[str, Any], prom: _Reader) -> Any:
         left, width = g["x"] / 24, g["w"] / 24
         bottom, height = 1 - (y + 2 + g["h"]) / rows, g["h"] / rows
         if panel["type"] == "row":
-            label = _display(panel["title"], reader.values)
+            label = _display(panel["title"], reader.values, reader.texts)
             fig.text(left + 0.005, bottom + height / 2, label, fontsize=12, color="#ccccdc")
             continue
         # Room on the left for the tick labels, as Grafana keeps inside the panel.
         ax = fig.add_axes((left + 0.035, bottom + 0.16 * height, width - 0.045, height * 0.72))
         ax.set_facecolor("#181b1f")
-        ax.set_title(_display(panel["title"], reader.values), fontsize=10, loc="left")
+        ax.set_title(_display(panel["title"], reader.values, reader.texts), fontsize=10, loc="left")
         if panel["type"] == "table":
             _draw_table(ax, panel, reader)
         elif panel["type"] == "heatmap":
@@ -205,8 +207,17 @@ def _draw_dashboard(doc: Mapping[str, Any], prom: _Reader) -> Any:
     return fig
 
 
-def _display(text: str, values: Mapping[str, str]) -> str:
-    """A title with its variables replaced as text (no regex escaping, "All" for All)."""
+def _display(text: str, values: Mapping[str, str], texts: Mapping[str, Mapping[str, str]]) -> str:
+    """A title with its variables replaced as text (no regex escaping, "All" for All);
+    ``${name:text}`` by the text Grafana shows for the value (``texts``: per variable)."""
+
+    def shown_text(m: re.Match[str]) -> str:
+        value = values.get(m[1])
+        if value is None:
+            return m[0]
+        return "All" if value == ALL else texts.get(m[1], {}).get(value, value)
+
+    text = re.sub(r"\$\{(\w+):text\}", shown_text, text)
     shown = {k: ("All" if v == ALL else v) for k, v in values.items()}
     return substitute(text, shown, regex_escaped=())
 

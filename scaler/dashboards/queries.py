@@ -105,6 +105,7 @@ def substitute(
 
 
 _LABEL_VALUES: Final = re.compile(r"^label_values\((?:(?P<sel>.+),\s*)?(?P<label>\w+)\)$")
+_QUERY_RESULT: Final = re.compile(r"^query_result\((?P<expr>.+)\)$", re.S)
 
 
 def _js_regex(regex: str) -> re.Pattern[str] | None:
@@ -115,22 +116,40 @@ def _js_regex(regex: str) -> re.Pattern[str] | None:
     return re.compile(body.replace("(?<", "(?P<").replace("\\/", "/"))
 
 
-def _apply_regex(pattern: re.Pattern[str] | None, values: Sequence[str]) -> list[str]:
-    if pattern is None:
-        return sorted(set(values))
-    out = set()
+def _apply_regex_texts(pattern: re.Pattern[str] | None, values: Sequence[str]) -> dict[str, str]:
+    """Each option's value and the text Grafana shows for it, ordered by value: the regex's
+    ``value`` group (else its first group, else the match) and its ``text`` group (else the
+    value), as Grafana's variable regex gives them."""
+    out: dict[str, str] = {}
     for v in values:
+        if pattern is None:
+            out.setdefault(v, v)
+            continue
         m = pattern.search(v)
         if m is None:
             continue
         groups = m.groupdict()
         if groups.get("value") is not None:
-            out.add(groups["value"])
+            value = groups["value"]
         elif m.groups():
-            out.add(m.group(1))
+            value = m.group(1)
         else:
-            out.add(m.group(0))
-    return sorted(out)
+            value = m.group(0)
+        out.setdefault(value, groups.get("text") or value)
+    return dict(sorted(out.items()))
+
+
+def _apply_regex(pattern: re.Pattern[str] | None, values: Sequence[str]) -> list[str]:
+    return list(_apply_regex_texts(pattern, values))
+
+
+def _query_result_text(series: Mapping[str, Any]) -> str:
+    """One series of an instant query as Grafana's ``query_result()`` variable lists it, for
+    the variable's regex: ``name{label="value",...} value timestamp_ms``."""
+    labels = {k: v for k, v in series["metric"].items() if k != "__name__"}
+    pairs = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    ts, value = series["value"]
+    return f"{series['metric'].get('__name__', '')}{{{pairs}}} {value} {round(float(ts) * 1000)}"
 
 
 def resolve_variables(
@@ -141,38 +160,68 @@ def resolve_variables(
     end: float,
     client: httpx.Client | None = None,
 ) -> dict[str, list[str]]:
+    """Run ``doc``'s variable queries as Grafana would; every query variable's options (their
+    values), in order (:func:`resolve_variable_texts` for the texts shown)."""
+    texts = resolve_variable_texts(prometheus_url, doc, start=start, end=end, client=client)
+    return {name: list(found) for name, found in texts.items()}
+
+
+def resolve_variable_texts(
+    prometheus_url: str,
+    doc: Mapping[str, Any],
+    *,
+    start: float,
+    end: float,
+    client: httpx.Client | None = None,
+) -> dict[str, dict[str, str]]:
     """Run ``doc``'s variable queries as Grafana would; every query variable's options, in
-    order.
+    order, each value with the text Grafana shows for it (``${name:text}``).
 
     Each query sees the variables before it as Grafana selects them when the dashboard opens
     (:func:`selected_values`). ``label_values(sel, label)``
-    becomes ``/api/v1/label/<label>/values?match[]=sel``; the variable's regex (with its
-    ``text``/``value`` capture groups) is applied to the answer.
+    becomes ``/api/v1/label/<label>/values?match[]=sel``; ``query_result(expr)`` an instant
+    query at ``end`` (``$__range`` the whole ``start``..``end``), each series written as
+    Grafana writes it; the variable's regex (with its ``text``/``value`` capture groups) is
+    applied to the answer.
+
+    Raises:
+        ValueError: a variable query of another form.
+        httpx.HTTPError: a query without an answer, or with an HTTP error.
     """
     own = client or httpx.Client(timeout=10.0)
     chosen: dict[str, str] = {}
-    options: dict[str, list[str]] = {}
+    options: dict[str, dict[str, str]] = {}
+    builtins = {**DEFAULT_BUILTINS, "__range": f"{max(1, round(end - start))}s"}
     try:
         for var in doc.get("templating", {}).get("list", []):
             if var.get("type") != "query":
                 continue  # the datasource: the server asked is the one chosen
             raw = var.get("query")
             query = str(raw.get("query") if isinstance(raw, dict) else raw)
-            m = _LABEL_VALUES.match(
-                substitute(query, chosen, all_values=all_values(doc, options)).strip()
-            )
-            if m is None:
+            alls = all_values(doc, {k: list(v) for k, v in options.items()})
+            query = substitute(query, chosen, builtins=builtins, all_values=alls).strip()
+            m = _LABEL_VALUES.match(query)
+            qr = _QUERY_RESULT.match(query)
+            if m is not None:
+                params: dict[str, str | float] = {"start": start, "end": end}
+                if m.group("sel"):
+                    params["match[]"] = m.group("sel")
+                resp = own.get(
+                    f"{prometheus_url}/api/v1/label/{m.group('label')}/values", params=params
+                )
+                resp.raise_for_status()
+                answers = [str(a) for a in resp.json()["data"]]
+            elif qr is not None:
+                resp = own.post(
+                    f"{prometheus_url}/api/v1/query", data={"query": qr["expr"], "time": end}
+                )
+                resp.raise_for_status()
+                answers = [_query_result_text(r) for r in resp.json()["data"]["result"]]
+            else:
                 raise ValueError(f"unsupported variable query {query!r}")
-            params: dict[str, str | float] = {"start": start, "end": end}
-            if m.group("sel"):
-                params["match[]"] = m.group("sel")
-            resp = own.get(
-                f"{prometheus_url}/api/v1/label/{m.group('label')}/values", params=params
-            )
-            resp.raise_for_status()
-            found = _apply_regex(_js_regex(str(var.get("regex", ""))), resp.json()["data"])
+            found = _apply_regex_texts(_js_regex(str(var.get("regex", ""))), answers)
             options[str(var["name"])] = found
-            chosen[str(var["name"])] = _selected(var, found)
+            chosen[str(var["name"])] = _selected(var, list(found))
     finally:
         if client is None:
             own.close()

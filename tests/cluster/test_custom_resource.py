@@ -198,6 +198,13 @@ REFUSED = [
         "",
         id="unknown field",
     ),
+    pytest.param(
+        {"behavior": {"scaleDown": {"stabilizationWindowSeconds": 60}}},
+        "spec.behavior: Forbidden",
+        "the HPA's behavior.scaleUp and behavior.scaleDown are spec.scaleUp and spec.scaleDown "
+        "here",
+        id="an HPA behavior block",
+    ),
 ]
 
 

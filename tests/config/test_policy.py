@@ -861,3 +861,82 @@ def test_replica_labels_are_written_as_a_yaml_list(tmp_path: Path) -> None:
     assert load_policy(path).replica_labels == ("prometheus_replica", "cluster_replica")
     with pytest.raises(PolicyError, match=r"replica_labels\[0\]: value 7: expected text"):
         parse_policy({"replica_labels": [7], "targets": [{"workload": WORKLOAD}]})
+
+
+STEPS = (
+    "maxReplicasPerPeriod (a Pods policy's value), maxPercentPerPeriod (a Percent policy's) "
+    "and periodSeconds"
+)
+TARGET_TAKES = (
+    "(targets[0] takes minReplicas, maxReplicas, signals, tolerance, scaleUp, scaleDown, "
+    "modelLoadTimeoutSeconds, namespace, scaleTargetRef, workload, prometheusMatchers, shadow, "
+    "replicaGroups)"
+)
+SCALE_DOWN_TAKES = (
+    "(targets[0].scaleDown takes stabilizationWindowSeconds, maxReplicasPerPeriod, "
+    "maxPercentPerPeriod, periodSeconds, maxSurplusPercentPerPeriod, shortenWindowOnSteadyFall)"
+)
+REF = "{apiVersion: apps/v1, kind: Deployment, name: vllm}"
+
+
+@pytest.mark.parametrize(
+    ("block", "message"),
+    [
+        pytest.param(
+            "behavior:\n      scaleDown:\n        stabilizationWindowSeconds: 600\n",
+            "targets[0].behavior: unknown field: the HPA's behavior.scaleUp and "
+            "behavior.scaleDown are targets[0].scaleUp and targets[0].scaleDown here, without "
+            f"a behavior block (stabilizationWindowSeconds as the HPA's; its policies as {STEPS}; "
+            f"its tolerance as targets[0].tolerance.scaleUp and .scaleDown) {TARGET_TAKES}",
+            id="behavior.scaleDown",
+        ),
+        pytest.param(
+            "scaleDown:\n      policies: [{type: Pods, value: 1, periodSeconds: 60}]\n",
+            f"targets[0].scaleDown.policies: unknown field: the HPA's policies list is {STEPS} "
+            "here, each period the larger change applying (as the HPA's selectPolicy Max) "
+            f"{SCALE_DOWN_TAKES}",
+            id="a direction's policies list",
+        ),
+        pytest.param(
+            "scaleDown:\n      selectPolicy: Max\n",
+            "targets[0].scaleDown.selectPolicy: unknown field: the larger change of "
+            "maxReplicasPerPeriod and maxPercentPerPeriod always applies here, as the HPA's "
+            f"selectPolicy Max (there is no Min or Disabled) {SCALE_DOWN_TAKES}",
+            id="selectPolicy",
+        ),
+        pytest.param(
+            "scaleDown:\n      tolerance: 0.2\n",
+            "targets[0].scaleDown.tolerance: unknown field: the tolerance is "
+            f"targets[0].tolerance.scaleDown here (a 0-1 ratio) {SCALE_DOWN_TAKES}",
+            id="a direction's tolerance",
+        ),
+    ],
+)
+def test_an_hpa_behavior_field_is_named_with_where_it_lives(
+    tmp_path: Path, block: str, message: str
+) -> None:
+    text = f"targets:\n  - namespace: llm\n    scaleTargetRef: {REF}\n    {block}"
+    assert _message(tmp_path, text) == f"invalid policy\n  p.yaml: {message}"
+
+
+def test_an_hpa_behavior_block_of_a_shadow_or_in_snake_case_is_named_in_its_terms(
+    tmp_path: Path,
+) -> None:
+    text = (
+        f"targets:\n  - workload: {DEPLOYMENT}\n    max_replicas: 4\n"
+        "    shadow:\n      behavior: {scale_down: {}}\n"
+    )
+    message = _message(tmp_path, text)
+    assert message.startswith(
+        "invalid policy\n  p.yaml: targets[0].shadow.behavior: unknown field: the HPA's "
+        "behavior.scaleUp and behavior.scaleDown are targets[0].shadow.scale_up and "
+        "targets[0].shadow.scale_down here, without a behavior block "
+        "(stabilization_window_seconds as the HPA's; its policies as max_replicas_per_period "
+    )
+    assert "its tolerance as targets[0].shadow.tolerance.scale_up and .scale_down)" in message
+    # a key of no HPA meaning keeps the nearest-name hint
+    text = f"targets:\n  - workload: {DEPLOYMENT}\n    scale_down:\n      period: 1\n"
+    assert _message(tmp_path, text).startswith(
+        "invalid policy\n  p.yaml: targets[0].scale_down.period: unknown field; did you mean "
+        "period_seconds? (targets[0].scale_down takes "
+    )

@@ -63,6 +63,13 @@ def test_snake_case_of_the_first_releases_is_read_too() -> None:
             id="unknown field",
         ),
         pytest.param({"minReplicas": 1}, "spec.scaleTargetRef", id="no scaleTargetRef"),
+        pytest.param(
+            {"scaleTargetRef": REF, "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60}}},
+            "spec.behavior: unknown field: the HPA's behavior.scaleUp and behavior.scaleDown are "
+            "scaleUp and scaleDown here, without a behavior block (stabilizationWindowSeconds as "
+            "the HPA's; its policies as maxReplicasPerPeriod",
+            id="an HPA behavior block",
+        ),
     ],
 )
 def test_an_invalid_spec_names_the_field_under_spec(spec: dict[str, Any], expected: str) -> None:

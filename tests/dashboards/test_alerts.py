@@ -188,22 +188,74 @@ def test_promtool_test_rules_as_shipped() -> None:
     assert "SUCCESS" in out.stdout + out.stderr
 
 
-def test_every_alert_that_names_a_target_names_its_resource() -> None:
-    """An alert's summary that names a target names the VLLMAutoscaler defining it too,
-    looked up in vllm_scaler_target_info of the same controller (job, namespace, target) by
-    the alert's template, never joined in its expression (the alert fires either way; the
-    unit tests check the text with and without the resource)."""
+INFO_JOIN = (
+    "* on (job, namespace, target) group_left (resource)\n"
+    "  topk by (job, namespace, target) (1, max by (job, namespace, target, resource) "
+    '(vllm_scaler_target_info{resource!=""}))\n'
+    "or on (job, namespace, target)\n"
+)
+
+
+def _expected_alerts() -> list[dict[str, Any]]:
+    return [e for t in _tests() for a in t.get("alert_rule_test", []) for e in a["exp_alerts"]]
+
+
+def test_every_alert_of_one_target_carries_its_resource_as_a_label() -> None:
+    """An alert of one target (its summary names it) carries the VLLMAutoscaler that defines
+    it as the label ``resource``: its expression joined with vllm_scaler_target_info of the
+    same controller (job, namespace, target), "or on" the expression alone, so a target of
+    the policy file (or a controller without the info series) still alerts, without the
+    label; the summary names it from the label. The unit tests expect the label with a
+    resource and none without."""
     named = [r for r in _rules() if "$labels.target" in r["annotations"]["summary"]]
     assert len(named) >= 9
     for r in named:
+        expr = r["expr"]
+        assert INFO_JOIN in expr, r["alert"]
+        # the same expression on both sides of the join's "or"
+        left, right = expr.split(INFO_JOIN)
+        assert left.strip() == right.strip(), r["alert"]
+        assert left.strip().startswith("(") and left.strip().endswith(")"), r["alert"]
         summary = r["annotations"]["summary"]
-        assert "vllm_scaler_target_info{job='%s',namespace='%s',target='%s'" in summary, r["alert"]
-        assert "(VLLMAutoscaler {{ (index . 0).Labels.resource }})" in summary, r["alert"]
-        assert "vllm_scaler_target_info" not in r["expr"], r["alert"]
-    texts = [
-        e["exp_annotations"]["summary"]
-        for t in _tests()
-        for a in t.get("alert_rule_test", [])
-        for e in a["exp_alerts"]
+        assert "{{ with $labels.resource }} (VLLMAutoscaler {{ . }}){{ end }}" in summary
+    alerts = _expected_alerts()
+    with_resource = [e for e in alerts if "resource" in e["exp_labels"]]
+    assert {e["exp_labels"]["resource"] for e in with_resource} == {"llm/vllm-llama-8b"}
+    for e in with_resource:
+        resource = e["exp_labels"]["resource"]
+        assert f"(VLLMAutoscaler {resource})" in " ".join(e["exp_annotations"]["summary"].split())
+    # a target of the policy file alerts too, with no resource label and none in its text
+    no_resource = [
+        e for e in alerts if "target" in e["exp_labels"] and "resource" not in e["exp_labels"]
     ]
-    assert any("(VLLMAutoscaler llm/vllm-llama-8b)" in s for s in texts)
+    assert no_resource
+    assert not any("VLLMAutoscaler" in e["exp_annotations"]["summary"] for e in no_resource)
+
+
+def test_alerts_over_many_targets_name_each_targets_resource() -> None:
+    """An alert that counts targets (one per install and outcome or signal) carries no one
+    resource: its description names each listed target's VLLMAutoscaler, looked up by its
+    template in vllm_scaler_target_info of the same controller."""
+    listing = [r for r in _rules() if "$s.Labels.target" in r["annotations"]["description"]]
+    assert {r["alert"] for r in listing} == {
+        "VllmScalerScaleWritesFailing",
+        "VllmScalerSignalAbsent",
+        "VllmScalerTargetReadsFailing",
+    }
+    lookup = (
+        "{{ $s.Labels.target }}{{ with printf `vllm_scaler_target_info{job='%s',namespace='%s',"
+        "target='%s',resource!=''}` $labels.job $labels.namespace $s.Labels.target | query }}"
+        " (VLLMAutoscaler {{ (index . 0).Labels.resource }}){{ end }}"
+    )
+    for r in listing:
+        assert "target" not in re.findall(r"by \(([^)]*)\)", r["expr"])[0], r["alert"]
+        assert lookup in " ".join(r["annotations"]["description"].split()), r["alert"]
+    descriptions = " ".join(
+        " ".join(e["exp_annotations"]["description"].split()) for e in _expected_alerts()
+    )
+    for named in (
+        "llm/Deployment/vllm-70b (VLLMAutoscaler llm/vllm-70b)",
+        "llm/Deployment/b (VLLMAutoscaler llm/b)",
+        "team/StatefulSet/c (VLLMAutoscaler team/c)",
+    ):
+        assert named in descriptions, named

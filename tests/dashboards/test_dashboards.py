@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from scaler import dashboards as dash
 from scaler.cli import app
-from scaler.dashboards import queries
+from scaler.dashboards import previews, queries
 from scaler.telemetry.metrics import ScalerMetrics
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -315,8 +315,33 @@ def test_variable_regexes_extract_namespace_and_workload() -> None:
     fleet = {v["name"]: v for v in dash.fleet_dashboard()["templating"]["list"]}
     ns = queries._js_regex(decisions["namespace"]["regex"])
     assert queries._apply_regex(ns, targets) == ["llm", "other"]
+    # the target variables' query_result answers, as Grafana lists them for the regex
+    answers = [
+        '{display="llm/Deployment/vllm (VLLMAutoscaler llm/vllm-llama-8b)",'
+        'resource="VLLMAutoscaler llm/vllm-llama-8b",target="llm/Deployment/vllm"} 1 1700000000000',
+        '{display="other/StatefulSet/big (policy file)",resource="policy file",'
+        'target="other/StatefulSet/big"} 1 1700000000000',
+    ]
     wl = queries._js_regex(fleet["target"]["regex"])
-    assert queries._apply_regex(wl, targets) == ["big", "vllm"]
+    assert queries._apply_regex_texts(wl, answers) == {
+        "big": "other/StatefulSet/big (policy file)",
+        "vllm": "llm/Deployment/vllm (VLLMAutoscaler llm/vllm-llama-8b)",
+    }
+    t = queries._js_regex(decisions["target"]["regex"])
+    assert queries._apply_regex_texts(t, answers) == {
+        "llm/Deployment/vllm": "llm/Deployment/vllm (VLLMAutoscaler llm/vllm-llama-8b)",
+        "other/StatefulSet/big": "other/StatefulSet/big (policy file)",
+    }
+
+
+def test_query_result_answers_are_written_as_grafana_lists_them() -> None:
+    """Grafana's query_result(): the metric name, the labels in the answer's order (sorted,
+    as Prometheus sends them) without spaces, the value and the time in milliseconds."""
+    series = {"metric": {"display": "a (policy file)", "target": "a"}, "value": [1700000000, "1"]}
+    assert (
+        queries._query_result_text(series)
+        == '{display="a (policy file)",target="a"} 1 1700000000000'
+    )
 
 
 def test_previews_warn_without_the_controllers_series(tmp_path: Path) -> None:
@@ -432,3 +457,30 @@ def test_the_decisions_dashboard_names_each_targets_resource() -> None:
     assert named == 5
     (annotation,) = [a for a in doc["annotations"]["list"] if a.get("name") == "Scale events"]
     assert "group_left(resource)" in annotation["expr"]
+
+
+def test_each_target_row_and_target_option_names_its_resource() -> None:
+    """The repeated per-target row's title is the target's text, which names its resource
+    (``llm/Deployment/vllm (VLLMAutoscaler llm/vllm-llama-8b)``, or ``(policy file)``): both
+    dashboards' target variable is a query_result of vllm_scaler_target_info over the range
+    whose ``display`` label is that text (the regex's ``text`` group); its value stays the
+    target (the fleet's: the workload name), so every panel query is unchanged."""
+    for doc in (dash.decisions_dashboard(), dash.fleet_dashboard()):
+        (target,) = [v for v in doc["templating"]["list"] if v["name"] == "target"]
+        query = target["query"]["query"]
+        assert query.startswith("query_result(label_replace(label_join("), doc["uid"]
+        assert "max_over_time(vllm_scaler_target_info{" in query and "[$__range]" in query
+        assert '"display", " (", "target", "resource"' in query
+        assert '"resource", "VLLMAutoscaler $1", "resource", "(.+)"' in query
+        assert '"resource", "policy file", "resource", ""' in query
+        assert "(?<text>" in target["regex"] and "(?<value>" in target["regex"]
+    rows = [p for p in dash.decisions_dashboard()["panels"] if p["type"] == "row"]
+    (per_target,) = [r for r in rows if r.get("repeat") == "target"]
+    assert per_target["title"] == "Target ${target:text}"
+    # the previews show a title as Grafana does: the text of the row's value
+    texts = {"target": {"llm/Deployment/vllm": "llm/Deployment/vllm (VLLMAutoscaler llm/x)"}}
+    assert (
+        previews._display(per_target["title"], {"target": "llm/Deployment/vllm"}, texts)
+        == "Target llm/Deployment/vllm (VLLMAutoscaler llm/x)"
+    )
+    assert previews._display("Replicas ($target)", {"target": dash.ALL}, texts) == "Replicas (All)"

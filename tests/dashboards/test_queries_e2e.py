@@ -62,6 +62,9 @@ def _check_everything(url: str, start: float, end: float, model: str, out: Path)
     for doc in dash.build_dashboards().values():
         options = dash.resolve_variables(url, doc, start=start, end=end)
         assert options == expected[doc["uid"]], doc["uid"]
+        # each target shown with where its policy comes from (the row title's text)
+        texts = dash.resolve_variable_texts(url, doc, start=start, end=end)
+        assert list(texts["target"].values()) == ["llm/Deployment/vllm (policy file)"]
         alls = dash.all_values(doc, options)
         # As the dashboard opens ("All" targets and models), and with one of each chosen.
         opened = dash.selected_values(doc, options)

@@ -19,9 +19,9 @@ from tests.deploy.render import CHART, DEPLOY, Doc, helm_refusal, helm_render, o
 ALERTS = CHART / "files" / "alerts"
 VALUES = yaml.safe_load((CHART / "values.yaml").read_text(encoding="utf-8"))
 DEFAULTS: dict[str, dict[str, Any]] = VALUES["prometheusRule"]["alerts"]
-# Placeholders the chart fills from the release, not from an alert's values (resource: the
-# template that names a target's VLLMAutoscaler).
-OWN = {"job", "namespace", "resource"}
+# Placeholders the chart fills from the release, not from an alert's values (resource and
+# listedResource: the templates that name a target's VLLMAutoscaler).
+OWN = {"job", "namespace", "resource", "listedResource"}
 
 
 def _placeholders(name: str) -> set[str]:

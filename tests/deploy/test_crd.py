@@ -66,7 +66,10 @@ def test_the_copies_the_chart_and_kustomize_ship_are_the_generated_crd() -> None
 
 
 def test_the_spec_and_a_target_of_the_policy_file_are_one_schema() -> None:
-    spec = _paths(spec_schema())
+    # but an HPA's behavior block, declared only to be refused with a hint (the next test)
+    spec = {
+        k: v for k, v in _paths(spec_schema()).items() if k not in ("behavior", "shadow.behavior")
+    }
     target = _pydantic_paths(TargetPolicy.model_json_schema(by_alias=True))
     # the one difference: the workload is scaleTargetRef in the resource's namespace
     ref = _under(spec, "scaleTargetRef")
@@ -76,6 +79,33 @@ def test_the_spec_and_a_target_of_the_policy_file_are_one_schema() -> None:
     assert rest == {k: v for k, v in target.items() if not k.startswith("workload")}
     assert "scaleDown.stabilizationWindowSeconds" in rest
     assert "shadow.signals.ttftP95.targetSeconds" in rest
+
+
+def test_an_hpa_behavior_block_is_refused_naming_where_its_parts_live() -> None:
+    """``spec.behavior`` (and ``spec.shadow.behavior``), as an HPA nests scaleUp and
+    scaleDown, is declared only so that the server refuses it with where they live here,
+    whatever the client: never an unknown field without a hint, never pruned in silence."""
+    spec = spec_schema()
+    for node, at in ((spec, "spec"), (spec["properties"]["shadow"], "spec.shadow")):
+        declared = node["properties"]["behavior"]
+        assert declared["type"] == "object"
+        assert declared["x-kubernetes-preserve-unknown-fields"] is True
+        [rule] = [r for r in node["x-kubernetes-validations"] if "behavior" in r["rule"]]
+        assert rule == {
+            "rule": "!has(self.behavior)",
+            "message": (
+                f"the HPA's behavior.scaleUp and behavior.scaleDown are {at}.scaleUp and "
+                f"{at}.scaleDown here, without a behavior block (stabilizationWindowSeconds "
+                "as the HPA's; its policies as maxReplicasPerPeriod (a Pods policy's value), "
+                "maxPercentPerPeriod (a Percent policy's) and periodSeconds; its tolerance as "
+                f"{at}.tolerance.scaleUp and .scaleDown)"
+            ),
+            "fieldPath": ".behavior",
+            "reason": "FieldValueForbidden",
+        }
+        # where the message sends the reader is in the schema
+        assert {"scaleUp", "scaleDown", "tolerance"} <= node["properties"].keys()
+        assert "stabilizationWindowSeconds" in node["properties"]["scaleDown"]["properties"]
 
 
 def test_every_field_has_a_description_and_bounds_are_carried() -> None:
