@@ -11,14 +11,13 @@ import pytest
 
 from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
-from scaler.core import capacity as capacity_module
+from scaler.core import sizing as sizing_module
 from scaler.core.capacity import (
     SEED_WEIGHT,
     CapacityEstimate,
     CapacityMemory,
     CapacitySample,
     capacity_sample,
-    evaluate_capacity,
     learn_capacity,
     served_with_room,
     sizing_capacity,
@@ -27,6 +26,7 @@ from scaler.core.decide import Decision
 from scaler.core.observation import Observation, PodInfo, ThroughputReading
 from scaler.core.reasons import Reason
 from scaler.core.signals import SignalReading, SignalStatus
+from scaler.core.sizing import evaluate_capacity
 from scaler.core.state import TargetState, record_write
 from tests.core.builders import decide
 from tests.core.capacity_fleet import BOUNDARY, fleet_observation, ttft_p95
@@ -497,7 +497,7 @@ def test_a_young_estimate_from_one_burst_window_cannot_scale_wildly(
 
     # without the guard the same young estimate takes the fleet to its maximum and keeps it
     monkeypatch.setattr(
-        capacity_module,
+        sizing_module,
         "sizing_capacity",
         lambda policy, memory: memory.estimate.tokens_per_second if memory.estimate else None,
     )

@@ -12,13 +12,7 @@ from dataclasses import dataclass, replace
 import pytest
 
 from scaler.config.signal_specs import CapacityCost
-from scaler.core.capacity import (
-    CapacityMemory,
-    demand_of,
-    evaluate_capacity,
-    priced_policy,
-    work_cost,
-)
+from scaler.core.capacity import CapacityMemory, demand_of, priced_policy, work_cost
 from scaler.core.cost_fit import (
     MAX_FACTOR,
     OUTLIER_AFTER_WINDOWS,
@@ -35,6 +29,7 @@ from scaler.core.observation import (
     ThroughputReading,
 )
 from scaler.core.signals import SignalStatus
+from scaler.core.sizing import evaluate_capacity
 from scaler.core.state import TargetState, decode_state, encode_state
 from scaler.sim.engine import ReplicaEngine, ReplicaModel, SimRequest
 from scaler.sim.exposition import VllmMetrics

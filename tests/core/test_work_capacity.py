@@ -8,9 +8,10 @@ from __future__ import annotations
 import pytest
 
 from scaler.config.policy import TargetPolicy
-from scaler.core.capacity import CapacityEstimate, CapacityMemory, arrival_rate, evaluate_capacity
+from scaler.core.capacity import CapacityEstimate, CapacityMemory
 from scaler.core.phases import size_backlog
 from scaler.core.reasons import Limit, Phase, PhaseName
+from scaler.core.sizing import arrival_rate, evaluate_capacity
 from scaler.core.state import TargetState, decode_state, encode_state
 from tests.core.capacity_fleet import fleet_observation
 from tests.support.policies import case_target
