@@ -27,7 +27,11 @@ fleet's weighted tokens per second per ready replica, ``x``, and it is one of tw
 - *beyond the SLO*: TTFT p95 above its target by more than the scale-up tolerance while at
   least half the pods are busy, at this cycle and the one before: at ``x`` per replica the
   SLO broke, a replica's capacity is below ``x``. Here ``x`` is the rate offered, the work
-  left waiting at the end of the window added. With fewer pods busy the breach is one pod's
+  left waiting at the end of the window added; but when every pod has had a request waiting
+  at every cycle for a whole window (saturated), the rate it served, which is all a replica
+  can serve and more than it serves within the SLO (the queue is demand, not capacity: a
+  long-prompt mix queued behind a full KV cache offers several times what it is served).
+  With fewer pods busy the breach is one pod's
   bad luck (a long prompt at the head of its queue), not the fleet's load; an overload that
   does not last two cycles is a burst shorter than the window, whose rate hides in the
   window's mean (on the bench's bursty ``code`` trace such samples put the estimate at a
@@ -100,6 +104,7 @@ __all__ = [
     "learn_from_window",
     "overloaded",
     "priced_policy",
+    "saturated_pods",
     "seeded_estimate",
     "served_with_room",
     "sizing_capacity",
@@ -163,6 +168,9 @@ class CapacityMemory:
             drained, which tells the arrival rate from the rate served.
         fit: the online fit of the cost profile's prefill and decode prices to the fleet
             (:mod:`scaler.core.cost_fit`; unit ``work`` with ``capacity.fit_cost``).
+        saturated_since: controller time since which every ready pod has had a request
+            waiting at every cycle (None: not at the last cycle; not persisted): a fleet
+            saturated for a whole window served what it can serve at most.
     """
 
     estimate: CapacityEstimate | None = None
@@ -174,6 +182,7 @@ class CapacityMemory:
     unit: str = CapacityUnit.WEIGHTED_TOKENS.value
     backlog: tuple[tuple[float, float], ...] = ()
     fit: CostFit = field(default_factory=CostFit)
+    saturated_since: float | None = None
 
 
 def seeded_estimate(policy: TargetPolicy) -> CapacityEstimate | None:
@@ -290,6 +299,14 @@ def overloaded(policy: TargetPolicy, reading: ThroughputReading | None) -> bool:
     return busy is not None and reading is not None and half_busy(busy, len(reading.pods))
 
 
+def saturated_pods(reading: ThroughputReading | None) -> bool:
+    """Every ready pod of a usable reading has a request waiting (vLLM's
+    ``vllm:num_requests_waiting`` at least 1): each is serving all it can."""
+    if reading is None or not reading.status.usable_for_scale_up or not reading.pods:
+        return False
+    return all(p.waiting is not None and p.waiting >= 1 for p in reading.pods.values())
+
+
 def half_busy(busy: int, ready: int) -> bool:
     """``busy`` of ``ready`` pods are at least half of them: the test of :func:`overloaded`,
     for a caller that has counted the busy pods (:func:`busy_pods`) already."""
@@ -327,8 +344,10 @@ def _sample(
     window_seconds: float,
     overloaded_before: bool,
     cost: CapacityCost,
+    saturated: bool = False,
 ) -> CapacitySample | None:
-    """:func:`capacity_sample` of a window :func:`_trusted` has already judged."""
+    """:func:`capacity_sample` of a window :func:`_trusted` has already judged; ``saturated``:
+    every pod had a request waiting at every cycle of the window (:func:`saturated_pods`)."""
     if trusted is None:
         return None
     reading, ttft_value = trusted
@@ -349,9 +368,12 @@ def _sample(
     demand, per_request = demand_of(policy, reading, cost)
     if not math.isfinite(demand) or demand <= 0:
         return None
-    if not within and per_request is not None:
+    if not within and per_request is not None and not saturated:
         # The SLO broke at the rate offered, not the rate served: add the work left waiting
-        # at the end of the window (a burst shorter than the window hides in its mean).
+        # at the end of the window (a burst shorter than the window hides in its mean). A
+        # fleet that queued through the whole window served what it can serve at most, more
+        # than it serves within the SLO: the rate served is the bound (what waits beyond it
+        # is demand, not capacity).
         waiting = math.fsum(p.waiting or 0.0 for p in reading.pods.values())
         demand += waiting * per_request / window_seconds
     return CapacitySample(
@@ -525,7 +547,11 @@ def learn_from_window(
     whether the fleet was overloaded (see the module docstring). ``cost``: the prices of
     unit ``work`` (:func:`work_cost`)."""
     trusted = _trusted(observation, window_seconds)  # judged once for both uses
-    sample = _sample(policy, trusted, window_seconds, memory.overloaded, cost)
+    since = memory.saturated_since
+    saturated_now = saturated_pods(observation.throughput)
+    since = (now if since is None or now < since else since) if saturated_now else None
+    saturated = since is not None and now - since >= window_seconds
+    sample = _sample(policy, trusted, window_seconds, memory.overloaded, cost, saturated)
     memory = replace(memory, served=_served(memory, _room(policy, trusted, cost), sample))
     last = memory.estimate.learned_at if memory.estimate is not None else None
     if sample is not None and last is not None and 0 <= now - last < window_seconds:
@@ -533,5 +559,6 @@ def learn_from_window(
     memory = replace(
         learn_capacity(policy, memory, sample, now),
         overloaded=overloaded(policy, observation.throughput),
+        saturated_since=since,
     )
     return memory, sample
