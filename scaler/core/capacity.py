@@ -72,6 +72,11 @@ break, and the target utilization keeps the fleet below that. Hence the estimato
 - **seeded** by ``seed_prompt_tokens_per_second`` and ``seed_generation_tokens_per_second``:
   a seed counts as :data:`SEED_WEIGHT` samples, so a few observations correct a wrong one.
 
+**Prices.** In unit ``work`` the estimate is in the prices of the online fit
+(:mod:`scaler.core.cost_fit`) at the time it was learned; when the fit moves them, the
+estimate and the rates beside it are re-expressed in the new prices by the ratio of the next
+usable window's demand priced both ways (:attr:`CapacityMemory.priced_in`).
+
 **The sizing** (the demand, the backlog, the horizon and the replicas asked for) is
 :mod:`scaler.core.sizing`'s; this module learns what one replica serves.
 """
@@ -171,6 +176,10 @@ class CapacityMemory:
         saturated_since: controller time since which every ready pod has had a request
             waiting at every cycle (None: not at the last cycle; not persisted): a fleet
             saturated for a whole window served what it can serve at most.
+        priced_in: the prices of unit ``work`` the estimate and the rates beside it are in
+            (None: not yet known; not persisted, so a restart takes them as the current
+            ones): when the fit moves the prices, they are re-expressed in the new ones
+            (:func:`learn_from_window`).
     """
 
     estimate: CapacityEstimate | None = None
@@ -183,6 +192,7 @@ class CapacityMemory:
     backlog: tuple[tuple[float, float], ...] = ()
     fit: CostFit = field(default_factory=CostFit)
     saturated_since: float | None = None
+    priced_in: CapacityCost | None = None
 
 
 def seeded_estimate(policy: TargetPolicy) -> CapacityEstimate | None:
@@ -533,6 +543,49 @@ def _served(
     return room if served is None else max(served, room)
 
 
+def _repriced(
+    policy: TargetPolicy,
+    memory: CapacityMemory,
+    reading: ThroughputReading | None,
+    cost: CapacityCost,
+) -> CapacityMemory:
+    """``memory`` with its estimate and rates re-expressed in ``cost`` when the fit has moved
+    the prices since they were learned: scaled by the ratio of this window's demand priced
+    both ways (what a replica served is the same work, counted in the new prices). Without a
+    usable reading the old prices are kept until one comes; unit ``weighted_tokens`` has no
+    prices."""
+    if policy.signals.capacity.unit is not CapacityUnit.WORK:
+        return memory
+    old = memory.priced_in
+    if old is None:
+        return replace(memory, priced_in=cost)
+    if old == cost:
+        return memory
+    if reading is None or not reading.status.usable_for_scale_up or not reading.pods:
+        return memory
+    new_demand, _ = demand_of(policy, reading, cost)
+    old_demand, _ = demand_of(policy, reading, old)
+    if (
+        not (math.isfinite(new_demand) and math.isfinite(old_demand))
+        or min(new_demand, old_demand) <= 0
+    ):
+        return memory
+    ratio = new_demand / old_demand
+
+    def scaled(value: float | None) -> float | None:
+        return None if value is None else value * ratio
+
+    estimate = memory.estimate
+    if estimate is not None:
+        estimate = replace(
+            estimate, tokens_per_second=_bounded(policy, estimate.tokens_per_second * ratio)
+        )
+    return replace(
+        memory, estimate=estimate, served=scaled(memory.served), lower=scaled(memory.lower),
+        upper=scaled(memory.upper), priced_in=cost,
+    )  # fmt: skip
+
+
 def learn_from_window(
     policy: TargetPolicy,
     observation: Observation,
@@ -546,6 +599,7 @@ def learn_from_window(
     sample (at most one per rate window: consecutive cycles share most of it) learned, and
     whether the fleet was overloaded (see the module docstring). ``cost``: the prices of
     unit ``work`` (:func:`work_cost`)."""
+    memory = _repriced(policy, memory, observation.throughput, cost)
     trusted = _trusted(observation, window_seconds)  # judged once for both uses
     since = memory.saturated_since
     saturated_now = saturated_pods(observation.throughput)
