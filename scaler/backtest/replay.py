@@ -47,7 +47,7 @@ from dataclasses import dataclass, field, replace
 
 from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
-from scaler.core.capacity import CapacityView, demand_of
+from scaler.core.capacity import demand_of
 from scaler.core.decide import decide
 from scaler.core.evaluation import SignalEvaluation
 from scaler.core.load_time import LoadTimes
@@ -55,6 +55,7 @@ from scaler.core.observation import Observation, PodInfo, ReplicaCounts, Through
 from scaler.core.reasons import Reason
 from scaler.core.seasonal import SeasonalAsk, SeasonalSchedule
 from scaler.core.signals import SignalReading, SignalStatus
+from scaler.core.sizing import CapacityView
 from scaler.core.state import TargetState, record_write
 
 __all__ = ["ReplayResult", "ReplayStep", "ReplaySummary", "ScaleChange", "fill_gaps", "replay"]

@@ -31,7 +31,7 @@ from scaler.bench.controllers import VllmScalerController
 from scaler.bench.figures import PolicyFigures
 from scaler.bench.runner import BenchOptions, Prepared, default_policy, prepare, run_policy
 from scaler.config.policy import TargetPolicy
-from scaler.core.capacity import demand_of, horizon_seconds
+from scaler.core.capacity import demand_of
 from scaler.core.observation import PodLoad, ThroughputReading
 from scaler.core.seasonal import (
     DAY_SECONDS,
@@ -40,6 +40,7 @@ from scaler.core.seasonal import (
     replay_seasonal,
 )
 from scaler.core.signals import SignalStatus
+from scaler.core.sizing import horizon_seconds
 from scaler.sim.servegen import PEAK_REQUESTS_PER_SECOND, parse_servegen, window_rates
 from scaler.sim.synthetic import daily_bursts_rate
 

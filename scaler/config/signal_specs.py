@@ -133,7 +133,7 @@ class Sizing(StrEnum):
       ceil(min(value / target, 2) x serving)``; no more than the replicas asked for while some
       start or wait for a node, and for two rate windows after.
     - ``derived``: computed by the decision core from other readings (the capacity signal,
-      :func:`scaler.core.capacity.evaluate_capacity`).
+      :func:`scaler.core.sizing.evaluate_capacity`).
     """
 
     PER_POD = "per_pod"

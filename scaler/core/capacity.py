@@ -16,14 +16,6 @@ Unit ``weighted_tokens`` keeps the earlier *weighted tokens per second*: prompt 
 SLO still depends on the mix beyond that price (how often a long prompt blocks the head of the
 queue, how long requests wait for KV blocks): that is what is learned, on the target's own mix.
 
-**Demand** is the sum over the ready pods of their weighted token rates (a pod Ready for less
-than 1.5 rate windows has a rate over a window it served only part of: it is counted at the
-mean of the others), plus the work already waiting (waiting requests times the mean weighted
-tokens per finished request) spread over the horizon. The forecast
-(:mod:`scaler.core.forecast`) extends it to the horizon: the model load time learned from the
-target's own starts (:mod:`scaler.core.load_time`) plus half the rate window, by which the
-rates lag.
-
 **Capacity estimator.** A cycle gives a sample, at most one per rate window (consecutive
 cycles share most of it), when the reading can be trusted: every ready pod has its rates and
 has been Ready for 1.5 rate windows, no pod is draining, TTFT is ``ok``. The sample is the
@@ -35,7 +27,11 @@ fleet's weighted tokens per second per ready replica, ``x``, and it is one of tw
 - *beyond the SLO*: TTFT p95 above its target by more than the scale-up tolerance while at
   least half the pods are busy, at this cycle and the one before: at ``x`` per replica the
   SLO broke, a replica's capacity is below ``x``. Here ``x`` is the rate offered, the work
-  left waiting at the end of the window added. With fewer pods busy the breach is one pod's
+  left waiting at the end of the window added; but when every pod has had a request waiting
+  at every cycle for a whole window (saturated), the rate it served, which is all a replica
+  can serve and more than it serves within the SLO (the queue is demand, not capacity: a
+  long-prompt mix queued behind a full KV cache offers several times what it is served).
+  With fewer pods busy the breach is one pod's
   bad luck (a long prompt at the head of its queue), not the fleet's load; an overload that
   does not last two cycles is a burst shorter than the window, whose rate hides in the
   window's mean (on the bench's bursty ``code`` trace such samples put the estimate at a
@@ -76,20 +72,13 @@ break, and the target utilization keeps the fleet below that. Hence the estimato
 - **seeded** by ``seed_prompt_tokens_per_second`` and ``seed_generation_tokens_per_second``:
   a seed counts as :data:`SEED_WEIGHT` samples, so a few observations correct a wrong one.
 
-**The decision.** ``desired = ceil(forecast demand / (capacity x target_utilization))``,
-through the same tolerance band as the other signals and combined with them by max: the
-capacity signal adds replicas before the queue builds and keeps them while the forecast needs
-them (a scale-down goes only as low as the remaining replicas serve the forecast at the target
-utilization); the queue, KV-cache and TTFT signals stay as safety nets (TTFT adds one replica
-at most when this signal measures the demand below its target utilization and fewer than half
-the pods are busy: :func:`scaler.core.guards.not_load`). The replicas above
-what it asks for are a known surplus: a scale-down may remove a share of them per period
-(``scale_down.max_surplus_percent_per_period``, :func:`scaler.core.decide.limit_step`), so a
-fleet the queue took far past the need after a surge comes back in minutes, not at one
-replica a minute; and once the demand has fallen for a whole scale-down window without a rise,
-that window shortens to follow the fall (:func:`scaler.core.decide.down_window_seconds`).
-Until an estimate exists the signal is ``learning``: it asks for nothing
-and holds back nothing.
+**Prices.** In unit ``work`` the estimate is in the prices of the online fit
+(:mod:`scaler.core.cost_fit`) at the time it was learned; when the fit moves them, the
+estimate and the rates beside it are re-expressed in the new prices by the ratio of the next
+usable window's demand priced both ways (:attr:`CapacityMemory.priced_in`).
+
+**The sizing** (the demand, the backlog, the horizon and the replicas asked for) is
+:mod:`scaler.core.sizing`'s; this module learns what one replica serves.
 """
 
 from __future__ import annotations
@@ -101,28 +90,26 @@ from dataclasses import dataclass, field, replace
 from scaler.config.policy import TargetPolicy
 from scaler.config.signal_specs import CapacityCost, CapacityUnit
 from scaler.config.vocabulary import SignalName
-from scaler.core.cost_fit import CostFit, learn_cost, priced_cost
-from scaler.core.evaluation import SignalEvaluation, banded, ceil_replicas
-from scaler.core.forecast import DemandForecast, observe_demand
+from scaler.core.cost_fit import CostFit, priced_cost
+from scaler.core.forecast import DemandForecast
 from scaler.core.observation import Observation, PodLoad, ThroughputReading
 from scaler.core.signals import SignalStatus
 
 __all__ = [
+    "READY_WINDOWS",
     "SEED_WEIGHT",
     "CapacityEstimate",
     "CapacityMemory",
     "CapacitySample",
-    "CapacityView",
-    "arrival_rate",
+    "busy_pods",
     "capacity_sample",
     "demand_of",
-    "evaluate_capacity",
-    "forecast_demand",
     "half_busy",
-    "horizon_seconds",
-    "human",
     "learn_capacity",
+    "learn_from_window",
+    "overloaded",
     "priced_policy",
+    "saturated_pods",
     "seeded_estimate",
     "served_with_room",
     "sizing_capacity",
@@ -136,7 +123,7 @@ _STEP_FIRST = 0.25
 #: The smallest step per sample, in log space: the estimate keeps following a change of mix.
 _STEP_LAST = 0.04
 #: A pod counts for capacity only after it has been Ready this many rate windows.
-_READY_WINDOWS = 1.5
+READY_WINDOWS = 1.5
 #: Without a seed, an estimate may also start between a rate served within the SLO and one at
 #: which it broke, once the first is at least this share of the second (a wider bracket says
 #: too little: a busy pod at a trickle of load is a lower bound of almost nothing).
@@ -186,6 +173,13 @@ class CapacityMemory:
             drained, which tells the arrival rate from the rate served.
         fit: the online fit of the cost profile's prefill and decode prices to the fleet
             (:mod:`scaler.core.cost_fit`; unit ``work`` with ``capacity.fit_cost``).
+        saturated_since: controller time since which every ready pod has had a request
+            waiting at every cycle (None: not at the last cycle; not persisted): a fleet
+            saturated for a whole window served what it can serve at most.
+        priced_in: the prices of unit ``work`` the estimate and the rates beside it are in
+            (None: not yet known; not persisted, so a restart takes them as the current
+            ones): when the fit moves the prices, they are re-expressed in the new ones
+            (:func:`learn_from_window`).
     """
 
     estimate: CapacityEstimate | None = None
@@ -197,46 +191,8 @@ class CapacityMemory:
     unit: str = CapacityUnit.WEIGHTED_TOKENS.value
     backlog: tuple[tuple[float, float], ...] = ()
     fit: CostFit = field(default_factory=CostFit)
-
-
-@dataclass(frozen=True, slots=True)
-class CapacityView:
-    """What the capacity signal saw and computed this cycle (for messages, metrics, reports).
-
-    Attributes:
-        demand_tokens_per_second: weighted tokens/s the ready pods served over the rate
-            window (a lower bound when the reading is ``partial``); None when unusable.
-        waiting_tokens: weighted tokens of the requests waiting (None: unknown).
-        forecast_tokens_per_second: the demand the horizon is sized for (forecast peak plus
-            the waiting work spread over the horizon); None when unusable.
-        capacity_tokens_per_second: the estimate used (None: still learning).
-        utilization: demand over what the ready replicas serve at the estimate, a 0-1+ ratio
-            (None when either is unknown).
-        horizon_seconds: the forecast horizon, seconds.
-        model_load_seconds: the learned model load time (None: none observed yet).
-        sample: this cycle's capacity sample, if one was taken.
-        samples: samples the estimate rests on.
-        served_tokens_per_second: the rate the ready pods served over the window, in the
-            signal's unit (``demand_tokens_per_second`` is the rate arriving: this plus the
-            backlog's growth); None when unusable.
-        prefill_factor, decode_factor: the online fit's scale of the cost profile's prefill
-            and decode prices (1: the profile; :mod:`scaler.core.cost_fit`).
-        cost_windows: the windows the fit learned from (0: the profile as given).
-    """
-
-    demand_tokens_per_second: float | None
-    waiting_tokens: float | None
-    forecast_tokens_per_second: float | None
-    capacity_tokens_per_second: float | None
-    utilization: float | None
-    horizon_seconds: float
-    model_load_seconds: float | None
-    sample: CapacitySample | None
-    samples: int
-    served_tokens_per_second: float | None = None
-    prefill_factor: float = 1.0
-    decode_factor: float = 1.0
-    cost_windows: int = 0
+    saturated_since: float | None = None
+    priced_in: CapacityCost | None = None
 
 
 def seeded_estimate(policy: TargetPolicy) -> CapacityEstimate | None:
@@ -307,36 +263,6 @@ def demand_of(
     return tokens, (tokens / requests if requests > 0 else None)
 
 
-def _settled_demand(
-    policy: TargetPolicy, observation: Observation, window_seconds: float, cost: CapacityCost
-) -> tuple[float, float | None, bool]:
-    """``(demand, demand per finished request, settled)`` of this cycle's throughput reading.
-
-    A pod Ready for less than 1.5 rate windows has a rate over a window it served only part
-    of, which reads low (a new pod, or every pod of a fleet that just started). When some pods
-    have a whole window, the others are counted at their mean rate (a Service or gateway
-    spreads requests over the ready pods); when none has, the reading is taken as it is and
-    ``settled`` is False (the forecast does not learn a trend or burstiness from it).
-    """
-    reading = observation.throughput
-    assert reading is not None
-    since = {p.name: p.ready_seconds for p in observation.pods if p.ready and not p.terminating}
-    full = _READY_WINDOWS * window_seconds
-    whole = {
-        name: pod
-        for name, pod in reading.pods.items()
-        if (r := since.get(name)) is not None and r >= full
-    }
-    # The work per finished request is a ratio of two rates over the same window: a pod's
-    # part-window reads low in both, so it is taken over every pod, never from the Ready times
-    # (which history knows only to a scrape: the backlog priced with it would differ).
-    demand, per_request = demand_of(policy, reading, cost)
-    if not whole or len(whole) == len(reading.pods):
-        return demand, per_request, bool(whole)
-    demand, _ = demand_of(policy, ThroughputReading(reading.status, whole), cost)
-    return demand * len(reading.pods) / len(whole), per_request, True
-
-
 @dataclass(frozen=True, slots=True)
 class CapacitySample:
     """One cycle's evidence on a replica's capacity.
@@ -383,6 +309,14 @@ def overloaded(policy: TargetPolicy, reading: ThroughputReading | None) -> bool:
     return busy is not None and reading is not None and half_busy(busy, len(reading.pods))
 
 
+def saturated_pods(reading: ThroughputReading | None) -> bool:
+    """Every ready pod of a usable reading has a request waiting (vLLM's
+    ``vllm:num_requests_waiting`` at least 1): each is serving all it can."""
+    if reading is None or not reading.status.usable_for_scale_up or not reading.pods:
+        return False
+    return all(p.waiting is not None and p.waiting >= 1 for p in reading.pods.values())
+
+
 def half_busy(busy: int, ready: int) -> bool:
     """``busy`` of ``ready`` pods are at least half of them: the test of :func:`overloaded`,
     for a caller that has counted the busy pods (:func:`busy_pods`) already."""
@@ -420,8 +354,10 @@ def _sample(
     window_seconds: float,
     overloaded_before: bool,
     cost: CapacityCost,
+    saturated: bool = False,
 ) -> CapacitySample | None:
-    """:func:`capacity_sample` of a window :func:`_trusted` has already judged."""
+    """:func:`capacity_sample` of a window :func:`_trusted` has already judged; ``saturated``:
+    every pod had a request waiting at every cycle of the window (:func:`saturated_pods`)."""
     if trusted is None:
         return None
     reading, ttft_value = trusted
@@ -442,9 +378,12 @@ def _sample(
     demand, per_request = demand_of(policy, reading, cost)
     if not math.isfinite(demand) or demand <= 0:
         return None
-    if not within and per_request is not None:
+    if not within and per_request is not None and not saturated:
         # The SLO broke at the rate offered, not the rate served: add the work left waiting
-        # at the end of the window (a burst shorter than the window hides in its mean).
+        # at the end of the window (a burst shorter than the window hides in its mean). A
+        # fleet that queued through the whole window served what it can serve at most, more
+        # than it serves within the SLO: the rate served is the bound (what waits beyond it
+        # is demand, not capacity).
         waiting = math.fsum(p.waiting or 0.0 for p in reading.pods.values())
         demand += waiting * per_request / window_seconds
     return CapacitySample(
@@ -475,7 +414,7 @@ def _trusted(
         return None  # pods removed in the window served part of its traffic
     if observation.replicas.sleeping > 0:
         return None  # an engine asleep serves nothing: its idle proves nothing of a replica
-    settled = _READY_WINDOWS * window_seconds
+    settled = READY_WINDOWS * window_seconds
     ready = [p for p in observation.pods if p.ready and not p.terminating]
     if len(ready) != len(reading.pods) or any(
         p.ready_seconds is None or p.ready_seconds < settled for p in ready
@@ -588,230 +527,6 @@ def learn_capacity(
     return replace(memory, estimate=CapacityEstimate(_bounded(policy, value), n, now))
 
 
-def horizon_seconds(
-    policy: TargetPolicy, learned_load_seconds: float | None, window_seconds: float
-) -> float:
-    """The forecast horizon, seconds: the model load time (learned, else the policy's
-    ``capacity.model_load_seconds``) plus half the rate window, by which the rates lag."""
-    load = (
-        learned_load_seconds
-        if learned_load_seconds is not None
-        else policy.signals.capacity.model_load_seconds
-    )
-    return load + window_seconds / 2
-
-
-def forecast_demand(
-    policy: TargetPolicy,
-    forecast: DemandForecast | None,
-    demand: float,
-    waiting_tokens: float | None,
-    horizon: float,
-    drain_seconds: float | None = None,
-) -> float:
-    """The demand the fleet is sized for, in the signal's unit per second: the forecast's peak
-    over the horizon (the demand read now before a forecast exists), plus the waiting work to
-    drain within ``drain_seconds`` (default: the horizon; the policy's
-    ``backlog_drain_seconds``). A backlog is work to do once, not a rate: as it drains, this
-    term shrinks and the extra replicas it asked for are released."""
-    peak = demand
-    if forecast is not None:
-        # never below the rate arriving now: the level, smoothed over minutes, lags a step
-        peak = max(demand, forecast.peak(horizon, policy.signals.capacity.headroom))
-    return peak + (waiting_tokens or 0.0) / (drain_seconds or horizon)
-
-
-def human(x: float) -> str:
-    """Tokens/s in a short human form: 812, 5.2k, 41.2k, 1.3M."""
-    if x >= 1e6:
-        return f"{x / 1e6:.3g}M"
-    if x >= 1e3:
-        return f"{x / 1e3:.3g}k"
-    return f"{x:.3g}"
-
-
-def evaluate_capacity(
-    policy: TargetPolicy,
-    observation: Observation,
-    memory: CapacityMemory,
-    learned_load_seconds: float | None,
-    now: float,
-    *,
-    window_seconds: float,
-) -> tuple[SignalEvaluation, CapacityView, CapacityMemory]:
-    """The capacity signal's evaluation this cycle, and the estimate and forecast after it.
-
-    Args:
-        policy: the target's policy (``signals.capacity`` enabled).
-        observation: this cycle's observation (throughput, TTFT reading, pods).
-        memory: what the signal kept from the last cycle.
-        learned_load_seconds: the learned model load time (None: none observed).
-        now: the controller's clock, seconds.
-        window_seconds: the ``rate()`` window of the throughput and TTFT queries, seconds.
-
-    Returns:
-        ``(evaluation, view, memory)``. The evaluation's value is the forecast
-        demand per replica asked for and its target the capacity times the target utilization,
-        both in weighted tokens/s; ``demand_replicas`` is ``ceil(forecast / (capacity x
-        utilization))``. Its status is the throughput reading's, or ``learning`` while no
-        estimate exists. Never raises.
-    """
-    counts = observation.replicas
-    reading = observation.throughput
-    cap = policy.signals.capacity
-    if memory.unit != cap.unit.value:
-        # Learned in another unit (a state saved before this one): start again, as a new
-        # target does, rather than read weighted tokens as seconds of work.
-        memory = CapacityMemory(unit=cap.unit.value)
-    if cap.unit is CapacityUnit.WORK and cap.fit_cost and counts.sleeping == 0:
-        # an engine asleep serves nothing: its zeros would lower the means the fit's guards
-        # read, so a window with one asleep teaches no price (as it gives no capacity sample)
-        fit = learn_cost(cap.cost, memory.fit, reading, now, window_seconds=window_seconds)
-        memory = replace(memory, fit=fit)
-    cost = work_cost(policy, memory)
-    trusted = _trusted(observation, window_seconds)  # judged once for both uses
-    sample = _sample(policy, trusted, window_seconds, memory.overloaded, cost)
-    memory = replace(memory, served=_served(memory, _room(policy, trusted, cost), sample))
-    last = memory.estimate.learned_at if memory.estimate is not None else None
-    if sample is not None and last is not None and 0 <= now - last < window_seconds:
-        sample = None  # consecutive cycles share most of a window: one sample per window
-    memory = replace(
-        learn_capacity(policy, memory, sample, now),
-        overloaded=overloaded(policy, reading),
-    )
-    estimate, forecast = memory.estimate, memory.forecast
-    horizon = horizon_seconds(policy, learned_load_seconds, window_seconds)
-    u = policy.signals.capacity.target_utilization
-    sizing = sizing_capacity(policy, memory)
-    per_replica = sizing * u if sizing is not None else 0.0
-    if reading is None or not reading.status.usable_for_scale_up:
-        status = reading.status if reading is not None else SignalStatus.EMPTY
-        detail = reading.detail if reading is not None else "no throughput reading"
-        if estimate is None:
-            # Nothing learned and no seed: whatever the demand, the signal could ask for
-            # nothing, so an unusable reading holds nothing back either (still learning).
-            status = SignalStatus.LEARNING
-            detail = f"no capacity estimate yet; demand unknown ({detail})"
-        view = CapacityView(
-            None, None, None, _tps(estimate), None, horizon, learned_load_seconds, sample,
-            estimate.samples if estimate else 0, None, *_prices(policy, memory),
-        )  # fmt: skip
-        evaluation = SignalEvaluation(
-            SignalName.CAPACITY, status, None, per_replica, None, None, None, False, detail
-        )
-        return evaluation, view, replace(memory, forecast=forecast)
-    demand, per_request, settled = _settled_demand(policy, observation, window_seconds, cost)
-    waiting = [p.waiting for p in reading.pods.values() if p.waiting is not None]
-    waiting_tokens = (
-        math.fsum(waiting) * per_request if waiting and per_request is not None else None
-    )
-    backlog = _backlog(memory.backlog, waiting_tokens, now, window_seconds)
-    memory = replace(memory, backlog=backlog)
-    served_demand = demand
-    demand = arrival_rate(demand, backlog)
-    if reading.status is SignalStatus.OK and settled:
-        forecast = observe_demand(forecast, demand, now)
-    drain = cap.backlog_drain_seconds or horizon
-    wanted = forecast_demand(policy, forecast, demand, waiting_tokens, horizon, drain)
-    awake = counts.ready - counts.sleeping
-    utilization = served_demand / (sizing * awake) if sizing is not None and awake > 0 else None
-    view = CapacityView(
-        demand, waiting_tokens, wanted, _tps(estimate), utilization, horizon,
-        learned_load_seconds, sample, estimate.samples if estimate else 0, served_demand,
-        *_prices(policy, memory),
-    )  # fmt: skip
-    current = counts.current
-    value = wanted / max(current, 1)
-    if estimate is None:
-        evaluation = SignalEvaluation(
-            SignalName.CAPACITY,
-            SignalStatus.LEARNING,
-            value,
-            0.0,
-            None,
-            None,
-            None,
-            False,
-            f"demand {human(demand)} {cap.unit_text}; no capacity estimate yet (no seed, and the "
-            "fleet has not yet been busy close to the TTFT target)",
-        )
-        return evaluation, view, replace(memory, forecast=forecast)
-    headroom = cap.standing_headroom
-    needed = wanted * (1 + headroom) / per_replica + counts.sleeping
-    proposed = ceil_replicas(needed)
-    ratio = needed / max(current, 1)
-    ttft_target = policy.signals.ttft_p95.target_seconds
-    assert sizing is not None
-    served = (
-        ""
-        if sizing == estimate.tokens_per_second
-        else f" (half the rate served with room; the estimate {human(estimate.tokens_per_second)} "
-        f"rests on {estimate.samples} sample{'s' if estimate.samples > 1 else ''})"
-    )
-    unit = cap.unit_text
-    arrival = (
-        f" (arriving; {human(served_demand)} served)"
-        if abs(demand - served_demand) > 0.05 * max(served_demand, 1e-12)
-        else ""
-    )
-    extra = f", standing headroom {headroom:g}" if headroom else ""
-    if view.cost_windows:
-        unit += (
-            f" (prices fitted on {view.cost_windows} windows: prefill x{view.prefill_factor:.2f}, "
-            f"decode x{view.decode_factor:.2f} the profile)"
-        )
-    asleep = (
-        f", +{counts.sleeping} asleep (vLLM sleep mode: no capacity, kept beside the awake)"
-        if counts.sleeping
-        else ""
-    )
-    detail = (
-        f"demand {human(demand)} {unit}{arrival}, forecast {human(wanted)} over {horizon:.0f} s, "
-        f"capacity {human(sizing)} per replica at TTFT p95 <= {ttft_target:g} s{served}, "
-        f"utilization {u:g}{extra}{asleep}: {proposed}"
-    )
-    evaluation = SignalEvaluation(
-        SignalName.CAPACITY,
-        reading.status,
-        value,
-        per_replica,
-        ratio,
-        proposed,
-        banded(policy, ratio, proposed, current),
-        True,
-        detail,
-    )
-    return evaluation, view, replace(memory, forecast=forecast)
-
-
-def _backlog(
-    history: tuple[tuple[float, float], ...],
-    waiting: float | None,
-    now: float,
-    window_seconds: float,
-) -> tuple[tuple[float, float], ...]:
-    """The waiting work of the cycles of the last rate window, this one's added (an unknown
-    backlog empties the history: a growth across a gap is not measured)."""
-    if waiting is None or not math.isfinite(waiting):
-        return ()
-    kept = tuple((t, w) for t, w in history if 0 <= now - t <= window_seconds and t < now)
-    return (*kept, (now, waiting))
-
-
-def arrival_rate(served: float, backlog: tuple[tuple[float, float], ...]) -> float:
-    """The demand arriving, in the signal's unit per second: the rate served over the window
-    plus how fast the backlog grew over it (less, while it drains: a fleet draining a burst's
-    queue serves more than arrives, and sizing on that rate would size the backlog as if it
-    were a steady load). The served rate alone without a backlog history of at least two
-    cycles; never below 0."""
-    if len(backlog) < 2:
-        return served
-    (t0, w0), (t1, w1) = backlog[0], backlog[-1]
-    if t1 <= t0:
-        return served
-    return max(0.0, served + (w1 - w0) / (t1 - t0))
-
-
 def _served(
     memory: CapacityMemory, room: float | None, sample: CapacitySample | None
 ) -> float | None:
@@ -828,14 +543,76 @@ def _served(
     return room if served is None else max(served, room)
 
 
-def _prices(policy: TargetPolicy, memory: CapacityMemory) -> tuple[float, float, int]:
-    """``(prefill factor, decode factor, windows)`` of the fit in use (1, 1, 0: none)."""
-    cap = policy.signals.capacity
-    fit = memory.fit
-    if cap.unit is not CapacityUnit.WORK or not cap.fit_cost or not fit.windows:
-        return 1.0, 1.0, 0
-    return fit.prefill_factor, fit.decode_factor, fit.windows
+def _repriced(
+    policy: TargetPolicy,
+    memory: CapacityMemory,
+    reading: ThroughputReading | None,
+    cost: CapacityCost,
+) -> CapacityMemory:
+    """``memory`` with its estimate and rates re-expressed in ``cost`` when the fit has moved
+    the prices since they were learned: scaled by the ratio of this window's demand priced
+    both ways (what a replica served is the same work, counted in the new prices). Without a
+    usable reading the old prices are kept until one comes; unit ``weighted_tokens`` has no
+    prices."""
+    if policy.signals.capacity.unit is not CapacityUnit.WORK:
+        return memory
+    old = memory.priced_in
+    if old is None:
+        return replace(memory, priced_in=cost)
+    if old == cost:
+        return memory
+    if reading is None or not reading.status.usable_for_scale_up or not reading.pods:
+        return memory
+    new_demand, _ = demand_of(policy, reading, cost)
+    old_demand, _ = demand_of(policy, reading, old)
+    if (
+        not (math.isfinite(new_demand) and math.isfinite(old_demand))
+        or min(new_demand, old_demand) <= 0
+    ):
+        return memory
+    ratio = new_demand / old_demand
+
+    def scaled(value: float | None) -> float | None:
+        return None if value is None else value * ratio
+
+    estimate = memory.estimate
+    if estimate is not None:
+        estimate = replace(
+            estimate, tokens_per_second=_bounded(policy, estimate.tokens_per_second * ratio)
+        )
+    return replace(
+        memory, estimate=estimate, served=scaled(memory.served), lower=scaled(memory.lower),
+        upper=scaled(memory.upper), priced_in=cost,
+    )  # fmt: skip
 
 
-def _tps(estimate: CapacityEstimate | None) -> float | None:
-    return estimate.tokens_per_second if estimate is not None else None
+def learn_from_window(
+    policy: TargetPolicy,
+    observation: Observation,
+    memory: CapacityMemory,
+    cost: CapacityCost,
+    now: float,
+    *,
+    window_seconds: float,
+) -> tuple[CapacityMemory, CapacitySample | None]:
+    """``(memory, sample)`` after this cycle's window: the rate served with room, the
+    sample (at most one per rate window: consecutive cycles share most of it) learned, and
+    whether the fleet was overloaded (see the module docstring). ``cost``: the prices of
+    unit ``work`` (:func:`work_cost`)."""
+    memory = _repriced(policy, memory, observation.throughput, cost)
+    trusted = _trusted(observation, window_seconds)  # judged once for both uses
+    since = memory.saturated_since
+    saturated_now = saturated_pods(observation.throughput)
+    since = (now if since is None or now < since else since) if saturated_now else None
+    saturated = since is not None and now - since >= window_seconds
+    sample = _sample(policy, trusted, window_seconds, memory.overloaded, cost, saturated)
+    memory = replace(memory, served=_served(memory, _room(policy, trusted, cost), sample))
+    last = memory.estimate.learned_at if memory.estimate is not None else None
+    if sample is not None and last is not None and 0 <= now - last < window_seconds:
+        sample = None  # consecutive cycles share most of a window: one sample per window
+    memory = replace(
+        learn_capacity(policy, memory, sample, now),
+        overloaded=overloaded(policy, observation.throughput),
+        saturated_since=since,
+    )
+    return memory, sample

@@ -32,6 +32,9 @@ Each factor is a **ratio of sums** over the windows learned from, each sum decay
 forgets), with the profile itself as a prior worth :data:`PRIOR_SECONDS` seconds of work on
 both sides (the seed: with no evidence the factor is 1). A window is used only when it is
 busy enough (:data:`MIN_WINDOW_SECONDS` of priced work), every number is finite and >= 0,
+its measured phase time is above zero (a histogram whose sum stands still while the pods
+compute is frozen or not exported: read as evidence, it would price the work at nothing and
+drive the factors to their lower bound),
 and, after :data:`OUTLIER_AFTER_WINDOWS` windows, its own ratio is within
 :data:`OUTLIER_RATIO` of the factor so far (a stalled pod's
 frozen counters, a burst of aborted requests); the factor is clamped to
@@ -201,8 +204,11 @@ def cost_window(
     computed = math.fsum(p.computed_prompt_tokens_per_second for p in pods)
     requests = math.fsum(p.requests_per_second for p in pods)
     priced_p = profile.prefill_seconds_per_token * computed
+    # A phase histogram whose sum did not move while the pods computed seconds of work is
+    # frozen or not exported (a stalled pod, an exporter without it): never "no time spent".
     usable_p = (
         priced_p * window_seconds >= MIN_WINDOW_SECONDS
+        and prefill > 0
         and prefill / n <= MAX_PREFILL_CONCURRENCY
         and requests > 0
         and computed / requests >= MIN_PROMPT_TOKENS
@@ -218,7 +224,7 @@ def cost_window(
         profile.decode_seconds_per_token * decode / n
     )
     priced_d = tpot * generated
-    usable_d = full and priced_d * window_seconds >= MIN_WINDOW_SECONDS
+    usable_d = full and decode > 0 and priced_d * window_seconds >= MIN_WINDOW_SECONDS
     return CostWindow(
         prefill if usable_p else None,
         priced_p if usable_p else None,

@@ -102,7 +102,7 @@ from enum import StrEnum
 
 from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
-from scaler.core.capacity import SEED_WEIGHT, CapacityView, evaluate_capacity
+from scaler.core.capacity import SEED_WEIGHT
 from scaler.core.evaluation import EPS as _EPS
 from scaler.core.evaluation import SignalEvaluation, evaluate_signal
 from scaler.core.guards import (
@@ -132,6 +132,7 @@ from scaler.core.phases import (
 from scaler.core.reasons import Because, Limit, Phase, Reason
 from scaler.core.seasonal import SeasonalAsk, seasonal_phase
 from scaler.core.signals import SignalReading, SignalStatus
+from scaler.core.sizing import CapacityView, evaluate_capacity
 from scaler.core.state import Recommendation, ScaleEvent, TargetState, compact
 
 __all__ = [

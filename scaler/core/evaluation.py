@@ -3,7 +3,7 @@
 Pure. :func:`evaluate_signal` turns a reading of a per-pod signal (queue depth, KV cache) or
 a latency quantile (TTFT) into a :class:`SignalEvaluation`, by its spec's
 :class:`~scaler.config.signal_specs.Sizing`; the capacity signal (derived) builds its own
-(:func:`scaler.core.capacity.evaluate_capacity`) with the same band (:func:`banded`).
+(:func:`scaler.core.sizing.evaluate_capacity`) with the same band (:func:`banded`).
 """
 
 from __future__ import annotations

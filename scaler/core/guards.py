@@ -25,13 +25,14 @@ from dataclasses import dataclass
 from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
 from scaler.config.wording import counted
-from scaler.core.capacity import CapacityView, busy_pods, half_busy
+from scaler.core.capacity import busy_pods, half_busy
 from scaler.core.evaluation import EPS as _EPS
 from scaler.core.evaluation import SignalEvaluation
 from scaler.core.messages import describe_invalid
 from scaler.core.observation import Observation, ReplicaCounts
 from scaler.core.reasons import Hold, Phase, PhaseName, Reason
 from scaler.core.signals import SignalStatus
+from scaler.core.sizing import CapacityView
 from scaler.core.state import TargetState
 
 __all__ = [

@@ -12,12 +12,12 @@ from __future__ import annotations
 from scaler.config.policy import TargetPolicy
 from scaler.config.signal_specs import Sizing
 from scaler.config.wording import counted
-from scaler.core.capacity import human
 from scaler.core.evaluation import EPS as _EPS
 from scaler.core.evaluation import LATENCY_MAX_RATIO, TTFT_NOT_LOAD_STEP, SignalEvaluation
 from scaler.core.observation import ReplicaCounts
 from scaler.core.reasons import Because, Hold, Limit, Reason
 from scaler.core.signals import SignalStatus
+from scaler.core.sizing import human
 from scaler.core.state import LearningFloor, TargetState
 
 __all__ = [

@@ -82,7 +82,9 @@ class ReplicaEngine:
             path, default); False runs every step on its own.
         full_metrics: record every family of ``metrics`` (default). False records only what
             the benchmark's emulated Prometheus (:class:`scaler.bench.tsdb.Tsdb`) reads: the
-            TTFT histogram, the request, token and prefix-cache counters, and the gauges,
+            TTFT histogram, the request, token and prefix-cache counters, the requests'
+            prefill and decode phase histograms (their sums feed the capacity signal's cost
+            fit), and the gauges,
             brought up to date by :meth:`sync_gauges` when they are read rather than after
             every step (the other histograms cost about a fifth of a long replay's time and
             nothing in it reads them).
@@ -588,17 +590,20 @@ class ReplicaEngine:
             # A request that filled the context stopped on vLLM's length limit.
             full = req.prompt_tokens + req.tokens_generated >= self.model.max_model_len
             m.request_success["length" if full else "stop"] += 1
+            # vLLM's phases: RUNNING from the first scheduling, PREFILL until the first token,
+            # DECODE from the first to the last token. The two phase histograms are recorded
+            # in a lean export too: the benchmark's emulated Prometheus reads their sums (the
+            # capacity signal's cost fit), and a sum left at zero would read as work done in
+            # no time.
+            first = req.first_scheduled_at if req.first_scheduled_at is not None else end
+            first_token = req.first_token_at if req.first_token_at is not None else end
+            m.prefill_time.observe(first_token - first)
+            m.decode_time.observe(end - first_token)
             if not self.full_metrics:
                 return
             m.e2e_latency.observe(end - req.arrival)
-            first = req.first_scheduled_at if req.first_scheduled_at is not None else end
             m.queue_time.observe(first - req.arrival)
-            # vLLM's phases: RUNNING from the first scheduling, PREFILL until the first token,
-            # DECODE from the first to the last token.
-            first_token = req.first_token_at if req.first_token_at is not None else end
             m.inference_time.observe(end - first)
-            m.prefill_time.observe(first_token - first)
-            m.decode_time.observe(end - first_token)
             m.request_prompt_tokens.observe(req.prompt_tokens)
             m.request_generation_tokens.observe(req.tokens_generated)
             # One completion per request; max_tokens as vLLM's API server sets it when the

@@ -33,8 +33,8 @@ from scaler.backtest.replay import ReplayStep
 from scaler.config.policy import Policy, parse_policy
 from scaler.config.settings import PrometheusSettings
 from scaler.config.vocabulary import SignalName
-from scaler.core.capacity import CapacityView
 from scaler.core.observation import PodInfo, WorkloadSnapshot
+from scaler.core.sizing import CapacityView
 from scaler.sim.prometheus_server import find_prometheus_binary
 from tests.dashboards.sim_run import POLICY, SimRun, simulated_run
 from tests.support.live_at import live_decisions

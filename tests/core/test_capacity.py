@@ -11,15 +11,15 @@ import pytest
 
 from scaler.config.policy import TargetPolicy
 from scaler.config.vocabulary import SignalName
-from scaler.core import capacity as capacity_module
+from scaler.core import sizing as sizing_module
 from scaler.core.capacity import (
     SEED_WEIGHT,
     CapacityEstimate,
     CapacityMemory,
     CapacitySample,
     capacity_sample,
-    evaluate_capacity,
     learn_capacity,
+    learn_from_window,
     served_with_room,
     sizing_capacity,
 )
@@ -27,6 +27,7 @@ from scaler.core.decide import Decision
 from scaler.core.observation import Observation, PodInfo, ThroughputReading
 from scaler.core.reasons import Reason
 from scaler.core.signals import SignalReading, SignalStatus
+from scaler.core.sizing import evaluate_capacity
 from scaler.core.state import TargetState, record_write
 from tests.core.builders import decide
 from tests.core.capacity_fleet import BOUNDARY, fleet_observation, ttft_p95
@@ -193,6 +194,39 @@ def test_a_breach_teaches_only_when_the_fleet_is_overloaded_for_two_cycles() -> 
         overloaded, throughput=ThroughputReading(SignalStatus.OK, one_busy)
     )
     assert _sample(unlucky) is None
+
+
+def test_a_fleet_saturated_for_a_whole_window_is_bounded_by_the_rate_it_served() -> None:
+    """Every pod with a request waiting at every cycle of a window serves all it can: more
+    than it serves within the SLO, so the breach's bound is the rate served (15,000 tokens/s
+    a replica here), not the rate offered, which counts the queue as if a replica could have
+    served it (a long-prompt mix queued behind a full KV cache offered 2.2-2.9x what one
+    replica served on ``synthetic:mix-shift``)."""
+    saturated = fleet_observation(4, 60_000)  # every pod has a request waiting, TTFT 6 s
+    cost = POLICY.signals.capacity.cost
+    estimate = CapacityEstimate(20_000.0, 20, learned_at=0.0)
+    memory = CapacityMemory(estimate=estimate, overloaded=True)
+    offered = 15_000.0 + 1_000.0 / WINDOW  # a waiting request of 1,000 tokens per pod
+    samples = []
+    for k in range(1, 7):  # cycles of 15 s from t = 60: saturated from the first
+        now = 45.0 + 15.0 * k
+        memory, sample = learn_from_window(
+            POLICY, saturated, memory, cost, now, window_seconds=WINDOW
+        )
+        samples.append(None if sample is None else sample.tokens_per_second)
+    assert memory.saturated_since == 60.0
+    # t = 60: saturated since this cycle only (the rate offered); t = 120: a whole window
+    assert samples[0] == pytest.approx(offered)
+    assert samples[1:4] == [None, None, None]  # one sample per window
+    assert samples[4] == pytest.approx(15_000.0)
+    # one pod without a request waiting ends the saturation
+    assert saturated.throughput is not None
+    pods = dict(saturated.throughput.pods)
+    first = next(iter(pods))
+    pods[first] = dataclasses.replace(pods[first], waiting=0.0)
+    eased = dataclasses.replace(saturated, throughput=ThroughputReading(SignalStatus.OK, pods))
+    memory, _ = learn_from_window(POLICY, eased, memory, cost, 200.0, window_seconds=WINDOW)
+    assert memory.saturated_since is None
 
 
 def test_no_sample_while_a_pod_drains_or_a_ready_pod_lacks_rates() -> None:
@@ -497,7 +531,7 @@ def test_a_young_estimate_from_one_burst_window_cannot_scale_wildly(
 
     # without the guard the same young estimate takes the fleet to its maximum and keeps it
     monkeypatch.setattr(
-        capacity_module,
+        sizing_module,
         "sizing_capacity",
         lambda policy, memory: memory.estimate.tokens_per_second if memory.estimate else None,
     )

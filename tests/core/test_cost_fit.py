@@ -12,13 +12,7 @@ from dataclasses import dataclass, replace
 import pytest
 
 from scaler.config.signal_specs import CapacityCost
-from scaler.core.capacity import (
-    CapacityMemory,
-    demand_of,
-    evaluate_capacity,
-    priced_policy,
-    work_cost,
-)
+from scaler.core.capacity import CapacityMemory, demand_of, priced_policy, work_cost
 from scaler.core.cost_fit import (
     MAX_FACTOR,
     OUTLIER_AFTER_WINDOWS,
@@ -35,6 +29,7 @@ from scaler.core.observation import (
     ThroughputReading,
 )
 from scaler.core.signals import SignalStatus
+from scaler.core.sizing import evaluate_capacity
 from scaler.core.state import TargetState, decode_state, encode_state
 from scaler.sim.engine import ReplicaEngine, ReplicaModel, SimRequest
 from scaler.sim.exposition import VllmMetrics
@@ -98,9 +93,15 @@ def test_a_fleet_twice_as_slow_at_prefill_is_learned_as_such_and_the_decode_left
 
 
 def test_the_factors_are_bounded() -> None:
-    # 8 times the profile's prefill (one prefill at a time still), no decode time at all
+    # 8 times the profile's prefill (one prefill at a time still), a thousandth of its decode
+    normal = pod(prompt=2500.0).decode_seconds_per_second
+    assert normal is not None
     wild = reading(
-        pod(prompt=2500.0, prefill=8 * PROFILE.prefill_seconds_per_token * 2500, decode=0.0)
+        pod(
+            prompt=2500.0,
+            prefill=8 * PROFILE.prefill_seconds_per_token * 2500,
+            decode=normal / 1000,
+        )
     )
     fit = learn(CostFit(), wild, 40)
     assert fit.prefill_factor == MAX_FACTOR
@@ -129,6 +130,27 @@ def test_one_window_per_rate_window() -> None:
 def test_idle_bad_or_missing_data_teaches_nothing(window: ThroughputReading | None) -> None:
     fit = learn(CostFit(), reading(pod(prefill=2 * PROFILE.prefill_seconds_per_token * 6000)), 5)
     assert learn_cost(PROFILE, fit, window, 1e6, window_seconds=W) is fit
+
+
+def test_a_phase_histogram_that_stands_still_while_the_pods_compute_teaches_nothing() -> None:
+    """A sum of ``vllm:request_prefill_time_seconds`` or ``..._decode_time_seconds`` that did
+    not move over a window in which the pods computed 1.7 s of prefill and 31 s of decode
+    (by the profile) is a frozen or absent export, not work done in no time: read as evidence
+    it took both factors to their lower bound, 1/4, within 40 windows."""
+    frozen = reading(pod(prefill=0.0, decode=0.0), pod(prefill=0.0, decode=0.0))
+    w = cost_window(PROFILE, frozen, W)
+    assert w is not None
+    assert (w.prefill_measured, w.prefill_priced, w.decode_measured, w.decode_priced) == (
+        None, None, None, None,
+    )  # fmt: skip
+    fit = learn(CostFit(), frozen, 40)
+    assert fit.windows == 0 and fit.prefill_factor == fit.decode_factor == 1.0
+    # one part frozen, the other moving: only the moving one teaches
+    half = reading(pod(prefill=2 * PROFILE.prefill_seconds_per_token * 6000, decode=0.0))
+    fit = learn(CostFit(), half, 60)
+    # twice the profile's prefill, the prior's 60 s still in the sums (one pod's 17 s a window)
+    assert 1.85 <= fit.prefill_factor < 2.0
+    assert fit.decode_factor == 1.0
 
 
 def test_short_prompts_and_overlapping_prefills_do_not_teach_the_prefill_price() -> None:

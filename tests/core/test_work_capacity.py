@@ -5,12 +5,16 @@ exposition) is in ``tests/sources/test_work_demand_real.py``."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from scaler.config.policy import TargetPolicy
-from scaler.core.capacity import CapacityEstimate, CapacityMemory, arrival_rate, evaluate_capacity
+from scaler.core.capacity import CapacityEstimate, CapacityMemory, learn_from_window
 from scaler.core.phases import size_backlog
 from scaler.core.reasons import Limit, Phase, PhaseName
+from scaler.core.signals import SignalStatus
+from scaler.core.sizing import arrival_rate, evaluate_capacity
 from scaler.core.state import TargetState, decode_state, encode_state
 from tests.core.capacity_fleet import fleet_observation
 from tests.support.policies import case_target
@@ -103,3 +107,38 @@ def test_a_backlog_that_grows_on_the_fleet_the_capacity_asked_for_is_the_safety_
     its estimate is too high (the mix turned to long prompts): the cap lifts."""
     phase = size_backlog(_policy(), Phase(PhaseName.LEARNING_FLOOR, 40), 9, 9, outgrown=True)
     assert phase.replicas == 40 and phase.limits == ()
+
+
+def test_when_the_fit_moves_the_prices_the_estimate_is_reexpressed_in_the_new_ones() -> None:
+    """The estimate is seconds of work per second at the prices it was learned in; when the
+    fit raises the prefill price by half, the same replica's work is half as much again in
+    the new prices (this window is all prefill), so the estimate and the rate served with
+    room follow: 0.8 -> 1.2 and 0.6 -> 0.9 s/s. Left in the old prices, it read 0.80 of the
+    truth at the end of ``synthetic:cache-shift`` after the prefill factor moved 1.00 -> 1.37."""
+    policy = _policy()
+    profile = policy.signals.capacity.cost
+    dearer = profile.model_copy(
+        update={"prefill_seconds_per_token": 1.5 * profile.prefill_seconds_per_token}
+    )
+    obs = fleet_observation(8, 32_000)  # 4,000 prompt tokens/s a replica, TTFT 0.3 s: no sample
+    memory = CapacityMemory(
+        estimate=CapacityEstimate(0.8, 20, 0.0), served=0.6, unit="work", priced_in=profile
+    )
+    after, sample = learn_from_window(policy, obs, memory, dearer, 600.0, window_seconds=WINDOW)
+    assert sample is None
+    assert after.estimate is not None
+    assert after.estimate.tokens_per_second == pytest.approx(1.2)
+    assert after.estimate.samples == 20
+    assert after.served == pytest.approx(0.9)
+    assert after.priced_in == dearer
+    # the same prices again: nothing moves
+    again, _ = learn_from_window(policy, obs, after, dearer, 700.0, window_seconds=WINDOW)
+    assert again.estimate == after.estimate
+    # without a usable reading the old prices are kept until one comes
+    blind = fleet_observation(8, 32_000, throughput_status=SignalStatus.EMPTY)
+    kept, _ = learn_from_window(policy, blind, memory, dearer, 600.0, window_seconds=WINDOW)
+    assert kept.estimate == memory.estimate and kept.priced_in == profile
+    # prices not known yet (a restart): taken as the current ones, nothing rescaled
+    fresh = dataclasses.replace(memory, priced_in=None)
+    taken, _ = learn_from_window(policy, obs, fresh, dearer, 600.0, window_seconds=WINDOW)
+    assert taken.estimate == memory.estimate and taken.priced_in == dearer

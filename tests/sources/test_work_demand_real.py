@@ -19,10 +19,11 @@ import pytest
 import pytest_asyncio
 
 from scaler.controller.observe import observe
-from scaler.core.capacity import CapacityMemory, demand_of, evaluate_capacity
+from scaler.core.capacity import CapacityMemory, demand_of
 from scaler.core.cost_fit import cost_window
 from scaler.core.observation import ThroughputReading
 from scaler.core.signals import SignalStatus
+from scaler.core.sizing import evaluate_capacity
 from scaler.sim.exposition import VllmMetrics
 from scaler.sources.prometheus import PrometheusSource
 from tests.support.fakeprom import snapshot, target
