@@ -4,6 +4,7 @@
     scripts/render-chart.py [RELEASE] [CHART] [-n NAMESPACE] [--create-namespace]
         [-f VALUES.yaml ...] [--set K=V ...] [--set-string K=V ...] [--set-json K=JSON ...]
         [--set-file K=PATH ...] [--set-literal K=V ...] [--show-only TEMPLATE ...]
+        [--include-crds]
 
 takes the arguments of `helm template` (RELEASE defaults to vllm-scaler, CHART to the
 clone's deploy/helm/vllm-scaler, a directory or a packaged .tgz) and prints what it prints:
@@ -11,9 +12,13 @@ every manifest after `---` and a `# Source:` line, in the order Helm installs ki
 values are Helm's own: the chart's values.schema.json checks them, Helm's parser reads each
 --set expression, and they merge as Helm merges them (the -f files in order, then --set-json,
 --set, --set-string, --set-file, --set-literal). --create-namespace adds the Namespace first,
-as `helm install --create-namespace` creates it. For example:
+as `helm install --create-namespace` creates it. --include-crds adds the chart's crds/ (the
+VLLMAutoscaler CustomResourceDefinition) as `helm template --include-crds` does, before the
+templates; without it they are left out, as `helm template` leaves them out (`helm install`
+applies them by itself; kubectl needs them in the render, or deploy/base/crd.yaml applied
+first). For example:
 
-    scripts/render-chart.py vllm-scaler -n vllm-scaler --create-namespace \\
+    scripts/render-chart.py vllm-scaler -n vllm-scaler --create-namespace --include-crds \\
         --set-file policy=my-policy.yaml \\
         --set prometheus.url=http://prometheus-operated.monitoring.svc:9090 \\
       | kubectl apply -f -
@@ -140,12 +145,19 @@ def render(args: argparse.Namespace) -> str:
             out = chart.render(
                 user_values(args), name=args.release, namespace=args.namespace, is_install=True
             )
+            crds = chart.crds if args.include_crds else []
     chart_name = next(iter(out)).split("/", 1)[0] if out else chart_path.name
     wanted = {f"{chart_name}/{s.removeprefix(chart_name + '/')}" for s in args.show_only}
-    missing = wanted - set(out)
+    # helm template --include-crds names each as chart/crds/FILE in its `# Source:` line
+    crd_sources = {crd["filename"]: crd["data"] for crd in crds}
+    missing = wanted - set(out) - set(crd_sources)
     if missing:
         raise SystemExit(f"render-chart.py: --show-only: no template {', '.join(sorted(missing))}")
     manifests: list[tuple[int, str, str]] = []
+    for source, data in crd_sources.items():
+        # Helm prints a CRD file as it is (comments and all), before every template
+        if not wanted or source in wanted:
+            manifests.append((-2, source, data.strip("\n") + "\n"))
     for source in sorted(out):
         if not source.endswith((".yaml", ".yml")) or (wanted and source not in wanted):
             continue
@@ -159,7 +171,7 @@ def render(args: argparse.Namespace) -> str:
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": args.namespace}},
             sort_keys=False,
         )
-        manifests.append((-1, "--create-namespace", namespace))
+        manifests.append((-3, "--create-namespace", namespace))
     manifests.sort(key=lambda m: m[0])  # stable: a kind's manifests keep their file order
     return "".join(f"---\n# Source: {source}\n{text}" for _, source, text in manifests)
 
@@ -187,6 +199,11 @@ def parser() -> argparse.ArgumentParser:
         default=[],
         metavar="TEMPLATE",
         help="only this template (templates/rbac.yaml)",
+    )
+    p.add_argument(
+        "--include-crds",
+        action="store_true",
+        help="add the chart's crds/ (the VLLMAutoscaler CRD), as helm template --include-crds",
     )
     return p
 

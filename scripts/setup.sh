@@ -45,6 +45,7 @@ if [ "${1:-}" = "--dev" ] && ! command -v victoria-metrics >/dev/null 2>&1 &&
 fi
 
 if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating the virtual environment .venv with $python"
   if ! "$python" -m venv .venv 2>/dev/null; then
     # Debian and Ubuntu ship venv separately.
     rm -rf .venv
@@ -73,6 +74,10 @@ if [ -f "$stamp" ] && read -r stamp_digest stamp_extras < "$stamp" &&
    .venv/bin/python -c 'import importlib.metadata as m; m.version("vllm-scaler")' 2>/dev/null; then
   exit 0
 fi
+# one line per step: the installs take minutes on a fresh machine, quietly otherwise
+echo "setup: upgrading pip in .venv"
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+echo "setup: installing vllm-scaler[${extra}] and its dependencies into .venv (pip; minutes on a fresh machine)"
 .venv/bin/python -m pip install -q -e ".[${extra}]"
 echo "$digest $provides" > "$stamp"
+echo "setup: done (.venv/bin/vllm-scaler; this is skipped until pyproject.toml or requirements.txt change)"

@@ -46,6 +46,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from scaler.config.policy import TargetPolicy
+from scaler.config.signal_specs import CapacityUnit
 from scaler.config.vocabulary import SignalName
 from scaler.core.capacity import demand_of
 from scaler.core.decide import decide
@@ -157,12 +158,14 @@ class ReplaySummary:
 @dataclass(frozen=True, slots=True)
 class ReplayResult:
     """The steps and the summary of one target's replay, and the model load time it assumed
-    (``model_load_seconds``, seconds: every replica of the replay loads in it)."""
+    (``model_load_seconds``, seconds: every replica of the replay loads in it), and the unit
+    of its steps' capacity numbers (``capacity_unit``: the policy's ``signals.capacity.unit``)."""
 
     target: str
     steps: tuple[ReplayStep, ...]
     summary: ReplaySummary
     model_load_seconds: float
+    capacity_unit: CapacityUnit = CapacityUnit.WORK
 
 
 def fill_gaps(values: Sequence[float | None]) -> tuple[list[int], int]:
@@ -391,4 +394,6 @@ def replay(
         signal_status=statuses,
         reasons=reasons,
     )
-    return ReplayResult(policy.key, tuple(steps), summary, model_load_seconds)
+    return ReplayResult(
+        policy.key, tuple(steps), summary, model_load_seconds, policy.signals.capacity.unit
+    )

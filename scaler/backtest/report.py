@@ -17,6 +17,7 @@ from scaler.backtest.history import ReplicaHistory
 from scaler.backtest.replay import ReplayResult, ReplayStep, ReplaySummary, ScaleChange
 from scaler.backtest.timeparse import rfc3339
 from scaler.config.policy import TargetPolicy
+from scaler.config.signal_specs import CapacityUnit
 from scaler.config.vocabulary import SignalName
 from scaler.config.wording import counted
 from scaler.controller.report import shown_value
@@ -46,11 +47,11 @@ def _tokens(x: float) -> str:
     return f"{x / 1e3:.3g}k" if x >= 1e3 else f"{x:.3g}"
 
 
-def _signal_text(step: ReplayStep) -> str:
+def _signal_text(step: ReplayStep, unit: CapacityUnit) -> str:
     """The signals as the decision compared them with their targets: queue depth and KV-cache
     usage per replica (the sum over the pods over the replay's replicas), TTFT in seconds,
-    the capacity signal's demand and learned capacity in weighted tokens/s. A signal without
-    a value to show is its status, as every report of a decision shows it
+    the capacity signal's demand and learned capacity in its ``unit`` (work s/s by default).
+    A signal without a value to show is its status, as every report of a decision shows it
     (:func:`~scaler.controller.report.shown_value`): an idle TTFT is ``ttft_p95=idle``."""
     parts = []
     evaluated = {e.name: e for e in step.evaluations}
@@ -72,7 +73,7 @@ def _signal_text(step: ReplayStep) -> str:
     if c is not None:
         demand = c.demand_tokens_per_second
         if demand is not None:
-            parts.append(f"demand={_tokens(demand)} tok/s")
+            parts.append(f"demand={_tokens(demand)} {unit.symbol}")
         learned = c.capacity_tokens_per_second
         parts.append(
             f"capacity={_tokens(learned)}/replica" if learned is not None else "capacity=learning"
@@ -168,7 +169,7 @@ def format_text(backtests: Sequence[TargetBacktest], *, step_seconds: float) -> 
             column = f"{other:>6}  " if shadow_steps is not None else ""
             lines.append(
                 f"  {_hms(st.at)}  {st.actual_replicas:>6}  {st.policy_replicas:>6}  {column}"
-                f"{st.reason!s:<{width}} {_signal_text(st)}"
+                f"{st.reason!s:<{width}} {_signal_text(st, bt.result.capacity_unit)}"
             )
             # each side's sentence at every change of its replicas (whatever the reason: a
             # scale-down clamped to min_replicas is at_min), from the actual count at the start
@@ -241,14 +242,16 @@ def _signal_json(step: ReplayStep, name: SignalName, status: str, value: float |
     return out
 
 
-def _capacity_json(step: ReplayStep) -> dict[str, Any] | None:
+def _capacity_json(step: ReplayStep, unit: CapacityUnit) -> dict[str, Any] | None:
     c = step.capacity
     if c is None:
         return None
+    rate = unit.rate_unit  # the unit in the keys, as recommend's JSON writes them
     return {
-        "demand_tokens_per_second": _num(c.demand_tokens_per_second),
-        "forecast_tokens_per_second": _num(c.forecast_tokens_per_second),
-        "capacity_tokens_per_second": _num(c.capacity_tokens_per_second),
+        "unit": rate,
+        f"demand_{rate}": _num(c.demand_tokens_per_second),
+        f"forecast_demand_{rate}": _num(c.forecast_tokens_per_second),
+        f"capacity_{rate}_per_replica": _num(c.capacity_tokens_per_second),
         "utilization_ratio": _num(c.utilization),
         "samples": c.samples,
         "seasonal_forecast": _num(step.seasonal.demand) if step.seasonal is not None else None,
@@ -328,7 +331,7 @@ def to_json(
                             str(n): _signal_json(st, n, r.status, r.value)
                             for n, r in st.signals.items()
                         },
-                        "capacity": _capacity_json(st),
+                        "capacity": _capacity_json(st, bt.result.capacity_unit),
                     }
                     for st in bt.result.steps
                 ],

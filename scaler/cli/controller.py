@@ -161,8 +161,17 @@ def check_policy(
 ) -> None:
     """Validate a policy file and print the targets it defines: replicas, signals, the
     series the controller reads for each (the selector it sends; then only the series of the
-    pods the Kubernetes API lists for the workload count) and the selector of a backtest."""
-    from scaler.config.policy import PolicyError, load_policy
+    pods the Kubernetes API lists for the workload count) and the selector of a backtest.
+
+    A file of VLLMAutoscaler resources (one, several after ---, or a List) is validated as
+    the controller validates each resource, its errors named by spec. paths."""
+    from scaler.config.policy import (
+        PolicyError,
+        load_policy,
+        read_policy_text,
+        yaml_documents,
+    )
+    from scaler.config.resource import resources_in
     from scaler.sources.promql import query_selector, target_selector
 
     warn_unknown_env_vars()  # as every command that reads the settings' variables
@@ -176,7 +185,14 @@ def check_policy(
             path = default
             given_as = f"the POLICY_FILE argument or {variable} (default: {default})"
     try:
-        p = load_policy(path, given_as=given_as)
+        text = read_policy_text(path, given_as=given_as)
+        try:
+            documents = yaml_documents(text, str(path))
+        except PolicyError:
+            documents = []  # load_policy says what is wrong, as of any policy file
+        # a file of VLLMAutoscaler resources, else a policy file
+        found = resources_in(documents, str(path))
+        targets = found if found is not None else load_policy(path, given_as=given_as).targets
     except PolicyError as err:
         raise fail(str(err)) from None
     if output is OutputFormat.JSON:
@@ -196,11 +212,11 @@ def check_policy(
                     "signals": [str(s) for s in t.shadow.signals.enabled()],
                 },
             }
-            for t in p.targets
+            for t in targets
         ]
         typer.echo(json.dumps(doc))
         return
-    for t in p.targets:
+    for t in targets:
         typer.echo(
             f"{t.key}: replicas {t.min_replicas}..{t.max_replicas}, signals "
             + ", ".join(str(s) for s in t.signals.enabled())

@@ -480,10 +480,7 @@ def _condition_schema() -> Schema:
 #: The status's unit of a learned capacity, by the capacity signal's unit
 #: (:class:`~scaler.config.signal_specs.CapacityUnit`): what one replica serves at the TTFT
 #: target, per second.
-CAPACITY_STATUS_UNITS = {
-    CapacityUnit.WORK.value: "work_seconds_per_second",
-    CapacityUnit.WEIGHTED_TOKENS.value: "weighted_tokens_per_second",
-}
+CAPACITY_STATUS_UNITS = {u.value: u.rate_unit for u in CapacityUnit}
 
 
 def status_schema() -> Schema:

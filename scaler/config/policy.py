@@ -878,6 +878,23 @@ def load_policy(path: Path, *, given_as: str = POLICY_OPTION, resources: bool = 
         PolicyError: the file is missing, not UTF-8 text, not YAML, or invalid (message names
             file and field, never the content).
     """
+    text = read_policy_text(path, given_as=given_as)
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)
+    except yaml.YAMLError as err:
+        raise PolicyError(f"{path}: not valid YAML {describe_yaml_error(err)}") from None
+    if not isinstance(data, dict):
+        raise PolicyError(f"{path}: {describe_document(data)}; expected a mapping with 'targets'")
+    return parse_policy(data, source=str(path), resources=resources)
+
+
+def read_policy_text(path: Path, *, given_as: str = POLICY_OPTION) -> str:
+    """The text of a policy file (or of a file of VLLMAutoscaler resources).
+
+    Raises:
+        PolicyError: the path is empty, the file is missing or not UTF-8 text; the message
+            names the path and ``given_as``.
+    """
     if path == Path():  # an empty option or argument arrives as "."
         raise PolicyError(
             f"{path}: the path is empty (or '.', the current directory); expected the path of "
@@ -894,10 +911,17 @@ def load_policy(path: Path, *, given_as: str = POLICY_OPTION, resources: bool = 
         raise PolicyError(
             f"{path}: the file is not UTF-8 text; expected a YAML policy file given as {given_as}"
         ) from None
+    return text
+
+
+def yaml_documents(text: str, source: str) -> list[Any]:
+    """Every YAML document of ``text`` (``---`` between them), read as a policy file is read
+    (a key twice in a mapping is an error, ``1e12`` a number).
+
+    Raises:
+        PolicyError: not valid YAML, naming ``source`` and where.
+    """
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)
+        return list(yaml.load_all(text, Loader=_UniqueKeyLoader))
     except yaml.YAMLError as err:
-        raise PolicyError(f"{path}: not valid YAML {describe_yaml_error(err)}") from None
-    if not isinstance(data, dict):
-        raise PolicyError(f"{path}: {describe_document(data)}; expected a mapping with 'targets'")
-    return parse_policy(data, source=str(path), resources=resources)
+        raise PolicyError(f"{source}: not valid YAML {describe_yaml_error(err)}") from None

@@ -63,7 +63,7 @@ def _shown(value: object) -> str:
     if isinstance(value, dict):
         return "a mapping"
     if isinstance(value, list | tuple):
-        return "a list" if value else "an empty list"
+        return "a list" if value else "[] (an empty list)"
     if isinstance(value, bool) or value is None:
         return {True: "true", False: "false", None: "null"}[value]  # as YAML writes them
     return repr(value)
@@ -341,6 +341,46 @@ def _snake(name: str) -> str:
 #: The bound of a check that a field is not below another of its section
 #: (``expected a number >= min_replicas (12)``).
 _SIBLING_BOUND = re.compile(r"expected a number >= ([A-Za-z_]+) \(([^)]*)\)")
+#: A snake_case name in a message (``itl_p95``, ``target_seconds``).
+_SNAKE_NAME = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
+
+
+def _spelled_path(
+    path: Sequence[int | str], document: object, names: dict[str, str]
+) -> tuple[int | str, ...]:
+    """``path`` with each field the document leaves out in its spelling (``names``: snake_case
+    -> camelCase for a camelCase file); the keys it wrote stay as written."""
+    out: list[int | str] = []
+    current = document
+    for part in path:
+        written = isinstance(current, dict) and part in current
+        out.append(part if written or isinstance(part, int) else names.get(part, part))
+        if isinstance(part, int) and isinstance(current, list) and 0 <= part < len(current):
+            current = current[part]
+        elif isinstance(current, dict):
+            current = current.get(part)
+        else:
+            current = None
+    return tuple(out)
+
+
+def _document_order(path: Sequence[int | str], document: object) -> tuple[int, ...]:
+    """Where ``path`` is in the document: per level the place of its key among the mapping's
+    keys (in the order the file wrote them; a key it leaves out after them) or its list
+    index, so errors sort as the file reads."""
+    out: list[int] = []
+    current = document
+    for part in path:
+        if isinstance(current, dict):
+            keys = list(current)
+            out.append(keys.index(part) if part in keys else len(keys))
+            current = current.get(part)
+        elif isinstance(current, list) and isinstance(part, int):
+            out.append(part)
+            current = current[part] if 0 <= part < len(current) else None
+        else:
+            break
+    return tuple(out)
 
 
 def _default_noted(message: str, document: object, loc: Sequence[int | str]) -> str:
@@ -375,12 +415,19 @@ def validation_lines(
     reads ``source: path: unknown field; did you mean min_replicas? (targets[0] takes
     workload, ...)``, its value never quoted.
     """
-    lines = []
+    lines: list[str] = []
+    orders: list[tuple[int, ...]] = []  # one per line: where the file has its field
     camel = _camel_written(model, document)
     names = _spelled_names(model) if camel else {}
+
+    def written(path: Sequence[int | str]) -> str:
+        shown = as_written(path, document)
+        orders.append(_document_order(shown, document))
+        return f"{source}: {field_path(_spelled_path(shown, document, names))}"
+
     for e in err.errors():
         loc = tuple(e["loc"])
-        where = f"{source}: {field_path(as_written(loc, document))}"
+        where = written(loc)
         kind = e["type"]
         value = e.get("input")
         if kind == "missing":
@@ -401,7 +448,8 @@ def validation_lines(
                 section = loc if mapping else loc[:-1]
                 msg = msg.removeprefix(f"{field.group(1)}: ")
                 path = (*section, *_respelled(field.group(1), names).split("."))
-                where = f"{source}: {field_path(as_written(path, document))}"
+                orders.pop()
+                where = written(path)
                 msg = _default_noted(msg, document, path)
             if names:
                 msg = _SIBLING_BOUND.sub(
@@ -413,7 +461,8 @@ def validation_lines(
             lines.append(f"{where}: {e['msg']}")
             continue
         if loc[-1:] == ("[key]",):  # a key of a free mapping: pydantic's loc is (..., key, "[key]")
-            where = f"{source}: {field_path(as_written(loc[:-2], document))}"
+            orders.pop()
+            where = written(loc[:-2])
             lines.append(f"{where}: key {_shown(value)}: {expectation(e)}")
             continue
         description = _description(model, loc)
@@ -441,7 +490,18 @@ def validation_lines(
                 lambda m: f"expected a number >= {names.get(m[1], m[1])} ({m[2]})", message
             )
         lines.append(f"{where}: {message}")
-    return lines
+    if names:  # a camelCase file: the names in the messages spelled as it spells them
+        lines = [_respelled_message(line, source, names) for line in lines]
+    # in the file's order (pydantic lists a model's own checks after its fields' errors)
+    return [line for _, line in sorted(zip(orders, lines, strict=True), key=lambda x: x[0])]
+
+
+def _respelled_message(line: str, source: str, names: dict[str, str]) -> str:
+    """``line``'s message (after its field path) with each snake_case field name in the
+    camelCase spelling of the file (``while itl_p95 is enabled`` -> ``itlP95``)."""
+    where, sep, message = line.removeprefix(f"{source}: ").partition(": ")
+    spelled = _SNAKE_NAME.sub(lambda m: names.get(m[0], m[0]), message)
+    return f"{source}: {where}{sep}{spelled}"
 
 
 def _missing_hint(loc: Sequence[int | str], document: object) -> str:

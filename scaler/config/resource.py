@@ -34,6 +34,7 @@ __all__ = [
     "VERSION",
     "ResourceRef",
     "resource_of",
+    "resources_in",
     "target_of",
 ]
 
@@ -102,6 +103,62 @@ def target_of(obj: Mapping[str, Any]) -> TargetPolicy:
         lines = validation_lines(err, TargetPolicy, source, document)
         shown = [f"spec.{line.removeprefix(f'{source}: ')}" for line in lines]
         raise PolicyError(f"invalid {source}\n  " + "\n  ".join(shown)) from None
+
+
+def _items(documents: list[Any]) -> list[Any]:
+    """The documents, a ``List`` (``kind: List`` or ``VLLMAutoscalerList``, as
+    ``as-resources -o json`` and ``kubectl get -o yaml`` print them) opened into its items."""
+    out: list[Any] = []
+    for doc in documents:
+        if isinstance(doc, dict) and doc.get("kind") in ("List", LIST_KIND):
+            out.extend(doc.get("items") or [])
+        elif doc is not None:  # an empty document (a trailing ---) holds nothing
+            out.append(doc)
+    return out
+
+
+def resources_in(documents: list[Any], source: str) -> list[TargetPolicy] | None:
+    """The targets of a file of ``VLLMAutoscaler`` resources (one document, several after
+    ``---``, or a List of them), each validated by :func:`target_of` as the controller
+    validates it; None when no document is a VLLMAutoscaler (a policy file). A resource
+    without a namespace is in ``default``, as ``kubectl apply`` without ``-n`` puts it.
+
+    Raises:
+        PolicyError: every problem of every resource, a line each, the fields named
+            ``spec.<path>`` under the resource's ``VLLMAutoscaler namespace/name``; a
+            document that is no VLLMAutoscaler beside them, or another apiVersion, named by
+            its place in the file.
+    """
+    items = _items(documents)
+    if not any(isinstance(d, dict) and d.get("kind") == KIND for d in items):
+        return None
+    targets: list[TargetPolicy] = []
+    problems: list[str] = []
+    for i, doc in enumerate(items, start=1):
+        where = f"{source}: resource {i}"
+        if not isinstance(doc, dict) or doc.get("kind") != KIND:
+            kind = doc.get("kind") if isinstance(doc, dict) else None
+            problems.append(
+                f"{where}: kind {kind!r}: expected {KIND} (a file of resources holds only them; "
+                "a policy file is a mapping with 'targets')"
+            )
+            continue
+        if doc.get("apiVersion") != API_VERSION:
+            problems.append(
+                f"{where}: apiVersion: value {doc.get('apiVersion')!r}: expected {API_VERSION}"
+            )
+            continue
+        given = doc.get("metadata")
+        meta: dict[str, Any] = given if isinstance(given, dict) else {}
+        obj = {**doc, "metadata": {"namespace": "default", **meta}}
+        try:
+            targets.append(target_of(obj))
+        except PolicyError as err:  # "invalid VLLMAutoscaler ns/name", then its spec. lines
+            first, *rest = str(err).splitlines()
+            problems += [f"{source}: {first.removeprefix('invalid ')}", *rest]
+    if problems:
+        raise PolicyError("invalid resources\n  " + "\n  ".join(problems))
+    return targets
 
 
 def resource_of(t: TargetPolicy, *, name: str | None = None) -> dict[str, Any]:

@@ -101,8 +101,9 @@ class SignalName(StrEnum):
     @property
     def unit(self) -> str:
         """The unit of the signal's value and target in a decision (``recommend`` prints it):
-        waiting requests per replica, a 0-1 ratio per replica, seconds, or weighted tokens
-        per second per replica (prompt tokens plus the generation weight times generated)."""
+        waiting requests per replica, a 0-1 ratio per replica, seconds, or for the capacity
+        signal seconds of replica work per second per replica (the default unit ``work``;
+        :meth:`CapacityUnit.per_replica_unit` gives a policy's)."""
         return self.spec.unit
 
     @property
@@ -447,6 +448,27 @@ class CapacityUnit(StrEnum):
     WORK = "work"
     WEIGHTED_TOKENS = "weighted_tokens"
 
+    @property
+    def rate_unit(self) -> str:
+        """The unit of a demand or a capacity in this unit, as names, reports and the status
+        write it: ``work_seconds_per_second`` (seconds of replica work per second) or
+        ``weighted_tokens_per_second``."""
+        return (
+            "work_seconds_per_second"
+            if self is CapacityUnit.WORK
+            else ("weighted_tokens_per_second")
+        )
+
+    @property
+    def per_replica_unit(self) -> str:
+        """The capacity signal's value and target in this unit: ``<rate_unit>_per_replica``."""
+        return f"{self.rate_unit}_per_replica"
+
+    @property
+    def symbol(self) -> str:
+        """The unit's short name after a number in messages: ``work s/s`` or ``tok/s``."""
+        return "work s/s" if self is CapacityUnit.WORK else "tok/s"
+
 
 class CapacitySignal(Strict):
     """Capacity: the demand the fleet will see, over what one replica serves at the TTFT target.
@@ -645,7 +667,7 @@ class CapacitySignal(Strict):
     @property
     def unit_text(self) -> str:
         """The unit's short name in messages: ``work s/s`` or ``tok/s``."""
-        return "work s/s" if self.unit is CapacityUnit.WORK else "tok/s"
+        return self.unit.symbol
 
     @model_validator(mode="after")
     def _weight_needs_token_unit(self) -> CapacitySignal:
@@ -826,14 +848,17 @@ SPECS: tuple[SignalSpec, ...] = (
         name=SignalName.CAPACITY,
         title="Capacity",
         short="the capacity signal",
-        unit="weighted_tokens_per_second_per_replica",
-        symbol=" tok/s",
-        help="forecast weighted tokens/s per replica",
+        # the default unit's (unit: work); a decision's report and the status write the
+        # policy's (CapacityUnit.per_replica_unit, weighted_tokens_per_second_per_replica)
+        unit=CapacityUnit.WORK.per_replica_unit,
+        symbol=" " + CapacityUnit.WORK.symbol,
+        help="forecast demand per replica, seconds of replica work per second "
+        "(weighted tokens/s with unit weighted_tokens)",
         sizing=Sizing.DERIVED,
         reads=None,
         target_field="target_utilization",
         panel=PanelSpec(
-            "Capacity: forecast demand per replica (weighted tokens/s) vs capacity x utilization",
+            "Capacity: forecast demand per replica (work s/s) vs capacity x utilization",
             "short",
         ),
         default_with=SignalName.TTFT_P95,

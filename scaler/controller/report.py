@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal, TextIO
 
+from scaler.config.signal_specs import CapacityUnit
+from scaler.config.vocabulary import SignalName
 from scaler.core.decide import Decision
 from scaler.core.evaluation import SignalEvaluation
 from scaler.core.reasons import Reason
@@ -54,6 +56,22 @@ class TargetReport:
     resource: str = ""
 
 
+def capacity_unit(d: Decision) -> CapacityUnit:
+    """The unit of the capacity signal's numbers in ``d``: its memory's, which a decision
+    leaves in the policy's ``signals.capacity.unit`` (memory in another unit is dropped)."""
+    try:
+        return CapacityUnit(d.state.capacity.unit)
+    except ValueError:
+        return CapacityUnit.WORK
+
+
+def signal_unit(d: Decision, name: SignalName) -> str:
+    """The unit of ``name``'s value and target in ``d`` (recommend's unit column and JSON):
+    the registry's, the capacity signal's in the policy's unit
+    (``work_seconds_per_second_per_replica`` by default)."""
+    return capacity_unit(d).per_replica_unit if name is SignalName.CAPACITY else name.unit
+
+
 def decision_json(d: Decision) -> dict[str, Any]:
     """A decision's fields in ``recommend --output json`` (also a shadow's)."""
     out: dict[str, Any] = {
@@ -79,7 +97,7 @@ def decision_json(d: Decision) -> dict[str, Any]:
         "signals": [
             {
                 "name": str(e.name),
-                "unit": e.name.unit,
+                "unit": signal_unit(d, e.name),
                 "value": e.value,
                 # a learning capacity signal has no estimate yet, hence no target
                 "target": None if e.status is SignalStatus.LEARNING else e.target,
@@ -95,11 +113,13 @@ def decision_json(d: Decision) -> dict[str, Any]:
     }
     if d.capacity is not None:
         c = d.capacity
+        rate = capacity_unit(d).rate_unit  # the unit in the keys: a number is never misread
         out["capacity"] = {
-            "demand_tokens_per_second": c.demand_tokens_per_second,
-            "waiting_tokens": c.waiting_tokens,
-            "forecast_tokens_per_second": c.forecast_tokens_per_second,
-            "capacity_tokens_per_second": c.capacity_tokens_per_second,
+            "unit": rate,
+            f"demand_{rate}": c.demand_tokens_per_second,
+            f"waiting_{rate.removesuffix('_per_second')}": c.waiting_tokens,
+            f"forecast_demand_{rate}": c.forecast_tokens_per_second,
+            f"capacity_{rate}_per_replica": c.capacity_tokens_per_second,
             "utilization": c.utilization,
             "horizon_seconds": c.horizon_seconds,
             "samples": c.samples,
@@ -274,7 +294,7 @@ def signal_table(active: Decision, shadow: Decision | None = None) -> str:
     rows.append(["desired", *(f"{d.desired_replicas} [{d.reason}]" for d in decisions), ""])
     by_name = [{e.name: e for e in d.signals} for d in decisions]
     for name in dict.fromkeys(e.name for d in decisions for e in d.signals):
-        rows.append([str(name), *(_cell(m.get(name)) for m in by_name), name.unit])
+        rows.append([str(name), *(_cell(m.get(name)) for m in by_name), signal_unit(active, name)])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = [
         "  " + "  ".join([*(f"{c:<{w}}" for c, w in zip(r, widths, strict=False)), r[-1]]).rstrip()

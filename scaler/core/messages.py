@@ -152,6 +152,8 @@ def _hold_reason(
     side = "below" if e.ratio < 1 else "above"
     demand = e.demand_replicas if e.demand_replicas is not None else current
     unit = e.name.spec.symbol
+    if e.name.spec.sizing is Sizing.DERIVED:  # the capacity signal: in the policy's unit
+        unit = f" {policy.signals.capacity.unit_text}"
     if not e.name.latency:
         # per replica: the per-pod sums, and the capacity signal's forecast (tokens/s)
         total = e.value * max(current, 1)

@@ -174,8 +174,9 @@ def format_comparison(rows: Sequence[SliceRow], *, duration_seconds: float) -> s
     width = max(len(r.label) for r in rows)
     slo = rows[0].summary.slo_ttft_seconds if rows else 0.0
     lines = [
-        f"== the same slice under each approach (over its {duration_seconds:.0f} s; the replays "
-        "run the same requests, replica model, routing, seed and starting fleet in virtual time)",
+        f"== the same slice under each approach (over the slice's {duration_seconds:.0f} s, no "
+        "tail: replica-minutes stop at its end; the replays run the same requests, replica "
+        "model, routing, seed and starting fleet in virtual time)",
         f"{'':{width}}  within {slo:g} s  TTFT p95  replica-min  peak  scale events (up, down)",
     ]
     for row in rows:
@@ -220,7 +221,8 @@ def format_summary(s: RunSummary, *, title: str) -> str:
             f"{_num(100 * s.windows_within_slo_ratio, '.0f', '%')} of "
             f"{s.window_seconds:g}-second windows had TTFT p95 within target",
             f"replicas        peak {s.peak_replicas}, {s.replica_minutes:.1f} replica-minutes "
-            "(loading and draining included)",
+            "over the run, its tail after the last arrival included (loading and draining "
+            "included)",
             f"scale events    {len(s.scale_events)} ({ups} up, {downs} down): {events}",
         ]
         + (

@@ -425,20 +425,24 @@ class ScalerMetrics:
         # the policy's generation_token_weight times generated tokens.
         self.demand = Gauge(
             "vllm_scaler_demand_tokens_per_second",
-            "Weighted tokens/s the ready replicas served over the rate window (capacity signal).",
+            "Demand the ready replicas served over the rate window, in the capacity signal's unit "
+            "(seconds of replica work per second with unit work, the default; weighted tokens/s "
+            "with unit weighted_tokens; the name predates the work unit).",
             t,
             registry=r,
         )
         self.forecast_demand = Gauge(
             "vllm_scaler_forecast_demand_tokens_per_second",
-            "Weighted tokens/s the fleet is sized for: the forecast over the model-load horizon "
-            "with burstiness headroom, plus the waiting work.",
+            "Demand the fleet is sized for, in the capacity signal's unit (work s/s by default): "
+            "the forecast over the model-load horizon with burstiness headroom, plus the "
+            "waiting work.",
             t,
             registry=r,
         )
         self.capacity = Gauge(
             "vllm_scaler_capacity_tokens_per_second",
-            "Learned weighted tokens/s one replica serves at the TTFT target.",
+            "Learned capacity of one replica at the TTFT target, in the capacity signal's unit "
+            "(work s/s by default).",
             t,
             registry=r,
         )

@@ -105,4 +105,7 @@ def test_the_table_shows_queue_depth_per_replica_and_keeps_its_columns() -> None
     assert first["signals"]["queue_depth"] == {
         "status": str(SignalStatus.OK), "value": 20.0, "per_replica": 10.0
     }  # fmt: skip
-    assert first["capacity"]["demand_tokens_per_second"] == 5000.0
+    # the unit in the keys, the policy's (weighted tokens here), never a misread number
+    assert first["capacity"]["unit"] == "weighted_tokens_per_second"
+    assert first["capacity"]["demand_weighted_tokens_per_second"] == 5000.0
+    assert "demand_tokens_per_second" not in first["capacity"]

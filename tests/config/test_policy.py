@@ -382,12 +382,13 @@ DEPLOYMENT = "{apiVersion: apps/v1, kind: Deployment, namespace: llm, name: vllm
         pytest.param(
             f"password: hunter2SECRET\ntargets:\n  - workload: {DEPLOYMENT}\n"
             "    extra_key: exSECRET\n",
-            "invalid policy\n  p.yaml: targets[0].extra_key: unknown field (targets[0] takes "
+            # in the file's order: the top-level key first, as it is written first
+            "invalid policy\n  p.yaml: "
+            "password: unknown field (the top level takes rate_window_seconds, replica_labels, "
+            "targets)\n  p.yaml: targets[0].extra_key: unknown field (targets[0] takes "
             "min_replicas, max_replicas, signals, tolerance, scale_up, scale_down, "
             "model_load_timeout_seconds, workload, prometheus_matchers, shadow, "
-            "replica_groups)\n  p.yaml: "
-            "password: unknown field (the top level takes rate_window_seconds, replica_labels, "
-            "targets)",
+            "replica_groups)",
             id="unknown-field-value-never-quoted",
         ),
         pytest.param(
@@ -540,13 +541,14 @@ def test_every_error_of_the_file_in_one_pass(tmp_path: Path) -> None:
         f"  - workload: {DEPLOYMENT}\n"
     )
     lines = _message(tmp_path, text).splitlines()[1:]
+    # in the file's order, a check across fields at the field it names
     assert [line.split(": ")[1] for line in lines] == [
         "targets[0].max_replicas",
-        "targets[0].shadow.max_replicas",
         "targets[0].replcia",
+        "targets[0].shadow.max_replicas",
         "targets[1].workload",
     ]
-    assert lines[1].endswith("value 3: expected a number >= min_replicas (5)")
+    assert lines[2].endswith("value 3: expected a number >= min_replicas (5)")
     assert "(targets[0] and targets[1])" in lines[3]
 
 
@@ -573,6 +575,8 @@ def test_capacity_and_shadow_checks_across_fields_beside_their_field_errors(
     )
     capacity = "p.yaml: targets[0].signals.capacity"
     assert _message(tmp_path, text).splitlines()[1:] == [
+        f"  {capacity}.enabled: value true: expected false or unset while ttft_p95 is "
+        "disabled: a replica's capacity is learned only while TTFT is within its target",
         f"  {capacity}.target_utilization: value 85: expected a number <= 1 (a 0-1 ratio, "
         "not a percent: 85% is 0.85)",
         f"  {capacity}.seed_prompt_tokens_per_second: value 5000: expected "
@@ -581,8 +585,6 @@ def test_capacity_and_shadow_checks_across_fields_beside_their_field_errors(
         "tokens per second only if it generates none)",
         f"  {capacity}.max_tokens_per_second: value 1: expected a number >= "
         "min_tokens_per_second (5)",
-        f"  {capacity}.enabled: value true: expected false or unset while ttft_p95 is "
-        "disabled: a replica's capacity is learned only while TTFT is within its target",
         "  p.yaml: targets[1].shadow.max_replicas: value 0: expected a number >= 1",
         "  p.yaml: targets[1].shadow.signals.ttft_p95.quantile: value 0.99: expected the active "
         "policy's quantile (0.95): both decide on the same TTFT reading",
@@ -613,7 +615,8 @@ def test_capacity_checks_across_fields_see_the_defaults() -> None:
     [
         pytest.param(
             "targets: []\n",
-            "invalid policy\n  p.yaml: targets: value an empty list: expected at least one target",
+            "invalid policy\n  p.yaml: targets: value [] (an empty list): expected at least one "
+            "target",
             id="no-targets",
         ),
         pytest.param(
@@ -819,20 +822,20 @@ def test_a_kind_typo_and_both_matcher_errors_beside_the_other_field_errors(
         "  - workload: {apiVersion: apps/v2, kind: Deployment, namespace: llm, name: Bad_Name}\n"
     )
     lines = _message(tmp_path, text).splitlines()[1:]
-    assert lines == [
-        "  p.yaml: targets[0].workload.namespace: value 'LLM_bad': expected a Kubernetes name: "
-        "lowercase letters, digits and '-', starting and ending with a letter or digit",
+    assert lines == [  # in the file's order: kind is written before namespace
         "  p.yaml: targets[0].workload.kind: value 'Deploymnet': expected one of Deployment, "
         "LeaderWorkerSet, ReplicaSet, Rollout, StatefulSet; did you mean Deployment? (a kind of "
         "another API also needs 'plural', its resource name)",
+        "  p.yaml: targets[0].workload.namespace: value 'LLM_bad': expected a Kubernetes name: "
+        "lowercase letters, digits and '-', starting and ending with a letter or digit",
         "  p.yaml: targets[0].prometheus_matchers: key 'bad label': expected a Prometheus label "
         "name: letters, digits and '_', not starting with a digit",
         "  p.yaml: targets[0].prometheus_matchers.pod: value '': expected a label value (an "
         "empty matcher selects the series that do not have the label)",
-        "  p.yaml: targets[1].workload.name: value 'Bad_Name': expected a Kubernetes name: "
-        "lowercase letters, digits, '-' and '.', starting and ending with a letter or digit",
         "  p.yaml: targets[1].workload.apiVersion: value 'apps/v2': expected apps/v1 for kind "
         "Deployment",
+        "  p.yaml: targets[1].workload.name: value 'Bad_Name': expected a Kubernetes name: "
+        "lowercase letters, digits, '-' and '.', starting and ending with a letter or digit",
     ]
 
 
@@ -940,3 +943,30 @@ def test_an_hpa_behavior_block_of_a_shadow_or_in_snake_case_is_named_in_its_term
         "invalid policy\n  p.yaml: targets[0].scale_down.period: unknown field; did you mean "
         "period_seconds? (targets[0].scale_down takes "
     )
+
+
+def test_errors_read_in_the_files_order_and_a_camel_case_file_sees_its_own_spelling(
+    tmp_path: Path,
+) -> None:
+    """pydantic lists a model's own fields first and unknown keys after; the lines follow the
+    file instead (a typo at the top written first is listed first), and in a camelCase file
+    a field it left out and the names in a message are spelled in camelCase too."""
+    text = (
+        "rateWindowSecond: 30\n"
+        "targets:\n"
+        f"  - workload: {DEPLOYMENT}\n"
+        "    minReplica: 2\n"
+        "    maxReplicas: 8\n"
+        "    signals:\n"
+        "      itlP95: {enabled: true}\n"
+        "    scaleDown: {stabilizationWindowSeconds: 300, maxPercentPerPeriod: 0.5}\n"
+    )
+    lines = _message(tmp_path, text).splitlines()[1:]
+    assert [line.split(": ")[1] for line in lines] == [
+        "rateWindowSecond",
+        "targets[0].minReplica",
+        "targets[0].signals.itlP95.targetSeconds",
+        "targets[0].scaleDown.maxPercentPerPeriod",
+    ]
+    assert "expected a number of seconds while itlP95 is enabled" in lines[2]
+    assert "_" not in lines[2].split("(it has no default")[0]

@@ -90,13 +90,25 @@ async def test_recommend_json_case_05_dry_run_scale_up(make_harness: HarnessFact
     assert signals["capacity"]["desired_replicas"] is None
     # no estimate yet: no target (not 0), and each value says its unit
     assert signals["capacity"]["target"] is None
-    assert signals["capacity"]["unit"] == "weighted_tokens_per_second_per_replica"
+    assert signals["capacity"]["unit"] == "work_seconds_per_second_per_replica"
     assert [s["unit"] for s in signals.values()] == [
         "waiting_requests_per_replica",
         "ratio_per_replica",
         "seconds",
-        "weighted_tokens_per_second_per_replica",
+        "work_seconds_per_second_per_replica",
     ]
+    # the capacity view's numbers carry that unit in their keys (seconds of replica work
+    # per second, the default unit work), not tokens/s
+    capacity = obj["capacity"]
+    assert capacity["unit"] == "work_seconds_per_second"
+    assert {
+        "demand_work_seconds_per_second",
+        "forecast_demand_work_seconds_per_second",
+        "capacity_work_seconds_per_second_per_replica",
+        "waiting_work_seconds",
+    } <= set(capacity)
+    assert not [k for k in capacity if "tokens" in k]
+    assert capacity["capacity_work_seconds_per_second_per_replica"] is None  # learning
     # read verbs only: nothing was written, not even an Event
     assert h.kube.methods() and set(h.kube.methods()) == {"GET"}
     assert h.replicas() == 5
@@ -116,7 +128,7 @@ async def test_recommend_text_shows_a_learning_capacity_signal_as_learning(
     lines = out.getvalue().splitlines()
     [line] = [x for x in lines if x.strip().startswith("capacity ")]
     assert "INVALID" not in line
-    assert line.split() == ["capacity", "learning", "weighted_tokens_per_second_per_replica"]
+    assert line.split() == ["capacity", "learning", "work_seconds_per_second_per_replica"]
     # the detail once, below the table, without repeating "learning"
     [note] = [x for x in lines if x.startswith("  capacity: ")]
     assert note.count("no capacity estimate yet") == 1 and "learning" not in note

@@ -29,13 +29,17 @@ _HASH_SUFFIX = re.compile(r"-[a-z0-9]{10}$")
 Doc = dict[str, Any]
 
 
-def helm_render(values: dict[str, Any] | None = None) -> list[Doc]:
-    """The chart's objects for ``values`` (release and namespace ``vllm-scaler``)."""
+def helm_render(values: dict[str, Any] | None = None, *, include_crds: bool = False) -> list[Doc]:
+    """The chart's objects for ``values`` (release and namespace ``vllm-scaler``); with
+    ``include_crds`` the chart's crds/ first, as ``helm template --include-crds`` adds them."""
     helm = pytest.importorskip("helm_python", reason="helm-python-sdk (dev extra) is missing")
     helm.disable_logging()
     with helm.Chart.load(CHART) as chart:
         out = chart.render(values or {}, name=RELEASE, namespace=NAMESPACE)
+        crds = chart.crds if include_crds else []
     docs: list[Doc] = []
+    for crd in crds:
+        docs.extend(d for d in yaml.safe_load_all(crd["data"]) if d)
     for path in sorted(out):
         if path.endswith(".yaml"):
             docs.extend(d for d in yaml.safe_load_all(out[path]) if d)

@@ -94,6 +94,28 @@ def test_its_objects_are_those_helms_engine_renders_for_the_same_values() -> Non
     assert rendered == expected
 
 
+def test_include_crds_adds_the_crds_helm_adds_first_and_without_it_none() -> None:
+    # helm template leaves crds/ out unless --include-crds; kubectl apply of a render without
+    # it then refuses the example VLLMAutoscaler ("no matches for kind")
+    without = _docs(_run("vllm-scaler", "-n", "vllm-scaler").stdout)
+    assert "CustomResourceDefinition" not in [d["kind"] for d in without]
+    out = _run("vllm-scaler", "-n", "vllm-scaler", "--create-namespace", "--include-crds")
+    assert out.returncode == 0, out.stderr
+    docs = _docs(out.stdout)
+    assert [d["kind"] for d in docs[:2]] == ["Namespace", "CustomResourceDefinition"]
+    assert "# Source: vllm-scaler/crds/vllmautoscalers.yaml\n" in out.stdout
+    crd = docs[1]
+    assert crd["metadata"]["name"] == "vllmautoscalers.autoscaling.vllm-scaler.io"
+    key = lambda d: (d["kind"], d["metadata"]["name"])  # noqa: E731
+    expected = sorted(helm_render(include_crds=True), key=key)
+    assert sorted(docs[1:], key=key) == expected
+    only = _run("--include-crds", "--show-only", "crds/vllmautoscalers.yaml")
+    assert only.returncode == 0, only.stderr
+    assert _docs(only.stdout) == [crd]
+    not_asked = _run("--show-only", "crds/vllmautoscalers.yaml")
+    assert not_asked.returncode == 1 and "no template" in not_asked.stderr
+
+
 def test_bad_values_fail_naming_the_value_and_render_nothing(tmp_path: Path) -> None:
     out = _run("--set", "replicas=0")
     assert out.returncode == 1

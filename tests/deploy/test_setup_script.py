@@ -33,15 +33,16 @@ def _checkout(tmp_path: Path) -> tuple[Path, Path]:
     return log, bin_dir
 
 
-def _setup(tmp_path: Path, bin_dir: Path, *args: str) -> None:
+def _setup(tmp_path: Path, bin_dir: Path, *args: str) -> str:
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path)}
-    subprocess.run(
+    return subprocess.run(
         [str(tmp_path / "scripts" / "setup.sh"), *args],
         check=True,
         env=env,
         cwd=tmp_path,
         capture_output=True,
-    )
+        text=True,
+    ).stdout
 
 
 def _installs(log: Path) -> list[str]:
@@ -60,6 +61,21 @@ def test_the_dev_install_serves_the_demo_without_a_reinstall(tmp_path: Path) -> 
     _setup(tmp_path, bin_dir, "--dev")  # test.sh
     _setup(tmp_path, bin_dir)
     assert _installs(log) == ["-m pip install -q -e .[dev]"]
+
+
+def test_each_step_that_takes_time_says_so_and_a_setup_with_nothing_to_do_is_quiet(
+    tmp_path: Path,
+) -> None:
+    _, bin_dir = _checkout(tmp_path)
+    out = _setup(tmp_path, bin_dir, "--dev")
+    assert out.splitlines() == [
+        "setup: upgrading pip in .venv",
+        "setup: installing vllm-scaler[dev] and its dependencies into .venv (pip; minutes on a "
+        "fresh machine)",
+        "setup: done (.venv/bin/vllm-scaler; this is skipped until pyproject.toml or "
+        "requirements.txt change)",
+    ]
+    assert _setup(tmp_path, bin_dir, "--dev") == ""  # test.sh's edit-test loop
 
 
 def test_a_sim_install_is_completed_for_dev_and_a_changed_pyproject_reinstalls(

@@ -32,7 +32,14 @@ from scaler.sim.demo import (
 from scaler.sim.engine import ReplicaEngine, ReplicaModel, SimRequest
 from scaler.sim.fleet import FleetSample
 from scaler.sim.prometheus_server import die_with_parent
-from scaler.sim.report import format_summary, plot_figure, summarize, ttft_line
+from scaler.sim.report import (
+    SliceRow,
+    format_comparison,
+    format_summary,
+    plot_figure,
+    summarize,
+    ttft_line,
+)
 from tests.support.policies import case_target_doc
 from tests.support.processes import assert_child_ends_with_its_parent
 
@@ -383,6 +390,19 @@ def test_summary_counts_rejected_requests_so_the_counts_add_up() -> None:
     text = format_summary(s, title="t")
     assert "requests        2 arrived, 1 served, 1 rejected (too long), 0 cut by scale-down, " in (
         text
+    )
+
+
+def test_the_summary_and_the_table_say_which_replica_minutes_are_whose() -> None:
+    # the live run's summary counts its tail after the slice (19.3), the table stops at the
+    # slice's end (16.8): each says which, so the two figures of one run are not a mismatch
+    s = summarize([], [], (), start=0.0, slo_ttft_seconds=2.0, window_seconds=10.0)
+    [replicas] = [x for x in format_summary(s, title="t").splitlines() if x.startswith("replicas")]
+    assert "replica-minutes over the run, its tail after the last arrival included" in replicas
+    title = format_comparison([SliceRow("live", s)], duration_seconds=240).splitlines()[0]
+    assert title.startswith(
+        "== the same slice under each approach (over the slice's 240 s, no tail: "
+        "replica-minutes stop at its end;"
     )
 
 
