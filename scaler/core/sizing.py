@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 from scaler.config.policy import TargetPolicy
 from scaler.config.signal_specs import CapacityCost, CapacityUnit
 from scaler.config.vocabulary import SignalName
+from scaler.config.wording import counted
 from scaler.core.capacity import (
     READY_WINDOWS,
     CapacityEstimate,
@@ -294,7 +295,8 @@ def evaluate_capacity(
     extra = f", standing headroom {headroom:g}" if headroom else ""
     if view.cost_windows:
         unit += (
-            f" (prices fitted on {view.cost_windows} windows: prefill x{view.prefill_factor:.2f}, "
+            f" (prices fitted on {counted(view.cost_windows, 'window')}: "
+            f"prefill x{view.prefill_factor:.2f}, "
             f"decode x{view.decode_factor:.2f} the profile)"
         )
     asleep = (
@@ -302,10 +304,14 @@ def evaluate_capacity(
         if counts.sleeping
         else ""
     )
+    desired = banded(policy, ratio, proposed, current)
+    held = f" (held at {desired}: inside the tolerance band)" if desired != proposed else ""
+    # a reading without some pods' rates (not the just-Ready ones) says which
+    partial = f"; {reading.detail}" if reading.status is not SignalStatus.OK else ""
     detail = (
         f"demand {human(demand)} {unit}{arrival}, forecast {human(wanted)} over {horizon:.0f} s, "
         f"capacity {human(sizing)} per replica at TTFT p95 <= {ttft_target:g} s{served}, "
-        f"utilization {u:g}{extra}{asleep}: {proposed}"
+        f"target utilization {u:g}{extra}{asleep}: {proposed}{held}{partial}"
     )
     evaluation = SignalEvaluation(
         SignalName.CAPACITY,
@@ -314,7 +320,7 @@ def evaluate_capacity(
         per_replica,
         ratio,
         proposed,
-        banded(policy, ratio, proposed, current),
+        desired,
         True,
         detail,
     )

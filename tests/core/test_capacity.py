@@ -352,7 +352,7 @@ def test_the_decision_message_explains_the_replicas() -> None:
     assert d.desired_replicas == math.ceil(41_000 / (10_000 * 0.85))  # 5: step limit is 4 pods
     assert d.message == (
         "scale up 2 -> 5 (capacity: demand 41k tok/s, forecast 41k over 150 s, capacity 10k "
-        "per replica at TTFT p95 <= 2 s, utilization 0.85: 5)"
+        "per replica at TTFT p95 <= 2 s, target utilization 0.85: 5)"
     )
     assert d.capacity is not None and d.capacity.utilization == pytest.approx(41_000 / 20_000)
 

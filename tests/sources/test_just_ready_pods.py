@@ -17,7 +17,7 @@ from scaler.core.observation import WorkloadSnapshot
 from scaler.core.signals import SignalStatus
 from scaler.sources.prometheus import PrometheusSource
 from scaler.sources.prometheus.readings import sample_age_limit_seconds
-from tests.support.fakeprom import FakePrometheus, per_pod, snapshot
+from tests.support.fakeprom import FakePrometheus, per_pod, rates, snapshot
 from tests.support.fakeprom import target as make_target
 
 KEY = "llm/Deployment/vllm"
@@ -65,3 +65,38 @@ async def test_a_pod_ready_for_less_than_the_sample_age_limit_is_not_missing(
     assert (SignalName.QUEUE_DEPTH in readings.pods_missing) is missing
     if status is SignalStatus.OK:
         assert "not scraped yet: pod-1" in queue.detail
+
+
+@pytest.mark.parametrize(
+    ("ready_seconds", "status"),
+    [
+        pytest.param(5.0, SignalStatus.OK, id="ready 5 s: no rate yet"),
+        # rate() needs a second sample: one scrape interval (30 s assumed) past the limit
+        pytest.param(LIMIT + 29, SignalStatus.OK, id="ready one interval past the limit"),
+        pytest.param(LIMIT + 31, SignalStatus.PARTIAL, id="past both: a fault"),
+        pytest.param(None, SignalStatus.PARTIAL, id="ready time unknown: a fault"),
+    ],
+)
+async def test_a_pod_ready_too_recently_for_rates_keeps_the_throughput_usable(
+    fake_prom: FakePrometheus,
+    make_source: SourceFactory,
+    ready_seconds: float | None,
+    status: SignalStatus,
+) -> None:
+    """The capacity signal's throughput: the new pod has no ``rate()`` yet. It is named in
+    the detail and stays among the missing (so nothing is learned from the window), but the
+    reading is not ``partial`` (which warned after every scale-up in the demo)."""
+    fake_prom.set(
+        running=per_pod({"pod-0": "3"}),
+        throughput=rates({"pod-0": ("1.5", "1200", "300")}),
+    )
+    result = await make_source().read([make_target()], {KEY: _fleet(ready_seconds)})
+    tp = result.targets[KEY].throughput
+    assert tp.status is status, tp
+    assert set(tp.pods) == {"pod-0"} and tp.missing == frozenset({"pod-1"})
+    expected = (
+        "Ready too recently for rates: pod-1"
+        if status is SignalStatus.OK
+        else ("1 of 2 ready pods have no rates: pod-1")
+    )
+    assert expected in tp.detail

@@ -462,6 +462,8 @@ class _TargetReader:
             self.pod_values(QueryKind.THROUGHPUT),
             self.faults.get(QueryKind.THROUGHPUT, {}),
             self.ready,
+            # rate() needs two samples: one scrape interval more than a gauge's first sample
+            self.not_scraped_yet(self.ready, extra_scrapes=1),
         )
         said = _partial_answers([self.outcome(QueryKind.THROUGHPUT)])
         if said and throughput.status is SignalStatus.OK:
@@ -697,13 +699,16 @@ class _TargetReader:
             ),
         ), missing
 
-    def not_scraped_yet(self, pods: frozenset[str]) -> frozenset[str]:
-        """Those of ``pods`` Ready for less than :func:`sample_age_limit_seconds`: their
+    def not_scraped_yet(self, pods: frozenset[str], *, extra_scrapes: int = 0) -> frozenset[str]:
+        """Those of ``pods`` Ready for less than :func:`sample_age_limit_seconds` (plus
+        ``extra_scrapes`` scrape intervals: a ``rate()`` needs a second sample): their
         first scrape may not have happened yet (one every scrape interval, from when the
         pod's address is published). A pod whose Ready time is unknown is not one of them."""
         if not pods or self.snapshot is None:
             return frozenset()
-        limit = sample_age_limit_seconds(self.scrape_interval)
+        limit = sample_age_limit_seconds(self.scrape_interval) + extra_scrapes * (
+            self.scrape_interval or _ASSUMED_SCRAPE_INTERVAL_SECONDS
+        )
         return frozenset(
             p.name
             for p in self.snapshot.pods

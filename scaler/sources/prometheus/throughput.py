@@ -141,6 +141,7 @@ def read_throughput(
     values: Mapping[str, Mapping[str, float]] | None,
     faults: Mapping[str, SeriesFault],
     ready: frozenset[str],
+    just_ready: frozenset[str] = frozenset(),
 ) -> Throughput:
     """Classify the throughput series of a target's ready pods.
 
@@ -149,6 +150,10 @@ def read_throughput(
         values: ready pod -> counter name -> rate per second (None: the query failed).
         faults: ready pod -> the fault of its series in the answer, if any.
         ready: the target's live, ready pods.
+        just_ready: those of ``ready`` Ready too recently for ``rate()`` to have two samples
+            of them: without rates they are named in the detail but keep the status ``ok``
+            (they have served next to nothing yet; they stay in ``missing``, so nothing is
+            learned from the window).
 
     Returns:
         A :class:`Throughput`; never raises.
@@ -194,12 +199,21 @@ def read_throughput(
             detail=f"no rates of {', '.join(THROUGHPUT_METRICS)} for any of {len(ready)} ready "
             "pods (started less than two scrapes ago, or the counters are not exported)",
         )
-    if missing:
-        shown = ", ".join(sorted(missing)[:5]) + (" and more" if len(missing) > 5 else "")
+    if missing - just_ready:
+        absent = missing - just_ready
+        shown = ", ".join(sorted(absent)[:5]) + (" and more" if len(absent) > 5 else "")
         return Throughput(
             SignalStatus.PARTIAL,
             pods,
             missing,
-            f"{len(missing)} of {len(ready)} ready pods have no rates: {shown}",
+            f"{len(absent)} of {len(ready)} ready pods have no rates: {shown}",
+        )
+    if missing:
+        shown = ", ".join(sorted(missing)[:5]) + (" and more" if len(missing) > 5 else "")
+        return Throughput(
+            SignalStatus.OK,
+            pods,
+            missing,
+            f"{len(missing)} of {len(ready)} ready pods Ready too recently for rates: {shown}",
         )
     return Throughput(SignalStatus.OK, pods)
