@@ -32,7 +32,7 @@ from tests.support.scraped_pods import scraped_pods
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
-RATE_WINDOW = 4.0
+RATE_WINDOW = 8.0  # 8 samples a window at 1 s scrapes: a late scrape under load moves a rate little
 #: The history the backtest replays: four rate windows from the first whole window.
 HISTORY_SECONDS = 4 * RATE_WINDOW
 PODS = ("vllm-5c4d9-aaaa0", "vllm-5c4d9-bbbb0")
