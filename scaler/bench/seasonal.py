@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 
 from scaler.bench.controllers import VllmScalerController
 from scaler.bench.figures import PolicyFigures
+from scaler.bench.references import Yardstick, find_yardstick
 from scaler.bench.runner import BenchOptions, Prepared, default_policy, prepare, run_policy
 from scaler.config.policy import TargetPolicy
 from scaler.core.capacity import demand_of, horizon_seconds
@@ -111,6 +112,10 @@ class SeasonalGoal:
     with_forecast: PolicyFigures | None
     seconds_per_day: tuple[float, float]
     cpu_seconds_per_day: tuple[float, float] = (math.nan, math.nan)
+    #: the optimal load-paying reference on the same window and seed (None: not computed)
+    yardstick: Yardstick | None = None
+    #: its cost: ``(seconds, CPU seconds)`` of the whole search
+    yardstick_seconds: tuple[float, float] = (math.nan, math.nan)
 
 
 def run_seasonal_goal(
@@ -120,10 +125,14 @@ def run_seasonal_goal(
     seed: int = 0,
     start_seconds: float = 0.0,
     duration_seconds: float | None = None,
+    optimal: bool = False,
 ) -> SeasonalGoal:
     """The forecast's accuracy on ``trace``'s replayed windows, and (``simulate``) the replay
     with and without it on routing seed ``seed``, of the window from ``start_seconds``
-    (a multiple of 10 minutes) for ``duration_seconds`` (None: to the end)."""
+    (a multiple of 10 minutes) for ``duration_seconds`` (None: to the end); with
+    ``optimal`` (and ``simulate``) also the optimal load-paying reference of that window
+    (:func:`~scaler.bench.references.find_yardstick`, the benchmark's yardstick, on the same
+    seed), and its cost: about 30 replays of the window, most of it."""
     # the replays are scaled already (ServeGen to its peak, the shape as it is)
     options = BenchOptions(
         trace=trace,
@@ -181,9 +190,15 @@ def run_seasonal_goal(
         per_day = ((t1 - t0) / days, (t2 - t1) / days)
         # the process's CPU: on a shared machine the wall time is mostly the others' load
         cpu_per_day = ((c1 - c0) / days, (c2 - c1) / days)
+    yardstick, yardstick_seconds = None, (math.nan, math.nan)
+    if prep is not None and optimal:
+        t0, c0 = time.monotonic(), time.process_time()
+        yardstick = find_yardstick(prep.reference_setup())
+        yardstick_seconds = (time.monotonic() - t0, time.process_time() - c0)
     return SeasonalGoal(
-        trace, days, m, mn, windows, len(replayed), notes, without, with_fc, per_day, cpu_per_day
-    )
+        trace, days, m, mn, windows, len(replayed), notes, without, with_fc, per_day, cpu_per_day,
+        yardstick, yardstick_seconds,
+    )  # fmt: skip
 
 
 def plot_day(trace: str, path: str) -> None:
@@ -226,7 +241,10 @@ def _share(f: PolicyFigures | None, half: int | None = None) -> str:
     if f is None:
         return "-"
     if half is None:
-        return f"{f.slo_request_share:.2%} / {f.gpu_hours:.1f} GPU-h"
+        return (
+            f"{f.slo_request_share:.2%} within the TTFT SLO ({f.both_request_share:.2%} both) / "
+            f"{f.gpu_hours:.1f} GPU-h"
+        )
     h = f.halves[half]
     return f"{h.slo_request_share:.2%} / {h.gpu_hours:.1f} GPU-h"
 
@@ -239,6 +257,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--plot", help="draw the first --trace's replayed windows to this PNG")
     parser.add_argument("--start-hour", type=float, default=0.0, help="replay from this hour")
     parser.add_argument("--hours", type=float, default=None, help="replay this many hours")
+    parser.add_argument(
+        "--optimal",
+        action="store_true",
+        help="also the optimal load-paying reference (about 30 replays of the window)",
+    )
     args = parser.parse_args(argv)
     if args.plot:
         plot_day(args.trace[0], args.plot)
@@ -249,6 +272,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             simulate=not args.no_simulate,
             start_seconds=args.start_hour * 3600,
             duration_seconds=args.hours * 3600 if args.hours is not None else None,
+            optimal=args.optimal,
         )
         lower = 1 - g.mape / g.naive_mape if g.naive_mape > 0 else math.nan
         print(f"{g.trace} ({g.days:g} days)")
@@ -269,6 +293,20 @@ def main(argv: Sequence[str] | None = None) -> None:
                 f"  seconds per simulated day: without {g.seconds_per_day[0]:.0f}, with "
                 f"{g.seconds_per_day[1]:.0f} (CPU: {g.cpu_seconds_per_day[0]:.0f}, "
                 f"{g.cpu_seconds_per_day[1]:.0f})"
+            )
+        if g.yardstick is not None and g.without is not None and g.with_forecast is not None:
+            best = g.yardstick.optimal.best
+            check = g.yardstick.optimal.check
+            print(
+                f"  optimal load-paying reference: {best.cost:.1f} GPU-h at {best.share:.2%} "
+                f"within both SLOs ({g.yardstick.optimal.label}; the check's cheapest saves "
+                f"{check.saving:.1%}); without / reference {g.without.gpu_hours / best.cost:.2f}x, "
+                f"with / reference {g.with_forecast.gpu_hours / best.cost:.2f}x"
+            )
+            print(
+                f"  the reference took {g.yardstick.optimal.replays} replays and the search of "
+                f"{g.yardstick.instant.trials} minute trials: {g.yardstick_seconds[0]:.0f} s "
+                f"(CPU {g.yardstick_seconds[1]:.0f} s) for {g.days * 24:g} hours"
             )
 
 
