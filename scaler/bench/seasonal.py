@@ -32,10 +32,11 @@ from scaler.bench.figures import PolicyFigures
 from scaler.bench.references import Yardstick, find_yardstick
 from scaler.bench.runner import BenchOptions, Prepared, default_policy, prepare, run_policy
 from scaler.config.policy import TargetPolicy
-from scaler.core.capacity import demand_of, horizon_seconds
+from scaler.core.capacity import demand_of, horizon_seconds, priced_policy
 from scaler.core.observation import PodLoad, ThroughputReading
 from scaler.core.seasonal import (
     DAY_SECONDS,
+    SeasonalForecast,
     SeasonalSchedule,
     mape,
     replay_seasonal,
@@ -44,7 +45,7 @@ from scaler.core.signals import SignalStatus
 from scaler.sim.servegen import PEAK_REQUESTS_PER_SECOND, parse_servegen, window_rates
 from scaler.sim.synthetic import daily_bursts_rate
 
-__all__ = ["SeasonalGoal", "history_of", "main", "run_seasonal_goal"]
+__all__ = ["PricedSchedule", "SeasonalGoal", "history_of", "main", "run_seasonal_goal"]
 
 STEP_SECONDS = 600.0
 REFIT_SECONDS = 3600.0
@@ -52,13 +53,62 @@ REFIT_SECONDS = 3600.0
 SYNTHETIC_HISTORY_DAYS = 7
 
 
-def _per_request(policy: TargetPolicy, prep: Prepared) -> float:
-    """The capacity signal's demand of one request per second at the replay's mean lengths."""
+def _mean_lengths(prep: Prepared) -> tuple[float, float]:
+    """The replay's mean prompt and output tokens per request."""
     reqs = prep.trace.requests
     prompt = math.fsum(r.prompt_tokens for r in reqs) / len(reqs)
     output = math.fsum(r.output_tokens for r in reqs) / len(reqs)
-    load = PodLoad(1.0, prompt, output)
+    return prompt, output
+
+
+def _per_request(policy: TargetPolicy, prep: Prepared) -> float:
+    """The capacity signal's demand of one request per second at the replay's mean lengths,
+    at the policy's profile prices."""
+    load = PodLoad(1.0, *_mean_lengths(prep))
     return demand_of(policy, ThroughputReading(SignalStatus.OK, {"all": load}))[0]
+
+
+class PricedSchedule:
+    """A :class:`~scaler.core.seasonal.SeasonalSchedule` fitted on requests/s, its forecast
+    priced at each read with the prices the live capacity signal uses then
+    (:func:`~scaler.core.capacity.priced_policy` of the controller's state), so that the
+    forecast's demand and the learned capacity per replica are in the same unit.
+
+    The bench's history has one request mix (the replay's mean lengths), so pricing the
+    path is exact; pricing it once with the profile's prices (as this bench did) asked for
+    about four times the replicas once the price fit had moved decode from the profile's
+    3.5e-4 s/token to about 9e-5 (``servegen:m-small:day9``). The controller itself prices
+    the history at each hourly refit, so until the next refit after the prices move its
+    forecast is in the prices of the refit before.
+
+    Args:
+        schedule: the fits, in requests/s.
+        policy: the target's policy (its profile prices are the fallback before any state).
+        prompt_tokens, output_tokens: the history's mean lengths per request.
+    """
+
+    def __init__(
+        self,
+        schedule: SeasonalSchedule,
+        policy: TargetPolicy,
+        prompt_tokens: float,
+        output_tokens: float,
+    ) -> None:
+        self.schedule = schedule
+        self.policy = policy
+        self.load = PodLoad(1.0, prompt_tokens, output_tokens)
+        self.controller: VllmScalerController | None = None
+
+    def __call__(self, now: float) -> SeasonalForecast | None:
+        """The fit at ``now`` (:class:`~scaler.core.seasonal.SeasonalSchedule`), its path in
+        the capacity signal's demand at the controller's prices now."""
+        fit = self.schedule(now)
+        if fit is None or not fit.path:
+            return fit
+        state = self.controller.state if self.controller is not None else None
+        priced = priced_policy(self.policy, state.capacity if state is not None else None)
+        unit = demand_of(priced, ThroughputReading(SignalStatus.OK, {"all": self.load}))[0]
+        return replace(fit, path=tuple(v * unit for v in fit.path))
 
 
 def history_of(trace: str, unit: float) -> tuple[list[float | None], int]:
@@ -178,13 +228,20 @@ def run_seasonal_goal(
         t0, c0 = time.monotonic(), time.process_time()
         without = run_policy(job)
         t1, c1 = time.monotonic(), time.process_time()
-        schedule = SeasonalSchedule(values, origin, horizon, options.control_interval_seconds)
+        # requests/s of the replay (its rate scale in), priced at each read
+        per_second = [v / unit * prep.scale if v is not None else None for v in values]
+        schedule = PricedSchedule(
+            SeasonalSchedule(per_second, origin, horizon, options.control_interval_seconds),
+            job.policy.targets[0],
+            *_mean_lengths(prep),
+        )
         controller = VllmScalerController(
             job.policy.targets[0],
             rate_window_seconds=job.policy.rate_window_seconds,
             interval_seconds=job.interval_seconds,
             seasonal=schedule,
         )
+        schedule.controller = controller
         with_fc = run_policy(job, controller)
         t2, c2 = time.monotonic(), time.process_time()
         per_day = ((t1 - t0) / days, (t2 - t1) / days)
