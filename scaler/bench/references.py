@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from scaler.bench.figures import PolicyFigures, figures_of_run
-from scaler.bench.hindsight import replay_schedule, search_schedule
+from scaler.bench.hindsight import SearchResult, replay_schedule, search_schedule
 from scaler.bench.optimal import (
     Evaluation,
     Evaluator,
@@ -37,7 +37,9 @@ __all__ = [
     "REFERENCE_SHARE",
     "ReferenceSetup",
     "References",
+    "Yardstick",
     "cheapest_constant",
+    "find_yardstick",
     "reactive_schedule",
     "run_references",
 ]
@@ -147,18 +149,33 @@ def cheapest_constant(
     return None
 
 
-def run_references(setup: ReferenceSetup) -> References:
-    """The constant fleet, the instant-start, the optimal load-paying and the reactive rows."""
-    model = setup.model
+@dataclass(frozen=True, slots=True)
+class Yardstick:
+    """The optimal load-paying reference and what it was found from (:func:`find_yardstick`).
+
+    Attributes:
+        instant: the instant-start search (each minute's need).
+        optimal: the reference (:func:`~scaler.bench.optimal.optimal_schedule`).
+        fixed: the cheapest constant fleet that keeps the share (None: none up to the maximum).
+    """
+
+    instant: SearchResult
+    optimal: OptimalResult
+    fixed: Evaluation | None
+
+
+def find_yardstick(setup: ReferenceSetup) -> Yardstick:
+    """The needs, the optimal load-paying reference and the cheapest constant fleet (its
+    candidate), on every routing seed of ``setup``; its cost is ``optimal.replays`` replays
+    of the trace plus the search (a few replays of each minute)."""
     ev = Evaluator(
-        setup.trace, model, setup.seeds, setup.slo_seconds, setup.slo_itl_seconds,
+        setup.trace, setup.model, setup.seeds, setup.slo_seconds, setup.slo_itl_seconds,
         setup.routing, setup.figures,
     )  # fmt: skip
     instant = search_schedule(
-        setup.trace, model=model, slo_seconds=setup.slo_seconds, share=REFERENCE_SHARE,
+        setup.trace, model=setup.model, slo_seconds=setup.slo_seconds, share=REFERENCE_SHARE,
         routing=setup.routing, seed=setup.seeds[0], max_replicas=setup.max_replicas,
     )  # fmt: skip
-    needs = instant.replicas
     constant: list[Evaluation | None] = []
 
     def fixed() -> Evaluation | None:
@@ -167,11 +184,23 @@ def run_references(setup: ReferenceSetup) -> References:
         return constant[0]
 
     optimal = optimal_schedule(
-        ev, needs, share=REFERENCE_SHARE, fixed=fixed,
+        ev, instant.replicas, share=REFERENCE_SHARE, fixed=fixed,
         budget=budget_for(setup.trace.duration_seconds),
     )  # fmt: skip
-    fixed_eval = fixed()
-    minutes = ev.minutes
+    return Yardstick(instant, optimal, fixed())
+
+
+def run_references(setup: ReferenceSetup) -> References:
+    """The constant fleet, the instant-start, the optimal load-paying and the reactive rows."""
+    model = setup.model
+    found = find_yardstick(setup)
+    instant, needs, optimal, fixed_eval = (
+        found.instant,
+        found.instant.replicas,
+        found.optimal,
+        found.fixed,
+    )
+    minutes = max(1, math.ceil(setup.trace.duration_seconds / _MINUTE - 1e-9))
     fixed_schedule = (
         fixed_eval.replicas if fixed_eval is not None else (setup.max_replicas,) * minutes
     )

@@ -29,12 +29,14 @@ from dataclasses import dataclass, replace
 
 from scaler.bench.controllers import VllmScalerController
 from scaler.bench.figures import PolicyFigures
+from scaler.bench.references import Yardstick, find_yardstick
 from scaler.bench.runner import BenchOptions, Prepared, default_policy, prepare, run_policy
 from scaler.config.policy import TargetPolicy
-from scaler.core.capacity import demand_of
+from scaler.core.capacity import demand_of, priced_policy
 from scaler.core.observation import PodLoad, ThroughputReading
 from scaler.core.seasonal import (
     DAY_SECONDS,
+    SeasonalForecast,
     SeasonalSchedule,
     mape,
     replay_seasonal,
@@ -44,7 +46,7 @@ from scaler.core.sizing import horizon_seconds
 from scaler.sim.servegen import PEAK_REQUESTS_PER_SECOND, parse_servegen, window_rates
 from scaler.sim.synthetic import daily_bursts_rate
 
-__all__ = ["SeasonalGoal", "history_of", "main", "run_seasonal_goal"]
+__all__ = ["PricedSchedule", "SeasonalGoal", "history_of", "main", "run_seasonal_goal"]
 
 STEP_SECONDS = 600.0
 REFIT_SECONDS = 3600.0
@@ -52,13 +54,62 @@ REFIT_SECONDS = 3600.0
 SYNTHETIC_HISTORY_DAYS = 7
 
 
-def _per_request(policy: TargetPolicy, prep: Prepared) -> float:
-    """The capacity signal's demand of one request per second at the replay's mean lengths."""
+def _mean_lengths(prep: Prepared) -> tuple[float, float]:
+    """The replay's mean prompt and output tokens per request."""
     reqs = prep.trace.requests
     prompt = math.fsum(r.prompt_tokens for r in reqs) / len(reqs)
     output = math.fsum(r.output_tokens for r in reqs) / len(reqs)
-    load = PodLoad(1.0, prompt, output)
+    return prompt, output
+
+
+def _per_request(policy: TargetPolicy, prep: Prepared) -> float:
+    """The capacity signal's demand of one request per second at the replay's mean lengths,
+    at the policy's profile prices."""
+    load = PodLoad(1.0, *_mean_lengths(prep))
     return demand_of(policy, ThroughputReading(SignalStatus.OK, {"all": load}))[0]
+
+
+class PricedSchedule:
+    """A :class:`~scaler.core.seasonal.SeasonalSchedule` fitted on requests/s, its forecast
+    priced at each read with the prices the live capacity signal uses then
+    (:func:`~scaler.core.capacity.priced_policy` of the controller's state), so that the
+    forecast's demand and the learned capacity per replica are in the same unit.
+
+    The bench's history has one request mix (the replay's mean lengths), so pricing the
+    path is exact; pricing it once with the profile's prices (as this bench did) asked for
+    about four times the replicas once the price fit had moved decode from the profile's
+    3.5e-4 s/token to about 9e-5 (``servegen:m-small:day9``). The controller itself prices
+    the history at each hourly refit, so until the next refit after the prices move its
+    forecast is in the prices of the refit before.
+
+    Args:
+        schedule: the fits, in requests/s.
+        policy: the target's policy (its profile prices are the fallback before any state).
+        prompt_tokens, output_tokens: the history's mean lengths per request.
+    """
+
+    def __init__(
+        self,
+        schedule: SeasonalSchedule,
+        policy: TargetPolicy,
+        prompt_tokens: float,
+        output_tokens: float,
+    ) -> None:
+        self.schedule = schedule
+        self.policy = policy
+        self.load = PodLoad(1.0, prompt_tokens, output_tokens)
+        self.controller: VllmScalerController | None = None
+
+    def __call__(self, now: float) -> SeasonalForecast | None:
+        """The fit at ``now`` (:class:`~scaler.core.seasonal.SeasonalSchedule`), its path in
+        the capacity signal's demand at the controller's prices now."""
+        fit = self.schedule(now)
+        if fit is None or not fit.path:
+            return fit
+        state = self.controller.state if self.controller is not None else None
+        priced = priced_policy(self.policy, state.capacity if state is not None else None)
+        unit = demand_of(priced, ThroughputReading(SignalStatus.OK, {"all": self.load}))[0]
+        return replace(fit, path=tuple(v * unit for v in fit.path))
 
 
 def history_of(trace: str, unit: float) -> tuple[list[float | None], int]:
@@ -112,6 +163,10 @@ class SeasonalGoal:
     with_forecast: PolicyFigures | None
     seconds_per_day: tuple[float, float]
     cpu_seconds_per_day: tuple[float, float] = (math.nan, math.nan)
+    #: the optimal load-paying reference on the same window and seed (None: not computed)
+    yardstick: Yardstick | None = None
+    #: its cost: ``(seconds, CPU seconds)`` of the whole search
+    yardstick_seconds: tuple[float, float] = (math.nan, math.nan)
 
 
 def run_seasonal_goal(
@@ -121,10 +176,14 @@ def run_seasonal_goal(
     seed: int = 0,
     start_seconds: float = 0.0,
     duration_seconds: float | None = None,
+    optimal: bool = False,
 ) -> SeasonalGoal:
     """The forecast's accuracy on ``trace``'s replayed windows, and (``simulate``) the replay
     with and without it on routing seed ``seed``, of the window from ``start_seconds``
-    (a multiple of 10 minutes) for ``duration_seconds`` (None: to the end)."""
+    (a multiple of 10 minutes) for ``duration_seconds`` (None: to the end); with
+    ``optimal`` (and ``simulate``) also the optimal load-paying reference of that window
+    (:func:`~scaler.bench.references.find_yardstick`, the benchmark's yardstick, on the same
+    seed), and its cost: about 30 replays of the window, most of it."""
     # the replays are scaled already (ServeGen to its peak, the shape as it is)
     options = BenchOptions(
         trace=trace,
@@ -170,21 +229,34 @@ def run_seasonal_goal(
         t0, c0 = time.monotonic(), time.process_time()
         without = run_policy(job)
         t1, c1 = time.monotonic(), time.process_time()
-        schedule = SeasonalSchedule(values, origin, horizon, options.control_interval_seconds)
+        # requests/s of the replay (its rate scale in), priced at each read
+        per_second = [v / unit * prep.scale if v is not None else None for v in values]
+        schedule = PricedSchedule(
+            SeasonalSchedule(per_second, origin, horizon, options.control_interval_seconds),
+            job.policy.targets[0],
+            *_mean_lengths(prep),
+        )
         controller = VllmScalerController(
             job.policy.targets[0],
             rate_window_seconds=job.policy.rate_window_seconds,
             interval_seconds=job.interval_seconds,
             seasonal=schedule,
         )
+        schedule.controller = controller
         with_fc = run_policy(job, controller)
         t2, c2 = time.monotonic(), time.process_time()
         per_day = ((t1 - t0) / days, (t2 - t1) / days)
         # the process's CPU: on a shared machine the wall time is mostly the others' load
         cpu_per_day = ((c1 - c0) / days, (c2 - c1) / days)
+    yardstick, yardstick_seconds = None, (math.nan, math.nan)
+    if prep is not None and optimal:
+        t0, c0 = time.monotonic(), time.process_time()
+        yardstick = find_yardstick(prep.reference_setup())
+        yardstick_seconds = (time.monotonic() - t0, time.process_time() - c0)
     return SeasonalGoal(
-        trace, days, m, mn, windows, len(replayed), notes, without, with_fc, per_day, cpu_per_day
-    )
+        trace, days, m, mn, windows, len(replayed), notes, without, with_fc, per_day, cpu_per_day,
+        yardstick, yardstick_seconds,
+    )  # fmt: skip
 
 
 def plot_day(trace: str, path: str) -> None:
@@ -227,7 +299,10 @@ def _share(f: PolicyFigures | None, half: int | None = None) -> str:
     if f is None:
         return "-"
     if half is None:
-        return f"{f.slo_request_share:.2%} / {f.gpu_hours:.1f} GPU-h"
+        return (
+            f"{f.slo_request_share:.2%} within the TTFT SLO ({f.both_request_share:.2%} both) / "
+            f"{f.gpu_hours:.1f} GPU-h"
+        )
     h = f.halves[half]
     return f"{h.slo_request_share:.2%} / {h.gpu_hours:.1f} GPU-h"
 
@@ -240,6 +315,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--plot", help="draw the first --trace's replayed windows to this PNG")
     parser.add_argument("--start-hour", type=float, default=0.0, help="replay from this hour")
     parser.add_argument("--hours", type=float, default=None, help="replay this many hours")
+    parser.add_argument(
+        "--optimal",
+        action="store_true",
+        help="also the optimal load-paying reference (about 30 replays of the window)",
+    )
     args = parser.parse_args(argv)
     if args.plot:
         plot_day(args.trace[0], args.plot)
@@ -250,6 +330,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             simulate=not args.no_simulate,
             start_seconds=args.start_hour * 3600,
             duration_seconds=args.hours * 3600 if args.hours is not None else None,
+            optimal=args.optimal,
         )
         lower = 1 - g.mape / g.naive_mape if g.naive_mape > 0 else math.nan
         print(f"{g.trace} ({g.days:g} days)")
@@ -270,6 +351,20 @@ def main(argv: Sequence[str] | None = None) -> None:
                 f"  seconds per simulated day: without {g.seconds_per_day[0]:.0f}, with "
                 f"{g.seconds_per_day[1]:.0f} (CPU: {g.cpu_seconds_per_day[0]:.0f}, "
                 f"{g.cpu_seconds_per_day[1]:.0f})"
+            )
+        if g.yardstick is not None and g.without is not None and g.with_forecast is not None:
+            best = g.yardstick.optimal.best
+            check = g.yardstick.optimal.check
+            print(
+                f"  optimal load-paying reference: {best.cost:.1f} GPU-h at {best.share:.2%} "
+                f"within both SLOs ({g.yardstick.optimal.label}; the check's cheapest saves "
+                f"{check.saving:.1%}); without / reference {g.without.gpu_hours / best.cost:.2f}x, "
+                f"with / reference {g.with_forecast.gpu_hours / best.cost:.2f}x"
+            )
+            print(
+                f"  the reference took {g.yardstick.optimal.replays} replays and the search of "
+                f"{g.yardstick.instant.trials} minute trials: {g.yardstick_seconds[0]:.0f} s "
+                f"(CPU {g.yardstick_seconds[1]:.0f} s) for {g.days * 24:g} hours"
             )
 
 

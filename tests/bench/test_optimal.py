@@ -14,7 +14,7 @@ from scaler.bench.optimal import (
     optimal_schedule,
     removals,
 )
-from scaler.bench.references import REFERENCE_SHARE, ReferenceSetup, run_references
+from scaler.bench.references import REFERENCE_SHARE, ReferenceSetup, find_yardstick, run_references
 from scaler.sim.catalog import open_trace
 from scaler.sim.engine import ReplicaModel
 
@@ -121,6 +121,19 @@ def test_on_a_trace_the_yardstick_keeps_99_percent_over_the_seeds_and_is_near_mi
     fixed = rows["fixed"]
     assert sum(f.both_request_share for f in fixed) / 3 >= REFERENCE_SHARE
     assert sum(f.gpu_hours for f in fixed) > sum(f.gpu_hours for f in rows["hindsight-load"])
+
+
+def test_the_yardstick_alone_is_the_rows_reference(
+    references: tuple[object, ReferenceSetup],
+) -> None:
+    # what the seasonal bench reports without the other rows' replays
+    refs, setup = references
+    found = find_yardstick(setup)
+    assert found.optimal.best.replicas == refs.schedules["hindsight-load"]  # type: ignore[attr-defined]
+    assert found.instant.replicas == refs.schedules["hindsight-instant"]  # type: ignore[attr-defined]
+    assert found.fixed is not None
+    assert found.fixed.replicas == refs.schedules["fixed"]  # type: ignore[attr-defined]
+    assert found.optimal.best.share >= REFERENCE_SHARE
 
 
 def test_the_evaluator_replays_each_schedule_on_each_seed_once() -> None:

@@ -43,3 +43,45 @@ def test_m_mid_switches_itself_off() -> None:
     g = run_seasonal_goal("servegen:m-mid:day8", simulate=False)
     assert g.windows_in_use == 0
     assert all(n.startswith("seasonal forecast off") for n in g.notes)
+
+
+def test_the_bench_prices_the_forecast_as_the_live_signal_does() -> None:
+    """The forecast of a requests/s history is priced at each read with the controller's
+    fitted prices: with decode fitted at a quarter of the profile's price, the path is the
+    fitted price of a request, not the profile's (priced once with the profile, the bench
+    asked for several times the replicas the live signal's learned capacity stood for)."""
+    import math
+    import random
+    from types import SimpleNamespace
+
+    from scaler.bench.runner import default_policy
+    from scaler.bench.seasonal import PricedSchedule
+    from scaler.core.capacity import CapacityMemory, demand_of, priced_policy
+    from scaler.core.cost_fit import CostFit
+    from scaler.core.observation import PodLoad, ThroughputReading
+    from scaler.core.seasonal import SeasonalSchedule
+    from scaler.core.signals import SignalStatus
+
+    day = 144
+    rng = random.Random(3)  # noise: a noiseless history makes the same hour yesterday exact
+    rate = [
+        (10 + 8 * math.sin(2 * math.pi * i / day)) * rng.uniform(0.95, 1.05) for i in range(8 * day)
+    ]
+    policy = default_policy().targets[0]
+    schedule = SeasonalSchedule(rate, 7 * day, horizon_seconds=165.0, interval_seconds=15.0)
+    priced = PricedSchedule(schedule, policy, prompt_tokens=1000.0, output_tokens=250.0)
+    fit = schedule(3600.0)
+    assert fit is not None and fit.in_use
+    load = ThroughputReading(SignalStatus.OK, {"all": PodLoad(1.0, 1000.0, 250.0)})
+    profile = demand_of(policy, load)[0]
+    before = priced(3600.0)
+    assert before is not None  # no controller yet: the profile's prices
+    assert before.path == pytest.approx([v * profile for v in fit.path])
+    memory = CapacityMemory(
+        unit="work", fit=CostFit(decode_measured=1000.0, decode_priced=4000.0, windows=60)
+    )
+    priced.controller = SimpleNamespace(state=SimpleNamespace(capacity=memory))  # type: ignore[assignment]
+    fitted = demand_of(priced_policy(policy, memory), load)[0]
+    after = priced(3600.0)
+    assert after is not None and fitted < 0.6 * profile
+    assert after.path == pytest.approx([v * fitted for v in fit.path])

@@ -126,7 +126,9 @@ def test_the_comparison_has_one_line_per_approach_and_goes_into_the_json() -> No
         for label, ttft, n in (("ours", 0.5, 3), ("KEDA + HPA (replay)", 9.0, 8))
     ]  # fmt: skip
     text = format_comparison(rows, duration_seconds=60.0).splitlines()
-    assert text[0].startswith("== the same slice under each approach (over the slice's 60 s, no tail")
+    assert text[0].startswith(
+        "== the same slice under each approach (over the slice's 60 s, no tail"
+    )
     assert "within 2 s" in text[1]
     assert text[2].split() == ["ours", "100.0%", "0.50", "s", "3.0", "3", "1", "(1,", "0)"]
     assert text[3].split()[:6] == ["KEDA", "+", "HPA", "(replay)", "0.0%", "9.00"]
