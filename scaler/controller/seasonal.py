@@ -12,7 +12,12 @@ history that cannot be read (an outage, a query error) leaves a target's last fi
 never a zero forecast; the fit's own path runs out an hour and a horizon after its last
 window, so a forecast that could not be refreshed for that long stops asking for anything.
 The clock is injected (the loop's): a refresh is due ``refit_seconds`` after the last one
-started.
+started, or sooner (at least ``min_refit_seconds`` after it) when a target's prices have moved:
+the history is priced with the prices the live capacity signal uses at the refit
+(:func:`scaler.core.capacity.priced_policy`), so a fit priced with the profile's while the
+price fit moved decode to a quarter of it would ask for several times the replicas for up to
+an hour; a change of a price by more than :data:`REPRICE_RATIO` since the target's last fit
+makes the refresh due.
 """
 
 from __future__ import annotations
@@ -29,7 +34,11 @@ from scaler.config.policy import TargetPolicy
 from scaler.core.seasonal import DAY_SECONDS, SeasonalForecast, fit_seasonal
 from scaler.sources.prometheus.demand_history import DemandHistory, HistoryRead
 
-__all__ = ["HistoryReader", "SeasonalRefresher", "SeasonalSettings"]
+__all__ = ["REPRICE_RATIO", "HistoryReader", "SeasonalRefresher", "SeasonalSettings"]
+
+#: A price (prefill, decode or decode per context token) that moved by more than this factor
+#: since a target's last fit makes a refit due (the demand it forecasts is in those prices).
+REPRICE_RATIO = 1.1
 
 #: Reads every target's demand history ending at the given time (epoch seconds).
 HistoryReader = Callable[[Sequence[TargetPolicy], float], Awaitable[HistoryRead]]
@@ -41,6 +50,8 @@ class SeasonalSettings:
 
     Attributes:
         refit_seconds: the period between refits, seconds (hourly).
+        min_refit_seconds: the least time between refits when a target's prices moved,
+            seconds (a 14-day read per refit).
         history_seconds: the most history read, seconds (14 days, as AWS predictive scaling).
         step_seconds: the history's step, seconds (10 minutes).
         interval_seconds: the control interval, added to the horizon (one model load plus one
@@ -48,9 +59,20 @@ class SeasonalSettings:
     """
 
     refit_seconds: float = 3600.0
+    min_refit_seconds: float = 300.0
     history_seconds: float = 14 * DAY_SECONDS
     step_seconds: float = 600.0
     interval_seconds: float = 15.0
+
+
+def _prices_of(target: TargetPolicy) -> tuple[float, float, float]:
+    """The prices a target's demand is priced with (seconds per token)."""
+    cost = target.signals.capacity.cost
+    return (
+        cost.prefill_seconds_per_token,
+        cost.decode_seconds_per_token,
+        cost.decode_seconds_per_context_token,
+    )
 
 
 def _fit(
@@ -95,6 +117,7 @@ class SeasonalRefresher:
         )
         self._own_executor = executor is None
         self._forecasts: dict[str, SeasonalForecast] = {}
+        self._prices: dict[str, tuple[float, float, float]] = {}  # each target's at its fit
         self._started_at: float | None = None
         self._task: asyncio.Task[None] | None = None
         self.errors: tuple[str, ...] = ()
@@ -104,20 +127,30 @@ class SeasonalRefresher:
         """The target's last fit (None before its first)."""
         return self._forecasts.get(key)
 
-    def due(self) -> bool:
-        """A refresh is due: none started yet, or the last started ``refit_seconds`` ago and
-        is done."""
+    def due(self, targets: Sequence[TargetPolicy] = ()) -> bool:
+        """A refresh is due: none started yet, or the last started ``refit_seconds`` ago (or
+        ``min_refit_seconds`` ago when one of ``targets`` has prices that moved by more than
+        :data:`REPRICE_RATIO` since its last fit) and is done."""
         if self._task is not None and not self._task.done():
             return False
-        return (
-            self._started_at is None
-            or self._clock() - self._started_at >= self.settings.refit_seconds
-        )
+        if self._started_at is None:
+            return True
+        since = self._clock() - self._started_at
+        if since >= self.settings.refit_seconds:
+            return True
+        return since >= self.settings.min_refit_seconds and any(self._repriced(t) for t in targets)
+
+    def _repriced(self, target: TargetPolicy) -> bool:
+        fitted = self._prices.get(target.key)
+        if fitted is None:
+            return False
+        now = _prices_of(target)
+        return any(max(a, b) > REPRICE_RATIO * min(a, b) for a, b in zip(fitted, now, strict=True))
 
     def poke(self, targets: Sequence[TargetPolicy]) -> asyncio.Task[None] | None:
         """Start a refresh of ``targets`` when one is due (the running task, else None);
         returns at once."""
-        if not targets or not self.due():
+        if not targets or not self.due(targets):
             return None
         self._started_at = self._clock()
         self._task = asyncio.get_running_loop().create_task(self.refresh(list(targets)))
@@ -158,6 +191,7 @@ class SeasonalRefresher:
             if old is None or old.in_use != fit.in_use:
                 self.log.info("seasonal_forecast", target=t.key, in_use=fit.in_use, note=fit.note)
             self._forecasts[t.key] = fit
+            self._prices[t.key] = _prices_of(t)
 
     async def aclose(self) -> None:
         """Cancel a running refresh and stop the executor this refresher made."""

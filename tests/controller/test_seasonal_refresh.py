@@ -175,6 +175,46 @@ async def test_fits_at_start_then_hourly_and_an_outage_keeps_the_last_fit() -> N
         await refresher.aclose()
 
 
+def repriced(policy: TargetPolicy, decode_factor: float) -> TargetPolicy:
+    """``policy`` with its decode price times ``decode_factor`` (as the price fit moves it)."""
+    cap = policy.signals.capacity
+    cost = cap.cost.model_copy(
+        update={"decode_seconds_per_token": cap.cost.decode_seconds_per_token * decode_factor}
+    )
+    signals = policy.signals.model_copy(update={"capacity": cap.model_copy(update={"cost": cost})})
+    return policy.model_copy(update={"signals": signals})
+
+
+async def test_a_price_that_moved_makes_the_refit_due_after_five_minutes_not_an_hour() -> None:
+    """The history is priced at the refit: a price fit that moved decode by more than 10%
+    since the last fit refits it once ``min_refit_seconds`` (300 s) have passed, not an hour
+    later; a move within 10% waits for the hour."""
+    clock = Clock(END)
+    reads: list[float] = []
+
+    async def reader(targets: Sequence[TargetPolicy], end: float) -> HistoryRead:
+        reads.append(end)
+        return await read(prometheus(), targets)
+
+    refresher = SeasonalRefresher(reader, clock=clock)
+    try:
+        task = refresher.poke([POLICY])
+        assert task is not None
+        await task
+        clock.now += 200
+        assert refresher.poke([repriced(POLICY, 0.25)]) is None  # under five minutes
+        clock.now += 100
+        assert refresher.poke([repriced(POLICY, 1.05)]) is None  # within 10%: the hour
+        task = refresher.poke([repriced(POLICY, 0.25)])
+        assert task is not None
+        await task
+        clock.now += 300
+        assert refresher.poke([repriced(POLICY, 0.25)]) is None  # fitted at those prices
+        assert reads == [END, END + 300]
+    finally:
+        await refresher.aclose()
+
+
 async def test_a_fit_that_fails_keeps_the_last_and_the_task_never_raises() -> None:
     async def broken(targets: Sequence[TargetPolicy], end: float) -> HistoryRead:
         raise RuntimeError("reader bug")
