@@ -199,21 +199,16 @@ def read_throughput(
             detail=f"no rates of {', '.join(THROUGHPUT_METRICS)} for any of {len(ready)} ready "
             "pods (started less than two scrapes ago, or the counters are not exported)",
         )
-    if missing - just_ready:
-        absent = missing - just_ready
-        shown = ", ".join(sorted(absent)[:5]) + (" and more" if len(absent) > 5 else "")
-        return Throughput(
-            SignalStatus.PARTIAL,
-            pods,
-            missing,
-            f"{len(absent)} of {len(ready)} ready pods have no rates: {shown}",
-        )
     if missing:
-        shown = ", ".join(sorted(missing)[:5]) + (" and more" if len(missing) > 5 else "")
+        # a pod Ready too recently for two samples has served next to nothing yet: usable
+        absent = missing - just_ready
+        named = absent or missing
+        shown = ", ".join(sorted(named)[:5]) + (" and more" if len(named) > 5 else "")
+        why = "have no rates" if absent else "Ready too recently for rates"
         return Throughput(
-            SignalStatus.OK,
+            SignalStatus.PARTIAL if absent else SignalStatus.OK,
             pods,
             missing,
-            f"{len(missing)} of {len(ready)} ready pods Ready too recently for rates: {shown}",
+            f"{len(named)} of {len(ready)} ready pods {why}: {shown}",
         )
     return Throughput(SignalStatus.OK, pods)
