@@ -32,6 +32,8 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from scaler.config.kinds import KNOWN_API_VERSIONS as KNOWN_API_VERSIONS
+from scaler.config.kinds import KNOWN_PLURALS as KNOWN_PLURALS
 from scaler.config.policy_errors import describe_document, describe_yaml_error, validation_lines
 from scaler.config.signal_specs import MAX_LATENCY_SECONDS, SPECS
 
@@ -53,25 +55,6 @@ from scaler.config.vocabulary import DNS_LABEL, DNS_SUBDOMAIN
 from scaler.config.wording import BAND_ABOVE_ONE
 
 _LABEL_NAME = r"^[a-zA-Z_][a-zA-Z0-9_]*$"
-
-# Plural resource names of the kinds people scale; anything else must name its plural.
-KNOWN_PLURALS: dict[str, str] = {
-    "Deployment": "deployments",
-    "StatefulSet": "statefulsets",
-    "ReplicaSet": "replicasets",
-    "LeaderWorkerSet": "leaderworkersets",
-    "Rollout": "rollouts",
-}
-
-#: The apiVersion each of those kinds is served at.
-KNOWN_API_VERSIONS: dict[str, str] = {
-    "Deployment": "apps/v1",
-    "StatefulSet": "apps/v1",
-    "ReplicaSet": "apps/v1",
-    "LeaderWorkerSet": "leaderworkerset.x-k8s.io/v1",
-    "Rollout": "argoproj.io/v1alpha1",
-}
-
 
 #: What a workload's controller appends to the workload's name in its pods' names (RE2), for
 #: the kinds whose pod names give the name back unambiguously: a Deployment's pods are

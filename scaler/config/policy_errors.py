@@ -22,6 +22,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
+from scaler.config.kinds import KNOWN_API_VERSIONS
 from scaler.config.wording import (
     expectation,
     in_seconds,
@@ -513,9 +514,6 @@ def _missing_hint(loc: Sequence[int | str], document: object) -> str:
     kind = _given_at(document, (*loc[:-1], "kind"))
     if not isinstance(kind, str) or not kind:
         return ""
-    # imported here: the policy's models import this module
-    from scaler.config.policy import KNOWN_API_VERSIONS
-
     known = KNOWN_API_VERSIONS.get(kind)
     if known is not None:
         return f"; write apiVersion: {known}, the API of kind {kind}"
