@@ -53,8 +53,9 @@ from scaler.core.decide import decide
 from scaler.core.evaluation import SignalEvaluation
 from scaler.core.load_time import LoadTimes
 from scaler.core.observation import Observation, PodInfo, ReplicaCounts, ThroughputReading
+from scaler.core.phases import SeasonalAsk
 from scaler.core.reasons import Reason
-from scaler.core.seasonal import SeasonalAsk, SeasonalSchedule
+from scaler.core.seasonal import SeasonalSchedule
 from scaler.core.signals import SignalReading, SignalStatus
 from scaler.core.sizing import CapacityView
 from scaler.core.state import TargetState, record_write

@@ -118,6 +118,7 @@ from scaler.core.load_time import observe_starts
 from scaler.core.messages import final_reason, floor_note, left_out, not_load_note, shortened
 from scaler.core.observation import Observation, ReplicaCounts
 from scaler.core.phases import (
+    SeasonalAsk,
     clamp,
     down_window_seconds,
     hold_at_learning_floor,
@@ -126,11 +127,11 @@ from scaler.core.phases import (
     limit_step,
     outside_write,
     raise_learning_floor,
+    seasonal_phase,
     size_backlog,
     stabilize,
 )
 from scaler.core.reasons import Because, Limit, Phase, Reason
-from scaler.core.seasonal import SeasonalAsk, seasonal_phase
 from scaler.core.signals import SignalReading, SignalStatus
 from scaler.core.sizing import CapacityView, evaluate_capacity
 from scaler.core.state import Recommendation, ScaleEvent, TargetState, compact
@@ -406,7 +407,7 @@ def _seasonal(
     now: float,
     rec: Recommended,
 ) -> SeasonalAsk:
-    """The seasonal phase (:func:`scaler.core.seasonal.seasonal_phase`) over the capacity
+    """The seasonal phase (:func:`scaler.core.phases.seasonal_phase`) over the capacity
     signal's horizon (the model load plus half the rate window) plus the forecast's control
     interval: one model load plus one control interval ahead."""
     forecast = observation.seasonal

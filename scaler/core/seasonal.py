@@ -50,13 +50,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
-
-from scaler.core.reasons import Phase, PhaseName
-from scaler.core.signals import SignalStatus
-
-if TYPE_CHECKING:  # evaluation imports the observation, which carries a forecast of this module
-    from scaler.core.evaluation import SignalEvaluation
 
 __all__ = [
     "CHECK_DAYS",
@@ -65,14 +58,12 @@ __all__ = [
     "MIN_DAYS",
     "MIN_IMPROVEMENT",
     "WEEK_SECONDS",
-    "SeasonalAsk",
     "SeasonalCheck",
     "SeasonalForecast",
     "SeasonalSchedule",
     "fit_seasonal",
     "mape",
     "replay_seasonal",
-    "seasonal_phase",
     "seasonal_replicas",
 ]
 
@@ -464,83 +455,6 @@ def replay_seasonal(
         value = fit.path[i] if fit.in_use and 0 <= i < len(fit.path) else None
         out.append((value, fit))
     return out
-
-
-@dataclass(frozen=True, slots=True)
-class SeasonalAsk:
-    """The seasonal phase's outcome for one cycle (for the decision's message, metrics and
-    reports).
-
-    Attributes:
-        phase: the replicas after it (:class:`~scaler.core.reasons.Phase`).
-        demand: the forecast peak over the horizon, in the demand's units (None: not asked).
-        replicas: what that demand needs at the capacity signal's target (None: not asked).
-        horizon_seconds: the horizon read.
-        raised: the forecast raised the recommendation (it is the reason for the replicas).
-        forecast: the fit read (None: none), with its check and whether it is in use.
-    """
-
-    phase: Phase
-    demand: float | None
-    replicas: int | None
-    horizon_seconds: float
-    raised: bool
-    forecast: SeasonalForecast | None = None
-
-    def note(self) -> str:
-        """A clause for the decision's message ("" when the forecast did not raise it)."""
-        if not self.raised or self.demand is None:
-            return ""
-        return (
-            f"seasonal forecast: demand {self.demand:.4g} within {self.horizon_seconds:.0f} s "
-            f"needs {self.replicas} replicas"
-        )
-
-
-def seasonal_phase(
-    forecast: SeasonalForecast | None,
-    capacity: SignalEvaluation | None,
-    horizon_seconds: float,
-    recommended: int,
-    *,
-    blocked: bool,
-    now: float,
-) -> SeasonalAsk:
-    """Combine the seasonal forecast with the recommendation: by max, for scale-up only.
-
-    The forecast's peak over the horizon (one model load plus one control interval, the time a
-    replica started now needs to serve) over what one replica serves at the capacity signal's
-    target utilization (``capacity.target``) is the replicas the recurring load will need. The
-    recommendation is raised to it, never lowered: a forecast of a fall is no reason for a
-    scale-down below what the present demand needs (the short-horizon forecast and the other
-    signals size for that), and the scale-down that follows a forecast rise is still paced by
-    the stabilization window and the step limits. Nothing is asked while a guard blocks for
-    missing or invalid signals (``blocked``: an outage is not a forecast's occasion to act),
-    while the capacity signal has no estimate or no reading usable for a scale-up, or while the
-    forecast is off or stale.
-    """
-    keep = SeasonalAsk(
-        Phase(PhaseName.SEASONAL, recommended), None, None, horizon_seconds, False, forecast
-    )
-    if (
-        blocked
-        or capacity is None
-        or capacity.status is SignalStatus.LEARNING
-        or not capacity.status.usable_for_scale_up
-    ):
-        return keep
-    replicas, demand = seasonal_replicas(forecast, now, horizon_seconds, capacity.target)
-    if replicas is None:
-        return keep
-    raised = replicas > recommended
-    return SeasonalAsk(
-        Phase(PhaseName.SEASONAL, max(recommended, replicas)),
-        demand,
-        replicas,
-        horizon_seconds,
-        raised,
-        forecast,
-    )
 
 
 @dataclass
